@@ -1,0 +1,94 @@
+// Package cnierr builds the typed CNI errors every personality returns.
+//
+// Each constructor fixes the code from SPEC.md so that call sites cannot
+// drift into the catch-all 999, and keeps the message one short sentence
+// with the field, value, pool or delegate involved in Details.
+package cnierr
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/containernetworking/cni/pkg/types"
+)
+
+// Plugin-specific codes (SPEC.md "Error codes"); the spec's own codes come
+// from the types package.
+const (
+	CodePoolExhausted       uint = 100
+	CodeAddrUnavailable     uint = 101
+	CodeDuplicateAttach     uint = 102
+	CodeNotAvailable        uint = 50 // STATUS: plugin not available
+	CodeLimited             uint = 51 // STATUS: limited connectivity
+	CodeTryAgainLater            = types.ErrTryAgainLater
+	CodeInvalidConfig            = types.ErrInvalidNetworkConfig
+	CodeInvalidEnv               = types.ErrInvalidEnvironmentVariables
+	CodeDecoding                 = types.ErrDecodingFailure
+	CodeIO                       = types.ErrIOFailure
+	CodeIncompatibleVersion      = types.ErrIncompatibleCNIVersion
+	CodeUnknownContainer         = types.ErrUnknownContainer
+	CodeInternal                 = types.ErrInternal
+)
+
+// New is types.NewError with a formatted details string.
+func New(code uint, msg string, detailsFormat string, args ...any) *types.Error {
+	return types.NewError(code, msg, fmt.Sprintf(detailsFormat, args...))
+}
+
+// InvalidConfig reports a bad value of a named config field (code 7).
+func InvalidConfig(field string, value any, reason string) *types.Error {
+	return types.NewError(CodeInvalidConfig, fmt.Sprintf("invalid %s: %s", field, reason), fmt.Sprintf("%s=%v", field, value))
+}
+
+// MissingConfig reports a required config field that is absent (code 7).
+func MissingConfig(field string) *types.Error {
+	return types.NewError(CodeInvalidConfig, fmt.Sprintf("missing %s", field), field)
+}
+
+// InvalidEnv reports a bad CNI_* environment variable (code 4).
+func InvalidEnv(variable, value, reason string) *types.Error {
+	return types.NewError(CodeInvalidEnv, fmt.Sprintf("invalid %s: %s", variable, reason), fmt.Sprintf("%s=%q", variable, value))
+}
+
+// IO reports a failed file-system operation on path (code 5). The cause
+// stays reachable through errors.As/Is via Wrapped.
+func IO(op, path string, err error) error {
+	return Wrap(types.NewError(CodeIO, fmt.Sprintf("%s %s failed", op, path), err.Error()), err)
+}
+
+// Wrapped keeps a CNI error's code while preserving the Go error chain that
+// caused it, so callers can still errors.Is(err, fs.ErrNotExist) and the
+// dispatcher still prints the typed error.
+type Wrapped struct {
+	cni   *types.Error
+	cause error
+}
+
+// Wrap attaches cause to e.
+func Wrap(e *types.Error, cause error) error { return &Wrapped{cni: e, cause: cause} }
+
+func (w *Wrapped) Error() string { return w.cni.Error() }
+
+// Unwrap exposes both the CNI error and its cause to errors.As / errors.Is.
+func (w *Wrapped) Unwrap() []error { return []error{w.cni, w.cause} }
+
+// As extracts the CNI error from err's chain, classifying anything untyped
+// as an internal error (999) so the caller always has something to print.
+func As(err error) *types.Error {
+	if err == nil {
+		return nil
+	}
+	var e *types.Error
+	if errors.As(err, &e) {
+		return e
+	}
+	return types.NewError(CodeInternal, err.Error(), "")
+}
+
+// Code returns err's CNI code, or 0 for nil.
+func Code(err error) uint {
+	if err == nil {
+		return 0
+	}
+	return As(err).Code
+}

@@ -1,0 +1,168 @@
+package delegated
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+
+	"github.com/containernetworking/cni/pkg/types"
+	"github.com/containernetworking/cni/pkg/types/create"
+	"go.uber.org/zap"
+
+	"github.com/cniplugins/cniplugins/internal/cnierr"
+	"github.com/cniplugins/cniplugins/internal/netconf"
+	"github.com/cniplugins/cniplugins/internal/plugin"
+)
+
+// Chain runs one command over the delegates, as SPEC.md "ipam-delegated"
+// describes. It knows nothing about how a delegate is run (Executor) nor
+// about any personality: it only sequences and threads prevResult.
+type Chain struct {
+	Conf      *netconf.Envelope
+	Delegates []Delegate
+	Exec      Executor
+	Log       *zap.Logger
+}
+
+// prevResult is what a delegate receives as prevResult. nil means "the
+// runtime's input as is": the config is passed on byte for byte.
+type prevResult json.RawMessage
+
+func (c *Chain) stdin(prev prevResult) ([]byte, error) {
+	if prev == nil {
+		return c.Conf.Raw, nil
+	}
+	return c.Conf.WithPrevResult(json.RawMessage(prev))
+}
+
+func (c *Chain) run(ctx context.Context, i int, cmd string, prev prevResult) ([]byte, error) {
+	stdin, err := c.stdin(prev)
+	if err != nil {
+		return nil, err
+	}
+	c.Log.Debug("delegate", zap.String("delegate", c.Delegates[i].Name), zap.String("command", cmd))
+	return c.Exec.Run(ctx, c.Delegates[i], cmd, stdin)
+}
+
+// Add runs ADD on each delegate in order, delegate n+1 receiving delegate
+// n's result as prevResult, and returns the last result verbatim. When
+// delegate k fails, DEL runs once on delegates 1..k (see rollback) and
+// delegate k's error is returned.
+func (c *Chain) Add(ctx context.Context) (types.Result, error) {
+	var prev prevResult
+	var last *plugin.RawResult
+	for k := range c.Delegates {
+		out, err := c.run(ctx, k, plugin.CmdAdd, prev)
+		if err == nil {
+			last, err = c.validResult(out)
+		}
+		if err != nil {
+			c.rollback(ctx, k, prev)
+			return nil, c.named(k, err)
+		}
+		prev = prevResult(out)
+	}
+	return last, nil
+}
+
+// rollback runs DEL on delegates 0..k in order. Delegate 0 gets the
+// prevResult delegate k received; each next one gets what the previous
+// DEL printed, or the previous prevResult when it printed nothing. DEL
+// failures are logged and ignored: the ADD error is what the runtime needs.
+func (c *Chain) rollback(ctx context.Context, k int, prev prevResult) {
+	for i := 0; i <= k; i++ {
+		out, err := c.run(ctx, i, plugin.CmdDel, prev)
+		if err != nil {
+			c.Log.Warn("rollback DEL failed", zap.String("delegate", c.Delegates[i].Name), zap.Error(err))
+			continue
+		}
+		if next := printed(out); next != nil {
+			prev = next
+		}
+	}
+}
+
+// Each runs cmd on every delegate, even after an error, and returns the
+// errors joined. With chained set (DEL, CHECK) each delegate's output
+// becomes the next one's prevResult; GC and STATUS get the runtime's input.
+func (c *Chain) Each(ctx context.Context, cmd string, chained bool) error {
+	var prev prevResult
+	var errs []error
+	for i := range c.Delegates {
+		out, err := c.run(ctx, i, cmd, prev)
+		if err != nil {
+			errs = append(errs, c.named(i, err))
+			continue
+		}
+		if next := printed(out); chained && next != nil {
+			prev = next
+		}
+	}
+	return join(errs)
+}
+
+// validResult accepts what an ADD printed only if it is a CNI result.
+func (c *Chain) validResult(out []byte) (*plugin.RawResult, error) {
+	if printed(out) == nil {
+		return nil, cnierr.New(cnierr.CodeDecoding, "delegate printed no result", "ADD succeeded with empty output")
+	}
+	raw, err := plugin.NewRawResult(out)
+	if err == nil {
+		if !versionKnown(out) {
+			// A delegate that omits cniVersion answers in the config's.
+			raw.CNIVersion = c.Conf.CNIVersion
+		}
+		_, err = create.Create(raw.CNIVersion, out)
+	}
+	if err != nil {
+		return nil, cnierr.Wrap(cnierr.New(cnierr.CodeDecoding, "delegate printed no valid result", "%v", err), err)
+	}
+	return raw, nil
+}
+
+// named prefixes a delegate's error with its name and keeps its code.
+func (c *Chain) named(i int, err error) error {
+	e := cnierr.As(err)
+	return cnierr.Wrap(types.NewError(e.Code, c.Delegates[i].Name+": "+e.Msg, e.Details), err)
+}
+
+// join folds several delegate errors into one CNI error with the first
+// one's code, every message kept.
+func join(errs []error) error {
+	switch len(errs) {
+	case 0:
+		return nil
+	case 1:
+		return errs[0]
+	}
+	msgs := make([]string, len(errs))
+	details := make([]string, 0, len(errs))
+	for i, err := range errs {
+		e := cnierr.As(err)
+		msgs[i] = e.Msg
+		if e.Details != "" {
+			details = append(details, e.Details)
+		}
+	}
+	first := cnierr.As(errs[0])
+	return cnierr.Wrap(types.NewError(first.Code, strings.Join(msgs, "; "), strings.Join(details, "; ")), errors.Join(errs...))
+}
+
+// printed returns out as a prevResult, or nil when nothing usable was
+// printed (upstream host-local prints nothing on DEL).
+func printed(out []byte) prevResult {
+	t := bytes.TrimSpace(out)
+	if len(t) == 0 || t[0] != '{' || !json.Valid(t) {
+		return nil
+	}
+	return prevResult(t)
+}
+
+func versionKnown(out []byte) bool {
+	var v struct {
+		CNIVersion string `json:"cniVersion"`
+	}
+	return json.Unmarshal(out, &v) == nil && v.CNIVersion != ""
+}

@@ -1,0 +1,253 @@
+package delegated
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/containernetworking/cni/pkg/types"
+	"go.uber.org/zap"
+
+	"github.com/cniplugins/cniplugins/internal/cnierr"
+	"github.com/cniplugins/cniplugins/internal/netconf"
+)
+
+// call is what the fake executor saw.
+type call struct {
+	delegate, cmd string
+	prev          string // prevResult as received ("" = none)
+}
+
+// fakeExec answers ADD with a result naming the delegate (so chaining is
+// visible), fails where told, and prints on DEL only where told.
+type fakeExec struct {
+	calls    []call
+	failAdd  string          // delegate whose ADD fails
+	failCmd  map[string]uint // "name/CMD" -> error code
+	delPrint map[string]bool // delegates that print a result on DEL
+}
+
+func (f *fakeExec) Run(_ context.Context, d Delegate, cmd string, stdin []byte) ([]byte, error) {
+	var conf struct {
+		PrevResult json.RawMessage `json:"prevResult"`
+	}
+	if err := json.Unmarshal(stdin, &conf); err != nil {
+		return nil, fmt.Errorf("fake got invalid stdin: %w", err)
+	}
+	f.calls = append(f.calls, call{d.Name, cmd, tag(conf.PrevResult)})
+	if code, ok := f.failCmd[d.Name+"/"+cmd]; ok {
+		return nil, types.NewError(code, "boom", "from "+d.Name)
+	}
+	if cmd == "ADD" && f.failAdd == d.Name {
+		return nil, types.NewError(101, "requested address unavailable", "10.0.0.5")
+	}
+	if cmd == "ADD" || (cmd == "DEL" && f.delPrint[d.Name]) {
+		return result(d.Name + "-" + strings.ToLower(cmd)), nil
+	}
+	return nil, nil
+}
+
+// result is a 1.0.0 result whose DNS domain carries a tag.
+func result(t string) []byte {
+	return []byte(fmt.Sprintf(`{"cniVersion":"1.0.0","ips":[{"address":"10.0.0.2/24"}],"dns":{"domain":%q}}`, t))
+}
+
+// tag extracts the tag from a prevResult, "runtime" for the runtime's own.
+func tag(prev json.RawMessage) string {
+	if len(prev) == 0 {
+		return ""
+	}
+	var r struct {
+		DNS struct{ Domain string } `json:"dns"`
+	}
+	_ = json.Unmarshal(prev, &r)
+	return r.DNS.Domain
+}
+
+func newTestChain(t *testing.T, f *fakeExec, withRuntimePrev bool) *Chain {
+	t.Helper()
+	conf := `{"cniVersion":"1.0.0","name":"net","ipam":{"type":"ipam-delegated","delegates":["a","b","c"]}`
+	if withRuntimePrev {
+		conf += `,"prevResult":` + string(result("runtime"))
+	}
+	env, err := netconf.Parse([]byte(conf + "}"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &Chain{Conf: env, Delegates: []Delegate{{Name: "a"}, {Name: "b"}, {Name: "c"}}, Exec: f, Log: zap.NewNop()}
+}
+
+func TestAddChainsPrevResultAndReturnsLast(t *testing.T) {
+	f := &fakeExec{}
+	res, err := newTestChain(t, f, false).Add(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []call{{"a", "ADD", ""}, {"b", "ADD", "a-add"}, {"c", "ADD", "b-add"}}
+	assertCalls(t, f.calls, want)
+	var buf strings.Builder
+	if err := res.PrintTo(&buf); err != nil {
+		t.Fatal(err)
+	}
+	if buf.String() != string(result("c-add")) {
+		t.Errorf("result = %s, want c's verbatim", buf.String())
+	}
+}
+
+func TestAddRollback(t *testing.T) {
+	tests := []struct {
+		name     string
+		failAt   string
+		runtime  bool
+		delPrint map[string]bool
+		want     []call
+	}{
+		{
+			name: "first fails: DEL on it alone with the runtime's input", failAt: "a",
+			want: []call{{"a", "ADD", ""}, {"a", "DEL", ""}},
+		},
+		{
+			name: "first fails keeps the runtime's own prevResult", failAt: "a", runtime: true,
+			want: []call{{"a", "ADD", "runtime"}, {"a", "DEL", "runtime"}},
+		},
+		{
+			name: "second fails: DEL a then b, both with what b received", failAt: "b",
+			want: []call{{"a", "ADD", ""}, {"b", "ADD", "a-add"}, {"a", "DEL", "a-add"}, {"b", "DEL", "a-add"}},
+		},
+		{
+			name: "third fails: DEL a, b, c in order, chaining what DEL printed", failAt: "c",
+			delPrint: map[string]bool{"a": true},
+			want: []call{
+				{"a", "ADD", ""}, {"b", "ADD", "a-add"}, {"c", "ADD", "b-add"},
+				{"a", "DEL", "b-add"}, {"b", "DEL", "a-del"}, {"c", "DEL", "a-del"},
+			},
+		},
+		{
+			name: "third fails, no DEL prints: prevResult stays", failAt: "c",
+			want: []call{
+				{"a", "ADD", ""}, {"b", "ADD", "a-add"}, {"c", "ADD", "b-add"},
+				{"a", "DEL", "b-add"}, {"b", "DEL", "b-add"}, {"c", "DEL", "b-add"},
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := &fakeExec{failAdd: tt.failAt, delPrint: tt.delPrint}
+			_, err := newTestChain(t, f, tt.runtime).Add(context.Background())
+			e := cnierr.As(err)
+			if e.Code != 101 || !strings.HasPrefix(e.Msg, tt.failAt+": ") {
+				t.Errorf("error = %+v, want code 101 prefixed with %q", e, tt.failAt)
+			}
+			assertCalls(t, f.calls, tt.want)
+		})
+	}
+}
+
+func TestRollbackIgnoresDelFailures(t *testing.T) {
+	f := &fakeExec{failAdd: "c", failCmd: map[string]uint{"a/DEL": 5}}
+	_, err := newTestChain(t, f, false).Add(context.Background())
+	if e := cnierr.As(err); e.Code != 101 {
+		t.Fatalf("error = %+v, want the ADD's code 101", e)
+	}
+	if n := len(f.calls); n != 6 {
+		t.Errorf("%d calls, want 3 ADD + 3 DEL despite a's DEL failing: %+v", n, f.calls)
+	}
+}
+
+func TestAddRejectsInvalidResult(t *testing.T) {
+	f := &fakeExec{}
+	c := newTestChain(t, f, false)
+	c.Exec = execFunc(func(d Delegate, cmd string) ([]byte, error) {
+		f.calls = append(f.calls, call{d.Name, cmd, ""})
+		if d.Name == "b" && cmd == "ADD" {
+			return []byte("not json"), nil
+		}
+		return result(d.Name), nil
+	})
+	_, err := c.Add(context.Background())
+	if e := cnierr.As(err); e.Code != cnierr.CodeDecoding || !strings.HasPrefix(e.Msg, "b: ") {
+		t.Errorf("error = %+v, want code 6 naming b", e)
+	}
+	if got := len(f.calls); got != 4 { // a ADD, b ADD, a DEL, b DEL
+		t.Errorf("%d calls, want 4: %+v", got, f.calls)
+	}
+}
+
+func TestEach(t *testing.T) {
+	tests := []struct {
+		name     string
+		cmd      string
+		chained  bool
+		failCmd  map[string]uint
+		delPrint map[string]bool
+		want     []call
+		wantCode uint
+		wantMsg  []string
+	}{
+		{
+			name: "DEL chains what each printed", cmd: "DEL", chained: true,
+			delPrint: map[string]bool{"a": true},
+			want:     []call{{"a", "DEL", "runtime"}, {"b", "DEL", "a-del"}, {"c", "DEL", "a-del"}},
+		},
+		{
+			name: "DEL runs all after errors and joins them", cmd: "DEL", chained: true,
+			failCmd:  map[string]uint{"a/DEL": 5, "c/DEL": 11},
+			want:     []call{{"a", "DEL", "runtime"}, {"b", "DEL", "runtime"}, {"c", "DEL", "runtime"}},
+			wantCode: 5, wantMsg: []string{"a: boom", "c: boom"},
+		},
+		{
+			name: "CHECK error keeps the delegate's code", cmd: "CHECK", chained: true,
+			failCmd:  map[string]uint{"b/CHECK": 3},
+			want:     []call{{"a", "CHECK", "runtime"}, {"b", "CHECK", "runtime"}, {"c", "CHECK", "runtime"}},
+			wantCode: 3, wantMsg: []string{"b: boom"},
+		},
+		{
+			name: "STATUS forwarded to all, code 50 kept", cmd: "STATUS",
+			failCmd:  map[string]uint{"c/STATUS": 50},
+			want:     []call{{"a", "STATUS", "runtime"}, {"b", "STATUS", "runtime"}, {"c", "STATUS", "runtime"}},
+			wantCode: 50, wantMsg: []string{"c: boom"},
+		},
+		{
+			name: "GC forwarded unchained", cmd: "GC",
+			delPrint: map[string]bool{"a": true},
+			want:     []call{{"a", "GC", "runtime"}, {"b", "GC", "runtime"}, {"c", "GC", "runtime"}},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := &fakeExec{failCmd: tt.failCmd, delPrint: tt.delPrint}
+			err := newTestChain(t, f, true).Each(context.Background(), tt.cmd, tt.chained)
+			assertCalls(t, f.calls, tt.want)
+			if tt.wantCode == 0 {
+				if err != nil {
+					t.Fatalf("unexpected error %v", err)
+				}
+				return
+			}
+			e := cnierr.As(err)
+			if e.Code != tt.wantCode {
+				t.Errorf("code = %d, want %d", e.Code, tt.wantCode)
+			}
+			for _, m := range tt.wantMsg {
+				if !strings.Contains(e.Msg, m) {
+					t.Errorf("msg %q lacks %q", e.Msg, m)
+				}
+			}
+		})
+	}
+}
+
+type execFunc func(d Delegate, cmd string) ([]byte, error)
+
+func (f execFunc) Run(_ context.Context, d Delegate, cmd string, _ []byte) ([]byte, error) {
+	return f(d, cmd)
+}
+
+func assertCalls(t *testing.T, got, want []call) {
+	t.Helper()
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("calls:\n got %v\nwant %v", got, want)
+	}
+}

@@ -1,0 +1,82 @@
+package delegated
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+
+	"github.com/containernetworking/cni/pkg/invoke"
+	"github.com/containernetworking/cni/pkg/types"
+
+	"github.com/cniplugins/cniplugins/internal/cnierr"
+)
+
+// Delegate is one resolved link of the chain.
+type Delegate struct {
+	Name string // as configured
+	Path string // found in CNI_PATH
+}
+
+// Executor runs one delegate with one command and returns what it printed
+// on success, or its error (a *types.Error carrying the delegate's own code
+// when it printed one).
+type Executor interface {
+	Run(ctx context.Context, d Delegate, cmd string, stdin []byte) ([]byte, error)
+}
+
+// Resolve finds every delegate in cniPath before any of them runs, so a
+// typo in the chain fails cleanly instead of after side effects.
+func Resolve(names []string, cniPath string) ([]Delegate, error) {
+	dirs := filepath.SplitList(cniPath)
+	out := make([]Delegate, len(names))
+	for i, name := range names {
+		path, err := invoke.FindInPath(name, dirs)
+		if err != nil {
+			return nil, cnierr.New(cnierr.CodeInvalidConfig, "delegate not found in CNI_PATH", "ipam.delegates: %s not in CNI_PATH=%s", name, cniPath)
+		}
+		out[i] = Delegate{Name: name, Path: path}
+	}
+	return out, nil
+}
+
+// ExecExecutor runs delegates as child processes, the way a runtime does:
+// same environment with CNI_COMMAND replaced, config on stdin.
+type ExecExecutor struct {
+	Environ []string
+	Stderr  interface{ Write([]byte) (int, error) }
+}
+
+func (e ExecExecutor) Run(ctx context.Context, d Delegate, cmd string, stdin []byte) ([]byte, error) {
+	raw := invoke.RawExec{Stderr: e.Stderr}
+	out, err := raw.ExecPlugin(ctx, d.Path, stdin, WithCommand(e.Environ, cmd))
+	if err != nil {
+		return nil, normalise(err)
+	}
+	return out, nil
+}
+
+// WithCommand returns environ with CNI_COMMAND set to cmd.
+func WithCommand(environ []string, cmd string) []string {
+	out := make([]string, 0, len(environ)+1)
+	for _, kv := range environ {
+		if len(kv) >= len("CNI_COMMAND=") && kv[:len("CNI_COMMAND=")] == "CNI_COMMAND=" {
+			continue
+		}
+		out = append(out, kv)
+	}
+	return append(out, "CNI_COMMAND="+cmd)
+}
+
+// normalise gives a delegate failure that printed no CNI error (it
+// crashed, or could not be started) a real code instead of 0.
+func normalise(err error) error {
+	var e *types.Error
+	if errors.As(err, &e) && e.Code != 0 {
+		return e
+	}
+	msg := err.Error()
+	if e != nil {
+		msg = e.Msg
+	}
+	return cnierr.Wrap(cnierr.New(cnierr.CodeInternal, "delegate failed without a CNI error", "%s", msg), err)
+}

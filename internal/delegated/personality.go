@@ -1,0 +1,66 @@
+// Package delegated is the delegation core and the ipam-delegated
+// personality: an IPAM plugin that stacks IPAM delegates (ipam.delegates),
+// runs them in order threading prevResult, and rolls back a failed ADD.
+package delegated
+
+import (
+	"context"
+
+	"github.com/containernetworking/cni/pkg/types"
+
+	"github.com/cniplugins/cniplugins/internal/plugin"
+)
+
+// Name is the personality's name.
+const Name = "ipam-delegated"
+
+// NewExecutor builds the executor for one request. The registry injects it
+// so that delegates of this same binary can later run in-process.
+type NewExecutor func(req *plugin.Request) Executor
+
+// Personality returns ipam-delegated running delegates with newExec.
+func Personality(newExec NewExecutor) plugin.Personality {
+	chained := func(cmd string, link bool) plugin.Func {
+		return func(req *plugin.Request) (types.Result, error) {
+			c, err := newChain(req, newExec)
+			if err != nil {
+				return nil, err
+			}
+			return nil, c.Each(context.Background(), cmd, link)
+		}
+	}
+	return plugin.Personality{
+		Name:    Name,
+		Summary: "runs the IPAM delegates in ipam.delegates in order, threading prevResult, with rollback",
+		Funcs: plugin.Funcs{
+			Add: func(req *plugin.Request) (types.Result, error) {
+				c, err := newChain(req, newExec)
+				if err != nil {
+					return nil, err
+				}
+				return c.Add(context.Background())
+			},
+			Del:    chained(plugin.CmdDel, true),
+			Check:  chained(plugin.CmdCheck, true),
+			GC:     chained(plugin.CmdGC, false),
+			Status: chained(plugin.CmdStatus, false),
+		},
+	}
+}
+
+func newChain(req *plugin.Request, newExec NewExecutor) (*Chain, error) {
+	names, err := delegateNames(req.Conf)
+	if err != nil {
+		return nil, err
+	}
+	delegates, err := Resolve(names, req.Args.Path)
+	if err != nil {
+		return nil, err
+	}
+	return &Chain{Conf: req.Conf, Delegates: delegates, Exec: newExec(req), Log: req.Log}, nil
+}
+
+// Exec is the NewExecutor that always execs.
+func Exec(req *plugin.Request) Executor {
+	return ExecExecutor{Environ: req.Environ, Stderr: req.Stderr}
+}

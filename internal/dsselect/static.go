@@ -1,0 +1,73 @@
+// Package dsselect holds the pool selectors (ipam-ds-*): personalities that
+// decide which pools an attachment draws from and answer with an IPAM
+// result carrying a pools array (SPEC.md "Pool object").
+package dsselect
+
+import (
+	"encoding/json"
+
+	"github.com/containernetworking/cni/pkg/types"
+	current "github.com/containernetworking/cni/pkg/types/100"
+
+	"github.com/cniplugins/cniplugins/internal/plugin"
+	"github.com/cniplugins/cniplugins/internal/pool"
+)
+
+// StaticName is ipam-ds-static's personality name.
+const StaticName = "ipam-ds-static"
+
+// Static returns ipam-ds-static: it selects the pools listed in ipam.pools,
+// the same on every command, so DEL and CHECK reach the allocator with the
+// pools (and, copied from prevResult, the addresses) that ADD used.
+func Static() plugin.Personality {
+	return plugin.Personality{
+		Name:    StaticName,
+		Summary: "selects the pools listed in ipam.pools",
+		Funcs:   selectorFuncs(staticPools),
+	}
+}
+
+func staticPools(req *plugin.Request) ([]pool.Pool, error) {
+	var ipam struct {
+		Pools json.RawMessage `json:"pools"`
+	}
+	if err := req.Conf.DecodeIPAM(&ipam); err != nil {
+		return nil, err
+	}
+	return pool.ParseList(ipam.Pools, "ipam.pools")
+}
+
+// selectorFuncs turns a pool choice into the five CNI commands. STATUS has
+// nothing to report beyond a valid config; GC has no state to collect.
+func selectorFuncs(choose func(*plugin.Request) ([]pool.Pool, error)) plugin.Funcs {
+	answer := func(req *plugin.Request) (types.Result, error) {
+		pools, err := choose(req)
+		if err != nil {
+			return nil, err
+		}
+		return selection(req, pools)
+	}
+	validateOnly := func(req *plugin.Request) (types.Result, error) {
+		_, err := choose(req)
+		return nil, err
+	}
+	return plugin.Funcs{Add: answer, Del: answer, Check: answer, GC: validateOnly, Status: validateOnly}
+}
+
+// selection builds the result, copying prevResult.ips so that DEL and CHECK
+// reach the allocator with the addresses it handed out.
+func selection(req *plugin.Request, pools []pool.Pool) (types.Result, error) {
+	res := &current.Result{CNIVersion: current.ImplementedSpecVersion}
+	prev, err := req.Conf.Result()
+	if err != nil {
+		return nil, err
+	}
+	if prev != nil {
+		for _, ip := range prev.IPs {
+			c := *ip
+			c.Interface = nil // this result lists no interfaces to point at
+			res.IPs = append(res.IPs, &c)
+		}
+	}
+	return &pool.Selection{Inner: res, Pools: pools}, nil
+}

@@ -1,0 +1,204 @@
+// Package install puts the binary and one link per personality into a CNI
+// bin dir. scripts/install-symlinks.sh and `cniplugins install` both end
+// here, so there is one implementation of the rules:
+//   - links are relative ("cniplugins"), in the same directory;
+//   - running it twice changes nothing;
+//   - a file of the same name that this tool did not install (an upstream
+//     plugin, say) is never replaced without Force;
+//   - Uninstall removes only what it installed.
+package install
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+)
+
+// BinaryName is the installed binary's name; every link points at it.
+const BinaryName = "cniplugins"
+
+// DefaultDir is the conventional CNI bin dir.
+const DefaultDir = "/opt/cni/bin"
+
+// Options for one run.
+type Options struct {
+	Dir       string
+	Binary    string   // the executable to install
+	Names     []string // personality names, one link each
+	Copy      bool     // hard links (or copies) instead of symlinks
+	Force     bool
+	Uninstall bool
+	Out       io.Writer // one line per change
+}
+
+// Run installs or uninstalls.
+func Run(o Options) error {
+	if o.Dir == "" {
+		o.Dir = DefaultDir
+	}
+	if o.Out == nil {
+		o.Out = io.Discard
+	}
+	target := filepath.Join(o.Dir, BinaryName)
+	ours, err := installedNames(o.Dir, o.Names)
+	if err != nil {
+		return err
+	}
+	if o.Uninstall {
+		for _, name := range o.Names {
+			if ours[name] {
+				if err := remove(o, name); err != nil {
+					return err
+				}
+			}
+		}
+		if _, err := os.Lstat(target); err == nil {
+			return remove(o, BinaryName)
+		}
+		return nil
+	}
+	if err := os.MkdirAll(o.Dir, 0o755); err != nil {
+		return err
+	}
+	if err := installBinary(o, target); err != nil {
+		return err
+	}
+	for _, name := range o.Names {
+		if err := installName(o, name, ours[name]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// installedNames finds which names are already ours: a symlink to the
+// binary, or (copy mode) the binary's own inode.
+func installedNames(dir string, names []string) (map[string]bool, error) {
+	ours := make(map[string]bool, len(names))
+	bin, binErr := os.Stat(filepath.Join(dir, BinaryName))
+	for _, name := range names {
+		path := filepath.Join(dir, name)
+		fi, err := os.Lstat(path)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if fi.Mode()&fs.ModeSymlink != 0 {
+			dest, err := os.Readlink(path)
+			ours[name] = err == nil && dest == BinaryName
+			continue
+		}
+		ours[name] = binErr == nil && os.SameFile(fi, bin)
+	}
+	return ours, nil
+}
+
+func installBinary(o Options, target string) error {
+	src, err := os.Stat(o.Binary)
+	if err != nil {
+		return fmt.Errorf("binary to install: %w", err)
+	}
+	if dst, err := os.Stat(target); err == nil && os.SameFile(src, dst) {
+		return nil
+	}
+	if same, _ := sameContent(o.Binary, target); same {
+		return nil
+	}
+	tmp := target + ".tmp"
+	if err := copyFile(o.Binary, tmp); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, target); err != nil {
+		_ = os.Remove(tmp)
+		return err
+	}
+	fmt.Fprintf(o.Out, "installed %s\n", target)
+	return nil
+}
+
+func installName(o Options, name string, ours bool) error {
+	path := filepath.Join(o.Dir, name)
+	fi, err := os.Lstat(path)
+	exists := err == nil
+	if exists && !ours && !o.Force {
+		return fmt.Errorf("refusing to replace %s: it was not installed by cniplugins (use --force)", path)
+	}
+	if exists && ours && upToDate(o, fi) {
+		return nil
+	}
+	// Build the new entry beside the old one, then rename over it, so the
+	// name never disappears for a runtime calling it meanwhile.
+	tmp := path + ".tmp"
+	_ = os.Remove(tmp)
+	if o.Copy {
+		err = os.Link(filepath.Join(o.Dir, BinaryName), tmp)
+		if err != nil {
+			err = copyFile(filepath.Join(o.Dir, BinaryName), tmp)
+		}
+	} else {
+		err = os.Symlink(BinaryName, tmp)
+	}
+	if err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		_ = os.Remove(tmp)
+		return err
+	}
+	fmt.Fprintf(o.Out, "linked %s\n", path)
+	return nil
+}
+
+// upToDate reports whether an entry we installed already has the wanted
+// form: our symlink in link mode, the current binary's inode in copy mode.
+func upToDate(o Options, fi fs.FileInfo) bool {
+	if fi.Mode()&fs.ModeSymlink != 0 {
+		return !o.Copy
+	}
+	bin, err := os.Stat(filepath.Join(o.Dir, BinaryName))
+	return o.Copy && err == nil && os.SameFile(fi, bin)
+}
+
+func remove(o Options, name string) error {
+	path := filepath.Join(o.Dir, name)
+	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	fmt.Fprintf(o.Out, "removed %s\n", path)
+	return nil
+}
+
+func copyFile(src, dst string) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o755)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		_ = os.Remove(dst)
+		return err
+	}
+	return out.Close()
+}
+
+func sameContent(a, b string) (bool, error) {
+	ba, err := os.ReadFile(a)
+	if err != nil {
+		return false, err
+	}
+	bb, err := os.ReadFile(b)
+	if err != nil {
+		return false, err
+	}
+	return string(ba) == string(bb), nil
+}

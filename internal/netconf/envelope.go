@@ -1,0 +1,133 @@
+// Package netconf is the one config parser every personality shares: the
+// network configuration envelope, typed field decoding with CNI error codes,
+// prevResult, and CNI_ARGS.
+package netconf
+
+import (
+	"bytes"
+	"encoding/json"
+	"slices"
+
+	"github.com/containernetworking/cni/pkg/types"
+	current "github.com/containernetworking/cni/pkg/types/100"
+	"github.com/containernetworking/cni/pkg/utils"
+	cniversion "github.com/containernetworking/cni/pkg/version"
+
+	"github.com/cniplugins/cniplugins/internal/cnierr"
+	"github.com/cniplugins/cniplugins/internal/version"
+)
+
+// MaxNameLen bounds the network name: it becomes a directory name.
+const MaxNameLen = 128
+
+// Envelope is the part of a network configuration every personality reads.
+// Personality-specific keys stay raw until the personality decodes them.
+type Envelope struct {
+	CNIVersion    string          `json:"cniVersion"`
+	Name          string          `json:"name"`
+	Type          string          `json:"type"`
+	IPAM          json.RawMessage `json:"ipam"`
+	Args          json.RawMessage `json:"args"`
+	RuntimeConfig json.RawMessage `json:"runtimeConfig"`
+	PrevResult    json.RawMessage `json:"prevResult"`
+
+	// Raw is the configuration exactly as received, for passing on.
+	Raw []byte `json:"-"`
+}
+
+// Parse decodes and validates the envelope of stdin.
+func Parse(stdin []byte) (*Envelope, error) {
+	trimmed := bytes.TrimSpace(stdin)
+	if len(trimmed) == 0 {
+		return nil, cnierr.New(cnierr.CodeDecoding, "empty network configuration on stdin", "stdin")
+	}
+	if trimmed[0] != '{' {
+		return nil, cnierr.New(cnierr.CodeDecoding, "network configuration is not a JSON object", "stdin starts with %q", clip(trimmed, 16))
+	}
+	env := &Envelope{Raw: stdin}
+	if err := Decode(stdin, "", env); err != nil {
+		return nil, err
+	}
+	if env.CNIVersion == "" {
+		return nil, cnierr.MissingConfig("cniVersion")
+	}
+	if !slices.Contains(version.SpecVersions(), env.CNIVersion) {
+		return nil, cnierr.New(cnierr.CodeIncompatibleVersion, "unsupported cniVersion", "cniVersion=%q; supported: %v", clip([]byte(env.CNIVersion), 32), version.SpecVersions())
+	}
+	if env.Name == "" {
+		return nil, cnierr.MissingConfig("name")
+	}
+	if len(env.Name) > MaxNameLen {
+		return nil, cnierr.InvalidConfig("name", clip([]byte(env.Name), 32), "longer than 128 characters")
+	}
+	if err := utils.ValidateNetworkName(env.Name); err != nil {
+		return nil, cnierr.InvalidConfig("name", env.Name, "must match [a-zA-Z0-9][a-zA-Z0-9_.-]*")
+	}
+	for _, f := range []struct {
+		name string
+		raw  json.RawMessage
+	}{{"ipam", env.IPAM}, {"args", env.Args}, {"runtimeConfig", env.RuntimeConfig}, {"prevResult", env.PrevResult}} {
+		if t := bytes.TrimSpace(f.raw); !isNull(t) && t[0] != '{' {
+			return nil, cnierr.InvalidConfig(f.name, clip(t, 16), "must be a JSON object")
+		}
+	}
+	return env, nil
+}
+
+// DecodeIPAM decodes the ipam object into v, naming fields as ipam.<key>.
+func (e *Envelope) DecodeIPAM(v any) error {
+	if isNull(e.IPAM) {
+		return cnierr.MissingConfig("ipam")
+	}
+	return Decode(e.IPAM, "ipam", v)
+}
+
+// HasPrevResult reports whether the runtime (or a previous delegate) passed
+// a prevResult.
+func (e *Envelope) HasPrevResult() bool { return !isNull(e.PrevResult) }
+
+// Result decodes prevResult into the current result type, whatever the
+// config's cniVersion. It returns nil when there is no prevResult.
+func (e *Envelope) Result() (*current.Result, error) {
+	if !e.HasPrevResult() {
+		return nil, nil
+	}
+	res, err := cniversion.NewResult(e.CNIVersion, e.PrevResult)
+	if err != nil {
+		return nil, cnierr.New(cnierr.CodeDecoding, "cannot decode prevResult", "prevResult: %v", err)
+	}
+	cur, err := current.NewResultFromResult(res)
+	if err != nil {
+		return nil, cnierr.New(cnierr.CodeDecoding, "cannot convert prevResult", "prevResult: %v", err)
+	}
+	return cur, nil
+}
+
+// WithPrevResult returns the raw config with prevResult replaced by result
+// (or removed when result is nil), every other key passed through as is.
+func (e *Envelope) WithPrevResult(result json.RawMessage) ([]byte, error) {
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(e.Raw, &obj); err != nil {
+		return nil, cnierr.New(cnierr.CodeDecoding, "cannot re-encode network configuration", "%v", err)
+	}
+	if isNull(result) {
+		delete(obj, "prevResult")
+	} else {
+		obj["prevResult"] = result
+	}
+	return json.Marshal(obj)
+}
+
+// ErrorJSON renders err as the CNI error object, with this config's version.
+func ErrorJSON(cniVersion string, err *types.Error) []byte {
+	out, _ := json.Marshal(struct {
+		CNIVersion string `json:"cniVersion,omitempty"`
+		*types.Error
+	}{cniVersion, err})
+	return append(out, '\n')
+}
+
+func isNull(raw json.RawMessage) bool {
+	t := bytes.TrimSpace(raw)
+	return len(t) == 0 || bytes.Equal(t, []byte("null"))
+}

@@ -1,0 +1,120 @@
+package netconf
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/cniplugins/cniplugins/internal/cnierr"
+)
+
+func TestParse(t *testing.T) {
+	tests := []struct {
+		name  string
+		conf  string
+		code  uint
+		field string // must appear in msg or details
+	}{
+		{name: "minimal", conf: `{"cniVersion":"1.0.0","name":"net"}`},
+		{name: "all spec versions", conf: `{"cniVersion":"0.3.0","name":"net"}`},
+		{name: "1.1.0", conf: `{"cniVersion":"1.1.0","name":"n-1.x_y"}`},
+		{name: "empty", conf: ``, code: 6, field: "stdin"},
+		{name: "whitespace", conf: " \n", code: 6, field: "stdin"},
+		{name: "array", conf: `[1,2]`, code: 6, field: "stdin"},
+		{name: "truncated", conf: `{"cniVersion":"1.0.0","na`, code: 6, field: "stdin"},
+		{name: "missing cniVersion", conf: `{"name":"net"}`, code: 7, field: "cniVersion"},
+		{name: "unknown cniVersion", conf: `{"cniVersion":"9.9.9","name":"net"}`, code: 1, field: "cniVersion"},
+		{name: "cniVersion wrong type", conf: `{"cniVersion":1,"name":"net"}`, code: 7, field: "cniVersion"},
+		{name: "missing name", conf: `{"cniVersion":"1.0.0"}`, code: 7, field: "name"},
+		{name: "name escapes", conf: `{"cniVersion":"1.0.0","name":"../etc"}`, code: 7, field: "name"},
+		{name: "name with slash", conf: `{"cniVersion":"1.0.0","name":"a/b"}`, code: 7, field: "name"},
+		{name: "name too long", conf: `{"cniVersion":"1.0.0","name":"` + strings.Repeat("a", 129) + `"}`, code: 7, field: "name"},
+		{name: "ipam wrong type", conf: `{"cniVersion":"1.0.0","name":"n","ipam":[]}`, code: 7, field: "ipam"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			env, err := Parse([]byte(tt.conf))
+			if tt.code == 0 {
+				if err != nil {
+					t.Fatalf("unexpected error %v", err)
+				}
+				if string(env.Raw) != tt.conf {
+					t.Errorf("Raw not kept verbatim")
+				}
+				return
+			}
+			e := cnierr.As(err)
+			if e.Code != tt.code || !strings.Contains(e.Msg+" "+e.Details, tt.field) {
+				t.Errorf("error = %+v, want code %d naming %q", e, tt.code, tt.field)
+			}
+		})
+	}
+}
+
+func TestPrevResult(t *testing.T) {
+	env, err := Parse([]byte(`{"cniVersion":"0.4.0","name":"n","x":{"keep":true},"prevResult":{"cniVersion":"0.4.0","ips":[{"version":"4","address":"10.1.2.3/24"}]}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := env.Result()
+	if err != nil || len(res.IPs) != 1 || res.IPs[0].Address.String() != "10.1.2.3/24" {
+		t.Fatalf("Result() = %+v, %v", res, err)
+	}
+	out, err := env.WithPrevResult([]byte(`{"cniVersion":"0.4.0","ips":[]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(out), `"x":{"keep":true}`) || !strings.Contains(string(out), `"prevResult":{"cniVersion":"0.4.0","ips":[]}`) {
+		t.Errorf("WithPrevResult lost or mangled keys: %s", out)
+	}
+	bad, _ := Parse([]byte(`{"cniVersion":"1.0.0","name":"n","prevResult":{"ips":"x"}}`))
+	if _, err := bad.Result(); cnierr.Code(err) != cnierr.CodeDecoding {
+		t.Errorf("malformed prevResult: %v, want code 6", err)
+	}
+}
+
+func TestParseCNIArgs(t *testing.T) {
+	tests := []struct {
+		in   string
+		want string
+		code uint
+	}{
+		{in: "", want: "[]"},
+		{in: "IgnoreUnknown=1;IP=10.0.0.5", want: "[{IgnoreUnknown 1} {IP 10.0.0.5}]"},
+		{in: "K8S_POD_NAME=a;;IP=1.2.3.4,::1;", want: "[{K8S_POD_NAME a} {IP 1.2.3.4,::1}]"},
+		{in: "novalue", code: 4},
+		{in: "=x", code: 4},
+		{in: strings.Repeat("a=b;", 20000), code: 4},
+	}
+	for _, tt := range tests {
+		t.Run(tt.in[:min(len(tt.in), 30)], func(t *testing.T) {
+			got, err := ParseCNIArgs(tt.in)
+			if tt.code != 0 {
+				if e := cnierr.As(err); e.Code != tt.code || !strings.Contains(e.Msg, "CNI_ARGS") {
+					t.Errorf("error = %+v, want code %d naming CNI_ARGS", e, tt.code)
+				}
+				return
+			}
+			if s := strings.Replace(strings.Replace(fmtArgs(got), "[] ", "", 1), "<nil>", "[]", 1); s != tt.want {
+				t.Errorf("got %s, want %s (err %v)", s, tt.want, err)
+			}
+		})
+	}
+	args, _ := ParseCNIArgs("IP=1.1.1.1;IP=2.2.2.2")
+	if v, _ := Lookup(args, "IP"); v != "2.2.2.2" {
+		t.Errorf("Lookup = %q, want the last IP", v)
+	}
+}
+
+func fmtArgs(a []CNIArg) string {
+	if len(a) == 0 {
+		return "[]"
+	}
+	s := "["
+	for i, kv := range a {
+		if i > 0 {
+			s += " "
+		}
+		s += "{" + kv.Key + " " + kv.Value + "}"
+	}
+	return s + "]"
+}

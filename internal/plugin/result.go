@@ -1,0 +1,67 @@
+package plugin
+
+import (
+	"bytes"
+	"io"
+	"os"
+
+	"github.com/containernetworking/cni/pkg/types"
+	"github.com/containernetworking/cni/pkg/types/create"
+
+	"github.com/cniplugins/cniplugins/internal/version"
+)
+
+// RawResult is a result as another plugin printed it. It is passed on
+// verbatim when its version is already the one asked for, so whatever the
+// delegate said (including keys this project does not know) reaches the
+// runtime unchanged.
+type RawResult struct {
+	Bytes      []byte
+	CNIVersion string
+}
+
+// NewRawResult wraps out, reading its cniVersion.
+func NewRawResult(out []byte) (*RawResult, error) {
+	ver, err := create.DecodeVersion(out)
+	if err != nil {
+		return nil, err
+	}
+	return &RawResult{Bytes: out, CNIVersion: ver}, nil
+}
+
+func (r *RawResult) Version() string { return r.CNIVersion }
+
+// GetAsVersion converts only when needed.
+func (r *RawResult) GetAsVersion(ver string) (types.Result, error) {
+	if ver == r.CNIVersion {
+		return r, nil
+	}
+	res, err := create.CreateFromBytes(r.Bytes)
+	if err != nil {
+		return nil, err
+	}
+	return res.GetAsVersion(ver)
+}
+
+// Print is part of types.Result; the dispatcher only ever calls PrintTo.
+func (r *RawResult) Print() error { return r.PrintTo(os.Stdout) }
+
+func (r *RawResult) PrintTo(w io.Writer) error {
+	_, err := w.Write(r.Bytes)
+	return err
+}
+
+// versionResult prints the VERSION answer through the same path as results.
+type versionResult struct{}
+
+func (versionResult) Version() string                             { return "" }
+func (v versionResult) GetAsVersion(string) (types.Result, error) { return v, nil }
+func (v versionResult) Print() error                              { return v.PrintTo(os.Stdout) }
+func (versionResult) PrintTo(w io.Writer) error {
+	var buf bytes.Buffer
+	if err := version.PluginInfo().Encode(&buf); err != nil {
+		return err
+	}
+	_, err := w.Write(buf.Bytes())
+	return err
+}

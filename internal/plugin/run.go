@@ -1,0 +1,141 @@
+package plugin
+
+import (
+	"fmt"
+	"io"
+	"runtime/debug"
+	"strings"
+
+	"github.com/containernetworking/cni/pkg/types"
+	cniversion "github.com/containernetworking/cni/pkg/version"
+	"go.uber.org/zap"
+
+	"github.com/cniplugins/cniplugins/internal/cnierr"
+	"github.com/cniplugins/cniplugins/internal/logging"
+	"github.com/cniplugins/cniplugins/internal/netconf"
+	"github.com/cniplugins/cniplugins/internal/version"
+)
+
+// MaxConfigSize bounds stdin. IPAM configs are a few KiB; reading a
+// runaway stream whole would only delay the error.
+const MaxConfigSize = 4 << 20
+
+// minVersion is the first spec version that defines a command.
+func minVersion(cmd string) string {
+	switch cmd {
+	case CmdCheck:
+		return "0.4.0"
+	case CmdGC, CmdStatus:
+		return "1.1.0"
+	}
+	return ""
+}
+
+// Run executes one invocation of p over pio and returns the exit code. It
+// never panics: a panic inside the personality is reported as that
+// personality's CNI error, which is what lets a delegate run in-process.
+func Run(p Personality, pio IO) (exit int) {
+	log, closeLog := logging.New(logging.Options{
+		Personality: p.Name, Verbose: version.Verbose(), Getenv: pio.Getenv, Stderr: pio.Stderr,
+	})
+	defer closeLog()
+	cniVersion := ""
+	defer func() {
+		if r := recover(); r != nil {
+			log.Error("panic", zap.Any("panic", r), zap.ByteString("stack", debug.Stack()))
+			writeError(pio.Stdout, cniVersion, cnierr.New(cnierr.CodeInternal, p.Name+" panicked", "%v", r))
+			exit = 1
+		}
+	}()
+	log.Debug("start", zap.String("version", version.Version), zap.String("command", pio.Getenv("CNI_COMMAND")),
+		zap.String("containerID", pio.Getenv("CNI_CONTAINERID")), zap.String("ifname", pio.Getenv("CNI_IFNAME")))
+
+	res, ver, err := dispatch(p, pio, log)
+	cniVersion = ver
+	if err != nil {
+		e := cnierr.As(err)
+		log.Warn("failed", zap.String("command", pio.Getenv("CNI_COMMAND")), zap.Uint("code", e.Code), zap.String("msg", e.Msg), zap.String("details", e.Details))
+		writeError(pio.Stdout, cniVersion, e)
+		return 1
+	}
+	if res != nil {
+		if err := res.PrintTo(pio.Stdout); err != nil {
+			log.Error("cannot write result", zap.Error(err))
+			return 1
+		}
+	}
+	return 0
+}
+
+// dispatch returns the result already converted to the config's version.
+func dispatch(p Personality, pio IO, log *zap.Logger) (types.Result, string, error) {
+	cmd := pio.Getenv("CNI_COMMAND")
+	switch cmd {
+	case "":
+		fmt.Fprintf(pio.Stderr, "%s\nCNI protocol versions supported: %s\n", version.About(p.Name), strings.Join(version.SpecVersions(), ", "))
+		return nil, "", cnierr.New(cnierr.CodeInvalidEnv, "required environment variables missing", "CNI_COMMAND")
+	case CmdVersion:
+		return versionResult{}, "", nil
+	}
+	fn := p.Funcs.lookup(cmd)
+	if fn == nil {
+		return nil, "", cnierr.InvalidEnv("CNI_COMMAND", cmd, "want ADD, DEL, CHECK, GC, STATUS or VERSION")
+	}
+	args, err := readEnv(cmd, pio.Getenv)
+	if err != nil {
+		return nil, "", err
+	}
+	stdin, err := io.ReadAll(io.LimitReader(pio.Stdin, MaxConfigSize+1))
+	if err != nil {
+		return nil, "", cnierr.IO("read", "stdin", err)
+	}
+	if len(stdin) > MaxConfigSize {
+		return nil, "", cnierr.New(cnierr.CodeInvalidConfig, "network configuration larger than 4 MiB", "stdin")
+	}
+	args.StdinData = stdin
+	conf, err := netconf.Parse(stdin)
+	if err != nil {
+		return nil, "", err
+	}
+	if min := minVersion(cmd); min != "" {
+		if ok, _ := cniversion.GreaterThanOrEqualTo(conf.CNIVersion, min); !ok {
+			return nil, conf.CNIVersion, cnierr.New(cnierr.CodeIncompatibleVersion, "config version does not allow "+cmd, "cniVersion=%s; %s needs %s or later", conf.CNIVersion, cmd, min)
+		}
+	}
+	cniArgs, err := netconf.ParseCNIArgs(args.Args)
+	if err != nil {
+		return nil, conf.CNIVersion, err
+	}
+	res, err := fn(&Request{
+		Command: cmd, Args: args, CNIArgs: cniArgs, Conf: conf,
+		Environ: pio.Environ, Getenv: pio.Getenv, Stderr: pio.Stderr, Log: log,
+	})
+	if err != nil || res == nil {
+		return nil, conf.CNIVersion, err
+	}
+	converted, err := res.GetAsVersion(conf.CNIVersion)
+	if err != nil {
+		return nil, conf.CNIVersion, cnierr.New(cnierr.CodeIncompatibleVersion, "cannot convert result to the config's cniVersion", "cniVersion=%s: %v", conf.CNIVersion, err)
+	}
+	return converted, conf.CNIVersion, nil
+}
+
+func (f Funcs) lookup(cmd string) Func {
+	switch cmd {
+	case CmdAdd:
+		return f.Add
+	case CmdDel:
+		return f.Del
+	case CmdCheck:
+		return f.Check
+	case CmdGC:
+		return f.GC
+	case CmdStatus:
+		return f.Status
+	}
+	return nil
+}
+
+func writeError(w io.Writer, cniVersion string, e *types.Error) {
+	_, _ = w.Write(netconf.ErrorJSON(cniVersion, e))
+}

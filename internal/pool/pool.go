@@ -1,0 +1,156 @@
+// Package pool is the Pool object that selectors hand to allocators
+// (SPEC.md "Pool object"), its validation, and the selector result that
+// carries it.
+package pool
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/netip"
+
+	"github.com/cniplugins/cniplugins/internal/cnierr"
+	"github.com/cniplugins/cniplugins/internal/hostlocal"
+	"github.com/cniplugins/cniplugins/internal/netconf"
+)
+
+// MaxNameLen bounds a pool name: it becomes a directory name.
+const MaxNameLen = 64
+
+// Pool names one pool and, optionally, its ranges and a requested address.
+type Pool struct {
+	Name        string `json:"name"`
+	RequestedIP string `json:"requested-ip,omitempty"`
+
+	// Inline single range, host-local's keys.
+	Subnet     string `json:"subnet,omitempty"`
+	RangeStart string `json:"rangeStart,omitempty"`
+	RangeEnd   string `json:"rangeEnd,omitempty"`
+	Gateway    string `json:"gateway,omitempty"`
+
+	// Inline range set; takes precedence over Subnet.
+	Ranges []hostlocal.RangeConfig `json:"ranges,omitempty"`
+}
+
+// UnmarshalJSON also accepts requested_ip, the key passcod-style
+// selectors use.
+func (p *Pool) UnmarshalJSON(b []byte) error {
+	type plain Pool
+	var aux struct {
+		plain
+		RequestedIPUnderscore string `json:"requested_ip"`
+	}
+	if err := json.Unmarshal(b, &aux); err != nil {
+		return err
+	}
+	*p = Pool(aux.plain)
+	if p.RequestedIP == "" {
+		p.RequestedIP = aux.RequestedIPUnderscore
+	}
+	return nil
+}
+
+// Validate checks every field; field is where the pool sits in the config
+// (for example "ipam.pools[1]").
+func (p Pool) Validate(field string) error {
+	if err := ValidName(field+".name", p.Name); err != nil {
+		return err
+	}
+	if _, err := p.Requested(field); err != nil {
+		return err
+	}
+	_, _, err := p.InlineRanges(field)
+	return err
+}
+
+// Requested parses requested-ip; the zero Addr means none.
+func (p Pool) Requested(field string) (netip.Addr, error) {
+	if p.RequestedIP == "" {
+		return netip.Addr{}, nil
+	}
+	a, err := netip.ParseAddr(p.RequestedIP)
+	if err != nil || a.Zone() != "" {
+		return netip.Addr{}, cnierr.InvalidConfig(field+".requested-ip", p.RequestedIP, "not an IP address")
+	}
+	return a.Unmap(), nil
+}
+
+// InlineRanges returns the pool's own range set, if it carries one: inline
+// ranges first, then an inline subnet with host-local's range keys.
+func (p Pool) InlineRanges(field string) (hostlocal.RangeSet, bool, error) {
+	switch {
+	case len(p.Ranges) > 0:
+		rs, err := hostlocal.ParseRangeSet(field+".ranges", p.Ranges)
+		return rs, err == nil, err
+	case p.Subnet != "":
+		rs, err := hostlocal.ParseRangeSet(field, []hostlocal.RangeConfig{{
+			Subnet: p.Subnet, RangeStart: p.RangeStart, RangeEnd: p.RangeEnd, Gateway: p.Gateway,
+		}})
+		return rs, err == nil, err
+	case p.RangeStart != "" || p.RangeEnd != "" || p.Gateway != "":
+		return nil, false, cnierr.MissingConfig(field + ".subnet")
+	}
+	return nil, false, nil
+}
+
+// ValidName enforces [A-Za-z0-9][A-Za-z0-9_.-]*, at most 64 characters:
+// a pool name is a directory name, so nothing else may pass.
+func ValidName(field, name string) error {
+	if name == "" {
+		return cnierr.MissingConfig(field)
+	}
+	if len(name) > MaxNameLen {
+		return cnierr.InvalidConfig(field, name[:16]+"...", fmt.Sprintf("longer than %d characters", MaxNameLen))
+	}
+	for i, r := range name {
+		alnum := r < 0x80 && (r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9')
+		if !alnum && (i == 0 || (r != '_' && r != '.' && r != '-')) {
+			return cnierr.InvalidConfig(field, name, "must match [A-Za-z0-9][A-Za-z0-9_.-]*")
+		}
+	}
+	return nil
+}
+
+// ParseList decodes and validates an array of pools found at field.
+func ParseList(raw json.RawMessage, field string) ([]Pool, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, cnierr.MissingConfig(field)
+	}
+	var pools []Pool
+	if err := netconf.Decode(raw, field, &pools); err != nil {
+		return nil, err
+	}
+	if len(pools) == 0 {
+		return nil, cnierr.InvalidConfig(field, "[]", "must list at least one pool")
+	}
+	seen := make(map[string]bool, len(pools))
+	for i, p := range pools {
+		f := fmt.Sprintf("%s[%d]", field, i)
+		if err := p.Validate(f); err != nil {
+			return nil, err
+		}
+		if seen[p.Name] {
+			return nil, cnierr.InvalidConfig(f+".name", p.Name, "pool listed twice")
+		}
+		seen[p.Name] = true
+	}
+	return pools, nil
+}
+
+// FromPrevResult returns prevResult.pools; ok is false when the prevResult
+// carries no pools (the allocator then runs standalone).
+func FromPrevResult(conf *netconf.Envelope) (pools []Pool, ok bool, err error) {
+	if !conf.HasPrevResult() {
+		return nil, false, nil
+	}
+	var prev struct {
+		Pools json.RawMessage `json:"pools"`
+	}
+	if err := netconf.Decode(conf.PrevResult, "prevResult", &prev); err != nil {
+		return nil, false, err
+	}
+	if len(prev.Pools) == 0 || string(prev.Pools) == "null" {
+		return nil, false, nil
+	}
+	pools, err = ParseList(prev.Pools, "prevResult.pools")
+	return pools, err == nil, err
+}

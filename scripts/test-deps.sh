@@ -1,0 +1,20 @@
+#!/bin/sh
+# test-deps.sh: installs what the test suite needs on a fresh machine:
+# Debian's upstream CNI plugins (host-local, bridge, loopback: the
+# compatibility and end-to-end tests run against them) and iproute2 (ip
+# netns). Go modules are fetched by `go mod download`. Does nothing when
+# everything is already there; needs root for apt.
+set -eu
+need=""
+[ -x /usr/lib/cni/host-local ] || need="$need containernetworking-plugins"
+command -v ip >/dev/null 2>&1 || need="$need iproute2"
+if [ -n "$need" ]; then
+	if [ "$(id -u)" -ne 0 ] || ! command -v apt-get >/dev/null 2>&1; then
+		echo "test-deps.sh: missing$need and cannot apt-get install them (not root or no apt); the tests that need them will skip loudly" >&2
+	else
+		echo "test-deps.sh: installing$need" >&2
+		apt-get update -qq >/dev/null
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $need >/dev/null
+	fi
+fi
+go mod download

@@ -1,0 +1,59 @@
+// Package integration execs the real, installed cniplugins binary the way a
+// CNI runtime does, alongside small test delegates and Debian's upstream
+// plugins where present.
+package integration
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/cniplugins/cniplugins/internal/testbin"
+)
+
+// binDir is the CNI bin dir the tests exec from: the freshly built binary
+// installed by scripts/install-symlinks.sh, plus the test delegates.
+var binDir string
+
+// verboseBin is the verbose flavour, built beside it.
+var verboseBin string
+
+func TestMain(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	tmp, err := os.MkdirTemp("", "cniplugins-integration-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(tmp)
+	bin, err := testbin.Build(tmp, "")
+	if err == nil {
+		verboseBin, err = testbin.Build(tmp, "verbose")
+	}
+	binDir = filepath.Join(tmp, "cni-bin")
+	if err == nil {
+		err = testbin.Install(bin, binDir)
+	}
+	if err == nil {
+		err = installDelegates(binDir)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return m.Run()
+}
+
+func installDelegates(dir string) error {
+	script := filepath.Join(testbin.RepoRoot(), "test", "integration", "testdata", "delegate.sh")
+	for _, name := range []string{"test-select", "test-alloc", "test-fail", "test-crash", "test-garbage", "test-status"} {
+		if err := os.Symlink(script, filepath.Join(dir, name)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
