@@ -84,10 +84,12 @@ func (c *Chain) rollback(ctx context.Context, k int, prev prevResult) {
 	}
 }
 
-// Each runs cmd on every delegate, even after an error, and returns the
-// errors joined. With chained set (DEL, CHECK) each delegate's output
-// becomes the next one's prevResult; GC and STATUS get the runtime's input.
-func (c *Chain) Each(ctx context.Context, cmd string, chained bool) error {
+// Each runs cmd (DEL, CHECK, GC, STATUS) on every delegate, even after an
+// error, and returns the errors joined. What a delegate prints becomes the
+// next one's prevResult, as in ADD: that is how a selector tells the
+// allocator which pools a DEL, GC or STATUS concerns. A delegate that
+// prints nothing (the spec's DEL) leaves prevResult as it was.
+func (c *Chain) Each(ctx context.Context, cmd string) error {
 	var prev prevResult
 	var errs []error
 	for i := range c.Delegates {
@@ -96,7 +98,7 @@ func (c *Chain) Each(ctx context.Context, cmd string, chained bool) error {
 			errs = append(errs, c.named(i, err))
 			continue
 		}
-		if next := printed(out); chained && next != nil {
+		if next := printed(out); next != nil {
 			prev = next
 		}
 	}

@@ -26,7 +26,7 @@ type fakeExec struct {
 	calls    []call
 	failAdd  string          // delegate whose ADD fails
 	failCmd  map[string]uint // "name/CMD" -> error code
-	delPrint map[string]bool // delegates that print a result on DEL
+	delPrint map[string]bool // delegates that print a result on every command
 }
 
 func (f *fakeExec) Run(_ context.Context, d Delegate, cmd string, stdin []byte) ([]byte, error) {
@@ -43,7 +43,7 @@ func (f *fakeExec) Run(_ context.Context, d Delegate, cmd string, stdin []byte) 
 	if cmd == "ADD" && f.failAdd == d.Name {
 		return nil, types.NewError(101, "requested address unavailable", "10.0.0.5")
 	}
-	if cmd == "ADD" || (cmd == "DEL" && f.delPrint[d.Name]) {
+	if cmd == "ADD" || f.delPrint[d.Name] {
 		return result(d.Name + "-" + strings.ToLower(cmd)), nil
 	}
 	return nil, nil
@@ -179,7 +179,6 @@ func TestEach(t *testing.T) {
 	tests := []struct {
 		name     string
 		cmd      string
-		chained  bool
 		failCmd  map[string]uint
 		delPrint map[string]bool
 		want     []call
@@ -187,18 +186,18 @@ func TestEach(t *testing.T) {
 		wantMsg  []string
 	}{
 		{
-			name: "DEL chains what each printed", cmd: "DEL", chained: true,
+			name: "DEL chains what each printed", cmd: "DEL",
 			delPrint: map[string]bool{"a": true},
 			want:     []call{{"a", "DEL", "runtime"}, {"b", "DEL", "a-del"}, {"c", "DEL", "a-del"}},
 		},
 		{
-			name: "DEL runs all after errors and joins them", cmd: "DEL", chained: true,
+			name: "DEL runs all after errors and joins them", cmd: "DEL",
 			failCmd:  map[string]uint{"a/DEL": 5, "c/DEL": 11},
 			want:     []call{{"a", "DEL", "runtime"}, {"b", "DEL", "runtime"}, {"c", "DEL", "runtime"}},
 			wantCode: 5, wantMsg: []string{"a: boom", "c: boom"},
 		},
 		{
-			name: "CHECK error keeps the delegate's code", cmd: "CHECK", chained: true,
+			name: "CHECK error keeps the delegate's code", cmd: "CHECK",
 			failCmd:  map[string]uint{"b/CHECK": 3},
 			want:     []call{{"a", "CHECK", "runtime"}, {"b", "CHECK", "runtime"}, {"c", "CHECK", "runtime"}},
 			wantCode: 3, wantMsg: []string{"b: boom"},
@@ -210,15 +209,15 @@ func TestEach(t *testing.T) {
 			wantCode: 50, wantMsg: []string{"c: boom"},
 		},
 		{
-			name: "GC forwarded unchained", cmd: "GC",
+			name: "GC forwarded to all, chaining what was printed", cmd: "GC",
 			delPrint: map[string]bool{"a": true},
-			want:     []call{{"a", "GC", "runtime"}, {"b", "GC", "runtime"}, {"c", "GC", "runtime"}},
+			want:     []call{{"a", "GC", "runtime"}, {"b", "GC", "a-gc"}, {"c", "GC", "a-gc"}},
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f := &fakeExec{failCmd: tt.failCmd, delPrint: tt.delPrint}
-			err := newTestChain(t, f, true).Each(context.Background(), tt.cmd, tt.chained)
+			err := newTestChain(t, f, true).Each(context.Background(), tt.cmd)
 			assertCalls(t, f.calls, tt.want)
 			if tt.wantCode == 0 {
 				if err != nil {

@@ -3,6 +3,7 @@ package delegated
 import (
 	"context"
 	"errors"
+	"io"
 	"path/filepath"
 
 	"github.com/containernetworking/cni/pkg/invoke"
@@ -43,7 +44,7 @@ func Resolve(names []string, cniPath string) ([]Delegate, error) {
 // same environment with CNI_COMMAND replaced, config on stdin.
 type ExecExecutor struct {
 	Environ []string
-	Stderr  interface{ Write([]byte) (int, error) }
+	Stderr  io.Writer
 }
 
 func (e ExecExecutor) Run(ctx context.Context, d Delegate, cmd string, stdin []byte) ([]byte, error) {

@@ -5,6 +5,7 @@ package delegated
 
 import (
 	"context"
+	"os"
 
 	"github.com/containernetworking/cni/pkg/types"
 
@@ -20,13 +21,13 @@ type NewExecutor func(req *plugin.Request) Executor
 
 // Personality returns ipam-delegated running delegates with newExec.
 func Personality(newExec NewExecutor) plugin.Personality {
-	chained := func(cmd string, link bool) plugin.Func {
+	each := func(cmd string) plugin.Func {
 		return func(req *plugin.Request) (types.Result, error) {
 			c, err := newChain(req, newExec)
 			if err != nil {
 				return nil, err
 			}
-			return nil, c.Each(context.Background(), cmd, link)
+			return nil, c.Each(context.Background(), cmd)
 		}
 	}
 	return plugin.Personality{
@@ -40,10 +41,10 @@ func Personality(newExec NewExecutor) plugin.Personality {
 				}
 				return c.Add(context.Background())
 			},
-			Del:    chained(plugin.CmdDel, true),
-			Check:  chained(plugin.CmdCheck, true),
-			GC:     chained(plugin.CmdGC, false),
-			Status: chained(plugin.CmdStatus, false),
+			Del:    each(plugin.CmdDel),
+			Check:  each(plugin.CmdCheck),
+			GC:     each(plugin.CmdGC),
+			Status: each(plugin.CmdStatus),
 		},
 	}
 }
@@ -60,7 +61,18 @@ func newChain(req *plugin.Request, newExec NewExecutor) (*Chain, error) {
 	return &Chain{Conf: req.Conf, Delegates: delegates, Exec: newExec(req), Log: req.Log}, nil
 }
 
-// Exec is the NewExecutor that always execs.
-func Exec(req *plugin.Request) Executor {
-	return ExecExecutor{Environ: req.Environ, Stderr: req.Stderr}
+// InProcess returns the NewExecutor that runs delegates of this same
+// binary in-process (see SelfExecutor), unless EnvForceExec is set.
+func InProcess(lookup func(string) (plugin.Personality, bool)) NewExecutor {
+	return func(req *plugin.Request) Executor {
+		execer := ExecExecutor{Environ: req.Environ, Stderr: req.Stderr}
+		if req.Getenv(EnvForceExec) != "" {
+			return execer
+		}
+		self, err := os.Executable()
+		if err != nil {
+			return execer
+		}
+		return SelfExecutor{Exec: execer, Self: self, Lookup: lookup, Log: req.Log}
+	}
 }

@@ -37,8 +37,10 @@ func staticPools(req *plugin.Request) ([]pool.Pool, error) {
 	return pool.ParseList(ipam.Pools, "ipam.pools")
 }
 
-// selectorFuncs turns a pool choice into the five CNI commands. STATUS has
-// nothing to report beyond a valid config; GC has no state to collect.
+// selectorFuncs turns a pool choice into the five CNI commands. Every
+// command answers with the selection: ipam-delegated chains it into the
+// allocator's prevResult, which is how a DEL, GC or STATUS reaches the
+// allocator with the pools it concerns.
 func selectorFuncs(choose func(*plugin.Request) ([]pool.Pool, error)) plugin.Funcs {
 	answer := func(req *plugin.Request) (types.Result, error) {
 		pools, err := choose(req)
@@ -47,11 +49,7 @@ func selectorFuncs(choose func(*plugin.Request) ([]pool.Pool, error)) plugin.Fun
 		}
 		return selection(req, pools)
 	}
-	validateOnly := func(req *plugin.Request) (types.Result, error) {
-		_, err := choose(req)
-		return nil, err
-	}
-	return plugin.Funcs{Add: answer, Del: answer, Check: answer, GC: validateOnly, Status: validateOnly}
+	return plugin.Funcs{Add: answer, Del: answer, Check: answer, GC: answer, Status: answer}
 }
 
 // selection builds the result, copying prevResult.ips so that DEL and CHECK

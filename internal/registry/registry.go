@@ -3,6 +3,7 @@
 package registry
 
 import (
+	"github.com/cniplugins/cniplugins/internal/dapools"
 	"github.com/cniplugins/cniplugins/internal/delegated"
 	"github.com/cniplugins/cniplugins/internal/dsselect"
 	"github.com/cniplugins/cniplugins/internal/plugin"
@@ -13,8 +14,9 @@ import (
 // no mutable global and no init-order coupling.
 func Personalities() []plugin.Personality {
 	return []plugin.Personality{
-		delegated.Personality(delegated.Exec),
+		delegated.Personality(delegated.InProcess(Lookup)),
 		dsselect.Static(),
+		dapools.Personality(),
 	}
 }
 

@@ -1,0 +1,89 @@
+package dapools
+
+import (
+	"net"
+	"net/netip"
+
+	current "github.com/containernetworking/cni/pkg/types/100"
+	"go.uber.org/zap"
+
+	"github.com/containernetworking/cni/pkg/types"
+
+	"github.com/cniplugins/cniplugins/internal/hostlocal"
+	"github.com/cniplugins/cniplugins/internal/plugin"
+)
+
+// cmdAdd is all or nothing: every target gets an address, or whatever
+// this ADD reserved is released before the error is returned.
+func cmdAdd(req *plugin.Request) (types.Result, error) {
+	c, err := parseConfig(req.Conf, req.CNIArgs, true)
+	if err != nil {
+		return nil, err
+	}
+	targets, err := c.targets()
+	if err != nil {
+		return nil, err
+	}
+	if err := assignRequests(targets, c.requested); err != nil {
+		return nil, err
+	}
+	dns, err := readResolvConf(c.resolvConf)
+	if err != nil {
+		return nil, err
+	}
+	dirs := make([]string, len(targets))
+	for i, t := range targets {
+		dirs[i] = t.dir
+	}
+	st, err := openStores(dirs, c.lockTimeout)
+	if err != nil {
+		return nil, err
+	}
+	att := c.attachment(req)
+	res := &current.Result{CNIVersion: current.ImplementedSpecVersion, Routes: c.routes, DNS: dns}
+	reserved := map[string][]netip.Addr{}
+	for _, t := range targets {
+		addr, gw, err := st.allocator(t.dir).Allocate(att, t.rangeID, t.set, t.requested, t.label)
+		if err != nil {
+			for dir, ips := range reserved {
+				if rerr := st.allocator(dir).Rollback(att, ips); rerr != nil {
+					req.Log.Error("rollback failed", zap.String("dir", dir), zap.Error(rerr))
+				}
+			}
+			if cerr := st.close(); cerr != nil {
+				req.Log.Warn("index not committed; it will be rebuilt", zap.Error(cerr))
+			}
+			return nil, err
+		}
+		reserved[t.dir] = append(reserved[t.dir], addr.Addr())
+		res.IPs = append(res.IPs, ipConfig(addr, gw))
+		req.Log.Debug("allocated", zap.String("target", t.label), zap.Stringer("address", addr))
+	}
+	// The reservations are on disk; a failed index commit only costs the
+	// next operation a rebuild, so it does not fail this one.
+	if err := st.close(); err != nil {
+		req.Log.Warn("index not committed; it will be rebuilt", zap.Error(err))
+	}
+	return res, nil
+}
+
+func ipConfig(addr netip.Prefix, gw netip.Addr) *current.IPConfig {
+	ipc := &current.IPConfig{Address: net.IPNet{
+		IP:   net.IP(addr.Addr().AsSlice()),
+		Mask: net.CIDRMask(addr.Bits(), addr.Addr().BitLen()),
+	}}
+	if gw.IsValid() {
+		ipc.Gateway = net.IP(gw.AsSlice())
+	}
+	return ipc
+}
+
+// attachment is who holds the addresses. In pool mode it also names the
+// network, because a pool directory is shared between networks.
+func (c *config) attachment(req *plugin.Request) hostlocal.Attachment {
+	a := hostlocal.Attachment{ContainerID: req.Args.ContainerID, IfName: req.Args.IfName}
+	if c.pools != nil {
+		a.Network = c.network
+	}
+	return a
+}

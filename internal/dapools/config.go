@@ -1,0 +1,186 @@
+package dapools
+
+import (
+	"fmt"
+	"net/netip"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/containernetworking/cni/pkg/types"
+
+	"github.com/cniplugins/cniplugins/internal/cnierr"
+	"github.com/cniplugins/cniplugins/internal/hostlocal"
+	"github.com/cniplugins/cniplugins/internal/netconf"
+	"github.com/cniplugins/cniplugins/internal/pool"
+)
+
+const (
+	// DefaultDataDir is host-local's.
+	DefaultDataDir = "/var/lib/cni/networks"
+	// DefaultLockTimeout bounds the wait for a state directory's lock.
+	DefaultLockTimeout = 10 * time.Second
+	// maxLockTimeout keeps a typo from hanging a runtime for hours.
+	maxLockTimeout = 5 * time.Minute
+	// poolsDir holds one state directory per pool, beside the networks'.
+	// Network names cannot start with '_', so it never collides with one.
+	poolsDir = "_pools"
+)
+
+// ipamConf is the ipam section: host-local's keys plus this project's.
+type ipamConf struct {
+	Ranges [][]hostlocal.RangeConfig `json:"ranges"`
+	// The deprecated single range at the top level of ipam.
+	hostlocal.RangeConfig
+	Routes     []*types.Route `json:"routes"`
+	ResolvConf string         `json:"resolvConf"`
+	DataDir    string         `json:"dataDir"`
+
+	PoolDefinitions map[string][]hostlocal.RangeConfig `json:"poolDefinitions"`
+	LockTimeout     string                             `json:"lockTimeout"`
+}
+
+// netArgs is what the rest of the config says about requested addresses
+// and runtime-supplied ranges.
+type netArgs struct {
+	Args *struct {
+		CNI *struct {
+			IPs []string `json:"ips"`
+		} `json:"cni"`
+	} `json:"args"`
+	RuntimeConfig *struct {
+		IPs      []string                  `json:"ips"`
+		IPRanges [][]hostlocal.RangeConfig `json:"ipRanges"`
+	} `json:"runtimeConfig"`
+}
+
+// config is everything ipam-da-pools needs, validated.
+type config struct {
+	network     string
+	dataDir     string
+	lockTimeout time.Duration
+	routes      []*types.Route
+	resolvConf  string
+
+	// standalone range sets (host-local mode); nil in pool mode
+	rangeSets []hostlocal.RangeSet
+	// pools selected by prevResult.pools; nil in standalone mode
+	pools []pool.Pool
+	// poolDefs are ipam.poolDefinitions, validated
+	poolDefs map[string]hostlocal.RangeSet
+	// requested are the addresses asked for outside Pool objects, in order:
+	// CNI_ARGS IP, args.cni.ips, runtimeConfig.ips.
+	requested []netip.Addr
+}
+
+// parseConfig reads and validates everything before anything touches disk.
+// needRanges is false for DEL and GC, which must work from state alone
+// even when the ranges in the config have since changed.
+func parseConfig(conf *netconf.Envelope, cniArgs []netconf.CNIArg, needRanges bool) (*config, error) {
+	var ipam ipamConf
+	if err := conf.DecodeIPAM(&ipam); err != nil {
+		return nil, err
+	}
+	var extra netArgs
+	if err := netconf.Decode(conf.Raw, "", &extra); err != nil {
+		return nil, err
+	}
+	c := &config{network: conf.Name, routes: ipam.Routes, resolvConf: ipam.ResolvConf}
+	var err error
+	if c.dataDir, err = dataDir(ipam.DataDir); err != nil {
+		return nil, err
+	}
+	if c.lockTimeout, err = lockTimeout(ipam.LockTimeout); err != nil {
+		return nil, err
+	}
+	if c.requested, err = requestedAddrs(cniArgs, extra); err != nil {
+		return nil, err
+	}
+	if c.poolDefs, err = poolDefinitions(ipam.PoolDefinitions); err != nil {
+		return nil, err
+	}
+	pools, poolMode, err := pool.FromPrevResult(conf)
+	if err != nil {
+		return nil, err
+	}
+	if poolMode {
+		c.pools = pools
+		return c, nil
+	}
+	if !needRanges {
+		return c, nil
+	}
+	c.rangeSets, err = standaloneRanges(ipam, extra)
+	return c, err
+}
+
+func dataDir(dir string) (string, error) {
+	if dir == "" {
+		return DefaultDataDir, nil
+	}
+	if !filepath.IsAbs(dir) {
+		return "", cnierr.InvalidConfig("ipam.dataDir", dir, "must be an absolute path")
+	}
+	return filepath.Clean(dir), nil
+}
+
+func lockTimeout(s string) (time.Duration, error) {
+	if s == "" {
+		return DefaultLockTimeout, nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d <= 0 || d > maxLockTimeout {
+		return 0, cnierr.InvalidConfig("ipam.lockTimeout", s, "must be a duration between 1ms and 5m, like \"10s\"")
+	}
+	return d, nil
+}
+
+// standaloneRanges follows host-local: runtimeConfig.ipRanges replaces
+// ipam.ranges; the deprecated top-level range comes first; sets must not
+// overlap one another.
+func standaloneRanges(ipam ipamConf, extra netArgs) ([]hostlocal.RangeSet, error) {
+	cfgs, field := ipam.Ranges, "ipam.ranges"
+	if extra.RuntimeConfig != nil && len(extra.RuntimeConfig.IPRanges) > 0 {
+		cfgs, field = extra.RuntimeConfig.IPRanges, "runtimeConfig.ipRanges"
+	}
+	var sets []hostlocal.RangeSet
+	if ipam.Subnet != "" {
+		rs, err := hostlocal.ParseRangeSet("ipam", []hostlocal.RangeConfig{ipam.RangeConfig})
+		if err != nil {
+			return nil, err
+		}
+		sets = append(sets, rs)
+	}
+	for i, cfg := range cfgs {
+		rs, err := hostlocal.ParseRangeSet(fmt.Sprintf("%s[%d]", field, i), cfg)
+		if err != nil {
+			return nil, err
+		}
+		sets = append(sets, rs)
+	}
+	if len(sets) == 0 {
+		return nil, cnierr.MissingConfig("ipam.ranges")
+	}
+	return sets, hostlocal.CheckDisjoint(field, sets)
+}
+
+func poolDefinitions(defs map[string][]hostlocal.RangeConfig) (map[string]hostlocal.RangeSet, error) {
+	names := make([]string, 0, len(defs))
+	for name := range defs {
+		names = append(names, name)
+	}
+	slices.Sort(names) // deterministic errors
+	out := make(map[string]hostlocal.RangeSet, len(defs))
+	for _, name := range names {
+		field := "ipam.poolDefinitions." + name
+		if err := pool.ValidName("ipam.poolDefinitions", name); err != nil {
+			return nil, err
+		}
+		rs, err := hostlocal.ParseRangeSet(field, defs[name])
+		if err != nil {
+			return nil, err
+		}
+		out[name] = rs
+	}
+	return out, nil
+}

@@ -1,0 +1,106 @@
+package dapools
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/cniplugins/cniplugins/internal/cnierr"
+	"github.com/cniplugins/cniplugins/internal/netconf"
+)
+
+func mustConfig(t *testing.T, conf, cniArgs string) (*config, error) {
+	t.Helper()
+	env, err := netconf.Parse([]byte(conf))
+	if err != nil {
+		t.Fatal(err)
+	}
+	args, err := netconf.ParseCNIArgs(cniArgs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return parseConfig(env, args, true)
+}
+
+// summary renders targets as "label dir-suffix rangeID requested".
+func summary(ts []target) string {
+	var out []string
+	for _, t := range ts {
+		req := "-"
+		if t.requested.IsValid() {
+			req = t.requested.String()
+		}
+		out = append(out, fmt.Sprintf("%s@%s#%d=%s", t.label[:strings.IndexByte(t.label+" (", ' ')+0], t.dir[len("/d/"):], t.rangeID, req))
+	}
+	return strings.Join(out, " ")
+}
+
+func TestTargetsAndRequests(t *testing.T) {
+	const ranges = `"ranges":[[{"subnet":"10.1.0.0/24"}],[{"subnet":"10.2.0.0/24"},{"subnet":"10.3.0.0/24"}],[{"subnet":"fd00::/64"}]]`
+	tests := []struct {
+		name    string
+		ipam    string
+		extra   string // top-level keys
+		cniArgs string
+		want    string
+		code    uint
+		detail  string
+	}{
+		{name: "standalone, one per range set", ipam: ranges,
+			want: "range@n#0=- range@n#1=- range@n#2=-"},
+		{name: "requests matched in order to the first set containing them", ipam: ranges, cniArgs: "IP=10.3.0.9",
+			extra: `,"args":{"cni":{"ips":["10.1.0.7"]}},"runtimeConfig":{"ips":["fd00::5/64"]}`,
+			want:  "range@n#0=10.1.0.7 range@n#1=10.3.0.9 range@n#2=fd00::5"},
+		{name: "a request in no set is 101", ipam: ranges, cniArgs: "IP=192.0.2.1", code: 101, detail: "192.0.2.1"},
+		{name: "two requests for one set: the second is unserved", ipam: ranges, cniArgs: "IP=10.1.0.5,10.1.0.6", code: 101, detail: "10.1.0.6"},
+		{name: "legacy range first", ipam: `"subnet":"10.9.0.0/24",` + ranges,
+			want: "range@n#0=- range@n#1=- range@n#2=- range@n#3=-"},
+		{name: "runtime ipRanges replace ranges", ipam: ranges, extra: `,"runtimeConfig":{"ipRanges":[[{"subnet":"10.8.0.0/24"}]]}`,
+			want: "range@n#0=-"},
+		{name: "pool mode: inline, defined, own request wins", ipam: `"poolDefinitions":{"def":[{"subnet":"10.5.0.0/24"}]}`,
+			cniArgs: "IP=10.5.0.9",
+			extra:   `,"prevResult":{"cniVersion":"1.0.0","pools":[{"name":"in","subnet":"10.4.0.0/24","requested_ip":"10.4.0.4"},{"name":"def"}]}`,
+			want:    "pool@_pools/in#0=10.4.0.4 pool@_pools/def#0=10.5.0.9"},
+		{name: "pool mode: unknown pool", ipam: `"poolDefinitions":{}`,
+			extra: `,"prevResult":{"cniVersion":"1.0.0","pools":[{"name":"ghost"}]}`, code: 7, detail: "ghost"},
+		{name: "pool mode: hostile pool name", ipam: `"poolDefinitions":{}`,
+			extra: `,"prevResult":{"cniVersion":"1.0.0","pools":[{"name":"../../etc"}]}`, code: 7, detail: "prevResult.pools[0].name"},
+		{name: "hostile pool definition name", ipam: `"poolDefinitions":{"../x":[{"subnet":"10.0.0.0/24"}]}`, code: 7, detail: "poolDefinitions"},
+		{name: "overlapping range sets", ipam: `"ranges":[[{"subnet":"10.1.0.0/24"}],[{"subnet":"10.1.0.128/25"}]]`, code: 7, detail: "overlap"},
+		{name: "mixed families in a set", ipam: `"ranges":[[{"subnet":"10.1.0.0/24"},{"subnet":"fd00::/64"}]]`, code: 7, detail: "ipam.ranges[0]"},
+		{name: "relative dataDir", ipam: `"dataDir":"var/lib",` + ranges, code: 7, detail: "ipam.dataDir"},
+		{name: "bad lockTimeout", ipam: `"lockTimeout":"forever",` + ranges, code: 7, detail: "ipam.lockTimeout"},
+		{name: "bad requested address", ipam: ranges, cniArgs: "IP=10.1.0.300", code: 4, detail: "CNI_ARGS"},
+		{name: "bad args.cni.ips", ipam: ranges, extra: `,"args":{"cni":{"ips":["nope"]}}`, code: 7, detail: "args.cni.ips[0]"},
+		{name: "args.cni.ips wrong type", ipam: ranges, extra: `,"args":{"cni":{"ips":"10.1.0.1"}}`, code: 7, detail: "args.cni.ips"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			conf := `{"cniVersion":"1.0.0","name":"n","ipam":{"dataDir":"/d",` + tt.ipam + `}` + tt.extra + `}`
+			if strings.Contains(tt.ipam, `"dataDir"`) {
+				conf = `{"cniVersion":"1.0.0","name":"n","ipam":{` + tt.ipam + `}` + tt.extra + `}`
+			}
+			c, err := mustConfig(t, conf, tt.cniArgs)
+			var ts []target
+			if err == nil {
+				ts, err = c.targets()
+			}
+			if err == nil {
+				err = assignRequests(ts, c.requested)
+			}
+			if tt.code != 0 {
+				e := cnierr.As(err)
+				if e.Code != tt.code || !strings.Contains(e.Msg+" "+e.Details, tt.detail) {
+					t.Fatalf("error = %+v, want code %d mentioning %q", e, tt.code, tt.detail)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := summary(ts); got != tt.want {
+				t.Errorf("targets:\n got %s\nwant %s", got, tt.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,54 @@
+package dapools
+
+import (
+	"errors"
+	"net/netip"
+
+	"go.uber.org/zap"
+
+	"github.com/cniplugins/cniplugins/internal/plugin"
+)
+
+// cmdDel releases everything the attachment holds in the state directories
+// this config touches. It needs no ranges (they may have changed since the
+// ADD) and never fails for an attachment it does not know.
+func cmdDel(req *plugin.Request) error {
+	c, err := parseConfig(req.Conf, req.CNIArgs, false)
+	if err != nil {
+		return err
+	}
+	hints, err := prevAddrs(req)
+	if err != nil {
+		return err
+	}
+	st, err := openStores(c.dirs(), c.lockTimeout)
+	if err != nil {
+		return err
+	}
+	att := c.attachment(req)
+	var errs []error
+	for _, dir := range st.order {
+		released, err := st.allocator(dir).Release(att, hints)
+		errs = append(errs, err)
+		req.Log.Debug("released", zap.String("dir", dir), zap.Any("addresses", released))
+	}
+	if err := st.close(); err != nil {
+		req.Log.Warn("index not committed; it will be rebuilt", zap.Error(err))
+	}
+	return errors.Join(errs...)
+}
+
+// prevAddrs are prevResult's addresses: DEL goes straight to their files.
+func prevAddrs(req *plugin.Request) ([]netip.Addr, error) {
+	prev, err := req.Conf.Result()
+	if err != nil || prev == nil {
+		return nil, err
+	}
+	out := make([]netip.Addr, 0, len(prev.IPs))
+	for _, ip := range prev.IPs {
+		if a, ok := netip.AddrFromSlice(ip.Address.IP); ok {
+			out = append(out, a.Unmap())
+		}
+	}
+	return out, nil
+}

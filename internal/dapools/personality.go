@@ -1,0 +1,45 @@
+// Package dapools is ipam-da-pools: an allocator that hands out one address
+// per selected pool (pool mode, prevResult.pools from a selector) or per
+// range set (standalone, a drop-in for upstream host-local), on top of the
+// host-local-compatible engine in internal/hostlocal.
+//
+// State layout under dataDir (default /var/lib/cni/networks):
+//
+//	<network>/            standalone: host-local's layout, byte for byte
+//	_pools/<pool>/        pool mode: the same layout, one directory per pool
+//	                      shared by every network that selects the pool; each
+//	                      reservation also names its network (third line), so
+//	                      GC of one network never touches another's
+//	_index/..., _pools/_index/...   the lookup index (see internal/hostlocal)
+//
+// Names starting with '_' cannot be network or pool names, so none of these
+// can collide.
+package dapools
+
+import (
+	"github.com/containernetworking/cni/pkg/types"
+
+	"github.com/cniplugins/cniplugins/internal/plugin"
+)
+
+// Name is the personality's name.
+const Name = "ipam-da-pools"
+
+// Personality returns ipam-da-pools.
+func Personality() plugin.Personality {
+	return plugin.Personality{
+		Name:    Name,
+		Summary: "allocates one address per selected pool (or range set: a drop-in host-local) from local files under flock",
+		Funcs: plugin.Funcs{
+			Add:    cmdAdd,
+			Del:    noResult(cmdDel),
+			Check:  noResult(cmdCheck),
+			GC:     noResult(cmdGC),
+			Status: noResult(cmdStatus),
+		},
+	}
+}
+
+func noResult(f func(*plugin.Request) error) plugin.Func {
+	return func(req *plugin.Request) (types.Result, error) { return nil, f(req) }
+}

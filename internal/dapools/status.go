@@ -1,0 +1,44 @@
+package dapools
+
+import (
+	"path/filepath"
+	"slices"
+
+	"github.com/cniplugins/cniplugins/internal/cnierr"
+	"github.com/cniplugins/cniplugins/internal/hostlocal"
+	"github.com/cniplugins/cniplugins/internal/plugin"
+)
+
+// cmdStatus answers 50 (plugin not available) while a range set or pool
+// this network allocates from is exhausted: an ADD found it full and
+// nothing has been released there since. The rule needs no scan: the
+// exhaustion marks live beside the index and are trusted only while the
+// index is (another writer's release invalidates them).
+func cmdStatus(req *plugin.Request) error {
+	c, err := parseConfig(req.Conf, req.CNIArgs, true)
+	if err != nil {
+		return err
+	}
+	targets, err := c.targets()
+	if err != nil {
+		return err
+	}
+	defined := make([]string, 0, len(c.poolDefs))
+	for name := range c.poolDefs {
+		defined = append(defined, name)
+	}
+	slices.Sort(defined)
+	for _, name := range defined {
+		targets = append(targets, target{label: "pool " + name, dir: c.poolDir(name)})
+	}
+	for _, t := range targets {
+		full, err := hostlocal.Exhausted(t.dir)
+		if err != nil {
+			return err
+		}
+		if slices.Contains(full, t.rangeID) {
+			return cnierr.New(cnierr.CodeNotAvailable, "address pool exhausted", "%s in %s", t.label, filepath.Base(t.dir))
+		}
+	}
+	return nil
+}

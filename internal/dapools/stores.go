@@ -1,0 +1,48 @@
+package dapools
+
+import (
+	"errors"
+	"slices"
+	"time"
+
+	"github.com/cniplugins/cniplugins/internal/hostlocal"
+)
+
+// stores holds the locked state directories of one operation. They are
+// always locked in sorted path order, so two operations that need several
+// pools can never deadlock on each other.
+type stores struct {
+	disks map[string]*hostlocal.Disk
+	order []string
+}
+
+func openStores(dirs []string, timeout time.Duration) (*stores, error) {
+	order := slices.Clone(dirs)
+	slices.Sort(order)
+	order = slices.Compact(order)
+	s := &stores{disks: make(map[string]*hostlocal.Disk, len(order)), order: order}
+	for _, dir := range order {
+		d, err := hostlocal.Open(dir, timeout)
+		if err != nil {
+			_ = s.close()
+			return nil, err
+		}
+		s.disks[dir] = d
+	}
+	return s, nil
+}
+
+func (s *stores) allocator(dir string) *hostlocal.Allocator {
+	return hostlocal.NewAllocator(s.disks[dir])
+}
+
+// close commits every index and unlocks, in reverse order.
+func (s *stores) close() error {
+	var errs []error
+	for i := len(s.order) - 1; i >= 0; i-- {
+		if d := s.disks[s.order[i]]; d != nil {
+			errs = append(errs, d.Close())
+		}
+	}
+	return errors.Join(errs...)
+}

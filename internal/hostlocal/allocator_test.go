@@ -1,0 +1,306 @@
+package hostlocal
+
+import (
+	"net/netip"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cniplugins/cniplugins/internal/cnierr"
+)
+
+// harness gives a test the same store across calls: the MemStore itself,
+// or a disk directory opened and closed around every call so that every
+// step also goes through commit and reload.
+type harness interface {
+	with(t *testing.T, f func(al *Allocator, s Store))
+	exhausted(t *testing.T) []int
+}
+
+type memHarness struct{ m *MemStore }
+
+func (h memHarness) with(t *testing.T, f func(*Allocator, Store)) { f(NewAllocator(h.m), h.m) }
+func (h memHarness) exhausted(*testing.T) []int                   { return h.m.Exhausted() }
+
+type diskHarness struct{ dir string }
+
+func (h diskHarness) with(t *testing.T, f func(*Allocator, Store)) {
+	t.Helper()
+	d, err := Open(h.dir, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f(NewAllocator(d), d)
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (h diskHarness) exhausted(t *testing.T) []int {
+	ids, err := Exhausted(h.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ids
+}
+
+func forEachStore(t *testing.T, f func(t *testing.T, h harness)) {
+	t.Run("mem", func(t *testing.T) { f(t, memHarness{NewMemStore()}) })
+	t.Run("disk", func(t *testing.T) { f(t, diskHarness{filepath.Join(t.TempDir(), "net")}) })
+}
+
+var (
+	cidA = Attachment{ContainerID: "cid-a", IfName: "eth0"}
+	cidB = Attachment{ContainerID: "cid-b", IfName: "eth0"}
+)
+
+// small is 10.0.0.0/29 with gateway .1: allocatable .2-.6.
+func small(t testing.TB) RangeSet { return mustSet(t, RangeConfig{Subnet: "10.0.0.0/29"}) }
+
+func alloc(t *testing.T, h harness, a Attachment, rangeID int, rs RangeSet, req string) (netip.Prefix, netip.Addr, error) {
+	t.Helper()
+	var (
+		p   netip.Prefix
+		gw  netip.Addr
+		err error
+	)
+	var want netip.Addr
+	if req != "" {
+		want = mustAddr(req)
+	}
+	h.with(t, func(al *Allocator, _ Store) { p, gw, err = al.Allocate(a, rangeID, rs, want, "ranges[0]") })
+	return p, gw, err
+}
+
+func mustAlloc(t *testing.T, h harness, a Attachment, rs RangeSet, req string) netip.Addr {
+	t.Helper()
+	p, _, err := alloc(t, h, a, 0, rs, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p.Addr()
+}
+
+func TestAllocateSequentialAndRoundRobin(t *testing.T) {
+	forEachStore(t, func(t *testing.T, h harness) {
+		rs := small(t)
+		p, gw, err := alloc(t, h, cidA, 0, rs, "")
+		if err != nil || p != netip.MustParsePrefix("10.0.0.2/29") || gw != mustAddr("10.0.0.1") {
+			t.Fatalf("first = %v %v %v", p, gw, err)
+		}
+		if got := mustAlloc(t, h, cidB, rs, ""); got != mustAddr("10.0.0.3") {
+			t.Fatalf("second = %v", got)
+		}
+		// Releasing .2 must not make it next: host-local round-robins.
+		h.with(t, func(al *Allocator, _ Store) { al.Release(cidA, nil) })
+		if got := mustAlloc(t, h, Attachment{ContainerID: "c", IfName: "eth0"}, rs, ""); got != mustAddr("10.0.0.4") {
+			t.Fatalf("third = %v", got)
+		}
+		h.with(t, func(_ *Allocator, s Store) {
+			if last, _ := s.LastReserved(0); last != mustAddr("10.0.0.4") {
+				t.Fatalf("cursor = %v", last)
+			}
+		})
+	})
+}
+
+func TestAllocateRequested(t *testing.T) {
+	forEachStore(t, func(t *testing.T, h harness) {
+		rs := small(t)
+		if got := mustAlloc(t, h, cidA, rs, "10.0.0.5"); got != mustAddr("10.0.0.5") {
+			t.Fatalf("got %v", got)
+		}
+		h.with(t, func(_ *Allocator, s Store) {
+			if last, _ := s.LastReserved(0); last != mustAddr("10.0.0.5") {
+				t.Fatalf("requested reservation did not move the cursor: %v", last)
+			}
+		})
+		for _, tt := range []struct{ name, ip string }{
+			{"taken", "10.0.0.5"}, {"gateway", "10.0.0.1"}, {"outside", "10.0.1.5"}, {"broadcast", "10.0.0.7"}, {"wrong family", "fd00::5"},
+		} {
+			t.Run(tt.name, func(t *testing.T) {
+				_, _, err := alloc(t, h, cidB, 0, rs, tt.ip)
+				assertCode(t, err, cnierr.CodeAddrUnavailable)
+				if d := cnierr.As(err).Details; !strings.Contains(d, tt.ip) || !strings.Contains(d, "ranges[0]") {
+					t.Fatalf("details %q do not name address and label", d)
+				}
+			})
+		}
+		// A requested address skips the duplicate check, like host-local.
+		if got := mustAlloc(t, h, cidA, rs, "10.0.0.6"); got != mustAddr("10.0.0.6") {
+			t.Fatalf("got %v", got)
+		}
+	})
+}
+
+func TestAllocateDuplicate(t *testing.T) {
+	forEachStore(t, func(t *testing.T, h harness) {
+		rs := small(t)
+		other := mustSet(t, RangeConfig{Subnet: "10.1.0.0/29"})
+		ip := mustAlloc(t, h, cidA, rs, "")
+		_, _, err := alloc(t, h, cidA, 0, rs, "")
+		assertCode(t, err, cnierr.CodeDuplicateAttach)
+		if d := cnierr.As(err).Details; !strings.Contains(d, ip.String()) || !strings.Contains(d, "ranges[0]") {
+			t.Fatalf("details %q", d)
+		}
+		// Same attachment, another range set: fine. Another interface: fine.
+		if _, _, err := alloc(t, h, cidA, 1, other, ""); err != nil {
+			t.Fatal(err)
+		}
+		mustAlloc(t, h, Attachment{ContainerID: "cid-a", IfName: "eth1"}, rs, "")
+		// A legacy id-only reservation of the same container counts.
+		legacy := Attachment{ContainerID: "cid-l"}
+		mustAlloc(t, h, legacy, rs, "")
+		_, _, err = alloc(t, h, Attachment{ContainerID: "cid-l", IfName: "eth0"}, 0, rs, "")
+		assertCode(t, err, cnierr.CodeDuplicateAttach)
+	})
+}
+
+func TestAllocateExhaustion(t *testing.T) {
+	forEachStore(t, func(t *testing.T, h harness) {
+		rs := small(t)
+		for i := range 5 {
+			mustAlloc(t, h, Attachment{ContainerID: "c" + string(rune('0'+i)), IfName: "eth0"}, rs, "")
+		}
+		_, _, err := alloc(t, h, cidA, 3, rs, "")
+		assertCode(t, err, cnierr.CodePoolExhausted)
+		if d := cnierr.As(err).Details; !strings.Contains(d, "ranges[0]") || !strings.Contains(d, rs.String()) {
+			t.Fatalf("details %q", d)
+		}
+		if got := h.exhausted(t); !slices.Equal(got, []int{3}) {
+			t.Fatalf("exhausted = %v", got)
+		}
+		h.with(t, func(al *Allocator, _ Store) {
+			if rel, err := al.Release(Attachment{ContainerID: "c2", IfName: "eth0"}, nil); err != nil || len(rel) != 1 {
+				t.Fatalf("release = %v %v", rel, err)
+			}
+		})
+		if got := h.exhausted(t); len(got) != 0 {
+			t.Fatalf("exhausted after release = %v", got)
+		}
+		if got := mustAlloc(t, h, cidA, rs, ""); got != mustAddr("10.0.0.4") {
+			t.Fatalf("got %v", got)
+		}
+	})
+}
+
+func TestRelease(t *testing.T) {
+	forEachStore(t, func(t *testing.T, h harness) {
+		rs := small(t)
+		other := mustSet(t, RangeConfig{Subnet: "fd00::/120"})
+		a1 := mustAlloc(t, h, cidA, rs, "")
+		p, _, err := alloc(t, h, cidA, 1, other, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := mustAlloc(t, h, cidB, rs, "")
+		// Legacy file of the same container must survive: an exact match exists.
+		l := mustAlloc(t, h, Attachment{ContainerID: "cid-a"}, rs, "10.0.0.6")
+		h.with(t, func(al *Allocator, s Store) {
+			// The hint names b, which cidA does not own: it must stay.
+			rel, err := al.Release(cidA, []netip.Addr{b})
+			if err != nil || !slices.Equal(rel, []netip.Addr{a1, p.Addr()}) && !slices.Equal(rel, []netip.Addr{p.Addr(), a1}) {
+				t.Fatalf("released %v %v", rel, err)
+			}
+			for ip, want := range map[netip.Addr]bool{a1: false, p.Addr(): false, b: true, l: true} {
+				if _, ok, _ := s.Owner(ip); ok != want {
+					t.Errorf("%v reserved = %v, want %v", ip, ok, want)
+				}
+			}
+		})
+		h.with(t, func(al *Allocator, s Store) {
+			// Nothing exact left: the legacy file goes.
+			if rel, err := al.Release(cidA, nil); err != nil || !slices.Equal(rel, []netip.Addr{l}) {
+				t.Fatalf("legacy release = %v %v", rel, err)
+			}
+			// Unknown attachment: no error.
+			if rel, err := al.Release(Attachment{ContainerID: "nobody", IfName: "eth0"}, []netip.Addr{b}); err != nil || len(rel) != 0 {
+				t.Fatalf("unknown release = %v %v", rel, err)
+			}
+		})
+	})
+}
+
+func TestCheck(t *testing.T) {
+	forEachStore(t, func(t *testing.T, h harness) {
+		rs := small(t)
+		a := mustAlloc(t, h, cidA, rs, "")
+		l := mustAlloc(t, h, Attachment{ContainerID: "cid-a"}, rs, "")
+		b := mustAlloc(t, h, cidB, rs, "")
+		h.with(t, func(al *Allocator, _ Store) {
+			if err := al.Check(cidA, []netip.Addr{a, l}); err != nil {
+				t.Fatal(err)
+			}
+			for _, bad := range []netip.Addr{b, mustAddr("10.0.0.6")} {
+				err := al.Check(cidA, []netip.Addr{a, bad})
+				assertCode(t, err, cnierr.CodeUnknownContainer)
+				if !strings.Contains(cnierr.As(err).Details, bad.String()) {
+					t.Fatalf("details %q", cnierr.As(err).Details)
+				}
+			}
+		})
+	})
+}
+
+func TestGC(t *testing.T) {
+	forEachStore(t, func(t *testing.T, h harness) {
+		rs := small(t)
+		keep := mustAlloc(t, h, cidA, rs, "")
+		drop := mustAlloc(t, h, cidB, rs, "")
+		legacyKeep := mustAlloc(t, h, Attachment{ContainerID: "cid-a"}, rs, "")
+		legacyDrop := mustAlloc(t, h, Attachment{ContainerID: "old"}, rs, "")
+		valid := func(a Attachment) bool { return a.ContainerID == "cid-a" }
+		h.with(t, func(al *Allocator, s Store) {
+			rel, err := al.GC(valid)
+			if err != nil || !slices.Equal(rel, []netip.Addr{drop, legacyDrop}) {
+				t.Fatalf("gc = %v %v", rel, err)
+			}
+			all, _ := s.All()
+			if len(all) != 2 || all[keep] != cidA || all[legacyKeep] != (Attachment{ContainerID: "cid-a"}) {
+				t.Fatalf("left %v", all)
+			}
+			if last, _ := s.LastReserved(0); last != legacyDrop {
+				t.Fatalf("gc touched the cursor: %v", last)
+			}
+		})
+		if d, ok := h.(diskHarness); ok {
+			for _, f := range []string{"lock", "last_reserved_ip.0"} {
+				if !exists(filepath.Join(d.dir, f)) {
+					t.Fatalf("gc removed %s", f)
+				}
+			}
+		}
+	})
+}
+
+func TestRollback(t *testing.T) {
+	forEachStore(t, func(t *testing.T, h harness) {
+		rs := small(t)
+		v6 := mustSet(t, RangeConfig{Subnet: "fd00::/120"})
+		earlier := mustAlloc(t, h, cidA, rs, "")
+		var fresh netip.Addr
+		h.with(t, func(al *Allocator, _ Store) {
+			p, _, err := al.Allocate(cidA, 1, v6, netip.Addr{}, "ranges[1]")
+			if err != nil {
+				t.Fatal(err)
+			}
+			fresh = p.Addr()
+			if err := al.Rollback(cidA, []netip.Addr{fresh}); err != nil {
+				t.Fatal(err)
+			}
+		})
+		h.with(t, func(_ *Allocator, s Store) {
+			if _, ok, _ := s.Owner(fresh); ok {
+				t.Fatal("rolled back address still reserved")
+			}
+			if o, ok, _ := s.Owner(earlier); !ok || o != cidA {
+				t.Fatal("rollback released an address the ADD did not reserve")
+			}
+			if got, _ := s.ByAttachment(cidA); !slices.Equal(got, []netip.Addr{earlier}) {
+				t.Fatalf("index after rollback = %v", got)
+			}
+		})
+	})
+}

@@ -1,0 +1,57 @@
+package hostlocal
+
+import (
+	"net/netip"
+	"testing"
+)
+
+func TestReservationContentRoundTrip(t *testing.T) {
+	tests := []struct {
+		a    Attachment
+		body string
+	}{
+		{Attachment{ContainerID: "cid", IfName: "eth0"}, "cid\r\neth0"},
+		{Attachment{ContainerID: "cid", IfName: "eth0", Network: "net-a"}, "cid\r\neth0\r\nnet-a"},
+	}
+	for _, tt := range tests {
+		if got := reservationContent(tt.a); got != tt.body {
+			t.Errorf("content(%+v) = %q, want %q", tt.a, got, tt.body)
+		}
+		if got := parseReservation([]byte(tt.body + "\n")); got != tt.a {
+			t.Errorf("parse(%q) = %+v, want %+v", tt.body, got, tt.a)
+		}
+	}
+	if got := parseReservation([]byte(" legacy-id \n")); got != (Attachment{ContainerID: "legacy-id"}) {
+		t.Errorf("legacy body parsed as %+v", got)
+	}
+	a := Attachment{ContainerID: "c", IfName: "eth0", Network: "n1"}
+	if !a.Is(Attachment{ContainerID: "c", IfName: "eth0", Network: "n2"}) || a.Is(Attachment{ContainerID: "c", IfName: "eth1"}) {
+		t.Errorf("Is must compare container ID and ifname only")
+	}
+}
+
+// A pool directory shared by two networks: the allocator sees one
+// attachment whatever network it was recorded under.
+func TestNetworkTagIsNotIdentity(t *testing.T) {
+	forEachStore(t, func(t *testing.T, h harness) {
+		rs := small(t)
+		a := Attachment{ContainerID: "c", IfName: "eth0", Network: "net-a"}
+		ip := mustAlloc(t, h, a, rs, "")
+		h.with(t, func(al *Allocator, s Store) {
+			if _, _, err := al.Allocate(Attachment{ContainerID: "c", IfName: "eth0", Network: "net-b"}, 0, rs, netip.Addr{}, "r"); err == nil {
+				t.Errorf("same attachment under another network got a second address")
+			}
+			owner, _, _ := s.Owner(ip)
+			if owner.Network != "net-a" {
+				t.Errorf("owner %+v lost its network", owner)
+			}
+			if err := al.Check(Attachment{ContainerID: "c", IfName: "eth0"}, []netip.Addr{ip}); err != nil {
+				t.Error(err)
+			}
+			rel, err := al.Release(Attachment{ContainerID: "c", IfName: "eth0", Network: "net-a"}, nil)
+			if err != nil || len(rel) != 1 {
+				t.Errorf("release = %v, %v", rel, err)
+			}
+		})
+	})
+}

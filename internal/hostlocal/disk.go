@@ -1,0 +1,244 @@
+package hostlocal
+
+import (
+	"errors"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/cniplugins/cniplugins/internal/cnierr"
+)
+
+// Disk is the Store of one state directory, locked from Open to Close.
+// See the package documentation for the layout and the index.
+type Disk struct {
+	dir  string   // state directory D
+	idx  string   // index directory of D
+	lock *os.File // holds the flock; nil once closed
+
+	// untrusted: the file system cannot keep the stamp, so the index is
+	// never written and entries always comes from a scan of D.
+	untrusted bool
+	// complete: entries holds every attachment of D (it was built from a
+	// scan), so a missing key means "holds nothing".
+	complete bool
+	entries  map[Attachment]*entry
+	// exhausted is the sorted set of range-set IDs recorded as full.
+	exhausted []int
+	// dirty: D or the index changed since Open, so Close must re-stamp.
+	dirty bool
+	// tmpFor is the attachment whose reservation content sits in the
+	// scratch file, kept across failed link attempts so that skipping a
+	// taken address costs one link(2). nil: content unknown.
+	tmpFor *Attachment
+}
+
+// Open locks dir (creating it like host-local does) within lockTimeout and
+// loads or rebuilds its index. The caller must Close it.
+func Open(dir string, lockTimeout time.Duration) (*Disk, error) {
+	dir = filepath.Clean(dir)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, cnierr.IO("create", dir, err)
+	}
+	lk, err := acquireLock(dir, lockTimeout)
+	if err != nil {
+		return nil, err
+	}
+	d := &Disk{dir: dir, idx: indexDir(dir), lock: lk, entries: map[Attachment]*entry{}}
+	if err := d.load(); err != nil {
+		lk.Close()
+		return nil, err
+	}
+	return d, nil
+}
+
+// load decides whether the on-disk index can be used as is.
+func (d *Disk) load() error {
+	st, err := readStamp(d.idx)
+	switch {
+	case err == nil && st.untrusted:
+		all, err := d.scan()
+		if err != nil {
+			return err
+		}
+		d.untrusted = true
+		d.fill(all)
+		return nil
+	case err == nil && st.valid:
+		ok, err := mtimesMatch(d.dir, d.idx, st.nanos)
+		if err == nil && ok {
+			d.exhausted = st.exhausted
+			return nil
+		}
+	}
+	return d.rebuild()
+}
+
+// Close writes back the index, stamps it and releases the lock. The
+// reservations themselves are already on disk when it runs; an error here
+// only means the next Open will rebuild the index, so callers may log it
+// rather than fail an operation that otherwise succeeded.
+func (d *Disk) Close() error {
+	if d.lock == nil {
+		return nil
+	}
+	// A scratch file left behind is a spare for the next ADD, not litter.
+	errs := []error{d.commit()}
+	if err := d.lock.Close(); err != nil {
+		errs = append(errs, cnierr.IO("unlock", filepath.Join(d.dir, lockName), err))
+	}
+	d.lock = nil
+	return errors.Join(errs...)
+}
+
+// Reserve implements Store: the file appears in D, complete, or not at all.
+func (d *Disk) Reserve(a Attachment, ip netip.Addr) (bool, error) {
+	final, err := d.addrPath(ip)
+	if err != nil {
+		return false, err
+	}
+	if !a.storable() {
+		return false, cnierr.InvalidEnv("CNI_CONTAINERID", a.ContainerID, "cannot be recorded in a reservation")
+	}
+	if d.tmpFor == nil || *d.tmpFor != a {
+		d.dirty = true // the scratch file lives in the index directory
+		if err := overwriteAlone(d.scratch(), reservationContent(a)); err != nil {
+			return false, err
+		}
+		d.tmpFor = &a
+	}
+	if err := os.Link(d.scratch(), final); err != nil {
+		if errors.Is(err, os.ErrExist) {
+			return false, nil
+		}
+		return false, cnierr.IO("link", final, err)
+	}
+	d.dirty = true
+	// The scratch inode is now the reservation: drop its second name so
+	// that the next overwrite cannot reach it.
+	d.tmpFor = nil
+	if err := os.Remove(d.scratch()); err != nil {
+		return true, cnierr.IO("remove", d.scratch(), err)
+	}
+	e, err := d.tracked(a)
+	if err != nil || e == nil {
+		return true, err
+	}
+	e.add(ip)
+	return true, nil
+}
+
+// Owner implements Store by reading ip's file.
+func (d *Disk) Owner(ip netip.Addr) (Attachment, bool, error) {
+	path, err := d.addrPath(ip)
+	if err != nil {
+		return Attachment{}, false, err
+	}
+	data, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return Attachment{}, false, nil
+	}
+	if err != nil {
+		return Attachment{}, false, cnierr.IO("read", path, err)
+	}
+	return parseReservation(data), true, nil
+}
+
+// Release implements Store; the file's content, not the index, decides
+// ownership.
+func (d *Disk) Release(a Attachment, ip netip.Addr) (bool, error) {
+	owner, ok, err := d.Owner(ip)
+	if err != nil || !ok || !owner.Is(a) {
+		return false, err
+	}
+	// Moving the file out of D is as atomic as unlinking it, and keeps
+	// its inode as the scratch file of the next ADD (see recycle).
+	path, _ := d.addrPath(ip)
+	d.dirty = true
+	d.tmpFor = nil
+	if err := os.Rename(path, d.scratch()); err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return false, nil
+		}
+		return false, cnierr.IO("remove", path, err)
+	}
+	e, err := d.tracked(a)
+	if err != nil || e == nil {
+		return true, err
+	}
+	e.remove(ip)
+	return true, nil
+}
+
+// ByAttachment implements Store from the index, scanning D only for
+// attachments the index cannot name.
+func (d *Disk) ByAttachment(a Attachment) ([]netip.Addr, error) {
+	e, err := d.tracked(a)
+	if err != nil {
+		return nil, err
+	}
+	if e != nil {
+		return slices.Clone(e.addrs), nil
+	}
+	all, err := d.scan()
+	if err != nil {
+		return nil, err
+	}
+	var out []netip.Addr
+	for ip, owner := range all {
+		if owner.Is(a) {
+			out = append(out, ip)
+		}
+	}
+	slices.SortFunc(out, netip.Addr.Compare)
+	return out, nil
+}
+
+// All implements Store with a full scan of D; only GC needs it.
+func (d *Disk) All() (map[netip.Addr]Attachment, error) { return d.scan() }
+
+// LastReserved implements Store. Like host-local, an unreadable cursor is
+// not an error: it only costs the round-robin position.
+func (d *Disk) LastReserved(rangeID int) (netip.Addr, error) {
+	data, err := os.ReadFile(d.cursorPath(rangeID))
+	if errors.Is(err, os.ErrNotExist) {
+		return netip.Addr{}, nil
+	}
+	if err != nil {
+		return netip.Addr{}, cnierr.IO("read", d.cursorPath(rangeID), err)
+	}
+	ip, err := netip.ParseAddr(strings.TrimSpace(string(data)))
+	if err != nil {
+		return netip.Addr{}, nil
+	}
+	return ip.Unmap(), nil
+}
+
+// SetLastReserved implements Store, replacing the cursor atomically.
+func (d *Disk) SetLastReserved(rangeID int, ip netip.Addr) error {
+	d.dirty = true
+	return d.replaceRecycled(d.cursorPath(rangeID), ip.String())
+}
+
+// MarkExhausted implements Store; the record lives in the stamp file and
+// is written by Close.
+func (d *Disk) MarkExhausted(rangeID int) error {
+	if !d.untrusted && !slices.Contains(d.exhausted, rangeID) {
+		d.exhausted = append(d.exhausted, rangeID)
+		slices.Sort(d.exhausted)
+		d.dirty = true
+	}
+	return nil
+}
+
+// ClearExhausted implements Store.
+func (d *Disk) ClearExhausted() error {
+	if len(d.exhausted) > 0 {
+		d.exhausted = nil
+		d.dirty = true
+	}
+	return nil
+}

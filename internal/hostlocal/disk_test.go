@@ -1,0 +1,419 @@
+package hostlocal
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/cniplugins/cniplugins/internal/cnierr"
+)
+
+func exists(path string) bool {
+	_, err := os.Lstat(path)
+	return err == nil
+}
+
+func readString(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func openT(t testing.TB, dir string) *Disk {
+	t.Helper()
+	d, err := Open(dir, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+func closeT(t testing.TB, d *Disk) {
+	t.Helper()
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// indexValid reports whether the next Open would trust the index.
+func indexValid(t *testing.T, dir string) bool {
+	st, err := readStamp(indexDir(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ok, err := mtimesMatch(dir, indexDir(dir), st.nanos)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st.valid && ok
+}
+
+func TestDiskExactBytes(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "net")
+	d := openT(t, dir)
+	rs := mustSet(t, RangeConfig{Subnet: "203.0.113.0/24"})
+	v6 := mustSet(t, RangeConfig{Subnet: "2001:db8:0:1::/64", RangeStart: "2001:db8:0:1::0a00"})
+	al := NewAllocator(d)
+	if _, _, err := al.Allocate(Attachment{ContainerID: "cid", IfName: "eth0"}, 0, rs, netip.Addr{}, "r"); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := al.Allocate(Attachment{ContainerID: "cid", IfName: "eth0"}, 1, v6, netip.Addr{}, "r"); err != nil {
+		t.Fatal(err)
+	}
+	closeT(t, d)
+	want := map[string]string{
+		"203.0.113.2":        "cid\r\neth0",
+		"2001:db8:0:1::a00":  "cid\r\neth0",
+		"last_reserved_ip.0": "203.0.113.2",
+		"last_reserved_ip.1": "2001:db8:0:1::a00",
+		"lock":               "",
+	}
+	des, _ := os.ReadDir(dir)
+	var names []string
+	for _, de := range des {
+		names = append(names, de.Name())
+	}
+	if len(names) != len(want) {
+		t.Fatalf("directory holds %v", names)
+	}
+	for name, content := range want {
+		if got := readString(t, filepath.Join(dir, name)); got != content {
+			t.Errorf("%s = %q, want %q", name, got, content)
+		}
+	}
+	if fi, _ := os.Stat(filepath.Join(dir, "203.0.113.2")); fi.Mode().Perm() != 0o644 {
+		t.Errorf("mode %v", fi.Mode())
+	}
+	if got := readString(t, filepath.Join(indexDir(dir), "cid@eth0")); got != "203.0.113.2\n2001:db8:0:1::a00\n" {
+		t.Errorf("index entry = %q", got)
+	}
+	if !indexValid(t, dir) {
+		t.Error("index not valid after Close")
+	}
+	if exists(filepath.Join(indexDir(dir), scratchName)) {
+		t.Error("scratch file still names a reservation")
+	}
+}
+
+// writeForeign creates a reservation as host-local (or an admin) would,
+// behind the index's back.
+func writeForeign(t testing.TB, dir, ip, content string) {
+	t.Helper()
+	if err := os.WriteFile(filepath.Join(dir, ip), []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestDiskRebuildAfterForeignChanges(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "net")
+	h := diskHarness{dir}
+	rs := small(t)
+	a := mustAlloc(t, h, cidA, rs, "")
+	if !indexValid(t, dir) {
+		t.Fatal("index not valid")
+	}
+
+	// Foreign create: the duplicate check must see it.
+	writeForeign(t, dir, "10.0.0.5", "cid-x\r\neth1")
+	if indexValid(t, dir) {
+		t.Fatal("foreign create not detected")
+	}
+	_, _, err := alloc(t, h, Attachment{ContainerID: "cid-x", IfName: "eth1"}, 0, rs, "")
+	assertCode(t, err, cnierr.CodeDuplicateAttach)
+	if got := readString(t, filepath.Join(indexDir(dir), "cid-x@eth1")); got != "10.0.0.5\n" {
+		t.Fatalf("rebuilt entry = %q", got)
+	}
+
+	// Foreign remove: the attachment may allocate again.
+	if err := os.Remove(filepath.Join(dir, a.String())); err != nil {
+		t.Fatal(err)
+	}
+	if indexValid(t, dir) {
+		t.Fatal("foreign remove not detected")
+	}
+	if _, _, err := alloc(t, h, cidA, 0, rs, ""); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestDiskStaleEntryIgnored(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "net")
+	h := diskHarness{dir}
+	rs := small(t)
+	b := mustAlloc(t, h, cidB, rs, "")
+	// Forge cidA's entry to claim b and a missing address, keeping the
+	// stamp valid so that only verification can catch it.
+	st, _ := readStamp(indexDir(dir))
+	entry := filepath.Join(indexDir(dir), "cid-a@eth0")
+	if err := os.WriteFile(entry, []byte(b.String()+"\n10.0.0.6\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(indexDir(dir), time.Time{}, time.Unix(0, st.nanos)); err != nil {
+		t.Fatal(err)
+	}
+	if !indexValid(t, dir) {
+		t.Fatal("forgery invalidated the stamp; test is not testing verification")
+	}
+	h.with(t, func(al *Allocator, s Store) {
+		if rel, err := al.Release(cidA, nil); err != nil || len(rel) != 0 {
+			t.Fatalf("released %v %v", rel, err)
+		}
+		if _, _, err := al.Allocate(cidA, 0, rs, netip.Addr{}, "r"); err != nil {
+			t.Fatalf("stale entry caused %v", err)
+		}
+	})
+	if o, ok, _ := (memHarnessOwner{dir}).owner(t, b); !ok || o != cidB {
+		t.Fatal("stale entry released another attachment's address")
+	}
+	if got := readString(t, entry); got != "10.0.0.3\n" {
+		t.Fatalf("entry not rewritten: %q", got)
+	}
+}
+
+type memHarnessOwner struct{ dir string }
+
+func (m memHarnessOwner) owner(t *testing.T, ip netip.Addr) (Attachment, bool, error) {
+	d := openT(t, m.dir)
+	defer closeT(t, d)
+	return d.Owner(ip)
+}
+
+func TestDiskCrashLeftovers(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "net")
+	h := diskHarness{dir}
+	rs := small(t)
+	a := mustAlloc(t, h, cidA, rs, "")
+	idx := indexDir(dir)
+	parent, base := filepath.Split(idx)
+	// A crash mid-swap: the live index was renamed away, the new one
+	// never renamed in; plus scratch files of a killed ADD.
+	if err := os.Rename(idx, filepath.Join(parent, "."+base+".old")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(parent, "."+base+".new"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeForeign(t, filepath.Join(parent, "."+base+".new"), "junk@eth0", "10.0.0.6\n")
+	if st, _ := readStamp(idx); st.valid {
+		t.Fatal("half-swapped index looks valid")
+	}
+	h.with(t, func(al *Allocator, s Store) {
+		if got, _ := s.ByAttachment(cidA); !slices.Equal(got, []netip.Addr{a}) {
+			t.Fatalf("after half swap: %v", got)
+		}
+	})
+	// Killed ADD: scratch file with content, linked or not.
+	writeForeign(t, idx, scratchName, "cid-z\r\neth0")
+	writeForeign(t, idx, cursorOld, "10.0.0")
+	_, _, err := alloc(t, h, cidA, 0, rs, "")
+	assertCode(t, err, cnierr.CodeDuplicateAttach)
+	for _, p := range []string{filepath.Join(parent, "."+base+".old"), filepath.Join(parent, "."+base+".new"),
+		filepath.Join(idx, scratchName), filepath.Join(idx, cursorOld)} {
+		if exists(p) {
+			t.Errorf("leftover %s survived", p)
+		}
+	}
+	// A garbled stamp (killed mid-write) is just invalid.
+	writeForeign(t, idx, stampName, "17")
+	if got := mustAlloc(t, h, cidB, rs, ""); got != mustAddr("10.0.0.3") {
+		t.Fatalf("got %v", got)
+	}
+	if !indexValid(t, dir) {
+		t.Fatal("not repaired")
+	}
+}
+
+func TestDiskUntrustedFallsBackToScan(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "net")
+	h := diskHarness{dir}
+	rs := small(t)
+	mustAlloc(t, h, cidA, rs, "")
+	writeForeign(t, indexDir(dir), stampName, "untrusted\n")
+	writeForeign(t, dir, "10.0.0.6", "cid-x\r\neth0")
+	_, _, err := alloc(t, h, Attachment{ContainerID: "cid-x", IfName: "eth0"}, 0, rs, "")
+	assertCode(t, err, cnierr.CodeDuplicateAttach)
+	h.with(t, func(al *Allocator, _ Store) {
+		if rel, err := al.Release(Attachment{ContainerID: "cid-x", IfName: "eth0"}, nil); err != nil || len(rel) != 1 {
+			t.Fatalf("release %v %v", rel, err)
+		}
+	})
+	if got := readString(t, filepath.Join(indexDir(dir), stampName)); got != "untrusted\n" {
+		t.Fatalf("stamp = %q", got)
+	}
+	if ids, err := Exhausted(dir); err != nil || ids != nil {
+		t.Fatalf("Exhausted on untrusted = %v %v", ids, err)
+	}
+}
+
+func TestDiskUnindexableAttachment(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "net")
+	h := diskHarness{dir}
+	rs := small(t)
+	odd := Attachment{ContainerID: "has@at", IfName: "eth0"}
+	ip := mustAlloc(t, h, odd, rs, "")
+	_, _, err := alloc(t, h, odd, 0, rs, "")
+	assertCode(t, err, cnierr.CodeDuplicateAttach)
+	h.with(t, func(al *Allocator, _ Store) {
+		if rel, err := al.Release(odd, nil); err != nil || !slices.Equal(rel, []netip.Addr{ip}) {
+			t.Fatalf("release %v %v", rel, err)
+		}
+	})
+	for _, a := range []Attachment{odd, {ContainerID: "../x", IfName: "eth0"}, {ContainerID: ".hidden", IfName: "eth0"}, {ContainerID: "x", IfName: "a/b"}, {ContainerID: strings.Repeat("x", 250), IfName: "eth0123"}} {
+		if name, ok := entryName(a); ok {
+			t.Errorf("%v indexed as %q", a, name)
+		}
+	}
+}
+
+func TestDiskExhaustedInvalidatedByForeignRelease(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "net")
+	h := diskHarness{dir}
+	rs := mustSet(t, RangeConfig{Subnet: "10.0.0.0/30"}) // only .2
+	ip := mustAlloc(t, h, cidA, rs, "")
+	_, _, err := alloc(t, h, cidB, 0, rs, "")
+	assertCode(t, err, cnierr.CodePoolExhausted)
+	if ids, _ := Exhausted(dir); !slices.Equal(ids, []int{0}) {
+		t.Fatalf("exhausted = %v", ids)
+	}
+	os.Remove(filepath.Join(dir, ip.String())) // host-local DEL
+	if ids, err := Exhausted(dir); err != nil || len(ids) != 0 {
+		t.Fatalf("exhausted after foreign release = %v %v", ids, err)
+	}
+	if ids, err := Exhausted(filepath.Join(t.TempDir(), "never")); err != nil || ids != nil {
+		t.Fatalf("exhausted of missing dir = %v %v", ids, err)
+	}
+}
+
+func TestDiskLockTimeout(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "net")
+	closeT(t, openT(t, dir))
+	f, err := os.Open(filepath.Join(dir, "lock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	_, err = Open(dir, 50*time.Millisecond)
+	assertCode(t, err, cnierr.CodeTryAgainLater)
+	if d := cnierr.As(err).Details; !strings.Contains(d, dir) || !strings.Contains(d, "50ms") {
+		t.Fatalf("details %q", d)
+	}
+	if el := time.Since(start); el < 50*time.Millisecond || el > time.Second {
+		t.Fatalf("gave up after %v", el)
+	}
+	syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+	closeT(t, openT(t, dir))
+}
+
+func TestDiskIOErrorsAreCode5(t *testing.T) {
+	base := t.TempDir()
+	file := filepath.Join(base, "file")
+	writeForeign(t, base, "file", "")
+	_, err := Open(filepath.Join(file, "net"), time.Second)
+	assertCode(t, err, cnierr.CodeIO)
+	if !errors.Is(err, syscall.ENOTDIR) {
+		t.Fatalf("cause lost: %v", err)
+	}
+}
+
+func TestDiskConcurrentOpeners(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "net")
+	rs := mustSet(t, RangeConfig{Subnet: "10.0.0.0/24"})
+	const n = 40
+	got := make([]netip.Addr, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			d, err := Open(dir, 10*time.Second)
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			p, _, err := NewAllocator(d).Allocate(Attachment{ContainerID: fmt.Sprintf("c%d", i), IfName: "eth0"}, 0, rs, netip.Addr{}, "r")
+			errs[i] = errors.Join(err, d.Close())
+			got[i] = p.Addr()
+		})
+	}
+	wg.Wait()
+	seen := map[netip.Addr]bool{}
+	for i := range n {
+		if errs[i] != nil {
+			t.Fatal(errs[i])
+		}
+		if seen[got[i]] {
+			t.Fatalf("%v handed out twice", got[i])
+		}
+		seen[got[i]] = true
+	}
+	d := openT(t, dir)
+	defer closeT(t, d)
+	if all, _ := d.All(); len(all) != n {
+		t.Fatalf("%d reservations on disk", len(all))
+	}
+}
+
+// TestDiskRecycledInodesStayPrivate runs ADD/DEL cycles that recycle
+// inodes and checks that no file of D ever shares its inode with a
+// scratch file (which would be rewritten later) and that contents stay
+// exact.
+func TestDiskRecycledInodesStayPrivate(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "net")
+	h := diskHarness{dir}
+	rs := small(t)
+	for i := range 12 {
+		a := Attachment{ContainerID: fmt.Sprintf("c%d", i), IfName: "eth0"}
+		ip := mustAlloc(t, h, a, rs, "")
+		if i%3 != 2 {
+			h.with(t, func(al *Allocator, _ Store) {
+				if rel, err := al.Release(a, nil); err != nil || len(rel) != 1 {
+					t.Fatalf("release %v %v", rel, err)
+				}
+			})
+			continue
+		}
+		if got := readString(t, filepath.Join(dir, ip.String())); got != a.ContainerID+"\r\neth0" {
+			t.Fatalf("%s = %q", ip, got)
+		}
+	}
+	for _, p := range []string{dir, indexDir(dir)} {
+		des, _ := os.ReadDir(p)
+		for _, de := range des {
+			fi, err := os.Lstat(filepath.Join(p, de.Name()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if fi.Mode().IsRegular() && nlink(fi) != 1 {
+				t.Errorf("%s/%s has %d links", p, de.Name(), nlink(fi))
+			}
+		}
+	}
+	if got := readString(t, filepath.Join(dir, "last_reserved_ip.0")); got != "10.0.0.3" {
+		t.Fatalf("cursor = %q", got)
+	}
+	d := openT(t, dir)
+	defer closeT(t, d)
+	all, _ := d.All()
+	if len(all) != 4 {
+		t.Fatalf("reservations %v", all)
+	}
+	for ip, a := range all {
+		if got, _ := d.ByAttachment(a); len(got) != 1 || got[0] != ip {
+			t.Fatalf("index of %v = %v", a, got)
+		}
+	}
+}

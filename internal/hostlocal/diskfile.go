@@ -1,0 +1,104 @@
+package hostlocal
+
+import (
+	"errors"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strconv"
+
+	"github.com/cniplugins/cniplugins/internal/cnierr"
+)
+
+// Scratch files live in the index directory: same file system as D (so
+// link and rename work), never seen by host-local, and discarded with the
+// whole directory when a crash forces a rebuild. They are also recycled
+// inodes (see recycle.go).
+const (
+	scratchName = ".tmp"      // reservation content, linked into D
+	cursorSpare = ".tmpw"     // next content of a cursor, renamed into D
+	cursorOld   = ".tmpw-old" // the replaced cursor, on its way to cursorSpare
+	entrySpare  = ".spare"    // an emptied index entry, reused for the next new one
+)
+
+// addrPath is the reservation file of ip. Only plain canonical addresses
+// are accepted, so the name can never contain a '/' or be "." or "..".
+func (d *Disk) addrPath(ip netip.Addr) (string, error) {
+	if !ip.IsValid() || ip.Zone() != "" || ip.Is4In6() {
+		return "", cnierr.New(cnierr.CodeInternal, "invalid address for a reservation", "address=%s", ip)
+	}
+	return filepath.Join(d.dir, ip.String()), nil
+}
+
+// cursorPath is host-local's last_reserved_ip.<rangeID>.
+func (d *Disk) cursorPath(rangeID int) string {
+	return filepath.Join(d.dir, "last_reserved_ip."+strconv.Itoa(rangeID))
+}
+
+func (d *Disk) scratch() string { return filepath.Join(d.idx, scratchName) }
+
+// overwrite rewrites path in place: write at offset 0, then cut the tail.
+// It is only for index files, whose consistency rests on the stamp and
+// not on atomic replacement (a crash mid-write leaves the stamp stale, so
+// the torn file is never trusted). Unlike truncate-to-zero or
+// rename-over, it does not make ext4 (auto_da_alloc) flush the data
+// synchronously, which on some disks costs a millisecond per write.
+func overwrite(path, s string) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE, 0o644)
+	if err != nil {
+		return cnierr.IO("open", path, err)
+	}
+	_, err = f.WriteAt([]byte(s), 0)
+	if err == nil {
+		err = f.Truncate(int64(len(s)))
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return cnierr.IO("write", path, err)
+	}
+	return nil
+}
+
+// writeFile truncates or creates path with mode 0644 (host-local's) and
+// writes s. No fsync: durability across power loss is host-local's too.
+func writeFile(path, s string) error {
+	if err := os.WriteFile(path, []byte(s), 0o644); err != nil {
+		return cnierr.IO("write", path, err)
+	}
+	return nil
+}
+
+func removeIfExists(path string) error {
+	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return cnierr.IO("remove", path, err)
+	}
+	return nil
+}
+
+// scan reads every reservation file of D: the O(n) path used by GC,
+// rebuilds, untrusted file systems and unindexable attachments.
+func (d *Disk) scan() (map[netip.Addr]Attachment, error) {
+	des, err := os.ReadDir(d.dir)
+	if err != nil {
+		return nil, cnierr.IO("read", d.dir, err)
+	}
+	all := make(map[netip.Addr]Attachment, len(des))
+	for _, de := range des {
+		ip, err := netip.ParseAddr(de.Name())
+		if err != nil || ip.String() != de.Name() || !de.Type().IsRegular() {
+			continue // lock, cursors, anything that is not ours
+		}
+		path := filepath.Join(d.dir, de.Name())
+		data, err := os.ReadFile(path)
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, cnierr.IO("read", path, err)
+		}
+		all[ip] = parseReservation(data)
+	}
+	return all, nil
+}

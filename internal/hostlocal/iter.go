@@ -1,0 +1,60 @@
+package hostlocal
+
+import "net/netip"
+
+// Iter walks a RangeSet in host-local's allocation order. Matching that
+// order exactly matters: a directory shared with real host-local must see
+// the same round-robin sequence whichever binary allocates next.
+type Iter struct {
+	rs    RangeSet
+	idx   int        // range of cur
+	cur   netip.Addr // last address produced; invalid before the first Next
+	start netip.Addr // first address of the lap; reaching it again ends the lap
+	done  bool
+}
+
+// Iter starts after last (the content of last_reserved_ip.N) when last is
+// in the set, else at the first range's start. A lap visits every address
+// of every range once, last itself at the end, skipping gateways.
+func (rs RangeSet) Iter(last netip.Addr) *Iter {
+	it := &Iter{rs: rs}
+	if last.IsValid() {
+		last = last.Unmap()
+		for i, r := range rs {
+			if r.Contains(last) {
+				it.idx, it.cur = i, last
+				break
+			}
+		}
+	}
+	return it
+}
+
+// Next returns the next candidate address and its range; ok is false once
+// the lap is complete.
+func (it *Iter) Next() (addr netip.Addr, r Range, ok bool) {
+	for !it.done && len(it.rs) > 0 {
+		r = it.rs[it.idx]
+		switch {
+		case !it.cur.IsValid():
+			it.cur = r.Start
+		case it.cur == r.End:
+			it.idx = (it.idx + 1) % len(it.rs)
+			r = it.rs[it.idx]
+			it.cur = r.Start
+		default:
+			it.cur = it.cur.Next()
+		}
+		if !it.start.IsValid() {
+			it.start = it.cur
+		} else if it.cur == it.start {
+			it.done = true
+			break
+		}
+		if it.cur == r.Gateway {
+			continue
+		}
+		return it.cur, r, true
+	}
+	return netip.Addr{}, Range{}, false
+}

@@ -1,0 +1,142 @@
+package hostlocal
+
+import (
+	"fmt"
+	"net/netip"
+
+	"github.com/cniplugins/cniplugins/internal/cnierr"
+)
+
+// RangeConfig is one entry of host-local's "ranges" array as it appears in
+// JSON. The keys are host-local's so that configs written for it decode
+// unchanged.
+type RangeConfig struct {
+	Subnet     string `json:"subnet"`
+	RangeStart string `json:"rangeStart,omitempty"`
+	RangeEnd   string `json:"rangeEnd,omitempty"`
+	Gateway    string `json:"gateway,omitempty"`
+}
+
+// Range is a canonicalised RangeConfig: every field set, every address in
+// Subnet's family and inside Subnet, Start <= End.
+type Range struct {
+	Subnet  netip.Prefix
+	Start   netip.Addr
+	End     netip.Addr
+	Gateway netip.Addr
+}
+
+// Canonicalize validates c and fills host-local's defaults (gateway and
+// rangeStart = network+1, rangeEnd = last usable address). It is stricter
+// than host-local where host-local would accept a range it can never
+// allocate from correctly: rangeStart on the network address, rangeEnd on
+// the IPv4 broadcast address, a gateway outside the subnet, start > end.
+// field prefixes the config path named in errors (e.g. "ranges[0][1]").
+func (c RangeConfig) Canonicalize(field string) (Range, error) {
+	subnet, err := parseSubnet(field+".subnet", c.Subnet)
+	if err != nil {
+		return Range{}, err
+	}
+	network := subnet.Addr()
+	last := lastAddr(subnet)
+	// host-local never hands out the IPv4 broadcast address.
+	usableEnd := last
+	if network.Is4() {
+		usableEnd = last.Prev()
+	}
+	r := Range{Subnet: subnet, Start: network.Next(), End: usableEnd, Gateway: network.Next()}
+
+	if c.Gateway != "" {
+		if r.Gateway, err = parseInSubnet(field+".gateway", c.Gateway, subnet); err != nil {
+			return Range{}, err
+		}
+	}
+	if c.RangeStart != "" {
+		if r.Start, err = parseInSubnet(field+".rangeStart", c.RangeStart, subnet); err != nil {
+			return Range{}, err
+		}
+		if r.Start == network {
+			return Range{}, cnierr.InvalidConfig(field+".rangeStart", c.RangeStart, "is the network address")
+		}
+	}
+	if c.RangeEnd != "" {
+		if r.End, err = parseInSubnet(field+".rangeEnd", c.RangeEnd, subnet); err != nil {
+			return Range{}, err
+		}
+		if network.Is4() && r.End == last {
+			return Range{}, cnierr.InvalidConfig(field+".rangeEnd", c.RangeEnd, "is the broadcast address")
+		}
+	}
+	if r.Start.Compare(r.End) > 0 {
+		return Range{}, cnierr.InvalidConfig(field+".rangeEnd", r.End, fmt.Sprintf("is before rangeStart %s", r.Start))
+	}
+	return r, nil
+}
+
+// parseSubnet accepts a CIDR naming a network (no host bits) large enough
+// to hold at least two addresses besides the network (and, for IPv4,
+// broadcast) address — host-local's "too small to allocate from" rule.
+func parseSubnet(field, s string) (netip.Prefix, error) {
+	if s == "" {
+		return netip.Prefix{}, cnierr.MissingConfig(field)
+	}
+	p, err := netip.ParsePrefix(s)
+	if err != nil {
+		return netip.Prefix{}, cnierr.InvalidConfig(field, s, "not a valid CIDR")
+	}
+	// An IPv4-mapped IPv6 prefix is an IPv4 network spelled oddly;
+	// treat it as the IPv4 network so families compare correctly.
+	if p.Addr().Is4In6() && p.Bits() >= 96 {
+		p = netip.PrefixFrom(p.Addr().Unmap(), p.Bits()-96)
+	}
+	if p.Masked() != p {
+		return netip.Prefix{}, cnierr.InvalidConfig(field, s, fmt.Sprintf("has host bits set, network is %s", p.Masked()))
+	}
+	if p.Bits() > p.Addr().BitLen()-2 {
+		return netip.Prefix{}, cnierr.InvalidConfig(field, s, "too small to allocate from")
+	}
+	return p, nil
+}
+
+// parseInSubnet parses an address that must belong to subnet.
+func parseInSubnet(field, s string, subnet netip.Prefix) (netip.Addr, error) {
+	a, err := netip.ParseAddr(s)
+	if err != nil || a.Zone() != "" {
+		return netip.Addr{}, cnierr.InvalidConfig(field, s, "not a valid IP address")
+	}
+	a = a.Unmap()
+	if a.Is4() != subnet.Addr().Is4() {
+		return netip.Addr{}, cnierr.InvalidConfig(field, s, fmt.Sprintf("address family differs from subnet %s", subnet))
+	}
+	if !subnet.Contains(a) {
+		return netip.Addr{}, cnierr.InvalidConfig(field, s, fmt.Sprintf("not in subnet %s", subnet))
+	}
+	return a, nil
+}
+
+// lastAddr is the highest address of p (the IPv4 broadcast address).
+func lastAddr(p netip.Prefix) netip.Addr {
+	b := p.Addr().AsSlice()
+	for i := range b {
+		hostBits := max(0, min(8, (i+1)*8-p.Bits()))
+		b[i] |= byte(1<<hostBits - 1)
+	}
+	a, _ := netip.AddrFromSlice(b)
+	return a
+}
+
+// Contains reports whether a lies in r's allocation range; host-local's
+// Range.Contains, used by both the iterator and the overlap rule.
+func (r Range) Contains(a netip.Addr) bool {
+	a = a.Unmap()
+	return r.Subnet.Contains(a) && r.Start.Compare(a) <= 0 && a.Compare(r.End) <= 0
+}
+
+// overlaps is host-local's rule: either range contains one of the other's
+// end points. Ranges of different families never overlap.
+func (r Range) overlaps(o Range) bool {
+	return r.Contains(o.Start) || r.Contains(o.End) || o.Contains(r.Start) || o.Contains(r.End)
+}
+
+// String is host-local's "start-end" form, used in error details.
+func (r Range) String() string { return r.Start.String() + "-" + r.End.String() }

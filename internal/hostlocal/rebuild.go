@@ -1,0 +1,54 @@
+package hostlocal
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+
+	"github.com/cniplugins/cniplugins/internal/cnierr"
+)
+
+// rebuild scans D and replaces the index directory with a fresh one. The
+// new tree is written under a dot-name (no network or pool name starts
+// with '.') and renamed into place; it carries no stamp until Close
+// commits, so a crash at any point leaves an index the next Open rejects
+// and rebuilds again, discarding the leftovers first.
+func (d *Disk) rebuild() error {
+	all, err := d.scan()
+	if err != nil {
+		return err
+	}
+	d.fill(all)
+	d.exhausted = nil
+	d.dirty = true
+
+	parent, base := filepath.Split(d.idx)
+	fresh := filepath.Join(parent, "."+base+".new")
+	old := filepath.Join(parent, "."+base+".old")
+	for _, p := range []string{fresh, old} {
+		if err := os.RemoveAll(p); err != nil {
+			return cnierr.IO("remove", p, err)
+		}
+	}
+	if err := os.MkdirAll(fresh, 0o755); err != nil {
+		return cnierr.IO("create", fresh, err)
+	}
+	for a, e := range d.entries {
+		if name, ok := entryName(a); ok {
+			if err := writeFile(filepath.Join(fresh, name), e.content()); err != nil {
+				return err
+			}
+			e.onDisk = true
+		}
+	}
+	if err := os.Rename(d.idx, old); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return cnierr.IO("rename", d.idx, err)
+	}
+	if err := os.Rename(fresh, d.idx); err != nil {
+		return cnierr.IO("rename", fresh, err)
+	}
+	if err := os.RemoveAll(old); err != nil {
+		return cnierr.IO("remove", old, err)
+	}
+	return nil
+}

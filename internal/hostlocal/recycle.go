@@ -1,0 +1,90 @@
+package hostlocal
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"syscall"
+
+	"github.com/cniplugins/cniplugins/internal/cnierr"
+)
+
+// Creating an inode is by far the most expensive step of an ADD on some
+// file systems (about 1 ms on the ext4 this was measured on, against
+// ~30 µs for a link or rename), and host-local pays it for every
+// reservation and every cursor write. So the disk store recycles: a
+// released reservation is renamed out of D to become the next scratch
+// file, a replaced cursor becomes the next cursor spare, and an emptied
+// index entry becomes the next new entry. In a steady ADD/DEL workload no
+// inode is created at all. Every recycled file is rewritten completely
+// before it is published, and only ever while it has a single name.
+
+// overwriteAlone is overwrite for a file that is about to be linked or
+// renamed into D: if it unexpectedly has a second name (an earlier
+// unlink failed, or someone linked it), writing would alter that other
+// file, so it is replaced by a fresh inode first.
+func overwriteAlone(path, s string) error {
+	fi, err := os.Lstat(path)
+	if err == nil && (!fi.Mode().IsRegular() || nlink(fi) != 1) {
+		if err := os.Remove(path); err != nil {
+			return cnierr.IO("remove", path, err)
+		}
+	}
+	return overwrite(path, s)
+}
+
+func nlink(fi os.FileInfo) uint64 {
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		return uint64(st.Nlink)
+	}
+	return 0
+}
+
+// replaceRecycled gives path (in D) the content s atomically: the spare
+// is filled and renamed over path, and path's old inode is kept, through a
+// hard link made first, as the next spare.
+func (d *Disk) replaceRecycled(path, s string) error {
+	spare := filepath.Join(d.idx, cursorSpare)
+	old := filepath.Join(d.idx, cursorOld)
+	if err := overwriteAlone(spare, s); err != nil {
+		return err
+	}
+	kept := true
+	if err := os.Link(path, old); errors.Is(err, os.ErrExist) {
+		// Left by a failed earlier call; the next call will keep one.
+		kept = false
+		if err := os.Remove(old); err != nil {
+			return cnierr.IO("remove", old, err)
+		}
+	} else if err != nil {
+		kept = false
+		if !errors.Is(err, os.ErrNotExist) {
+			return cnierr.IO("link", path, err)
+		}
+	}
+	if err := os.Rename(spare, path); err != nil {
+		return cnierr.IO("rename", path, err)
+	}
+	if kept {
+		if err := os.Rename(old, spare); err != nil {
+			return cnierr.IO("rename", old, err)
+		}
+	}
+	return nil
+}
+
+// retireEntry moves an emptied index entry aside as the next spare.
+func retireEntry(idx, path string) error {
+	if err := os.Rename(path, filepath.Join(idx, entrySpare)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return cnierr.IO("remove", path, err)
+	}
+	return nil
+}
+
+// reviveEntry gives a new index entry the spare's inode, if there is one.
+func reviveEntry(idx, path string) error {
+	if err := os.Rename(filepath.Join(idx, entrySpare), path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return cnierr.IO("rename", path, err)
+	}
+	return nil
+}

@@ -1,0 +1,151 @@
+package hostlocal
+
+import (
+	"errors"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/cniplugins/cniplugins/internal/cnierr"
+)
+
+const (
+	stampName      = "stamp"
+	untrustedStamp = "untrusted"
+	exhaustedKey   = "exhausted"
+)
+
+// stamp is the parsed stamp file of an index directory.
+type stamp struct {
+	valid     bool  // nanos parsed
+	untrusted bool  // file system cannot keep nanosecond mtimes
+	nanos     int64 // the mtime D and the index directory must carry
+	exhausted []int // range-set IDs recorded as full
+}
+
+// readStamp parses <idx>/stamp. A missing or garbled file is simply not
+// valid (a crash or an older index); only real read failures are errors.
+func readStamp(idx string) (stamp, error) {
+	path := filepath.Join(idx, stampName)
+	data, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return stamp{}, nil
+	}
+	if err != nil {
+		return stamp{}, cnierr.IO("read", path, err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+	if lines[0] == untrustedStamp {
+		return stamp{untrusted: true}, nil
+	}
+	n, err := strconv.ParseInt(lines[0], 10, 64)
+	if err != nil || n <= 0 {
+		return stamp{}, nil
+	}
+	st := stamp{valid: true, nanos: n}
+	if len(lines) > 1 {
+		fields := strings.Fields(lines[1])
+		if len(fields) == 0 || fields[0] != exhaustedKey {
+			return stamp{}, nil
+		}
+		for _, f := range fields[1:] {
+			id, err := strconv.Atoi(f)
+			if err != nil {
+				return stamp{}, nil
+			}
+			st.exhausted = append(st.exhausted, id)
+		}
+	}
+	return st, nil
+}
+
+func formatStamp(nanos int64, exhausted []int) string {
+	s := strconv.FormatInt(nanos, 10) + "\n"
+	if len(exhausted) > 0 {
+		s += exhaustedKey
+		for _, id := range exhausted {
+			s += " " + strconv.Itoa(id)
+		}
+		s += "\n"
+	}
+	return s
+}
+
+// newStampNanos is now with random sub-microsecond digits: a timestamp
+// the kernel assigns to D when someone else changes it will practically
+// never equal it, even on the same clock tick.
+func newStampNanos() int64 {
+	now := time.Now().UnixNano()
+	return now - now%1000 + 1 + rand.Int64N(999)
+}
+
+// mtimesMatch reports whether both directories carry mtime nanos.
+func mtimesMatch(dir, idx string, nanos int64) (bool, error) {
+	for _, p := range []string{dir, idx} {
+		fi, err := os.Stat(p)
+		if errors.Is(err, os.ErrNotExist) {
+			return false, nil
+		}
+		if err != nil {
+			return false, cnierr.IO("stat", p, err)
+		}
+		if fi.ModTime().UnixNano() != nanos {
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
+// commit makes the index trustworthy again after a modification: entries
+// written, stamp written, both mtimes set to it and read back. If the
+// file system loses the nanoseconds the index is marked untrusted for
+// good, since a stamp it cannot keep would let other writers' changes
+// go unnoticed.
+func (d *Disk) commit() error {
+	if !d.dirty || d.untrusted {
+		return nil
+	}
+	if err := d.flush(); err != nil {
+		return err
+	}
+	nanos := newStampNanos()
+	path := filepath.Join(d.idx, stampName)
+	if err := overwrite(path, formatStamp(nanos, d.exhausted)); err != nil {
+		return err
+	}
+	t := time.Unix(0, nanos)
+	ok := os.Chtimes(d.dir, time.Time{}, t) == nil && os.Chtimes(d.idx, time.Time{}, t) == nil
+	if ok {
+		var err error
+		if ok, err = mtimesMatch(d.dir, d.idx, nanos); err != nil {
+			return err
+		}
+	}
+	if !ok {
+		d.untrusted = true
+		return overwrite(path, untrustedStamp+"\n")
+	}
+	d.dirty = false
+	return nil
+}
+
+// Exhausted returns the range-set IDs of dir that the last ADD found full
+// and that nothing has been released from since. It takes no lock (STATUS
+// must not queue behind ADDs) and returns nothing unless the index is
+// valid: a stamp mismatch means another writer may have freed addresses.
+func Exhausted(dir string) ([]int, error) {
+	dir = filepath.Clean(dir)
+	idx := indexDir(dir)
+	st, err := readStamp(idx)
+	if err != nil || !st.valid {
+		return nil, err
+	}
+	ok, err := mtimesMatch(dir, idx, st.nanos)
+	if err != nil || !ok {
+		return nil, err
+	}
+	return st.exhausted, nil
+}
