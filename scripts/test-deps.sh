@@ -1,13 +1,15 @@
 #!/bin/sh
 # test-deps.sh: installs what the test suite needs on a fresh machine:
 # Debian's upstream CNI plugins (host-local, bridge, loopback: the
-# compatibility and end-to-end tests run against them) and iproute2 (ip
-# netns). Go modules are fetched by `go mod download`. Does nothing when
-# everything is already there; needs root for apt.
+# compatibility and end-to-end tests run against them), iproute2 (ip
+# netns) and ping (the end-to-end tests ping their own bridge's gateway).
+# Go modules are fetched by `go mod download`. Does nothing when everything
+# is already there; needs root for apt.
 set -eu
 need=""
 [ -x /usr/lib/cni/host-local ] || need="$need containernetworking-plugins"
 command -v ip >/dev/null 2>&1 || need="$need iproute2"
+command -v ping >/dev/null 2>&1 || need="$need iputils-ping"
 if [ -n "$need" ]; then
 	if [ "$(id -u)" -ne 0 ] || ! command -v apt-get >/dev/null 2>&1; then
 		echo "test-deps.sh: missing$need and cannot apt-get install them (not root or no apt); the tests that need them will skip loudly" >&2

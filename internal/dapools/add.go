@@ -5,11 +5,11 @@ import (
 	"net/netip"
 
 	current "github.com/containernetworking/cni/pkg/types/100"
-	"go.uber.org/zap"
 
 	"github.com/containernetworking/cni/pkg/types"
 
 	"github.com/cniplugins/cniplugins/internal/hostlocal"
+	"github.com/cniplugins/cniplugins/internal/logging"
 	"github.com/cniplugins/cniplugins/internal/plugin"
 )
 
@@ -47,22 +47,22 @@ func cmdAdd(req *plugin.Request) (types.Result, error) {
 		if err != nil {
 			for dir, ips := range reserved {
 				if rerr := st.allocator(dir).Rollback(att, ips); rerr != nil {
-					req.Log.Error("rollback failed", zap.String("dir", dir), zap.Error(rerr))
+					req.Log.Error("rollback failed", logging.String("dir", dir), logging.Error(rerr))
 				}
 			}
 			if cerr := st.close(); cerr != nil {
-				req.Log.Warn("index not committed; it will be rebuilt", zap.Error(cerr))
+				req.Log.Warn("index not committed; it will be rebuilt", logging.Error(cerr))
 			}
 			return nil, err
 		}
 		reserved[t.dir] = append(reserved[t.dir], addr.Addr())
 		res.IPs = append(res.IPs, ipConfig(addr, gw))
-		req.Log.Debug("allocated", zap.String("target", t.label), zap.Stringer("address", addr))
+		req.Log.Debug("allocated", logging.String("target", t.label), logging.Stringer("address", addr))
 	}
 	// The reservations are on disk; a failed index commit only costs the
 	// next operation a rebuild, so it does not fail this one.
 	if err := st.close(); err != nil {
-		req.Log.Warn("index not committed; it will be rebuilt", zap.Error(err))
+		req.Log.Warn("index not committed; it will be rebuilt", logging.Error(err))
 	}
 	return res, nil
 }

@@ -4,8 +4,7 @@ import (
 	"errors"
 	"net/netip"
 
-	"go.uber.org/zap"
-
+	"github.com/cniplugins/cniplugins/internal/logging"
 	"github.com/cniplugins/cniplugins/internal/plugin"
 )
 
@@ -30,10 +29,10 @@ func cmdDel(req *plugin.Request) error {
 	for _, dir := range st.order {
 		released, err := st.allocator(dir).Release(att, hints)
 		errs = append(errs, err)
-		req.Log.Debug("released", zap.String("dir", dir), zap.Any("addresses", released))
+		req.Log.Debug("released", logging.String("dir", dir), logging.Any("addresses", released))
 	}
 	if err := st.close(); err != nil {
-		req.Log.Warn("index not committed; it will be rebuilt", zap.Error(err))
+		req.Log.Warn("index not committed; it will be rebuilt", logging.Error(err))
 	}
 	return errors.Join(errs...)
 }

@@ -1,22 +1,24 @@
 package dapools
 
 import (
+	"encoding/json"
 	"errors"
-
-	"go.uber.org/zap"
 
 	"github.com/cniplugins/cniplugins/internal/cnierr"
 	"github.com/cniplugins/cniplugins/internal/hostlocal"
+	"github.com/cniplugins/cniplugins/internal/logging"
 	"github.com/cniplugins/cniplugins/internal/netconf"
 	"github.com/cniplugins/cniplugins/internal/plugin"
 )
 
 // validAttachments is the GC input (spec 1.1, "cni.dev/valid-attachments").
 type validAttachments struct {
-	Valid *[]struct {
-		ContainerID string `json:"containerID"`
-		IfName      string `json:"ifname"`
-	} `json:"cni.dev/valid-attachments"`
+	Valid json.RawMessage `json:"cni.dev/valid-attachments"`
+}
+
+type attachmentRef struct {
+	ContainerID string `json:"containerID"`
+	IfName      string `json:"ifname"`
 }
 
 // cmdGC releases every reservation of this network whose attachment the
@@ -31,12 +33,18 @@ func cmdGC(req *plugin.Request) error {
 	if err := netconf.Decode(req.Conf.Raw, "", &in); err != nil {
 		return err
 	}
-	if in.Valid == nil {
+	// Absent is a malformed GC request: releasing everything on a typo is
+	// not an option. null is what libcni sends when nothing is running.
+	if len(in.Valid) == 0 {
 		return cnierr.MissingConfig("cni.dev/valid-attachments")
+	}
+	var refs []attachmentRef
+	if err := netconf.Decode(in.Valid, "cni.dev/valid-attachments", &refs); err != nil {
+		return err
 	}
 	live := map[hostlocal.Attachment]bool{}
 	liveIDs := map[string]bool{}
-	for _, a := range *in.Valid {
+	for _, a := range refs {
 		live[hostlocal.Attachment{ContainerID: a.ContainerID, IfName: a.IfName}] = true
 		liveIDs[a.ContainerID] = true
 	}
@@ -58,7 +66,7 @@ func cmdGC(req *plugin.Request) error {
 		released, err := st.allocator(dir).GC(valid)
 		errs = append(errs, err)
 		if len(released) > 0 {
-			req.Log.Info("gc released", zap.String("dir", dir), zap.Any("addresses", released))
+			req.Log.Info("gc released", logging.String("dir", dir), logging.Any("addresses", released))
 		}
 	}
 	errs = append(errs, st.close())

@@ -9,9 +9,9 @@ import (
 
 	"github.com/containernetworking/cni/pkg/types"
 	"github.com/containernetworking/cni/pkg/types/create"
-	"go.uber.org/zap"
 
 	"github.com/cniplugins/cniplugins/internal/cnierr"
+	"github.com/cniplugins/cniplugins/internal/logging"
 	"github.com/cniplugins/cniplugins/internal/netconf"
 	"github.com/cniplugins/cniplugins/internal/plugin"
 )
@@ -23,7 +23,7 @@ type Chain struct {
 	Conf      *netconf.Envelope
 	Delegates []Delegate
 	Exec      Executor
-	Log       *zap.Logger
+	Log       *logging.Logger
 }
 
 // prevResult is what a delegate receives as prevResult. nil means "the
@@ -42,7 +42,7 @@ func (c *Chain) run(ctx context.Context, i int, cmd string, prev prevResult) ([]
 	if err != nil {
 		return nil, err
 	}
-	c.Log.Debug("delegate", zap.String("delegate", c.Delegates[i].Name), zap.String("command", cmd))
+	c.Log.Debug("delegate", logging.String("delegate", c.Delegates[i].Name), logging.String("command", cmd))
 	return c.Exec.Run(ctx, c.Delegates[i], cmd, stdin)
 }
 
@@ -75,7 +75,7 @@ func (c *Chain) rollback(ctx context.Context, k int, prev prevResult) {
 	for i := 0; i <= k; i++ {
 		out, err := c.run(ctx, i, plugin.CmdDel, prev)
 		if err != nil {
-			c.Log.Warn("rollback DEL failed", zap.String("delegate", c.Delegates[i].Name), zap.Error(err))
+			c.Log.Warn("rollback DEL failed", logging.String("delegate", c.Delegates[i].Name), logging.Error(err))
 			continue
 		}
 		if next := printed(out); next != nil {

@@ -8,9 +8,9 @@ import (
 	"testing"
 
 	"github.com/containernetworking/cni/pkg/types"
-	"go.uber.org/zap"
 
 	"github.com/cniplugins/cniplugins/internal/cnierr"
+	"github.com/cniplugins/cniplugins/internal/logging"
 	"github.com/cniplugins/cniplugins/internal/netconf"
 )
 
@@ -76,7 +76,7 @@ func newTestChain(t *testing.T, f *fakeExec, withRuntimePrev bool) *Chain {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &Chain{Conf: env, Delegates: []Delegate{{Name: "a"}, {Name: "b"}, {Name: "c"}}, Exec: f, Log: zap.NewNop()}
+	return &Chain{Conf: env, Delegates: []Delegate{{Name: "a"}, {Name: "b"}, {Name: "c"}}, Exec: f, Log: logging.Nop()}
 }
 
 func TestAddChainsPrevResultAndReturnsLast(t *testing.T) {

@@ -7,9 +7,9 @@ import (
 	"os"
 
 	"github.com/containernetworking/cni/pkg/types"
-	"go.uber.org/zap"
 
 	"github.com/cniplugins/cniplugins/internal/cnierr"
+	"github.com/cniplugins/cniplugins/internal/logging"
 	"github.com/cniplugins/cniplugins/internal/plugin"
 )
 
@@ -32,7 +32,7 @@ type SelfExecutor struct {
 	Self string
 	// Lookup finds a personality by the name the delegate is called by.
 	Lookup func(name string) (plugin.Personality, bool)
-	Log    *zap.Logger
+	Log    *logging.Logger
 }
 
 func (s SelfExecutor) Run(ctx context.Context, d Delegate, cmd string, stdin []byte) ([]byte, error) {
@@ -40,7 +40,7 @@ func (s SelfExecutor) Run(ctx context.Context, d Delegate, cmd string, stdin []b
 	if !ok {
 		return s.Exec.Run(ctx, d, cmd, stdin)
 	}
-	s.Log.Debug("delegate runs in-process", zap.String("delegate", d.Name), zap.String("command", cmd))
+	s.Log.Debug("delegate runs in-process", logging.String("delegate", d.Name), logging.String("command", cmd))
 	var stdout bytes.Buffer
 	exit := plugin.Run(p, plugin.IO{
 		Environ: WithCommand(s.Exec.Environ, cmd),

@@ -9,9 +9,9 @@ import (
 
 	"github.com/containernetworking/cni/pkg/types"
 	current "github.com/containernetworking/cni/pkg/types/100"
-	"go.uber.org/zap"
 
 	"github.com/cniplugins/cniplugins/internal/cnierr"
+	"github.com/cniplugins/cniplugins/internal/logging"
 	"github.com/cniplugins/cniplugins/internal/plugin"
 )
 
@@ -49,7 +49,7 @@ func inProcessFixture(t *testing.T) (SelfExecutor, *[]string, string) {
 	p := plugin.Personality{Name: "ipam-test", Funcs: plugin.Funcs{Add: fn, Del: fn, Check: fn, GC: fn, Status: fn}}
 	lookup := func(name string) (plugin.Personality, bool) { return p, name == "ipam-test" }
 	env := []string{"CNI_COMMAND=ADD", "CNI_CONTAINERID=c", "CNI_IFNAME=eth0", "CNI_NETNS=/x", "CNI_PATH=" + dir, "MARK=m1"}
-	return SelfExecutor{Exec: ExecExecutor{Environ: env, Stderr: os.Stderr}, Self: self, Lookup: lookup, Log: zap.NewNop()}, &calls, dir
+	return SelfExecutor{Exec: ExecExecutor{Environ: env, Stderr: os.Stderr}, Self: self, Lookup: lookup, Log: logging.Nop()}, &calls, dir
 }
 
 func TestSelfExecutor(t *testing.T) {

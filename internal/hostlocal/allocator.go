@@ -179,7 +179,7 @@ func (al *Allocator) Check(a Attachment, ips []netip.Addr) error {
 		if err != nil {
 			return err
 		}
-		if !ok || (!owner.Is(a) && !owner.Is(a.Legacy())) {
+		if !ok || (!a.Holds(owner) && !owner.Is(a.Legacy())) {
 			return cnierr.New(cnierr.CodeUnknownContainer, "address not reserved for this attachment",
 				"address=%s containerID=%s ifname=%s", ip, a.ContainerID, a.IfName)
 		}

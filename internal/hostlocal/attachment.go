@@ -26,6 +26,15 @@ func (a Attachment) Key() Attachment { return Attachment{ContainerID: a.Containe
 // Is reports whether a and b are the same attachment.
 func (a Attachment) Is(b Attachment) bool { return a.Key() == b.Key() }
 
+// Holds reports whether a reservation recorded for owner may be released
+// or checked on a's behalf: the same attachment and, where both name one,
+// the same network. A runtime that wrongly reuses (container ID, ifname)
+// on a second network sharing the pool gets 102 on ADD, and its rollback
+// DEL must not free the first network's address.
+func (a Attachment) Holds(owner Attachment) bool {
+	return a.Is(owner) && (a.Network == "" || owner.Network == "" || a.Network == owner.Network)
+}
+
 // Legacy is the id-only attachment an old host-local would have recorded
 // for a; host-local's DEL falls back to it when nothing matched exactly.
 func (a Attachment) Legacy() Attachment { return Attachment{ContainerID: a.ContainerID} }

@@ -48,6 +48,14 @@ func TestNetworkTagIsNotIdentity(t *testing.T) {
 			if err := al.Check(Attachment{ContainerID: "c", IfName: "eth0"}, []netip.Addr{ip}); err != nil {
 				t.Error(err)
 			}
+			// The same (container, ifname) wrongly reused on another
+			// network must not free net-a's address (its rollback DEL).
+			if rel, err := al.Release(Attachment{ContainerID: "c", IfName: "eth0", Network: "net-b"}, []netip.Addr{ip}); err != nil || len(rel) != 0 {
+				t.Errorf("net-b released net-a's address: %v, %v", rel, err)
+			}
+			if err := al.Check(Attachment{ContainerID: "c", IfName: "eth0", Network: "net-b"}, []netip.Addr{ip}); err == nil {
+				t.Errorf("CHECK from net-b accepted net-a's address")
+			}
 			rel, err := al.Release(Attachment{ContainerID: "c", IfName: "eth0", Network: "net-a"}, nil)
 			if err != nil || len(rel) != 1 {
 				t.Errorf("release = %v, %v", rel, err)

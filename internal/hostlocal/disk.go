@@ -151,7 +151,7 @@ func (d *Disk) Owner(ip netip.Addr) (Attachment, bool, error) {
 // ownership.
 func (d *Disk) Release(a Attachment, ip netip.Addr) (bool, error) {
 	owner, ok, err := d.Owner(ip)
-	if err != nil || !ok || !owner.Is(a) {
+	if err != nil || !ok || !a.Holds(owner) {
 		return false, err
 	}
 	// Moving the file out of D is as atomic as unlinking it, and keeps

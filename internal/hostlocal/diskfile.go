@@ -70,13 +70,6 @@ func writeFile(path, s string) error {
 	return nil
 }
 
-func removeIfExists(path string) error {
-	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return cnierr.IO("remove", path, err)
-	}
-	return nil
-}
-
 // scan reads every reservation file of D: the O(n) path used by GC,
 // rebuilds, untrusted file systems and unindexable attachments.
 func (d *Disk) scan() (map[netip.Addr]Attachment, error) {

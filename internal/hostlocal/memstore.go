@@ -37,7 +37,7 @@ func (m *MemStore) Owner(ip netip.Addr) (Attachment, bool, error) {
 
 // Release implements Store.
 func (m *MemStore) Release(a Attachment, ip netip.Addr) (bool, error) {
-	if owner, ok := m.res[ip]; !ok || !owner.Is(a) {
+	if owner, ok := m.res[ip]; !ok || !a.Holds(owner) {
 		return false, nil
 	}
 	delete(m.res, ip)

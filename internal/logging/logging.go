@@ -13,7 +13,6 @@ import (
 	"os"
 	"path/filepath"
 
-	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 )
 
@@ -39,42 +38,41 @@ type Options struct {
 // New returns the logger and a func that flushes and closes it. A log file
 // that cannot be opened never fails the CNI operation: it is reported on
 // stderr and the logger carries on with stderr alone.
-func New(o Options) (*zap.Logger, func()) {
+func New(o Options) (*Logger, func()) {
 	stderrCore := zapcore.NewCore(
-		zapcore.NewConsoleEncoder(zap.NewDevelopmentEncoderConfig()),
+		zapcore.NewConsoleEncoder(consoleEncoding()),
 		zapcore.AddSync(o.Stderr),
-		zap.WarnLevel,
+		zapcore.WarnLevel,
 	)
 	level, path, wantFile, err := fileSettings(o)
 	if err != nil {
 		fmt.Fprintf(o.Stderr, "cniplugins %s: %v; using the default level\n", o.Personality, err)
 	}
 	if !wantFile {
-		return zap.New(stderrCore).Named(o.Personality), func() {}
+		return &Logger{core: stderrCore, name: o.Personality}, func() {}
 	}
 	f, err := openLogFile(path)
 	if err != nil {
 		fmt.Fprintf(o.Stderr, "cniplugins %s: cannot open log file: %v; logging to stderr only\n", o.Personality, err)
-		return zap.New(stderrCore).Named(o.Personality), func() {}
+		return &Logger{core: stderrCore, name: o.Personality}, func() {}
 	}
 	fileCore := zapcore.NewCore(
-		zapcore.NewJSONEncoder(zap.NewProductionEncoderConfig()),
+		zapcore.NewJSONEncoder(jsonEncoding()),
 		zapcore.AddSync(f),
 		level,
 	)
-	logger := zap.New(zapcore.NewTee(stderrCore, fileCore)).
-		Named(o.Personality).With(zap.Int("pid", os.Getpid()))
+	logger := (&Logger{core: zapcore.NewTee(stderrCore, fileCore), name: o.Personality}).With(Int("pid", os.Getpid()))
 	return logger, func() { _ = logger.Sync(); _ = f.Close() }
 }
 
 // fileSettings decides whether to log to a file, where, and at what level.
 func fileSettings(o Options) (zapcore.Level, string, bool, error) {
-	level := zap.DebugLevel
+	level := zapcore.DebugLevel
 	want := o.Verbose
 	var err error
 	if s := o.Getenv(EnvLevel); s != "" {
 		if perr := level.UnmarshalText([]byte(s)); perr != nil {
-			level, err = zap.DebugLevel, fmt.Errorf("invalid %s=%q (want debug, info, warn or error)", EnvLevel, s)
+			level, err = zapcore.DebugLevel, fmt.Errorf("invalid %s=%q (want debug, info, warn or error)", EnvLevel, s)
 		} else {
 			want = true
 		}
@@ -93,4 +91,28 @@ func openLogFile(path string) (*os.File, error) {
 		return nil, err
 	}
 	return os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o640)
+}
+
+// consoleEncoding is the human-readable stderr format.
+func consoleEncoding() zapcore.EncoderConfig {
+	return zapcore.EncoderConfig{
+		TimeKey: "T", LevelKey: "L", NameKey: "N", MessageKey: "M",
+		LineEnding:     zapcore.DefaultLineEnding,
+		EncodeLevel:    zapcore.CapitalLevelEncoder,
+		EncodeTime:     zapcore.ISO8601TimeEncoder,
+		EncodeDuration: zapcore.StringDurationEncoder,
+		EncodeName:     zapcore.FullNameEncoder,
+	}
+}
+
+// jsonEncoding is the log file's format: one JSON object per line.
+func jsonEncoding() zapcore.EncoderConfig {
+	return zapcore.EncoderConfig{
+		TimeKey: "ts", LevelKey: "level", NameKey: "logger", MessageKey: "msg",
+		LineEnding:     zapcore.DefaultLineEnding,
+		EncodeLevel:    zapcore.LowercaseLevelEncoder,
+		EncodeTime:     zapcore.ISO8601TimeEncoder,
+		EncodeDuration: zapcore.StringDurationEncoder,
+		EncodeName:     zapcore.FullNameEncoder,
+	}
 }

@@ -13,8 +13,8 @@ import (
 
 	"github.com/containernetworking/cni/pkg/skel"
 	"github.com/containernetworking/cni/pkg/types"
-	"go.uber.org/zap"
 
+	"github.com/cniplugins/cniplugins/internal/logging"
 	"github.com/cniplugins/cniplugins/internal/netconf"
 )
 
@@ -49,7 +49,7 @@ type Request struct {
 	Environ []string
 	Getenv  func(string) string
 	Stderr  io.Writer
-	Log     *zap.Logger
+	Log     *logging.Logger
 }
 
 // IO is the process boundary: what skel would read from os.*.

@@ -8,7 +8,6 @@ import (
 
 	"github.com/containernetworking/cni/pkg/types"
 	cniversion "github.com/containernetworking/cni/pkg/version"
-	"go.uber.org/zap"
 
 	"github.com/cniplugins/cniplugins/internal/cnierr"
 	"github.com/cniplugins/cniplugins/internal/logging"
@@ -42,25 +41,25 @@ func Run(p Personality, pio IO) (exit int) {
 	cniVersion := ""
 	defer func() {
 		if r := recover(); r != nil {
-			log.Error("panic", zap.Any("panic", r), zap.ByteString("stack", debug.Stack()))
+			log.Error("panic", logging.Any("panic", r), logging.ByteString("stack", debug.Stack()))
 			writeError(pio.Stdout, cniVersion, cnierr.New(cnierr.CodeInternal, p.Name+" panicked", "%v", r))
 			exit = 1
 		}
 	}()
-	log.Debug("start", zap.String("version", version.Version), zap.String("command", pio.Getenv("CNI_COMMAND")),
-		zap.String("containerID", pio.Getenv("CNI_CONTAINERID")), zap.String("ifname", pio.Getenv("CNI_IFNAME")))
+	log.Debug("start", logging.String("version", version.Version), logging.String("command", pio.Getenv("CNI_COMMAND")),
+		logging.String("containerID", pio.Getenv("CNI_CONTAINERID")), logging.String("ifname", pio.Getenv("CNI_IFNAME")))
 
 	res, ver, err := dispatch(p, pio, log)
 	cniVersion = ver
 	if err != nil {
 		e := cnierr.As(err)
-		log.Warn("failed", zap.String("command", pio.Getenv("CNI_COMMAND")), zap.Uint("code", e.Code), zap.String("msg", e.Msg), zap.String("details", e.Details))
+		log.Warn("failed", logging.String("command", pio.Getenv("CNI_COMMAND")), logging.Uint("code", e.Code), logging.String("msg", e.Msg), logging.String("details", e.Details))
 		writeError(pio.Stdout, cniVersion, e)
 		return 1
 	}
 	if res != nil {
 		if err := res.PrintTo(pio.Stdout); err != nil {
-			log.Error("cannot write result", zap.Error(err))
+			log.Error("cannot write result", logging.Error(err))
 			return 1
 		}
 	}
@@ -68,7 +67,7 @@ func Run(p Personality, pio IO) (exit int) {
 }
 
 // dispatch returns the result already converted to the config's version.
-func dispatch(p Personality, pio IO, log *zap.Logger) (types.Result, string, error) {
+func dispatch(p Personality, pio IO, log *logging.Logger) (types.Result, string, error) {
 	cmd := pio.Getenv("CNI_COMMAND")
 	switch cmd {
 	case "":
