@@ -13,7 +13,7 @@ VPKG    := github.com/cniplugins/cniplugins/internal/version
 LDFLAGS := -s -w -buildid= -X $(VPKG).Version=$(VERSION) -X $(VPKG).Commit=$(COMMIT)
 GOBUILD := CGO_ENABLED=0 go build -trimpath
 DESTDIR ?= /opt/cni/bin
-STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@2025.1.1
+STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
 .PHONY: build install test lint clean FORCE
 
@@ -41,3 +41,20 @@ clean:
 	rm -rf bin dist bench/out
 
 FORCE:
+
+# Release: reproducible tarballs for linux/amd64 and linux/arm64 plus
+# SHA256SUMS in $(DIST) (see scripts/release.sh).
+DIST ?= dist
+
+.PHONY: release
+release:
+	VERSION='$(VERSION)' COMMIT='$(COMMIT)' VPKG='$(VPKG)' LDFLAGS='$(LDFLAGS)' scripts/release.sh '$(DIST)'
+
+# make bench [BENCHFLAGS='-fill60k -n 300']: exec-level benchmark against
+# upstream host-local and an exec floor; writes bench/RESULTS.md and
+# bench/ADD-latency.svg.
+BENCHFLAGS ?=
+
+.PHONY: bench
+bench:
+	go run ./bench -out bench $(BENCHFLAGS)

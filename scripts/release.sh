@@ -1,0 +1,83 @@
+#!/bin/sh
+# release.sh [DIST]
+#
+# Builds the release tarballs into DIST (default dist):
+#   cniplugins-<version>-linux-amd64.tar.gz
+#   cniplugins-<version>-linux-arm64.tar.gz
+#   SHA256SUMS
+# Each tarball holds one top directory, cniplugins-<version>/, with the
+# binary (cniplugins), its verbose flavour (cniplugins-verbose),
+# install-symlinks.sh (it finds the binary beside itself), README.md,
+# LICENSE and examples/.
+#
+# Reproducible: two runs from one commit give byte-identical tarballs. The
+# binaries are static (CGO_ENABLED=0), built with -trimpath, no VCS stamp
+# and an empty build ID, for the baseline of each architecture; the
+# archive is GNU tar with sorted names, the commit's time as every mtime,
+# owner and group 0, fixed modes, and gzip -n (no name, no timestamp).
+#
+# `make release` runs it with the Makefile's VERSION, COMMIT and LDFLAGS;
+# run alone, it works them out the same way. SOURCE_DATE_EPOCH, when set,
+# replaces the commit time.
+set -eu
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+dist=${1:-dist}
+VERSION=${VERSION:-$(git describe --tags --always --dirty 2>/dev/null || echo dev)}
+COMMIT=${COMMIT:-$(git rev-parse HEAD 2>/dev/null || echo unknown)}
+VPKG=${VPKG:-github.com/cniplugins/cniplugins/internal/version}
+LDFLAGS=${LDFLAGS:-"-s -w -buildid= -X $VPKG.Version=$VERSION -X $VPKG.Commit=$COMMIT"}
+epoch=${SOURCE_DATE_EPOCH:-$(git log -1 --format=%ct 2>/dev/null || echo 0)}
+
+case $VERSION in
+*/* | "" | .*)
+	echo "release.sh: version '$VERSION' cannot name a file" >&2
+	exit 1
+	;;
+esac
+for f in README.md LICENSE scripts/install-symlinks.sh; do
+	if [ ! -f "$f" ]; then
+		echo "release.sh: $f is missing; a release ships it" >&2
+		exit 1
+	fi
+done
+tar --version 2>/dev/null | grep -q 'GNU tar' || {
+	echo "release.sh: needs GNU tar (--sort=name)" >&2
+	exit 1
+}
+
+top=cniplugins-$VERSION
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT INT TERM
+mkdir -p "$dist"
+dist=$(cd "$dist" && pwd)
+tarballs=""
+for arch in amd64 arm64; do
+	stage=$work/$arch/$top
+	mkdir -p "$stage/examples"
+	for flavour in "" verbose; do
+		out=$stage/cniplugins
+		flags=$LDFLAGS
+		if [ -n "$flavour" ]; then
+			out=$out-$flavour
+			flags="$flags -X $VPKG.Flavour=$flavour"
+		fi
+		CGO_ENABLED=0 GOOS=linux GOARCH=$arch GOAMD64=v1 GOARM64=v8.0 \
+			go build -trimpath -buildvcs=false -ldflags "$flags" -o "$out" ./cmd/cniplugins
+	done
+	cp scripts/install-symlinks.sh README.md LICENSE "$stage/"
+	cp examples/* "$stage/examples/"
+	find "$stage" -type d -exec chmod 0755 {} +
+	find "$stage" -type f -exec chmod 0644 {} +
+	chmod 0755 "$stage/cniplugins" "$stage/cniplugins-verbose" "$stage/install-symlinks.sh"
+	name=$top-linux-$arch.tar.gz
+	tar --create --format=gnu --sort=name --mtime="@$epoch" \
+		--owner=0 --group=0 --numeric-owner --mode='u+rw,go-w,a+r' \
+		-C "$work/$arch" "$top" | gzip -9 -n >"$dist/$name.tmp"
+	mv "$dist/$name.tmp" "$dist/$name"
+	tarballs="$tarballs $name"
+	echo "built $dist/$name"
+done
+# shellcheck disable=SC2086 # the names have no spaces
+(cd "$dist" && sha256sum $tarballs >SHA256SUMS.tmp && mv SHA256SUMS.tmp SHA256SUMS)
+echo "wrote $dist/SHA256SUMS"
