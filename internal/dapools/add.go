@@ -16,11 +16,7 @@ import (
 // cmdAdd is all or nothing: every target gets an address, or whatever
 // this ADD reserved is released before the error is returned.
 func cmdAdd(req *plugin.Request) (types.Result, error) {
-	c, err := parseConfig(req.Conf, req.CNIArgs, true)
-	if err != nil {
-		return nil, err
-	}
-	targets, err := c.targets()
+	c, targets, err := load(req)
 	if err != nil {
 		return nil, err
 	}

@@ -10,11 +10,7 @@ import (
 // cmdCheck verifies that every address in prevResult is reserved for this
 // attachment in the range set or pool it belongs to.
 func cmdCheck(req *plugin.Request) error {
-	c, err := parseConfig(req.Conf, req.CNIArgs, true)
-	if err != nil {
-		return err
-	}
-	targets, err := c.targets()
+	c, targets, err := load(req)
 	if err != nil {
 		return err
 	}

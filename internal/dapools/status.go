@@ -15,11 +15,7 @@ import (
 // exhaustion marks live beside the index and are trusted only while the
 // index is (another writer's release invalidates them).
 func cmdStatus(req *plugin.Request) error {
-	c, err := parseConfig(req.Conf, req.CNIArgs, true)
-	if err != nil {
-		return err
-	}
-	targets, err := c.targets()
+	c, targets, err := load(req)
 	if err != nil {
 		return err
 	}

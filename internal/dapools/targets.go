@@ -7,6 +7,7 @@ import (
 
 	"github.com/cniplugins/cniplugins/internal/cnierr"
 	"github.com/cniplugins/cniplugins/internal/hostlocal"
+	"github.com/cniplugins/cniplugins/internal/plugin"
 )
 
 // target is one address to hand out: a range set in a state directory.
@@ -16,6 +17,17 @@ type target struct {
 	rangeID   int // the N of last_reserved_ip.N
 	set       hostlocal.RangeSet
 	requested netip.Addr
+}
+
+// load parses the config and lists the targets: how ADD, CHECK and
+// STATUS begin.
+func load(req *plugin.Request) (*config, []target, error) {
+	c, err := parseConfig(req.Conf, req.CNIArgs, true)
+	if err != nil {
+		return nil, nil, err
+	}
+	ts, err := c.targets()
+	return c, ts, err
 }
 
 // networkDir is host-local's state directory for the network.

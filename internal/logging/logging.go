@@ -95,22 +95,19 @@ func openLogFile(path string) (*os.File, error) {
 
 // consoleEncoding is the human-readable stderr format.
 func consoleEncoding() zapcore.EncoderConfig {
-	return zapcore.EncoderConfig{
-		TimeKey: "T", LevelKey: "L", NameKey: "N", MessageKey: "M",
-		LineEnding:     zapcore.DefaultLineEnding,
-		EncodeLevel:    zapcore.CapitalLevelEncoder,
-		EncodeTime:     zapcore.ISO8601TimeEncoder,
-		EncodeDuration: zapcore.StringDurationEncoder,
-		EncodeName:     zapcore.FullNameEncoder,
-	}
+	return encoding("T", "L", "N", "M", zapcore.CapitalLevelEncoder)
 }
 
 // jsonEncoding is the log file's format: one JSON object per line.
 func jsonEncoding() zapcore.EncoderConfig {
+	return encoding("ts", "level", "logger", "msg", zapcore.LowercaseLevelEncoder)
+}
+
+func encoding(timeKey, levelKey, nameKey, msgKey string, level zapcore.LevelEncoder) zapcore.EncoderConfig {
 	return zapcore.EncoderConfig{
-		TimeKey: "ts", LevelKey: "level", NameKey: "logger", MessageKey: "msg",
+		TimeKey: timeKey, LevelKey: levelKey, NameKey: nameKey, MessageKey: msgKey,
 		LineEnding:     zapcore.DefaultLineEnding,
-		EncodeLevel:    zapcore.LowercaseLevelEncoder,
+		EncodeLevel:    level,
 		EncodeTime:     zapcore.ISO8601TimeEncoder,
 		EncodeDuration: zapcore.StringDurationEncoder,
 		EncodeName:     zapcore.FullNameEncoder,
