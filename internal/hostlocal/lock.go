@@ -1,7 +1,6 @@
 package hostlocal
 
 import (
-	"errors"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -14,41 +13,57 @@ import (
 // what lets both binaries share a directory.
 const lockName = "lock"
 
-// Polling bounds for the non-blocking flock. A blocking flock cannot be
-// given a deadline, and a CNI call must not hang forever behind a wedged
-// holder, so we poll with a short exponential backoff instead.
-const (
-	lockPollMin = time.Millisecond
-	lockPollMax = 10 * time.Millisecond
-)
-
 // acquireLock opens (creating if needed) dir's lock file and takes an
 // exclusive flock on it within timeout. Closing the returned file releases
 // the lock.
+//
+// The wait is a blocking flock, so the kernel hands the lock over the
+// moment it is released, in arrival order; polling with LOCK_NB instead
+// leaves the lock idle between polls, which under a burst of ADDs costs
+// more than the work itself. A blocking flock cannot be given a deadline,
+// so it runs in its own goroutine: on timeout the caller gets code 11 at
+// once, and the abandoned waiter drops the lock as soon as it gets it (or
+// dies with the process, which is what happens after an exec'd ADD).
 func acquireLock(dir string, timeout time.Duration) (*os.File, error) {
 	path := filepath.Join(dir, lockName)
 	f, err := os.OpenFile(path, os.O_RDONLY|os.O_CREATE, 0o644)
 	if err != nil {
 		return nil, cnierr.IO("open", path, err)
 	}
-	deadline := time.Now().Add(timeout)
-	wait := lockPollMin
-	for {
-		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
-		if err == nil {
-			return f, nil
-		}
-		if !errors.Is(err, syscall.EWOULDBLOCK) && !errors.Is(err, syscall.EINTR) {
+	fd := int(f.Fd())
+	// The uncontended case, which is nearly every call, needs no goroutine.
+	if err := syscall.Flock(fd, syscall.LOCK_EX|syscall.LOCK_NB); err == nil {
+		return f, nil
+	} else if err != syscall.EWOULDBLOCK {
+		f.Close()
+		return nil, cnierr.IO("lock", path, err)
+	}
+	got := make(chan error, 1)
+	go func() { got <- flockRetryingEINTR(fd) }()
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	select {
+	case err := <-got:
+		if err != nil {
 			f.Close()
 			return nil, cnierr.IO("lock", path, err)
 		}
-		left := time.Until(deadline)
-		if left <= 0 {
+		return f, nil
+	case <-timer.C:
+		go func() {
+			<-got
 			f.Close()
-			return nil, cnierr.New(cnierr.CodeTryAgainLater, "state directory is locked",
-				"dir=%s timeout=%s", dir, timeout)
+		}()
+		return nil, cnierr.New(cnierr.CodeTryAgainLater, "state directory is locked",
+			"dir=%s timeout=%s", dir, timeout)
+	}
+}
+
+func flockRetryingEINTR(fd int) error {
+	for {
+		err := syscall.Flock(fd, syscall.LOCK_EX)
+		if err != syscall.EINTR {
+			return err
 		}
-		time.Sleep(min(wait, left))
-		wait = min(2*wait, lockPollMax)
 	}
 }
