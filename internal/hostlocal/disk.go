@@ -137,7 +137,7 @@ func (d *Disk) Owner(ip netip.Addr) (Attachment, bool, error) {
 	if err != nil {
 		return Attachment{}, false, err
 	}
-	data, err := os.ReadFile(path)
+	data, err := readSmall(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return Attachment{}, false, nil
 	}
@@ -203,7 +203,7 @@ func (d *Disk) All() (map[netip.Addr]Attachment, error) { return d.scan() }
 // LastReserved implements Store. Like host-local, an unreadable cursor is
 // not an error: it only costs the round-robin position.
 func (d *Disk) LastReserved(rangeID int) (netip.Addr, error) {
-	data, err := os.ReadFile(d.cursorPath(rangeID))
+	data, err := readSmall(d.cursorPath(rangeID))
 	if errors.Is(err, os.ErrNotExist) {
 		return netip.Addr{}, nil
 	}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"syscall"
 
 	"github.com/cniplugins/cniplugins/internal/cnierr"
 )
@@ -37,6 +38,38 @@ func (d *Disk) cursorPath(rangeID int) string {
 
 func (d *Disk) scratch() string { return filepath.Join(d.idx, scratchName) }
 
+// The small files of a state directory are read and written with raw
+// system calls. os.OpenFile would register each descriptor with the
+// runtime's network poller (four failing fcntl/epoll calls per file, and
+// the poller's own set-up on first use): for an ADD that was more system
+// calls than the file operations themselves. Errors are *os.PathError
+// around the errno, so errors.Is(err, os.ErrNotExist) works as usual.
+
+// readSmall reads a whole small file.
+func readSmall(path string) ([]byte, error) {
+	fd, err := openRetry(path, syscall.O_RDONLY, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer syscall.Close(fd)
+	buf := make([]byte, 0, 128)
+	for {
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)]
+		}
+		n, err := syscall.Read(fd, buf[len(buf):cap(buf)])
+		switch {
+		case err == syscall.EINTR:
+			continue
+		case err != nil:
+			return nil, &os.PathError{Op: "read", Path: path, Err: err}
+		case n == 0:
+			return buf, nil
+		}
+		buf = buf[:len(buf)+n]
+	}
+}
+
 // overwrite rewrites path in place: write at offset 0, then cut the tail.
 // It is only for index files, whose consistency rests on the stamp and
 // not on atomic replacement (a crash mid-write leaves the stamp stale, so
@@ -44,15 +77,25 @@ func (d *Disk) scratch() string { return filepath.Join(d.idx, scratchName) }
 // rename-over, it does not make ext4 (auto_da_alloc) flush the data
 // synchronously, which on some disks costs a millisecond per write.
 func overwrite(path, s string) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE, 0o644)
+	return writeSmall(path, s, syscall.O_WRONLY|syscall.O_CREAT, true)
+}
+
+// writeFile truncates or creates path with mode 0644 (host-local's) and
+// writes s. No fsync: durability across power loss is host-local's too.
+func writeFile(path, s string) error {
+	return writeSmall(path, s, syscall.O_WRONLY|syscall.O_CREAT|syscall.O_TRUNC, false)
+}
+
+func writeSmall(path, s string, flags int, cutTail bool) error {
+	fd, err := openRetry(path, flags, 0o644)
 	if err != nil {
 		return cnierr.IO("open", path, err)
 	}
-	_, err = f.WriteAt([]byte(s), 0)
-	if err == nil {
-		err = f.Truncate(int64(len(s)))
+	err = pwriteAll(fd, []byte(s))
+	if err == nil && cutTail {
+		err = syscall.Ftruncate(fd, int64(len(s)))
 	}
-	if cerr := f.Close(); err == nil {
+	if cerr := syscall.Close(fd); err == nil {
 		err = cerr
 	}
 	if err != nil {
@@ -61,13 +104,31 @@ func overwrite(path, s string) error {
 	return nil
 }
 
-// writeFile truncates or creates path with mode 0644 (host-local's) and
-// writes s. No fsync: durability across power loss is host-local's too.
-func writeFile(path, s string) error {
-	if err := os.WriteFile(path, []byte(s), 0o644); err != nil {
-		return cnierr.IO("write", path, err)
+func pwriteAll(fd int, b []byte) error {
+	for off := 0; off < len(b); {
+		n, err := syscall.Pwrite(fd, b[off:], int64(off))
+		if err == syscall.EINTR {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		off += n
 	}
 	return nil
+}
+
+func openRetry(path string, flags int, mode uint32) (int, error) {
+	for {
+		fd, err := syscall.Open(path, flags|syscall.O_CLOEXEC, mode)
+		if err == syscall.EINTR {
+			continue
+		}
+		if err != nil {
+			return -1, &os.PathError{Op: "open", Path: path, Err: err}
+		}
+		return fd, nil
+	}
 }
 
 // scan reads every reservation file of D: the O(n) path used by GC,
@@ -84,7 +145,7 @@ func (d *Disk) scan() (map[netip.Addr]Attachment, error) {
 			continue // lock, cursors, anything that is not ours
 		}
 		path := filepath.Join(d.dir, de.Name())
-		data, err := os.ReadFile(path)
+		data, err := readSmall(path)
 		if errors.Is(err, os.ErrNotExist) {
 			continue
 		}

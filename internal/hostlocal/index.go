@@ -107,7 +107,7 @@ func (d *Disk) tracked(a Attachment) (*entry, error) {
 // loadEntry reads an index entry and keeps only the addresses whose file
 // still names a as owner; a stale address is dropped, never released.
 func (d *Disk) loadEntry(a Attachment, path string) (*entry, error) {
-	data, err := os.ReadFile(path)
+	data, err := readSmall(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return &entry{}, nil
 	}

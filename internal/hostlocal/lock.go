@@ -26,11 +26,12 @@ const lockName = "lock"
 // dies with the process, which is what happens after an exec'd ADD).
 func acquireLock(dir string, timeout time.Duration) (*os.File, error) {
 	path := filepath.Join(dir, lockName)
-	f, err := os.OpenFile(path, os.O_RDONLY|os.O_CREATE, 0o644)
+	fd, err := openRetry(path, syscall.O_RDONLY|syscall.O_CREAT, 0o644)
 	if err != nil {
 		return nil, cnierr.IO("open", path, err)
 	}
-	fd := int(f.Fd())
+	// A blocking descriptor wrapped by NewFile stays out of the poller.
+	f := os.NewFile(uintptr(fd), path)
 	// The uncontended case, which is nearly every call, needs no goroutine.
 	if err := syscall.Flock(fd, syscall.LOCK_EX|syscall.LOCK_NB); err == nil {
 		return f, nil

@@ -30,7 +30,7 @@ type stamp struct {
 // valid (a crash or an older index); only real read failures are errors.
 func readStamp(idx string) (stamp, error) {
 	path := filepath.Join(idx, stampName)
-	data, err := os.ReadFile(path)
+	data, err := readSmall(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return stamp{}, nil
 	}
