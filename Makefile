@@ -31,6 +31,7 @@ install: build
 test: build
 	scripts/test-deps.sh
 	go test -count=1 ./...
+	scripts/fuzz.sh 3s
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
@@ -58,3 +59,11 @@ BENCHFLAGS ?=
 .PHONY: bench
 bench:
 	go run ./bench -out bench $(BENCHFLAGS)
+
+# Fuzzing: every FuzzXxx target for FUZZTIME each (see scripts/fuzz.sh);
+# `make test` runs them for 3s each.
+FUZZTIME ?= 30s
+
+.PHONY: fuzz
+fuzz:
+	scripts/fuzz.sh $(FUZZTIME)

@@ -1,10 +1,14 @@
 package dapools
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"net/netip"
+	"os"
 	"path/filepath"
 	"slices"
+	"syscall"
 	"time"
 
 	"github.com/containernetworking/cni/pkg/types"
@@ -114,14 +118,35 @@ func parseConfig(conf *netconf.Envelope, cniArgs []netconf.CNIArg, needRanges bo
 	return c, err
 }
 
+// dataDir validates ipam.dataDir before anything touches the disk. A
+// dataDir that exists must be a real directory: a file would only fail
+// later as an I/O error (code 5) when it is a mistake in the config, and a
+// symbolic link would let whoever controls it redirect every state
+// directory (and the removals GC makes there) to another place, a change
+// the flock and the index stamps cannot notice. A missing dataDir is
+// created on first use, as host-local does.
 func dataDir(dir string) (string, error) {
 	if dir == "" {
-		return DefaultDataDir, nil
+		dir = DefaultDataDir
 	}
 	if !filepath.IsAbs(dir) {
 		return "", cnierr.InvalidConfig("ipam.dataDir", dir, "must be an absolute path")
 	}
-	return filepath.Clean(dir), nil
+	dir = filepath.Clean(dir)
+	fi, err := os.Lstat(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return dir, nil
+	case errors.Is(err, syscall.ENOTDIR):
+		return "", cnierr.InvalidConfig("ipam.dataDir", dir, "a parent of it is not a directory")
+	case err != nil:
+		return "", cnierr.IO("stat", dir, err)
+	case fi.Mode()&fs.ModeSymlink != 0:
+		return "", cnierr.InvalidConfig("ipam.dataDir", dir, "is a symbolic link; name the directory it points to")
+	case !fi.IsDir():
+		return "", cnierr.InvalidConfig("ipam.dataDir", dir, "is not a directory")
+	}
+	return dir, nil
 }
 
 func lockTimeout(s string) (time.Duration, error) {
@@ -144,12 +169,16 @@ func standaloneRanges(ipam ipamConf, extra netArgs) ([]hostlocal.RangeSet, error
 		cfgs, field = extra.RuntimeConfig.IPRanges, "runtimeConfig.ipRanges"
 	}
 	var sets []hostlocal.RangeSet
+	legacy := 0
 	if ipam.Subnet != "" {
-		rs, err := hostlocal.ParseRangeSet("ipam", []hostlocal.RangeConfig{ipam.RangeConfig})
+		legacy = 1
+		// The legacy keys sit in ipam itself: errors name ipam.subnet,
+		// not a range-set element that does not exist in the config.
+		r, err := ipam.RangeConfig.Canonicalize("ipam")
 		if err != nil {
 			return nil, err
 		}
-		sets = append(sets, rs)
+		sets = append(sets, hostlocal.RangeSet{r})
 	}
 	for i, cfg := range cfgs {
 		rs, err := hostlocal.ParseRangeSet(fmt.Sprintf("%s[%d]", field, i), cfg)
@@ -161,7 +190,12 @@ func standaloneRanges(ipam ipamConf, extra netArgs) ([]hostlocal.RangeSet, error
 	if len(sets) == 0 {
 		return nil, cnierr.MissingConfig("ipam.ranges")
 	}
-	return sets, hostlocal.CheckDisjoint(field, sets)
+	return sets, hostlocal.CheckDisjoint(sets, func(set, idx int) string {
+		if set < legacy {
+			return "ipam" // the legacy range's keys sit in ipam itself
+		}
+		return fmt.Sprintf("%s[%d][%d]", field, set-legacy, idx)
+	})
 }
 
 func poolDefinitions(defs map[string][]hostlocal.RangeConfig) (map[string]hostlocal.RangeSet, error) {

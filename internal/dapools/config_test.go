@@ -2,6 +2,8 @@ package dapools
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -68,6 +70,14 @@ func TestTargetsAndRequests(t *testing.T) {
 		{name: "hostile pool definition name", ipam: `"poolDefinitions":{"../x":[{"subnet":"10.0.0.0/24"}]}`, code: 7, detail: "poolDefinitions"},
 		{name: "overlapping range sets", ipam: `"ranges":[[{"subnet":"10.1.0.0/24"}],[{"subnet":"10.1.0.128/25"}]]`, code: 7, detail: "overlap"},
 		{name: "mixed families in a set", ipam: `"ranges":[[{"subnet":"10.1.0.0/24"},{"subnet":"fd00::/64"}]]`, code: 7, detail: "ipam.ranges[0]"},
+		// Keys that sit directly in an object are named there, not as a
+		// range-set element the config does not have.
+		{name: "legacy range overlapping a range set", ipam: `"subnet":"10.9.0.0/24",` + ranges + `,"rangeStart":"10.9.0.5"`,
+			extra: `,"runtimeConfig":{"ipRanges":[[{"subnet":"10.1.0.0/24"}],[{"subnet":"10.9.0.0/25"}]]}`,
+			code:  7, detail: "invalid runtimeConfig.ipRanges[1][0]: overlaps ipam ("},
+		{name: "legacy range error names ipam.subnet", ipam: `"subnet":"10.9.0.5/24"`, code: 7, detail: "ipam.subnet="},
+		{name: "inline pool range error names the pool's key", ipam: `"poolDefinitions":{}`,
+			extra: `,"prevResult":{"cniVersion":"1.0.0","pools":[{"name":"in","subnet":"10.4.0.0/24","gateway":"10.5.0.1"}]}`, code: 7, detail: "prevResult.pools[0].gateway="},
 		{name: "relative dataDir", ipam: `"dataDir":"var/lib",` + ranges, code: 7, detail: "ipam.dataDir"},
 		{name: "bad lockTimeout", ipam: `"lockTimeout":"forever",` + ranges, code: 7, detail: "ipam.lockTimeout"},
 		{name: "bad requested address", ipam: ranges, cniArgs: "IP=10.1.0.300", code: 4, detail: "CNI_ARGS"},
@@ -102,5 +112,46 @@ func TestTargetsAndRequests(t *testing.T) {
 				t.Errorf("targets:\n got %s\nwant %s", got, tt.want)
 			}
 		})
+	}
+}
+
+// ipam.dataDir is checked with Lstat before anything touches the disk:
+// a file or a symbolic link is a config error naming the field.
+func TestDataDirValidated(t *testing.T) {
+	sandbox := t.TempDir()
+	dir := filepath.Join(sandbox, "dir")
+	file := filepath.Join(sandbox, "file")
+	link := filepath.Join(sandbox, "link")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(dir, link); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		dataDir string
+		code    uint
+	}{
+		{dataDir: dir},
+		{dataDir: dir + "/"},
+		{dataDir: filepath.Join(sandbox, "missing", "created-later")},
+		{dataDir: "relative/dir", code: 7},
+		{dataDir: file, code: 7},
+		{dataDir: filepath.Join(file, "below-a-file"), code: 7},
+		{dataDir: link, code: 7},
+		{dataDir: link + "/", code: 7},
+	} {
+		t.Run(tt.dataDir, func(t *testing.T) {
+			_, err := mustConfig(t, fmt.Sprintf(`{"cniVersion":"1.0.0","name":"n","ipam":{"dataDir":%q,"subnet":"10.0.0.0/24"}}`, tt.dataDir), "")
+			if e := cnierr.As(err); cnierr.Code(err) != tt.code || (err != nil && !strings.Contains(e.Msg+e.Details, "ipam.dataDir")) {
+				t.Errorf("error = %v, want code %d naming ipam.dataDir", err, tt.code)
+			}
+		})
+	}
+	if des, _ := os.ReadDir(sandbox); len(des) != 3 {
+		t.Errorf("validation touched the disk: %v", des)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/containernetworking/cni/pkg/types"
+	current "github.com/containernetworking/cni/pkg/types/100"
 	"github.com/containernetworking/cni/pkg/types/create"
 
 	"github.com/cniplugins/cniplugins/internal/cnierr"
@@ -116,7 +117,16 @@ func (c *Chain) validResult(out []byte) (*plugin.RawResult, error) {
 			// A delegate that omits cniVersion answers in the config's.
 			raw.CNIVersion = c.Conf.CNIVersion
 		}
-		_, err = create.Create(raw.CNIVersion, out)
+		var res types.Result
+		if res, err = create.Create(raw.CNIVersion, out); err == nil {
+			// The cni types accept entries they cannot print back (an
+			// address-less ip); passing them on would hand the next
+			// delegate or the runtime "<nil>".
+			var cur *current.Result
+			if cur, err = current.GetResult(res); err == nil {
+				err = netconf.ValidateResult(cur, "result")
+			}
+		}
 	}
 	if err != nil {
 		return nil, cnierr.Wrap(cnierr.New(cnierr.CodeDecoding, "delegate printed no valid result", "%v", err), err)

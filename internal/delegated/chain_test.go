@@ -157,21 +157,29 @@ func TestRollbackIgnoresDelFailures(t *testing.T) {
 }
 
 func TestAddRejectsInvalidResult(t *testing.T) {
-	f := &fakeExec{}
-	c := newTestChain(t, f, false)
-	c.Exec = execFunc(func(d Delegate, cmd string) ([]byte, error) {
-		f.calls = append(f.calls, call{d.Name, cmd, ""})
-		if d.Name == "b" && cmd == "ADD" {
-			return []byte("not json"), nil
+	for _, bad := range []string{
+		"not json",
+		// Decodes as a 1.0.0 result, but the ip has no address: passed
+		// on, it would print as "<nil>".
+		`{"cniVersion":"1.0.0","ips":[{"gateway":"10.0.0.1"}]}`,
+		`{"cniVersion":"1.0.0","ips":[null]}`,
+	} {
+		f := &fakeExec{}
+		c := newTestChain(t, f, false)
+		c.Exec = execFunc(func(d Delegate, cmd string) ([]byte, error) {
+			f.calls = append(f.calls, call{d.Name, cmd, ""})
+			if d.Name == "b" && cmd == "ADD" {
+				return []byte(bad), nil
+			}
+			return result(d.Name), nil
+		})
+		_, err := c.Add(context.Background())
+		if e := cnierr.As(err); e.Code != cnierr.CodeDecoding || !strings.HasPrefix(e.Msg, "b: ") {
+			t.Errorf("%s: error = %+v, want code 6 naming b", bad, e)
 		}
-		return result(d.Name), nil
-	})
-	_, err := c.Add(context.Background())
-	if e := cnierr.As(err); e.Code != cnierr.CodeDecoding || !strings.HasPrefix(e.Msg, "b: ") {
-		t.Errorf("error = %+v, want code 6 naming b", e)
-	}
-	if got := len(f.calls); got != 4 { // a ADD, b ADD, a DEL, b DEL
-		t.Errorf("%d calls, want 4: %+v", got, f.calls)
+		if got := len(f.calls); got != 4 { // a ADD, b ADD, a DEL, b DEL
+			t.Errorf("%s: %d calls, want 4: %+v", bad, got, f.calls)
+		}
 	}
 }
 

@@ -42,6 +42,12 @@ func delegateNames(conf *netconf.Envelope) ([]string, error) {
 		if err := validName(names[i]); err != "" {
 			return nil, cnierr.InvalidConfig(field, names[i], err)
 		}
+		// Every delegate receives this same config, so an ipam-delegated
+		// delegate would read these same delegates and run itself again,
+		// forever: a stack overflow in-process, a fork bomb exec'd.
+		if names[i] == Name {
+			return nil, cnierr.InvalidConfig(field, names[i], "ipam-delegated cannot be its own delegate")
+		}
 	}
 	return names, nil
 }

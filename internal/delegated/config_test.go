@@ -23,6 +23,8 @@ func TestDelegateNames(t *testing.T) {
 		{ipam: `{"delegates":["../../bin/sh"]}`, wantField: "ipam.delegates[0]"},
 		{ipam: `{"delegates":[""]}`, wantField: "ipam.delegates[0]"},
 		{ipam: `{"delegates":[".."]}`, wantField: "ipam.delegates[0]"},
+		// Itself as a delegate would recurse forever (stack overflow).
+		{ipam: `{"delegates":["ipam-ds-static","ipam-delegated"]}`, wantField: "ipam.delegates[1]"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.ipam, func(t *testing.T) {

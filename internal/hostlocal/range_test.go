@@ -1,6 +1,7 @@
 package hostlocal
 
 import (
+	"fmt"
 	"net/netip"
 	"strings"
 	"testing"
@@ -129,10 +130,11 @@ func TestCheckDisjoint(t *testing.T) {
 	v4b := mustSet(t, RangeConfig{Subnet: "10.0.1.0/24"})
 	v4overlap := mustSet(t, RangeConfig{Subnet: "10.0.0.0/16", RangeStart: "10.0.0.100", RangeEnd: "10.0.0.100"})
 	v6 := mustSet(t, RangeConfig{Subnet: "fd00::/64"})
-	if err := CheckDisjoint("ranges", []RangeSet{v4a, v4b, v6}); err != nil {
+	field := func(set, idx int) string { return fmt.Sprintf("ranges[%d][%d]", set, idx) }
+	if err := CheckDisjoint([]RangeSet{v4a, v4b, v6}, field); err != nil {
 		t.Fatal(err)
 	}
-	err := CheckDisjoint("ranges", []RangeSet{v4a, v6, v4overlap})
+	err := CheckDisjoint([]RangeSet{v4a, v6, v4overlap}, field)
 	assertCode(t, err, cnierr.CodeInvalidConfig)
 	if e := cnierr.As(err); !strings.Contains(e.Msg, "ranges[2][0]") || !strings.Contains(e.Msg, "ranges[0][0]") {
 		t.Fatalf("error %q does not name both ranges", e.Msg)

@@ -100,7 +100,44 @@ func (e *Envelope) Result() (*current.Result, error) {
 	if err != nil {
 		return nil, cnierr.New(cnierr.CodeDecoding, "cannot convert prevResult", "prevResult: %v", err)
 	}
+	if err := ValidateResult(cur, "prevResult"); err != nil {
+		return nil, err
+	}
 	return cur, nil
+}
+
+// ValidateResult rejects what the cni types decode without complaint but
+// cannot represent: a null element, an ips entry without an address or a
+// route without a destination. Passed on, such a result prints as "<nil>"
+// (a selector copies prevResult.ips into its own result; a conversion
+// re-encodes it), which the next reader then fails to decode. field names
+// the result in the error ("prevResult", or a delegate's "result").
+func ValidateResult(r *current.Result, field string) error {
+	bad := func(list string, i int, what string) error {
+		return cnierr.New(cnierr.CodeDecoding, "cannot decode "+field, "%s.%s[%d]: %s", field, list, i, what)
+	}
+	for i, intf := range r.Interfaces {
+		if intf == nil {
+			return bad("interfaces", i, "null")
+		}
+	}
+	for i, ip := range r.IPs {
+		switch {
+		case ip == nil:
+			return bad("ips", i, "null")
+		case ip.Address.IP == nil || ip.Address.Mask == nil:
+			return bad("ips", i, "address missing")
+		}
+	}
+	for i, rt := range r.Routes {
+		if rt == nil {
+			return bad("routes", i, "null")
+		}
+		if rt.Dst.IP == nil || rt.Dst.Mask == nil {
+			return bad("routes", i, "dst missing")
+		}
+	}
+	return nil
 }
 
 // WithPrevResult returns the raw config with prevResult replaced by result

@@ -66,9 +66,18 @@ func TestPrevResult(t *testing.T) {
 	if !strings.Contains(string(out), `"x":{"keep":true}`) || !strings.Contains(string(out), `"prevResult":{"cniVersion":"0.4.0","ips":[]}`) {
 		t.Errorf("WithPrevResult lost or mangled keys: %s", out)
 	}
-	bad, _ := Parse([]byte(`{"cniVersion":"1.0.0","name":"n","prevResult":{"ips":"x"}}`))
-	if _, err := bad.Result(); cnierr.Code(err) != cnierr.CodeDecoding {
-		t.Errorf("malformed prevResult: %v, want code 6", err)
+	for _, prev := range []string{
+		`{"ips":"x"}`,
+		// The cni types accept these, then print "<nil>" for them.
+		`{"ips":[{}]}`,
+		`{"ips":[null]}`,
+		`{"routes":[{"gw":"10.0.0.1"}]}`,
+		`{"interfaces":[null]}`,
+	} {
+		bad, _ := Parse([]byte(`{"cniVersion":"1.0.0","name":"n","prevResult":` + prev + `}`))
+		if _, err := bad.Result(); cnierr.Code(err) != cnierr.CodeDecoding {
+			t.Errorf("malformed prevResult %s: %v, want code 6", prev, err)
+		}
 	}
 }
 

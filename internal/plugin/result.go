@@ -6,8 +6,10 @@ import (
 	"os"
 
 	"github.com/containernetworking/cni/pkg/types"
+	current "github.com/containernetworking/cni/pkg/types/100"
 	"github.com/containernetworking/cni/pkg/types/create"
 
+	"github.com/cniplugins/cniplugins/internal/netconf"
 	"github.com/cniplugins/cniplugins/internal/version"
 )
 
@@ -31,13 +33,23 @@ func NewRawResult(out []byte) (*RawResult, error) {
 
 func (r *RawResult) Version() string { return r.CNIVersion }
 
-// GetAsVersion converts only when needed.
+// GetAsVersion converts only when needed. A result is validated before it
+// is converted: the cni types would otherwise re-encode an address-less
+// entry as "<nil>", turning a delegate's mistake into output nobody can
+// decode.
 func (r *RawResult) GetAsVersion(ver string) (types.Result, error) {
 	if ver == r.CNIVersion {
 		return r, nil
 	}
 	res, err := create.CreateFromBytes(r.Bytes)
 	if err != nil {
+		return nil, err
+	}
+	cur, err := current.GetResult(res)
+	if err != nil {
+		return nil, err
+	}
+	if err := netconf.ValidateResult(cur, "result"); err != nil {
 		return nil, err
 	}
 	return res.GetAsVersion(ver)

@@ -56,6 +56,11 @@ func TestRun(t *testing.T) {
 		{name: "container ID escaping", env: append(append([]string{"CNI_COMMAND=DEL"}, base...), "CNI_CONTAINERID=../../etc"), stdin: conf("1.0.0"), exit: 1, code: 4, detail: "CNI_CONTAINERID", noCalls: true},
 		{name: "container ID with CRLF", env: append(append([]string{"CNI_COMMAND=DEL"}, base...), "CNI_CONTAINERID=a\r\nb"), stdin: conf("1.0.0"), exit: 1, code: 4, detail: "CNI_CONTAINERID", noCalls: true},
 		{name: "container ID oversize", env: append(append([]string{"CNI_COMMAND=DEL"}, base...), "CNI_CONTAINERID="+strings.Repeat("a", 201)), stdin: conf("1.0.0"), exit: 1, code: 4, detail: "CNI_CONTAINERID", noCalls: true},
+		// NUL cannot pass through execve, but an in-process delegate gets
+		// its environment as Go strings: it must be refused all the same.
+		{name: "container ID with NUL", env: append(append([]string{"CNI_COMMAND=ADD"}, base...), "CNI_CONTAINERID=a\x00b"), stdin: conf("1.0.0"), exit: 1, code: 4, detail: "CNI_CONTAINERID", noCalls: true},
+		{name: "ifname with NUL", env: append(append([]string{"CNI_COMMAND=ADD"}, base...), "CNI_IFNAME=eth\x000"), stdin: conf("1.0.0"), exit: 1, code: 4, detail: "CNI_IFNAME", noCalls: true},
+		{name: "network name with NUL", env: append([]string{"CNI_COMMAND=ADD"}, base...), stdin: `{"cniVersion":"1.0.0","name":"n\u0000../x","ipam":{}}`, exit: 1, code: 7, detail: "name", noCalls: true},
 		{name: "ifname with slash", env: append(append([]string{"CNI_COMMAND=ADD"}, base...), "CNI_IFNAME=a/b"), stdin: conf("1.0.0"), exit: 1, code: 4, detail: "CNI_IFNAME", noCalls: true},
 		{name: "ifname too long", env: append(append([]string{"CNI_COMMAND=ADD"}, base...), "CNI_IFNAME=0123456789abcdef"), stdin: conf("1.0.0"), exit: 1, code: 4, detail: "CNI_IFNAME", noCalls: true},
 		{name: "ifname dotdot", env: append(append([]string{"CNI_COMMAND=ADD"}, base...), "CNI_IFNAME=.."), stdin: conf("1.0.0"), exit: 1, code: 4, detail: "CNI_IFNAME", noCalls: true},

@@ -82,10 +82,15 @@ func (p Pool) InlineRanges(field string) (hostlocal.RangeSet, bool, error) {
 		rs, err := hostlocal.ParseRangeSet(field+".ranges", p.Ranges)
 		return rs, err == nil, err
 	case p.Subnet != "":
-		rs, err := hostlocal.ParseRangeSet(field, []hostlocal.RangeConfig{{
+		// The range keys sit in the pool object itself: errors name
+		// <field>.subnet, not a range-set element that is not there.
+		r, err := hostlocal.RangeConfig{
 			Subnet: p.Subnet, RangeStart: p.RangeStart, RangeEnd: p.RangeEnd, Gateway: p.Gateway,
-		}})
-		return rs, err == nil, err
+		}.Canonicalize(field)
+		if err != nil {
+			return nil, false, err
+		}
+		return hostlocal.RangeSet{r}, true, nil
 	case p.RangeStart != "" || p.RangeEnd != "" || p.Gateway != "":
 		return nil, false, cnierr.MissingConfig(field + ".subnet")
 	}

@@ -6,11 +6,18 @@ package plugintest
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
+	"net/netip"
+	"path/filepath"
+	"strings"
 
 	"github.com/containernetworking/cni/pkg/types"
+	current "github.com/containernetworking/cni/pkg/types/100"
 
 	"github.com/cniplugins/cniplugins/internal/cnierr"
+	"github.com/cniplugins/cniplugins/internal/netconf"
 )
 
 // ErrorOutput is the error object a failed invocation prints.
@@ -48,4 +55,68 @@ func CheckOutput(exit int, stdout []byte) (*ErrorOutput, error) {
 		return &e, fmt.Errorf("error object without a message: %q", stdout)
 	}
 	return &e, nil
+}
+
+// PinDataDir rewrites a config so that whatever it says, ipam.dataDir is
+// dir: a fuzzed config must never reach the host's state directories.
+// encoding/json matches keys case-insensitively, so every spelling of
+// "ipam" and "dataDir" is replaced. Anything that is not a JSON object
+// with an ipam object is returned unchanged (it cannot reach the disk).
+func PinDataDir(stdin []byte, dir string) []byte {
+	var top map[string]json.RawMessage
+	if json.Unmarshal(stdin, &top) != nil || top == nil {
+		return stdin
+	}
+	pinned, _ := json.Marshal(dir)
+	for k, v := range top {
+		if !strings.EqualFold(k, "ipam") {
+			continue
+		}
+		var ipam map[string]json.RawMessage
+		if json.Unmarshal(v, &ipam) != nil || ipam == nil {
+			continue
+		}
+		for ik := range ipam {
+			if strings.EqualFold(ik, "dataDir") {
+				delete(ipam, ik)
+			}
+		}
+		ipam["dataDir"] = pinned
+		top[k], _ = json.Marshal(ipam)
+	}
+	out, err := json.Marshal(top)
+	if err != nil {
+		return stdin
+	}
+	return out
+}
+
+// Reservations lists, relative to root, every reservation file under root
+// (a file named by a canonical IP address), sorted.
+func Reservations(root string) ([]string, error) {
+	var out []string
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if a, perr := netip.ParseAddr(d.Name()); perr == nil && a.String() == d.Name() && d.Type().IsRegular() {
+			rel, _ := filepath.Rel(root, path)
+			out = append(out, rel)
+		}
+		return nil
+	})
+	if errors.Is(err, fs.ErrNotExist) {
+		err = nil
+	}
+	return out, err
+}
+
+// ParsePrevResult parses conf and decodes its prevResult, as the next
+// delegate of a chain does.
+func ParsePrevResult(conf []byte) (*current.Result, error) {
+	env, err := netconf.Parse(conf)
+	if err != nil {
+		return nil, err
+	}
+	return env.Result()
 }
