@@ -47,15 +47,15 @@ type ipamConf struct {
 // netArgs is what the rest of the config says about requested addresses
 // and runtime-supplied ranges.
 type netArgs struct {
-	Args *struct {
-		CNI *struct {
+	Args struct {
+		CNI struct {
 			IPs []string `json:"ips"`
 		} `json:"cni"`
-	} `json:"args"`
-	RuntimeConfig *struct {
+	}
+	RuntimeConfig struct {
 		IPs      []string                  `json:"ips"`
 		IPRanges [][]hostlocal.RangeConfig `json:"ipRanges"`
-	} `json:"runtimeConfig"`
+	}
 }
 
 // config is everything ipam-da-pools needs, validated.
@@ -86,7 +86,10 @@ func parseConfig(conf *netconf.Envelope, cniArgs []netconf.CNIArg, needRanges bo
 		return nil, err
 	}
 	var extra netArgs
-	if err := netconf.Decode(conf.Raw, "", &extra); err != nil {
+	if err := conf.DecodeArgs(&extra.Args); err != nil {
+		return nil, err
+	}
+	if err := conf.DecodeRuntimeConfig(&extra.RuntimeConfig); err != nil {
 		return nil, err
 	}
 	c := &config{network: conf.Name, routes: ipam.Routes, resolvConf: ipam.ResolvConf}
@@ -165,7 +168,7 @@ func lockTimeout(s string) (time.Duration, error) {
 // overlap one another.
 func standaloneRanges(ipam ipamConf, extra netArgs) ([]hostlocal.RangeSet, error) {
 	cfgs, field := ipam.Ranges, "ipam.ranges"
-	if extra.RuntimeConfig != nil && len(extra.RuntimeConfig.IPRanges) > 0 {
+	if len(extra.RuntimeConfig.IPRanges) > 0 {
 		cfgs, field = extra.RuntimeConfig.IPRanges, "runtimeConfig.ipRanges"
 	}
 	var sets []hostlocal.RangeSet

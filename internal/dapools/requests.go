@@ -42,18 +42,14 @@ func requestedAddrs(cniArgs []netconf.CNIArg, extra netArgs) ([]netip.Addr, erro
 			}
 		}
 	}
-	if extra.Args != nil && extra.Args.CNI != nil {
-		for i, s := range extra.Args.CNI.IPs {
-			if err := add(fmt.Sprintf("args.cni.ips[%d]", i), s); err != nil {
-				return nil, err
-			}
+	for i, s := range extra.Args.CNI.IPs {
+		if err := add(fmt.Sprintf("args.cni.ips[%d]", i), s); err != nil {
+			return nil, err
 		}
 	}
-	if extra.RuntimeConfig != nil {
-		for i, s := range extra.RuntimeConfig.IPs {
-			if err := add(fmt.Sprintf("runtimeConfig.ips[%d]", i), s); err != nil {
-				return nil, err
-			}
+	for i, s := range extra.RuntimeConfig.IPs {
+		if err := add(fmt.Sprintf("runtimeConfig.ips[%d]", i), s); err != nil {
+			return nil, err
 		}
 	}
 	return out, nil

@@ -82,6 +82,23 @@ func (e *Envelope) DecodeIPAM(v any) error {
 	return Decode(e.IPAM, "ipam", v)
 }
 
+// DecodeArgs decodes the args section into v; v is left as is when the
+// config has none.
+func (e *Envelope) DecodeArgs(v any) error { return decodeSection(e.Args, "args", v) }
+
+// DecodeRuntimeConfig decodes runtimeConfig into v; v is left as is when
+// the config has none.
+func (e *Envelope) DecodeRuntimeConfig(v any) error {
+	return decodeSection(e.RuntimeConfig, "runtimeConfig", v)
+}
+
+func decodeSection(raw json.RawMessage, field string, v any) error {
+	if isNull(raw) {
+		return nil
+	}
+	return Decode(raw, field, v)
+}
+
 // HasPrevResult reports whether the runtime (or a previous delegate) passed
 // a prevResult.
 func (e *Envelope) HasPrevResult() bool { return !isNull(e.PrevResult) }
