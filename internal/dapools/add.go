@@ -4,9 +4,8 @@ import (
 	"net"
 	"net/netip"
 
-	current "github.com/containernetworking/cni/pkg/types/100"
-
 	"github.com/containernetworking/cni/pkg/types"
+	current "github.com/containernetworking/cni/pkg/types/100"
 
 	"github.com/cniplugins/cniplugins/internal/hostlocal"
 	"github.com/cniplugins/cniplugins/internal/logging"
@@ -46,20 +45,14 @@ func cmdAdd(req *plugin.Request) (types.Result, error) {
 					req.Log.Error("rollback failed", logging.String("dir", dir), logging.Error(rerr))
 				}
 			}
-			if cerr := st.close(); cerr != nil {
-				req.Log.Warn("index not committed; it will be rebuilt", logging.Error(cerr))
-			}
+			st.closeLogged(req.Log)
 			return nil, err
 		}
 		reserved[t.dir] = append(reserved[t.dir], addr.Addr())
 		res.IPs = append(res.IPs, ipConfig(addr, gw))
 		req.Log.Debug("allocated", logging.String("target", t.label), logging.Stringer("address", addr))
 	}
-	// The reservations are on disk; a failed index commit only costs the
-	// next operation a rebuild, so it does not fail this one.
-	if err := st.close(); err != nil {
-		req.Log.Warn("index not committed; it will be rebuilt", logging.Error(err))
-	}
+	st.closeLogged(req.Log)
 	return res, nil
 }
 

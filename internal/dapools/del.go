@@ -31,9 +31,7 @@ func cmdDel(req *plugin.Request) error {
 		errs = append(errs, err)
 		req.Log.Debug("released", logging.String("dir", dir), logging.Any("addresses", released))
 	}
-	if err := st.close(); err != nil {
-		req.Log.Warn("index not committed; it will be rebuilt", logging.Error(err))
-	}
+	st.closeLogged(req.Log)
 	return errors.Join(errs...)
 }
 

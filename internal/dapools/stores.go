@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/cniplugins/cniplugins/internal/hostlocal"
+	"github.com/cniplugins/cniplugins/internal/logging"
 )
 
 // stores holds the locked state directories of one operation. They are
@@ -45,4 +46,13 @@ func (s *stores) close() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// closeLogged closes after an operation whose reservations are already on
+// disk: a failed index commit only costs the next operation a rebuild, so
+// it is logged rather than failing this one.
+func (s *stores) closeLogged(log *logging.Logger) {
+	if err := s.close(); err != nil {
+		log.Warn("index not committed; it will be rebuilt", logging.Error(err))
+	}
 }
