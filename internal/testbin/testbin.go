@@ -128,3 +128,32 @@ func MustSucceed(t testing.TB, c Call) Reply {
 	}
 	return r
 }
+
+// Setup is a freshly built binary installed in a temporary CNI bin dir.
+type Setup struct {
+	Root   string // temporary directory holding everything; Cleanup removes it
+	Bin    string // the built binary
+	BinDir string // the bin dir install-symlinks.sh installed it into
+}
+
+// Installed builds the binary and installs it with install-symlinks.sh
+// into a new temporary directory named after prefix: what every exec-level
+// test package does once, in TestMain.
+func Installed(prefix string) (Setup, error) {
+	root, err := os.MkdirTemp("", prefix)
+	if err != nil {
+		return Setup{}, err
+	}
+	s := Setup{Root: root, BinDir: filepath.Join(root, "cni-bin")}
+	if s.Bin, err = Build(root, ""); err == nil {
+		err = Install(s.Bin, s.BinDir)
+	}
+	if err != nil {
+		s.Cleanup()
+		return Setup{}, err
+	}
+	return s, nil
+}
+
+// Cleanup removes everything Installed made.
+func (s Setup) Cleanup() { _ = os.RemoveAll(s.Root) }

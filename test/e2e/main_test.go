@@ -40,18 +40,10 @@ func TestMain(m *testing.M) {
 }
 
 func run(m *testing.M) int {
-	tmp, err := os.MkdirTemp("", "cniplugins-e2e-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer os.RemoveAll(tmp)
-	bin, err := testbin.Build(tmp, "")
-	installDir = filepath.Join(tmp, "cni-bin")
+	setup, err := testbin.Installed("cniplugins-e2e-")
 	if err == nil {
-		err = testbin.Install(bin, installDir)
-	}
-	if err == nil {
+		defer setup.Cleanup()
+		installDir = setup.BinDir
 		err = os.WriteFile(filepath.Join(installDir, failDelegate), []byte(failScript), 0o755)
 	}
 	if err != nil {

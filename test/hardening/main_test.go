@@ -9,7 +9,6 @@ package hardening
 import (
 	"fmt"
 	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/cniplugins/cniplugins/internal/testbin"
@@ -23,20 +22,12 @@ func TestMain(m *testing.M) {
 }
 
 func run(m *testing.M) int {
-	tmp, err := os.MkdirTemp("", "cniplugins-hardening-")
+	setup, err := testbin.Installed("cniplugins-hardening-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	defer os.RemoveAll(tmp)
-	bin, err := testbin.Build(tmp, "")
-	binDir = filepath.Join(tmp, "cni-bin")
-	if err == nil {
-		err = testbin.Install(bin, binDir)
-	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
+	defer setup.Cleanup()
+	binDir = setup.BinDir
 	return m.Run()
 }

@@ -24,19 +24,11 @@ func TestMain(m *testing.M) {
 }
 
 func run(m *testing.M) int {
-	tmp, err := os.MkdirTemp("", "cniplugins-integration-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer os.RemoveAll(tmp)
-	bin, err := testbin.Build(tmp, "")
+	setup, err := testbin.Installed("cniplugins-integration-")
 	if err == nil {
-		verboseBin, err = testbin.Build(tmp, "verbose")
-	}
-	binDir = filepath.Join(tmp, "cni-bin")
-	if err == nil {
-		err = testbin.Install(bin, binDir)
+		defer setup.Cleanup()
+		binDir = setup.BinDir
+		verboseBin, err = testbin.Build(setup.Root, "verbose")
 	}
 	if err == nil {
 		err = installDelegates(binDir)
