@@ -46,10 +46,6 @@ type hostileCase struct {
 	field  string // must appear in the error's msg or details
 }
 
-func withEnv(kv ...string) func(*testbin.Call) {
-	return func(c *testbin.Call) { c.Env = append(c.Env, kv...) }
-}
-
 // hostileCases are the invocations of TestHostileInput. Codes are
 // SPEC.md's (README "Error codes").
 func hostileCases() []hostileCase {
