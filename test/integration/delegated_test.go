@@ -286,3 +286,43 @@ func TestLogsNeverOnStdout(t *testing.T) {
 		t.Errorf("no warning about the log file on stderr: %q", r.Stderr)
 	}
 }
+
+// Standard CNI IPAM plugins work as delegates: upstream host-local as the
+// last delegate answers ADD, and prints nothing on DEL.
+func TestUpstreamHostLocalAsDelegate(t *testing.T) {
+	needHostLocal(t)
+	dataDir := t.TempDir()
+	conf := []byte(fmt.Sprintf(`{"cniVersion":"1.0.0","name":"upstream","ipam":{"type":"ipam-delegated",
+		"delegates":["ipam-ds-static","host-local"],"pools":[{"name":"ignored-by-host-local"}],
+		"dataDir":%q,"ranges":[[{"subnet":"10.44.0.0/24"}]]}}`, dataDir))
+	c := call("ipam-delegated", "ADD", "up1", conf)
+	c.Path = binDir + ":" + filepath.Dir(upstreamHostLocal)
+	r := testbin.MustSucceed(t, c)
+	if got := parseResult(t, r.Stdout).addrs(); got != "10.44.0.2/24 gw 10.44.0.1" {
+		t.Errorf("ADD through host-local = %s", got)
+	}
+	if b, err := os.ReadFile(filepath.Join(dataDir, "upstream", "10.44.0.2")); err != nil || string(b) != "up1\r\neth0" {
+		t.Errorf("host-local's reservation = %q, %v", b, err)
+	}
+	c.Command, c.Stdin = "DEL", append(conf[:len(conf)-1], []byte(`,"prevResult":`+string(r.Stdout)+`}`)...)
+	if r := testbin.MustSucceed(t, c); len(r.Stdout) != 0 {
+		t.Errorf("DEL printed %q", r.Stdout)
+	}
+	if _, err := os.Stat(filepath.Join(dataDir, "upstream", "10.44.0.2")); !os.IsNotExist(err) {
+		t.Errorf("reservation still there after DEL: %v", err)
+	}
+}
+
+// A passcod-style selector writes requested_ip; the allocator honours it.
+func TestPasscodStyleSelector(t *testing.T) {
+	dataDir := t.TempDir()
+	conf := []byte(fmt.Sprintf(`{"cniVersion":"1.0.0","name":"passcod","ipam":{"type":"ipam-delegated",
+		"delegates":["test-passcod","ipam-da-pools"],"dataDir":%q}}`, dataDir))
+	r := testbin.MustSucceed(t, call("ipam-delegated", "ADD", "pc1", conf))
+	if got := parseResult(t, r.Stdout).addrs(); got != "192.168.7.77/24 gw 192.168.7.1" {
+		t.Errorf("requested_ip not honoured: %s", got)
+	}
+	if _, err := os.Stat(filepath.Join(dataDir, "_pools", "passcod-pool", "192.168.7.77")); err != nil {
+		t.Errorf("no reservation in the pool directory: %v", err)
+	}
+}

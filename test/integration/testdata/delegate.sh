@@ -20,6 +20,10 @@ test-select/*)
 	# A selector: the seed's local-pool, on every command.
 	printf '{"cniVersion":"%s","pools":[{"name":"local-pool","subnet":"192.168.0.0/24"}]}\n' "$ver"
 	;;
+test-passcod/*)
+	# A passcod-style selector: requested_ip with an underscore.
+	printf '{"cniVersion":"%s","pools":[{"name":"passcod-pool","subnet":"192.168.7.0/24","requested_ip":"192.168.7.77"}]}\n' "$ver"
+	;;
 test-alloc/ADD)
 	# An allocator: it needs the selector's pool in prevResult.
 	case "$stdin" in
