@@ -20,12 +20,13 @@ type Disk struct {
 	lock *os.File // holds the flock; nil once closed
 
 	// untrusted: the file system cannot keep the stamp, so the index is
-	// never written and entries always comes from a scan of D.
+	// never written and buckets always come from a scan of D.
 	untrusted bool
-	// complete: entries holds every attachment of D (it was built from a
-	// scan), so a missing key means "holds nothing".
+	// complete: buckets hold every attachment of D (they were built from
+	// a scan), so a missing key means "holds nothing".
 	complete bool
-	entries  map[Attachment]*entry
+	// buckets caches the index buckets loaded so far, by number.
+	buckets map[uint8]*bucket
 	// exhausted is the sorted set of range-set IDs recorded as full.
 	exhausted []int
 	// dirty: D or the index changed since Open, so Close must re-stamp.
@@ -47,7 +48,7 @@ func Open(dir string, lockTimeout time.Duration) (*Disk, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &Disk{dir: dir, idx: indexDir(dir), lock: lk, entries: map[Attachment]*entry{}}
+	d := &Disk{dir: dir, idx: indexDir(dir), lock: lk, buckets: map[uint8]*bucket{}}
 	if err := d.load(); err != nil {
 		lk.Close()
 		return nil, err
@@ -69,7 +70,7 @@ func (d *Disk) load() error {
 		return nil
 	case err == nil && st.valid:
 		ok, err := mtimesMatch(d.dir, d.idx, st.nanos)
-		if err == nil && ok {
+		if err == nil && ok && d.bucketFormat() {
 			d.exhausted = st.exhausted
 			return nil
 		}

@@ -3,6 +3,7 @@ package hostlocal
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -95,7 +96,7 @@ func TestDiskExactBytes(t *testing.T) {
 	if fi, _ := os.Stat(filepath.Join(dir, "203.0.113.2")); fi.Mode().Perm() != 0o644 {
 		t.Errorf("mode %v", fi.Mode())
 	}
-	if got := readString(t, filepath.Join(indexDir(dir), "cid@eth0")); got != "203.0.113.2\n2001:db8:0:1::a00\n" {
+	if got := indexEntry(t, dir, Attachment{ContainerID: "cid", IfName: "eth0"}); got != "203.0.113.2 2001:db8:0:1::a00" {
 		t.Errorf("index entry = %q", got)
 	}
 	if !indexValid(t, dir) {
@@ -103,6 +104,64 @@ func TestDiskExactBytes(t *testing.T) {
 	}
 	if exists(filepath.Join(indexDir(dir), scratchName)) {
 		t.Error("scratch file still names a reservation")
+	}
+}
+
+// readBuckets parses every bucket file of dir's index into key -> the
+// space-separated addresses, checking that each line sits in its bucket
+// and that lines are sorted.
+func readBuckets(t testing.TB, dir string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	for n := range numBuckets {
+		data, err := os.ReadFile(filepath.Join(indexDir(dir), bucketName(uint8(n))))
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		prev := ""
+		for line := range strings.Lines(string(data)) {
+			key, addrs, ok := strings.Cut(strings.TrimSuffix(line, "\n"), " ")
+			id, ifname, _ := strings.Cut(key, "@")
+			if !ok || bucketOf(Attachment{ContainerID: id, IfName: ifname}) != uint8(n) || key <= prev {
+				t.Fatalf("bucket %s: bad line %q", bucketName(uint8(n)), line)
+			}
+			prev = key
+			out[key] = addrs
+		}
+	}
+	return out
+}
+
+// indexEntry is a's addresses in the index, space-separated.
+func indexEntry(t testing.TB, dir string, a Attachment) string {
+	t.Helper()
+	key, ok := entryKey(a)
+	if !ok {
+		t.Fatalf("%v is not indexable", a)
+	}
+	return readBuckets(t, dir)[key]
+}
+
+// setIndexEntry rewrites a's line in its bucket file, keeping the others.
+func setIndexEntry(t testing.TB, dir string, a Attachment, addrs string) {
+	t.Helper()
+	key, _ := entryKey(a)
+	n := bucketOf(a)
+	var s strings.Builder
+	all := readBuckets(t, dir)
+	all[key] = addrs
+	keys := slices.Sorted(maps.Keys(all))
+	for _, k := range keys {
+		id, ifname, _ := strings.Cut(k, "@")
+		if bucketOf(Attachment{ContainerID: id, IfName: ifname}) == n {
+			s.WriteString(k + " " + all[k] + "\n")
+		}
+	}
+	if err := os.WriteFile(filepath.Join(indexDir(dir), bucketName(n)), []byte(s.String()), 0o644); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -131,7 +190,7 @@ func TestDiskRebuildAfterForeignChanges(t *testing.T) {
 	}
 	_, _, err := alloc(t, h, Attachment{ContainerID: "cid-x", IfName: "eth1"}, 0, rs, "")
 	assertCode(t, err, cnierr.CodeDuplicateAttach)
-	if got := readString(t, filepath.Join(indexDir(dir), "cid-x@eth1")); got != "10.0.0.5\n" {
+	if got := indexEntry(t, dir, Attachment{ContainerID: "cid-x", IfName: "eth1"}); got != "10.0.0.5" {
 		t.Fatalf("rebuilt entry = %q", got)
 	}
 
@@ -155,10 +214,7 @@ func TestDiskStaleEntryIgnored(t *testing.T) {
 	// Forge cidA's entry to claim b and a missing address, keeping the
 	// stamp valid so that only verification can catch it.
 	st, _ := readStamp(indexDir(dir))
-	entry := filepath.Join(indexDir(dir), "cid-a@eth0")
-	if err := os.WriteFile(entry, []byte(b.String()+"\n10.0.0.6\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	setIndexEntry(t, dir, cidA, b.String()+" 10.0.0.6")
 	if err := os.Chtimes(indexDir(dir), time.Time{}, time.Unix(0, st.nanos)); err != nil {
 		t.Fatal(err)
 	}
@@ -176,7 +232,7 @@ func TestDiskStaleEntryIgnored(t *testing.T) {
 	if o, ok, _ := (memHarnessOwner{dir}).owner(t, b); !ok || o != cidB {
 		t.Fatal("stale entry released another attachment's address")
 	}
-	if got := readString(t, entry); got != "10.0.0.3\n" {
+	if got := indexEntry(t, dir, cidA); got != "10.0.0.3" {
 		t.Fatalf("entry not rewritten: %q", got)
 	}
 }
@@ -204,7 +260,7 @@ func TestDiskCrashLeftovers(t *testing.T) {
 	if err := os.MkdirAll(filepath.Join(parent, "."+base+".new"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	writeForeign(t, filepath.Join(parent, "."+base+".new"), "junk@eth0", "10.0.0.6\n")
+	writeForeign(t, filepath.Join(parent, "."+base+".new"), bucketName(0), "junk@eth0 10.0.0.6\n")
 	if st, _ := readStamp(idx); st.valid {
 		t.Fatal("half-swapped index looks valid")
 	}
@@ -269,9 +325,17 @@ func TestDiskUnindexableAttachment(t *testing.T) {
 			t.Fatalf("release %v %v", rel, err)
 		}
 	})
-	for _, a := range []Attachment{odd, {ContainerID: "../x", IfName: "eth0"}, {ContainerID: ".hidden", IfName: "eth0"}, {ContainerID: "x", IfName: "a/b"}, {ContainerID: strings.Repeat("x", 250), IfName: "eth0123"}} {
-		if name, ok := entryName(a); ok {
-			t.Errorf("%v indexed as %q", a, name)
+	for _, a := range []Attachment{odd, {ContainerID: ".hidden", IfName: "eth0"}, {ContainerID: "../x", IfName: "eth0"}, {ContainerID: "a b", IfName: "eth0"},
+		{ContainerID: "a\tb", IfName: "eth0"}, {ContainerID: "a\x00b", IfName: "eth0"}, {ContainerID: "x", IfName: "a b"},
+		{ContainerID: "x", IfName: "a\u00a0b"}, {ContainerID: "x", IfName: "a\rb"}} {
+		if key, ok := entryKey(a); ok {
+			t.Errorf("%v indexed as %q", a, key)
+		}
+	}
+	for _, a := range []Attachment{{ContainerID: "x/../y", IfName: "eth0"}, {ContainerID: "x", IfName: "a/b"},
+		{ContainerID: "x", IfName: "a@b"}, {ContainerID: strings.Repeat("x", 300), IfName: "eth0123"}, {ContainerID: "legacy"}} {
+		if _, ok := entryKey(a); !ok {
+			t.Errorf("%v not indexed", a)
 		}
 	}
 }
@@ -415,5 +479,110 @@ func TestDiskRecycledInodesStayPrivate(t *testing.T) {
 		if got, _ := d.ByAttachment(a); len(got) != 1 || got[0] != ip {
 			t.Fatalf("index of %v = %v", a, got)
 		}
+	}
+}
+
+// TestDiskRebuildWritesBuckets takes over a directory of 5,000
+// reservations written by host-local: the rebuild must create at most
+// numBuckets index files, and lookups after it must work.
+func TestDiskRebuildWritesBuckets(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "net")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	const n = 5000
+	ip := mustAddr("10.0.0.1")
+	addrs := make([]netip.Addr, n)
+	for i := range n {
+		ip = ip.Next()
+		addrs[i] = ip
+		writeForeign(t, dir, ip.String(), fmt.Sprintf("foreign-%d\r\neth0", i))
+	}
+	legacy := ip.Next()
+	writeForeign(t, dir, legacy.String(), "old-one")
+	closeT(t, openT(t, dir))
+	if !indexValid(t, dir) {
+		t.Fatal("index not valid after rebuild")
+	}
+	des, err := os.ReadDir(indexDir(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := 0
+	for _, de := range des {
+		if de.Name() != stampName && !strings.HasPrefix(de.Name(), ".") {
+			if len(de.Name()) != 3 || de.Name()[0] != 'b' {
+				t.Errorf("unexpected index file %s", de.Name())
+			}
+			files++
+		}
+	}
+	if files > numBuckets {
+		t.Fatalf("rebuild wrote %d files", files)
+	}
+	if got := readBuckets(t, dir); len(got) != n+1 || got["old-one@"] != legacy.String() {
+		t.Fatalf("index holds %d entries, legacy %q", len(got), got["old-one@"])
+	}
+	d := openT(t, dir)
+	for _, i := range []int{0, 1, 2500, n - 1} {
+		a := Attachment{ContainerID: fmt.Sprintf("foreign-%d", i), IfName: "eth0"}
+		if got, err := d.ByAttachment(a); err != nil || !slices.Equal(got, addrs[i:i+1]) {
+			t.Fatalf("ByAttachment(%v) = %v %v", a, got, err)
+		}
+	}
+	if got, _ := d.ByAttachment(Attachment{ContainerID: "old-one"}); !slices.Equal(got, []netip.Addr{legacy}) {
+		t.Fatalf("legacy = %v", got)
+	}
+	if got, _ := d.ByAttachment(Attachment{ContainerID: "nobody", IfName: "eth0"}); len(got) != 0 {
+		t.Fatalf("nobody holds %v", got)
+	}
+	if d.complete {
+		t.Fatal("second Open rebuilt the index")
+	}
+	if rel, err := NewAllocator(d).Release(Attachment{ContainerID: "foreign-7", IfName: "eth0"}, nil); err != nil || !slices.Equal(rel, addrs[7:8]) {
+		t.Fatalf("release %v %v", rel, err)
+	}
+	closeT(t, d)
+	if !indexValid(t, dir) {
+		t.Fatal("index not valid after release")
+	}
+	got := readBuckets(t, dir)
+	if _, ok := got["foreign-7@eth0"]; ok || len(got) != n || got["foreign-8@eth0"] != addrs[8].String() {
+		t.Fatalf("after release: %d entries, foreign-7 %q", len(got), got["foreign-7@eth0"])
+	}
+}
+
+// TestDiskOldLayoutRebuilt: an index written by a version that kept one
+// file per attachment, with a valid stamp, must be rebuilt, not read as
+// empty buckets.
+func TestDiskOldLayoutRebuilt(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "net")
+	h := diskHarness{dir}
+	rs := small(t)
+	a := mustAlloc(t, h, cidA, rs, "")
+	idx := indexDir(dir)
+	st, _ := readStamp(idx)
+	des, _ := os.ReadDir(idx)
+	for _, de := range des {
+		if de.Name() != stampName && !strings.HasPrefix(de.Name(), ".") {
+			if err := os.Remove(filepath.Join(idx, de.Name())); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	writeForeign(t, idx, "cid-a@eth0", a.String()+"\n")
+	if err := os.Chtimes(idx, time.Time{}, time.Unix(0, st.nanos)); err != nil {
+		t.Fatal(err)
+	}
+	if !indexValid(t, dir) {
+		t.Fatal("old layout does not look valid; test is not testing the layout check")
+	}
+	_, _, err := alloc(t, h, cidA, 0, rs, "")
+	assertCode(t, err, cnierr.CodeDuplicateAttach)
+	if exists(filepath.Join(idx, "cid-a@eth0")) || !exists(filepath.Join(idx, bucketName(0))) {
+		t.Fatal("old layout not replaced")
+	}
+	if got := indexEntry(t, dir, cidA); got != a.String() {
+		t.Fatalf("entry = %q", got)
 	}
 }

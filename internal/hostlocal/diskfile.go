@@ -19,7 +19,6 @@ const (
 	scratchName = ".tmp"      // reservation content, linked into D
 	cursorSpare = ".tmpw"     // next content of a cursor, renamed into D
 	cursorOld   = ".tmpw-old" // the replaced cursor, on its way to cursorSpare
-	entrySpare  = ".spare"    // an emptied index entry, reused for the next new one
 )
 
 // addrPath is the reservation file of ip. Only plain canonical addresses
@@ -46,13 +45,18 @@ func (d *Disk) scratch() string { return filepath.Join(d.idx, scratchName) }
 // around the errno, so errors.Is(err, os.ErrNotExist) works as usual.
 
 // readSmall reads a whole small file.
-func readSmall(path string) ([]byte, error) {
+func readSmall(path string) ([]byte, error) { return readSized(path, 128) }
+
+// readSized reads a whole file into a buffer of initial capacity size, so
+// that a file of up to about that size takes one read(2) plus the one
+// that sees its end.
+func readSized(path string, size int) ([]byte, error) {
 	fd, err := openRetry(path, syscall.O_RDONLY, 0)
 	if err != nil {
 		return nil, err
 	}
 	defer syscall.Close(fd)
-	buf := make([]byte, 0, 128)
+	buf := make([]byte, 0, size)
 	for {
 		if len(buf) == cap(buf) {
 			buf = append(buf, 0)[:len(buf)]

@@ -29,19 +29,32 @@
 // with '_'):
 //
 //	<parent of D>/_index/<base of D>/
-//	    <containerID>@<ifname>   addresses the attachment holds in D, one
-//	                             per line ("<containerID>@" for legacy)
+//	    b00 ... bff              256 buckets, created lazily (a missing
+//	                             bucket is empty); one line per attachment,
+//	                             sorted by key: "<containerID>@<ifname> <ip>
+//	                             <ip>..." ("<containerID>@ <ip>..." legacy)
 //	    stamp                    validity stamp (see below)
 //	    .tmp .tmpw .tmpw-old     scratch files for link/rename, and
-//	    .spare                   recycled inodes (see recycle.go)
+//	                             recycled inodes (see recycle.go)
 //
-// Entries and the stamp are rewritten in place; their consistency rests
+// An attachment's bucket is the low byte of the FNV-1a (32-bit) hash of
+// "<containerID>\x00<ifname>" (never the network). A lookup reads one
+// bucket, about n/256 lines; a rebuild writes at most 256 files however
+// many attachments D holds, where one file per attachment made taking
+// over a large directory cost seconds of file creation under the lock.
+//
+// Every rebuild writes b00, even empty, and nothing removes it: an index
+// without it was left by a version that kept one file per attachment and
+// is rebuilt even if its stamp is valid.
+//
+// Buckets and the stamp are rewritten in place; their consistency rests
 // on the stamp, not on atomic replacement. The index directory must be on
 // D's file system (it is a sibling of D's parent's children, so it is,
 // barring a mount point at exactly that spot).
 //
-// Attachments whose name would not make a safe single file name are not
-// indexed; lookups for them fall back to a scan of D.
+// Attachments whose key would not be one unambiguous field (white space,
+// NUL or line breaks in either name, '@' in the ID, or an ID starting
+// with '.') are not indexed; lookups for them fall back to a scan of D.
 //
 // # Trusting the index
 //
@@ -61,9 +74,9 @@
 // scans D (correct, but as slow as host-local); deleting the index
 // directory makes us try again.
 //
-// Index entries are still verified against D when read: an address whose
-// file is missing or owned by someone else is dropped from the entry and
-// never released.
+// Index entries are still verified against D when first used: an
+// address whose file is missing or owned by someone else is dropped from
+// the entry (its bucket is rewritten) and never released.
 //
 // # Exhaustion
 //
@@ -73,5 +86,5 @@
 // is valid, because a mismatch means another writer may have freed
 // addresses since. Keeping the record in the stamp (rather than one file
 // per range set) lets both the reader and a clearing DEL find it without
-// listing a directory that holds one entry per attachment.
+// listing the index directory.
 package hostlocal

@@ -2,11 +2,13 @@ package hostlocal
 
 import (
 	"errors"
+	"hash/fnv"
 	"net/netip"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"unicode"
 
 	"github.com/cniplugins/cniplugins/internal/cnierr"
 )
@@ -17,157 +19,289 @@ func indexDir(dir string) string {
 	return filepath.Join(filepath.Dir(dir), "_index", filepath.Base(dir))
 }
 
-// maxNameLen is the usual NAME_MAX.
-const maxNameLen = 255
+// numBuckets is the number of bucket files an index is spread over.
+const numBuckets = 256
 
-// entryName is a's index file name "<containerID>@<ifname>", or false when
-// that would not be one safe, unambiguous file name. Forbidding '@' in the
-// ID makes the name injective; forbidding a leading '.' keeps entries
-// apart from scratch files.
-func entryName(a Attachment) (string, bool) {
+// bucketReadSize is the initial read buffer of a bucket: at 60,000
+// attachments a bucket holds about 6 KiB.
+const bucketReadSize = 16 << 10
+
+// bucketOf is the bucket holding a's entry: the low byte of the FNV-1a
+// hash of its identity (never its network).
+func bucketOf(a Attachment) uint8 {
+	h := fnv.New32a()
+	h.Write([]byte(a.ContainerID + "\x00" + a.IfName))
+	return uint8(h.Sum32() & 0xff)
+}
+
+// bucketName is the file name of bucket b: "b00" ... "bff".
+func bucketName(b uint8) string {
+	const hex = "0123456789abcdef"
+	return string([]byte{'b', hex[b>>4], hex[b&0xf]})
+}
+
+// entryKey is a's key "<containerID>@<ifname>" in a bucket line, or false
+// when a cannot be indexed: the key must be one white-space-free field,
+// and forbidding '@' in the ID makes it injective. A leading '.' is
+// refused too, as it always was.
+func entryKey(a Attachment) (string, bool) {
 	id := a.ContainerID
-	if !a.storable() || strings.HasPrefix(id, ".") || strings.ContainsAny(id, "/@\x00\n") ||
-		strings.ContainsAny(a.IfName, "/\x00\n") || len(id)+1+len(a.IfName) > maxNameLen {
+	if !a.storable() || id == "" || strings.HasPrefix(id, ".") || strings.ContainsAny(id, "@\x00\r\n") ||
+		strings.ContainsAny(a.IfName, "\x00\r\n") || strings.IndexFunc(id, unicode.IsSpace) >= 0 ||
+		strings.IndexFunc(a.IfName, unicode.IsSpace) >= 0 {
 		return "", false
 	}
 	return id + "@" + a.IfName, true
 }
 
+// bucketFormat reports whether the index directory was written in the
+// bucket layout: every rebuild creates b00, even empty, and nothing
+// removes it. An index left by a version that kept one file per
+// attachment can carry a valid stamp but no buckets, which would read as
+// "nobody holds anything"; it is rebuilt instead.
+func (d *Disk) bucketFormat() bool {
+	_, err := os.Lstat(filepath.Join(d.idx, bucketName(0)))
+	return err == nil
+}
+
+// bucket is the cached content of one bucket file. Only the entries
+// used are parsed: raw keeps the file as read, and content merges the
+// entries into it, so a lookup costs one read and a substring search
+// however full the bucket is.
+type bucket struct {
+	raw     string                // the file as loaded ("" when built from a scan)
+	entries map[Attachment]*entry // by Key(): the entries used, or all after a scan
+	loaded  bool                  // raw reflects the file (or a scan)
+	dirty   bool                  // differs from the file: Close rewrites it
+}
+
 // entry is the cached index entry of one attachment.
 type entry struct {
-	addrs  []netip.Addr // sorted
-	dirty  bool         // differs from the file: Close rewrites it
-	onDisk bool         // the entry file exists
+	b *bucket
+	// raw is the address list as read from the bucket file, not yet
+	// verified against D; addrs is meaningless until verified.
+	raw      string
+	verified bool
+	addrs    []netip.Addr // sorted, once verified
 }
 
 func (e *entry) add(ip netip.Addr) {
 	if i, found := slices.BinarySearchFunc(e.addrs, ip, netip.Addr.Compare); !found {
 		e.addrs = slices.Insert(e.addrs, i, ip)
-		e.dirty = true
+		e.b.dirty = true
 	}
 }
 
 func (e *entry) remove(ip netip.Addr) {
 	if i, found := slices.BinarySearchFunc(e.addrs, ip, netip.Addr.Compare); found {
 		e.addrs = slices.Delete(e.addrs, i, i+1)
-		e.dirty = true
+		e.b.dirty = true
 	}
 }
 
-func (e *entry) content() string {
-	var b strings.Builder
-	for _, ip := range e.addrs {
-		b.WriteString(ip.String())
-		b.WriteByte('\n')
+// line is e's line in its bucket file, or "" when it holds nothing.
+func (e *entry) line(key string) string {
+	if !e.verified {
+		if e.raw == "" {
+			return ""
+		}
+		return key + " " + e.raw + "\n"
 	}
+	if len(e.addrs) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString(key)
+	for _, ip := range e.addrs {
+		b.WriteByte(' ')
+		b.WriteString(ip.String())
+	}
+	b.WriteByte('\n')
 	return b.String()
+}
+
+// content is the bucket file: one line per indexable attachment holding
+// something, sorted by key. It merges the entries into raw (which is
+// sorted, as we wrote it) in one pass: raw lines are kept verbatim unless
+// their attachment has an entry; malformed and duplicate ones are dropped.
+func (b *bucket) content() string {
+	type kl struct{ key, line string }
+	over := make([]kl, 0, len(b.entries))
+	for a, e := range b.entries {
+		if key, ok := entryKey(a); ok {
+			over = append(over, kl{key, e.line(key)})
+		}
+	}
+	slices.SortFunc(over, func(x, y kl) int { return strings.Compare(x.key, y.key) })
+	var s strings.Builder
+	s.Grow(len(b.raw) + 64*len(over))
+	last := "" // the key last written (or dropped as emptied)
+	put := func(key, line string) {
+		s.WriteString(line)
+		last = key
+	}
+	i := 0
+	for line := range strings.Lines(b.raw) {
+		key, _, ok := strings.Cut(line, " ")
+		if !ok || !strings.HasSuffix(line, "\n") || !strings.Contains(key, "@") {
+			continue
+		}
+		for ; i < len(over) && over[i].key <= key; i++ {
+			put(over[i].key, over[i].line)
+		}
+		if key != last {
+			put(key, line)
+		}
+	}
+	for ; i < len(over); i++ {
+		put(over[i].key, over[i].line)
+	}
+	return s.String()
+}
+
+// find returns the unverified address list of key's line in raw.
+func (b *bucket) find(key string) (string, bool) {
+	i := 0
+	if !strings.HasPrefix(b.raw, key+" ") {
+		j := strings.Index(b.raw, "\n"+key+" ")
+		if j < 0 {
+			return "", false
+		}
+		i = j + 1
+	}
+	rest := b.raw[i+len(key)+1:]
+	if j := strings.IndexByte(rest, '\n'); j >= 0 {
+		rest = rest[:j]
+	}
+	return rest, true
+}
+
+// bucket returns the cached bucket n, creating an unloaded one.
+func (d *Disk) bucket(n uint8) *bucket {
+	b := d.buckets[n]
+	if b == nil {
+		b = &bucket{entries: map[Attachment]*entry{}}
+		d.buckets[n] = b
+	}
+	return b
 }
 
 // fill replaces the cache with the result of a full scan.
 func (d *Disk) fill(all map[netip.Addr]Attachment) {
-	d.entries = make(map[Attachment]*entry, len(all))
+	d.buckets = make(map[uint8]*bucket, numBuckets)
 	for ip, a := range all {
-		e := d.entries[a.Key()]
+		a = a.Key()
+		b := d.bucket(bucketOf(a))
+		e := b.entries[a]
 		if e == nil {
-			e = &entry{}
-			d.entries[a.Key()] = e
+			e = &entry{b: b, verified: true}
+			b.entries[a] = e
 		}
 		e.addrs = append(e.addrs, ip)
 	}
-	for _, e := range d.entries {
-		slices.SortFunc(e.addrs, netip.Addr.Compare)
+	for _, b := range d.buckets {
+		b.loaded = true
+		for _, e := range b.entries {
+			slices.SortFunc(e.addrs, netip.Addr.Compare)
+		}
 	}
 	d.complete = true
 }
 
-// tracked returns a's cached entry, loading it from the index on first
-// use, or nil when a is not indexed (the caller then scans D).
+// tracked returns a's cached entry, loading its bucket from the index on
+// first use and verifying a's addresses, or nil when a is not indexed
+// (the caller then scans D).
 func (d *Disk) tracked(a Attachment) (*entry, error) {
 	a = a.Key()
-	if e, ok := d.entries[a]; ok {
-		return e, nil
-	}
+	n := bucketOf(a)
 	if d.complete {
-		e := &entry{}
-		d.entries[a] = e
+		b := d.bucket(n)
+		b.loaded = true
+		e := b.entries[a]
+		if e == nil {
+			e = &entry{b: b, verified: true}
+			b.entries[a] = e
+		}
 		return e, nil
 	}
-	name, ok := entryName(a)
+	key, ok := entryKey(a)
 	if !ok {
 		return nil, nil
 	}
-	e, err := d.loadEntry(a, filepath.Join(d.idx, name))
-	if err != nil {
-		return nil, err
+	b := d.bucket(n)
+	if !b.loaded {
+		path := filepath.Join(d.idx, bucketName(n))
+		data, err := readSized(path, bucketReadSize)
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			return nil, cnierr.IO("read", path, err)
+		}
+		b.raw = string(data)
+		b.loaded = true
 	}
-	d.entries[a] = e
+	e := b.entries[a]
+	if e != nil {
+		return e, nil
+	}
+	raw, found := b.find(key)
+	e = &entry{b: b, raw: raw, verified: !found}
+	b.entries[a] = e
+	if found {
+		if err := d.verify(a, e); err != nil {
+			delete(b.entries, a)
+			return nil, err
+		}
+	}
 	return e, nil
 }
 
-// loadEntry reads an index entry and keeps only the addresses whose file
-// still names a as owner; a stale address is dropped, never released.
-func (d *Disk) loadEntry(a Attachment, path string) (*entry, error) {
-	data, err := readSmall(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return &entry{}, nil
-	}
-	if err != nil {
-		return nil, cnierr.IO("read", path, err)
-	}
-	e := &entry{onDisk: true}
-	for line := range strings.Lines(string(data)) {
-		ip, err := netip.ParseAddr(strings.TrimSpace(line))
+// verify keeps only the addresses of e whose file still names a as
+// owner; a stale address is dropped, never released.
+func (d *Disk) verify(a Attachment, e *entry) error {
+	var addrs []netip.Addr
+	changed := false
+	for f := range strings.FieldsSeq(e.raw) {
+		ip, err := netip.ParseAddr(f)
 		if err != nil {
-			e.dirty = true
+			changed = true
 			continue
 		}
 		owner, ok, err := d.Owner(ip)
 		if err != nil {
-			return nil, err
-		}
-		if !ok || !owner.Is(a) {
-			e.dirty = true
-			continue
-		}
-		e.addrs = append(e.addrs, ip)
-	}
-	slices.SortFunc(e.addrs, netip.Addr.Compare)
-	e.addrs = slices.Compact(e.addrs)
-	if e.dirty {
-		d.dirty = true
-	}
-	return e, nil
-}
-
-// flush writes every changed entry back (removing emptied ones), in
-// place: the stamp, not atomic replacement, protects entries from torn
-// writes.
-func (d *Disk) flush() error {
-	for a, e := range d.entries {
-		if !e.dirty {
-			continue
-		}
-		name, ok := entryName(a)
-		if !ok {
-			continue
-		}
-		path := filepath.Join(d.idx, name)
-		var err error
-		switch {
-		case len(e.addrs) == 0 && e.onDisk:
-			err = retireEntry(d.idx, path)
-		case len(e.addrs) > 0 && !e.onDisk:
-			if err = reviveEntry(d.idx, path); err == nil {
-				err = overwrite(path, e.content())
-			}
-		case len(e.addrs) > 0:
-			err = overwrite(path, e.content())
-		}
-		if err != nil {
 			return err
 		}
-		e.onDisk = len(e.addrs) > 0
-		e.dirty = false
+		if !ok || !owner.Is(a) {
+			changed = true
+			continue
+		}
+		addrs = append(addrs, ip)
+	}
+	slices.SortFunc(addrs, netip.Addr.Compare)
+	if c := slices.Compact(addrs); len(c) != len(addrs) {
+		changed = true
+		addrs = c
+	}
+	e.addrs = addrs
+	e.raw = ""
+	e.verified = true
+	if changed {
+		e.b.dirty = true
+		d.dirty = true
+	}
+	return nil
+}
+
+// flush writes every changed bucket back in place: the stamp, not atomic
+// replacement, protects buckets from torn writes. An emptied bucket stays
+// as an empty file.
+func (d *Disk) flush() error {
+	for n, b := range d.buckets {
+		if !b.dirty {
+			continue
+		}
+		if err := overwrite(filepath.Join(d.idx, bucketName(n)), b.content()); err != nil {
+			return err
+		}
+		b.dirty = false
 	}
 	return nil
 }

@@ -33,12 +33,21 @@ func (d *Disk) rebuild() error {
 	if err := os.MkdirAll(fresh, 0o755); err != nil {
 		return cnierr.IO("create", fresh, err)
 	}
-	for a, e := range d.entries {
-		if name, ok := entryName(a); ok {
-			if err := writeFile(filepath.Join(fresh, name), e.content()); err != nil {
+	// At most numBuckets files, whatever the number of attachments:
+	// creating an inode is what a rebuild used to spend its time on.
+	// b00 is always written, even empty: it marks the bucket layout (see
+	// bucketFormat).
+	for n, b := range d.buckets {
+		if s := b.content(); s != "" || n == 0 {
+			if err := writeFile(filepath.Join(fresh, bucketName(n)), s); err != nil {
 				return err
 			}
-			e.onDisk = true
+		}
+		b.dirty = false
+	}
+	if d.buckets[0] == nil {
+		if err := writeFile(filepath.Join(fresh, bucketName(0)), ""); err != nil {
+			return err
 		}
 	}
 	if err := os.Rename(d.idx, old); err != nil && !errors.Is(err, os.ErrNotExist) {

@@ -14,9 +14,9 @@ import (
 // ~30 µs for a link or rename), and host-local pays it for every
 // reservation and every cursor write. So the disk store recycles: a
 // released reservation is renamed out of D to become the next scratch
-// file, a replaced cursor becomes the next cursor spare, and an emptied
-// index entry becomes the next new entry. In a steady ADD/DEL workload no
-// inode is created at all. Every recycled file is rewritten completely
+// file and a replaced cursor becomes the next cursor spare; index buckets
+// are rewritten in place and never removed. In a steady ADD/DEL workload
+// no inode is created at all. Every recycled file is rewritten completely
 // before it is published, and only ever while it has a single name.
 
 // overwriteAlone is overwrite for a file that is about to be linked or
@@ -69,22 +69,6 @@ func (d *Disk) replaceRecycled(path, s string) error {
 		if err := os.Rename(old, spare); err != nil {
 			return cnierr.IO("rename", old, err)
 		}
-	}
-	return nil
-}
-
-// retireEntry moves an emptied index entry aside as the next spare.
-func retireEntry(idx, path string) error {
-	if err := os.Rename(path, filepath.Join(idx, entrySpare)); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return cnierr.IO("remove", path, err)
-	}
-	return nil
-}
-
-// reviveEntry gives a new index entry the spare's inode, if there is one.
-func reviveEntry(idx, path string) error {
-	if err := os.Rename(filepath.Join(idx, entrySpare), path); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return cnierr.IO("rename", path, err)
 	}
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"io/fs"
 	"net/netip"
 	"os"
@@ -195,8 +196,10 @@ func indexDir(dir string) string {
 
 // checkIndex fails unless dir's index is trusted (its stamp equals the
 // mtimes of dir and of the index directory) and agrees with the
-// reservation files: each "<cid>@<ifname>" entry lists exactly the
-// addresses whose files name that attachment, and every holder has one.
+// reservation files: each "<cid>@<ifname> <ip>..." line of the bucket
+// files b00..bff lists exactly the addresses whose files name that
+// attachment, every holder has one, and each line sits, sorted, in the
+// bucket its key hashes to.
 // Call it after an operation that validates (or rebuilds) the index.
 func checkIndex(t testing.TB, dir string, state map[string]holder) {
 	t.Helper()
@@ -225,14 +228,39 @@ func checkIndex(t testing.TB, dir string, state map[string]holder) {
 		t.Fatal(err)
 	}
 	for _, de := range des {
-		if de.Name() == "stamp" || strings.HasPrefix(de.Name(), ".") {
+		name := de.Name()
+		if name == "stamp" || strings.HasPrefix(name, ".") {
 			continue
 		}
-		data, err := os.ReadFile(filepath.Join(idx, de.Name()))
+		n, err := strconv.ParseUint(strings.TrimPrefix(name, "b"), 16, 8)
+		if err != nil || len(name) != 3 || name[0] != 'b' || name != strings.ToLower(name) {
+			t.Errorf("index holds %s, which is not a bucket file", name)
+			continue
+		}
+		data, err := os.ReadFile(filepath.Join(idx, name))
 		if err != nil {
 			t.Fatal(err)
 		}
-		got[de.Name()] = strings.Fields(string(data))
+		prev := ""
+		for line := range strings.Lines(string(data)) {
+			fields := strings.Fields(line)
+			if len(fields) < 2 || !strings.HasSuffix(line, "\n") || !strings.Contains(fields[0], "@") {
+				t.Errorf("bucket %s: malformed line %q", name, line)
+				continue
+			}
+			key := fields[0]
+			h := fnv.New32a()
+			id, ifname, _ := strings.Cut(key, "@")
+			h.Write([]byte(id + "\x00" + ifname))
+			if h.Sum32()&0xff != uint32(n) {
+				t.Errorf("bucket %s holds %s, which hashes elsewhere", name, key)
+			}
+			if key <= prev {
+				t.Errorf("bucket %s: %s after %s (unsorted or duplicate)", name, key, prev)
+			}
+			prev = key
+			got[key] = fields[1:]
+		}
 	}
 	for k := range want {
 		slices.SortFunc(want[k], func(a, b string) int { return netip.MustParseAddr(a).Compare(netip.MustParseAddr(b)) })
