@@ -3,8 +3,11 @@
 # for DURATION each (default 30s), one at a time: `go test -fuzz` takes one
 # target of one package per run. A failure stops the loop; its input is
 # written to that package's testdata/fuzz/FuzzXxx/ as a regression seed.
+# DURATION is anything -fuzztime takes: a time (30s) or a count of inputs
+# (20000x). Unattended runs (CI) should use a count: a timed run can fail with
+# "context deadline exceeded" when Go's coordinator races its own deadline.
 #
-#   scripts/fuzz.sh [DURATION]      e.g. scripts/fuzz.sh 3s
+#   scripts/fuzz.sh [DURATION]      e.g. scripts/fuzz.sh 5m, scripts/fuzz.sh 20000x
 set -eu
 duration=${1:-30s}
 cd "$(dirname "$0")/.."
