@@ -8,7 +8,8 @@ import (
 )
 
 // cmdCheck verifies that every address in prevResult is reserved for this
-// attachment in the range set or pool it belongs to.
+// attachment in the range set or pool it belongs to; without addresses in
+// prevResult, that the attachment holds one (host-local's CHECK).
 func cmdCheck(req *plugin.Request) error {
 	c, targets, err := load(req)
 	if err != nil {
@@ -19,7 +20,7 @@ func cmdCheck(req *plugin.Request) error {
 		return err
 	}
 	if len(addrs) == 0 {
-		return cnierr.New(cnierr.CodeInvalidConfig, "CHECK needs prevResult with the addresses to verify", "prevResult.ips is empty")
+		return checkHoldsAny(req, c)
 	}
 	perDir := map[string][]netip.Addr{}
 	for _, a := range addrs {
@@ -42,6 +43,28 @@ func cmdCheck(req *plugin.Request) error {
 	for _, dir := range st.order {
 		if err := st.allocator(dir).Check(att, perDir[dir]); err != nil {
 			return err
+		}
+	}
+	return nil
+}
+
+// checkHoldsAny is host-local's CHECK, for a runtime that sends no
+// addresses to verify: the attachment must hold some address in every
+// state directory the config allocates from (standalone: the network's).
+func checkHoldsAny(req *plugin.Request, c *config) error {
+	st, err := openStores(c.dirs(), c.lockTimeout)
+	if err != nil {
+		return err
+	}
+	defer st.close()
+	att := c.attachment(req)
+	for _, dir := range st.order {
+		ok, err := st.allocator(dir).HoldsAny(att)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return cnierr.New(cnierr.CodeUnknownContainer, "attachment holds no address", "dir=%s containerID=%s ifname=%s", dir, att.ContainerID, att.IfName)
 		}
 	}
 	return nil

@@ -29,6 +29,11 @@ const (
 	// poolsDir holds one state directory per pool, beside the networks'.
 	// Network names cannot start with '_', so it never collides with one.
 	poolsDir = "_pools"
+	// maxRangeSets bounds the range sets of one attachment (the legacy
+	// top-level range counts): each costs an address and two files per
+	// ADD, and no real attachment needs more. Pools have the same bound,
+	// pool.MaxPerAttachment.
+	maxRangeSets = pool.MaxPerAttachment
 )
 
 // ipamConf is the ipam section: host-local's keys plus this project's.
@@ -175,6 +180,11 @@ func standaloneRanges(ipam ipamConf, extra netArgs) ([]hostlocal.RangeSet, error
 	legacy := 0
 	if ipam.Subnet != "" {
 		legacy = 1
+	}
+	if n := len(cfgs) + legacy; n > maxRangeSets {
+		return nil, cnierr.InvalidConfig(field, fmt.Sprintf("%d range sets", n), fmt.Sprintf("at most %d range sets", maxRangeSets))
+	}
+	if legacy == 1 {
 		// The legacy keys sit in ipam itself: errors name ipam.subnet,
 		// not a range-set element that does not exist in the config.
 		r, err := ipam.RangeConfig.Canonicalize("ipam")

@@ -53,6 +53,8 @@ func (al *Allocator) Allocate(a Attachment, rangeID int, rs RangeSet, requested 
 	}
 	// host-local moves the cursor on every reservation, requested ones too.
 	if err := al.store.SetLastReserved(rangeID, ip); err != nil {
+		// Not reported as reserved, so nobody else would free it.
+		_, _ = al.store.Release(a, ip)
 		return netip.Prefix{}, netip.Addr{}, err
 	}
 	return netip.PrefixFrom(ip, r.Subnet.Bits()), r.Gateway, nil
@@ -66,6 +68,10 @@ func (al *Allocator) reserveRequested(a Attachment, rs RangeSet, ip netip.Addr, 
 	}
 	if ip == r.Gateway {
 		return netip.Addr{}, Range{}, cnierr.New(cnierr.CodeAddrUnavailable, "requested address is the gateway",
+			"address=%s %s=%s", ip, label, rs)
+	}
+	if !r.Usable(ip) {
+		return netip.Addr{}, Range{}, cnierr.New(cnierr.CodeAddrUnavailable, "requested address is the network or broadcast address",
 			"address=%s %s=%s", ip, label, rs)
 	}
 	ok, err := al.store.Reserve(a, ip)
@@ -219,18 +225,32 @@ func (al *Allocator) GC(valid func(Attachment) bool) ([]netip.Addr, error) {
 // Rollback undoes a failed ADD: it frees exactly the addresses that ADD
 // reserved (and only while a still holds them). host-local's rollback
 // releases by ID and so also frees addresses a held from other range sets
-// before the ADD; we must not.
+// before the ADD; we must not. Exhaustion records stay: freeing what this
+// ADD took returns nothing that was taken before it, and the range set
+// the ADD found full is still full.
 func (al *Allocator) Rollback(a Attachment, reserved []netip.Addr) error {
-	var released []netip.Addr
 	var errs []error
 	for _, ip := range reserved {
-		ok, err := al.store.Release(a, ip.Unmap())
-		if err != nil {
+		if _, err := al.store.Release(a, ip.Unmap()); err != nil {
 			errs = append(errs, err)
-		} else if ok {
-			released = append(released, ip)
 		}
 	}
-	errs = append(errs, al.clearIfReleased(released))
 	return errors.Join(errs...)
+}
+
+// HoldsAny reports whether a (or an id-only legacy reservation of its
+// container) holds any address here, whatever its range: host-local's
+// CHECK when the runtime gives no addresses to verify.
+func (al *Allocator) HoldsAny(a Attachment) (bool, error) {
+	owners := []Attachment{a}
+	if a.IfName != "" {
+		owners = append(owners, a.Legacy())
+	}
+	for _, o := range owners {
+		held, err := al.store.ByAttachment(o)
+		if err != nil || len(held) > 0 {
+			return len(held) > 0, err
+		}
+	}
+	return false, nil
 }

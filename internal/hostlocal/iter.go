@@ -15,7 +15,8 @@ type Iter struct {
 
 // Iter starts after last (the content of last_reserved_ip.N) when last is
 // in the set, else at the first range's start. A lap visits every address
-// of every range once, last itself at the end, skipping gateways.
+// of every range once, last itself at the end, skipping gateways and the
+// network and broadcast addresses a range may start or end on.
 func (rs RangeSet) Iter(last netip.Addr) *Iter {
 	it := &Iter{rs: rs}
 	if last.IsValid() {
@@ -51,7 +52,7 @@ func (it *Iter) Next() (addr netip.Addr, r Range, ok bool) {
 			it.done = true
 			break
 		}
-		if it.cur == r.Gateway {
+		if it.cur == r.Gateway || !r.Usable(it.cur) {
 			continue
 		}
 		return it.cur, r, true

@@ -16,6 +16,11 @@ import (
 // MaxNameLen bounds a pool name: it becomes a directory name.
 const MaxNameLen = 64
 
+// MaxPerAttachment bounds the pools of one attachment, as the allocator
+// bounds range sets: each costs an address, a lock and a few files per ADD,
+// and no real attachment needs more.
+const MaxPerAttachment = 64
+
 // Pool names one pool and, optionally, its ranges and a requested address.
 type Pool struct {
 	Name        string `json:"name"`
@@ -126,6 +131,9 @@ func ParseList(raw json.RawMessage, field string) ([]Pool, error) {
 	}
 	if len(pools) == 0 {
 		return nil, cnierr.InvalidConfig(field, "[]", "must list at least one pool")
+	}
+	if len(pools) > MaxPerAttachment {
+		return nil, cnierr.InvalidConfig(field, fmt.Sprintf("%d pools", len(pools)), fmt.Sprintf("at most %d pools per attachment", MaxPerAttachment))
 	}
 	seen := make(map[string]bool, len(pools))
 	for i, p := range pools {
