@@ -1,9 +1,13 @@
 package dapools
 
 import (
+	"errors"
+	"io/fs"
 	"net/netip"
+	"os"
 
 	"github.com/cniplugins/cniplugins/internal/cnierr"
+	"github.com/cniplugins/cniplugins/internal/hostlocal"
 	"github.com/cniplugins/cniplugins/internal/plugin"
 )
 
@@ -34,6 +38,9 @@ func cmdCheck(req *plugin.Request) error {
 	for dir := range perDir {
 		dirs = append(dirs, dir)
 	}
+	if err := noneMissing(dirs, c.attachment(req)); err != nil {
+		return err
+	}
 	st, err := openStores(dirs, c.lockTimeout)
 	if err != nil {
 		return err
@@ -52,6 +59,9 @@ func cmdCheck(req *plugin.Request) error {
 // addresses to verify: the attachment must hold some address in every
 // state directory the config allocates from (standalone: the network's).
 func checkHoldsAny(req *plugin.Request, c *config) error {
+	if err := noneMissing(c.dirs(), c.attachment(req)); err != nil {
+		return err
+	}
 	st, err := openStores(c.dirs(), c.lockTimeout)
 	if err != nil {
 		return err
@@ -65,6 +75,17 @@ func checkHoldsAny(req *plugin.Request, c *config) error {
 		}
 		if !ok {
 			return cnierr.New(cnierr.CodeUnknownContainer, "attachment holds no address", "dir=%s containerID=%s ifname=%s", dir, att.ContainerID, att.IfName)
+		}
+	}
+	return nil
+}
+
+// noneMissing answers CHECK for a state directory that does not exist
+// without creating it: CHECK only reads, and nothing can be held there.
+func noneMissing(dirs []string, a hostlocal.Attachment) error {
+	for _, dir := range dirs {
+		if _, err := os.Lstat(dir); errors.Is(err, fs.ErrNotExist) {
+			return cnierr.New(cnierr.CodeUnknownContainer, "attachment holds no address", "dir=%s (none yet) containerID=%s ifname=%s", dir, a.ContainerID, a.IfName)
 		}
 	}
 	return nil
