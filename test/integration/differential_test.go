@@ -3,6 +3,7 @@ package integration
 import (
 	"flag"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -40,7 +41,8 @@ func TestDifferentialAgainstHostLocal(t *testing.T) {
 }
 
 // diffNet is one seed's network: range set 0 spans two disjoint IPv4
-// subnets, range set 1 is IPv6; all small, so that plans reach exhaustion.
+// subnets, range set 1 is IPv6; all small, so that plans reach exhaustion
+// (12 attachments compete for about 6 IPv4 addresses).
 type diffNet struct {
 	ranges string   // the JSON of ipam.ranges
 	addrs  []string // candidate requested addresses: in, around and outside the ranges
@@ -62,16 +64,19 @@ func newDiffNet(r *rand.Rand) diffNet {
 		}
 		return fmt.Sprintf(`,"rangeStart":"%s%d","rangeEnd":"%s%d"`, subnet, 1+r.IntN(2), subnet, 5+r.IntN(2))
 	}
-	set0 := fmt.Sprintf(`[{"subnet":"10.80.0.0/29"%s%s},{"subnet":"10.81.0.0/29"%s%s}]`,
-		gw("10.80.0."), span("10.80.0."), gw("10.81.0."), span("10.81.0."))
+	set0 := fmt.Sprintf(`[{"subnet":"10.80.0.0/29"%s%s},{"subnet":"10.81.0.0/30"%s}]`,
+		gw("10.80.0."), span("10.80.0."), gw("10.81.0."))
 	v6gw := ""
 	if r.IntN(3) == 0 {
 		v6gw = `,"gateway":"fe80::1"`
 	}
-	set1 := fmt.Sprintf(`[{"subnet":"fd80::/125"%s}]`, v6gw)
+	set1 := fmt.Sprintf(`[{"subnet":"fd80::/%d"%s}]`, 124+r.IntN(2), v6gw)
 	var addrs []string
 	for i := range 8 {
-		addrs = append(addrs, fmt.Sprintf("10.80.0.%d", i), fmt.Sprintf("10.81.0.%d", i), fmt.Sprintf("fd80::%x", i))
+		addrs = append(addrs, fmt.Sprintf("10.80.0.%d", i), fmt.Sprintf("fd80::%x", i))
+	}
+	for i := range 4 {
+		addrs = append(addrs, fmt.Sprintf("10.81.0.%d", i))
 	}
 	addrs = append(addrs, "192.0.2.1", "fd81::1", "10.82.0.2")
 	return diffNet{ranges: "[" + set0 + "," + set1 + "]", addrs: addrs}
@@ -120,7 +125,7 @@ var diffVersions = []string{"0.2.0", "0.3.0", "0.3.1", "0.4.0", "1.0.0"}
 
 func (p *planner) next() diffOp {
 	r := p.r
-	o := diffOp{version: diffVersions[r.IntN(len(diffVersions))], id: fmt.Sprintf("c%d", r.IntN(6)), ifname: []string{"eth0", "eth0", "eth1"}[r.IntN(3)]}
+	o := diffOp{version: diffVersions[r.IntN(len(diffVersions))], id: fmt.Sprintf("c%d", r.IntN(6)), ifname: []string{"eth0", "eth1"}[r.IntN(2)]}
 	switch n := r.IntN(10); {
 	case n < 5:
 		o.cmd = "ADD"
@@ -135,7 +140,7 @@ func (p *planner) next() diffOp {
 	if o.cmd == "ADD" {
 		var args []string
 		var cniIPs, rtIPs []string
-		for range r.IntN(3) {
+		for range []int{0, 0, 0, 0, 1, 1, 1, 2}[r.IntN(8)] {
 			a := p.request()
 			switch r.IntN(3) {
 			case 0:
@@ -171,7 +176,11 @@ func (p *planner) next() diffOp {
 		o.cniArgs = join(o.cniArgs, []string{"IgnoreUnknown=maybe", "A=b=c", "", "=x"}[r.IntN(4)]) + ";"
 	}
 	if o.cmd != "ADD" {
-		if prev, ok := p.added[o.id+"/"+o.ifname]; ok && r.IntN(4) > 0 && (o.cmd == "DEL" || prev.version >= "0.4.0") {
+		key := o.id + "/" + o.ifname
+		if o.cmd == "CHECK" && r.IntN(6) == 0 {
+			key = p.anyAdded() // someone else's addresses: a stale prevResult
+		}
+		if prev, ok := p.added[key]; ok && r.IntN(4) > 0 && (o.cmd == "DEL" || prev.version >= "0.4.0") {
 			// A runtime sends DEL and CHECK with the ADD's config, so in
 			// the ADD result's version.
 			o.prev, o.version = prev.result, prev.version
@@ -180,6 +189,15 @@ func (p *planner) next() diffOp {
 		}
 	}
 	return o
+}
+
+// anyAdded is a random attachment holding addresses ("" when none).
+func (p *planner) anyAdded() string {
+	keys := slices.Sorted(maps.Keys(p.added))
+	if len(keys) == 0 {
+		return ""
+	}
+	return keys[p.r.IntN(len(keys))]
 }
 
 func join(a, b string) string {
@@ -192,7 +210,7 @@ func join(a, b string) string {
 // request picks a requested address: usually one that is taken, in a
 // range, a gateway, or outside every range.
 func (p *planner) request() string {
-	if len(p.taken) > 0 && p.r.IntN(3) == 0 {
+	if len(p.taken) > 0 && p.r.IntN(4) == 0 {
 		return p.taken[p.r.IntN(len(p.taken))]
 	}
 	return p.net.addrs[p.r.IntN(len(p.net.addrs))]
@@ -271,6 +289,7 @@ func runDifferential(t *testing.T, seed uint64, ops int) {
 			}
 		case h.Exit != 0 && g.Exit != 0:
 			outcomes["fail"]++
+			outcomes[fmt.Sprintf("%s %d", o.cmd, g.Err().Code)]++
 			// Both refuse. host-local may have changed its state (cursors
 			// moved, or a failed duplicate ADD freeing the container's
 			// addresses); ours did not (checked above). Codes differ:
@@ -292,8 +311,18 @@ func runDifferential(t *testing.T, seed uint64, ops int) {
 		}
 		p.taken = reservationsList(t, hl.dir())
 	}
-	t.Logf("seed %d: %d operations: both succeeded %d, both failed %d, tolerated CHECK difference %d",
-		seed, ops, outcomes["ok"], outcomes["fail"], outcomes["tolerated"])
+	t.Logf("seed %d: %d operations: both succeeded %d, both failed %d, tolerated CHECK difference %d; our codes when both failed: %v",
+		seed, ops, outcomes["ok"], outcomes["fail"], outcomes["tolerated"], failCodes(outcomes))
+}
+
+func failCodes(outcomes map[string]int) string {
+	var out []string
+	for _, k := range slices.Sorted(maps.Keys(outcomes)) {
+		if strings.Contains(k, " ") {
+			out = append(out, fmt.Sprintf("%s×%d", k, outcomes[k]))
+		}
+	}
+	return strings.Join(out, ", ")
 }
 
 // tolerated lists the one documented difference where one side succeeds
