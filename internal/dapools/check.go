@@ -38,7 +38,7 @@ func cmdCheck(req *plugin.Request) error {
 	for dir := range perDir {
 		dirs = append(dirs, dir)
 	}
-	if err := noneMissing(dirs, c.attachment(req)); err != nil {
+	if err := requireStateDirs(dirs, c.attachment(req)); err != nil {
 		return err
 	}
 	st, err := openStores(dirs, c.lockTimeout)
@@ -59,7 +59,7 @@ func cmdCheck(req *plugin.Request) error {
 // addresses to verify: the attachment must hold some address in every
 // state directory the config allocates from (standalone: the network's).
 func checkHoldsAny(req *plugin.Request, c *config) error {
-	if err := noneMissing(c.dirs(), c.attachment(req)); err != nil {
+	if err := requireStateDirs(c.dirs(), c.attachment(req)); err != nil {
 		return err
 	}
 	st, err := openStores(c.dirs(), c.lockTimeout)
@@ -80,9 +80,9 @@ func checkHoldsAny(req *plugin.Request, c *config) error {
 	return nil
 }
 
-// noneMissing answers CHECK for a state directory that does not exist
+// requireStateDirs answers CHECK for a state directory that does not exist
 // without creating it: CHECK only reads, and nothing can be held there.
-func noneMissing(dirs []string, a hostlocal.Attachment) error {
+func requireStateDirs(dirs []string, a hostlocal.Attachment) error {
 	for _, dir := range dirs {
 		if _, err := os.Lstat(dir); errors.Is(err, fs.ErrNotExist) {
 			return cnierr.New(cnierr.CodeUnknownContainer, "attachment holds no address", "dir=%s (none yet) containerID=%s ifname=%s", dir, a.ContainerID, a.IfName)

@@ -190,10 +190,13 @@ func hostileCases() []hostileCase {
 		{name: "prevResult ip without address", cmd: "DEL", stdin: hTop(`"prevResult":{"cniVersion":"1.0.0","ips":[{"gateway":"10.66.0.1"}]}`), code: 6, field: "prevResult"},
 		{name: "GC without valid-attachments", cmd: "GC", stdin: strings.Replace(hOK, "1.0.0", "1.1.0", 1), code: 7, field: "cni.dev/valid-attachments"},
 		{name: "GC valid-attachments an object", cmd: "GC", stdin: strings.Replace(strings.Replace(hOK, "1.0.0", "1.1.0", 1), `"name":"hostile"`, `"name":"hostile","cni.dev/valid-attachments":{}`, 1), code: 7, field: "cni.dev/valid-attachments"},
-		// spec-mandated successes, and configs host-local accepts
-		{name: "gateway outside subnet", stdin: hIPAM(`"ranges":[[{"subnet":"10.66.0.0/24","gateway":"169.254.1.1"}]]`)},
-		{name: "rangeStart the network address", stdin: hIPAM(`"ranges":[[{"subnet":"10.66.0.0/24","rangeStart":"10.66.0.0"}]]`)},
-		{name: "rangeEnd the broadcast address", stdin: hIPAM(`"ranges":[[{"subnet":"10.66.0.0/24","rangeEnd":"10.66.0.255"}]]`)},
+		// Configs host-local accepts pass validation: CHECK (which parses
+		// the ranges and reserves nothing) reaches the state and finds
+		// nothing held.
+		{name: "gateway outside subnet", cmd: "CHECK", stdin: hIPAM(`"ranges":[[{"subnet":"10.66.0.0/24","gateway":"169.254.1.1"}]]`), code: 3, field: "holds no address"},
+		{name: "rangeStart the network address", cmd: "CHECK", stdin: hIPAM(`"ranges":[[{"subnet":"10.66.0.0/24","rangeStart":"10.66.0.0"}]]`), code: 3, field: "holds no address"},
+		{name: "rangeEnd the broadcast address", cmd: "CHECK", stdin: hIPAM(`"ranges":[[{"subnet":"10.66.0.0/24","rangeEnd":"10.66.0.255"}]]`), code: 3, field: "holds no address"},
+		// spec-mandated successes
 		{name: "DEL of an unknown attachment", cmd: "DEL"},
 		{name: "DEL of an unknown attachment, no dataDir yet", cmd: "DEL", stdin: strings.Replace(hOK, "@DATA@", "@DATA@/not/yet", 1)},
 		{name: "DEL of an unknown attachment through the chain", cmd: "DEL", plugin: "ipam-delegated", stdin: hChain + `"pools":[{"name":"a","subnet":"10.66.0.0/24"}]}}`},
