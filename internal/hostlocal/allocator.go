@@ -89,23 +89,28 @@ func (al *Allocator) reserveRequested(a Attachment, rs RangeSet, ip netip.Addr, 
 // CNI spec forbids duplicate ADDs, and legacy id-only files count because
 // they are the same container as far as an old host-local knew.
 func (al *Allocator) checkDuplicate(a Attachment, rs RangeSet, label string) error {
-	owners := []Attachment{a}
-	if a.IfName != "" {
-		owners = append(owners, a.Legacy())
+	held, err := al.heldBy(a)
+	if err != nil {
+		return err
 	}
-	for _, o := range owners {
-		held, err := al.store.ByAttachment(o)
-		if err != nil {
-			return err
-		}
-		for _, ip := range held {
-			if rs.Contains(ip) {
-				return cnierr.New(cnierr.CodeDuplicateAttach, "attachment already holds an address",
-					"address=%s %s=%s containerID=%s ifname=%s", ip, label, rs, a.ContainerID, a.IfName)
-			}
+	for _, ip := range held {
+		if rs.Contains(ip) {
+			return cnierr.New(cnierr.CodeDuplicateAttach, "attachment already holds an address",
+				"address=%s %s=%s containerID=%s ifname=%s", ip, label, rs, a.ContainerID, a.IfName)
 		}
 	}
 	return nil
+}
+
+// heldBy is what a holds, plus what id-only legacy reservations of its
+// container hold.
+func (al *Allocator) heldBy(a Attachment) ([]netip.Addr, error) {
+	held, err := al.store.ByAttachment(a)
+	if err != nil || a.IfName == "" {
+		return held, err
+	}
+	legacy, err := al.store.ByAttachment(a.Legacy())
+	return append(held, legacy...), err
 }
 
 func (al *Allocator) reserveNext(a Attachment, rangeID int, rs RangeSet, label string) (netip.Addr, Range, error) {
@@ -242,15 +247,6 @@ func (al *Allocator) Rollback(a Attachment, reserved []netip.Addr) error {
 // container) holds any address here, whatever its range: host-local's
 // CHECK when the runtime gives no addresses to verify.
 func (al *Allocator) HoldsAny(a Attachment) (bool, error) {
-	owners := []Attachment{a}
-	if a.IfName != "" {
-		owners = append(owners, a.Legacy())
-	}
-	for _, o := range owners {
-		held, err := al.store.ByAttachment(o)
-		if err != nil || len(held) > 0 {
-			return len(held) > 0, err
-		}
-	}
-	return false, nil
+	held, err := al.heldBy(a)
+	return len(held) > 0, err
 }
