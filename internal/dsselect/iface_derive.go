@@ -116,18 +116,23 @@ func bestDefault(routes []hostRoute, fam, index int) (hostRoute, bool) {
 // when the link has no global address of the family.
 func (s *ifaceSpec) poolFor(fam int, link hostLink, addrs []hostAddr, gw netip.Addr) (pool.Pool, bool, error) {
 	var subnet netip.Prefix
-	var own []string
 	for _, a := range addrs {
-		if a.Prefix.Addr().Is4() != (fam == 4) {
-			continue
-		}
-		own = append(own, a.Prefix.Addr().String())
-		if a.Global && !subnet.IsValid() {
+		if a.Global && a.Prefix.Addr().Is4() == (fam == 4) {
 			subnet = a.Prefix.Masked()
+			break
 		}
 	}
 	if !subnet.IsValid() {
 		return pool.Pool{}, false, nil
+	}
+	// The host's own addresses; those outside the subnet (link-local
+	// ones, a second subnet on the link) cannot be handed out from it
+	// anyway.
+	var own []string
+	for _, a := range addrs {
+		if subnet.Contains(a.Prefix.Addr()) {
+			own = append(own, a.Prefix.Addr().String())
+		}
 	}
 	if subnet.Bits() > subnet.Addr().BitLen()-2 {
 		return pool.Pool{}, false, cnierr.InvalidConfig("ipam.interface", link.Name,

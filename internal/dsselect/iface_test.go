@@ -103,7 +103,7 @@ func poolsJSON(out map[string]any) string {
 func TestIfaceDerivation(t *testing.T) {
 	const (
 		eth0v4 = `{"exclude":["10.212.1.10","10.212.1.11","10.212.1.1"],"gateway":"10.212.1.1","name":"iface-eth0-v4","subnet":"10.212.1.0/24"}`
-		eth0v6 = `{"exclude":["fe80::1234","fd00:212:1::10","fd00:212:1::1"],"gateway":"fd00:212:1::1","name":"iface-eth0-v6","subnet":"fd00:212:1::/64"}`
+		eth0v6 = `{"exclude":["fd00:212:1::10","fd00:212:1::1"],"gateway":"fd00:212:1::1","name":"iface-eth0-v6","subnet":"fd00:212:1::/64"}`
 	)
 	tests := []struct {
 		name string
@@ -133,15 +133,16 @@ func TestIfaceDerivation(t *testing.T) {
 			want: `[{"exclude":["10.212.1.10","10.212.1.11"],"name":"iface-eth0-v4","subnet":"10.212.1.0/24"}]`},
 		{name: "link-local next hop is not a pool gateway", ipam: `"interface":"eth0","families":["6"]`,
 			host: func(h *fakeHost) { h.routes[2].Gateway = netip.MustParseAddr("fe80::1") },
-			want: `[{"exclude":["fe80::1234","fd00:212:1::10"],"name":"iface-eth0-v6","subnet":"fd00:212:1::/64"}]`},
+			want: `[{"exclude":["fd00:212:1::10"],"name":"iface-eth0-v6","subnet":"fd00:212:1::/64"}]`},
 		{name: "lowest metric over the link wins", ipam: `"interface":"eth0","families":["4"]`,
 			host: func(h *fakeHost) { h.routes = append(h.routes, via(4, 2, "10.212.1.254", 10)) },
 			want: `[{"exclude":["10.212.1.10","10.212.1.11","10.212.1.254"],"gateway":"10.212.1.254","name":"iface-eth0-v4","subnet":"10.212.1.0/24"}]`},
 		{name: "the first global address gives the subnet", ipam: `"interface":"eth0","families":["4"]`,
 			host: func(h *fakeHost) {
-				h.addrs[2] = append([]hostAddr{local("10.212.9.9/16"), global("10.212.3.7/28")}, h.addrs[2]...)
+				h.addrs[2] = append([]hostAddr{local("10.212.3.1/16"), global("10.212.3.7/28")}, h.addrs[2]...)
 			},
-			want: `[{"exclude":["10.212.9.9","10.212.3.7","10.212.1.10","10.212.1.11"],"name":"iface-eth0-v4","subnet":"10.212.3.0/28"}]`},
+			// (the host's addresses outside the subnet are left out)
+			want: `[{"exclude":["10.212.3.1","10.212.3.7"],"name":"iface-eth0-v4","subnet":"10.212.3.0/28"}]`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
