@@ -3,6 +3,7 @@ package dapools
 import (
 	"bytes"
 	"encoding/json"
+	"maps"
 	"slices"
 
 	"github.com/cniplugins/cniplugins/internal/cnierr"
@@ -21,11 +22,7 @@ type poolDef struct {
 // bare range set (the original form) or an object with "ranges" and an
 // optional "exclude", the same key a Pool object uses.
 func poolDefinitions(defs map[string]json.RawMessage) (map[string]poolDef, error) {
-	names := make([]string, 0, len(defs))
-	for name := range defs {
-		names = append(names, name)
-	}
-	slices.Sort(names) // deterministic errors
+	names := slices.Sorted(maps.Keys(defs)) // deterministic errors
 	out := make(map[string]poolDef, len(defs))
 	for _, name := range names {
 		if err := pool.ValidName("ipam.poolDefinitions", name); err != nil {

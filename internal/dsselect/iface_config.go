@@ -2,6 +2,7 @@ package dsselect
 
 import (
 	"fmt"
+	"maps"
 	"net/netip"
 	"slices"
 	"strings"
@@ -101,11 +102,7 @@ func validLinkName(name string) error {
 }
 
 func parseFamilyRanges(in map[string]familyRange, families []int) (map[int]familyRange, error) {
-	keys := make([]string, 0, len(in))
-	for k := range in {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys) // deterministic errors
+	keys := slices.Sorted(maps.Keys(in)) // deterministic errors
 	out := make(map[int]familyRange, len(in))
 	for _, k := range keys {
 		field := "ipam.familyRanges." + k
