@@ -11,9 +11,9 @@ import (
 
 // derive builds one Pool object per family from what the host holds: the
 // subnet of the link's first global address of that family, the next hop
-// of the default route over that link as gateway, and as exclusions every
-// address the host holds on the link, the gateway and the configured
-// exclude.
+// of the default route over that link as gateway, and as exclusions the
+// addresses the host holds on the link inside that subnet, the gateway and
+// the configured exclude.
 func derive(h hostNet, s *ifaceSpec) ([]pool.Pool, error) {
 	var named hostLink
 	if s.link != defaultLink {
