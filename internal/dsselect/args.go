@@ -1,0 +1,66 @@
+package dsselect
+
+import (
+	"slices"
+
+	"github.com/cniplugins/cniplugins/internal/netconf"
+	"github.com/cniplugins/cniplugins/internal/plugin"
+	"github.com/cniplugins/cniplugins/internal/pool"
+)
+
+// ArgsName is ipam-ds-args' personality name.
+const ArgsName = "ipam-ds-args"
+
+// Args returns ipam-ds-args: it picks pools by matching ordered rules
+// against what the runtime passed (CNI_ARGS, args.cni, the pod-annotations
+// capability, CNI_IFNAME), with no call to anything outside the process.
+func Args() plugin.Personality {
+	return plugin.Personality{
+		Name:    ArgsName,
+		Summary: "selects pools by rules on CNI_ARGS, args.cni labels and pod annotations",
+		Funcs:   selectorFuncs(chooser{attached: argsAttached, every: argsEvery}),
+	}
+}
+
+// ArgsArgKeys is every CNI_ARGS key ipam-ds-args' config refers to: the
+// namespace and pod name keys and the keys its rules match on.
+func ArgsArgKeys(conf *netconf.Envelope) ([]string, error) {
+	c, err := parseArgsConfig(conf)
+	if err != nil {
+		return nil, err
+	}
+	return c.argKeys(), nil
+}
+
+// ArgsValidate checks ipam-ds-args' keys as ADD would, without looking at
+// any attachment.
+func ArgsValidate(conf *netconf.Envelope) error {
+	_, err := parseArgsConfig(conf)
+	return err
+}
+
+// argsAttached serves ADD and CHECK: the pools this attachment's inputs
+// select.
+func argsAttached(req *plugin.Request) ([]pool.Pool, error) {
+	c, err := parseArgsConfig(req.Conf)
+	if err != nil {
+		return nil, err
+	}
+	a, err := normalise(req.Args.IfName, req.CNIArgs, req.Conf)
+	if err != nil {
+		return nil, err
+	}
+	return c.choose(a)
+}
+
+// argsEvery serves DEL, GC and STATUS: every pool any rule or default
+// names. A runtime's DEL may carry fewer args or annotations than its ADD
+// did, so matching again could miss the pool that holds the address; GC
+// and STATUS concern the whole network and have no attachment at all.
+func argsEvery(req *plugin.Request) ([]pool.Pool, error) {
+	c, err := parseArgsConfig(req.Conf)
+	if err != nil {
+		return nil, err
+	}
+	return slices.Clone(c.catalogue), nil
+}
