@@ -16,25 +16,28 @@ const ArgsName = "ipam-ds-args"
 // capability, CNI_IFNAME), with no call to anything outside the process.
 func Args() plugin.Personality {
 	return plugin.Personality{
-		Name:    ArgsName,
-		Summary: "selects pools by rules on CNI_ARGS, args.cni labels and pod annotations",
-		Funcs:   selectorFuncs(chooser{attached: argsAttached, every: argsEvery}),
+		Name:     ArgsName,
+		Summary:  "selects pools by rules on CNI_ARGS, args.cni labels and pod annotations",
+		Funcs:    selectorFuncs(chooser{attached: argsAttached, every: argsEvery}),
+		ArgKeys:  argsArgKeys,
+		Validate: argsValidate,
 	}
 }
 
-// ArgsArgKeys is every CNI_ARGS key ipam-ds-args' config refers to: the
-// namespace and pod name keys and the keys its rules match on.
-func ArgsArgKeys(conf *netconf.Envelope) ([]string, error) {
+// argsArgKeys is every CNI_ARGS key ipam-ds-args' config refers to: the
+// namespace and pod name keys, the keys its rules match on, and the
+// allocator's (chainArgKeys).
+func argsArgKeys(conf *netconf.Envelope) ([]string, error) {
 	c, err := parseArgsConfig(conf)
 	if err != nil {
 		return nil, err
 	}
-	return c.argKeys(), nil
+	return append(c.argKeys(), chainArgKeys()...), nil
 }
 
-// ArgsValidate checks ipam-ds-args' keys as ADD would, without looking at
+// argsValidate checks ipam-ds-args' keys as ADD would, without looking at
 // any attachment.
-func ArgsValidate(conf *netconf.Envelope) error {
+func argsValidate(conf *netconf.Envelope) error {
 	_, err := parseArgsConfig(conf)
 	return err
 }

@@ -47,7 +47,11 @@ func chooseFor(t *testing.T, ipam string, in input) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	cniArgs, err := netconf.ParseCNIArgs(in.cniArgs)
+	keys, err := argsArgKeys(env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cniArgs, err := netconf.ParseCNIArgs(in.cniArgs, keys)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -230,7 +234,7 @@ func TestArgsConfigRejects(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := ArgsValidate(argsEnvelope(t, tt.ipam, input{}))
+			err := argsValidate(argsEnvelope(t, tt.ipam, input{}))
 			e := cnierr.As(err)
 			if e == nil || e.Code != 7 || !strings.Contains(e.Msg+" "+e.Details, tt.field) {
 				t.Errorf("got %v; want code 7 naming %s", err, tt.field)
@@ -240,8 +244,8 @@ func TestArgsConfigRejects(t *testing.T) {
 }
 
 func TestArgsArgKeys(t *testing.T) {
-	keys, err := ArgsArgKeys(argsEnvelope(t, `"rules":[{"args":{"NOMAD_JOB_ID":"x","TIER":"*"},"pools":["a"]},{"args":{"TIER":"y"},"pools":["a"]}]`, input{}))
-	want := []string{"K8S_POD_NAMESPACE", "NOMAD_NAMESPACE", "K8S_POD_NAME", "NOMAD_JOB_ID", "TIER"}
+	keys, err := argsArgKeys(argsEnvelope(t, `"rules":[{"args":{"NOMAD_JOB_ID":"x","TIER":"*"},"pools":["a"]},{"args":{"TIER":"y"},"pools":["a"]}]`, input{}))
+	want := []string{"K8S_POD_NAMESPACE", "NOMAD_NAMESPACE", "K8S_POD_NAME", "NOMAD_JOB_ID", "TIER", "IP"}
 	if err != nil || !reflect.DeepEqual(keys, want) {
 		t.Errorf("ArgKeys = %v, %v; want %v", keys, err, want)
 	}

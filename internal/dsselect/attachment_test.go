@@ -67,11 +67,16 @@ func TestNormaliseRuntimeShapes(t *testing.T) {
 			if ifname == "" {
 				ifname = "eth0"
 			}
-			cniArgs, err := netconf.ParseCNIArgs(tt.in.cniArgs)
+			env := argsEnvelope(t, `"defaultPools":["d"]`, tt.in)
+			keys, err := argsArgKeys(env)
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, err := normalise(ifname, cniArgs, argsEnvelope(t, `"defaultPools":["d"]`, tt.in))
+			cniArgs, err := netconf.ParseCNIArgs(tt.in.cniArgs, keys)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := normalise(ifname, cniArgs, env)
 			if err != nil {
 				t.Fatal(err)
 			}
