@@ -61,11 +61,13 @@ func newPodman(t *testing.T) *podman {
 			t.Fatal(err)
 		}
 	}
-	// The sandbox this was written in lacks CAP_SYS_RESOURCE, so runc
-	// cannot raise a container's rlimits; podman's root defaults (nofile
-	// 1048576, nproc 4194304) would then fail every run with "error
-	// setting rlimits ... operation not permitted". Limits at or below
-	// the test's own work everywhere.
+	// Podman's root defaults for a container's rlimits (nofile 1048576;
+	// nproc above the 32768 podman gives conmon, hence runc) are raises of
+	// the hard limits runc inherits, which need CAP_SYS_RESOURCE; where it
+	// is missing (the sandbox this was written in drops it from the
+	// bounding set) every run fails with "error setting rlimits for ready
+	// process ... operation not permitted". The test's own nofile and a
+	// modest nproc are never raises.
 	var nofile syscall.Rlimit
 	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &nofile); err != nil {
 		t.Fatal(err)
