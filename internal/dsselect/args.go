@@ -18,7 +18,7 @@ func Args() plugin.Personality {
 	return plugin.Personality{
 		Name:     ArgsName,
 		Summary:  "selects pools by rules on CNI_ARGS, args.cni labels and pod annotations",
-		Funcs:    selectorFuncs(chooser{attached: argsAttached, every: argsEvery}),
+		Funcs:    selectorFuncsBy(chooser{attached: argsAttached, every: argsEvery}),
 		ArgKeys:  argsArgKeys,
 		Validate: argsValidate,
 	}

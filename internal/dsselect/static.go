@@ -24,7 +24,9 @@ func Static() plugin.Personality {
 	return plugin.Personality{
 		Name:    StaticName,
 		Summary: "selects the pools listed in ipam.pools",
-		Funcs:   selectorFuncs(chooser{attached: staticChoice, every: staticChoice}),
+		Funcs: selectorFuncs(func(req *plugin.Request) ([]pool.Pool, error) {
+			return staticPools(req.Conf)
+		}),
 		ArgKeys: func(*netconf.Envelope) ([]string, error) { return chainArgKeys(), nil },
 		Validate: func(conf *netconf.Envelope) error {
 			_, err := staticPools(conf)
@@ -40,8 +42,6 @@ func Static() plugin.Personality {
 // the selector before reaching the allocator.
 func chainArgKeys() []string { return []string{"IP"} }
 
-func staticChoice(req *plugin.Request) ([]pool.Pool, error) { return staticPools(req.Conf) }
-
 func staticPools(conf *netconf.Envelope) ([]pool.Pool, error) {
 	var ipam struct {
 		Pools json.RawMessage `json:"pools"`
@@ -50,6 +50,14 @@ func staticPools(conf *netconf.Envelope) ([]pool.Pool, error) {
 		return nil, err
 	}
 	return pool.ParseList(ipam.Pools, "ipam.pools")
+}
+
+// selectorFuncs turns a pool choice into the five CNI commands. Every
+// command answers with the selection: ipam-delegated chains it into the
+// allocator's prevResult, which is how a DEL, GC or STATUS reaches the
+// allocator with the pools it concerns.
+func selectorFuncs(choose func(*plugin.Request) ([]pool.Pool, error)) plugin.Funcs {
+	return selectorFuncsBy(chooser{attached: choose, every: choose})
 }
 
 // chooser is a selector's pool choice per kind of command.
@@ -61,11 +69,10 @@ type chooser struct {
 	every func(*plugin.Request) ([]pool.Pool, error)
 }
 
-// selectorFuncs turns a pool choice into the five CNI commands. Every
-// command answers with the selection: ipam-delegated chains it into the
-// allocator's prevResult, which is how a DEL, GC or STATUS reaches the
-// allocator with the pools it concerns.
-func selectorFuncs(c chooser) plugin.Funcs {
+// selectorFuncsBy is selectorFuncs for a selector whose choice depends on
+// the attachment: ADD and CHECK answer with c.attached, DEL, GC and STATUS
+// with c.every.
+func selectorFuncsBy(c chooser) plugin.Funcs {
 	answer := func(choose func(*plugin.Request) ([]pool.Pool, error)) plugin.Func {
 		return func(req *plugin.Request) (types.Result, error) {
 			pools, err := choose(req)
