@@ -17,13 +17,14 @@ func FuzzStatic(f *testing.F) {
 	f.Fuzz(func(t *testing.T, cmd uint8, stdin []byte) { fuzzSelector(t, Static(), cmd, stdin) })
 }
 
-// fuzzSelector runs selector p on a fuzzed config: it succeeds or prints
+// fuzzSelector runs selector p on a fuzzed config (and extraEnv, such as
+// a fuzzed CNI_ARGS): it succeeds or prints
 // one typed error (never 999), and what it prints on success is a result
 // whose pools validate again and whose ips are valid.
-func fuzzSelector(t *testing.T, p plugin.Personality, cmd uint8, stdin []byte) {
+func fuzzSelector(t *testing.T, p plugin.Personality, cmd uint8, stdin []byte, extraEnv ...string) {
 	command := fuzzCommands[int(cmd)%len(fuzzCommands)]
-	env := []string{"CNI_COMMAND=" + command, "CNI_CONTAINERID=fuzz-ctr", "CNI_IFNAME=eth0",
-		"CNI_NETNS=/var/run/netns/fuzz", "CNI_PATH=/nonexistent"}
+	env := append([]string{"CNI_COMMAND=" + command, "CNI_CONTAINERID=fuzz-ctr", "CNI_IFNAME=eth0",
+		"CNI_NETNS=/var/run/netns/fuzz", "CNI_PATH=/nonexistent"}, extraEnv...)
 	var stdout, stderr bytes.Buffer
 	exit := plugin.Run(p, plugin.IO{Environ: env, Stdin: bytes.NewReader(stdin), Stdout: &stdout, Stderr: &stderr})
 	if _, err := plugintest.CheckOutput(exit, stdout.Bytes()); err != nil {
