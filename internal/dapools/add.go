@@ -44,7 +44,7 @@ func cmdAdd(req *plugin.Request) (types.Result, error) {
 		var addr netip.Prefix
 		var gw netip.Addr
 		if err == nil {
-			addr, gw, err = st.allocator(t.dir).Allocate(att, t.rangeID, t.set, t.requested, t.label)
+			addr, gw, err = st.allocator(t.dir).Excluding(t.exclude).Allocate(att, t.rangeID, t.set, t.requested, t.label)
 		}
 		if err != nil {
 			u.run(st, att, req.Log)

@@ -224,10 +224,10 @@ type diffSide struct {
 
 func (s diffSide) dir() string { return filepath.Join(s.dataDir, "diff") }
 
-func (s diffSide) run(n diffNet, o diffOp) testbin.Reply {
+func (s diffSide) run(t *testing.T, n diffNet, o diffOp) testbin.Reply {
 	conf := n.conf(o.version, s.dataDir, o.extra)
 	if o.prev != "" {
-		conf = withPrevResult(conf, []byte(o.prev))
+		conf = withPrevResult(t, conf, []byte(o.prev))
 	}
 	c := testbin.Call{Plugin: "ipam-da-pools", Command: o.cmd, ContainerID: o.id, IfName: o.ifname, Netns: "/var/run/netns/x",
 		Path: binDir, Args: o.cniArgs, Stdin: conf}
@@ -253,9 +253,9 @@ func runDifferential(t *testing.T, seed uint64, ops int) {
 		o := p.next()
 		copyState(t, hl.dir(), ours.dir())
 		before := snapshot(t, hl.dir())
-		h := hl.run(p.net, o)
+		h := hl.run(t, p.net, o)
 		hAfter := snapshot(t, hl.dir())
-		g := ours.run(p.net, o)
+		g := ours.run(t, p.net, o)
 		gAfter := snapshot(t, ours.dir())
 		line := fmt.Sprintf("%3d %s -> host-local exit %d, ours exit %d", i, o, h.Exit, g.Exit)
 		if g.Exit != 0 {

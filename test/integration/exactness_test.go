@@ -1,7 +1,6 @@
 package integration
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -23,11 +22,6 @@ func hostLocal(c testbin.Call) testbin.Call {
 func exactConf(version, dataDir, extra string) []byte {
 	return []byte(fmt.Sprintf(`{"cniVersion":%q,"name":"exact","ipam":{"type":"ipam-da-pools","dataDir":%q,
 		"ranges":[[{"subnet":"10.70.0.0/29"}],[{"subnet":"fd70::/125"}]],"routes":[{"dst":"0.0.0.0/0"}]%s}}`, version, dataDir, extra))
-}
-
-// withPrevResult adds prevResult to a config.
-func withPrevResult(conf []byte, prev []byte) []byte {
-	return append(bytes.TrimSuffix(bytes.TrimSpace(conf), []byte("}")), []byte(`,"prevResult":`+string(bytes.TrimSpace(prev))+"}")...)
 }
 
 // snapshot is a state directory's files and contents ("" when missing).
@@ -87,7 +81,7 @@ func TestCNIArgsLikeHostLocal(t *testing.T) {
 					}
 					if cmd != "ADD" {
 						added := testbin.MustSucceed(t, c)
-						c.Stdin = withPrevResult(conf, added.Stdout)
+						c.Stdin = withPrevResult(t, conf, added.Stdout)
 					}
 					c.Command, c.Args = cmd, tc.args
 					before := snapshot(t, filepath.Join(dataDir, "exact"))
@@ -183,7 +177,7 @@ func TestCheckWithoutPrevResultIPs(t *testing.T) {
 			for _, d := range []string{ours, theirs} {
 				conf := exactConf("1.0.0", d, "")
 				if tt.prev != "" {
-					conf = withPrevResult(conf, []byte(tt.prev))
+					conf = withPrevResult(t, conf, []byte(tt.prev))
 				}
 				c := call("ipam-da-pools", "CHECK", tt.id, conf)
 				if d == theirs {
@@ -407,7 +401,7 @@ func TestOldSpecVersions(t *testing.T) {
 	if err := json.Unmarshal(add.Stdout, &res); err != nil || res.CNIVersion != "0.2.0" || res.IP4.IP != "10.76.0.2/24" || res.IP6.IP != "fd76::2/64" {
 		t.Fatalf("chain ADD at 0.2.0: %s (%v)", add.Stdout, err)
 	}
-	testbin.MustSucceed(t, call("ipam-delegated", "DEL", "oc", withPrevResult(conf, add.Stdout)))
+	testbin.MustSucceed(t, call("ipam-delegated", "DEL", "oc", withPrevResult(t, conf, add.Stdout)))
 	for _, p := range []string{"o4", "o6"} {
 		if got := reservations(t, filepath.Join(dataDir, "_pools", p)); got != "" {
 			t.Errorf("pool %s after DEL: %s", p, got)
