@@ -78,7 +78,7 @@ func Start(parent, prefix string) (*Daemon, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &Daemon{Dir: dir, Socket: filepath.Join(dir, "docker.sock"), exited: make(chan struct{})}
+	d := &Daemon{Dir: dir, Socket: filepath.Join(dir, "docker.sock")}
 	for _, p := range []string{PluginDir, filepath.Dir(PluginDir)} {
 		if _, err := os.Stat(p); err != nil {
 			d.madeRun = append(d.madeRun, p)
@@ -95,41 +95,54 @@ func Start(parent, prefix string) (*Daemon, error) {
 		d.cleanup()
 		return nil, err
 	}
+	if err := d.launch(); err != nil {
+		d.Stop()
+		return nil, err
+	}
+	return d, nil
+}
+
+// launch starts dockerd on d's directories and waits until it answers.
+func (d *Daemon) launch() error {
+	d.exited = make(chan struct{})
 	d.cmd = exec.Command(Dockerd,
-		"--data-root", filepath.Join(dir, "data"),
-		"--exec-root", filepath.Join(dir, "exec"),
+		"--data-root", filepath.Join(d.Dir, "data"),
+		"--exec-root", filepath.Join(d.Dir, "exec"),
 		"-H", "unix://"+d.Socket,
-		"--pidfile", filepath.Join(dir, "dockerd.pid"),
+		"--pidfile", filepath.Join(d.Dir, "dockerd.pid"),
 		"--iptables=false", "--ip-masq=false", "--ip-forward=false", "--bridge=none",
 		"--storage-driver", "vfs",
-		"--config-file", cfg,
+		"--config-file", filepath.Join(d.Dir, "daemon.json"),
 	)
 	d.cmd.Stdout, d.cmd.Stderr = d.log, d.log
 	// Its own process group, so that Stop reaches the containerd it starts.
 	d.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := d.cmd.Start(); err != nil {
-		d.cleanup()
-		return nil, err
+		return err
 	}
-	go func() { _ = d.cmd.Wait(); close(d.exited) }()
+	exited := d.exited
+	go func() { _ = d.cmd.Wait(); close(exited) }()
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		if _, err := d.Run("version", "--format", "{{.Server.Version}}"); err == nil {
-			return d, nil
+			return nil
 		}
 		select {
-		case <-d.exited:
-			log := d.Log()
-			d.Stop()
-			return nil, fmt.Errorf("dockerd exited at start-up:\n%s", log)
+		case <-exited:
+			return fmt.Errorf("dockerd exited at start-up:\n%s", d.Log())
 		case <-time.After(200 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
-			log := d.Log()
-			d.Stop()
-			return nil, fmt.Errorf("dockerd did not answer within 60s:\n%s", log)
+			return fmt.Errorf("dockerd did not answer within 60s:\n%s", d.Log())
 		}
 	}
+}
+
+// Restart stops dockerd (SIGTERM: its containers stop, its networks and
+// images stay) and starts it again on the same directories.
+func (d *Daemon) Restart() error {
+	d.terminate()
+	return d.launch()
 }
 
 // Log is the daemon's output so far (its tail, for failure messages).
@@ -198,31 +211,43 @@ func (d *Daemon) ImportBusybox(name string) error {
 	return nil
 }
 
-// Stop removes every container and network the daemon still has (so
-// their links and bridges go), stops it (SIGTERM, then SIGKILL of its
-// process group after a grace period) and removes its directory.
+// Clean removes every container and network the daemon still has, so
+// their links and bridges go (a network on a remote IPAM driver needs the
+// driver for that: call Clean before stopping it).
+func (d *Daemon) Clean() {
+	if ids, err := d.Run("ps", "-aq"); err == nil && ids != "" {
+		_, _ = d.Run(append([]string{"rm", "-f"}, strings.Fields(ids)...)...)
+	}
+	if ids, err := d.Run("network", "ls", "-q", "--filter", "type=custom"); err == nil && ids != "" {
+		_, _ = d.Run(append([]string{"network", "rm"}, strings.Fields(ids)...)...)
+	}
+}
+
+// Stop cleans up (see Clean), stops the daemon (SIGTERM, then SIGKILL of
+// its process group after a grace period) and removes its directory, and
+// the directories under /run it created if they are empty by then.
 func (d *Daemon) Stop() {
 	if d.cmd != nil && d.cmd.Process != nil {
 		select {
 		case <-d.exited:
 		default:
-			if ids, err := d.Run("ps", "-aq"); err == nil && ids != "" {
-				_, _ = d.Run(append([]string{"rm", "-f"}, strings.Fields(ids)...)...)
-			}
-			if ids, err := d.Run("network", "ls", "-q", "--filter", "type=custom"); err == nil && ids != "" {
-				_, _ = d.Run(append([]string{"network", "rm"}, strings.Fields(ids)...)...)
-			}
-			_ = d.cmd.Process.Signal(syscall.SIGTERM)
-			select {
-			case <-d.exited:
-			case <-time.After(20 * time.Second):
-			}
-			// Whatever is left of the group (containerd, shims) goes too.
-			_ = syscall.Kill(-d.cmd.Process.Pid, syscall.SIGKILL)
-			<-d.exited
+			d.Clean()
+			d.terminate()
 		}
 	}
 	d.cleanup()
+}
+
+// terminate stops the daemon: SIGTERM, then SIGKILL of its whole process
+// group (containerd, shims) after a grace period.
+func (d *Daemon) terminate() {
+	_ = d.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-d.exited:
+	case <-time.After(20 * time.Second):
+	}
+	_ = syscall.Kill(-d.cmd.Process.Pid, syscall.SIGKILL)
+	<-d.exited
 }
 
 func (d *Daemon) cleanup() {

@@ -12,6 +12,7 @@ import (
 // network rm, and the same subnet again.
 func TestSubnetGatewayAndAddresses(t *testing.T) {
 	needDocker(t)
+	t.Parallel()
 	const net, pool = "cnpd-sg", "docker-10.213.10.0-24"
 	network(t, net, "--subnet", "10.213.10.0/24", "--gateway", "10.213.10.254")
 	if cfg := ipamConfig(t, net); len(cfg) != 1 || cfg[0].Subnet != "10.213.10.0/24" || cfg[0].Gateway != "10.213.10.254" {
@@ -77,6 +78,7 @@ func TestSubnetGatewayAndAddresses(t *testing.T) {
 // pools, never the same twice.
 func TestWithoutSubnet(t *testing.T) {
 	needDocker(t)
+	t.Parallel()
 	network(t, "cnpd-ns1")
 	network(t, "cnpd-ns2")
 	base := netip.MustParsePrefix("10.213.128.0/20")
@@ -105,6 +107,7 @@ func TestWithoutSubnet(t *testing.T) {
 // --ip-range: dynamic addresses only from the sub-range.
 func TestIPRange(t *testing.T) {
 	needDocker(t)
+	t.Parallel()
 	const net = "cnpd-ir"
 	network(t, net, "--subnet", "10.213.11.0/24", "--ip-range", "10.213.11.128/26")
 	sub := netip.MustParsePrefix("10.213.11.128/26")
@@ -121,6 +124,7 @@ func TestIPRange(t *testing.T) {
 // by network rm.
 func TestAuxAddresses(t *testing.T) {
 	needDocker(t)
+	t.Parallel()
 	const net, pool = "cnpd-aux", "docker-10.213.12.0-24"
 	network(t, net, "--subnet", "10.213.12.0/24", "--aux-address", "r1=10.213.12.2", "--aux-address", "r2=10.213.12.3")
 	r := reservations(t, pool)
@@ -141,6 +145,7 @@ func TestAuxAddresses(t *testing.T) {
 // --ipam-opt cniplugins.pool=NAME binds a network to a defined pool.
 func TestIpamOptBindsDefinedPool(t *testing.T) {
 	needDocker(t)
+	t.Parallel()
 	const net = "cnpd-opt"
 	network(t, net, "--ipam-opt", "cniplugins.pool=named")
 	if cfg := ipamConfig(t, net); len(cfg) != 1 || cfg[0].Subnet != "10.213.2.0/24" {
@@ -161,6 +166,7 @@ func TestIpamOptBindsDefinedPool(t *testing.T) {
 // from the default pools and from explicit subnets.
 func TestDualStack(t *testing.T) {
 	needDocker(t)
+	t.Parallel()
 	cases := []struct {
 		net  string
 		args []string

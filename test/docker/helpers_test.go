@@ -47,7 +47,7 @@ func ipamConfig(t *testing.T, net string) []ipamEntry {
 // runDetached starts a container that sleeps, removed when the test ends.
 func runDetached(t *testing.T, name string, args ...string) string {
 	t.Helper()
-	all := append([]string{"run", "-d", "--name", name}, args...)
+	all := append([]string{"run", "-d", "--stop-timeout", "1", "--name", name}, args...)
 	dk(t, append(all, image, "sleep", "300")...)
 	t.Cleanup(func() { _, _ = daemon.Run("rm", "-f", name) })
 	return name

@@ -104,14 +104,21 @@ func setUp(root string) error {
 
 func tearDown() {
 	if daemon != nil {
-		daemon.Stop() // removes containers and networks first, while the driver still answers
+		daemon.Clean() // containers and networks go while the driver still answers
 	}
 	if drv != nil {
 		drv.stop(syscall.SIGKILL)
 		_ = os.Remove(drv.socket)
 	}
+	if daemon != nil {
+		daemon.Stop() // last: it removes /run/docker/plugins if it made it
+	}
 }
 
+// needDocker skips without a private dockerd. Tests that only add
+// networks and containers of their own run in parallel; the one that
+// restarts the driver and dockerd runs alone (Go runs the sequential
+// tests before releasing the parallel ones).
 func needDocker(t *testing.T) {
 	t.Helper()
 	if skipReason != "" {
