@@ -2,7 +2,10 @@
 # test-deps.sh: installs what the test suite needs on a fresh machine:
 # Debian's upstream CNI plugins (host-local, bridge, loopback: the
 # compatibility and end-to-end tests run against them), iproute2 (ip
-# netns) and ping (the end-to-end tests ping their own bridge's gateway).
+# netns), ping (the end-to-end tests ping their own bridge's gateway), and
+# Debian's docker.io with busybox-static (test/docker runs the full
+# flavour's docker-ipam under a private dockerd, on an image imported from
+# busybox-static).
 # Go modules are fetched by `go mod download`. Does nothing when everything
 # is already there; needs root for apt.
 set -eu
@@ -10,6 +13,8 @@ need=""
 [ -x /usr/lib/cni/host-local ] || need="$need containernetworking-plugins"
 command -v ip >/dev/null 2>&1 || need="$need iproute2"
 command -v ping >/dev/null 2>&1 || need="$need iputils-ping"
+[ -x /usr/sbin/dockerd ] && [ -x /usr/bin/docker ] || need="$need docker.io"
+[ -x /bin/busybox ] || need="$need busybox-static"
 if [ -n "$need" ]; then
 	if [ "$(id -u)" -ne 0 ] || ! command -v apt-get >/dev/null 2>&1; then
 		echo "test-deps.sh: missing$need and cannot apt-get install them (not root or no apt); the tests that need them will skip loudly" >&2
