@@ -20,6 +20,17 @@ if [ -n "$need" ]; then
 		echo "test-deps.sh: missing$need and cannot apt-get install them (not root or no apt); the tests that need them will skip loudly" >&2
 	else
 		echo "test-deps.sh: installing$need" >&2
+		# docker.io's and containerd's packages start their system services
+		# on install; the tests run a private dockerd and refuse to run next
+		# to a system containerd. policy-rc.d (Debian's invoke-rc.d policy)
+		# keeps package installs from starting any service meanwhile.
+		policy=""
+		if [ ! -e /usr/sbin/policy-rc.d ]; then
+			policy=/usr/sbin/policy-rc.d
+			printf '#!/bin/sh\nexit 101\n' >"$policy"
+			chmod 0755 "$policy"
+			trap 'rm -f "$policy"' EXIT INT TERM
+		fi
 		apt-get update -qq >/dev/null
 		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $need >/dev/null
 	fi

@@ -9,6 +9,7 @@ import (
 	"archive/tar"
 	"bytes"
 	"context"
+	"debug/elf"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -60,6 +61,16 @@ func Usable() error {
 	for _, b := range []string{Dockerd, Docker, busybox, "/usr/bin/containerd", "/usr/sbin/runc"} {
 		if _, err := os.Stat(b); err != nil {
 			return fmt.Errorf("%s missing (scripts/test-deps.sh installs docker.io and busybox-static)", b)
+		}
+	}
+	if f, err := elf.Open(busybox); err != nil {
+		return fmt.Errorf("%s: %v", busybox, err)
+	} else {
+		defer f.Close()
+		for _, p := range f.Progs {
+			if p.Type == elf.PT_INTERP {
+				return fmt.Errorf("%s is dynamically linked; the test image needs busybox-static", busybox)
+			}
 		}
 	}
 	if _, err := os.Stat(systemContainerd); err == nil {
