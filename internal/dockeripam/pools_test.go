@@ -3,6 +3,7 @@ package dockeripam
 import (
 	"encoding/json"
 	"net/netip"
+	"os"
 	"strings"
 	"testing"
 
@@ -123,5 +124,35 @@ func TestConfigValidation(t *testing.T) {
 		if c.name == "defaults" && (cfg.DataDir != DefaultDataDir || len(cfg.Defaults) != 2) {
 			t.Errorf("defaults: %+v", cfg)
 		}
+	}
+}
+
+// The example config loads, and defines pool web exactly as the example
+// conflist beside it does: the worked example's two sides agree.
+func TestExampleConfigMatchesItsConflist(t *testing.T) {
+	cfg, err := LoadConfig("../../examples/docker-ipam.json", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile("../../examples/docker-shared.conflist")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var list struct {
+		Plugins []struct {
+			IPAM struct {
+				PoolDefinitions map[string]json.RawMessage `json:"poolDefinitions"`
+			} `json:"ipam"`
+		} `json:"plugins"`
+	}
+	if err := json.Unmarshal(b, &list); err != nil {
+		t.Fatal(err)
+	}
+	cni, err := ParsePoolDefinitions(list.Plugins[0].IPAM.PoolDefinitions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cni["web"].String() != cfg.Pools["web"].String() || cni["web"].String() == "" {
+		t.Errorf("pool web: conflist %s, driver config %s", cni["web"], cfg.Pools["web"])
 	}
 }
