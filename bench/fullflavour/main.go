@@ -135,7 +135,9 @@ func quantile(xs []time.Duration, q float64) time.Duration {
 
 func ms(d time.Duration) float64 { return float64(d) / 1e6 }
 
-func logf(format string, args ...any) { fmt.Fprintf(os.Stderr, "bench fullflavour: "+format+"\n", args...) }
+func logf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "bench fullflavour: "+format+"\n", args...)
+}
 
 func fatalf(format string, args ...any) {
 	logf(format, args...)

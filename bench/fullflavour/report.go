@@ -37,9 +37,9 @@ func (r *report) markdown() string {
 	row("VERSION (exec floor of a personality)", func(e execResult) []time.Duration { return e.version })
 	row("ipam-da-pools ADD", func(e execResult) []time.Duration { return e.add })
 	row("ipam-da-pools DEL", func(e execResult) []time.Duration { return e.del })
-	li, fi := medianF(r.exec[0].initMS), medianF(r.exec[1].initMS)
+	li, fi := median(r.exec[0].initMS), median(r.exec[1].initMS)
 	w("| package init clock (GODEBUG=inittrace=1), median | %.3f ms | %.3f ms | %.2f× |\n", li, fi, fi/li)
-	w("| packages initialised | %d | %d | |\n\n", medianI(r.exec[0].initPkgs), medianI(r.exec[1].initPkgs))
+	w("| packages initialised | %d | %d | |\n\n", median(r.exec[0].initPkgs), median(r.exec[1].initPkgs))
 	w("n = %d execs of each kind per binary, %d inittrace runs. The lean binary is what `make build` installs by default; these rows are what it would cost every CNI call if the network-facing pieces were linked into it.\n\n", len(r.exec[0].add), len(r.exec[0].initMS))
 
 	w("## docker-ipam over its unix socket\n\n")
@@ -70,16 +70,8 @@ func met(ok bool) string {
 	return "not met"
 }
 
-func medianF(xs []float64) float64 {
-	if len(xs) == 0 {
-		return 0
-	}
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	return s[len(s)/2]
-}
-
-func medianI(xs []int) int {
+// median of xs (a sorted copy's middle element).
+func median[T int | float64](xs []T) T {
 	if len(xs) == 0 {
 		return 0
 	}

@@ -27,9 +27,9 @@ const (
 func (d *Driver) RequestAddress(r RequestAddressRequest) (RequestAddressResponse, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	p, ok := d.st.Pools[r.PoolID]
-	if !ok {
-		return RequestAddressResponse{}, fmt.Errorf("unknown pool ID %q", r.PoolID)
+	p, err := d.pool(r.PoolID)
+	if err != nil {
+		return RequestAddressResponse{}, err
 	}
 	subnet, err := netip.ParsePrefix(p.Subnet)
 	if err != nil {
@@ -41,10 +41,9 @@ func (d *Driver) RequestAddress(r RequestAddressRequest) (RequestAddressResponse
 	}
 	var requested netip.Addr
 	if r.Address != "" {
-		if requested, err = netip.ParseAddr(r.Address); err != nil || requested.Zone() != "" {
-			return RequestAddressResponse{}, fmt.Errorf("address %q: not an IP address", r.Address)
+		if requested, err = parseIP(r.Address); err != nil {
+			return RequestAddressResponse{}, err
 		}
-		requested = requested.Unmap()
 		if !subnet.Contains(requested) {
 			return RequestAddressResponse{}, fmt.Errorf("address %s is outside pool %s (%s)", requested, p.Pool, subnet)
 		}
@@ -122,15 +121,14 @@ func (d *Driver) reserve(id string, p *poolState, rs hostlocal.RangeSet, request
 func (d *Driver) ReleaseAddress(r ReleaseAddressRequest) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	p, ok := d.st.Pools[r.PoolID]
-	if !ok {
-		return fmt.Errorf("unknown pool ID %q", r.PoolID)
+	p, err := d.pool(r.PoolID)
+	if err != nil {
+		return err
 	}
-	ip, err := netip.ParseAddr(r.Address)
-	if err != nil || ip.Zone() != "" {
-		return fmt.Errorf("address %q: not an IP address", r.Address)
+	ip, err := parseIP(r.Address)
+	if err != nil {
+		return err
 	}
-	ip = ip.Unmap()
 	if i := slices.Index(p.Gateways, ip.String()); i >= 0 {
 		return d.update(func(s *state) {
 			s.Pools[r.PoolID].Gateways = slices.Delete(s.Pools[r.PoolID].Gateways, i, i+1)

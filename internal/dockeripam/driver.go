@@ -14,6 +14,7 @@
 package dockeripam
 
 import (
+	"fmt"
 	"maps"
 	"net/netip"
 	"path/filepath"
@@ -57,6 +58,24 @@ func (d *Driver) Close() error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	return d.store.close()
+}
+
+// pool returns the Docker pool id; the caller holds d.mu.
+func (d *Driver) pool(id string) (*poolState, error) {
+	p, ok := d.st.Pools[id]
+	if !ok {
+		return nil, fmt.Errorf("unknown pool ID %q", id)
+	}
+	return p, nil
+}
+
+// parseIP parses an address of a request: a bare IP, no zone.
+func parseIP(s string) (netip.Addr, error) {
+	ip, err := netip.ParseAddr(s)
+	if err != nil || ip.Zone() != "" {
+		return netip.Addr{}, fmt.Errorf("address %q: not an IP address", s)
+	}
+	return ip.Unmap(), nil
 }
 
 // attachment is the owner of pool id's reservations.

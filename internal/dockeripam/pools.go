@@ -50,9 +50,9 @@ func (d *Driver) RequestPool(r RequestPoolRequest) (RequestPoolResponse, error) 
 func (d *Driver) ReleasePool(r ReleasePoolRequest) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	p, ok := d.st.Pools[r.PoolID]
-	if !ok {
-		return fmt.Errorf("unknown pool ID %q", r.PoolID)
+	p, err := d.pool(r.PoolID)
+	if err != nil {
+		return err
 	}
 	if p.Refs > 1 {
 		return d.update(func(s *state) { s.Pools[r.PoolID].Refs-- })
