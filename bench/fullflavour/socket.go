@@ -28,7 +28,7 @@ type driverProc struct {
 // startDriver runs the full binary's docker-ipam on socket with a data
 // directory of its own and the given config.
 func startDriver(bin, socket, dataDir, config string) (*driverProc, error) {
-	cfg := filepath.Join(dataDir + "-config.json")
+	cfg := dataDir + "-config.json"
 	if err := os.WriteFile(cfg, []byte(config), 0o644); err != nil {
 		return nil, err
 	}

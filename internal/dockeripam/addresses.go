@@ -97,16 +97,12 @@ func (d *Driver) reserve(id string, p *poolState, rs hostlocal.RangeSet, request
 	}
 	al := hostlocal.NewAllocator(disk)
 	label := "pool " + p.Pool
-	var addr netip.Prefix
-	switch {
-	case requested.IsValid():
-		addr, _, err = al.Allocate(attachment(id), poolCursor, rs, requested, label)
-	case p.SubPool != "":
+	rangeID, set := poolCursor, rs
+	if p.SubPool != "" && !requested.IsValid() {
 		sub, _ := netip.ParsePrefix(p.SubPool)
-		addr, err = al.AllocateShared(attachment(id), subPoolCursor, restrict(rs, sub), label+" ip-range "+p.SubPool)
-	default:
-		addr, err = al.AllocateShared(attachment(id), poolCursor, rs, label)
+		rangeID, set, label = subPoolCursor, restrict(rs, sub), label+" ip-range "+p.SubPool
 	}
+	addr, err := al.AllocateShared(attachment(id), rangeID, set, requested, label)
 	if cerr := disk.Close(); cerr != nil {
 		// The reservation is on disk; only the index missed its commit,
 		// and the next operation rebuilds it.
