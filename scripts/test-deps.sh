@@ -13,6 +13,10 @@ need=""
 [ -x /usr/lib/cni/host-local ] || need="$need containernetworking-plugins"
 command -v ip >/dev/null 2>&1 || need="$need iproute2"
 command -v ping >/dev/null 2>&1 || need="$need iputils-ping"
+# podman (CNI backend), runc and busybox-static: the real-runtime test of
+# ipam-ds-args (test/e2e/podman_test.go), whose image is busybox imported.
+command -v podman >/dev/null 2>&1 || need="$need podman"
+command -v runc >/dev/null 2>&1 || need="$need runc"
 [ -x /usr/sbin/dockerd ] && [ -x /usr/bin/docker ] || need="$need docker.io"
 [ -x /bin/busybox ] || need="$need busybox-static"
 if [ -n "$need" ]; then
