@@ -35,7 +35,7 @@ func (d *Driver) RequestAddress(r RequestAddressRequest) (RequestAddressResponse
 	if err != nil {
 		return RequestAddressResponse{}, fmt.Errorf("pool ID %q: corrupt state: %w", r.PoolID, err)
 	}
-	rs := d.ranges(p.Pool, subnet, p.Own)
+	rs, exclude := d.ranges(p.Pool, subnet, p.Own)
 	if len(rs) == 0 {
 		return RequestAddressResponse{}, fmt.Errorf("pool %s no longer has a range in %s (was it removed from poolDefinitions?)", p.Pool, subnet)
 	}
@@ -58,7 +58,7 @@ func (d *Driver) RequestAddress(r RequestAddressRequest) (RequestAddressResponse
 			return d.reply(r.PoolID, netip.PrefixFrom(gw, subnet.Bits()), "gateway")
 		}
 	}
-	addr, err := d.reserve(r.PoolID, p, rs, requested)
+	addr, err := d.reserve(r.PoolID, p, rs, exclude, requested)
 	if err != nil {
 		return RequestAddressResponse{}, err
 	}
@@ -90,12 +90,12 @@ func rangeGateway(rs hostlocal.RangeSet, asked netip.Addr) (netip.Addr, bool) {
 
 // reserve writes the reservation file under the pool directory's lock,
 // exactly as a CNI ADD on that pool does.
-func (d *Driver) reserve(id string, p *poolState, rs hostlocal.RangeSet, requested netip.Addr) (netip.Prefix, error) {
+func (d *Driver) reserve(id string, p *poolState, rs hostlocal.RangeSet, exclude hostlocal.Exclusions, requested netip.Addr) (netip.Prefix, error) {
 	disk, err := hostlocal.Open(d.poolDir(p.Pool), d.cfg.LockTimeout)
 	if err != nil {
 		return netip.Prefix{}, err
 	}
-	al := hostlocal.NewAllocator(disk)
+	al := hostlocal.NewAllocator(disk).Excluding(exclude)
 	label := "pool " + p.Pool
 	rangeID, set := poolCursor, rs
 	if p.SubPool != "" && !requested.IsValid() {

@@ -4,15 +4,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"maps"
 	"net/netip"
 	"os"
 	"path/filepath"
-	"slices"
 	"time"
 
-	"github.com/cniplugins/cniplugins/internal/hostlocal"
-	"github.com/cniplugins/cniplugins/internal/pool"
+	"github.com/cniplugins/cniplugins/internal/dapools"
 )
 
 const (
@@ -57,7 +54,7 @@ type Config struct {
 	DataDir     string
 	LockTimeout time.Duration
 	// Pools are the defined pools, by name, as conflists define them.
-	Pools map[string]hostlocal.RangeSet
+	Pools map[string]dapools.PoolDef
 	// Defaults are the default address pools, validated.
 	Defaults []defaultPool
 }
@@ -110,7 +107,9 @@ func (fc fileConfig) validate() (Config, error) {
 		c.LockTimeout = d
 	}
 	var err error
-	if c.Pools, err = ParsePoolDefinitions(fc.PoolDefinitions); err != nil {
+	// The one parser of poolDefinitions, ipam-da-pools', so that a pool
+	// means the same ranges and exclusions to Docker and to CNI.
+	if c.Pools, err = dapools.ParsePoolDefinitions("poolDefinitions", fc.PoolDefinitions); err != nil {
 		return Config{}, err
 	}
 	defaults := fc.DefaultAddressPools
@@ -136,54 +135,4 @@ func (a AddressPool) validate(field string) (defaultPool, error) {
 		return defaultPool{}, fmt.Errorf("%s.size %d: must be between the base's prefix length %d and %d", field, a.Size, base.Bits(), base.Addr().BitLen()-2)
 	}
 	return defaultPool{base: base, size: a.Size}, nil
-}
-
-// ParsePoolDefinitions validates poolDefinitions exactly as conflists
-// write them: pool name → range set, or the object form {"ranges": range
-// set}. It is the driver's one entry point for pool definitions, so that
-// it can follow ipam-da-pools' parser as that grows.
-//
-// "exclude" is refused for now: the engine cannot honour it yet, and a
-// definition that silently hands out excluded addresses would be worse
-// than an error.
-func ParsePoolDefinitions(defs map[string]json.RawMessage) (map[string]hostlocal.RangeSet, error) {
-	out := make(map[string]hostlocal.RangeSet, len(defs))
-	for _, name := range slices.Sorted(maps.Keys(defs)) {
-		field := "poolDefinitions." + name
-		if err := pool.ValidName("poolDefinitions", name); err != nil {
-			return nil, err
-		}
-		cfgs, err := decodeDefinition(field, defs[name])
-		if err != nil {
-			return nil, err
-		}
-		rs, err := hostlocal.ParseRangeSet(field, cfgs)
-		if err != nil {
-			return nil, err
-		}
-		out[name] = rs
-	}
-	return out, nil
-}
-
-func decodeDefinition(field string, raw json.RawMessage) ([]hostlocal.RangeConfig, error) {
-	var cfgs []hostlocal.RangeConfig
-	trimmed := bytes.TrimSpace(raw)
-	if len(trimmed) > 0 && trimmed[0] == '{' {
-		var obj struct {
-			Ranges  []hostlocal.RangeConfig `json:"ranges"`
-			Exclude json.RawMessage         `json:"exclude"`
-		}
-		if err := json.Unmarshal(trimmed, &obj); err != nil {
-			return nil, fmt.Errorf("%s: %w", field, err)
-		}
-		if len(obj.Exclude) > 0 && string(obj.Exclude) != "null" && string(obj.Exclude) != "[]" {
-			return nil, fmt.Errorf("%s.exclude: not supported by this version of the driver", field)
-		}
-		return obj.Ranges, nil
-	}
-	if err := json.Unmarshal(trimmed, &cfgs); err != nil {
-		return nil, fmt.Errorf("%s: want a range set (an array of ranges) or {\"ranges\": [...]}: %w", field, err)
-	}
-	return cfgs, nil
 }

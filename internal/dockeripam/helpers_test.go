@@ -22,7 +22,7 @@ import (
 const testConfig = `{
   "poolDefinitions": {
     "shared": [{"subnet": "10.213.1.0/24"}],
-    "named": {"ranges": [{"subnet": "10.213.2.0/24", "rangeStart": "10.213.2.10", "rangeEnd": "10.213.2.50"}]},
+    "named": {"ranges": [{"subnet": "10.213.2.0/24", "rangeStart": "10.213.2.10", "rangeEnd": "10.213.2.50"}], "exclude": ["10.213.2.10/31"]},
     "v6": [{"subnet": "fd00:213:1::/64"}]
   },
   "defaultAddressPools": [

@@ -144,7 +144,7 @@ func (d *Driver) bind(r RequestPoolRequest) (binding, error) {
 		if !b.subnet.Contains(b.subPool.Addr()) || b.subPool.Bits() < b.subnet.Bits() {
 			return binding{}, fmt.Errorf("SubPool %s is not inside pool %s", r.SubPool, b.subnet)
 		}
-		if len(restrict(d.ranges(b.pool, b.subnet, b.own), b.subPool)) == 0 {
+		if rs, _ := d.ranges(b.pool, b.subnet, b.own); len(restrict(rs, b.subPool)) == 0 {
 			return binding{}, fmt.Errorf("SubPool %s holds no allocatable address of pool %s", r.SubPool, b.pool)
 		}
 	}
@@ -154,11 +154,11 @@ func (d *Driver) bind(r RequestPoolRequest) (binding, error) {
 // bindNamed binds to the defined pool name; its subnet is the requested
 // one, which must be one of the pool's, or the pool's first of that family.
 func (d *Driver) bindNamed(name string, want netip.Prefix, v6 bool) (binding, error) {
-	rs, ok := d.cfg.Pools[name]
+	def, ok := d.cfg.Pools[name]
 	if !ok {
 		return binding{}, fmt.Errorf("%s=%s: no such pool in poolDefinitions (defined: %s)", PoolOption, name, strings.Join(slices.Sorted(maps.Keys(d.cfg.Pools)), ", "))
 	}
-	for _, r := range rs {
+	for _, r := range def.Set {
 		if r.Subnet.Addr().Is6() != v6 {
 			continue
 		}
@@ -177,7 +177,7 @@ func (d *Driver) bindNamed(name string, want netip.Prefix, v6 bool) (binding, er
 func (d *Driver) bindSubnet(subnet netip.Prefix) (binding, error) {
 	var matches []string
 	for _, name := range slices.Sorted(maps.Keys(d.cfg.Pools)) {
-		for _, r := range d.cfg.Pools[name] {
+		for _, r := range d.cfg.Pools[name].Set {
 			switch {
 			case r.Subnet == subnet:
 				matches = append(matches, name)
@@ -207,8 +207,8 @@ func (d *Driver) bindSubnet(subnet netip.Prefix) (binding, error) {
 // overlaps no defined pool and no pool in use.
 func (d *Driver) bindFree(v6 bool) (binding, error) {
 	taken := d.st.inUse()
-	for _, rs := range d.cfg.Pools {
-		for _, r := range rs {
+	for _, def := range d.cfg.Pools {
+		for _, r := range def.Set {
 			taken = append(taken, r.Subnet)
 		}
 	}
@@ -282,23 +282,25 @@ func parseNetwork(field, s string) (netip.Prefix, error) {
 	return p, nil
 }
 
-// ranges is the range set a Docker pool allocates from: the defined
-// pool's ranges in the pool's subnet, or the whole subnet for an own pool.
-func (d *Driver) ranges(pool string, subnet netip.Prefix, own bool) hostlocal.RangeSet {
+// ranges is the range set a Docker pool allocates from, and what it
+// never hands out: the defined pool's ranges in the pool's subnet and its
+// exclusions, or the whole subnet for an own pool.
+func (d *Driver) ranges(pool string, subnet netip.Prefix, own bool) (hostlocal.RangeSet, hostlocal.Exclusions) {
 	if own {
 		r, err := hostlocal.RangeConfig{Subnet: subnet.String()}.Canonicalize("Pool")
 		if err != nil {
-			return nil
+			return nil, hostlocal.Exclusions{}
 		}
-		return hostlocal.RangeSet{r}
+		return hostlocal.RangeSet{r}, hostlocal.Exclusions{}
 	}
+	def := d.cfg.Pools[pool]
 	var out hostlocal.RangeSet
-	for _, r := range d.cfg.Pools[pool] {
+	for _, r := range def.Set {
 		if r.Subnet == subnet {
 			out = append(out, r)
 		}
 	}
-	return out
+	return out, def.Exclude
 }
 
 // restrict narrows rs to the addresses inside sub (--ip-range), keeping
