@@ -42,7 +42,7 @@ func main() {
 	}
 	defer os.RemoveAll(tmp)
 	var r report
-	r.started = time.Now()
+	r.started, r.loadBefore = time.Now(), loadAvg()
 	logf("building the lean and the full binary")
 	bins, err := buildFlavours(root, tmp)
 	if err != nil {
@@ -59,7 +59,7 @@ func main() {
 	}
 	logf("docker run --rm: %d per network", *nDocker)
 	r.docker, r.dockerSkip = measureDocker(bins[1].bin, tmp, *nDocker)
-	r.elapsed = time.Since(r.started)
+	r.elapsed, r.loadAfter = time.Since(r.started), loadAvg()
 
 	md := r.markdown()
 	if err := os.MkdirAll(*out, 0o755); err != nil {

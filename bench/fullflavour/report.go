@@ -10,6 +10,8 @@ import (
 )
 
 type report struct {
+	loadBefore string // /proc/loadavg, before and after: the machine's other work
+	loadAfter  string
 	started    time.Time
 	elapsed    time.Duration
 	sizes      [2]int64
@@ -26,6 +28,7 @@ func (r *report) markdown() string {
 	w("# The full flavour: cost and driver figures\n\n")
 	w("Run %s on %s (%d CPUs, %s/%s, %s), %s. Written by `go run ./bench/fullflavour` (part of `make bench`); every pair of figures below was measured side by side, interleaved, in this one run.\n\n",
 		r.started.UTC().Format(time.RFC3339), host, runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, runtime.Version(), r.elapsed.Round(time.Second))
+	w("Load average (1, 5, 15 min) before: %s; after: %s. Absolute times grow with the machine's other work; the ratios, measured interleaved, much less.\n\n", r.loadBefore, r.loadAfter)
 
 	w("## Lean vs full binary, per exec\n\n")
 	w("| | lean `cniplugins` | full `cniplugins-full` | full / lean |\n| --- | ---: | ---: | ---: |\n")
@@ -78,4 +81,17 @@ func median[T int | float64](xs []T) T {
 	s := slices.Clone(xs)
 	slices.Sort(s)
 	return s[len(s)/2]
+}
+
+// loadAvg is the first three fields of /proc/loadavg.
+func loadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "unknown"
+	}
+	return strings.Join(f[:3], " ")
 }
