@@ -65,9 +65,6 @@ func (d *Driver) RequestAddress(r RequestAddressRequest) (RequestAddressResponse
 	return d.reply(r.PoolID, addr, "address")
 }
 
-// RequestAddressType is the option key of a special request.
-const RequestAddressType = "RequestAddressType"
-
 func (d *Driver) reply(id string, addr netip.Prefix, what string) (RequestAddressResponse, error) {
 	d.log.Info(what+" reserved", logging.String("poolID", id), logging.Stringer("address", addr))
 	return RequestAddressResponse{Address: addr.String(), Data: map[string]string{}}, nil

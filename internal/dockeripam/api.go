@@ -8,6 +8,8 @@ package dockeripam
 const (
 	// pluginKind is what Plugin.Activate advertises.
 	pluginKind = "IpamDriver"
+	// RequestAddressType is the option key of a special address request.
+	RequestAddressType = "RequestAddressType"
 	// GatewayRequest is the RequestAddressType of a network's gateway.
 	GatewayRequest = "com.docker.network.gateway"
 	// PoolOption binds a network to a defined pool by name:
