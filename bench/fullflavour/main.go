@@ -20,8 +20,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"strings"
 	"time"
+
+	"github.com/cniplugins/cniplugins/internal/testbin"
 )
 
 func main() {
@@ -32,10 +33,7 @@ func main() {
 	nDocker := flag.Int("n-docker", 15, "docker run --rm per network")
 	flag.Parse()
 
-	root, err := repoRoot()
-	if err != nil {
-		fatalf("%v", err)
-	}
+	root := testbin.RepoRoot()
 	tmp, err := os.MkdirTemp("", "cnpd-bench-")
 	if err != nil {
 		fatalf("%v", err)
@@ -96,23 +94,6 @@ func buildFlavours(root, tmp string) ([2]flavourBin, error) {
 		out[i] = b
 	}
 	return out, nil
-}
-
-func repoRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if b, err := os.ReadFile(filepath.Join(dir, "go.mod")); err == nil && strings.Contains(string(b), "module github.com/cniplugins/cniplugins\n") {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", fmt.Errorf("not inside the cniplugins module")
-		}
-		dir = parent
-	}
 }
 
 func fileSize(path string) int64 {
