@@ -88,7 +88,7 @@ func (l *memListener) DialContext(ctx context.Context, _, _ string) (net.Conn, e
 
 // served serves d's handler on an in-memory listener and returns a
 // client for it.
-func served(t *testing.T, d *Driver) *apiClient {
+func served(t testing.TB, d *Driver) *apiClient {
 	t.Helper()
 	l := newMemListener()
 	srv := &http.Server{Handler: d.Handler()}
@@ -101,7 +101,7 @@ type apiClient struct{ c *http.Client }
 
 // post sends body as dockerd does (POST, no Content-Type) and returns
 // the status and the decoded reply.
-func (a *apiClient) post(t *testing.T, method, path, body string) (int, map[string]any) {
+func (a *apiClient) post(t testing.TB, method, path, body string) (int, map[string]any) {
 	t.Helper()
 	req, err := http.NewRequest(method, "http://plugin"+path, strings.NewReader(body))
 	if err != nil {
