@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
-	"syscall"
 	"time"
 )
 
@@ -17,7 +16,6 @@ type execResult struct {
 	version, add, del []time.Duration
 	initMS            []float64 // package init clock per run (inittrace)
 	initPkgs          []int
-	addRSS            []int // peak resident KiB of each ADD (wait4's rusage)
 }
 
 // measureExec interleaves the two binaries so that machine noise hits
@@ -27,17 +25,17 @@ func measureExec(bins [2]flavourBin, tmp string, n, nInit int) ([2]execResult, e
 	var res [2]execResult
 	for i := range n + 3 {
 		for b, fb := range bins {
-			v, _, _, err := runCNI(fb, "VERSION", "", nil, nil)
+			v, _, err := runCNI(fb, "VERSION", "", nil, nil)
 			if err != nil {
 				return res, err
 			}
 			conf := []byte(fmt.Sprintf(`{"cniVersion":"1.0.0","name":"bench","ipam":{"type":"ipam-da-pools","ranges":[[{"subnet":"10.213.250.0/24"}]],"dataDir":%q}}`,
 				filepath.Join(tmp, fb.name+"-data")))
-			a, _, rss, err := runCNI(fb, "ADD", "c1", conf, nil)
+			a, _, err := runCNI(fb, "ADD", "c1", conf, nil)
 			if err != nil {
 				return res, err
 			}
-			d, _, _, err := runCNI(fb, "DEL", "c1", conf, nil)
+			d, _, err := runCNI(fb, "DEL", "c1", conf, nil)
 			if err != nil {
 				return res, err
 			}
@@ -45,13 +43,12 @@ func measureExec(bins [2]flavourBin, tmp string, n, nInit int) ([2]execResult, e
 				res[b].version = append(res[b].version, v)
 				res[b].add = append(res[b].add, a)
 				res[b].del = append(res[b].del, d)
-				res[b].addRSS = append(res[b].addRSS, rss)
 			}
 		}
 	}
 	for range nInit {
 		for b, fb := range bins {
-			_, stderr, _, err := runCNI(fb, "VERSION", "", nil, []string{"GODEBUG=inittrace=1"})
+			_, stderr, err := runCNI(fb, "VERSION", "", nil, []string{"GODEBUG=inittrace=1"})
 			if err != nil {
 				return res, err
 			}
@@ -63,9 +60,8 @@ func measureExec(bins [2]flavourBin, tmp string, n, nInit int) ([2]execResult, e
 	return res, nil
 }
 
-// runCNI execs ipam-da-pools from fb's bin dir as a runtime does and
-// returns its wall time, stderr and peak resident KiB.
-func runCNI(fb flavourBin, command, cid string, stdin []byte, env []string) (time.Duration, []byte, int, error) {
+// runCNI execs ipam-da-pools from fb's bin dir as a runtime does.
+func runCNI(fb flavourBin, command, cid string, stdin []byte, env []string) (time.Duration, []byte, error) {
 	cmd := exec.Command(filepath.Join(fb.cniDir, "ipam-da-pools"))
 	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "CNI_COMMAND=" + command, "CNI_CONTAINERID=" + cid,
 		"CNI_NETNS=/var/run/netns/bench", "CNI_IFNAME=eth0", "CNI_PATH=" + fb.cniDir}, env...)
@@ -76,13 +72,9 @@ func runCNI(fb flavourBin, command, cid string, stdin []byte, env []string) (tim
 	err := cmd.Run()
 	d := time.Since(start)
 	if err != nil {
-		return d, nil, 0, fmt.Errorf("%s %s: %v: %s %s", fb.name, command, err, out.Bytes(), errb.Bytes())
+		return d, nil, fmt.Errorf("%s %s: %v: %s %s", fb.name, command, err, out.Bytes(), errb.Bytes())
 	}
-	rss := 0
-	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
-		rss = int(ru.Maxrss)
-	}
-	return d, errb.Bytes(), rss, nil
+	return d, errb.Bytes(), nil
 }
 
 // parseInittrace sums the init clock of every package.

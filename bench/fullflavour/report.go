@@ -42,8 +42,6 @@ func (r *report) markdown() string {
 	row("ipam-da-pools DEL", func(e execResult) []time.Duration { return e.del })
 	li, fi := median(r.exec[0].initMS), median(r.exec[1].initMS)
 	w("| package init clock (GODEBUG=inittrace=1), median | %.3f ms | %.3f ms | %.2f× |\n", li, fi, fi/li)
-	lr, fr := median(r.exec[0].addRSS), median(r.exec[1].addRSS)
-	w("| peak resident memory of an ADD, median | %d KiB | %d KiB | %.2f× |\n", lr, fr, float64(fr)/float64(lr))
 	w("| packages initialised | %d | %d | |\n\n", median(r.exec[0].initPkgs), median(r.exec[1].initPkgs))
 	w("n = %d execs of each kind per binary, %d inittrace runs. The lean binary is what `make build` installs by default; these rows are what it would cost every CNI call if the network-facing pieces were linked into it.\n\n", len(r.exec[0].add), len(r.exec[0].initMS))
 
