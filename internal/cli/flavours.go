@@ -7,6 +7,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+
+	"github.com/cniplugins/cniplugins/internal/version"
 )
 
 // flavourFile is the file name `make build` and the release tarball
@@ -21,8 +23,9 @@ func flavourFile(flavour string) (string, bool) {
 	return "", false
 }
 
-// flavourBinary is the executable `install` installs: --binary, else the
-// --flavour's binary beside this executable, else this executable.
+// flavourBinary is the executable `install` installs: --binary, else
+// this executable when --flavour is none or its own, else the --flavour's
+// binary beside this executable.
 func flavourBinary(binary, flavour string) (string, error) {
 	if binary != "" && flavour != "" {
 		return "", fmt.Errorf("--binary and --flavour are exclusive")
@@ -41,9 +44,18 @@ func flavourBinary(binary, flavour string) (string, error) {
 	if !ok {
 		return "", fmt.Errorf("unknown flavour %q (lean, verbose or full)", flavour)
 	}
+	if flavour == ownFlavour() {
+		return self, nil
+	}
 	path := filepath.Join(filepath.Dir(self), file)
-	if _, err := os.Stat(path); err != nil {
+	fi, err := os.Stat(path)
+	if err != nil {
 		return "", fmt.Errorf("flavour %s: no %s beside %s (run it from the source tree's bin/ or the release directory, or pass --binary)", flavour, file, self)
+	}
+	// An installed binary is named cniplugins whatever its flavour: the
+	// lean flavour's file name beside it is itself.
+	if me, err := os.Stat(self); err == nil && os.SameFile(fi, me) && ownFlavour() != flavour {
+		return "", fmt.Errorf("flavour %s: %s is this binary, of flavour %s (run install from the source tree's bin/ or the release directory, or pass --binary)", flavour, path, ownFlavour())
 	}
 	return path, nil
 }
@@ -77,4 +89,12 @@ func (f Flavour) namesOf(binary string) ([]string, error) {
 		return nil, fmt.Errorf("%s list printed no personality", binary)
 	}
 	return names, nil
+}
+
+// ownFlavour is this build's flavour in --flavour's words.
+func ownFlavour() string {
+	if version.Flavour == "" {
+		return "lean"
+	}
+	return version.Flavour
 }
