@@ -11,15 +11,7 @@ import (
 // pair in-process: the engine's share of what bench/fullflavour measures
 // over the socket.
 func BenchmarkRequestReleaseAddress(b *testing.B) {
-	cfg, err := LoadConfig("", b.TempDir())
-	if err != nil {
-		b.Fatal(err)
-	}
-	d, err := Open(cfg, logging.Nop())
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer d.Close()
+	d := benchDriver(b)
 	p, err := d.RequestPool(RequestPoolRequest{Pool: "10.213.1.0/24"})
 	if err != nil {
 		b.Fatal(err)
@@ -40,15 +32,7 @@ func BenchmarkRequestReleaseAddress(b *testing.B) {
 // BenchmarkHandlerPair is the same pair through the HTTP handlers over
 // an in-memory connection: the server's share.
 func BenchmarkHandlerPair(b *testing.B) {
-	cfg, err := LoadConfig("", b.TempDir())
-	if err != nil {
-		b.Fatal(err)
-	}
-	d, err := Open(cfg, logging.Nop())
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer d.Close()
+	d := benchDriver(b)
 	api := served(b, d)
 	_, got := api.post(b, "POST", "/IpamDriver.RequestPool", `{"Pool":"10.213.1.0/24"}`)
 	id, _ := got["PoolID"].(string)
@@ -59,4 +43,18 @@ func BenchmarkHandlerPair(b *testing.B) {
 		ip, _, _ := strings.Cut(addr, "/")
 		api.post(b, "POST", "/IpamDriver.ReleaseAddress", `{"PoolID":"`+id+`","Address":"`+ip+`"}`)
 	}
+}
+
+// benchDriver is a driver with every default on a fresh data directory.
+func benchDriver(b *testing.B) *Driver {
+	cfg, err := LoadConfig("", b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	d, err := Open(cfg, logging.Nop())
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { d.Close() })
+	return d
 }
