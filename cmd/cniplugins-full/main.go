@@ -9,12 +9,14 @@ import (
 	"os"
 
 	"github.com/cniplugins/cniplugins/internal/cli"
+	"github.com/cniplugins/cniplugins/internal/dockeripam"
 	"github.com/cniplugins/cniplugins/internal/plugin"
 )
 
 func main() {
 	full := cli.Lean()
-	// The network-facing personalities (full.Registry = full.Registry.With(...))
-	// and commands (full.Commands) are composed here.
+	// The network-facing personalities and commands, one line each:
+	// full.Registry = full.Registry.With(somepkg.Personality())
+	full.Commands = cli.Join(full.Commands, dockeripam.Commands)
 	os.Exit(cli.Main(os.Args, plugin.ProcessIO(), full))
 }
