@@ -35,7 +35,7 @@ func (c *config) networkDir() string { return filepath.Join(c.dataDir, c.network
 
 // poolDir is the state directory of a pool, shared by every network that
 // selects it, so no two of them can hold one address.
-func (c *config) poolDir(name string) string { return filepath.Join(c.dataDir, poolsDir, name) }
+func (c *config) poolDir(name string) string { return PoolDir(c.dataDir, name) }
 
 // targets lists, in order, what an ADD must allocate: one address per pool
 // in pool mode, one per range set standalone.
@@ -49,15 +49,12 @@ func (c *config) targets() ([]target, error) {
 	}
 	for i, p := range c.pools {
 		field := fmt.Sprintf("prevResult.pools[%d]", i)
-		rs, inline, err := p.InlineRanges(field)
+		rs, ok, err := PoolRanges(p, field, c.poolDefs)
 		if err != nil {
 			return nil, err
 		}
-		if !inline {
-			var ok bool
-			if rs, ok = c.poolDefs[p.Name]; !ok {
-				return nil, cnierr.New(cnierr.CodeInvalidConfig, "unknown pool: no inline ranges and no ipam.poolDefinitions entry", "%s.name=%s", field, p.Name)
-			}
+		if !ok {
+			return nil, cnierr.New(cnierr.CodeInvalidConfig, "unknown pool: no inline ranges and no ipam.poolDefinitions entry", "%s.name=%s", field, p.Name)
 		}
 		req, err := p.Requested(field)
 		if err != nil {

@@ -56,6 +56,11 @@ func readSized(path string, size int) ([]byte, error) {
 		return nil, err
 	}
 	defer syscall.Close(fd)
+	return readFD(fd, path, size)
+}
+
+// readFD reads fd to its end into a buffer of initial capacity size.
+func readFD(fd int, path string, size int) ([]byte, error) {
 	buf := make([]byte, 0, size)
 	for {
 		if len(buf) == cap(buf) {
