@@ -96,4 +96,3 @@ func ReadKeepFile(r io.Reader) ([]hostlocal.Attachment, error) {
 	}
 	return out, sc.Err()
 }
-
