@@ -1,5 +1,5 @@
 # cniplugins: one binary, many CNI IPAM personalities.
-#   make build     bin/cniplugins and bin/cniplugins-verbose
+#   make build     bin/cniplugins, bin/cniplugins-verbose and bin/cniplugins-full
 #   make install   build, then install into DESTDIR (default /opt/cni/bin)
 #   make test      install test dependencies, then run every test
 #   make lint      gofmt, go vet, staticcheck
@@ -17,13 +17,17 @@ STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
 .PHONY: build install test lint clean FORCE
 
-build: bin/cniplugins bin/cniplugins-verbose
+build: bin/cniplugins bin/cniplugins-verbose bin/cniplugins-full
 
 bin/cniplugins: FORCE
 	$(GOBUILD) -ldflags '$(LDFLAGS)' -o $@ ./cmd/cniplugins
 
 bin/cniplugins-verbose: FORCE
 	$(GOBUILD) -ldflags '$(LDFLAGS) -X $(VPKG).Flavour=verbose' -o $@ ./cmd/cniplugins
+
+# The full flavour: a strict superset with the network-facing pieces.
+bin/cniplugins-full: FORCE
+	$(GOBUILD) -ldflags '$(LDFLAGS) -X $(VPKG).Flavour=full' -o $@ ./cmd/cniplugins-full
 
 install: build
 	scripts/install-symlinks.sh $(DESTDIR)

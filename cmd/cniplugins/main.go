@@ -1,5 +1,7 @@
-// Command cniplugins is the one executable behind every personality. It is
-// the only place that reads os.Args or calls os.Exit.
+// Command cniplugins is the lean executable behind every personality: no
+// network server or client code is linked into it, because every exec of
+// every personality would pay for it (see cmd/cniplugins-full). It is,
+// with that one, the only place that reads os.Args or calls os.Exit.
 package main
 
 import (
@@ -10,10 +12,5 @@ import (
 )
 
 func main() {
-	os.Exit(cli.Main(os.Args, plugin.IO{
-		Environ: os.Environ(),
-		Stdin:   os.Stdin,
-		Stdout:  os.Stdout,
-		Stderr:  os.Stderr,
-	}))
+	os.Exit(cli.Main(os.Args, plugin.ProcessIO(), cli.Lean()))
 }

@@ -8,13 +8,12 @@ import (
 
 	"github.com/cniplugins/cniplugins/internal/install"
 	"github.com/cniplugins/cniplugins/internal/plugin"
-	"github.com/cniplugins/cniplugins/internal/registry"
 	"github.com/cniplugins/cniplugins/internal/version"
 )
 
 // runCLI is only reached when no personality was named, so cobra's cost
 // is paid by humans, never by the runtime's hot path.
-func runCLI(args []string, pio plugin.IO) int {
+func (f Flavour) runCLI(args []string, pio plugin.IO) int {
 	root := &cobra.Command{
 		Use:           "cniplugins",
 		Short:         "Composable CNI IPAM plugins in one binary",
@@ -33,11 +32,14 @@ func runCLI(args []string, pio plugin.IO) int {
 	root.SetIn(pio.Stdin)
 	root.SetOut(pio.Stdout)
 	root.SetErr(pio.Stderr)
-	root.AddCommand(versionCmd(), listCmd(), installCmd())
+	root.AddCommand(versionCmd(), f.listCmd(), f.installCmd())
+	if f.Commands != nil {
+		root.AddCommand(f.Commands()...)
+	}
 
 	err := root.Execute()
 	if u, ok := err.(errUnknown); ok {
-		return unknown(pio.Stderr, string(u))
+		return f.unknown(pio.Stderr, string(u))
 	}
 	if err != nil {
 		fmt.Fprintf(pio.Stderr, "cniplugins: %v\n", err)
@@ -61,14 +63,14 @@ func versionCmd() *cobra.Command {
 	}
 }
 
-func listCmd() *cobra.Command {
+func (f Flavour) listCmd() *cobra.Command {
 	var long bool
 	c := &cobra.Command{
 		Use:   "list",
 		Short: "List the personalities, one per line",
 		Args:  cobra.NoArgs,
 		Run: func(cmd *cobra.Command, _ []string) {
-			for _, p := range registry.Personalities() {
+			for _, p := range f.Registry.Personalities() {
 				if long {
 					fmt.Fprintf(cmd.OutOrStdout(), "%-18s %s\n", p.Name, p.Summary)
 				} else {
@@ -81,8 +83,8 @@ func listCmd() *cobra.Command {
 	return c
 }
 
-func installCmd() *cobra.Command {
-	o := install.Options{Names: registry.Names()}
+func (f Flavour) installCmd() *cobra.Command {
+	o := install.Options{Names: f.Registry.Names()}
 	c := &cobra.Command{
 		Use:   "install [DIR]",
 		Short: "Install the binary and one symlink per personality into DIR (default " + install.DefaultDir + ")",

@@ -8,13 +8,33 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/spf13/cobra"
+
 	"github.com/cniplugins/cniplugins/internal/plugin"
 	"github.com/cniplugins/cniplugins/internal/registry"
 )
 
-// binaryNames are the names the binary itself is installed under.
+// Flavour is what one build of the binary contains, composed by its main:
+// the lean cmd/cniplugins passes Lean(); cmd/cniplugins-full adds the
+// network-facing personalities and commands. Composition in main, rather
+// than registration, is what keeps net/http out of the lean binary: a
+// package that no main names is never linked.
+type Flavour struct {
+	Registry registry.Table
+	// Commands returns the flavour's extra CLI commands, built per call.
+	Commands func() []*cobra.Command
+}
+
+// Lean is the lean binary's flavour.
+func Lean() Flavour { return Flavour{Registry: registry.Lean()} }
+
+// isBinaryName reports the names the binary itself is installed under.
 func isBinaryName(name string) bool {
-	return name == "cniplugins" || name == "cniplugins-verbose"
+	switch name {
+	case "cniplugins", "cniplugins-verbose", "cniplugins-full":
+		return true
+	}
+	return false
 }
 
 // Target is what an argv resolves to.
@@ -27,16 +47,16 @@ type Target struct {
 // Resolve applies, in order: the link's own name (argv[0], not its
 // target); the busybox fallback `cniplugins NAME`; the CLI when called by
 // the binary's own name; otherwise an unknown personality.
-func Resolve(argv []string) Target {
+func (f Flavour) Resolve(argv []string) Target {
 	if len(argv) == 0 {
 		return Target{CLIArgs: nil}
 	}
 	base := filepath.Base(argv[0])
-	if p, ok := registry.Lookup(base); ok {
+	if p, ok := f.Registry.Lookup(base); ok {
 		return Target{Personality: &p}
 	}
 	if len(argv) > 1 {
-		if p, ok := registry.Lookup(argv[1]); ok {
+		if p, ok := f.Registry.Lookup(argv[1]); ok {
 			return Target{Personality: &p}
 		}
 	}
@@ -47,19 +67,19 @@ func Resolve(argv []string) Target {
 }
 
 // Main runs one process's worth of work and returns its exit code.
-func Main(argv []string, pio plugin.IO) int {
-	t := Resolve(argv)
+func Main(argv []string, pio plugin.IO, f Flavour) int {
+	t := f.Resolve(argv)
 	switch {
 	case t.Personality != nil:
 		return plugin.Run(*t.Personality, pio)
 	case t.Unknown != "":
-		return unknown(pio.Stderr, t.Unknown)
+		return f.unknown(pio.Stderr, t.Unknown)
 	default:
-		return runCLI(t.CLIArgs, pio)
+		return f.runCLI(t.CLIArgs, pio)
 	}
 }
 
-func unknown(stderr io.Writer, name string) int {
-	fmt.Fprintf(stderr, "cniplugins: unknown personality %q; known personalities:\n  %s\n", name, strings.Join(registry.Names(), "\n  "))
+func (f Flavour) unknown(stderr io.Writer, name string) int {
+	fmt.Fprintf(stderr, "cniplugins: unknown personality %q; known personalities:\n  %s\n", name, strings.Join(f.Registry.Names(), "\n  "))
 	return 1
 }

@@ -2,10 +2,14 @@ package cli
 
 import (
 	"bytes"
+	"fmt"
 	"strings"
 	"testing"
 
+	"github.com/spf13/cobra"
+
 	"github.com/cniplugins/cniplugins/internal/plugin"
+	"github.com/cniplugins/cniplugins/internal/registry"
 )
 
 func TestResolve(t *testing.T) {
@@ -22,13 +26,14 @@ func TestResolve(t *testing.T) {
 		{name: "fallback from any name", argv: []string{"./renamed", "ipam-delegated"}, personality: "ipam-delegated"},
 		{name: "own name runs the CLI", argv: []string{"cniplugins", "version"}, cli: []string{"version"}},
 		{name: "verbose flavour runs the CLI", argv: []string{"bin/cniplugins-verbose", "list"}, cli: []string{"list"}},
+		{name: "full flavour runs the CLI", argv: []string{"bin/cniplugins-full", "list"}, cli: []string{"list"}},
 		{name: "own name, no args", argv: []string{"cniplugins"}, cli: []string{}},
 		{name: "unknown link name", argv: []string{"/opt/cni/bin/ipam-ds-nope"}, unknown: "ipam-ds-nope"},
 		{name: "unknown link name with unknown arg", argv: []string{"ipam-ds-nope", "x"}, unknown: "ipam-ds-nope"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := Resolve(tt.argv)
+			got := Lean().Resolve(tt.argv)
 			switch {
 			case tt.personality != "":
 				if got.Personality == nil || got.Personality.Name != tt.personality {
@@ -63,7 +68,7 @@ func TestMainExitCodesAndStreams(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.argv, " "), func(t *testing.T) {
 			var stdout, stderr bytes.Buffer
-			exit := Main(tt.argv, plugin.IO{Stdin: strings.NewReader(""), Stdout: &stdout, Stderr: &stderr})
+			exit := Main(tt.argv, plugin.IO{Stdin: strings.NewReader(""), Stdout: &stdout, Stderr: &stderr}, Lean())
 			if exit != tt.exit {
 				t.Errorf("exit = %d, want %d (stderr %q)", exit, tt.exit, stderr.String())
 			}
@@ -74,5 +79,40 @@ func TestMainExitCodesAndStreams(t *testing.T) {
 				t.Errorf("stderr = %q, want %q", stderr.String(), tt.stderr)
 			}
 		})
+	}
+}
+
+// TestFlavourComposition: what a flavour's main adds is answered to, listed
+// and offered as commands; the lean flavour knows none of it.
+func TestFlavourComposition(t *testing.T) {
+	extra := plugin.Personality{Name: "ipam-da-extra", Summary: "test personality"}
+	full := Flavour{
+		Registry: registry.Lean().With(extra),
+		Commands: func() []*cobra.Command {
+			return []*cobra.Command{{Use: "extra-daemon", Run: func(c *cobra.Command, _ []string) { fmt.Fprint(c.OutOrStdout(), "daemon ran") }}}
+		},
+	}
+	run := func(f Flavour, argv ...string) (int, string, string) {
+		var stdout, stderr bytes.Buffer
+		exit := Main(argv, plugin.IO{Stdin: strings.NewReader(""), Stdout: &stdout, Stderr: &stderr}, f)
+		return exit, stdout.String(), stderr.String()
+	}
+	if exit, out, _ := run(full, "cniplugins-full", "list"); exit != 0 || !strings.HasSuffix(out, "ipam-da-pools\nipam-da-extra\n") {
+		t.Errorf("full list: exit %d, %q", exit, out)
+	}
+	if exit, out, _ := run(full, "cniplugins", "extra-daemon"); exit != 0 || out != "daemon ran" {
+		t.Errorf("full command: exit %d, %q", exit, out)
+	}
+	if got := full.Resolve([]string{"/opt/cni/bin/ipam-da-extra"}); got.Personality == nil || got.Personality.Name != extra.Name {
+		t.Errorf("full flavour does not resolve its extra personality: %+v", got)
+	}
+	if exit, out, _ := run(Lean(), "cniplugins", "list"); exit != 0 || strings.Contains(out, "extra") {
+		t.Errorf("lean list: exit %d, %q", exit, out)
+	}
+	if exit, _, stderr := run(Lean(), "ipam-da-extra"); exit == 0 || !strings.Contains(stderr, "unknown personality") {
+		t.Errorf("lean flavour answered a full-only name: exit %d, %q", exit, stderr)
+	}
+	if exit, _, stderr := run(Lean(), "cniplugins", "extra-daemon"); exit == 0 || !strings.Contains(stderr, "unknown personality") {
+		t.Errorf("lean flavour ran a full-only command: exit %d, %q", exit, stderr)
 	}
 }

@@ -17,7 +17,7 @@ func mustConfig(t *testing.T, conf, cniArgs string) (*config, error) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	args, err := netconf.ParseCNIArgs(cniArgs)
+	args, err := netconf.ParseCNIArgs(cniArgs, []string{argIP})
 	if err != nil {
 		t.Fatal(err)
 	}

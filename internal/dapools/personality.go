@@ -19,6 +19,7 @@ package dapools
 import (
 	"github.com/containernetworking/cni/pkg/types"
 
+	"github.com/cniplugins/cniplugins/internal/netconf"
 	"github.com/cniplugins/cniplugins/internal/plugin"
 )
 
@@ -37,7 +38,31 @@ func Personality() plugin.Personality {
 			GC:     noResult(cmdGC),
 			Status: noResult(cmdStatus),
 		},
+		ArgKeys:  func(*netconf.Envelope) ([]string, error) { return []string{argIP}, nil },
+		Validate: validate,
 	}
+}
+
+// argIP is the one CNI_ARGS key host-local understands: requested
+// addresses.
+const argIP = "IP"
+
+// validate is ADD's parse without the disk: standalone (ipam.type is this
+// personality) needs ranges; inside a chain the pools arrive later, in
+// prevResult, so only what the config itself says can be checked.
+func validate(conf *netconf.Envelope) error {
+	var ipam struct {
+		Type string `json:"type"`
+	}
+	if err := conf.DecodeIPAM(&ipam); err != nil {
+		return err
+	}
+	c, err := parseConfig(conf, nil, ipam.Type == Name)
+	if err != nil {
+		return err
+	}
+	_, err = c.targets()
+	return err
 }
 
 func noResult(f func(*plugin.Request) error) plugin.Func {

@@ -35,7 +35,7 @@ func requestedAddrs(cniArgs []netconf.CNIArg, extra netArgs) ([]netip.Addr, erro
 		}
 		return nil
 	}
-	if v, ok := netconf.Lookup(cniArgs, "IP"); ok && v != "" {
+	if v, ok := netconf.Lookup(cniArgs, argIP); ok && v != "" {
 		for _, s := range strings.Split(v, ",") {
 			if err := add("CNI_ARGS", strings.TrimSpace(s)); err != nil {
 				return nil, err

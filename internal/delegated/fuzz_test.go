@@ -33,7 +33,7 @@ func FuzzChain(f *testing.F) {
 			f.Fatal(err)
 		}
 	}
-	p, ok := registry.Lookup(delegated.Name)
+	p, ok := registry.Lean().Lookup(delegated.Name)
 	if !ok {
 		f.Fatal("ipam-delegated not registered")
 	}

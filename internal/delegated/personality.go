@@ -9,6 +9,7 @@ import (
 
 	"github.com/containernetworking/cni/pkg/types"
 
+	"github.com/cniplugins/cniplugins/internal/netconf"
 	"github.com/cniplugins/cniplugins/internal/plugin"
 )
 
@@ -45,6 +46,12 @@ func Personality(newExec NewExecutor) plugin.Personality {
 			Check:  each(plugin.CmdCheck),
 			GC:     each(plugin.CmdGC),
 			Status: each(plugin.CmdStatus),
+		},
+		// ArgKeys stays nil: CNI_ARGS passes through to the delegates,
+		// each of which checks it against its own keys.
+		Validate: func(conf *netconf.Envelope) error {
+			_, err := delegateNames(conf)
+			return err
 		},
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/containernetworking/cni/pkg/types"
 	current "github.com/containernetworking/cni/pkg/types/100"
 
+	"github.com/cniplugins/cniplugins/internal/netconf"
 	"github.com/cniplugins/cniplugins/internal/plugin"
 	"github.com/cniplugins/cniplugins/internal/pool"
 )
@@ -23,15 +24,29 @@ func Static() plugin.Personality {
 	return plugin.Personality{
 		Name:    StaticName,
 		Summary: "selects the pools listed in ipam.pools",
-		Funcs:   selectorFuncs(staticPools),
+		Funcs: selectorFuncs(func(req *plugin.Request) ([]pool.Pool, error) {
+			return staticPools(req.Conf)
+		}),
+		ArgKeys: func(*netconf.Envelope) ([]string, error) { return chainArgKeys(), nil },
+		Validate: func(conf *netconf.Envelope) error {
+			_, err := staticPools(conf)
+			return err
+		},
 	}
 }
 
-func staticPools(req *plugin.Request) ([]pool.Pool, error) {
+// chainArgKeys are the CNI_ARGS keys every selector accepts besides those
+// its own config names: a chain hands one CNI_ARGS to all its delegates,
+// so a selector must let through what the allocator after it reads (IP,
+// host-local's requested addresses), or a runtime's IP=… would fail in
+// the selector before reaching the allocator.
+func chainArgKeys() []string { return []string{"IP"} }
+
+func staticPools(conf *netconf.Envelope) ([]pool.Pool, error) {
 	var ipam struct {
 		Pools json.RawMessage `json:"pools"`
 	}
-	if err := req.Conf.DecodeIPAM(&ipam); err != nil {
+	if err := conf.DecodeIPAM(&ipam); err != nil {
 		return nil, err
 	}
 	return pool.ParseList(ipam.Pools, "ipam.pools")

@@ -82,33 +82,51 @@ func TestPrevResult(t *testing.T) {
 }
 
 func TestParseCNIArgs(t *testing.T) {
+	known := []string{"IP", "K8S_POD_NAME"}
 	tests := []struct {
-		in   string
-		want string
-		code uint
+		in     string
+		want   string
+		code   uint
+		detail string // a substring the error must carry
 	}{
 		{in: "", want: "[]"},
 		{in: "IgnoreUnknown=1;IP=10.0.0.5", want: "[{IgnoreUnknown 1} {IP 10.0.0.5}]"},
-		{in: "K8S_POD_NAME=a;;IP=1.2.3.4,::1;", want: "[{K8S_POD_NAME a} {IP 1.2.3.4,::1}]"},
-		{in: "novalue", code: 4},
-		{in: "=x", code: 4},
-		{in: strings.Repeat("a=b;", 20000), code: 4},
+		{in: "K8S_POD_NAME=a;IP=1.2.3.4,::1", want: "[{K8S_POD_NAME a} {IP 1.2.3.4,::1}]"},
+		{in: "IgnoreUnknown=TRUE;FOO=bar", want: "[{IgnoreUnknown TRUE} {FOO bar}]"},
+		{in: "FOO=bar;IgnoreUnknown=true", want: "[{FOO bar} {IgnoreUnknown true}]"},
+		{in: "IP=", want: "[{IP }]"},
+		{in: "FOO=bar", code: 4, detail: "FOO"},
+		{in: "IgnoreUnknown=0;FOO=bar", code: 4, detail: "FOO"},
+		{in: "IgnoreUnknown=maybe;FOO=x", code: 4, detail: "IgnoreUnknown=maybe"},
+		{in: "IgnoreUnknown=yes", code: 4, detail: "IgnoreUnknown"},
+		{in: "ignoreunknown=1;FOO=x", code: 4, detail: "ignoreunknown"},
+		{in: "IP=10.0.0.5;", code: 4, detail: "KEY=VALUE"},
+		{in: ";;;", code: 4, detail: "KEY=VALUE"},
+		{in: "A=b=c", code: 4, detail: "A=b=c"},
+		{in: "novalue", code: 4, detail: "novalue"},
+		{in: "=x", code: 4, detail: `""`},
+		{in: "IgnoreUnknown=1;=x", want: "[{IgnoreUnknown 1} { x}]"},
+		{in: strings.Repeat("a=b;", 20000), code: 4, detail: "64 KiB"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.in[:min(len(tt.in), 30)], func(t *testing.T) {
-			got, err := ParseCNIArgs(tt.in)
+			got, err := ParseCNIArgs(tt.in, known)
 			if tt.code != 0 {
-				if e := cnierr.As(err); e.Code != tt.code || !strings.Contains(e.Msg, "CNI_ARGS") {
-					t.Errorf("error = %+v, want code %d naming CNI_ARGS", e, tt.code)
+				e := cnierr.As(err)
+				if e == nil || e.Code != tt.code || !strings.Contains(e.Msg+e.Details, "CNI_ARGS") || !strings.Contains(e.Msg+e.Details, tt.detail) {
+					t.Errorf("error = %+v, want code %d naming CNI_ARGS and %s", e, tt.code, tt.detail)
 				}
 				return
 			}
-			if s := strings.Replace(strings.Replace(fmtArgs(got), "[] ", "", 1), "<nil>", "[]", 1); s != tt.want {
-				t.Errorf("got %s, want %s (err %v)", s, tt.want, err)
+			if err != nil {
+				t.Fatalf("unexpected error %v", err)
+			}
+			if s := fmtArgs(got); s != tt.want {
+				t.Errorf("got %s, want %s", s, tt.want)
 			}
 		})
 	}
-	args, _ := ParseCNIArgs("IP=1.1.1.1;IP=2.2.2.2")
+	args, _ := ParseCNIArgs("IP=1.1.1.1;IP=2.2.2.2", known)
 	if v, _ := Lookup(args, "IP"); v != "2.2.2.2" {
 		t.Errorf("Lookup = %q, want the last IP", v)
 	}

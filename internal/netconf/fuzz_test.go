@@ -135,12 +135,13 @@ func checkResult(t *testing.T, env *Envelope) {
 	}
 }
 
-// FuzzParseCNIArgs: pairs come back in order with non-empty keys, never
-// containing the separators, and joining them again parses to the same
-// pairs. Failures are code 4 naming CNI_ARGS.
+// FuzzParseCNIArgs: pairs come back in order, never containing the
+// separators, and joining them again parses to the same pairs. Failures
+// are code 4 naming CNI_ARGS.
 func FuzzParseCNIArgs(f *testing.F) {
+	fuzzKnownArgs := []string{"IP", "K8S_POD_NAME", "K8S_POD_NAMESPACE"} // the seeds use them
 	f.Fuzz(func(t *testing.T, s string) {
-		args, err := ParseCNIArgs(s)
+		args, err := ParseCNIArgs(s, fuzzKnownArgs)
 		if err != nil {
 			e := checkTyped(t, err, cnierr.CodeInvalidEnv)
 			if !strings.Contains(e.Msg, "CNI_ARGS") {
@@ -150,7 +151,7 @@ func FuzzParseCNIArgs(f *testing.F) {
 		}
 		parts := make([]string, len(args))
 		for i, a := range args {
-			if a.Key == "" || strings.ContainsAny(a.Key, "=;") || strings.Contains(a.Value, ";") {
+			if strings.ContainsAny(a.Key, "=;") || strings.ContainsAny(a.Value, "=") || strings.Contains(a.Value, ";") {
 				t.Fatalf("bad pair %+v from %q", a, s)
 			}
 			parts[i] = a.Key + "=" + a.Value
@@ -158,7 +159,7 @@ func FuzzParseCNIArgs(f *testing.F) {
 				t.Fatalf("Lookup(%q) = %q, %v", a.Key, v, ok)
 			}
 		}
-		again, err := ParseCNIArgs(strings.Join(parts, ";"))
+		again, err := ParseCNIArgs(strings.Join(parts, ";"), fuzzKnownArgs)
 		if err != nil || !slices.Equal(again, args) {
 			t.Fatalf("re-joined args parse differently: %v, %v vs %v", err, again, args)
 		}

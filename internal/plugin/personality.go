@@ -10,6 +10,7 @@ package plugin
 
 import (
 	"io"
+	"os"
 
 	"github.com/containernetworking/cni/pkg/skel"
 	"github.com/containernetworking/cni/pkg/types"
@@ -35,13 +36,28 @@ type Personality struct {
 	Name    string
 	Summary string // one line for `cniplugins list -l` and the README
 	Funcs   Funcs
+	// ArgKeys lists the CNI_ARGS keys the personality understands, given
+	// its configuration. The dispatcher then applies the cni library's
+	// CNI_ARGS rules before any command runs, as host-local does: a key
+	// outside the list is code 4 unless IgnoreUnknown is true. Nil means
+	// CNI_ARGS passes through unchecked (and Request.CNIArgs stays empty):
+	// ipam-delegated hands it to delegates that check it against their
+	// own keys.
+	ArgKeys func(*netconf.Envelope) ([]string, error)
+	// Validate checks the personality's own configuration keys the way
+	// its ADD would, touching neither the state on disk nor the host, for
+	// `cniplugins validate`. A config inside an ipam-delegated chain has
+	// no prevResult yet, so pool-mode keys are checked as far as they can
+	// be without one.
+	Validate func(*netconf.Envelope) error
 }
 
 // Request is one invocation as a personality sees it.
 type Request struct {
 	Command string
 	Args    skel.CmdArgs
-	// CNIArgs is CNI_ARGS parsed, in order.
+	// CNIArgs is CNI_ARGS parsed and checked against the personality's
+	// ArgKeys, in order (empty when it has none).
 	CNIArgs []netconf.CNIArg
 	Conf    *netconf.Envelope
 	// Environ is the full environment the invocation got, for passing on to
@@ -70,4 +86,9 @@ func (p IO) Getenv(key string) string {
 		}
 	}
 	return ""
+}
+
+// ProcessIO is the IO of this process: what a main hands to the CLI.
+func ProcessIO() IO {
+	return IO{Environ: os.Environ(), Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr}
 }

@@ -101,7 +101,7 @@ func dispatch(p Personality, pio IO, log *logging.Logger) (types.Result, string,
 			return nil, conf.CNIVersion, cnierr.New(cnierr.CodeIncompatibleVersion, "config version does not allow "+cmd, "cniVersion=%s; %s needs %s or later", conf.CNIVersion, cmd, min)
 		}
 	}
-	cniArgs, err := netconf.ParseCNIArgs(args.Args)
+	cniArgs, err := checkedArgs(p, conf, args.Args)
 	if err != nil {
 		return nil, conf.CNIVersion, err
 	}
@@ -117,6 +117,19 @@ func dispatch(p Personality, pio IO, log *logging.Logger) (types.Result, string,
 		return nil, conf.CNIVersion, cnierr.New(cnierr.CodeIncompatibleVersion, "cannot convert result to the config's cniVersion", "cniVersion=%s: %v", conf.CNIVersion, err)
 	}
 	return converted, conf.CNIVersion, nil
+}
+
+// checkedArgs parses CNI_ARGS for a personality that declares its keys;
+// one that does not (ipam-delegated) passes them on unread.
+func checkedArgs(p Personality, conf *netconf.Envelope, raw string) ([]netconf.CNIArg, error) {
+	if p.ArgKeys == nil {
+		return nil, nil
+	}
+	known, err := p.ArgKeys(conf)
+	if err != nil {
+		return nil, err
+	}
+	return netconf.ParseCNIArgs(raw, known)
 }
 
 func (f Funcs) lookup(cmd string) Func {

@@ -3,12 +3,15 @@ package plugin
 import (
 	"bytes"
 	"encoding/json"
+	"io"
 	"net"
 	"strings"
 	"testing"
 
 	"github.com/containernetworking/cni/pkg/types"
 	current "github.com/containernetworking/cni/pkg/types/100"
+
+	"github.com/cniplugins/cniplugins/internal/netconf"
 )
 
 // testPersonality returns one address, panics on CHECK when asked, and
@@ -27,7 +30,8 @@ func testPersonality(calls *[]string) Personality {
 		ipn.IP = net.ParseIP("10.1.2.3")
 		return &current.Result{CNIVersion: current.ImplementedSpecVersion, IPs: []*current.IPConfig{{Address: *ipn}}}, nil
 	}
-	return Personality{Name: "test", Funcs: Funcs{Add: fn, Del: fn, Check: fn, GC: fn, Status: fn}}
+	return Personality{Name: "test", Funcs: Funcs{Add: fn, Del: fn, Check: fn, GC: fn, Status: fn},
+		ArgKeys: func(*netconf.Envelope) ([]string, error) { return []string{"IP"}, nil }}
 }
 
 func TestRun(t *testing.T) {
@@ -68,6 +72,8 @@ func TestRun(t *testing.T) {
 		{name: "STATUS needs no attachment", env: []string{"CNI_COMMAND=STATUS", "CNI_PATH=/p"}, stdin: conf("1.1.0"), called: "STATUS"},
 		{name: "STATUS needs 1.1.0", env: []string{"CNI_COMMAND=STATUS", "CNI_PATH=/p"}, stdin: conf("1.0.0"), exit: 1, code: 1, detail: "STATUS", noCalls: true},
 		{name: "CHECK needs 0.4.0", env: append([]string{"CNI_COMMAND=CHECK"}, base...), stdin: conf("0.3.1"), exit: 1, code: 1, detail: "CHECK", noCalls: true},
+		{name: "unknown CNI_ARGS key", env: append(append([]string{"CNI_COMMAND=DEL"}, base...), "CNI_ARGS=IP=10.1.2.3;FOO=bar"), stdin: conf("1.0.0"), exit: 1, code: 4, detail: "FOO", noCalls: true},
+		{name: "IgnoreUnknown lets unknown keys through", env: append(append([]string{"CNI_COMMAND=ADD"}, base...), "CNI_ARGS=IgnoreUnknown=1;FOO=bar"), stdin: conf("1.0.0"), stdout: "10.1.2.3/24", called: "ADD"},
 		{name: "bad CNI_ARGS", env: append(append([]string{"CNI_COMMAND=ADD"}, base...), "CNI_ARGS=junk"), stdin: conf("1.0.0"), exit: 1, code: 4, detail: "CNI_ARGS", noCalls: true},
 		{name: "oversize stdin", env: append([]string{"CNI_COMMAND=ADD"}, base...), stdin: `{"cniVersion":"1.0.0","name":"n","x":"` + strings.Repeat("x", MaxConfigSize) + `"}`, exit: 1, code: 7, detail: "stdin", noCalls: true},
 		{name: "panic contained", env: append([]string{"CNI_COMMAND=CHECK", "PANIC=1"}, base...), stdin: conf("1.0.0"), exit: 1, code: 999, detail: "kaboom", called: "CHECK"},
@@ -110,6 +116,22 @@ func TestRun(t *testing.T) {
 				t.Errorf("error = %+v, want code %d mentioning %q", e.Error, tt.code, tt.detail)
 			}
 		})
+	}
+}
+
+// TestRunUncheckedArgs: a personality without ArgKeys (ipam-delegated)
+// gets CNI_ARGS untouched in its environment, however malformed, and no
+// parsed pairs.
+func TestRunUncheckedArgs(t *testing.T) {
+	var got *Request
+	p := Personality{Name: "pass", Funcs: Funcs{Del: func(req *Request) (types.Result, error) { got = req; return nil, nil }}}
+	env := []string{"CNI_COMMAND=DEL", "CNI_CONTAINERID=abc", "CNI_IFNAME=eth0", "CNI_PATH=/p", "CNI_ARGS=;;A=b=c;FOO"}
+	var stdout bytes.Buffer
+	if exit := Run(p, IO{Environ: env, Stdin: strings.NewReader(`{"cniVersion":"1.0.0","name":"n","ipam":{}}`), Stdout: &stdout, Stderr: io.Discard}); exit != 0 {
+		t.Fatalf("exit %d: %s", exit, stdout.String())
+	}
+	if got == nil || got.CNIArgs != nil || got.Args.Args != ";;A=b=c;FOO" || got.Getenv("CNI_ARGS") != ";;A=b=c;FOO" {
+		t.Fatalf("request = %+v", got)
 	}
 }
 

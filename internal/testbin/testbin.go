@@ -26,15 +26,19 @@ func RepoRoot() string {
 }
 
 // Build compiles cmd/cniplugins into dir and returns the binary's path.
-// flavour "verbose" builds the verbose flavour.
+// flavour "verbose" builds the verbose flavour, "full" cmd/cniplugins-full.
 func Build(dir, flavour string) (string, error) {
 	out := filepath.Join(dir, "cniplugins")
 	ldflags := "-X github.com/cniplugins/cniplugins/internal/version.Version=test"
+	pkg := "./cmd/cniplugins"
 	if flavour != "" {
 		out += "-" + flavour
 		ldflags += " -X github.com/cniplugins/cniplugins/internal/version.Flavour=" + flavour
 	}
-	cmd := exec.Command("go", "build", "-trimpath", "-ldflags", ldflags, "-o", out, "./cmd/cniplugins")
+	if flavour == "full" {
+		pkg = "./cmd/cniplugins-full"
+	}
+	cmd := exec.Command("go", "build", "-trimpath", "-ldflags", ldflags, "-o", out, pkg)
 	cmd.Dir = RepoRoot()
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if b, err := cmd.CombinedOutput(); err != nil {

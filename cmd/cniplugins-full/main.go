@@ -1,0 +1,20 @@
+// Command cniplugins-full is a strict superset of cmd/cniplugins: every
+// lean personality and command plus the network-facing ones, which link
+// net/http (and so cost every exec about a millisecond and a megabyte
+// more). Install it under the name cniplugins with
+// `install-symlinks.sh --flavour full` where those are wanted.
+package main
+
+import (
+	"os"
+
+	"github.com/cniplugins/cniplugins/internal/cli"
+	"github.com/cniplugins/cniplugins/internal/plugin"
+)
+
+func main() {
+	full := cli.Lean()
+	// The network-facing personalities (full.Registry = full.Registry.With(...))
+	// and commands (full.Commands) are composed here.
+	os.Exit(cli.Main(os.Args, plugin.ProcessIO(), full))
+}
