@@ -35,9 +35,10 @@ type Network struct {
 
 // PoolDef is one pool a network can allocate from.
 type PoolDef struct {
-	Name string
-	Dir  string
-	Set  hostlocal.RangeSet
+	Name  string
+	Field string // where the configuration names it: ipam.pools[i] or ipam.poolDefinitions.NAME
+	Dir   string
+	Set   hostlocal.RangeSet
 }
 
 // ours reports whether p's IPAM keeps state the CLI can read: ipam-da-pools
@@ -114,7 +115,7 @@ func Describe(p PluginConf, dataDir string) (Network, bool, error) {
 			if !ok {
 				return n, true, cnierr.New(cnierr.CodeInvalidConfig, "unknown pool: no inline ranges and no ipam.poolDefinitions entry", "ipam.pools[%d].name=%s", i, pl.Name)
 			}
-			n.Pools = append(n.Pools, PoolDef{Name: pl.Name, Dir: dapools.PoolDir(dataDir, pl.Name), Set: rs})
+			n.Pools = append(n.Pools, PoolDef{Name: pl.Name, Field: fmt.Sprintf("ipam.pools[%d]", i), Dir: dapools.PoolDir(dataDir, pl.Name), Set: rs})
 			seen[pl.Name] = true
 		}
 	}
@@ -125,7 +126,7 @@ func Describe(p PluginConf, dataDir string) (Network, bool, error) {
 	slices.Sort(names)
 	for _, name := range names {
 		if !seen[name] {
-			n.Pools = append(n.Pools, PoolDef{Name: name, Dir: dapools.PoolDir(dataDir, name), Set: layout.PoolDefs[name]})
+			n.Pools = append(n.Pools, PoolDef{Name: name, Field: "ipam.poolDefinitions." + name, Dir: dapools.PoolDir(dataDir, name), Set: layout.PoolDefs[name]})
 		}
 	}
 	return n, true, nil
