@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"path/filepath"
+
 	"github.com/spf13/cobra"
 
 	"github.com/cniplugins/cniplugins/internal/ops"
@@ -47,7 +49,11 @@ never deletes a reservation. Exits non-zero while a problem remains.`,
 					if f.Repaired {
 						repair = "done: " + repair
 					}
-					rows[i] = []string{f.Severity, f.Dir, f.Path, f.What, repair}
+					path := f.Path
+					if rel, err := filepath.Rel(st.dataDir, f.Path); err == nil {
+						path = rel // the table is read by people; JSON keeps absolute paths
+					}
+					rows[i] = []string{f.Severity, f.Dir, path, f.What, repair}
 				}
 				if werr := ops.WriteTable(w, []string{"SEVERITY", "DIR", "PATH", "FINDING", "REPAIR"}, rows, out.noHeaders); err == nil {
 					err = werr

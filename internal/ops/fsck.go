@@ -117,7 +117,7 @@ func findings(d StateDir, h *hostlocal.Health, sets []hostlocal.RangeSet) ([]Fin
 	idx := hostlocal.IndexDir(d.Path)
 	switch h.Index {
 	case hostlocal.IndexStale:
-		add(SeverityNote, idx, "index is stale (another writer, such as host-local, changed the directory); the next operation rebuilds it", repairRebuild)
+		add(SeverityNote, idx, "index is stale: another writer (host-local, a person) changed the directory; the next operation rebuilds it", repairRebuild)
 	case hostlocal.IndexUntrusted:
 		add(SeverityNote, idx, "the file system cannot keep the index's stamp; every operation scans the directory", "")
 	}
