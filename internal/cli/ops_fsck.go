@@ -55,8 +55,10 @@ never deletes a reservation. Exits non-zero while a problem remains.`,
 					}
 					rows[i] = []string{f.Severity, f.Dir, path, f.What, repair}
 				}
-				if werr := ops.WriteTable(w, []string{"SEVERITY", "DIR", "PATH", "FINDING", "REPAIR"}, rows, out.noHeaders); err == nil {
-					err = werr
+				if len(rows) > 0 {
+					if werr := ops.WriteTable(w, []string{"SEVERITY", "DIR", "PATH", "FINDING", "REPAIR"}, rows, out.noHeaders); err == nil {
+						err = werr
+					}
 				}
 			}
 			if err != nil {
@@ -64,6 +66,9 @@ never deletes a reservation. Exits non-zero while a problem remains.`,
 			}
 			if n := ops.Unrepaired(fs); n > 0 {
 				return problemsError{n: n, what: "problem"}
+			}
+			if len(fs) == 0 {
+				cmd.PrintErrln("no problems found")
 			}
 			return nil
 		},
