@@ -111,7 +111,7 @@ func TestOpsGC(t *testing.T) {
 	l.mustAdd("pnet", "live", "net1")  // .4
 	l.mustAdd("qnet", "other", "eth0") // .5, qnet's
 	pool := filepath.Join(l.dataDir, "_pools", "gcpool")
-	writeFile(t, filepath.Join(pool, "10.79.0.9"), "live")                     // legacy file of a live container
+	writeFile(t, filepath.Join(pool, "10.79.0.9"), "live")                    // legacy file of a live container
 	writeFile(t, filepath.Join(pool, "10.79.0.10"), "_docker\r\nep1\r\npnet") // non-CNI owner
 	keepFile := filepath.Join(l.root, "keep")
 	writeFile(t, keepFile, "# live attachments\nlive@eth0\n\n")
