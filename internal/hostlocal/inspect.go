@@ -148,12 +148,22 @@ func readReservation(path string, ip netip.Addr) (Reservation, bool, error) {
 		r.Problem = "is not a regular file"
 		return r, true, nil
 	}
-	// Sized from fstat plus one byte: one read(2) and the one that sees
-	// the end.
-	buf, err := readFD(fd, path, int(st.Size)+1)
+	// One read(2) of the stated size plus one byte: a reservation file is
+	// never rewritten in place, so a short read is its end.
+	buf := make([]byte, st.Size+1)
+	n, err := readRetry(fd, buf)
 	if err != nil {
 		return Reservation{}, false, cnierr.IO("read", path, err)
 	}
+	if n == len(buf) { // it grew after all: read the rest
+		rest, err := readFD(fd, path, 64)
+		if err != nil {
+			return Reservation{}, false, cnierr.IO("read", path, err)
+		}
+		buf = append(buf, rest...)
+		n = len(buf)
+	}
+	buf = buf[:n]
 	r.Owner = parseReservation(buf)
 	r.Problem = r.Owner.problem()
 	return r, true, nil
@@ -170,24 +180,36 @@ func (a Attachment) problem() string {
 	case !a.storable():
 		return "has more than three lines or stray white space"
 	}
-	id := a.ContainerID
-	if a.Kind() != "cni" && a.Kind() != "legacy" {
-		id = id[1:]
-		if utils.ValidateContainerID(id) != nil {
+	if kind := a.Kind(); kind != "cni" && kind != "legacy" {
+		if !isName(kind) {
 			return "names an invalid owner kind"
 		}
 		return ""
 	}
-	if utils.ValidateContainerID(id) != nil {
+	if !isName(a.ContainerID) {
 		return "does not hold a valid container ID"
 	}
 	if a.IfName != "" && utils.ValidateInterfaceName(a.IfName) != nil {
 		return "does not hold a valid interface name"
 	}
-	if a.Network != "" && utils.ValidateNetworkName(a.Network) != nil {
+	if a.Network != "" && !isName(a.Network) {
 		return "does not hold a valid network name"
 	}
 	return ""
+}
+
+// isName is the CNI library's rule for container IDs and network names,
+// [a-zA-Z0-9][a-zA-Z0-9_.-]*, without its regexp: checked for each of
+// 60,000 files, the regexp was a tenth of a listing's time.
+func isName(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		alnum := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
+		if !alnum && (i == 0 || (c != '_' && c != '.' && c != '-')) {
+			return false
+		}
+	}
+	return s != ""
 }
 
 // Cursor is the content of one last_reserved_ip.N file.
