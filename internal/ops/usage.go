@@ -99,8 +99,8 @@ func Usages(nets []Network) ([]Usage, error) {
 func setSize(rs hostlocal.RangeSet) uint64 {
 	var n uint64
 	for _, r := range rs {
-		s := span(r.Start, r.End)
-		if r.Contains(r.Gateway) && s > 0 && s < math.MaxUint64 {
+		s, exact := span(r.Start, r.End)
+		if exact && r.Contains(r.Gateway) {
 			s--
 		}
 		n = satAdd(n, s)
@@ -108,8 +108,8 @@ func setSize(rs hostlocal.RangeSet) uint64 {
 	return n
 }
 
-// span is end-start+1, saturating.
-func span(start, end netip.Addr) uint64 {
+// span is end-start+1; exact is false when it saturated.
+func span(start, end netip.Addr) (n uint64, exact bool) {
 	a, b := start.As16(), end.As16()
 	var hiA, hiB, loA, loB uint64
 	for i := range 8 {
@@ -120,10 +120,10 @@ func span(start, end netip.Addr) uint64 {
 	if loB < loA {
 		hi--
 	}
-	if hi != 0 {
-		return math.MaxUint64
+	if hi != 0 || loB-loA == math.MaxUint64 {
+		return math.MaxUint64, false
 	}
-	return satAdd(loB-loA, 1)
+	return loB - loA + 1, true
 }
 
 func satAdd(a, b uint64) uint64 {

@@ -139,3 +139,23 @@ func TestOpsPromParses(t *testing.T) {
 		t.Errorf("%d series, want 5 (pools shared and blue, plain's two range sets, hl-net's)", n)
 	}
 }
+
+// completion is cobra's: a script per shell, and the dynamic completion it
+// calls knows the operators' commands and their flags.
+func TestOpsCompletion(t *testing.T) {
+	for _, shell := range []string{"bash", "zsh", "fish"} {
+		r := cliRun("completion", shell)
+		if r.Exit != 0 || !strings.Contains(string(r.Stdout), "cniplugins") {
+			t.Errorf("completion %s: exit %d, %d bytes", shell, r.Exit, len(r.Stdout))
+		}
+	}
+	r := cliRun("__complete", "")
+	for _, c := range []string{"leases", "pools", "release", "gc", "fsck", "validate", "completion"} {
+		if !strings.Contains(string(r.Stdout), "\n"+c+"\t") && !strings.HasPrefix(string(r.Stdout), c+"\t") {
+			t.Errorf("completion does not offer %s:\n%s", c, r.Stdout)
+		}
+	}
+	if r := cliRun("__complete", "pools", "--"); !strings.Contains(string(r.Stdout), "--conf-dir") {
+		t.Errorf("flag completion of pools:\n%s", r.Stdout)
+	}
+}
