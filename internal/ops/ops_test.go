@@ -103,6 +103,11 @@ func TestWriteTable(t *testing.T) {
 		t.Errorf("table:\n%q\nwant\n%q", b.String(), want)
 	}
 	b.Reset()
+	_ = WriteTable(&b, []string{"A", "B"}, [][]string{{"\x1b[2Jevil\xff", "z"}}, true)
+	if b.String() != "?[2Jevil?  z\n" {
+		t.Errorf("control characters reach the terminal: %q", b.String())
+	}
+	b.Reset()
 	_ = WriteTable(&b, []string{"A"}, [][]string{{"x"}}, true)
 	if b.String() != "x\n" {
 		t.Errorf("--no-headers: %q", b.String())
