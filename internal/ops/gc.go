@@ -27,7 +27,7 @@ type GCRequest struct {
 // only the reservations recorded for that network are candidates, as in
 // that network's CNI GC; with --pool alone, every network's are.
 func GC(r GCRequest) ([]Lease, error) {
-	d, err := r.Dir()
+	d, err := r.existingDir()
 	if err != nil {
 		return nil, err
 	}

@@ -78,7 +78,7 @@ func TestParseKeep(t *testing.T) {
 func TestProblemFromTypedError(t *testing.T) {
 	p := PluginConf{File: "f.conflist", Path: "plugins[1]"}
 	for _, tt := range []struct {
-		err               error
+		err              error
 		path, value, msg string
 	}{
 		{cnierr.InvalidConfig("ipam.ranges[0][0].subnet", "10.0.0.0/33", "not a valid CIDR"), "plugins[1].ipam.ranges[0][0].subnet", "10.0.0.0/33", "invalid ipam.ranges[0][0].subnet: not a valid CIDR"},

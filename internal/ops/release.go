@@ -3,6 +3,7 @@ package ops
 import (
 	"fmt"
 	"net/netip"
+	"os"
 	"path/filepath"
 	"time"
 
@@ -39,6 +40,20 @@ func (t Target) Dir() (StateDir, error) {
 	return StateDir{}, fmt.Errorf("name a --network or a --pool")
 }
 
+// existingDir is Dir for commands that must not create anything: a
+// plugin's Open creates a missing state directory, an operator's typo
+// must not.
+func (t Target) existingDir() (StateDir, error) {
+	d, err := t.Dir()
+	if err != nil {
+		return d, err
+	}
+	if fi, err := os.Lstat(d.Path); err != nil || !fi.IsDir() {
+		return d, fmt.Errorf("no state directory %s for %s", d.Path, d.Label())
+	}
+	return d, nil
+}
+
 // ReleaseRequest frees one reservation.
 type ReleaseRequest struct {
 	Target
@@ -55,7 +70,7 @@ type ReleaseRequest struct {
 // and, when asked, held by the named container. It returns the lease as
 // it was. A dry run reads without the lock and changes nothing.
 func Release(r ReleaseRequest) (Lease, error) {
-	d, err := r.Dir()
+	d, err := r.existingDir()
 	if err != nil {
 		return Lease{}, err
 	}

@@ -51,6 +51,7 @@ func TestOpsReleaseLeakThenAdd(t *testing.T) {
 		{[]string{"10.78.0.7", "--network", "small"}, "10.78.0.7 is not reserved in small"},
 		{[]string{"10.78.0.4", "--network", "../etc"}, "invalid --network"},
 		{[]string{"10.78.0.4"}, "exactly one of --network or --pool"},
+		{[]string{"10.78.0.4", "--network", "typo"}, "no state directory"},
 	} {
 		r := cliRun(append([]string{"release", "--data-dir", l.dataDir}, tt.args...)...)
 		if r.Exit == 0 || !strings.Contains(string(r.Stderr), tt.msg) || len(r.Stdout) != 0 {
@@ -62,6 +63,9 @@ func TestOpsReleaseLeakThenAdd(t *testing.T) {
 	}
 	if _, err := os.Stat(leak); err != nil {
 		t.Fatalf("refusals or the dry run removed the reservation: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(l.dataDir, "typo")); !os.IsNotExist(err) {
+		t.Errorf("release on a mistyped network created its directory: %v", err)
 	}
 
 	out := l.cli(0, "release", "--data-dir", l.dataDir, "10.78.0.4", "--network", "small", "--container", "c3", "--ifname", "eth0")
