@@ -137,6 +137,24 @@ func pwriteAll(fd int, b []byte) error {
 	return nil
 }
 
+// atFDCWD is AT_FDCWD: openat relative to the working directory, which
+// for an absolute name is open(2).
+const atFDCWD = -0x64
+
+// openatRetry opens name relative to the directory dirfd, read-only.
+func openatRetry(dirfd int, name string, flags int) (int, error) {
+	for {
+		fd, err := syscall.Openat(dirfd, name, flags|syscall.O_CLOEXEC, 0)
+		if err == syscall.EINTR {
+			continue
+		}
+		if err != nil {
+			return -1, &os.PathError{Op: "open", Path: name, Err: err}
+		}
+		return fd, nil
+	}
+}
+
 func openRetry(path string, flags int, mode uint32) (int, error) {
 	for {
 		fd, err := syscall.Open(path, flags|syscall.O_CLOEXEC, mode)

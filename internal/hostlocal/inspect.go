@@ -87,6 +87,16 @@ func ReadReservations(dir string) ([]Reservation, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Files are opened relative to the directory: the kernel then looks
+	// up one name per file instead of walking the whole path again.
+	dirfd, err := openRetry(dir, syscall.O_RDONLY|syscall.O_DIRECTORY, 0)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, cnierr.IO("open", dir, err)
+	}
+	defer syscall.Close(dirfd)
 	out := make([]Reservation, len(names))
 	found := make([]bool, len(names))
 	errs := make([]error, len(names))
@@ -97,7 +107,7 @@ func ReadReservations(dir string) ([]Reservation, error) {
 		go func() {
 			defer wg.Done()
 			for i := w; i < len(names); i += workers {
-				out[i], found[i], errs[i] = readReservation(filepath.Join(dir, names[i].name), names[i].ip)
+				out[i], found[i], errs[i] = readReservation(dirfd, dir, names[i].name, names[i].ip)
 			}
 		}()
 	}
@@ -122,11 +132,13 @@ func ReadReservation(dir string, ip netip.Addr) (Reservation, bool, error) {
 	if err != nil {
 		return Reservation{}, false, err
 	}
-	return readReservation(path, ip)
+	return readReservation(atFDCWD, filepath.Dir(path), filepath.Base(path), ip)
 }
 
-func readReservation(path string, ip netip.Addr) (Reservation, bool, error) {
-	fd, err := openRetry(path, syscall.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+// readReservation reads name in dir, opened relative to dirfd.
+func readReservation(dirfd int, dir, name string, ip netip.Addr) (Reservation, bool, error) {
+	path := filepath.Join(dir, name)
+	fd, err := openatRetry(dirfd, name, syscall.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK)
 	if errors.Is(err, os.ErrNotExist) {
 		return Reservation{}, false, nil
 	}
