@@ -132,7 +132,7 @@ func ReadReservation(dir string, ip netip.Addr) (Reservation, bool, error) {
 	if err != nil {
 		return Reservation{}, false, err
 	}
-	return readReservation(atFDCWD, filepath.Dir(path), filepath.Base(path), ip)
+	return readReservation(atFDCWD, "", path, ip) // an absolute name ignores the dirfd
 }
 
 // readReservation reads name in dir, opened relative to dirfd.
