@@ -10,6 +10,11 @@ need=""
 [ -x /usr/lib/cni/host-local ] || need="$need containernetworking-plugins"
 command -v ip >/dev/null 2>&1 || need="$need iproute2"
 command -v ping >/dev/null 2>&1 || need="$need iputils-ping"
+# podman (CNI backend), runc and busybox-static: the real-runtime test of
+# ipam-ds-args (test/e2e/podman_test.go), whose image is busybox imported.
+command -v podman >/dev/null 2>&1 || need="$need podman"
+command -v runc >/dev/null 2>&1 || need="$need runc"
+[ -x /bin/busybox ] || need="$need busybox-static"
 if [ -n "$need" ]; then
 	if [ "$(id -u)" -ne 0 ] || ! command -v apt-get >/dev/null 2>&1; then
 		echo "test-deps.sh: missing$need and cannot apt-get install them (not root or no apt); the tests that need them will skip loudly" >&2

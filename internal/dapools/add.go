@@ -38,7 +38,7 @@ func cmdAdd(req *plugin.Request) (types.Result, error) {
 	res := &current.Result{CNIVersion: current.ImplementedSpecVersion, Routes: c.routes, DNS: dns}
 	reserved := map[string][]netip.Addr{}
 	for _, t := range targets {
-		addr, gw, err := st.allocator(t.dir).Allocate(att, t.rangeID, t.set, t.requested, t.label)
+		addr, gw, err := st.allocator(t.dir).Excluding(t.exclude).Allocate(att, t.rangeID, t.set, t.requested, t.label)
 		if err != nil {
 			for dir, ips := range reserved {
 				if rerr := st.allocator(dir).Rollback(att, ips); rerr != nil {

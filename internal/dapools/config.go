@@ -1,13 +1,13 @@
 package dapools
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"net/netip"
 	"os"
 	"path/filepath"
-	"slices"
 	"syscall"
 	"time"
 
@@ -40,8 +40,9 @@ type ipamConf struct {
 	ResolvConf string         `json:"resolvConf"`
 	DataDir    string         `json:"dataDir"`
 
-	PoolDefinitions map[string][]hostlocal.RangeConfig `json:"poolDefinitions"`
-	LockTimeout     string                             `json:"lockTimeout"`
+	// Each entry is a range set or {"ranges": [...], "exclude": [...]}.
+	PoolDefinitions map[string]json.RawMessage `json:"poolDefinitions"`
+	LockTimeout     string                     `json:"lockTimeout"`
 }
 
 // netArgs is what the rest of the config says about requested addresses
@@ -71,7 +72,7 @@ type config struct {
 	// pools selected by prevResult.pools; nil in standalone mode
 	pools []pool.Pool
 	// poolDefs are ipam.poolDefinitions, validated
-	poolDefs map[string]hostlocal.RangeSet
+	poolDefs map[string]poolDef
 	// requested are the addresses asked for outside Pool objects, in order:
 	// CNI_ARGS IP, args.cni.ips, runtimeConfig.ips.
 	requested []netip.Addr
@@ -199,25 +200,4 @@ func standaloneRanges(ipam ipamConf, extra netArgs) ([]hostlocal.RangeSet, error
 		}
 		return fmt.Sprintf("%s[%d][%d]", field, set-legacy, idx)
 	})
-}
-
-func poolDefinitions(defs map[string][]hostlocal.RangeConfig) (map[string]hostlocal.RangeSet, error) {
-	names := make([]string, 0, len(defs))
-	for name := range defs {
-		names = append(names, name)
-	}
-	slices.Sort(names) // deterministic errors
-	out := make(map[string]hostlocal.RangeSet, len(defs))
-	for _, name := range names {
-		field := "ipam.poolDefinitions." + name
-		if err := pool.ValidName("ipam.poolDefinitions", name); err != nil {
-			return nil, err
-		}
-		rs, err := hostlocal.ParseRangeSet(field, defs[name])
-		if err != nil {
-			return nil, err
-		}
-		out[name] = rs
-	}
-	return out, nil
 }

@@ -20,7 +20,16 @@ type Layout struct {
 	// top-level range), nil when the config has none.
 	RangeSets []hostlocal.RangeSet
 	// PoolDefs are ipam.poolDefinitions.
-	PoolDefs map[string]hostlocal.RangeSet
+	PoolDefs map[string]PoolSource
+
+	defs map[string]poolDef
+}
+
+// PoolSource is what a pool hands addresses out from: its range set, less
+// the exclusions that hold for it.
+type PoolSource struct {
+	Set     hostlocal.RangeSet
+	Exclude hostlocal.Exclusions
 }
 
 // PoolDir is the state directory of pool name under dataDir.
@@ -38,7 +47,10 @@ func DescribeConfig(conf *netconf.Envelope) (Layout, error) {
 	if err != nil {
 		return Layout{}, err
 	}
-	l := Layout{DataDir: c.dataDir, NetworkDir: c.networkDir(), PoolDefs: c.poolDefs}
+	l := Layout{DataDir: c.dataDir, NetworkDir: c.networkDir(), PoolDefs: make(map[string]PoolSource, len(c.poolDefs)), defs: c.poolDefs}
+	for name, d := range c.poolDefs {
+		l.PoolDefs[name] = PoolSource{Set: d.set, Exclude: d.exclude}
+	}
 	var ipam ipamConf
 	if err := conf.DecodeIPAM(&ipam); err != nil {
 		return Layout{}, err
@@ -52,13 +64,31 @@ func DescribeConfig(conf *netconf.Envelope) (Layout, error) {
 	return l, nil
 }
 
-// PoolRanges is the range set pool p allocates from: its inline ranges,
-// else its entry in defs; false when it has neither.
-func PoolRanges(p pool.Pool, field string, defs map[string]hostlocal.RangeSet) (hostlocal.RangeSet, bool, error) {
+// Pool resolves pool p (found at field) as ADD does; false when it has
+// neither inline ranges nor a definition.
+func (l Layout) Pool(p pool.Pool, field string) (PoolSource, bool, error) {
+	return poolSource(p, field, l.defs)
+}
+
+// poolSource is a pool's ranges (inline, else its ipam.poolDefinitions
+// entry) and exclusions. The allocator's own exclusions hold whichever
+// side supplies the ranges: never handing an address out is the safe
+// reading of either list.
+func poolSource(p pool.Pool, field string, defs map[string]poolDef) (PoolSource, bool, error) {
 	rs, inline, err := p.InlineRanges(field)
-	if err != nil || inline {
-		return rs, inline, err
+	if err != nil {
+		return PoolSource{}, false, err
 	}
-	rs, ok := defs[p.Name]
-	return rs, ok, nil
+	def, defined := defs[p.Name]
+	if !inline {
+		if !defined {
+			return PoolSource{}, false, nil
+		}
+		rs = def.set
+	}
+	ex, err := p.Exclusions(field)
+	if err != nil {
+		return PoolSource{}, false, err
+	}
+	return PoolSource{Set: rs, Exclude: ex.Union(def.exclude)}, true, nil
 }

@@ -17,6 +17,7 @@ type target struct {
 	rangeID   int // the N of last_reserved_ip.N
 	set       hostlocal.RangeSet
 	requested netip.Addr
+	exclude   hostlocal.Exclusions // never handed out (pool mode only)
 }
 
 // load parses the config and lists the targets: how ADD, CHECK and
@@ -49,7 +50,7 @@ func (c *config) targets() ([]target, error) {
 	}
 	for i, p := range c.pools {
 		field := fmt.Sprintf("prevResult.pools[%d]", i)
-		rs, ok, err := PoolRanges(p, field, c.poolDefs)
+		src, ok, err := poolSource(p, field, c.poolDefs)
 		if err != nil {
 			return nil, err
 		}
@@ -60,7 +61,7 @@ func (c *config) targets() ([]target, error) {
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, target{label: "pool " + p.Name, dir: c.poolDir(p.Name), set: rs, requested: req})
+		out = append(out, target{label: "pool " + p.Name, dir: c.poolDir(p.Name), set: src.Set, requested: req, exclude: src.Exclude})
 	}
 	return out, nil
 }

@@ -13,7 +13,8 @@ import (
 // holds no state of its own: the caller opens (and locks) the store, makes
 // its calls, and closes it.
 type Allocator struct {
-	store Store
+	store   Store
+	exclude Exclusions // see Excluding
 }
 
 // NewAllocator returns an Allocator over s.
@@ -68,6 +69,10 @@ func (al *Allocator) reserveRequested(a Attachment, rs RangeSet, ip netip.Addr, 
 		return netip.Addr{}, Range{}, cnierr.New(cnierr.CodeAddrUnavailable, "requested address is the gateway",
 			"address=%s %s=%s", ip, label, rs)
 	}
+	if al.exclude.Contains(ip) {
+		return netip.Addr{}, Range{}, cnierr.New(cnierr.CodeAddrUnavailable, "requested address is excluded",
+			"address=%s %s=%s", ip, label, rs)
+	}
 	ok, err := al.store.Reserve(a, ip)
 	if err != nil {
 		return netip.Addr{}, Range{}, err
@@ -108,6 +113,7 @@ func (al *Allocator) reserveNext(a Attachment, rangeID int, rs RangeSet, label s
 		return netip.Addr{}, Range{}, err
 	}
 	it := rs.Iter(last)
+	it.ex = al.exclude
 	for ip, r, ok := it.Next(); ok; ip, r, ok = it.Next() {
 		got, err := al.store.Reserve(a, ip)
 		if err != nil {

@@ -11,6 +11,8 @@ type Iter struct {
 	cur   netip.Addr // last address produced; invalid before the first Next
 	start netip.Addr // first address of the lap; reaching it again ends the lap
 	done  bool
+	ex    Exclusions // skipped runs (exclude.go); none for host-local configs
+	hops  int        // range changes so far, to end a lap of excluded runs only
 }
 
 // Iter starts after last (the content of last_reserved_ip.N) when last is
@@ -42,8 +44,12 @@ func (it *Iter) Next() (addr netip.Addr, r Range, ok bool) {
 			it.idx = (it.idx + 1) % len(it.rs)
 			r = it.rs[it.idx]
 			it.cur = r.Start
+			it.hops++
 		default:
 			it.cur = it.cur.Next()
+		}
+		if it.skipExcluded(r) {
+			continue
 		}
 		if !it.start.IsValid() {
 			it.start = it.cur

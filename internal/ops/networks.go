@@ -35,10 +35,11 @@ type Network struct {
 
 // PoolDef is one pool a network can allocate from.
 type PoolDef struct {
-	Name  string
-	Field string // where the configuration names it: ipam.pools[i] or ipam.poolDefinitions.NAME
-	Dir   string
-	Set   hostlocal.RangeSet
+	Name    string
+	Field   string // where the configuration names it: ipam.pools[i] or ipam.poolDefinitions.NAME
+	Dir     string
+	Set     hostlocal.RangeSet
+	Exclude hostlocal.Exclusions
 }
 
 // ours reports whether p's IPAM keeps state the CLI can read: ipam-da-pools
@@ -108,14 +109,14 @@ func Describe(p PluginConf, dataDir string) (Network, bool, error) {
 			return n, true, err
 		}
 		for i, pl := range pools {
-			rs, ok, err := dapools.PoolRanges(pl, fmt.Sprintf("ipam.pools[%d]", i), layout.PoolDefs)
+			src, ok, err := layout.Pool(pl, fmt.Sprintf("ipam.pools[%d]", i))
 			if err != nil {
 				return n, true, err
 			}
 			if !ok {
 				return n, true, cnierr.New(cnierr.CodeInvalidConfig, "unknown pool: no inline ranges and no ipam.poolDefinitions entry", "ipam.pools[%d].name=%s", i, pl.Name)
 			}
-			n.Pools = append(n.Pools, PoolDef{Name: pl.Name, Field: fmt.Sprintf("ipam.pools[%d]", i), Dir: dapools.PoolDir(dataDir, pl.Name), Set: rs})
+			n.Pools = append(n.Pools, PoolDef{Name: pl.Name, Field: fmt.Sprintf("ipam.pools[%d]", i), Dir: dapools.PoolDir(dataDir, pl.Name), Set: src.Set, Exclude: src.Exclude})
 			seen[pl.Name] = true
 		}
 	}
@@ -126,7 +127,7 @@ func Describe(p PluginConf, dataDir string) (Network, bool, error) {
 	slices.Sort(names)
 	for _, name := range names {
 		if !seen[name] {
-			n.Pools = append(n.Pools, PoolDef{Name: name, Field: "ipam.poolDefinitions." + name, Dir: dapools.PoolDir(dataDir, name), Set: layout.PoolDefs[name]})
+			n.Pools = append(n.Pools, PoolDef{Name: name, Field: "ipam.poolDefinitions." + name, Dir: dapools.PoolDir(dataDir, name), Set: layout.PoolDefs[name].Set, Exclude: layout.PoolDefs[name].Exclude})
 		}
 	}
 	return n, true, nil

@@ -3,7 +3,6 @@ package ops
 import (
 	"bytes"
 	"errors"
-	"math"
 	"net/netip"
 	"strings"
 	"testing"
@@ -11,35 +10,6 @@ import (
 	"github.com/cniplugins/cniplugins/internal/cnierr"
 	"github.com/cniplugins/cniplugins/internal/hostlocal"
 )
-
-func rangeSet(t *testing.T, cfgs ...hostlocal.RangeConfig) hostlocal.RangeSet {
-	t.Helper()
-	rs, err := hostlocal.ParseRangeSet("r", cfgs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return rs
-}
-
-func TestSetSize(t *testing.T) {
-	for _, tt := range []struct {
-		name string
-		cfgs []hostlocal.RangeConfig
-		want uint64
-	}{
-		{"/24 less network, gateway, broadcast", []hostlocal.RangeConfig{{Subnet: "10.0.0.0/24"}}, 253},
-		{"/29", []hostlocal.RangeConfig{{Subnet: "10.0.0.0/29"}}, 5},
-		{"gateway outside the range", []hostlocal.RangeConfig{{Subnet: "10.0.0.0/24", RangeStart: "10.0.0.10", RangeEnd: "10.0.0.19"}}, 10},
-		{"two ranges", []hostlocal.RangeConfig{{Subnet: "10.0.0.0/29"}, {Subnet: "10.0.1.0/29"}}, 10},
-		{"IPv6 /120 (no broadcast)", []hostlocal.RangeConfig{{Subnet: "fd00::/120"}}, 254},
-		{"IPv6 /64 fits", []hostlocal.RangeConfig{{Subnet: "fd00::/64"}}, math.MaxUint64 - 1},
-		{"IPv6 /48 saturates", []hostlocal.RangeConfig{{Subnet: "fd00::/48"}}, math.MaxUint64},
-	} {
-		if got := setSize(rangeSet(t, tt.cfgs...)); got != tt.want {
-			t.Errorf("%s: size %d, want %d", tt.name, got, tt.want)
-		}
-	}
-}
 
 func TestBar(t *testing.T) {
 	for p, want := range map[float64]string{0: "[....................]", 50: "[##########..........]", 100: "[####################]", 2.4: "[....................]", 2.6: "[#...................]"} {
@@ -149,4 +119,13 @@ func TestUsagesSharedPool(t *testing.T) {
 	if len(us) != 1 || strings.Join(us[0].Networks, ",") != "a,b" || us[0].Used != 2 || us[0].Free != 3 || us[0].Percent != 40 || us[0].RangeSet != nil {
 		t.Errorf("usages = %+v", us)
 	}
+}
+
+func rangeSet(t *testing.T, cfgs ...hostlocal.RangeConfig) hostlocal.RangeSet {
+	t.Helper()
+	rs, err := hostlocal.ParseRangeSet("r", cfgs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rs
 }

@@ -33,8 +33,9 @@ type Usage struct {
 	// nothing was released there since.
 	Exhausted bool `json:"exhausted"`
 
-	set hostlocal.RangeSet
-	id  int // range set ID in its directory
+	set     hostlocal.RangeSet
+	exclude hostlocal.Exclusions
+	id      int // range set ID in its directory
 }
 
 // Usages lists, for every network in nets, each standalone range set and
@@ -60,7 +61,7 @@ func Usages(nets []Network) ([]Usage, error) {
 			add(Usage{Kind: "range-set", Name: n.Conf.Network, RangeSet: &i, Dir: n.Dir, set: rs, id: i}, n.Conf.Network)
 		}
 		for _, p := range n.Pools {
-			add(Usage{Kind: "pool", Name: p.Name, Dir: p.Dir, set: p.Set}, n.Conf.Network)
+			add(Usage{Kind: "pool", Name: p.Name, Dir: p.Dir, set: p.Set, exclude: p.Exclude}, n.Conf.Network)
 		}
 	}
 	used := map[string][]netip.Addr{}
@@ -79,12 +80,12 @@ func Usages(nets []Network) ([]Usage, error) {
 			}
 		}
 		for _, ip := range addrs {
-			if u.set.Contains(ip) {
+			if u.set.Contains(ip) && !u.exclude.Contains(ip) {
 				u.Used++
 			}
 		}
 		u.Ranges = u.set.String()
-		u.Size = setSize(u.set)
+		u.Size, _ = u.set.Size(u.exclude)
 		u.Free = u.Size - min(u.Used, u.Size)
 		if u.Size > 0 {
 			u.Percent = math.Round(float64(u.Used)/float64(u.Size)*10000) / 100
@@ -92,45 +93,6 @@ func Usages(nets []Network) ([]Usage, error) {
 		u.Exhausted = slices.Contains(full[u.Dir], u.id)
 	}
 	return out, nil
-}
-
-// setSize counts the addresses of rs that can be handed out: each range
-// from start to end, less its gateway when it lies inside.
-func setSize(rs hostlocal.RangeSet) uint64 {
-	var n uint64
-	for _, r := range rs {
-		s, exact := span(r.Start, r.End)
-		if exact && r.Contains(r.Gateway) {
-			s--
-		}
-		n = satAdd(n, s)
-	}
-	return n
-}
-
-// span is end-start+1; exact is false when it saturated.
-func span(start, end netip.Addr) (n uint64, exact bool) {
-	a, b := start.As16(), end.As16()
-	var hiA, hiB, loA, loB uint64
-	for i := range 8 {
-		hiA, hiB = hiA<<8|uint64(a[i]), hiB<<8|uint64(b[i])
-		loA, loB = loA<<8|uint64(a[8+i]), loB<<8|uint64(b[8+i])
-	}
-	hi := hiB - hiA
-	if loB < loA {
-		hi--
-	}
-	if hi != 0 || loB-loA == math.MaxUint64 {
-		return math.MaxUint64, false
-	}
-	return loB - loA + 1, true
-}
-
-func satAdd(a, b uint64) uint64 {
-	if a > math.MaxUint64-b {
-		return math.MaxUint64
-	}
-	return a + b
 }
 
 // Bar is a 20-cell gauge of p percent for tables.

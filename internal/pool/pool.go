@@ -29,6 +29,9 @@ type Pool struct {
 
 	// Inline range set; takes precedence over Subnet.
 	Ranges []hostlocal.RangeConfig `json:"ranges,omitempty"`
+
+	// Addresses and CIDRs never handed out from this pool.
+	Exclude []string `json:"exclude,omitempty"`
 }
 
 // UnmarshalJSON also accepts requested_ip, the key passcod-style
@@ -58,8 +61,16 @@ func (p Pool) Validate(field string) error {
 	if _, err := p.Requested(field); err != nil {
 		return err
 	}
+	if _, err := p.Exclusions(field); err != nil {
+		return err
+	}
 	_, _, err := p.InlineRanges(field)
 	return err
+}
+
+// Exclusions parses exclude.
+func (p Pool) Exclusions(field string) (hostlocal.Exclusions, error) {
+	return hostlocal.ParseExclusions(field+".exclude", p.Exclude)
 }
 
 // Requested parses requested-ip; the zero Addr means none.

@@ -19,7 +19,7 @@ func goldenLab(t *testing.T) *opsLab {
 	needHostLocal(t)
 	l := newOpsLab(t)
 	l.network("10-blue.conflist", "blue-net", `{"type":"ipam-delegated","delegates":["ipam-ds-static","ipam-da-pools"],"dataDir":"DATA",
-		"pools":[{"name":"shared","subnet":"10.77.0.0/28"},{"name":"blue"}],"poolDefinitions":{"blue":[{"subnet":"10.77.1.0/29"}]}}`)
+		"pools":[{"name":"shared","subnet":"10.77.0.0/28"},{"name":"blue"}],"poolDefinitions":{"blue":{"ranges":[{"subnet":"10.77.1.0/29"}],"exclude":["10.77.1.6"]}}}`)
 	l.network("20-red.conflist", "red-net", `{"type":"ipam-delegated","delegates":["ipam-ds-static","ipam-da-pools"],"dataDir":"DATA",
 		"pools":[{"name":"shared","subnet":"10.77.0.0/28"}]}`)
 	l.network("30-plain.conflist", "plain", `{"type":"ipam-da-pools","dataDir":"DATA","ranges":[[{"subnet":"10.77.2.0/29"}],[{"subnet":"fd77::/124"}]]}`)
