@@ -22,8 +22,9 @@ type Validator struct {
 	CNIPath []string
 }
 
-// poolSeen is where a pool name was first defined, to catch a shared pool
-// defined differently in two places.
+// poolSeen is where a pool's state directory was first given ranges, to
+// catch a shared pool defined differently in two places (the same name in
+// another dataDir is another pool).
 type poolSeen struct {
 	ranges string
 	file   string
@@ -102,8 +103,8 @@ func (v Validator) plugin(p PluginConf, pools map[string]poolSeen) []Problem {
 	out = append(out, v.overlaps(n)...)
 	for _, pd := range n.Pools {
 		rs := pd.Set.String()
-		if first, ok := pools[pd.Name]; !ok {
-			pools[pd.Name] = poolSeen{ranges: rs, file: p.File, path: p.field("ipam")}
+		if first, ok := pools[pd.Dir]; !ok {
+			pools[pd.Dir] = poolSeen{ranges: rs, file: p.File, path: p.field("ipam")}
 		} else if first.ranges != rs {
 			report(Problem{File: p.File, Path: p.field("ipam"), Value: pd.Name + "=" + rs,
 				Msg: fmt.Sprintf("pool %s is defined differently in %s (%s: %s); the networks sharing it would disagree on its ranges", pd.Name, first.file, first.path, first.ranges)})
