@@ -55,7 +55,7 @@ changes nothing without --apply.`,
 				verb = "released"
 			}
 			for _, l := range leases {
-				fmt.Fprintf(cmd.OutOrStdout(), "%s %s (%s)\n", verb, l.Address, describeLease(l))
+				fmt.Fprintf(cmd.OutOrStdout(), "%s %s\n", verb, l.Describe())
 			}
 			if err != nil {
 				return err

@@ -42,7 +42,7 @@ rebuild it. Refuses when the address is not reserved, or when --container
 			if r.DryRun {
 				verb = "would release"
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "%s %s (%s)\n", verb, l.Address, describeLease(l))
+			fmt.Fprintf(cmd.OutOrStdout(), "%s %s\n", verb, l.Describe())
 			return nil
 		},
 	}
@@ -53,20 +53,4 @@ rebuild it. Refuses when the address is not reserved, or when --container
 	c.Flags().StringVar(&r.IfName, "ifname", "", "with --container: refuse unless this interface holds it")
 	c.Flags().BoolVar(&r.DryRun, "dry-run", false, "check and print, change nothing")
 	return c
-}
-
-// describeLease is the owner part of a one-line report.
-func describeLease(l ops.Lease) string {
-	where := "network " + l.Network
-	if l.Pool != "" {
-		where = "pool " + l.Pool
-		if l.Network != "" {
-			where += ", network " + l.Network
-		}
-	}
-	who := "container " + l.ContainerID
-	if l.IfName != "" {
-		who += " ifname " + l.IfName
-	}
-	return fmt.Sprintf("%s, %s, owner %s", where, who, l.Owner)
 }

@@ -177,15 +177,15 @@ func readReservation(dirfd int, dir, name string, ip netip.Addr) (Reservation, b
 	}
 	buf = buf[:n]
 	r.Owner = parseReservation(buf)
-	r.Problem = r.Owner.problem()
+	r.Problem = r.Owner.Problem()
 	return r, true, nil
 }
 
-// problem says why a is not an owner any plugin writes ("" if it is): a
+// Problem says why a is not an owner any plugin writes ("" if it is): a
 // CNI container ID, interface name and network name as the CNI library
 // validates them; for another owner kind ('_' + kind), a kind of the same
 // syntax and a one-field second line.
-func (a Attachment) problem() string {
+func (a Attachment) Problem() string {
 	switch {
 	case a.ContainerID == "":
 		return "is empty"

@@ -62,7 +62,7 @@ func GC(r GCRequest) ([]Lease, error) {
 		err = cerr
 	}
 	for _, ip := range released {
-		out = append(out, leaseOf(d, hostlocal.Reservation{Addr: ip, Owner: all[ip]}))
+		out = append(out, leaseOf(d, hostlocal.Reservation{Addr: ip, Owner: all[ip], Problem: all[ip].Problem()}))
 	}
 	return out, err
 }

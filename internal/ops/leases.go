@@ -82,3 +82,19 @@ func leaseOf(d StateDir, r hostlocal.Reservation) Lease {
 	}
 	return l
 }
+
+// Describe is l in one line for release and gc reports, printable.
+func (l Lease) Describe() string {
+	where := "network " + l.Network
+	if l.Pool != "" {
+		where = "pool " + l.Pool
+		if l.Network != "" {
+			where += ", network " + l.Network
+		}
+	}
+	who := "container " + l.ContainerID
+	if l.IfName != "" {
+		who += " ifname " + l.IfName
+	}
+	return printable(fmt.Sprintf("%s (%s, %s, owner %s)", l.Address, where, who, l.Owner))
+}

@@ -106,7 +106,7 @@ func Release(r ReleaseRequest) (Lease, error) {
 	if err != nil {
 		return Lease{}, err
 	}
-	return leaseOf(d, hostlocal.Reservation{Addr: r.Addr, Owner: owner}), nil
+	return leaseOf(d, hostlocal.Reservation{Addr: r.Addr, Owner: owner, Problem: owner.Problem()}), nil
 }
 
 func (r ReleaseRequest) check(d StateDir, owner hostlocal.Attachment, reserved bool) error {
