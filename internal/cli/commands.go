@@ -32,6 +32,7 @@ func (f Flavour) runCLI(args []string, pio plugin.IO) int {
 	root.SetOut(pio.Stdout)
 	root.SetErr(pio.Stderr)
 	root.AddCommand(versionCmd(), f.listCmd(), f.installCmd())
+	root.AddCommand(f.opsCommands()...)
 	if f.Commands != nil {
 		root.AddCommand(f.Commands()...)
 	}

@@ -22,8 +22,8 @@ type attachmentRef struct {
 }
 
 // cmdGC releases every reservation of this network whose attachment the
-// runtime no longer lists. Legacy id-only reservations are kept when any
-// listed attachment has their container ID. It keeps going after errors.
+// runtime no longer lists (hostlocal.KeepSet has the rules). It keeps
+// going after errors.
 func cmdGC(req *plugin.Request) error {
 	c, err := parseConfig(req.Conf, req.CNIArgs, false)
 	if err != nil {
@@ -42,21 +42,11 @@ func cmdGC(req *plugin.Request) error {
 	if err := netconf.Decode(in.Valid, "cni.dev/valid-attachments", &refs); err != nil {
 		return err
 	}
-	live := map[hostlocal.Attachment]bool{}
-	liveIDs := map[string]bool{}
-	for _, a := range refs {
-		live[hostlocal.Attachment{ContainerID: a.ContainerID, IfName: a.IfName}] = true
-		liveIDs[a.ContainerID] = true
+	live := make([]hostlocal.Attachment, len(refs))
+	for i, a := range refs {
+		live[i] = hostlocal.Attachment{ContainerID: a.ContainerID, IfName: a.IfName}
 	}
-	valid := func(a hostlocal.Attachment) bool {
-		switch {
-		case a.Network != "" && a.Network != c.network:
-			return true // another network's reservation in a shared pool
-		case a.IfName == "":
-			return liveIDs[a.ContainerID]
-		}
-		return live[a.Key()]
-	}
+	valid := hostlocal.NewKeepSet(c.network, live).Keeps
 	st, err := openStores(c.dirs(), c.lockTimeout)
 	if err != nil {
 		return err

@@ -36,7 +36,7 @@ func (c *config) networkDir() string { return filepath.Join(c.dataDir, c.network
 
 // poolDir is the state directory of a pool, shared by every network that
 // selects it, so no two of them can hold one address.
-func (c *config) poolDir(name string) string { return filepath.Join(c.dataDir, poolsDir, name) }
+func (c *config) poolDir(name string) string { return PoolDir(c.dataDir, name) }
 
 // targets lists, in order, what an ADD must allocate: one address per pool
 // in pool mode, one per range set standalone.
@@ -50,29 +50,18 @@ func (c *config) targets() ([]target, error) {
 	}
 	for i, p := range c.pools {
 		field := fmt.Sprintf("prevResult.pools[%d]", i)
-		rs, inline, err := p.InlineRanges(field)
+		src, ok, err := poolSource(p, field, c.poolDefs)
 		if err != nil {
 			return nil, err
 		}
-		def, defined := c.poolDefs[p.Name]
-		if !inline {
-			if !defined {
-				return nil, cnierr.New(cnierr.CodeInvalidConfig, "unknown pool: no inline ranges and no ipam.poolDefinitions entry", "%s.name=%s", field, p.Name)
-			}
-			rs = def.set
+		if !ok {
+			return nil, cnierr.New(cnierr.CodeInvalidConfig, "unknown pool: no inline ranges and no ipam.poolDefinitions entry", "%s.name=%s", field, p.Name)
 		}
 		req, err := p.Requested(field)
 		if err != nil {
 			return nil, err
 		}
-		// The allocator's own exclusions for a pool hold whichever side
-		// supplies the ranges: never handing an address out is the safe
-		// reading of either list.
-		ex, err := p.Exclusions(field)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, target{label: "pool " + p.Name, dir: c.poolDir(p.Name), set: rs, requested: req, exclude: ex.Union(def.exclude)})
+		out = append(out, target{label: "pool " + p.Name, dir: c.poolDir(p.Name), set: src.Set, requested: req, exclude: src.Exclude})
 	}
 	return out, nil
 }

@@ -64,3 +64,21 @@ func (a Attachment) storable() bool {
 		!strings.Contains(a.ContainerID, lineBreak) && strings.TrimSpace(a.IfName) == a.IfName &&
 		!strings.ContainsAny(a.IfName, "\r\n") && !strings.ContainsAny(a.Network, " \t\r\n")
 }
+
+// Kind names who owns a reservation: "cni" for a CNI attachment
+// (container ID and ifname), "legacy" for an id-only file written by a
+// host-local older than 0.8, or, for a container-ID field starting with
+// '_' (which no CNI container ID can: they start with [A-Za-z0-9]), the
+// rest of that field, e.g. "docker" for "_docker".
+func (a Attachment) Kind() string {
+	if kind, ok := strings.CutPrefix(a.ContainerID, "_"); ok {
+		if kind == "" {
+			return "unknown"
+		}
+		return kind
+	}
+	if a.IfName == "" {
+		return "legacy"
+	}
+	return "cni"
+}

@@ -63,3 +63,46 @@ func TestNetworkTagIsNotIdentity(t *testing.T) {
 		})
 	})
 }
+
+func TestAttachmentKind(t *testing.T) {
+	for _, tt := range []struct {
+		a    Attachment
+		want string
+	}{
+		{Attachment{ContainerID: "c1", IfName: "eth0"}, "cni"},
+		{Attachment{ContainerID: "c1", IfName: "eth0", Network: "blue"}, "cni"},
+		{Attachment{ContainerID: "c1"}, "legacy"},
+		{Attachment{ContainerID: "_docker", IfName: "0123abcd"}, "docker"},
+		{Attachment{ContainerID: "_docker"}, "docker"},
+		{Attachment{ContainerID: "_", IfName: "x"}, "unknown"},
+	} {
+		if got := tt.a.Kind(); got != tt.want {
+			t.Errorf("%+v.Kind() = %q, want %q", tt.a, got, tt.want)
+		}
+	}
+}
+
+func TestKeepSet(t *testing.T) {
+	k := NewKeepSet("blue", []Attachment{{ContainerID: "c1", IfName: "eth0"}, {ContainerID: "c2"}})
+	for _, tt := range []struct {
+		owner Attachment
+		keep  bool
+	}{
+		{Attachment{ContainerID: "c1", IfName: "eth0"}, true},
+		{Attachment{ContainerID: "c1", IfName: "eth0", Network: "blue"}, true},
+		{Attachment{ContainerID: "c1", IfName: "eth1"}, false},
+		{Attachment{ContainerID: "c1"}, true},                                 // legacy file of a live container
+		{Attachment{ContainerID: "c3"}, false},                                // legacy file of a dead one
+		{Attachment{ContainerID: "c2", IfName: "net1"}, true},                 // listed without ifname: whole container
+		{Attachment{ContainerID: "c9", IfName: "eth0", Network: "red"}, true}, // another network's, in a shared pool
+		{Attachment{ContainerID: "c9", IfName: "eth0", Network: "blue"}, false},
+		{Attachment{ContainerID: "_docker", IfName: "ep1"}, true}, // not a CNI attachment
+	} {
+		if got := k.Keeps(tt.owner); got != tt.keep {
+			t.Errorf("Keeps(%+v) = %v, want %v", tt.owner, got, tt.keep)
+		}
+	}
+	if all := NewKeepSet("", nil); all.Keeps(Attachment{ContainerID: "c9", IfName: "eth0", Network: "red"}) {
+		t.Error("a pool collected as a whole keeps another network's reservation")
+	}
+}

@@ -1,6 +1,7 @@
 package hostlocal
 
 import (
+	"bytes"
 	"errors"
 	"net/netip"
 	"os"
@@ -8,13 +9,27 @@ import (
 	"github.com/cniplugins/cniplugins/internal/cnierr"
 )
 
-// Cursor is a saved round-robin cursor (last_reserved_ip.N): its exact
-// content, or that the file did not exist. A failed ADD puts back every
-// cursor it moved, so that it leaves nothing behind on disk and the next
-// ADD gets the address it would have got without it.
+// Cursor is one round-robin cursor file, last_reserved_ip.N, as it is on
+// disk. A failed ADD saves and puts back every cursor it moved, byte for
+// byte, so that it leaves nothing behind and the next ADD gets the address
+// it would have got without it; fsck reads them to find damaged ones.
 type Cursor struct {
 	RangeID int
-	content []byte // nil: no cursor file
+	Raw     []byte     // the file's exact content; nil: there is no such file
+	Addr    netip.Addr // the address Raw names; invalid when it names none
+}
+
+// parseCursor reads a cursor as host-local does: surrounding white space
+// ignored, anything that is not one address names none.
+func parseCursor(rangeID int, data []byte) Cursor {
+	if data == nil {
+		data = []byte{}
+	}
+	c := Cursor{RangeID: rangeID, Raw: data}
+	if ip, err := netip.ParseAddr(string(bytes.TrimSpace(data))); err == nil && ip.Zone() == "" {
+		c.Addr = ip.Unmap()
+	}
+	return c
 }
 
 // SaveCursor implements Store.
@@ -26,10 +41,7 @@ func (d *Disk) SaveCursor(rangeID int) (Cursor, error) {
 	if err != nil {
 		return Cursor{}, cnierr.IO("read", d.cursorPath(rangeID), err)
 	}
-	if data == nil {
-		data = []byte{}
-	}
-	return Cursor{RangeID: rangeID, content: data}, nil
+	return parseCursor(rangeID, data), nil
 }
 
 // RestoreCursor implements Store, byte for byte (a cursor host-local
@@ -37,30 +49,29 @@ func (d *Disk) SaveCursor(rangeID int) (Cursor, error) {
 func (d *Disk) RestoreCursor(c Cursor) error {
 	path := d.cursorPath(c.RangeID)
 	d.dirty = true
-	if c.content == nil {
+	if c.Raw == nil {
 		if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return cnierr.IO("remove", path, err)
 		}
 		return nil
 	}
-	return d.replaceRecycled(path, string(c.content))
+	return d.replaceRecycled(path, string(c.Raw))
 }
 
 // SaveCursor implements Store.
 func (m *MemStore) SaveCursor(rangeID int) (Cursor, error) {
-	c := Cursor{RangeID: rangeID}
 	if ip, ok := m.last[rangeID]; ok {
-		c.content = []byte(ip.String())
+		return parseCursor(rangeID, []byte(ip.String())), nil
 	}
-	return c, nil
+	return Cursor{RangeID: rangeID}, nil
 }
 
 // RestoreCursor implements Store.
 func (m *MemStore) RestoreCursor(c Cursor) error {
-	if c.content == nil {
+	if c.Raw == nil {
 		delete(m.last, c.RangeID)
-		return nil
+	} else {
+		m.last[c.RangeID] = c.Addr // SaveCursor wrote it
 	}
-	m.last[c.RangeID] = netip.MustParseAddr(string(c.content)) // SaveCursor wrote it
 	return nil
 }

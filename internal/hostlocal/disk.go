@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/cniplugins/cniplugins/internal/cnierr"
@@ -204,18 +203,8 @@ func (d *Disk) All() (map[netip.Addr]Attachment, error) { return d.scan() }
 // LastReserved implements Store. Like host-local, an unreadable cursor is
 // not an error: it only costs the round-robin position.
 func (d *Disk) LastReserved(rangeID int) (netip.Addr, error) {
-	data, err := readSmall(d.cursorPath(rangeID))
-	if errors.Is(err, os.ErrNotExist) {
-		return netip.Addr{}, nil
-	}
-	if err != nil {
-		return netip.Addr{}, cnierr.IO("read", d.cursorPath(rangeID), err)
-	}
-	ip, err := netip.ParseAddr(strings.TrimSpace(string(data)))
-	if err != nil {
-		return netip.Addr{}, nil
-	}
-	return ip.Unmap(), nil
+	c, err := d.SaveCursor(rangeID)
+	return c.Addr, err
 }
 
 // SetLastReserved implements Store, replacing the cursor atomically.

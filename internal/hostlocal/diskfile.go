@@ -56,6 +56,21 @@ func readSized(path string, size int) ([]byte, error) {
 		return nil, err
 	}
 	defer syscall.Close(fd)
+	return readFD(fd, path, size)
+}
+
+// readRetry is one read(2), retried on EINTR.
+func readRetry(fd int, buf []byte) (int, error) {
+	for {
+		n, err := syscall.Read(fd, buf)
+		if err != syscall.EINTR {
+			return n, err
+		}
+	}
+}
+
+// readFD reads fd to its end into a buffer of initial capacity size.
+func readFD(fd int, path string, size int) ([]byte, error) {
 	buf := make([]byte, 0, size)
 	for {
 		if len(buf) == cap(buf) {
@@ -120,6 +135,24 @@ func pwriteAll(fd int, b []byte) error {
 		off += n
 	}
 	return nil
+}
+
+// atFDCWD is AT_FDCWD: openat relative to the working directory, which
+// for an absolute name is open(2).
+const atFDCWD = -0x64
+
+// openatRetry opens name relative to the directory dirfd, read-only.
+func openatRetry(dirfd int, name string, flags int) (int, error) {
+	for {
+		fd, err := syscall.Openat(dirfd, name, flags|syscall.O_CLOEXEC, 0)
+		if err == syscall.EINTR {
+			continue
+		}
+		if err != nil {
+			return -1, &os.PathError{Op: "open", Path: name, Err: err}
+		}
+		return fd, nil
+	}
 }
 
 func openRetry(path string, flags int, mode uint32) (int, error) {

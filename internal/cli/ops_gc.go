@@ -1,0 +1,85 @@
+package cli
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/cniplugins/cniplugins/internal/hostlocal"
+	"github.com/cniplugins/cniplugins/internal/ops"
+)
+
+func gcCmd() *cobra.Command {
+	var (
+		st       stateFlags
+		r        ops.GCRequest
+		keep     []string
+		keepFile string
+	)
+	c := &cobra.Command{
+		Use:   "gc (--network N | --pool P) (--keep CID[@IF]... | --keep-file FILE) [--apply]",
+		Short: "Release every reservation not kept, with the rules of the CNI GC command",
+		Long: `Release every reservation of a network's or a pool's state directory whose owner
+is not kept: the CNI GC command's rules, with the list of live attachments given
+here. CID@IF keeps that attachment (and legacy id-only files of CID); a bare CID
+keeps every reservation of that container. Reservations of non-CNI owners (a
+container-ID field starting with '_') are always kept. With --pool, --network
+restricts it to the reservations recorded for that network. Prints the plan and
+changes nothing without --apply.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if r.Network == "" && r.Pool == "" {
+				return fmt.Errorf("name --network or --pool")
+			}
+			if (len(keep) == 0) == (keepFile == "") {
+				return fmt.Errorf("give the live attachments with --keep or with --keep-file, not both")
+			}
+			for _, k := range keep {
+				a, err := ops.ParseKeep(k)
+				if err != nil {
+					return err
+				}
+				r.Keep = append(r.Keep, a)
+			}
+			if keepFile != "" {
+				var err error
+				if r.Keep, err = readKeepFile(keepFile); err != nil {
+					return err
+				}
+			}
+			r.DataDir, r.LockTimeout = st.dataDir, st.lockTimeout
+			leases, err := ops.GC(r)
+			verb := "would release"
+			if r.Apply {
+				verb = "released"
+			}
+			for _, l := range leases {
+				fmt.Fprintf(cmd.OutOrStdout(), "%s %s\n", verb, l.Describe())
+			}
+			if err != nil {
+				return err
+			}
+			if !r.Apply {
+				fmt.Fprintf(cmd.ErrOrStderr(), "%d to release; nothing changed (run again with --apply)\n", len(leases))
+			}
+			return nil
+		},
+	}
+	st.add(c, true)
+	c.Flags().StringVar(&r.Network, "network", "", "the network whose state directory to collect")
+	c.Flags().StringVar(&r.Pool, "pool", "", "the pool whose state directory to collect")
+	c.Flags().StringArrayVar(&keep, "keep", nil, "a live attachment CONTAINERID[@IFNAME] (repeatable)")
+	c.Flags().StringVar(&keepFile, "keep-file", "", "a file with one CONTAINERID[@IFNAME] per line ('#' comments)")
+	c.Flags().BoolVar(&r.Apply, "apply", false, "release; without it, only print the plan")
+	return c
+}
+
+func readKeepFile(path string) ([]hostlocal.Attachment, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return ops.ReadKeepFile(f)
+}

@@ -1,0 +1,337 @@
+package hostlocal
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/cniplugins/cniplugins/internal/cnierr"
+)
+
+// Index states, as Examine reports them.
+const (
+	// IndexValid: the stamp matches; plugins trust the index as it is.
+	IndexValid = "valid"
+	// IndexStale: another writer (or a crash) changed the directory since
+	// the last stamp; the next operation rebuilds the index. Normal after
+	// upstream host-local wrote there.
+	IndexStale = "stale"
+	// IndexUntrusted: the file system cannot keep the stamp; every
+	// operation scans the directory.
+	IndexUntrusted = "untrusted"
+)
+
+// maxIndexProblems bounds what one directory reports: a wholly wrong
+// index would otherwise print one line per attachment.
+const maxIndexProblems = 20
+
+// Health is what Examine found in one state directory.
+type Health struct {
+	Dir          string
+	Reservations []Reservation // sorted by address
+	Cursors      []Cursor
+	Index        string // IndexValid, IndexStale or IndexUntrusted
+	// IndexProblems are differences between an index the plugins trust
+	// (its stamp is valid) and the reservation files: a torn or edited
+	// bucket that the stamp cannot reveal.
+	IndexProblems []string
+	// Stale are scratch files a crash or a failed call left behind, which
+	// a plugin would not clean up by itself.
+	Stale []string
+	// Unknown are files in the directory that are neither the lock, a
+	// cursor nor a reservation. They are reported, never touched.
+	Unknown []string
+}
+
+// Examine checks dir under its lock (the lock is held for this one
+// directory's read) and changes nothing, not even a stale index.
+func Examine(dir string, lockTimeout time.Duration) (*Health, error) {
+	dir = filepath.Clean(dir)
+	if fi, err := os.Lstat(dir); err != nil || !fi.IsDir() {
+		return nil, cnierr.New(cnierr.CodeIO, "not a state directory", "dir=%s", dir)
+	}
+	lk, err := acquireLock(dir, lockTimeout)
+	if err != nil {
+		return nil, err
+	}
+	defer lk.Close()
+	d := &Disk{dir: dir, idx: indexDir(dir)}
+	h := &Health{Dir: dir}
+	if h.Reservations, err = ReadReservations(dir); err != nil {
+		return nil, err
+	}
+	if h.Cursors, err = ReadCursors(dir); err != nil {
+		return nil, err
+	}
+	if h.Index, err = d.indexState(); err != nil {
+		return nil, err
+	}
+	if h.Index == IndexValid {
+		if h.IndexProblems, err = d.indexProblems(h.Reservations); err != nil {
+			return nil, err
+		}
+	}
+	if h.Stale, err = d.staleScratch(); err != nil {
+		return nil, err
+	}
+	h.Unknown, err = unknownFiles(dir)
+	return h, err
+}
+
+// Repair fixes, under dir's lock and exactly as a plugin would write,
+// what can be fixed without losing a reservation: it rebuilds a stale or
+// inconsistent index, removes stale scratch files and removes the cursors
+// listed in dropCursors (an unparseable or out-of-range cursor only costs
+// the round-robin position, which then restarts at the range's start).
+// It never removes a reservation. It returns what it did.
+func Repair(dir string, lockTimeout time.Duration, dropCursors []int) ([]string, error) {
+	dir = filepath.Clean(dir)
+	d, err := Open(dir, lockTimeout)
+	if err != nil {
+		return nil, err
+	}
+	done, err := d.repair(dropCursors)
+	return done, errors.Join(err, d.Close())
+}
+
+func (d *Disk) repair(dropCursors []int) ([]string, error) {
+	var done []string
+	switch {
+	case d.untrusted:
+	case d.complete: // Open found the index stale and rebuilt it
+		done = append(done, "rebuilt the stale index")
+	default:
+		rs, err := ReadReservations(d.dir)
+		if err != nil {
+			return done, err
+		}
+		problems, err := d.indexProblems(rs)
+		if err != nil {
+			return done, err
+		}
+		if len(problems) > 0 {
+			if err := d.rebuild(); err != nil {
+				return done, err
+			}
+			done = append(done, "rebuilt the index")
+		}
+	}
+	stale, err := d.staleScratch()
+	if err != nil {
+		return done, err
+	}
+	for _, p := range stale {
+		if err := os.RemoveAll(p); err != nil {
+			return done, cnierr.IO("remove", p, err)
+		}
+		d.dirty = true // the index directory's mtime moved: re-stamp
+		d.tmpFor = nil
+		done = append(done, "removed "+p)
+	}
+	for _, id := range dropCursors {
+		p := d.cursorPath(id)
+		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return done, cnierr.IO("remove", p, err)
+		}
+		d.dirty = true
+		done = append(done, "removed "+p)
+	}
+	return done, nil
+}
+
+// indexState is how Open would judge the index, without rebuilding it.
+func (d *Disk) indexState() (string, error) {
+	st, err := readStamp(d.idx)
+	if err != nil {
+		return "", err
+	}
+	switch {
+	case st.untrusted:
+		return IndexUntrusted, nil
+	case !st.valid:
+		return IndexStale, nil
+	}
+	ok, err := mtimesMatch(d.dir, d.idx, st.nanos)
+	if err != nil {
+		return "", err
+	}
+	if !ok || !d.bucketFormat() {
+		return IndexStale, nil
+	}
+	return IndexValid, nil
+}
+
+// indexProblems compares every bucket with what a rebuild from rs would
+// write. With the stamp valid they must agree exactly: every change a
+// plugin makes updates both under the lock.
+func (d *Disk) indexProblems(rs []Reservation) ([]string, error) {
+	want := map[string][]netip.Addr{}
+	for _, r := range rs {
+		if key, ok := entryKey(r.Owner.Key()); ok {
+			want[key] = append(want[key], r.Addr)
+		}
+	}
+	var problems []string
+	report := func(format string, args ...any) { problems = append(problems, fmt.Sprintf(format, args...)) }
+	got := map[string][]netip.Addr{}
+	for n := range numBuckets {
+		name := bucketName(uint8(n))
+		data, err := readSized(filepath.Join(d.idx, name), bucketReadSize)
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, cnierr.IO("read", filepath.Join(d.idx, name), err)
+		}
+		lineNo := 0
+		for line := range strings.Lines(string(data)) {
+			lineNo++
+			if !strings.HasSuffix(line, "\n") {
+				report("index bucket %s: line %d is cut short (torn write)", name, lineNo)
+				break
+			}
+			fields := strings.Fields(line)
+			id, ifname, ok := strings.Cut(fields[0], "@")
+			if len(fields) < 2 || !ok || id == "" {
+				report("index bucket %s: line %d is not \"<containerID>@<ifname> <ip>...\": %q", name, lineNo, clipLine(line))
+				continue
+			}
+			if bucketOf(Attachment{ContainerID: id, IfName: ifname}) != uint8(n) {
+				report("index bucket %s: line %d (%s) belongs in bucket %s", name, lineNo, fields[0], bucketName(bucketOf(Attachment{ContainerID: id, IfName: ifname})))
+				continue
+			}
+			if _, dup := got[fields[0]]; dup {
+				report("index bucket %s: %s is listed twice", name, fields[0])
+				continue
+			}
+			addrs := []netip.Addr{}
+			for _, f := range fields[1:] {
+				ip, err := netip.ParseAddr(f)
+				if err != nil || ip.String() != f {
+					report("index bucket %s: line %d lists %q, not an address", name, lineNo, f)
+					continue
+				}
+				addrs = append(addrs, ip)
+			}
+			got[fields[0]] = addrs
+		}
+	}
+	keys := make([]string, 0, len(want)+len(got))
+	for k := range want {
+		keys = append(keys, k)
+	}
+	for k := range got {
+		if _, ok := want[k]; !ok {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		w, g := want[k], got[k]
+		slices.SortFunc(w, netip.Addr.Compare)
+		slices.SortFunc(g, netip.Addr.Compare)
+		id, ifname, _ := strings.Cut(k, "@")
+		b := bucketName(bucketOf(Attachment{ContainerID: id, IfName: ifname}))
+		switch {
+		case slices.Equal(w, g):
+		case g == nil:
+			report("index bucket %s has no line for %s, which holds %s", b, k, joinAddrs(w))
+		case len(w) == 0:
+			report("index bucket %s lists %s with %s, which it does not hold", b, k, joinAddrs(g))
+		default:
+			report("index bucket %s lists %s with %s, the reservations say %s", b, k, joinAddrs(g), joinAddrs(w))
+		}
+	}
+	if len(problems) > maxIndexProblems {
+		more := len(problems) - maxIndexProblems
+		problems = append(problems[:maxIndexProblems], fmt.Sprintf("... and %d more index problems", more))
+	}
+	return problems, nil
+}
+
+func joinAddrs(ips []netip.Addr) string {
+	s := make([]string, len(ips))
+	for i, ip := range ips {
+		s[i] = ip.String()
+	}
+	return strings.Join(s, ",")
+}
+
+func clipLine(s string) string {
+	s = strings.TrimRight(s, "\n")
+	if len(s) > 60 {
+		return s[:60] + "..."
+	}
+	return s
+}
+
+// staleScratch lists what a crash or failed call left in the index tree:
+// the scratch files .tmp and .tmpw are spares between operations and are
+// fine while they have one name; .tmpw-old exists only inside a cursor
+// update, and the .new/.old trees only inside a rebuild, both under the
+// lock; anything else in the index directory is not ours.
+func (d *Disk) staleScratch() ([]string, error) {
+	var stale []string
+	des, err := os.ReadDir(d.idx)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, cnierr.IO("read", d.idx, err)
+	}
+	for _, de := range des {
+		name := de.Name()
+		if name == stampName || (len(name) == 3 && name[0] == 'b' && isHex(name[1:])) {
+			continue
+		}
+		if name == scratchName || name == cursorSpare {
+			fi, err := os.Lstat(filepath.Join(d.idx, name))
+			if err == nil && fi.Mode().IsRegular() && nlink(fi) == 1 {
+				continue
+			}
+		}
+		stale = append(stale, filepath.Join(d.idx, name))
+	}
+	parent, base := filepath.Split(d.idx)
+	for _, p := range []string{filepath.Join(parent, "."+base+".new"), filepath.Join(parent, "."+base+".old")} {
+		if _, err := os.Lstat(p); err == nil {
+			stale = append(stale, p)
+		}
+	}
+	return stale, nil
+}
+
+func isHex(s string) bool {
+	for _, c := range s {
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// unknownFiles lists the entries of dir that are not the lock, a cursor
+// or a canonically named reservation.
+func unknownFiles(dir string) ([]string, error) {
+	des, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, cnierr.IO("read", dir, err)
+	}
+	var out []string
+	for _, de := range des {
+		name := de.Name()
+		if name == lockName {
+			continue
+		}
+		if _, ok := cursorID(name); ok {
+			continue
+		}
+		if ip, err := netip.ParseAddr(name); err == nil && ip.String() == name {
+			continue
+		}
+		out = append(out, filepath.Join(dir, name))
+	}
+	return out, nil
+}

@@ -1,0 +1,135 @@
+package ops
+
+import (
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/containernetworking/cni/libcni"
+
+	"github.com/cniplugins/cniplugins/internal/netconf"
+)
+
+// DefaultConfDir is where runtimes read CNI network configurations.
+const DefaultConfDir = "/etc/cni/net.d"
+
+// Problem is one thing wrong with a configuration file, located by file
+// and JSON path, with the offending value.
+type Problem struct {
+	File  string `json:"file"`
+	Path  string `json:"path"`
+	Value string `json:"value"`
+	Msg   string `json:"message"`
+}
+
+func (p Problem) String() string {
+	s := p.File
+	if p.Path != "" {
+		s += ": " + p.Path
+	}
+	if p.Value != "" {
+		s += " = " + p.Value
+	}
+	return s + ": " + p.Msg
+}
+
+// PluginConf is one plugin of a configuration file, as a runtime would
+// send it on stdin.
+type PluginConf struct {
+	File    string
+	Network string
+	// Path is the plugin's JSON path in the file: "plugins[1]" in a
+	// conflist, "" for a single .conf.
+	Path string
+	Type string
+	Raw  []byte // the plugin's config with name and cniVersion injected, as libcni sends it
+}
+
+// ConfFiles lists the configuration files of dir the way libcni finds
+// them: .conflist, .conf and .json files, sorted by name.
+func ConfFiles(dir string) ([]string, error) {
+	files, err := libcni.ConfFiles(dir, []string{".conflist", ".conf", ".json"})
+	if err != nil {
+		return nil, fmt.Errorf("read conf dir %s: %w", dir, err)
+	}
+	slices.Sort(files)
+	return files, nil
+}
+
+// LoadPlugins parses each file with libcni's own parsers (a .conflist as a
+// list, anything else as a single config, upconverted as libcni does) and
+// returns every plugin in it. A file libcni rejects is a Problem, not an
+// error: the other files are still read.
+func LoadPlugins(files []string) ([]PluginConf, []Problem) {
+	var out []PluginConf
+	var problems []Problem
+	for _, f := range files {
+		list, err := loadList(f)
+		if err != nil {
+			problems = append(problems, Problem{File: f, Msg: err.Error()})
+			continue
+		}
+		single := filepath.Ext(f) != ".conflist"
+		for i, p := range list.Plugins {
+			raw, err := libcni.InjectConf(p, map[string]any{"name": list.Name, "cniVersion": list.CNIVersion})
+			if err != nil {
+				problems = append(problems, Problem{File: f, Path: fmt.Sprintf("plugins[%d]", i), Msg: err.Error()})
+				continue
+			}
+			pc := PluginConf{File: f, Network: list.Name, Type: p.Network.Type, Raw: raw.Bytes}
+			if !single {
+				pc.Path = fmt.Sprintf("plugins[%d]", i)
+			}
+			out = append(out, pc)
+		}
+	}
+	return out, problems
+}
+
+func loadList(file string) (*libcni.NetworkConfigList, error) {
+	if filepath.Ext(file) == ".conflist" {
+		return libcni.ConfListFromFile(file)
+	}
+	c, err := libcni.ConfFromFile(file)
+	if err != nil {
+		return nil, err
+	}
+	return libcni.ConfListFromConf(c)
+}
+
+// IPAMType is the type of the plugin's ipam section, "" if it has none.
+func (p PluginConf) IPAMType() string {
+	var c struct {
+		IPAM struct {
+			Type string `json:"type"`
+		} `json:"ipam"`
+	}
+	_ = json.Unmarshal(p.Raw, &c)
+	return c.IPAM.Type
+}
+
+// Envelope parses the plugin's config with the plugins' own parser.
+func (p PluginConf) Envelope() (*netconf.Envelope, error) { return netconf.Parse(p.Raw) }
+
+// field joins the plugin's path and a config field into the file's JSON
+// path: "plugins[0].ipam.ranges[1]".
+func (p PluginConf) field(f string) string {
+	switch {
+	case p.Path == "":
+		return f
+	case f == "" || f == "config":
+		return p.Path
+	}
+	return p.Path + "." + f
+}
+
+// trimmed shortens a value for a one-line report.
+func trimmed(s string) string {
+	s = strings.TrimSpace(s)
+	if len(s) > 80 {
+		return s[:77] + "..."
+	}
+	return s
+}

@@ -1,0 +1,168 @@
+package ops
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/cniplugins/cniplugins/internal/hostlocal"
+)
+
+// Finding severities: a problem makes fsck exit non-zero unless --repair
+// fixed it; a note does not.
+const (
+	SeverityProblem = "problem"
+	SeverityNote    = "note"
+)
+
+// Finding is one thing fsck reports; its JSON form is documented.
+type Finding struct {
+	Dir      string `json:"dir"` // the state directory's label: network name or pool/<name>
+	Severity string `json:"severity"`
+	Path     string `json:"path"` // the file concerned
+	What     string `json:"finding"`
+	// Repair is what --repair does about it ("" when it cannot: a
+	// reservation is never deleted); Repaired says it was done.
+	Repair   string `json:"repair"`
+	Repaired bool   `json:"repaired"`
+}
+
+// FsckRequest checks every state directory of DataDir; with Networks
+// (from --conf-dir) it also checks reservations and cursors against the
+// configured ranges.
+type FsckRequest struct {
+	DataDir     string
+	Networks    []Network
+	Repair      bool
+	LockTimeout time.Duration
+}
+
+const (
+	repairRebuild = "rebuild the index"
+	repairRemove  = "remove it"
+)
+
+// Fsck examines each directory under its lock, one at a time, and with
+// Repair fixes it through hostlocal.Repair. It returns every finding.
+func Fsck(r FsckRequest) ([]Finding, error) {
+	dirs, err := StateDirs(r.DataDir)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("data dir %s does not exist", r.DataDir)
+		}
+		return nil, err
+	}
+	sets := configuredSets(r.Networks)
+	out := []Finding{}
+	for _, d := range dirs {
+		h, err := hostlocal.Examine(d.Path, r.LockTimeout)
+		if err != nil {
+			return out, err
+		}
+		fs, drop := findings(d, h, sets[filepath.Clean(d.Path)])
+		if r.Repair && slices.ContainsFunc(fs, func(f Finding) bool { return f.Repair != "" }) {
+			// Repair re-examines under its own lock, so a change made
+			// meanwhile by a plugin is repaired too, or left alone.
+			if _, err := hostlocal.Repair(d.Path, r.LockTimeout, drop); err != nil {
+				return out, err
+			}
+			for i := range fs {
+				fs[i].Repaired = fs[i].Repair != ""
+			}
+		}
+		out = append(out, fs...)
+	}
+	return out, nil
+}
+
+// Unrepaired counts the problems left.
+func Unrepaired(fs []Finding) int {
+	n := 0
+	for _, f := range fs {
+		if f.Severity == SeverityProblem && !f.Repaired {
+			n++
+		}
+	}
+	return n
+}
+
+// configuredSets maps each state directory to the range sets the
+// configuration gives it, by range-set ID (a pool's is 0).
+func configuredSets(nets []Network) map[string][]hostlocal.RangeSet {
+	out := map[string][]hostlocal.RangeSet{}
+	for _, n := range nets {
+		if len(n.RangeSets) > 0 {
+			out[filepath.Clean(n.Dir)] = n.RangeSets
+		}
+		for _, p := range n.Pools {
+			if _, ok := out[filepath.Clean(p.Dir)]; !ok {
+				out[filepath.Clean(p.Dir)] = []hostlocal.RangeSet{p.Set}
+			}
+		}
+	}
+	return out
+}
+
+// findings turns what Examine saw into findings, and lists the cursors a
+// repair should remove.
+func findings(d StateDir, h *hostlocal.Health, sets []hostlocal.RangeSet) ([]Finding, []int) {
+	var out []Finding
+	var drop []int
+	add := func(sev, path, what, repair string) {
+		out = append(out, Finding{Dir: d.Label(), Severity: sev, Path: path, What: what, Repair: repair})
+	}
+	idx := hostlocal.IndexDir(d.Path)
+	switch h.Index {
+	case hostlocal.IndexStale:
+		add(SeverityNote, idx, "index is stale: another writer (host-local, a person) changed the directory; the next operation rebuilds it", repairRebuild)
+	case hostlocal.IndexUntrusted:
+		add(SeverityNote, idx, "the file system cannot keep the index's stamp; every operation scans the directory", "")
+	}
+	for _, p := range h.IndexProblems {
+		add(SeverityProblem, idx, p, repairRebuild)
+	}
+	for _, p := range h.Stale {
+		add(SeverityProblem, p, "stale scratch file left by an interrupted operation", repairRemove)
+	}
+	for _, p := range h.Unknown {
+		add(SeverityNote, p, "not a reservation, cursor or lock file; left alone", "")
+	}
+	for _, r := range h.Reservations {
+		path := filepath.Join(d.Path, r.Addr.String())
+		switch {
+		case r.Problem != "":
+			add(SeverityProblem, path, "reservation file "+r.Problem+"; inspect it and use `cniplugins release` if it is a leak", "")
+		case sets != nil && !slices.ContainsFunc(sets, func(rs hostlocal.RangeSet) bool { return rs.Contains(r.Addr) }):
+			add(SeverityProblem, path, fmt.Sprintf("reserved by %s but outside every configured range", describeOwner(r.Owner)), "")
+		}
+	}
+	for _, c := range h.Cursors {
+		path := filepath.Join(d.Path, fmt.Sprintf("last_reserved_ip.%d", c.RangeID))
+		switch {
+		case !c.Addr.IsValid():
+			add(SeverityProblem, path, fmt.Sprintf("cursor does not hold an address: %q", trimmed(string(c.Raw))), repairRemove)
+			drop = append(drop, c.RangeID)
+		case sets == nil:
+		case c.RangeID >= len(sets):
+			add(SeverityProblem, path, fmt.Sprintf("cursor of range set %d, which the configuration does not have", c.RangeID), repairRemove)
+			drop = append(drop, c.RangeID)
+		case !sets[c.RangeID].Contains(c.Addr):
+			add(SeverityProblem, path, fmt.Sprintf("cursor %s is outside range set %d (%s)", c.Addr, c.RangeID, sets[c.RangeID]), repairRemove)
+			drop = append(drop, c.RangeID)
+		}
+	}
+	return out, drop
+}
+
+func describeOwner(a hostlocal.Attachment) string {
+	switch a.Kind() {
+	case "cni":
+		return "container " + a.ContainerID + " (" + a.IfName + ")"
+	case "legacy":
+		return "container " + a.ContainerID
+	}
+	return a.Kind() + " owner " + a.IfName
+}

@@ -1,0 +1,98 @@
+package ops
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"net/netip"
+	"strings"
+	"time"
+
+	"github.com/cniplugins/cniplugins/internal/hostlocal"
+)
+
+// GCRequest is a garbage collection by hand: the CNI GC command's rules
+// (hostlocal.KeepSet) with the list of live attachments given by the
+// operator.
+type GCRequest struct {
+	Target
+	Keep        []hostlocal.Attachment
+	Apply       bool
+	LockTimeout time.Duration
+}
+
+// GC returns the reservations the rules release: only planned without
+// Apply (read without the lock, nothing changed), released under the lock
+// as a plugin's GC would with it. With --pool and --network both set,
+// only the reservations recorded for that network are candidates, as in
+// that network's CNI GC; with --pool alone, every network's are.
+func GC(r GCRequest) ([]Lease, error) {
+	d, err := r.existingDir()
+	if err != nil {
+		return nil, err
+	}
+	network := r.Network
+	if d.Kind == "network" {
+		network = d.Name
+	}
+	keep := hostlocal.NewKeepSet(network, r.Keep)
+	out := []Lease{}
+	if !r.Apply {
+		rs, err := hostlocal.ReadReservations(d.Path)
+		if err != nil {
+			return nil, err
+		}
+		for _, res := range rs {
+			if !keep.Keeps(res.Owner) {
+				out = append(out, leaseOf(d, res))
+			}
+		}
+		return out, nil
+	}
+	disk, err := hostlocal.Open(d.Path, r.LockTimeout)
+	if err != nil {
+		return nil, err
+	}
+	all, err := disk.All()
+	var released []netip.Addr
+	if err == nil {
+		released, err = hostlocal.NewAllocator(disk).GC(keep.Keeps)
+	}
+	if cerr := disk.Close(); err == nil {
+		err = cerr
+	}
+	for _, ip := range released {
+		out = append(out, leaseOf(d, hostlocal.Reservation{Addr: ip, Owner: all[ip], Problem: all[ip].Problem()}))
+	}
+	return out, err
+}
+
+// ParseKeep reads "CONTAINERID" (every reservation of that container) or
+// "CONTAINERID@IFNAME" (that attachment, plus the container's legacy
+// id-only reservations).
+func ParseKeep(s string) (hostlocal.Attachment, error) {
+	id, ifname, _ := strings.Cut(strings.TrimSpace(s), "@")
+	if id == "" {
+		return hostlocal.Attachment{}, fmt.Errorf("invalid --keep %q: want CONTAINERID[@IFNAME]", s)
+	}
+	return hostlocal.Attachment{ContainerID: id, IfName: ifname}, nil
+}
+
+// ReadKeepFile reads one CONTAINERID[@IFNAME] per line; blank lines and
+// lines starting with '#' are skipped.
+func ReadKeepFile(r io.Reader) ([]hostlocal.Attachment, error) {
+	var out []hostlocal.Attachment
+	sc := bufio.NewScanner(r)
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		a, err := ParseKeep(line)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, a)
+	}
+	return out, sc.Err()
+}

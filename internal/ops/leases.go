@@ -1,0 +1,100 @@
+package ops
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/cniplugins/cniplugins/internal/hostlocal"
+)
+
+// Lease is one reservation as `cniplugins leases` reports it; its JSON
+// form is the documented schema (every key always present).
+type Lease struct {
+	Address string `json:"address"`
+	// Network is the network directory's name, or for a pool reservation
+	// the network recorded in it ("" when none is: written by host-local
+	// or before pools recorded networks).
+	Network     string    `json:"network"`
+	Pool        string    `json:"pool"` // "" for a network directory
+	ContainerID string    `json:"containerID"`
+	IfName      string    `json:"ifname"`
+	Owner       string    `json:"owner"` // "cni", "legacy" or another owner kind ("docker")
+	Since       time.Time `json:"since"`
+	// Problem says why the file is not a well-formed reservation ("" when
+	// it is); fsck reports the same.
+	Problem string `json:"problem"`
+}
+
+// LeaseFilter narrows a listing; empty fields match everything.
+type LeaseFilter struct {
+	Network   string
+	Pool      string
+	Container string // a container ID or a prefix of one
+}
+
+// Leases lists the reservations under dataDir that f selects, network
+// directories first, then pools, each sorted by address.
+func Leases(dataDir string, f LeaseFilter) ([]Lease, error) {
+	dirs, err := StateDirs(dataDir)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("data dir %s does not exist", dataDir)
+		}
+		return nil, err
+	}
+	out := []Lease{}
+	for _, d := range dirs {
+		switch {
+		case f.Pool != "" && (d.Kind != "pool" || d.Name != f.Pool):
+			continue
+		case f.Network != "" && d.Kind == "network" && d.Name != f.Network:
+			continue
+		}
+		rs, err := hostlocal.ReadReservations(d.Path)
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range rs {
+			l := leaseOf(d, r)
+			if (f.Network == "" || l.Network == f.Network) && strings.HasPrefix(l.ContainerID, f.Container) {
+				out = append(out, l)
+			}
+		}
+	}
+	return out, nil
+}
+
+func leaseOf(d StateDir, r hostlocal.Reservation) Lease {
+	l := Lease{
+		Address: r.Addr.String(), Network: r.Owner.Network, ContainerID: r.Owner.ContainerID,
+		IfName: r.Owner.IfName, Owner: r.Owner.Kind(), Since: r.Since.UTC(), Problem: r.Problem,
+	}
+	if d.Kind == "pool" {
+		l.Pool = d.Name
+	} else {
+		l.Network = d.Name
+	}
+	if r.Problem != "" {
+		l.Owner = "invalid"
+	}
+	return l
+}
+
+// Describe is l in one line for release and gc reports, printable.
+func (l Lease) Describe() string {
+	where := "network " + l.Network
+	if l.Pool != "" {
+		where = "pool " + l.Pool
+		if l.Network != "" {
+			where += ", network " + l.Network
+		}
+	}
+	who := "container " + l.ContainerID
+	if l.IfName != "" {
+		who += " ifname " + l.IfName
+	}
+	return printable(fmt.Sprintf("%s (%s, %s, owner %s)", l.Address, where, who, l.Owner))
+}

@@ -1,0 +1,134 @@
+package ops
+
+import (
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/cniplugins/cniplugins/internal/cnierr"
+	"github.com/cniplugins/cniplugins/internal/dapools"
+	"github.com/cniplugins/cniplugins/internal/hostlocal"
+	"github.com/cniplugins/cniplugins/internal/pool"
+)
+
+// IPAM types whose state the CLI understands.
+const (
+	typeDelegated = "ipam-delegated"
+	typeHostLocal = "host-local"
+)
+
+// isAllocator reports whether an IPAM type keeps host-local's state layout.
+func isAllocator(t string) bool { return t == dapools.Name || t == typeHostLocal }
+
+// Network is what one plugin configuration allocates from.
+type Network struct {
+	Conf PluginConf
+	// Dir is the standalone state directory; RangeSets its range sets.
+	Dir       string
+	RangeSets []hostlocal.RangeSet
+	// Pools are the pools the configuration names (ipam.pools) or defines
+	// (ipam.poolDefinitions), with their ranges and state directories.
+	Pools []PoolDef
+}
+
+// PoolDef is one pool a network can allocate from.
+type PoolDef struct {
+	Name    string
+	Field   string // where the configuration names it: ipam.pools[i] or ipam.poolDefinitions.NAME
+	Dir     string
+	Set     hostlocal.RangeSet
+	Exclude hostlocal.Exclusions
+}
+
+// ours reports whether p's IPAM keeps state the CLI can read: ipam-da-pools
+// or host-local directly, or ipam-delegated with one of them as a delegate.
+func ours(p PluginConf) (delegates []string, ok bool) {
+	t := p.IPAMType()
+	if isAllocator(t) {
+		return nil, true
+	}
+	if t != typeDelegated {
+		return nil, false
+	}
+	var c struct {
+		IPAM struct {
+			Delegates []string `json:"delegates"`
+		} `json:"ipam"`
+	}
+	if json.Unmarshal(p.Raw, &c) != nil {
+		return nil, false
+	}
+	for _, d := range c.IPAM.Delegates {
+		if isAllocator(d) {
+			return c.IPAM.Delegates, true
+		}
+	}
+	return nil, false
+}
+
+// Describe works out where p keeps its addresses; ok is false when its
+// IPAM is not one the CLI reads. dataDir, when set, replaces the
+// configuration's dataDir (to inspect a copy, or a test's directory).
+// Errors are the plugins' own (code 7 naming the field).
+func Describe(p PluginConf, dataDir string) (Network, bool, error) {
+	delegates, ok := ours(p)
+	if !ok {
+		return Network{}, false, nil
+	}
+	env, err := p.Envelope()
+	if err != nil {
+		return Network{}, true, err
+	}
+	layout, err := dapools.DescribeConfig(env)
+	if err != nil {
+		return Network{}, true, err
+	}
+	if dataDir == "" {
+		dataDir = layout.DataDir
+	}
+	n := Network{Conf: p, Dir: filepath.Join(dataDir, env.Name)}
+	selected := slices.ContainsFunc(delegates, func(d string) bool { return strings.HasPrefix(d, "ipam-ds-") })
+	if !selected {
+		if layout.RangeSets == nil {
+			return n, true, cnierr.MissingConfig("ipam.ranges")
+		}
+		n.RangeSets = layout.RangeSets
+	}
+	var listed struct {
+		Pools json.RawMessage `json:"pools"`
+	}
+	if err := env.DecodeIPAM(&listed); err != nil {
+		return n, true, err
+	}
+	seen := map[string]bool{}
+	if len(listed.Pools) > 0 && string(listed.Pools) != "null" {
+		pools, err := pool.ParseList(listed.Pools, "ipam.pools")
+		if err != nil {
+			return n, true, err
+		}
+		for i, pl := range pools {
+			src, ok, err := layout.Pool(pl, fmt.Sprintf("ipam.pools[%d]", i))
+			if err != nil {
+				return n, true, err
+			}
+			if !ok {
+				return n, true, cnierr.New(cnierr.CodeInvalidConfig, "unknown pool: no inline ranges and no ipam.poolDefinitions entry", "ipam.pools[%d].name=%s", i, pl.Name)
+			}
+			n.Pools = append(n.Pools, PoolDef{Name: pl.Name, Field: fmt.Sprintf("ipam.pools[%d]", i), Dir: dapools.PoolDir(dataDir, pl.Name), Set: src.Set, Exclude: src.Exclude})
+			seen[pl.Name] = true
+		}
+	}
+	names := make([]string, 0, len(layout.PoolDefs))
+	for name := range layout.PoolDefs {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		if !seen[name] {
+			n.Pools = append(n.Pools, PoolDef{Name: name, Field: "ipam.poolDefinitions." + name, Dir: dapools.PoolDir(dataDir, name), Set: layout.PoolDefs[name].Set, Exclude: layout.PoolDefs[name].Exclude})
+		}
+	}
+	return n, true, nil
+}

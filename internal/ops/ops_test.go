@@ -1,0 +1,131 @@
+package ops
+
+import (
+	"bytes"
+	"errors"
+	"net/netip"
+	"strings"
+	"testing"
+
+	"github.com/cniplugins/cniplugins/internal/cnierr"
+	"github.com/cniplugins/cniplugins/internal/hostlocal"
+)
+
+func TestBar(t *testing.T) {
+	for p, want := range map[float64]string{0: "[....................]", 50: "[##########..........]", 100: "[####################]", 2.4: "[....................]", 2.6: "[#...................]"} {
+		if got := Bar(p); got != want {
+			t.Errorf("Bar(%v) = %s, want %s", p, got, want)
+		}
+	}
+}
+
+func TestParseKeep(t *testing.T) {
+	for _, tt := range []struct {
+		in   string
+		want hostlocal.Attachment
+		err  bool
+	}{
+		{"abc@eth0", hostlocal.Attachment{ContainerID: "abc", IfName: "eth0"}, false},
+		{"abc", hostlocal.Attachment{ContainerID: "abc"}, false},
+		{" abc@net1 ", hostlocal.Attachment{ContainerID: "abc", IfName: "net1"}, false},
+		{"@eth0", hostlocal.Attachment{}, true},
+		{"", hostlocal.Attachment{}, true},
+	} {
+		got, err := ParseKeep(tt.in)
+		if (err != nil) != tt.err || got != tt.want {
+			t.Errorf("ParseKeep(%q) = %+v, %v", tt.in, got, err)
+		}
+	}
+	got, err := ReadKeepFile(strings.NewReader("# live\nc1@eth0\n\n  c2\n"))
+	if err != nil || len(got) != 2 || got[1].ContainerID != "c2" {
+		t.Errorf("ReadKeepFile = %+v, %v", got, err)
+	}
+	if _, err := ReadKeepFile(strings.NewReader("c1\n@x\n")); err == nil {
+		t.Error("ReadKeepFile accepted @x")
+	}
+}
+
+func TestProblemFromTypedError(t *testing.T) {
+	p := PluginConf{File: "f.conflist", Path: "plugins[1]"}
+	for _, tt := range []struct {
+		err              error
+		path, value, msg string
+	}{
+		{cnierr.InvalidConfig("ipam.ranges[0][0].subnet", "10.0.0.0/33", "not a valid CIDR"), "plugins[1].ipam.ranges[0][0].subnet", "10.0.0.0/33", "invalid ipam.ranges[0][0].subnet: not a valid CIDR"},
+		{cnierr.MissingConfig("ipam.pools"), "plugins[1].ipam.pools", "", "missing ipam.pools"},
+		{cnierr.New(cnierr.CodeDecoding, "not JSON", "stdin: bad at offset 3"), "plugins[1]", "stdin: bad at offset 3", "not JSON"},
+		{errors.New("plain failure"), "plugins[1]", "", "plain failure"},
+	} {
+		got := p.problem(tt.err)
+		if got.Path != tt.path || got.Value != tt.value || !strings.Contains(got.Msg, tt.msg) || got.File != "f.conflist" {
+			t.Errorf("problem(%v) = %+v; want path %q value %q msg %q", tt.err, got, tt.path, tt.value, tt.msg)
+		}
+	}
+}
+
+func TestWriteTable(t *testing.T) {
+	var b bytes.Buffer
+	if err := WriteTable(&b, []string{"A", "LONGER"}, [][]string{{"x", ""}, {"wide-cell", "y"}}, false); err != nil {
+		t.Fatal(err)
+	}
+	want := "A          LONGER\nx          -\nwide-cell  y\n"
+	if b.String() != want {
+		t.Errorf("table:\n%q\nwant\n%q", b.String(), want)
+	}
+	b.Reset()
+	_ = WriteTable(&b, []string{"A", "B"}, [][]string{{"\x1b[2Jevil\xff", "z"}}, true)
+	if b.String() != "?[2Jevil?  z\n" {
+		t.Errorf("control characters reach the terminal: %q", b.String())
+	}
+	b.Reset()
+	_ = WriteTable(&b, []string{"A"}, [][]string{{"x"}}, true)
+	if b.String() != "x\n" {
+		t.Errorf("--no-headers: %q", b.String())
+	}
+}
+
+func TestPromQuote(t *testing.T) {
+	if got := promQuote("a\"b\\c\nd"); got != `"a\"b\\c\nd"` {
+		t.Errorf("promQuote = %s", got)
+	}
+}
+
+// Usages lists a pool shared by two networks once, naming both, and
+// counts only the addresses inside each set.
+func TestUsagesSharedPool(t *testing.T) {
+	data := t.TempDir()
+	set := rangeSet(t, hostlocal.RangeConfig{Subnet: "10.0.0.0/29"})
+	pool := PoolDef{Name: "p", Dir: data + "/_pools/p", Set: set}
+	nets := []Network{
+		{Conf: PluginConf{Network: "a"}, Pools: []PoolDef{pool}},
+		{Conf: PluginConf{Network: "b"}, Pools: []PoolDef{pool}},
+	}
+	d, err := hostlocal.Open(pool.Dir, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ip := range []string{"10.0.0.2", "10.0.0.3", "10.9.9.9"} {
+		if _, err := d.Reserve(hostlocal.Attachment{ContainerID: "c" + ip, IfName: "eth0"}, netip.MustParseAddr(ip)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	us, err := Usages(nets)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(us) != 1 || strings.Join(us[0].Networks, ",") != "a,b" || us[0].Used != 2 || us[0].Free != 3 || us[0].Percent != 40 || us[0].RangeSet != nil {
+		t.Errorf("usages = %+v", us)
+	}
+}
+
+func rangeSet(t *testing.T, cfgs ...hostlocal.RangeConfig) hostlocal.RangeSet {
+	t.Helper()
+	rs, err := hostlocal.ParseRangeSet("r", cfgs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rs
+}

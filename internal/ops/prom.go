@@ -1,0 +1,58 @@
+package ops
+
+import (
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+)
+
+// metric is one gauge of the Prometheus exposition `pools -o prom` writes.
+type metric struct {
+	name, help string
+	value      func(Usage) float64
+}
+
+// metrics are documented in README ("Operating it"); names and labels are
+// a stable interface for dashboards and alerts.
+func promMetrics() []metric {
+	return []metric{
+		{"cniplugins_ipam_size_addresses", "Addresses the range set or pool can hand out (gateways and excluded addresses not counted).", func(u Usage) float64 { return float64(u.Size) }},
+		{"cniplugins_ipam_used_addresses", "Addresses reserved in the range set or pool.", func(u Usage) float64 { return float64(u.Used) }},
+		{"cniplugins_ipam_free_addresses", "Addresses still free in the range set or pool.", func(u Usage) float64 { return float64(u.Free) }},
+		{"cniplugins_ipam_exhausted", "1 while STATUS reports the range set or pool exhausted (an ADD found it full and nothing was released since), else 0.", func(u Usage) float64 {
+			if u.Exhausted {
+				return 1
+			}
+			return 0
+		}},
+	}
+}
+
+// WriteProm writes us in the Prometheus text exposition format (version
+// 0.0.4), for node_exporter's textfile collector. Labels: kind
+// ("range-set" or "pool"), name (network or pool), range_set (the index,
+// "" for pools) and networks (the networks using it, comma-separated).
+func WriteProm(w io.Writer, us []Usage) error {
+	var b strings.Builder
+	for _, m := range promMetrics() {
+		fmt.Fprintf(&b, "# HELP %s %s\n# TYPE %s gauge\n", m.name, m.help, m.name)
+		for _, u := range us {
+			set := ""
+			if u.RangeSet != nil {
+				set = strconv.Itoa(*u.RangeSet)
+			}
+			fmt.Fprintf(&b, "%s{kind=%s,name=%s,range_set=%s,networks=%s} %s\n", m.name,
+				promQuote(u.Kind), promQuote(u.Name), promQuote(set), promQuote(strings.Join(u.Networks, ",")),
+				strconv.FormatFloat(m.value(u), 'g', -1, 64))
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// promQuote quotes a label value as the exposition format escapes it.
+func promQuote(s string) string {
+	r := strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`)
+	return `"` + r.Replace(s) + `"`
+}

@@ -1,0 +1,161 @@
+package ops
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/cniplugins/cniplugins/internal/cnierr"
+	"github.com/cniplugins/cniplugins/internal/hostlocal"
+	"github.com/cniplugins/cniplugins/internal/plugin"
+)
+
+// Validator checks configuration files the way the plugins will parse
+// them, without touching state or host.
+type Validator struct {
+	// Lookup finds a personality of this binary by name (the flavour's
+	// registry).
+	Lookup func(string) (plugin.Personality, bool)
+	// CNIPath is where delegates must be found, in order.
+	CNIPath []string
+}
+
+// poolSeen is where a pool's state directory was first given ranges, to
+// catch a shared pool defined differently in two places (the same name in
+// another dataDir is another pool).
+type poolSeen struct {
+	ranges string
+	file   string
+	path   string
+}
+
+// Files validates each file and returns every problem found, in file
+// order. A file that is fine contributes nothing.
+func (v Validator) Files(files []string) []Problem {
+	var out []Problem
+	pools := map[string]poolSeen{}
+	for _, f := range files {
+		if _, err := os.Stat(f); err != nil {
+			out = append(out, Problem{File: f, Msg: "cannot read: " + err.Error()})
+			continue
+		}
+		plugins, problems := LoadPlugins([]string{f})
+		out = append(out, problems...)
+		for _, p := range plugins {
+			out = append(out, v.plugin(p, pools)...)
+		}
+	}
+	return out
+}
+
+// plugin validates one plugin's configuration.
+func (v Validator) plugin(p PluginConf, pools map[string]poolSeen) []Problem {
+	var out []Problem
+	seen := map[string]bool{}
+	report := func(pr Problem) {
+		if key := pr.Path + "\x00" + pr.Msg; !seen[key] {
+			seen[key] = true
+			out = append(out, pr)
+		}
+	}
+	env, err := p.Envelope()
+	if err != nil {
+		return []Problem{p.problem(err)}
+	}
+	typ := p.IPAMType()
+	names := []string{typ}
+	if typ == typeDelegated {
+		var c struct {
+			IPAM struct {
+				Delegates []json.RawMessage `json:"delegates"`
+			} `json:"ipam"`
+		}
+		_ = json.Unmarshal(p.Raw, &c)
+		for i, raw := range c.IPAM.Delegates {
+			var name string
+			if json.Unmarshal(raw, &name) != nil {
+				continue // the personality's own Validate names it
+			}
+			if !v.resolvable(name) {
+				report(Problem{File: p.File, Path: p.field(fmt.Sprintf("ipam.delegates[%d]", i)), Value: name,
+					Msg: "delegate not found in CNI path " + strings.Join(v.CNIPath, ":")})
+			}
+			names = append(names, name)
+		}
+	}
+	for _, name := range names {
+		if per, ok := v.Lookup(name); ok && per.Validate != nil {
+			if err := per.Validate(env); err != nil {
+				report(p.problem(err))
+			}
+		}
+	}
+	n, ours, err := Describe(p, "")
+	if !ours {
+		return out
+	}
+	if err != nil {
+		report(p.problem(err))
+		return out
+	}
+	out = append(out, v.overlaps(n)...)
+	for _, pd := range n.Pools {
+		rs := pd.Set.String()
+		if first, ok := pools[pd.Dir]; !ok {
+			pools[pd.Dir] = poolSeen{ranges: rs, file: p.File, path: p.field("ipam")}
+		} else if first.ranges != rs {
+			report(Problem{File: p.File, Path: p.field("ipam"), Value: pd.Name + "=" + rs,
+				Msg: fmt.Sprintf("pool %s is defined differently in %s (%s: %s); the networks sharing it would disagree on its ranges", pd.Name, first.file, first.path, first.ranges)})
+		}
+	}
+	return out
+}
+
+// overlaps rejects a network whose range sets and pools share an
+// address: two state directories would hand the same address out twice.
+func (v Validator) overlaps(n Network) []Problem {
+	sets := append([]hostlocal.RangeSet{}, n.RangeSets...)
+	labels := make([]string, 0, len(sets)+len(n.Pools))
+	for i := range n.RangeSets {
+		labels = append(labels, fmt.Sprintf("ipam.ranges[%d]", i))
+	}
+	for _, pd := range n.Pools {
+		sets = append(sets, pd.Set)
+		labels = append(labels, pd.Field)
+	}
+	err := hostlocal.CheckDisjoint(sets, func(set, idx int) string { return fmt.Sprintf("%s[%d]", labels[set], idx) })
+	if err == nil {
+		return nil
+	}
+	return []Problem{n.Conf.problem(err)}
+}
+
+// resolvable reports whether name is an executable file in the CNI path,
+// as ipam-delegated looks delegates up.
+func (v Validator) resolvable(name string) bool {
+	if name == "" || strings.ContainsRune(name, '/') {
+		return false
+	}
+	for _, dir := range v.CNIPath {
+		fi, err := os.Stat(filepath.Join(dir, name))
+		if err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// problem turns a plugin's typed error into a Problem: its details are
+// "field=value" or "field", the field relative to the plugin.
+func (p PluginConf) problem(err error) Problem {
+	e := cnierr.As(err)
+	path, value := "", e.Details
+	if k, val, ok := strings.Cut(e.Details, "="); ok && !strings.ContainsAny(k, " \t") {
+		path, value = k, val
+	} else if !strings.ContainsAny(e.Details, " \t") {
+		path, value = e.Details, ""
+	}
+	return Problem{File: p.File, Path: p.field(path), Value: trimmed(value), Msg: e.Msg}
+}
