@@ -1,0 +1,74 @@
+package daetcd
+
+import (
+	"errors"
+
+	"github.com/cniplugins/cniplugins/internal/dapools"
+	"github.com/cniplugins/cniplugins/internal/hostlocal"
+	"github.com/cniplugins/cniplugins/internal/logging"
+	"github.com/cniplugins/cniplugins/internal/plugin"
+)
+
+// cmdGC (spec 1.1) releases this node's claims of this network whose
+// attachment is not in cni.dev/valid-attachments, failed ADDs' markers
+// included. It reads this node's index keys of each scope, so another
+// node's claims are never even looked at. It keeps going after errors.
+func cmdGC(req *plugin.Request) error {
+	p, err := dapools.Parse(req.Conf, req.CNIArgs, false)
+	if err != nil {
+		return err
+	}
+	ec, err := parseEtcd(req.Conf, true)
+	if err != nil {
+		return err
+	}
+	valid, err := dapools.ValidAttachments(req.Conf)
+	if err != nil {
+		return err
+	}
+	live := make(map[hostlocal.Attachment]bool, len(valid))
+	for _, a := range valid {
+		live[a.Key()] = true
+	}
+	op, err := newOperation(ec, p.Network(), "", "", req.Log)
+	if err != nil {
+		return err
+	}
+	scopes := p.Scopes()
+	reads := make([]requestOp, len(scopes))
+	for i, s := range scopes {
+		reads[i] = getPrefix(op.keys.nodeScope(op.node, s))
+	}
+	resp, err := op.cl.read(reads...)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for i, s := range scopes {
+		var txns []txnRequest
+		for _, kv := range resp.kvs(i) {
+			r, ok := decodeRecord(kv.Value)
+			if !ok || r.Network != op.network || live[hostlocal.Attachment{ContainerID: r.ContainerID, IfName: r.IfName}] {
+				continue
+			}
+			txns = append(txns, op.release(s, kv))
+			req.Log.Info("gc releases", logging.String("address", r.Address), logging.String("containerID", r.ContainerID), logging.String("ifname", r.IfName))
+		}
+		errs = append(errs, op.commitBatches(s, txns))
+	}
+	return errors.Join(errs...)
+}
+
+// maxNested keeps a transaction within etcd's default --max-txn-ops (128).
+const maxNested = 32
+
+// commitBatches releases in transactions of at most maxNested claims.
+func (op *operation) commitBatches(s dapools.Scope, txns []txnRequest) error {
+	var errs []error
+	for len(txns) > 0 {
+		n := min(len(txns), maxNested)
+		errs = append(errs, op.commit(txns[:n], delPrefix(op.keys.fullScope(s))))
+		txns = txns[n:]
+	}
+	return errors.Join(errs...)
+}
