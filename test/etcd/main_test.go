@@ -143,7 +143,9 @@ func call(plugin, cmd, cid string, conf []byte, args string) testbin.Reply {
 		Netns: "/var/run/netns/none", Args: args, Path: binDir, Stdin: conf})
 }
 
-func run1(cmd, cid string, conf []byte) testbin.Reply { return call("ipam-da-etcd", cmd, cid, conf, "") }
+func run1(cmd, cid string, conf []byte) testbin.Reply {
+	return call("ipam-da-etcd", cmd, cid, conf, "")
+}
 
 func mustAdd(t *testing.T, cid string, conf []byte) (testbin.Reply, []netip.Addr) {
 	t.Helper()
