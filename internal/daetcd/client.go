@@ -11,6 +11,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"os"
 	"strings"
 	"time"
@@ -42,8 +43,9 @@ type client struct {
 	deadline  time.Time
 	next      int // index of the endpoint to try next
 
-	answered bool  // some endpoint sent an HTTP answer
-	last     error // the last failure, for the error's details
+	answered  bool  // some endpoint sent an HTTP answer
+	connected bool  // some endpoint accepted a connection
+	last      error // the last failure, for the error's details
 }
 
 // errUnavailable marks code 11 errors that mean the cluster could not be
@@ -145,11 +147,17 @@ func (c *client) do(path string, in, out any) error {
 			return c.unavailable()
 		}
 		ep := c.endpoints[c.next%len(c.endpoints)]
-		data, status, err := c.post(ep, path, body)
+		data, status, gotConn, err := c.post(ep, path, body)
+		c.connected = c.connected || gotConn
 		if err != nil {
+			if tlsProblem(err) {
+				return cnierr.New(cnierr.CodeInvalidConfig, "TLS with etcd failed", "ipam.etcd.tls: %s: %v", ep, err)
+			}
 			c.last = fmt.Errorf("%s: %w", ep, err)
 			c.next++
-			if !isDial(err) {
+			// A refused connection moves on to the next endpoint at once;
+			// a full round of them, or any other failure, waits a little.
+			if gotConn || c.next%len(c.endpoints) == 0 {
 				c.pause(attempt)
 			}
 			continue
@@ -207,16 +215,19 @@ func transient(status, code int) bool {
 	return status >= 500 && code == 0
 }
 
-func (c *client) post(ep, path string, body []byte) ([]byte, int, error) {
+// post sends one request to one endpoint; gotConn tells whether a
+// connection was made (else nothing was sent).
+func (c *client) post(ep, path string, body []byte) (data []byte, status int, gotConn bool, err error) {
 	// Each try gets at most a third of the timeout, so a member that
 	// accepts connections but never answers (cut off from the others)
 	// leaves time to try the rest.
 	per := min(time.Until(c.deadline), max(c.timeout/3, 300*time.Millisecond))
 	ctx, cancel := context.WithTimeout(context.Background(), per)
 	defer cancel()
+	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{GotConn: func(httptrace.GotConnInfo) { gotConn = true }})
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, ep+path, bytes.NewReader(body))
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, false, err
 	}
 	req.Header.Set("Content-Type", "application/json")
 	if c.token != "" {
@@ -224,11 +235,11 @@ func (c *client) post(ep, path string, body []byte) ([]byte, int, error) {
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, gotConn, err
 	}
 	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswer))
-	return data, resp.StatusCode, err
+	data, err = io.ReadAll(io.LimitReader(resp.Body, maxAnswer))
+	return data, resp.StatusCode, true, err
 }
 
 // maxAnswer bounds one answer: the largest this package asks for is a
@@ -242,17 +253,21 @@ func (c *client) pause(attempt int) {
 	}
 }
 
-// isDial reports a failure to connect: nothing was sent, so the next
-// endpoint can be tried at once.
-func isDial(err error) bool {
-	var op *net.OpError
-	return errors.As(err, &op) && op.Op == "dial"
+// tlsProblem reports a TLS failure that no retry can cure: a certificate
+// the other side rejects, or one we cannot verify.
+func tlsProblem(err error) bool {
+	var verify *tls.CertificateVerificationError
+	var authority x509.UnknownAuthorityError
+	var host x509.HostnameError
+	var record tls.RecordHeaderError
+	return errors.As(err, &verify) || errors.As(err, &authority) || errors.As(err, &host) || errors.As(err, &record) ||
+		strings.Contains(err.Error(), "remote error: tls:") || strings.Contains(err.Error(), "server gave HTTP response to HTTPS client")
 }
 
 // unavailable is code 11, naming every endpoint.
 func (c *client) unavailable() error {
 	eps := strings.Join(c.endpoints, ",")
-	if !c.answered && c.last != nil && isDial(c.last) {
+	if !c.answered && !c.connected {
 		return cnierr.Wrap(cnierr.New(cnierr.CodeTryAgainLater, "etcd unreachable",
 			"endpoints=%s: %v", eps, c.last), errUnreachable)
 	}
