@@ -2,7 +2,6 @@ package daetcd
 
 import (
 	"errors"
-	"slices"
 
 	"github.com/cniplugins/cniplugins/internal/cnierr"
 	"github.com/cniplugins/cniplugins/internal/dapools"
@@ -40,13 +39,7 @@ func cmdStatus(req *plugin.Request) error {
 	for _, t := range targets {
 		marks = append(marks, mark{t.Label, op.keys.fullKey(t.Scope, t.RangeID)})
 	}
-	defs := p.DefinedPools()
-	names := make([]string, 0, len(defs))
-	for name := range defs {
-		names = append(names, name)
-	}
-	slices.Sort(names)
-	for _, name := range names {
+	for _, name := range p.DefinedPools() {
 		marks = append(marks, mark{"pool " + name, op.keys.fullKey(dapools.Scope{Pool: name}, 0)})
 	}
 	reads := make([]requestOp, len(marks))

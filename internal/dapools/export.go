@@ -1,7 +1,9 @@
 package dapools
 
 import (
+	"maps"
 	"net/netip"
+	"slices"
 
 	current "github.com/containernetworking/cni/pkg/types/100"
 
@@ -49,9 +51,9 @@ func (p Parsed) Scopes() []Scope {
 	return out
 }
 
-// DefinedPools lists the pools of ipam.poolDefinitions, which STATUS
-// reports on whether a selector names them or not.
-func (p Parsed) DefinedPools() map[string]hostlocal.RangeSet { return p.c.poolDefs }
+// DefinedPools lists, sorted, the pools of ipam.poolDefinitions, which
+// STATUS reports on whether a selector names them or not.
+func (p Parsed) DefinedPools() []string { return slices.Sorted(maps.Keys(p.c.poolDefs)) }
 
 // Target is one address an ADD must hand out.
 type Target struct {
@@ -88,6 +90,10 @@ func (p Parsed) Targets() ([]Target, error) {
 // Allocator is the host-local allocator over store with everything the
 // target asks of it (the addresses it must never hand out included), so
 // that another store allocates by exactly ipam-da-pools' rules.
+//
+// With Pool exclude (issue 10) merged this becomes
+// hostlocal.NewAllocator(store).Excluding(t.t.exclude); test/etcd's
+// TestExclusion checks it.
 func (t Target) Allocator(store hostlocal.Store) *hostlocal.Allocator {
 	return hostlocal.NewAllocator(store)
 }
