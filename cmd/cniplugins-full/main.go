@@ -10,12 +10,14 @@ import (
 
 	"github.com/cniplugins/cniplugins/internal/cli"
 	"github.com/cniplugins/cniplugins/internal/daetcd"
+	"github.com/cniplugins/cniplugins/internal/daetcd/etcdcmd"
 	"github.com/cniplugins/cniplugins/internal/plugin"
 )
 
 func main() {
 	full := cli.Lean()
 	full.Registry = full.Registry.With(daetcd.Personality())
+	full.Commands = etcdcmd.Commands
 	// The network-facing personalities (full.Registry = full.Registry.With(...))
 	// and commands (full.Commands) are composed here.
 	os.Exit(cli.Main(os.Args, plugin.ProcessIO(), full))
