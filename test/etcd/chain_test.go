@@ -2,6 +2,8 @@ package etcd
 
 import (
 	"encoding/json"
+	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -109,4 +111,49 @@ func TestTLS(t *testing.T) {
 	if ks, _ := tc.Keys(prefix(t)); len(ks) != 0 {
 		t.Fatalf("keys left: %v", ks)
 	}
+}
+
+// TestAuth: a cluster with authentication on; username and passwordFile
+// work, a wrong password is code 7 naming the user, and a password inline
+// in the config is refused before anything is sent.
+func TestAuth(t *testing.T) {
+	needCluster(t)
+	ac, err := etcdtest.Start(etcdtest.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ac.Stop()
+	m := ac.Members[0]
+	for _, step := range []struct {
+		path string
+		body any
+	}{
+		{"/v3/auth/user/add", map[string]string{"name": "root", "password": "rootpw"}},
+		{"/v3/auth/user/grant", map[string]string{"user": "root", "role": "root"}},
+		{"/v3/auth/enable", map[string]string{}},
+	} {
+		if err := ac.Post(m, step.path, step.body, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h := newHost(t, "host-a")
+	pwFile := h.dir + "/etcd-password"
+	conf := func(pw string, extra map[string]any) []byte {
+		if err := os.WriteFile(pwFile, []byte(pw+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		e := map[string]any{"endpoints": ac.Endpoints(), "prefix": prefix(t), "nodeName": h.node, "username": "root", "passwordFile": pwFile}
+		for k, v := range extra {
+			e[k] = v
+		}
+		ipam := map[string]any{"type": "ipam-da-etcd", "dataDir": h.dir, "ranges": v4Ranges("10.214.23.0/24"), "etcd": e}
+		return mustJSON(t, map[string]any{"cniVersion": "1.1.0", "name": "auth-net", "ipam": ipam})
+	}
+	r, _ := mustAdd(t, "au1", conf("rootpw", nil))
+	e := wantCode(t, run1("ADD", "au2", conf("wrong", nil)), 7)
+	if !strings.Contains(e.Details, "root") {
+		t.Errorf("error does not name the user: %s", e.Details)
+	}
+	wantCode(t, run1("ADD", "au2", conf("rootpw", map[string]any{"password": "rootpw"})), 7)
+	mustRun(t, "DEL", "au1", withPrev(t, conf("rootpw", nil), r.Stdout))
 }
