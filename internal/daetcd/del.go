@@ -1,6 +1,8 @@
 package daetcd
 
 import (
+	"time"
+
 	"github.com/cniplugins/cniplugins/internal/dapools"
 	"github.com/cniplugins/cniplugins/internal/plugin"
 )
@@ -23,6 +25,9 @@ func cmdDel(req *plugin.Request) error {
 		return err
 	}
 	scopes := p.Scopes()
+	if done, err := op.delFromPrev(req); done || err != nil {
+		return err
+	}
 	reads := make([]requestOp, len(scopes))
 	for i, s := range scopes {
 		reads[i] = getPrefix(op.keys.attachmentPrefix(op.node, s, op.cid, op.ifname))
@@ -48,4 +53,59 @@ func cmdDel(req *plugin.Request) error {
 		}
 	}
 	return op.commit(txns, clear...)
+}
+
+// delFromPrev is DEL in one round trip when prevResult lists the
+// attachment's addresses and the ranges still place them: each claim and
+// its index key are deleted if their records begin with this owner and
+// address (valueHasPrefix), and the same transaction then reads what the
+// attachment still holds. done is false when that is not nothing (an
+// address missing from prevResult, a failed ADD's marker): the read path
+// then finishes the job.
+func (op *operation) delFromPrev(req *plugin.Request) (done bool, err error) {
+	addrs, err := dapools.PrevAddrs(req.Conf)
+	if err != nil || len(addrs) == 0 {
+		return false, nil
+	}
+	p, err := dapools.Parse(req.Conf, req.CNIArgs, true)
+	if err != nil {
+		return false, nil
+	}
+	targets, err := p.Targets()
+	if err != nil {
+		return false, nil
+	}
+	var outer txnRequest
+	for _, a := range addrs {
+		t, ok := targetFor(targets, a)
+		if !ok {
+			return false, nil
+		}
+		addrK, slotK := op.keys.addrKey(t.Scope, a), op.slotKey(t.Scope, t.RangeID)
+		owner := op.record(t.Scope, a.String(), "", time.Time{}).ownerPrefix()
+		outer.Success = append(outer.Success, requestOp{Txn: &txnRequest{
+			Compare: append(valueHasPrefix(addrK, owner), valueHasPrefix(slotK, owner)...),
+			Success: []requestOp{del(addrK), del(slotK)},
+		}})
+	}
+	scopes := p.Scopes()
+	for _, s := range scopes {
+		outer.Success = append(outer.Success, delPrefix(op.keys.fullScope(s)))
+	}
+	first := len(outer.Success)
+	for _, s := range scopes {
+		outer.Success = append(outer.Success, getPrefix(op.keys.attachmentPrefix(op.node, s, op.cid, op.ifname)))
+	}
+	resp, err := op.cl.txn(outer)
+	if err != nil {
+		return false, err
+	}
+	for i := range scopes {
+		for _, kv := range resp.kvs(first + i) {
+			if r, ok := decodeRecord(kv.Value); !ok || r.Network == op.network {
+				return false, nil
+			}
+		}
+	}
+	return true, nil
 }

@@ -72,6 +72,19 @@ type Record struct {
 	Claim       string `json:"claim"` // the ADD that wrote it (random, per process)
 }
 
+// ownerPrefix is how every record of this owner and address begins: the
+// fields up to the address, in Record's order.
+func (r Record) ownerPrefix() []byte {
+	b, _ := json.Marshal(struct {
+		Node        string `json:"node"`
+		ContainerID string `json:"containerID"`
+		IfName      string `json:"ifname"`
+		Network     string `json:"network"`
+		Address     string `json:"address"`
+	}{r.Node, r.ContainerID, r.IfName, r.Network, r.Address})
+	return append(b[:len(b)-1], ',')
+}
+
 func (r Record) encode() []byte {
 	b, _ := json.Marshal(r) // strings only: cannot fail
 	return b

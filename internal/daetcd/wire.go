@@ -42,7 +42,7 @@ type deleteRequest struct {
 type compare struct {
 	Key            []byte `json:"key"`
 	Target         string `json:"target"` // CREATE, MOD, VALUE
-	Result         string `json:"result"` // EQUAL
+	Result         string `json:"result"` // EQUAL, GREATER, LESS
 	CreateRevision string `json:"create_revision,omitempty"`
 	ModRevision    string `json:"mod_revision,omitempty"`
 	Value          []byte `json:"value,omitempty"`
@@ -87,6 +87,18 @@ func absent(key string) compare {
 
 func valueIs(key string, v []byte) compare {
 	return compare{Key: []byte(key), Target: "VALUE", Result: "EQUAL", Value: v}
+}
+
+// valueHasPrefix holds when key's value starts with p and goes on with a
+// byte below 0xff: p < value < p+"\xff", two byte-wise comparisons (etcd
+// has no prefix condition). Owner records are JSON, so the byte after the
+// owner's fields is always '"'.
+func valueHasPrefix(key string, p []byte) []compare {
+	upper := append(append([]byte(nil), p...), 0xff)
+	return []compare{
+		{Key: []byte(key), Target: "VALUE", Result: "GREATER", Value: p},
+		{Key: []byte(key), Target: "VALUE", Result: "LESS", Value: upper},
+	}
 }
 
 func modIs(key string, rev int64) compare {

@@ -9,7 +9,9 @@ import (
 	"testing"
 )
 
-func v4Ranges(subnet string) [][]map[string]string { return [][]map[string]string{{{"subnet": subnet}}} }
+func v4Ranges(subnet string) [][]map[string]string {
+	return [][]map[string]string{{{"subnet": subnet}}}
+}
 
 // gcConf is conf as GC sends it: no prevResult addresses, the valid
 // attachments listed.
@@ -222,4 +224,28 @@ func TestExclusion(t *testing.T) {
 		}
 	}
 	wantCode(t, run1("ADD", "y2", dconf), 100)
+}
+
+// TestDelOnlyFreesItsOwn: a DEL whose prevResult names another
+// attachment's address (a confused runtime, or the same container ID on
+// another node) frees nothing of it; a prevResult that lists only some
+// of the attachment's addresses still frees all of them.
+func TestDelOnlyFreesItsOwn(t *testing.T) {
+	needCluster(t)
+	a, b := newHost(t, "host-a"), newHost(t, "host-b")
+	conf := standalone(t, a, [][]map[string]string{{{"subnet": "10.214.24.0/24"}}, {{"subnet": "fd00:214:24::/64"}}}, nil)
+	r1, _ := mustAdd(t, "o1", conf)
+	withRes := withPrev(t, conf, r1.Stdout)
+	mustRun(t, "DEL", "o2", withRes)                                                                                                                                // another container, same node
+	mustRun(t, "DEL", "o1", withPrev(t, standalone(t, b, [][]map[string]string{{{"subnet": "10.214.24.0/24"}}, {{"subnet": "fd00:214:24::/64"}}}, nil), r1.Stdout)) // same container ID, another node
+	mustRun(t, "CHECK", "o1", withRes)
+	if n := len(keys(t)); n != 4 {
+		t.Fatalf("%d keys, want o1's 4", n)
+	}
+	// prevResult with the IPv4 address only: both go.
+	var res map[string]any
+	_ = json.Unmarshal(r1.Stdout, &res)
+	res["ips"] = res["ips"].([]any)[:1]
+	mustRun(t, "DEL", "o1", withPrev(t, conf, mustJSON(t, res)))
+	wantNoKeys(t)
 }
