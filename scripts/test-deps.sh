@@ -10,6 +10,9 @@ need=""
 [ -x /usr/lib/cni/host-local ] || need="$need containernetworking-plugins"
 command -v ip >/dev/null 2>&1 || need="$need iproute2"
 command -v ping >/dev/null 2>&1 || need="$need iputils-ping"
+# ipam-da-etcd's tests and benchmark run a real etcd cluster on loopback.
+command -v etcd >/dev/null 2>&1 || [ -x /usr/bin/etcd ] || need="$need etcd-server"
+command -v etcdctl >/dev/null 2>&1 || need="$need etcd-client"
 if [ -n "$need" ]; then
 	if [ "$(id -u)" -ne 0 ] || ! command -v apt-get >/dev/null 2>&1; then
 		echo "test-deps.sh: missing$need and cannot apt-get install them (not root or no apt); the tests that need them will skip loudly" >&2
