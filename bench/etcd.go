@@ -120,26 +120,7 @@ func etcdBurst(hosts []subject, dataDir string, round int) concRun {
 		}()
 	}
 	wg.Wait()
-	res := concRun{wall: time.Since(start)}
-	seen := map[string]bool{}
-	for i, out := range outs {
-		res.cpu += out.cpu
-		res.latency += out.dur
-		addrs, err := resultAddresses(out.stdout)
-		if out.exit != 0 || err != nil {
-			res.failed++
-			if res.firstErr == "" {
-				res.firstErr = fmt.Sprintf("ADD %d: exit %d: %s %s", i, out.exit, out.stdout, out.stderr)
-			}
-			continue
-		}
-		for _, a := range addrs {
-			res.total++
-			seen[a] = true
-		}
-	}
-	res.distinct = len(seen)
-	return res
+	return tally(outs, time.Since(start))
 }
 
 // failure is non-empty when a burst handed out an address twice or an

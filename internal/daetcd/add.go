@@ -15,11 +15,7 @@ import (
 // transaction in the common case, all or nothing: when a target fails,
 // every claim this ADD made or may still have in flight is undone.
 func cmdAdd(req *plugin.Request) (types.Result, error) {
-	p, err := dapools.Parse(req.Conf, req.CNIArgs, true)
-	if err != nil {
-		return nil, err
-	}
-	ec, err := parseEtcd(req.Conf, true)
+	p, op, err := begin(req, true)
 	if err != nil {
 		return nil, err
 	}
@@ -28,10 +24,6 @@ func cmdAdd(req *plugin.Request) (types.Result, error) {
 		return nil, err
 	}
 	res, err := p.NewResult()
-	if err != nil {
-		return nil, err
-	}
-	op, err := newOperation(ec, p.Network(), req.Args.ContainerID, req.Args.IfName, req.Log)
 	if err != nil {
 		return nil, err
 	}

@@ -12,11 +12,7 @@ import (
 // attachment, on this node and network (code 3 otherwise). Without
 // addresses to verify it checks that the attachment holds any.
 func cmdCheck(req *plugin.Request) error {
-	p, err := dapools.Parse(req.Conf, req.CNIArgs, true)
-	if err != nil {
-		return err
-	}
-	ec, err := parseEtcd(req.Conf, true)
+	p, op, err := begin(req, true)
 	if err != nil {
 		return err
 	}
@@ -25,10 +21,6 @@ func cmdCheck(req *plugin.Request) error {
 		return err
 	}
 	addrs, err := dapools.PrevAddrs(req.Conf)
-	if err != nil {
-		return err
-	}
-	op, err := newOperation(ec, p.Network(), req.Args.ContainerID, req.Args.IfName, req.Log)
 	if err != nil {
 		return err
 	}
@@ -59,11 +51,7 @@ func cmdCheck(req *plugin.Request) error {
 }
 
 func (op *operation) checkHoldsAny(scopes []dapools.Scope) error {
-	reads := make([]requestOp, len(scopes))
-	for i, s := range scopes {
-		reads[i] = getPrefix(op.keys.attachmentPrefix(op.node, s, op.cid, op.ifname))
-	}
-	resp, err := op.cl.read(reads...)
+	resp, err := op.readAttachment(scopes)
 	if err != nil {
 		return err
 	}

@@ -12,15 +12,7 @@ import (
 // each claim with its index key, guarded by their exact values. It needs
 // no ranges, and an unknown attachment is not an error.
 func cmdDel(req *plugin.Request) error {
-	p, err := dapools.Parse(req.Conf, req.CNIArgs, false)
-	if err != nil {
-		return err
-	}
-	ec, err := parseEtcd(req.Conf, true)
-	if err != nil {
-		return err
-	}
-	op, err := newOperation(ec, p.Network(), req.Args.ContainerID, req.Args.IfName, req.Log)
+	p, op, err := begin(req, false)
 	if err != nil {
 		return err
 	}
@@ -28,11 +20,7 @@ func cmdDel(req *plugin.Request) error {
 	if done, err := op.delFromPrev(req); done || err != nil {
 		return err
 	}
-	reads := make([]requestOp, len(scopes))
-	for i, s := range scopes {
-		reads[i] = getPrefix(op.keys.attachmentPrefix(op.node, s, op.cid, op.ifname))
-	}
-	resp, err := op.cl.read(reads...)
+	resp, err := op.readAttachment(scopes)
 	if err != nil {
 		return err
 	}

@@ -14,11 +14,7 @@ import (
 // included. It reads this node's index keys of each scope, so another
 // node's claims are never even looked at. It keeps going after errors.
 func cmdGC(req *plugin.Request) error {
-	p, err := dapools.Parse(req.Conf, req.CNIArgs, false)
-	if err != nil {
-		return err
-	}
-	ec, err := parseEtcd(req.Conf, true)
+	p, op, err := begin(req, false) // GC has no attachment: op's is empty
 	if err != nil {
 		return err
 	}
@@ -29,10 +25,6 @@ func cmdGC(req *plugin.Request) error {
 	live := make(map[hostlocal.Attachment]bool, len(valid))
 	for _, a := range valid {
 		live[a.Key()] = true
-	}
-	op, err := newOperation(ec, p.Network(), "", "", req.Log)
-	if err != nil {
-		return err
 	}
 	scopes := p.Scopes()
 	reads := make([]requestOp, len(scopes))

@@ -7,6 +7,7 @@ import (
 
 	"github.com/cniplugins/cniplugins/internal/dapools"
 	"github.com/cniplugins/cniplugins/internal/logging"
+	"github.com/cniplugins/cniplugins/internal/plugin"
 )
 
 // operation is one CNI command against etcd: the client with its
@@ -19,6 +20,22 @@ type operation struct {
 	cid     string
 	ifname  string
 	log     *logging.Logger
+}
+
+// begin is how every command starts: ipam-da-pools' parse of the config
+// (with the ranges when needRanges), ipam.etcd, and the operation on
+// behalf of the request's attachment.
+func begin(req *plugin.Request, needRanges bool) (dapools.Parsed, *operation, error) {
+	p, err := dapools.Parse(req.Conf, req.CNIArgs, needRanges)
+	if err != nil {
+		return p, nil, err
+	}
+	ec, err := parseEtcd(req.Conf, true)
+	if err != nil {
+		return p, nil, err
+	}
+	op, err := newOperation(ec, p.Network(), req.Args.ContainerID, req.Args.IfName, req.Log)
+	return p, op, err
 }
 
 func newOperation(c *etcdConfig, network, cid, ifname string, log *logging.Logger) (*operation, error) {
@@ -48,6 +65,16 @@ func (op *operation) record(s dapools.Scope, addr, claim string, now time.Time) 
 // slotKey is this attachment's index key in scope.
 func (op *operation) slotKey(s dapools.Scope, slot int) string {
 	return op.keys.slotKey(op.node, s, op.cid, op.ifname, slot)
+}
+
+// readAttachment reads the attachment's index keys in each scope, in one
+// linearizable read: response i holds scope i's.
+func (op *operation) readAttachment(scopes []dapools.Scope) (*txnResponse, error) {
+	reads := make([]requestOp, len(scopes))
+	for i, s := range scopes {
+		reads[i] = getPrefix(op.keys.attachmentPrefix(op.node, s, op.cid, op.ifname))
+	}
+	return op.cl.read(reads...)
 }
 
 // release is the guarded delete of one claim found through its index key

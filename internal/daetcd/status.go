@@ -15,11 +15,7 @@ import (
 // is code 11. The check is one read of the exhaustion marks, which is
 // also the quorum probe.
 func cmdStatus(req *plugin.Request) error {
-	p, err := dapools.Parse(req.Conf, req.CNIArgs, true)
-	if err != nil {
-		return err
-	}
-	ec, err := parseEtcd(req.Conf, true)
+	p, op, err := begin(req, true)
 	if err != nil {
 		return err
 	}
@@ -30,10 +26,6 @@ func cmdStatus(req *plugin.Request) error {
 	type mark struct {
 		label string
 		key   string
-	}
-	op, err := newOperation(ec, p.Network(), "", "", req.Log)
-	if err != nil {
-		return err
 	}
 	var marks []mark
 	for _, t := range targets {
