@@ -151,16 +151,18 @@ func (a *Admin) Release(addr netip.Addr, s dapools.Scope, container, ifname stri
 	}
 	l := Lease{Record: r, Scope: s}
 	txn := txnRequest{Compare: []compare{valueIs(string(kv.Key), kv.Value)}, Success: []requestOp{del(string(kv.Key))}}
+	marks := unmark{}
 	for _, ikv := range idx.kvs(0) {
 		if string(ikv.Value) == string(kv.Value) {
 			txn.Compare = append(txn.Compare, modIs(string(ikv.Key), ikv.ModRevision))
 			txn.Success = append(txn.Success, del(string(ikv.Key)))
+			marks[a.op.keys.markOf(s, string(ikv.Key))] = true
 		}
 	}
 	if dryRun {
 		return l, nil
 	}
-	txn.Success = append(txn.Success, delPrefix(a.op.keys.fullScope(s)))
+	txn.Success = append(txn.Success, marks.ops()...)
 	out, err := a.op.cl.txn(txn)
 	if err != nil {
 		return Lease{}, err
@@ -194,18 +196,19 @@ func (a *Admin) GC(node string, f Filter, keep []hostlocal.Attachment, apply boo
 	}
 	var plan []Lease
 	perScope := map[dapools.Scope][]txnRequest{}
+	marks := unmark{}
 	for _, l := range leases {
 		if wholeID[l.ContainerID] || kept[hostlocal.Attachment{ContainerID: l.ContainerID, IfName: l.IfName}] {
 			continue
 		}
 		plan = append(plan, l)
-		perScope[l.Scope] = append(perScope[l.Scope], a.op.release(l.Scope, l.key))
+		perScope[l.Scope] = append(perScope[l.Scope], a.op.release(l.Scope, l.key, marks))
 	}
 	if !apply {
 		return plan, nil
 	}
-	for s, txns := range perScope {
-		if err := a.op.commitBatches(s, txns); err != nil {
+	for _, txns := range perScope {
+		if err := a.op.commitBatches(txns, marks); err != nil {
 			return plan, err
 		}
 	}

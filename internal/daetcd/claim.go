@@ -86,6 +86,7 @@ func (s *claimStore) Reserve(_ hostlocal.Attachment, ip netip.Addr) (bool, error
 		if hasSlot {
 			r, _ := decodeRecord(slot.Value)
 			if !r.cancelled() {
+				s.sent = nil // definitely not ours: nothing to undo
 				return false, cnierr.New(cnierr.CodeDuplicateAttach, "attachment already holds an address",
 					"address=%s %s containerID=%s ifname=%s", r.Address, s.label, op.cid, op.ifname)
 			}
@@ -195,9 +196,13 @@ func (s *claimStore) All() (map[netip.Addr]hostlocal.Attachment, error) {
 // and a new ADD of the attachment takes it over.
 func (op *operation) cancel(stores []*claimStore) error {
 	var txns []txnRequest
+	marks := unmark{}
 	for _, s := range stores {
 		if s.sent == nil {
 			continue
+		}
+		if s.won.IsValid() { // an address freed: its range set is not full
+			marks[op.keys.fullKey(s.scope, s.slot)] = true
 		}
 		slotK := op.slotKey(s.scope, s.slot)
 		marker := op.record(s.scope, "", s.claim, s.now).encode()
@@ -211,17 +216,5 @@ func (op *operation) cancel(stores []*claimStore) error {
 		})
 		s.won = netip.Addr{}
 	}
-	return op.commit(txns, op.clearFull(stores)...)
-}
-
-func (op *operation) clearFull(stores []*claimStore) []requestOp {
-	var ops []requestOp
-	seen := map[dapools.Scope]bool{}
-	for _, s := range stores {
-		if s.sent != nil && !seen[s.scope] {
-			seen[s.scope] = true
-			ops = append(ops, delPrefix(op.keys.fullScope(s.scope)))
-		}
-	}
-	return ops
+	return op.commit(txns, marks.ops()...)
 }

@@ -25,22 +25,18 @@ func cmdDel(req *plugin.Request) error {
 		return err
 	}
 	var txns []txnRequest
-	var clear []requestOp
+	marks := unmark{}
 	for i, s := range scopes {
-		n := len(txns)
 		for _, kv := range resp.kvs(i) {
 			// The index key is the attachment's on this node; in a pool
 			// shared by several networks it must also be this network's.
 			if r, ok := decodeRecord(kv.Value); ok && r.Network != op.network {
 				continue
 			}
-			txns = append(txns, op.release(s, kv))
-		}
-		if len(txns) > n {
-			clear = append(clear, delPrefix(op.keys.fullScope(s)))
+			txns = append(txns, op.release(s, kv, marks))
 		}
 	}
-	return op.commit(txns, clear...)
+	return op.commit(txns, marks.ops()...)
 }
 
 // delFromPrev is DEL in one round trip when prevResult lists the
@@ -64,22 +60,22 @@ func (op *operation) delFromPrev(req *plugin.Request) (done bool, err error) {
 		return false, nil
 	}
 	var outer txnRequest
+	marks := unmark{}
 	for _, a := range addrs {
 		t, ok := targetFor(targets, a)
 		if !ok {
 			return false, nil
 		}
 		addrK, slotK := op.keys.addrKey(t.Scope, a), op.slotKey(t.Scope, t.RangeID)
+		marks[op.keys.fullKey(t.Scope, t.RangeID)] = true
 		owner := op.record(t.Scope, a.String(), "", time.Time{}).ownerPrefix()
 		outer.Success = append(outer.Success, requestOp{Txn: &txnRequest{
 			Compare: append(valueHasPrefix(addrK, owner), valueHasPrefix(slotK, owner)...),
 			Success: []requestOp{del(addrK), del(slotK)},
 		}})
 	}
+	outer.Success = append(outer.Success, marks.ops()...)
 	scopes := p.Scopes()
-	for _, s := range scopes {
-		outer.Success = append(outer.Success, delPrefix(op.keys.fullScope(s)))
-	}
 	first := len(outer.Success)
 	for _, s := range scopes {
 		outer.Success = append(outer.Success, getPrefix(op.keys.attachmentPrefix(op.node, s, op.cid, op.ifname)))

@@ -38,15 +38,16 @@ func cmdGC(req *plugin.Request) error {
 	var errs []error
 	for i, s := range scopes {
 		var txns []txnRequest
+		marks := unmark{}
 		for _, kv := range resp.kvs(i) {
 			r, ok := decodeRecord(kv.Value)
 			if !ok || r.Network != op.network || live[hostlocal.Attachment{ContainerID: r.ContainerID, IfName: r.IfName}] {
 				continue
 			}
-			txns = append(txns, op.release(s, kv))
+			txns = append(txns, op.release(s, kv, marks))
 			req.Log.Info("gc releases", logging.String("address", r.Address), logging.String("containerID", r.ContainerID), logging.String("ifname", r.IfName))
 		}
-		errs = append(errs, op.commitBatches(s, txns))
+		errs = append(errs, op.commitBatches(txns, marks))
 	}
 	return errors.Join(errs...)
 }
@@ -54,12 +55,13 @@ func cmdGC(req *plugin.Request) error {
 // maxNested keeps a transaction within etcd's default --max-txn-ops (128).
 const maxNested = 32
 
-// commitBatches releases in transactions of at most maxNested claims.
-func (op *operation) commitBatches(s dapools.Scope, txns []txnRequest) error {
+// commitBatches releases in transactions of at most maxNested claims,
+// each also clearing the exhaustion marks.
+func (op *operation) commitBatches(txns []txnRequest, marks unmark) error {
 	var errs []error
 	for len(txns) > 0 {
 		n := min(len(txns), maxNested)
-		errs = append(errs, op.commit(txns[:n], delPrefix(op.keys.fullScope(s))))
+		errs = append(errs, op.commit(txns[:n], marks.ops()...))
 		txns = txns[n:]
 	}
 	return errors.Join(errs...)

@@ -2,8 +2,11 @@ package daetcd
 
 import (
 	"encoding/json"
+	"maps"
 	"net/netip"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/cniplugins/cniplugins/internal/dapools"
@@ -56,6 +59,26 @@ func (l layout) slotKey(node string, s dapools.Scope, cid, ifname string, slot i
 func (l layout) fullScope(s dapools.Scope) string { return l.prefix + "full/" + scopePath(s) + "/" }
 
 func (l layout) fullKey(s dapools.Scope, slot int) string { return l.fullScope(s) + strconv.Itoa(slot) }
+
+// markOf is the exhaustion mark of the range set or pool an index key is
+// for (its last segment is the slot).
+func (l layout) markOf(s dapools.Scope, indexKey string) string {
+	return l.fullScope(s) + indexKey[strings.LastIndexByte(indexKey, '/')+1:]
+}
+
+// unmark collects the exhaustion marks that releases clear: a freed
+// address makes its own range set or pool not full, and no other.
+type unmark map[string]bool
+
+// ops deletes each mark once (etcd refuses a transaction that writes one
+// key twice).
+func (u unmark) ops() []requestOp {
+	var ops []requestOp
+	for _, k := range slices.Sorted(maps.Keys(u)) {
+		ops = append(ops, del(k))
+	}
+	return ops
+}
 
 // Record is the owner record, stored as JSON in both keys of a claim.
 // Address is empty in a cancelled claim: a failed ADD leaves its index key

@@ -79,9 +79,11 @@ func (op *operation) readAttachment(scopes []dapools.Scope) (*txnResponse, error
 
 // release is the guarded delete of one claim found through its index key
 // kv: both keys go, in one transaction, only if both still hold exactly
-// what was read. A failed ADD's marker (no address) is just deleted.
-func (op *operation) release(s dapools.Scope, kv keyValue) txnRequest {
+// what was read. A failed ADD's marker (no address) is just deleted. The
+// range set's exhaustion mark is added to marks.
+func (op *operation) release(s dapools.Scope, kv keyValue, marks unmark) txnRequest {
 	slotK := string(kv.Key)
+	marks[op.keys.markOf(s, slotK)] = true
 	t := txnRequest{Compare: []compare{modIs(slotK, kv.ModRevision)}, Success: []requestOp{del(slotK)}}
 	if r, ok := decodeRecord(kv.Value); ok && !r.cancelled() {
 		if ip, err := parseAddr(r.Address); err == nil {

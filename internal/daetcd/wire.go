@@ -117,10 +117,6 @@ func put(key string, v []byte) requestOp {
 
 func del(key string) requestOp { return requestOp{DeleteRange: &deleteRequest{Key: []byte(key)}} }
 
-func delPrefix(prefix string) requestOp {
-	return requestOp{DeleteRange: &deleteRequest{Key: []byte(prefix), RangeEnd: prefixEnd(prefix)}}
-}
-
 // prefixEnd is the range end that covers every key starting with prefix.
 // Prefixes here always end in '/', so the increment never carries.
 func prefixEnd(prefix string) []byte {

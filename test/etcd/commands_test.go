@@ -87,6 +87,23 @@ func TestStatusAndExhaustion(t *testing.T) {
 	mustRun(t, "DEL", "t2", conf)
 	mustRun(t, "DEL", "t3", conf)
 	wantNoKeys(t)
+
+	// Standalone, two range sets in one network: the second is full, so
+	// an ADD fails with 100 and undoes its claim in the first. Undoing
+	// it frees an address of the first range set only: STATUS still
+	// reports the second one exhausted.
+	sconf := standalone(t, h, [][]map[string]string{{{"subnet": "10.214.25.0/24"}}, {{"subnet": "10.214.26.0/30"}}}, nil)
+	mustAdd(t, "s1", sconf)
+	wantCode(t, run1("ADD", "s2", sconf), 100)
+	e = wantCode(t, run1("STATUS", "", sconf), 50)
+	if !strings.Contains(e.Details, "10.214.26") {
+		t.Errorf("STATUS names %s, want the second range set", e.Details)
+	}
+	mustRun(t, "DEL", "s2", sconf)
+	wantCode(t, run1("STATUS", "", sconf), 50)
+	mustRun(t, "DEL", "s1", sconf)
+	mustRun(t, "STATUS", "", sconf)
+	wantNoKeys(t)
 }
 
 // TestCheck: CHECK passes for the holder, is 3 for another attachment, for
