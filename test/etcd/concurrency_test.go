@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/netip"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -25,7 +26,7 @@ type addOutcome struct {
 // twoHostsADD runs perHost concurrent ADD processes on each of two
 // simulated hosts, calling during (if set) once the first has finished:
 // the others are then under way.
-func twoHostsADD(t *testing.T, subnet string, perHost int, during func()) ([]addOutcome, map[string][]byte) {
+func twoHostsADD(t *testing.T, subnet string, perHost int, during func(finished int)) ([]addOutcome, map[string][]byte) {
 	hosts := []host{newHost(t, "host-a"), newHost(t, "host-b")}
 	confs := map[string][]byte{}
 	for _, h := range hosts {
@@ -33,6 +34,7 @@ func twoHostsADD(t *testing.T, subnet string, perHost int, during func()) ([]add
 	}
 	out := make([]addOutcome, 2*perHost)
 	var first sync.Once
+	var finished atomic.Int32
 	firstDone := make(chan struct{})
 	done := make(chan struct{})
 	go func() {
@@ -41,12 +43,13 @@ func twoHostsADD(t *testing.T, subnet string, perHost int, during func()) ([]add
 			h := hosts[i%2]
 			cid := fmt.Sprintf("%s-c%02d", h.node, i/2)
 			out[i] = addOutcome{h, cid, run1("ADD", cid, confs[h.node])}
+			finished.Add(1)
 			first.Do(func() { close(firstDone) })
 		})
 	}()
 	<-firstDone
 	if during != nil {
-		during()
+		during(int(finished.Load()))
 	}
 	<-done
 	return out, confs
@@ -121,9 +124,12 @@ func TestLeaderKilledDuringADDs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, confs := twoHostsADD(t, "10.214.2.0/24", 32, func() {
+	out, confs := twoHostsADD(t, "10.214.2.0/24", 32, func(finished int) {
 		leader.Kill()
-		t.Logf("SIGKILLed leader %s", leader.Name)
+		t.Logf("SIGKILLed leader %s with %d of 64 ADDs finished", leader.Name, finished)
+		if finished >= 48 {
+			t.Errorf("%d of 64 ADDs had finished before the leader was killed: too few ran through it", finished)
+		}
 	})
 	ok := distinct(t, out)
 	failed := 0
