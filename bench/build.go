@@ -64,7 +64,7 @@ func build(root, tmp, hostLocal string) (*binaries, error) {
 		return nil, fmt.Errorf("install-symlinks.sh: %v\n%s", err, out)
 	}
 	b.ours = filepath.Join(b.cniDir, "cniplugins")
-	for _, p := range []string{"ipam-delegated", "ipam-ds-static", "ipam-da-pools"} {
+	for _, p := range []string{"ipam-delegated", "ipam-ds-static", "ipam-ds-args", "ipam-da-pools"} {
 		if _, err := os.Stat(filepath.Join(b.cniDir, p)); err != nil {
 			return nil, fmt.Errorf("install-symlinks.sh did not install %s: %v", p, err)
 		}

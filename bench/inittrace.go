@@ -79,7 +79,7 @@ func parseInittrace(stderr []byte) (sum float64, byPkg map[string]float64) {
 
 func startupSubjects(b *binaries) []startupSubject {
 	var out []startupSubject
-	for _, p := range []string{"ipam-delegated", "ipam-ds-static", "ipam-da-pools"} {
+	for _, p := range []string{"ipam-delegated", "ipam-ds-static", "ipam-ds-args", "ipam-da-pools"} {
 		out = append(out, startupSubject{label: p, path: filepath.Join(b.cniDir, p), cniPath: b.cniDir})
 	}
 	if b.hostLocal != "" {

@@ -10,6 +10,11 @@ need=""
 [ -x /usr/lib/cni/host-local ] || need="$need containernetworking-plugins"
 command -v ip >/dev/null 2>&1 || need="$need iproute2"
 command -v ping >/dev/null 2>&1 || need="$need iputils-ping"
+# podman (CNI backend), runc and busybox-static: the real-runtime test of
+# ipam-ds-args (test/e2e/podman_test.go), whose image is busybox imported.
+command -v podman >/dev/null 2>&1 || need="$need podman"
+command -v runc >/dev/null 2>&1 || need="$need runc"
+[ -x /bin/busybox ] || need="$need busybox-static"
 # ipam-da-etcd's tests and benchmark run a real etcd cluster on loopback.
 command -v etcd >/dev/null 2>&1 || [ -x /usr/bin/etcd ] || need="$need etcd-server"
 command -v etcdctl >/dev/null 2>&1 || need="$need etcd-client"

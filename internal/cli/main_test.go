@@ -61,7 +61,7 @@ func TestMainExitCodesAndStreams(t *testing.T) {
 		noStdout bool
 	}{
 		{argv: []string{"cniplugins", "list"}, stdout: "ipam-delegated\nipam-ds-static\n"},
-		{argv: []string{"cniplugins", "version"}, stdout: "cni spec versions: 0.3.0, 0.3.1, 0.4.0, 1.0.0, 1.1.0"},
+		{argv: []string{"cniplugins", "version"}, stdout: "cni spec versions: 0.1.0, 0.2.0, 0.3.0, 0.3.1, 0.4.0, 1.0.0, 1.1.0"},
 		{argv: []string{"cniplugins", "ipam-bogus"}, exit: 1, stderr: "known personalities:\n  ipam-delegated", noStdout: true},
 		{argv: []string{"ipam-bogus"}, exit: 1, stderr: "unknown personality \"ipam-bogus\"", noStdout: true},
 	}

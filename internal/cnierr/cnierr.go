@@ -18,8 +18,10 @@ const (
 	CodePoolExhausted       uint = 100
 	CodeAddrUnavailable     uint = 101
 	CodeDuplicateAttach     uint = 102
-	CodeNotAvailable        uint = 50 // STATUS: plugin not available
-	CodeLimited             uint = 51 // STATUS: limited connectivity
+	CodeNoPoolSelected      uint = 103 // no selector rule matches and no default
+	CodePoolNotAllowed      uint = 104 // the attachment chose a pool its rule does not allow
+	CodeNotAvailable        uint = 50  // STATUS: plugin not available
+	CodeLimited             uint = 51  // STATUS: limited connectivity
 	CodeTryAgainLater            = types.ErrTryAgainLater
 	CodeInvalidConfig            = types.ErrInvalidNetworkConfig
 	CodeInvalidEnv               = types.ErrInvalidEnvironmentVariables

@@ -149,6 +149,15 @@ func (s *claimStore) SetLastReserved(int, netip.Addr) error { return nil }
 // be a check-then-act, so there is nothing to return.
 func (s *claimStore) ByAttachment(hostlocal.Attachment) ([]netip.Addr, error) { return nil, nil }
 
+// SaveCursor and RestoreCursor: no cursor (see LastReserved), so a failed
+// ADD has none to put back.
+func (s *claimStore) SaveCursor(rangeID int) (hostlocal.Cursor, error) {
+	return hostlocal.Cursor{RangeID: rangeID}, nil
+}
+
+// RestoreCursor: see SaveCursor.
+func (s *claimStore) RestoreCursor(hostlocal.Cursor) error { return nil }
+
 // MarkExhausted records, for STATUS, that an ADD found the target full.
 func (s *claimStore) MarkExhausted(int) error {
 	_, err := s.op.cl.txn(txnRequest{Success: []requestOp{put(s.op.keys.fullKey(s.scope, s.slot), []byte(s.now.UTC().Format(time.RFC3339)))}})

@@ -3,6 +3,7 @@ package dapools
 import (
 	"net"
 	"net/netip"
+	"strings"
 
 	"github.com/containernetworking/cni/pkg/types"
 	current "github.com/containernetworking/cni/pkg/types/100"
@@ -22,6 +23,7 @@ func cmdAdd(req *plugin.Request) (types.Result, error) {
 	if err := assignRequests(targets, c.requested); err != nil {
 		return nil, err
 	}
+	warnUnusable(req.Log, targets)
 	dns, err := readResolvConf(c.resolvConf)
 	if err != nil {
 		return nil, err
@@ -36,24 +38,42 @@ func cmdAdd(req *plugin.Request) (types.Result, error) {
 	}
 	att := c.attachment(req)
 	res := &current.Result{CNIVersion: current.ImplementedSpecVersion, Routes: c.routes, DNS: dns}
-	reserved := map[string][]netip.Addr{}
+	var u undo
 	for _, t := range targets {
-		addr, gw, err := st.allocator(t.dir).Allocate(att, t.rangeID, t.set, t.requested, t.label)
+		err := u.saveCursor(st, t)
+		var addr netip.Prefix
+		var gw netip.Addr
+		if err == nil {
+			addr, gw, err = st.allocator(t.dir).Excluding(t.exclude).Allocate(att, t.rangeID, t.set, t.requested, t.label)
+		}
 		if err != nil {
-			for dir, ips := range reserved {
-				if rerr := st.allocator(dir).Rollback(att, ips); rerr != nil {
-					req.Log.Error("rollback failed", logging.String("dir", dir), logging.Error(rerr))
-				}
-			}
+			u.run(st, att, req.Log)
 			st.closeLogged(req.Log)
 			return nil, err
 		}
-		reserved[t.dir] = append(reserved[t.dir], addr.Addr())
+		u.reservedIn(t.dir, addr.Addr())
 		res.IPs = append(res.IPs, ipConfig(addr, gw))
 		req.Log.Debug("allocated", logging.String("target", t.label), logging.Stringer("address", addr))
 	}
 	st.closeLogged(req.Log)
 	return res, nil
+}
+
+// warnUnusable tells the operator, once per ADD, about ranges whose
+// config includes the network or IPv4 broadcast address: host-local hands
+// them out, ipam-da-pools never does.
+func warnUnusable(log *logging.Logger, targets []target) {
+	var notes []string
+	for _, t := range targets {
+		for _, r := range t.set {
+			if w := r.Warning(); w != "" {
+				notes = append(notes, t.label+": "+w)
+			}
+		}
+	}
+	if len(notes) > 0 {
+		log.Warn("range includes an address that is never handed out", logging.String("ranges", strings.Join(notes, "; ")))
+	}
 }
 
 func ipConfig(addr netip.Prefix, gw netip.Addr) *current.IPConfig {

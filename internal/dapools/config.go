@@ -1,13 +1,13 @@
 package dapools
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"net/netip"
 	"os"
 	"path/filepath"
-	"slices"
 	"syscall"
 	"time"
 
@@ -29,6 +29,11 @@ const (
 	// poolsDir holds one state directory per pool, beside the networks'.
 	// Network names cannot start with '_', so it never collides with one.
 	poolsDir = "_pools"
+	// maxRangeSets bounds the range sets of one attachment (the legacy
+	// top-level range counts): each costs an address and two files per
+	// ADD, and no real attachment needs more. Pools have the same bound,
+	// pool.MaxPerAttachment.
+	maxRangeSets = pool.MaxPerAttachment
 )
 
 // ipamConf is the ipam section: host-local's keys plus this project's.
@@ -40,8 +45,9 @@ type ipamConf struct {
 	ResolvConf string         `json:"resolvConf"`
 	DataDir    string         `json:"dataDir"`
 
-	PoolDefinitions map[string][]hostlocal.RangeConfig `json:"poolDefinitions"`
-	LockTimeout     string                             `json:"lockTimeout"`
+	// Each entry is a range set or {"ranges": [...], "exclude": [...]}.
+	PoolDefinitions map[string]json.RawMessage `json:"poolDefinitions"`
+	LockTimeout     string                     `json:"lockTimeout"`
 }
 
 // netArgs is what the rest of the config says about requested addresses
@@ -71,7 +77,7 @@ type config struct {
 	// pools selected by prevResult.pools; nil in standalone mode
 	pools []pool.Pool
 	// poolDefs are ipam.poolDefinitions, validated
-	poolDefs map[string]hostlocal.RangeSet
+	poolDefs map[string]poolDef
 	// requested are the addresses asked for outside Pool objects, in order:
 	// CNI_ARGS IP, args.cni.ips, runtimeConfig.ips.
 	requested []netip.Addr
@@ -175,6 +181,11 @@ func standaloneRanges(ipam ipamConf, extra netArgs) ([]hostlocal.RangeSet, error
 	legacy := 0
 	if ipam.Subnet != "" {
 		legacy = 1
+	}
+	if n := len(cfgs) + legacy; n > maxRangeSets {
+		return nil, cnierr.InvalidConfig(field, fmt.Sprintf("%d range sets", n), fmt.Sprintf("at most %d range sets", maxRangeSets))
+	}
+	if legacy == 1 {
 		// The legacy keys sit in ipam itself: errors name ipam.subnet,
 		// not a range-set element that does not exist in the config.
 		r, err := ipam.RangeConfig.Canonicalize("ipam")
@@ -199,25 +210,4 @@ func standaloneRanges(ipam ipamConf, extra netArgs) ([]hostlocal.RangeSet, error
 		}
 		return fmt.Sprintf("%s[%d][%d]", field, set-legacy, idx)
 	})
-}
-
-func poolDefinitions(defs map[string][]hostlocal.RangeConfig) (map[string]hostlocal.RangeSet, error) {
-	names := make([]string, 0, len(defs))
-	for name := range defs {
-		names = append(names, name)
-	}
-	slices.Sort(names) // deterministic errors
-	out := make(map[string]hostlocal.RangeSet, len(defs))
-	for _, name := range names {
-		field := "ipam.poolDefinitions." + name
-		if err := pool.ValidName("ipam.poolDefinitions", name); err != nil {
-			return nil, err
-		}
-		rs, err := hostlocal.ParseRangeSet(field, defs[name])
-		if err != nil {
-			return nil, err
-		}
-		out[name] = rs
-	}
-	return out, nil
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -77,7 +78,21 @@ func TestTargetsAndRequests(t *testing.T) {
 			code:  7, detail: "invalid runtimeConfig.ipRanges[1][0]: overlaps ipam ("},
 		{name: "legacy range error names ipam.subnet", ipam: `"subnet":"10.9.0.5/24"`, code: 7, detail: "ipam.subnet="},
 		{name: "inline pool range error names the pool's key", ipam: `"poolDefinitions":{}`,
-			extra: `,"prevResult":{"cniVersion":"1.0.0","pools":[{"name":"in","subnet":"10.4.0.0/24","gateway":"10.5.0.1"}]}`, code: 7, detail: "prevResult.pools[0].gateway="},
+			extra: `,"prevResult":{"cniVersion":"1.0.0","pools":[{"name":"in","subnet":"10.4.0.0/24","rangeStart":"10.5.0.1"}]}`, code: 7, detail: "prevResult.pools[0].rangeStart="},
+		// host-local's config validation, matched (issue 9 items 4-6, 8).
+		{name: "gateway outside the subnet accepted", ipam: `"ranges":[[{"subnet":"10.1.0.0/24","gateway":"169.254.1.1"}]]`,
+			want: "range@n#0=-"},
+		{name: "network and broadcast as range bounds accepted", ipam: `"ranges":[[{"subnet":"10.1.0.0/24","rangeStart":"10.1.0.0","rangeEnd":"10.1.0.255"}]]`,
+			want: "range@n#0=-"},
+		{name: "rangeStart after rangeEnd", ipam: `"ranges":[[{"subnet":"10.1.0.0/24","rangeStart":"10.1.0.9","rangeEnd":"10.1.0.8"}]]`,
+			code: 7, detail: "ipam.ranges[0][0].rangeEnd"},
+		{name: "IPv4-mapped IPv6 subnet", ipam: `"ranges":[[{"subnet":"::ffff:10.77.0.0/120"}]]`, code: 7, detail: "ipam.ranges[0][0].subnet=::ffff:10.77.0.0/120"},
+		{name: "IPv4-mapped legacy subnet", ipam: `"subnet":"::ffff:10.77.0.0/120"`, code: 7, detail: "ipam.subnet"},
+		{name: "64 range sets", ipam: `"ranges":` + rangeSets(64), want: strings.TrimSpace(strings.Repeat("range@n#N=- ", 64))},
+		{name: "65 range sets", ipam: `"ranges":` + rangeSets(65), code: 7, detail: "at most 64 range sets"},
+		{name: "64 range sets and the legacy range", ipam: `"subnet":"10.200.0.0/24","ranges":` + rangeSets(64), code: 7, detail: "65 range sets"},
+		{name: "65 runtime ipRanges", ipam: ranges, extra: `,"runtimeConfig":{"ipRanges":` + rangeSets(65) + `}`, code: 7, detail: "runtimeConfig.ipRanges"},
+		{name: "65 pools", ipam: `"poolDefinitions":{}`, extra: `,"prevResult":{"cniVersion":"1.0.0","pools":` + pools(65) + `}`, code: 7, detail: "at most 64 pools"},
 		{name: "relative dataDir", ipam: `"dataDir":"var/lib",` + ranges, code: 7, detail: "ipam.dataDir"},
 		{name: "bad lockTimeout", ipam: `"lockTimeout":"forever",` + ranges, code: 7, detail: "ipam.lockTimeout"},
 		{name: "bad requested address", ipam: ranges, cniArgs: "IP=10.1.0.300", code: 4, detail: "CNI_ARGS"},
@@ -108,11 +123,33 @@ func TestTargetsAndRequests(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := summary(ts); got != tt.want {
+			got := summary(ts)
+			if strings.HasPrefix(tt.name, "64") {
+				got = regexp.MustCompile(`#\d+=`).ReplaceAllString(got, "#N=")
+			}
+			if got != tt.want {
 				t.Errorf("targets:\n got %s\nwant %s", got, tt.want)
 			}
 		})
 	}
+}
+
+// rangeSets is n one-range sets, 10.0.i.0/24.
+func rangeSets(n int) string {
+	sets := make([]string, n)
+	for i := range sets {
+		sets[i] = fmt.Sprintf(`[{"subnet":"10.0.%d.0/24"}]`, i)
+	}
+	return "[" + strings.Join(sets, ",") + "]"
+}
+
+// pools is n Pool objects with inline subnets.
+func pools(n int) string {
+	ps := make([]string, n)
+	for i := range ps {
+		ps[i] = fmt.Sprintf(`{"name":"p%d","subnet":"10.0.%d.0/24"}`, i, i)
+	}
+	return "[" + strings.Join(ps, ",") + "]"
 }
 
 // ipam.dataDir is checked with Lstat before anything touches the disk:

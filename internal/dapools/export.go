@@ -90,12 +90,8 @@ func (p Parsed) Targets() ([]Target, error) {
 // Allocator is the host-local allocator over store with everything the
 // target asks of it (the addresses it must never hand out included), so
 // that another store allocates by exactly ipam-da-pools' rules.
-//
-// With Pool exclude (issue 10) merged this becomes
-// hostlocal.NewAllocator(store).Excluding(t.t.exclude); test/etcd's
-// TestExclusion checks it.
 func (t Target) Allocator(store hostlocal.Store) *hostlocal.Allocator {
-	return hostlocal.NewAllocator(store)
+	return hostlocal.NewAllocator(store).Excluding(t.t.exclude)
 }
 
 // NewResult is an ADD result with the configuration's routes and DNS and

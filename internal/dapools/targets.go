@@ -17,6 +17,7 @@ type target struct {
 	rangeID   int // the N of last_reserved_ip.N
 	set       hostlocal.RangeSet
 	requested netip.Addr
+	exclude   hostlocal.Exclusions // never handed out (pool mode only)
 }
 
 // load parses the config and lists the targets: how ADD, CHECK and
@@ -53,17 +54,25 @@ func (c *config) targets() ([]target, error) {
 		if err != nil {
 			return nil, err
 		}
+		def, defined := c.poolDefs[p.Name]
 		if !inline {
-			var ok bool
-			if rs, ok = c.poolDefs[p.Name]; !ok {
+			if !defined {
 				return nil, cnierr.New(cnierr.CodeInvalidConfig, "unknown pool: no inline ranges and no ipam.poolDefinitions entry", "%s.name=%s", field, p.Name)
 			}
+			rs = def.set
 		}
 		req, err := p.Requested(field)
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, target{label: "pool " + p.Name, dir: c.poolDir(p.Name), set: rs, requested: req})
+		// The allocator's own exclusions for a pool hold whichever side
+		// supplies the ranges: never handing an address out is the safe
+		// reading of either list.
+		ex, err := p.Exclusions(field)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, target{label: "pool " + p.Name, dir: c.poolDir(p.Name), set: rs, requested: req, exclude: ex.Union(def.exclude)})
 	}
 	return out, nil
 }

@@ -57,14 +57,33 @@ func staticPools(conf *netconf.Envelope) ([]pool.Pool, error) {
 // allocator's prevResult, which is how a DEL, GC or STATUS reaches the
 // allocator with the pools it concerns.
 func selectorFuncs(choose func(*plugin.Request) ([]pool.Pool, error)) plugin.Funcs {
-	answer := func(req *plugin.Request) (types.Result, error) {
-		pools, err := choose(req)
-		if err != nil {
-			return nil, err
+	return selectorFuncsBy(chooser{attached: choose, every: choose})
+}
+
+// chooser is a selector's pool choice per kind of command.
+type chooser struct {
+	// attached serves ADD and CHECK, which concern one attachment.
+	attached func(*plugin.Request) ([]pool.Pool, error)
+	// every serves DEL, GC and STATUS: every pool the selector could have
+	// chosen (SPEC.md: a DEL may carry less than its ADD did).
+	every func(*plugin.Request) ([]pool.Pool, error)
+}
+
+// selectorFuncsBy is selectorFuncs for a selector whose choice depends on
+// the attachment: ADD and CHECK answer with c.attached, DEL, GC and STATUS
+// with c.every.
+func selectorFuncsBy(c chooser) plugin.Funcs {
+	answer := func(choose func(*plugin.Request) ([]pool.Pool, error)) plugin.Func {
+		return func(req *plugin.Request) (types.Result, error) {
+			pools, err := choose(req)
+			if err != nil {
+				return nil, err
+			}
+			return selection(req, pools)
 		}
-		return selection(req, pools)
 	}
-	return plugin.Funcs{Add: answer, Del: answer, Check: answer, GC: answer, Status: answer}
+	attached, every := answer(c.attached), answer(c.every)
+	return plugin.Funcs{Add: attached, Check: attached, Del: every, GC: every, Status: every}
 }
 
 // selection builds the result, copying prevResult.ips so that DEL and CHECK

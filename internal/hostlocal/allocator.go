@@ -13,7 +13,8 @@ import (
 // holds no state of its own: the caller opens (and locks) the store, makes
 // its calls, and closes it.
 type Allocator struct {
-	store Store
+	store   Store
+	exclude Exclusions // see Excluding
 }
 
 // NewAllocator returns an Allocator over s.
@@ -53,6 +54,8 @@ func (al *Allocator) Allocate(a Attachment, rangeID int, rs RangeSet, requested 
 	}
 	// host-local moves the cursor on every reservation, requested ones too.
 	if err := al.store.SetLastReserved(rangeID, ip); err != nil {
+		// Not reported as reserved, so nobody else would free it.
+		_, _ = al.store.Release(a, ip)
 		return netip.Prefix{}, netip.Addr{}, err
 	}
 	return netip.PrefixFrom(ip, r.Subnet.Bits()), r.Gateway, nil
@@ -66,6 +69,14 @@ func (al *Allocator) reserveRequested(a Attachment, rs RangeSet, ip netip.Addr, 
 	}
 	if ip == r.Gateway {
 		return netip.Addr{}, Range{}, cnierr.New(cnierr.CodeAddrUnavailable, "requested address is the gateway",
+			"address=%s %s=%s", ip, label, rs)
+	}
+	if !r.Usable(ip) {
+		return netip.Addr{}, Range{}, cnierr.New(cnierr.CodeAddrUnavailable, "requested address is the network or broadcast address",
+			"address=%s %s=%s", ip, label, rs)
+	}
+	if al.exclude.Contains(ip) {
+		return netip.Addr{}, Range{}, cnierr.New(cnierr.CodeAddrUnavailable, "requested address is excluded",
 			"address=%s %s=%s", ip, label, rs)
 	}
 	ok, err := al.store.Reserve(a, ip)
@@ -83,23 +94,28 @@ func (al *Allocator) reserveRequested(a Attachment, rs RangeSet, ip netip.Addr, 
 // CNI spec forbids duplicate ADDs, and legacy id-only files count because
 // they are the same container as far as an old host-local knew.
 func (al *Allocator) checkDuplicate(a Attachment, rs RangeSet, label string) error {
-	owners := []Attachment{a}
-	if a.IfName != "" {
-		owners = append(owners, a.Legacy())
+	held, err := al.heldBy(a)
+	if err != nil {
+		return err
 	}
-	for _, o := range owners {
-		held, err := al.store.ByAttachment(o)
-		if err != nil {
-			return err
-		}
-		for _, ip := range held {
-			if rs.Contains(ip) {
-				return cnierr.New(cnierr.CodeDuplicateAttach, "attachment already holds an address",
-					"address=%s %s=%s containerID=%s ifname=%s", ip, label, rs, a.ContainerID, a.IfName)
-			}
+	for _, ip := range held {
+		if rs.Contains(ip) {
+			return cnierr.New(cnierr.CodeDuplicateAttach, "attachment already holds an address",
+				"address=%s %s=%s containerID=%s ifname=%s", ip, label, rs, a.ContainerID, a.IfName)
 		}
 	}
 	return nil
+}
+
+// heldBy is what a holds, plus what id-only legacy reservations of its
+// container hold.
+func (al *Allocator) heldBy(a Attachment) ([]netip.Addr, error) {
+	held, err := al.store.ByAttachment(a)
+	if err != nil || a.IfName == "" {
+		return held, err
+	}
+	legacy, err := al.store.ByAttachment(a.Legacy())
+	return append(held, legacy...), err
 }
 
 func (al *Allocator) reserveNext(a Attachment, rangeID int, rs RangeSet, label string) (netip.Addr, Range, error) {
@@ -108,6 +124,7 @@ func (al *Allocator) reserveNext(a Attachment, rangeID int, rs RangeSet, label s
 		return netip.Addr{}, Range{}, err
 	}
 	it := rs.Iter(last)
+	it.ex = al.exclude
 	for ip, r, ok := it.Next(); ok; ip, r, ok = it.Next() {
 		got, err := al.store.Reserve(a, ip)
 		if err != nil {
@@ -219,18 +236,23 @@ func (al *Allocator) GC(valid func(Attachment) bool) ([]netip.Addr, error) {
 // Rollback undoes a failed ADD: it frees exactly the addresses that ADD
 // reserved (and only while a still holds them). host-local's rollback
 // releases by ID and so also frees addresses a held from other range sets
-// before the ADD; we must not.
+// before the ADD; we must not. Exhaustion records stay: freeing what this
+// ADD took returns nothing that was taken before it, and the range set
+// the ADD found full is still full.
 func (al *Allocator) Rollback(a Attachment, reserved []netip.Addr) error {
-	var released []netip.Addr
 	var errs []error
 	for _, ip := range reserved {
-		ok, err := al.store.Release(a, ip.Unmap())
-		if err != nil {
+		if _, err := al.store.Release(a, ip.Unmap()); err != nil {
 			errs = append(errs, err)
-		} else if ok {
-			released = append(released, ip)
 		}
 	}
-	errs = append(errs, al.clearIfReleased(released))
 	return errors.Join(errs...)
+}
+
+// HoldsAny reports whether a (or an id-only legacy reservation of its
+// container) holds any address here, whatever its range: host-local's
+// CHECK when the runtime gives no addresses to verify.
+func (al *Allocator) HoldsAny(a Attachment) (bool, error) {
+	held, err := al.heldBy(a)
+	return len(held) > 0, err
 }

@@ -14,10 +14,11 @@ import (
 const maxLapSize = 4096
 
 // FuzzParseRangeSet: canonicalised ranges are well formed (one family,
-// every address inside its subnet, start <= end), never contain the
-// network address or the IPv4 broadcast address, and never overlap; and
-// the iterator, started anywhere, visits every allocatable address (in a
-// range, not that range's gateway) exactly once per lap and nothing else,
+// start and end inside the subnet, start <= end, the gateway of the same
+// family), warn exactly when they include the network or IPv4 broadcast
+// address, and never overlap; and the iterator, started anywhere, visits
+// every allocatable address (in a range, not that range's gateway, network
+// or broadcast address) exactly once per lap and nothing else,
 // ending on the cursor when the cursor is allocatable. Invalid input is
 // code 7 naming the field.
 func FuzzParseRangeSet(f *testing.F) {
@@ -66,19 +67,22 @@ func checkCanonical(t *testing.T, rs RangeSet) {
 		if network.Is4() != rs[0].Subnet.Addr().Is4() {
 			t.Fatalf("range %d: mixed families in %s", i, rs)
 		}
-		for _, a := range []netip.Addr{r.Start, r.End, r.Gateway} {
+		for _, a := range []netip.Addr{r.Start, r.End} {
 			if !r.Subnet.Contains(a) || a.Is4() != network.Is4() {
 				t.Fatalf("range %d: %s outside subnet %s", i, a, r.Subnet)
 			}
 		}
+		if r.Gateway.Is4() != network.Is4() || r.Gateway.Zone() != "" {
+			t.Fatalf("range %d: gateway %s not of the family of %s", i, r.Gateway, r.Subnet)
+		}
 		if r.Start.Compare(r.End) > 0 {
 			t.Fatalf("range %d: start %s after end %s", i, r.Start, r.End)
 		}
-		if r.Contains(network) {
-			t.Fatalf("range %d (%s) contains the network address", i, r)
+		if (r.Contains(network) && r.Usable(network)) || (network.Is4() && r.Contains(lastAddr(r.Subnet)) && r.Usable(lastAddr(r.Subnet))) {
+			t.Fatalf("range %d (%s): the network or broadcast address counts as usable", i, r)
 		}
-		if network.Is4() && r.Contains(lastAddr(r.Subnet)) {
-			t.Fatalf("range %d (%s) contains the broadcast address", i, r)
+		if w := r.Warning(); (w != "") != (r.Contains(network) || (network.Is4() && r.Contains(lastAddr(r.Subnet)))) {
+			t.Fatalf("range %d (%s): warning %q", i, r, w)
 		}
 		for j, o := range rs[:i] {
 			if r.Start.Compare(o.End) <= 0 && o.Start.Compare(r.End) <= 0 {
@@ -122,7 +126,7 @@ func checkLap(t *testing.T, rs RangeSet, cursor netip.Addr) {
 	want := map[netip.Addr]bool{}
 	for _, r := range rs {
 		for a := r.Start; ; a = a.Next() {
-			if a != r.Gateway {
+			if a != r.Gateway && a != r.Subnet.Addr() && (a.Is6() || a != lastAddr(r.Subnet)) {
 				want[a] = true
 			}
 			if a == r.End {

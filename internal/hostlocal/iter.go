@@ -11,11 +11,14 @@ type Iter struct {
 	cur   netip.Addr // last address produced; invalid before the first Next
 	start netip.Addr // first address of the lap; reaching it again ends the lap
 	done  bool
+	ex    Exclusions // skipped runs (exclude.go); none for host-local configs
+	hops  int        // range changes so far, to end a lap of excluded runs only
 }
 
 // Iter starts after last (the content of last_reserved_ip.N) when last is
 // in the set, else at the first range's start. A lap visits every address
-// of every range once, last itself at the end, skipping gateways.
+// of every range once, last itself at the end, skipping gateways and the
+// network and broadcast addresses a range may start or end on.
 func (rs RangeSet) Iter(last netip.Addr) *Iter {
 	it := &Iter{rs: rs}
 	if last.IsValid() {
@@ -42,8 +45,12 @@ func (it *Iter) Next() (addr netip.Addr, r Range, ok bool) {
 			it.idx = (it.idx + 1) % len(it.rs)
 			r = it.rs[it.idx]
 			it.cur = r.Start
+			it.hops++
 		default:
 			it.cur = it.cur.Next()
+		}
+		if it.skipExcluded(r) {
+			continue
 		}
 		if !it.start.IsValid() {
 			it.start = it.cur
@@ -51,7 +58,7 @@ func (it *Iter) Next() (addr netip.Addr, r Range, ok bool) {
 			it.done = true
 			break
 		}
-		if it.cur == r.Gateway {
+		if it.cur == r.Gateway || !r.Usable(it.cur) {
 			continue
 		}
 		return it.cur, r, true

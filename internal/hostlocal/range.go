@@ -3,6 +3,7 @@ package hostlocal
 import (
 	"fmt"
 	"net/netip"
+	"strings"
 
 	"github.com/cniplugins/cniplugins/internal/cnierr"
 )
@@ -18,7 +19,8 @@ type RangeConfig struct {
 }
 
 // Range is a canonicalised RangeConfig: every field set, every address in
-// Subnet's family and inside Subnet, Start <= End.
+// Subnet's family, Start and End inside Subnet, Start <= End. The gateway
+// may lie outside Subnet.
 type Range struct {
 	Subnet  netip.Prefix
 	Start   netip.Addr
@@ -27,10 +29,13 @@ type Range struct {
 }
 
 // Canonicalize validates c and fills host-local's defaults (gateway and
-// rangeStart = network+1, rangeEnd = last usable address). It is stricter
-// than host-local where host-local would accept a range it can never
-// allocate from correctly: rangeStart on the network address, rangeEnd on
-// the IPv4 broadcast address, a gateway outside the subnet, start > end.
+// rangeStart = network+1, rangeEnd = last usable address). It accepts what
+// host-local accepts, so that a host-local conflist migrates unchanged: a
+// gateway outside the subnet (routed and L3 set-ups use one such as
+// 169.254.1.1), rangeStart on the network address and rangeEnd on the IPv4
+// broadcast address. Those two addresses stay in the range (overlap rules
+// and the round-robin cursor see what host-local sees) but are never
+// handed out; Warning tells the operator. Start > end is refused.
 // field prefixes the config path named in errors (e.g. "ranges[0][1]").
 func (c RangeConfig) Canonicalize(field string) (Range, error) {
 	subnet, err := parseSubnet(field+".subnet", c.Subnet)
@@ -47,7 +52,7 @@ func (c RangeConfig) Canonicalize(field string) (Range, error) {
 	r := Range{Subnet: subnet, Start: network.Next(), End: usableEnd, Gateway: network.Next()}
 
 	if c.Gateway != "" {
-		if r.Gateway, err = parseInSubnet(field+".gateway", c.Gateway, subnet); err != nil {
+		if r.Gateway, err = parseAddr(field+".gateway", c.Gateway, subnet); err != nil {
 			return Range{}, err
 		}
 	}
@@ -55,16 +60,10 @@ func (c RangeConfig) Canonicalize(field string) (Range, error) {
 		if r.Start, err = parseInSubnet(field+".rangeStart", c.RangeStart, subnet); err != nil {
 			return Range{}, err
 		}
-		if r.Start == network {
-			return Range{}, cnierr.InvalidConfig(field+".rangeStart", c.RangeStart, "is the network address")
-		}
 	}
 	if c.RangeEnd != "" {
 		if r.End, err = parseInSubnet(field+".rangeEnd", c.RangeEnd, subnet); err != nil {
 			return Range{}, err
-		}
-		if network.Is4() && r.End == last {
-			return Range{}, cnierr.InvalidConfig(field+".rangeEnd", c.RangeEnd, "is the broadcast address")
 		}
 	}
 	if r.Start.Compare(r.End) > 0 {
@@ -84,10 +83,11 @@ func parseSubnet(field, s string) (netip.Prefix, error) {
 	if err != nil {
 		return netip.Prefix{}, cnierr.InvalidConfig(field, s, "not a valid CIDR")
 	}
-	// An IPv4-mapped IPv6 prefix is an IPv4 network spelled oddly;
-	// treat it as the IPv4 network so families compare correctly.
-	if p.Addr().Is4In6() && p.Bits() >= 96 {
-		p = netip.PrefixFrom(p.Addr().Unmap(), p.Bits()-96)
+	// host-local refuses an IPv4-mapped IPv6 subnet (its address and mask
+	// lengths disagree); taking it as the IPv4 network would hand out
+	// addresses from a network the config never named that way.
+	if p.Addr().Is4In6() {
+		return netip.Prefix{}, cnierr.InvalidConfig(field, s, "is an IPv4-mapped IPv6 subnet; write the IPv4 network")
 	}
 	if p.Masked() != p {
 		return netip.Prefix{}, cnierr.InvalidConfig(field, s, fmt.Sprintf("has host bits set, network is %s", p.Masked()))
@@ -98,8 +98,10 @@ func parseSubnet(field, s string) (netip.Prefix, error) {
 	return p, nil
 }
 
-// parseInSubnet parses an address that must belong to subnet.
-func parseInSubnet(field, s string, subnet netip.Prefix) (netip.Addr, error) {
+// parseAddr parses an address of subnet's family. Unlike host-local it
+// refuses the other family: an IPv6 gateway in an IPv4 result is nothing
+// an interface plugin can configure.
+func parseAddr(field, s string, subnet netip.Prefix) (netip.Addr, error) {
 	a, err := netip.ParseAddr(s)
 	if err != nil || a.Zone() != "" {
 		return netip.Addr{}, cnierr.InvalidConfig(field, s, "not a valid IP address")
@@ -107,6 +109,15 @@ func parseInSubnet(field, s string, subnet netip.Prefix) (netip.Addr, error) {
 	a = a.Unmap()
 	if a.Is4() != subnet.Addr().Is4() {
 		return netip.Addr{}, cnierr.InvalidConfig(field, s, fmt.Sprintf("address family differs from subnet %s", subnet))
+	}
+	return a, nil
+}
+
+// parseInSubnet parses an address that must belong to subnet.
+func parseInSubnet(field, s string, subnet netip.Prefix) (netip.Addr, error) {
+	a, err := parseAddr(field, s, subnet)
+	if err != nil {
+		return netip.Addr{}, err
 	}
 	if !subnet.Contains(a) {
 		return netip.Addr{}, cnierr.InvalidConfig(field, s, fmt.Sprintf("not in subnet %s", subnet))
@@ -130,6 +141,29 @@ func lastAddr(p netip.Prefix) netip.Addr {
 func (r Range) Contains(a netip.Addr) bool {
 	a = a.Unmap()
 	return r.Subnet.Contains(a) && r.Start.Compare(a) <= 0 && a.Compare(r.End) <= 0
+}
+
+// Usable reports whether a, an address of r, may be handed out: never the
+// subnet's network address nor its IPv4 broadcast address, which only a
+// range that starts or ends on them contains (host-local hands them out).
+func (r Range) Usable(a netip.Addr) bool {
+	if a != r.Start && a != r.End {
+		return true
+	}
+	return a != r.Subnet.Addr() && !(a.Is4() && a == lastAddr(r.Subnet))
+}
+
+// Warning says which of r's addresses are never handed out although its
+// config includes them; "" when none.
+func (r Range) Warning() string {
+	var out []string
+	if r.Start == r.Subnet.Addr() {
+		out = append(out, fmt.Sprintf("rangeStart %s is the network address of %s", r.Start, r.Subnet))
+	}
+	if r.End.Is4() && r.End == lastAddr(r.Subnet) {
+		out = append(out, fmt.Sprintf("rangeEnd %s is the broadcast address of %s", r.End, r.Subnet))
+	}
+	return strings.Join(out, "; ")
 }
 
 // overlaps is host-local's rule: either range contains one of the other's

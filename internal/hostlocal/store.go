@@ -22,6 +22,11 @@ type Store interface {
 	LastReserved(rangeID int) (netip.Addr, error)
 	// SetLastReserved moves that cursor.
 	SetLastReserved(rangeID int, ip netip.Addr) error
+	// SaveCursor returns range set rangeID's cursor as it is, for
+	// RestoreCursor to put back exactly (a missing cursor included).
+	SaveCursor(rangeID int) (Cursor, error)
+	// RestoreCursor puts a saved cursor back.
+	RestoreCursor(c Cursor) error
 	// MarkExhausted records that an ADD found range set rangeID full.
 	MarkExhausted(rangeID int) error
 	// ClearExhausted forgets every exhaustion record, called whenever an

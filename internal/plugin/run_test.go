@@ -51,7 +51,7 @@ func TestRun(t *testing.T) {
 		{name: "ADD 1.0.0", env: append([]string{"CNI_COMMAND=ADD"}, base...), stdin: conf("1.0.0"), stdout: `"address": "10.1.2.3/24"`, called: "ADD"},
 		{name: "ADD converted to 0.4.0", env: append([]string{"CNI_COMMAND=ADD"}, base...), stdin: conf("0.4.0"), stdout: `"version": "4"`, called: "ADD"},
 		{name: "ADD converted to 0.3.0", env: append([]string{"CNI_COMMAND=ADD"}, base...), stdin: conf("0.3.0"), stdout: `"cniVersion": "0.3.0"`, called: "ADD"},
-		{name: "VERSION", env: []string{"CNI_COMMAND=VERSION"}, stdout: `"supportedVersions":["0.3.0","0.3.1","0.4.0","1.0.0","1.1.0"]`, noCalls: true},
+		{name: "VERSION", env: []string{"CNI_COMMAND=VERSION"}, stdout: `"supportedVersions":["0.1.0","0.2.0","0.3.0","0.3.1","0.4.0","1.0.0","1.1.0"]`, noCalls: true},
 		{name: "no command", env: base, stdin: conf("1.0.0"), exit: 1, code: 4, detail: "CNI_COMMAND", noCalls: true},
 		{name: "unknown command", env: append([]string{"CNI_COMMAND=FROB"}, base...), stdin: conf("1.0.0"), exit: 1, code: 4, detail: "FROB", noCalls: true},
 		{name: "ADD without container ID", env: []string{"CNI_COMMAND=ADD", "CNI_NETNS=/x", "CNI_IFNAME=eth0", "CNI_PATH=/p"}, stdin: conf("1.0.0"), exit: 1, code: 4, detail: "CNI_CONTAINERID", noCalls: true},

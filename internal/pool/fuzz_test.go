@@ -39,6 +39,9 @@ func FuzzParseList(f *testing.F) {
 			if _, err := p.Requested("p"); err != nil {
 				t.Fatalf("accepted a bad requested-ip: %v", err)
 			}
+			if _, err := p.Exclusions("p"); err != nil {
+				t.Fatalf("accepted a bad exclude: %v", err)
+			}
 			if _, _, err := p.InlineRanges("p"); err != nil {
 				t.Fatalf("accepted bad ranges: %v", err)
 			}
@@ -57,13 +60,16 @@ func FuzzParseList(f *testing.F) {
 	})
 }
 
-// normalise maps an empty inline ranges array to nil: omitempty drops it,
+// normalise maps an empty inline ranges or exclude array to nil: omitempty drops it,
 // and either way the pool has no inline range set.
 func normalise(ps []Pool) []Pool {
 	out := slices.Clone(ps)
 	for i := range out {
 		if len(out[i].Ranges) == 0 {
 			out[i].Ranges = nil
+		}
+		if len(out[i].Exclude) == 0 {
+			out[i].Exclude = nil
 		}
 	}
 	return out

@@ -16,6 +16,11 @@ import (
 // MaxNameLen bounds a pool name: it becomes a directory name.
 const MaxNameLen = 64
 
+// MaxPerAttachment bounds the pools of one attachment, as the allocator
+// bounds range sets: each costs an address, a lock and a few files per ADD,
+// and no real attachment needs more.
+const MaxPerAttachment = 64
+
 // Pool names one pool and, optionally, its ranges and a requested address.
 type Pool struct {
 	Name        string `json:"name"`
@@ -29,6 +34,9 @@ type Pool struct {
 
 	// Inline range set; takes precedence over Subnet.
 	Ranges []hostlocal.RangeConfig `json:"ranges,omitempty"`
+
+	// Addresses and CIDRs never handed out from this pool.
+	Exclude []string `json:"exclude,omitempty"`
 }
 
 // UnmarshalJSON also accepts requested_ip, the key passcod-style
@@ -58,8 +66,16 @@ func (p Pool) Validate(field string) error {
 	if _, err := p.Requested(field); err != nil {
 		return err
 	}
+	if _, err := p.Exclusions(field); err != nil {
+		return err
+	}
 	_, _, err := p.InlineRanges(field)
 	return err
+}
+
+// Exclusions parses exclude.
+func (p Pool) Exclusions(field string) (hostlocal.Exclusions, error) {
+	return hostlocal.ParseExclusions(field+".exclude", p.Exclude)
 }
 
 // Requested parses requested-ip; the zero Addr means none.
@@ -126,6 +142,9 @@ func ParseList(raw json.RawMessage, field string) ([]Pool, error) {
 	}
 	if len(pools) == 0 {
 		return nil, cnierr.InvalidConfig(field, "[]", "must list at least one pool")
+	}
+	if len(pools) > MaxPerAttachment {
+		return nil, cnierr.InvalidConfig(field, fmt.Sprintf("%d pools", len(pools)), fmt.Sprintf("at most %d pools per attachment", MaxPerAttachment))
 	}
 	seen := make(map[string]bool, len(pools))
 	for i, p := range pools {

@@ -6,6 +6,9 @@ import (
 	"os"
 
 	"github.com/containernetworking/cni/pkg/types"
+	types020 "github.com/containernetworking/cni/pkg/types/020"
+	current "github.com/containernetworking/cni/pkg/types/100"
+	"github.com/containernetworking/cni/pkg/version"
 )
 
 // Selection is a selector's answer: an IPAM result plus the pools array.
@@ -19,10 +22,25 @@ func (s *Selection) Version() string { return s.Inner.Version() }
 
 func (s *Selection) GetAsVersion(v string) (types.Result, error) {
 	inner, err := s.Inner.GetAsVersion(v)
+	if err != nil && addressless(s.Inner, v) {
+		// A 0.1.0/0.2.0 result cannot be converted without an address,
+		// and an ADD's selection has none yet: the selection is then its
+		// pools under the bare version, which the allocator decodes.
+		inner, err = &types020.Result{CNIVersion: v}, nil
+	}
 	if err != nil {
 		return nil, err
 	}
 	return &Selection{Inner: inner, Pools: s.Pools}, nil
+}
+
+// addressless: r holds no address and v is a version whose results need one.
+func addressless(r types.Result, v string) bool {
+	if old, _ := version.GreaterThanOrEqualTo(v, "0.3.0"); old {
+		return false
+	}
+	cur, err := current.NewResultFromResult(r)
+	return err == nil && len(cur.IPs) == 0
 }
 
 // MarshalJSON merges pools into the inner result's object.

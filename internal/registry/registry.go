@@ -37,6 +37,8 @@ func (t Table) Personalities() []plugin.Personality {
 	return append([]plugin.Personality{
 		delegated.Personality(delegated.InProcess(t.Lookup)),
 		dsselect.Static(),
+		dsselect.Args(),
+		dsselect.Iface(),
 		dapools.Personality(),
 	}, t.extra...)
 }

@@ -25,7 +25,7 @@ var (
 // SpecVersions lists the CNI spec versions every personality answers VERSION
 // with and accepts in its config.
 func SpecVersions() []string {
-	return []string{"0.3.0", "0.3.1", "0.4.0", "1.0.0", "1.1.0"}
+	return []string{"0.1.0", "0.2.0", "0.3.0", "0.3.1", "0.4.0", "1.0.0", "1.1.0"}
 }
 
 // PluginInfo is what VERSION prints.

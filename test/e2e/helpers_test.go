@@ -44,6 +44,20 @@ type env struct {
 	bridge  string
 	dataDir string
 	cni     *libcni.CNIConfig
+	// world names the test's netns and bridge and bounds its addresses.
+	world world
+}
+
+// world is what a family of tests may create and use: the name prefixes
+// of its network namespaces and bridges, and its address ranges.
+type world struct {
+	netnsPrefix, bridgePrefix string
+	nets                      []netip.Prefix
+}
+
+// e2eWorld is the world of the tests of this package that predate worlds.
+func e2eWorld() world {
+	return world{netnsPrefix: "cniplugins-e2e", bridgePrefix: "e2e", nets: []netip.Prefix{testNet4, testNet6}}
 }
 
 // newEnv skips loudly unless the machine can run the test at all (root),
@@ -51,6 +65,12 @@ type env struct {
 // and arranges for the bridge to be deleted and the forwarding sysctls the
 // bridge plugin flips (isGateway) to be restored, even on failure.
 func newEnv(t *testing.T, tag string) *env {
+	t.Helper()
+	return newEnvIn(t, tag, e2eWorld())
+}
+
+// newEnvIn is newEnv in world w.
+func newEnvIn(t *testing.T, tag string, w world) *env {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("SKIPPING end-to-end test: it needs root (network namespaces, bridges); run `go test ./test/e2e/` as root")
@@ -64,7 +84,8 @@ func newEnv(t *testing.T, tag string) *env {
 	e := &env{
 		t:       t,
 		tag:     tag,
-		bridge:  fmt.Sprintf("e2e%s%d", tag, os.Getpid()%100000),
+		bridge:  fmt.Sprintf("%s%s%d", w.bridgePrefix, tag, os.Getpid()%100000),
+		world:   w,
 		dataDir: t.TempDir(),
 		cni:     libcni.NewCNIConfigWithCacheDir(binDirs, t.TempDir(), nil),
 	}
@@ -108,7 +129,7 @@ func deleteLink(t *testing.T, name string) {
 // machine where `ip netns add` fails cannot run these tests: skip loudly.
 func (e *env) netns(suffix string) string {
 	e.t.Helper()
-	name := fmt.Sprintf("cniplugins-e2e-%s-%s-%d", e.tag, suffix, os.Getpid())
+	name := fmt.Sprintf("%s-%s-%s-%d", e.world.netnsPrefix, e.tag, suffix, os.Getpid())
 	if out, err := exec.Command("ip", "netns", "add", name).CombinedOutput(); err != nil {
 		e.t.Skipf("SKIPPING end-to-end test: `ip netns add %s` failed (%v: %s); this machine cannot create network namespaces", name, err, bytes.TrimSpace(out))
 	}
@@ -226,8 +247,8 @@ func (e *env) example(file string, oldNew ...string) map[string]any {
 func (e *env) list(conf map[string]any) *libcni.NetworkConfigList {
 	e.t.Helper()
 	walkStrings(conf["plugins"], func(s string) string {
-		if !private(s) {
-			e.t.Fatalf("config uses %q, outside the test ranges %s and %s", s, testNet4, testNet6)
+		if !private(s, e.world.nets) {
+			e.t.Fatalf("config uses %q, outside the test ranges %v", s, e.world.nets)
 		}
 		return s
 	})
@@ -319,9 +340,9 @@ func walkStrings(v any, f func(string) string) {
 	}
 }
 
-// private: s is not an address, or is in the test ranges, or is a default
+// private: s is not an address, or is in nets, or is a default
 // route's destination.
-func private(s string) bool {
+func private(s string, nets []netip.Prefix) bool {
 	var a netip.Addr
 	if p, err := netip.ParsePrefix(s); err == nil {
 		if p.Bits() == 0 {
@@ -331,7 +352,7 @@ func private(s string) bool {
 	} else if a, err = netip.ParseAddr(s); err != nil {
 		return true
 	}
-	return testNet4.Contains(a) || testNet6.Contains(a)
+	return slices.ContainsFunc(nets, func(n netip.Prefix) bool { return n.Contains(a) })
 }
 
 // ips are the result's addresses.

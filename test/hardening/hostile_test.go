@@ -101,11 +101,10 @@ func hostileCases() []hostileCase {
 		{name: "mixed families", stdin: hIPAM(`"ranges":[[{"subnet":"10.66.0.0/24"},{"subnet":"fd00::/64"}]]`), code: 7, field: "ipam.ranges[0][1].subnet"},
 		{name: "rangeStart outside subnet", stdin: hIPAM(`"ranges":[[{"subnet":"10.66.0.0/24","rangeStart":"10.67.0.5"}]]`), code: 7, field: "ipam.ranges[0][0].rangeStart"},
 		{name: "rangeEnd outside subnet", stdin: hIPAM(`"ranges":[[{"subnet":"10.66.0.0/24","rangeEnd":"10.67.0.5"}]]`), code: 7, field: "ipam.ranges[0][0].rangeEnd"},
-		{name: "gateway outside subnet", stdin: hIPAM(`"ranges":[[{"subnet":"10.66.0.0/24","gateway":"10.67.0.1"}]]`), code: 7, field: "ipam.ranges[0][0].gateway"},
+		{name: "IPv4-mapped IPv6 subnet", stdin: hIPAM(`"ranges":[[{"subnet":"::ffff:10.66.0.0/120"}]]`), code: 7, field: "ipam.ranges[0][0].subnet"},
+		{name: "65 range sets", stdin: hIPAM(`"ranges":[` + strings.Repeat(`[{"subnet":"10.66.0.0/24"}],`, 64) + `[{"subnet":"10.66.0.0/24"}]]`), code: 7, field: "at most 64 range sets"},
 		{name: "gateway of the other family", stdin: hIPAM(`"ranges":[[{"subnet":"10.66.0.0/24","gateway":"fd00::1"}]]`), code: 7, field: "ipam.ranges[0][0].gateway"},
 		{name: "rangeStart after rangeEnd", stdin: hIPAM(`"ranges":[[{"subnet":"10.66.0.0/24","rangeStart":"10.66.0.9","rangeEnd":"10.66.0.5"}]]`), code: 7, field: "ipam.ranges[0][0].rangeEnd"},
-		{name: "rangeStart the network address", stdin: hIPAM(`"ranges":[[{"subnet":"10.66.0.0/24","rangeStart":"10.66.0.0"}]]`), code: 7, field: "ipam.ranges[0][0].rangeStart"},
-		{name: "rangeEnd the broadcast address", stdin: hIPAM(`"ranges":[[{"subnet":"10.66.0.0/24","rangeEnd":"10.66.0.255"}]]`), code: 7, field: "ipam.ranges[0][0].rangeEnd"},
 		{name: "4 MiB of ranges, the last overlapping the first", stdin: hIPAM(`"ranges":[` + manyRanges(140000) + `]`), code: 7, field: "ipam.ranges[0][139999]"},
 		{name: "legacy range overlapping ranges", stdin: hIPAM(`"subnet":"10.66.0.0/24","ranges":[[{"subnet":"10.66.0.0/25"}]]`), code: 7, field: "ipam.ranges[0][0]: overlaps ipam"},
 		{name: "legacy subnet with host bits", stdin: hIPAM(`"subnet":"10.66.0.5/24"`), code: 7, field: "ipam.subnet"},
@@ -186,11 +185,17 @@ func hostileCases() []hostileCase {
 		{name: "CHECK on 0.3.1", cmd: "CHECK", stdin: strings.Replace(hOK, "1.0.0", "0.3.1", 1), code: 1, field: "CHECK"},
 		{name: "GC on 1.0.0", cmd: "GC", stdin: strings.Replace(hOK, `"name":"hostile"`, `"name":"hostile","cni.dev/valid-attachments":[]`, 1), code: 1, field: "GC"},
 		{name: "STATUS on 0.4.0", cmd: "STATUS", stdin: strings.Replace(hOK, "1.0.0", "0.4.0", 1), code: 1, field: "STATUS"},
-		{name: "CHECK without prevResult", cmd: "CHECK", code: 7, field: "prevResult"},
+		{name: "CHECK without prevResult, nothing held", cmd: "CHECK", code: 3, field: "holds no address"},
 		{name: "prevResult an array", cmd: "DEL", stdin: hTop(`"prevResult":[]`), code: 7, field: "prevResult"},
 		{name: "prevResult ip without address", cmd: "DEL", stdin: hTop(`"prevResult":{"cniVersion":"1.0.0","ips":[{"gateway":"10.66.0.1"}]}`), code: 6, field: "prevResult"},
 		{name: "GC without valid-attachments", cmd: "GC", stdin: strings.Replace(hOK, "1.0.0", "1.1.0", 1), code: 7, field: "cni.dev/valid-attachments"},
 		{name: "GC valid-attachments an object", cmd: "GC", stdin: strings.Replace(strings.Replace(hOK, "1.0.0", "1.1.0", 1), `"name":"hostile"`, `"name":"hostile","cni.dev/valid-attachments":{}`, 1), code: 7, field: "cni.dev/valid-attachments"},
+		// Configs host-local accepts pass validation: CHECK (which parses
+		// the ranges and reserves nothing) reaches the state and finds
+		// nothing held.
+		{name: "gateway outside subnet", cmd: "CHECK", stdin: hIPAM(`"ranges":[[{"subnet":"10.66.0.0/24","gateway":"169.254.1.1"}]]`), code: 3, field: "holds no address"},
+		{name: "rangeStart the network address", cmd: "CHECK", stdin: hIPAM(`"ranges":[[{"subnet":"10.66.0.0/24","rangeStart":"10.66.0.0"}]]`), code: 3, field: "holds no address"},
+		{name: "rangeEnd the broadcast address", cmd: "CHECK", stdin: hIPAM(`"ranges":[[{"subnet":"10.66.0.0/24","rangeEnd":"10.66.0.255"}]]`), code: 3, field: "holds no address"},
 		// spec-mandated successes
 		{name: "DEL of an unknown attachment", cmd: "DEL"},
 		{name: "DEL of an unknown attachment, no dataDir yet", cmd: "DEL", stdin: strings.Replace(hOK, "@DATA@", "@DATA@/not/yet", 1)},

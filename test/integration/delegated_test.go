@@ -238,13 +238,13 @@ func TestDelCheckGCStatusForwarding(t *testing.T) {
 }
 
 func TestVersionEverySpecVersion(t *testing.T) {
-	for _, v := range []string{"0.3.0", "0.3.1", "0.4.0", "1.0.0", "1.1.0"} {
-		for _, p := range []string{"ipam-delegated", "ipam-ds-static"} {
+	for _, v := range []string{"0.1.0", "0.2.0", "0.3.0", "0.3.1", "0.4.0", "1.0.0", "1.1.0"} {
+		for _, p := range []string{"ipam-delegated", "ipam-ds-static", "ipam-da-pools"} {
 			r := testbin.MustSucceed(t, testbin.Call{Plugin: p, Command: "VERSION", Path: binDir, Stdin: []byte(`{"cniVersion":"` + v + `"}`)})
 			var info struct {
 				Supported []string `json:"supportedVersions"`
 			}
-			if err := json.Unmarshal(r.Stdout, &info); err != nil || strings.Join(info.Supported, ",") != "0.3.0,0.3.1,0.4.0,1.0.0,1.1.0" {
+			if err := json.Unmarshal(r.Stdout, &info); err != nil || strings.Join(info.Supported, ",") != "0.1.0,0.2.0,0.3.0,0.3.1,0.4.0,1.0.0,1.1.0" {
 				t.Errorf("%s VERSION (%s) = %s", p, v, r.Stdout)
 			}
 		}

@@ -1,0 +1,102 @@
+package dapools
+
+import (
+	"net/netip"
+	"strings"
+	"testing"
+
+	"github.com/cniplugins/cniplugins/internal/cnierr"
+)
+
+func TestPoolDefinitionForms(t *testing.T) {
+	tests := []struct {
+		name, defs string
+		set        string   // the definition's range set, host-local's format
+		excluded   []string // of pool p
+		code       uint
+		detail     string
+	}{
+		{name: "bare range set", defs: `{"p":[{"subnet":"10.212.0.0/29"}]}`, set: "10.212.0.1-10.212.0.6"},
+		{name: "object with exclude", defs: `{"p":{"ranges":[{"subnet":"10.212.0.0/29"}],"exclude":["10.212.0.3","10.212.0.4/31"]}}`,
+			set: "10.212.0.1-10.212.0.6", excluded: []string{"10.212.0.3", "10.212.0.4", "10.212.0.5"}},
+		{name: "object without exclude", defs: `{"p":{"ranges":[{"subnet":"fd00:212::/126"}]}}`, set: "fd00:212::1-fd00:212::3"},
+		{name: "object without ranges", defs: `{"p":{"exclude":["10.212.0.3"]}}`, code: 7, detail: "ipam.poolDefinitions.p.ranges"},
+		{name: "empty ranges", defs: `{"p":{"ranges":[]}}`, code: 7, detail: "ipam.poolDefinitions.p.ranges"},
+		{name: "malformed exclude", defs: `{"p":{"ranges":[{"subnet":"10.212.0.0/29"}],"exclude":["10.212.0.3","10.212.0.0/33"]}}`,
+			code: 7, detail: "ipam.poolDefinitions.p.exclude[1]=10.212.0.0/33"},
+		{name: "exclude not an array", defs: `{"p":{"ranges":[{"subnet":"10.212.0.0/29"}],"exclude":"10.212.0.3"}}`,
+			code: 7, detail: "ipam.poolDefinitions.p.exclude"},
+		{name: "bad range in object", defs: `{"p":{"ranges":[{"subnet":"10.212.0.1/29"}]}}`, code: 7, detail: "ipam.poolDefinitions.p.ranges[0].subnet"},
+		{name: "bad range bare", defs: `{"p":[{"subnet":"10.212.0.1/29"}]}`, code: 7, detail: "ipam.poolDefinitions.p[0].subnet"},
+		{name: "neither array nor object", defs: `{"p":"10.212.0.0/29"}`, code: 7, detail: "ipam.poolDefinitions.p"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := mustConfig(t, `{"cniVersion":"1.0.0","name":"n","ipam":{"dataDir":"/d","poolDefinitions":`+tt.defs+`},
+				"prevResult":{"cniVersion":"1.0.0","pools":[{"name":"p"}]}}`, "")
+			var ts []target
+			if err == nil {
+				ts, err = c.targets()
+			}
+			if tt.code != 0 {
+				e := cnierr.As(err)
+				if e == nil || e.Code != tt.code || !strings.Contains(e.Msg+" "+e.Details, tt.detail) {
+					t.Fatalf("error = %+v, want code %d mentioning %q", e, tt.code, tt.detail)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := ts[0].set.String(); got != tt.set {
+				t.Errorf("range set = %s, want %s", got, tt.set)
+			}
+			if ts[0].exclude.Runs() == 0 != (len(tt.excluded) == 0) {
+				t.Errorf("exclusions %+v, want %v", ts[0].exclude, tt.excluded)
+			}
+			for _, s := range tt.excluded {
+				if !ts[0].exclude.Contains(netip.MustParseAddr(s)) {
+					t.Errorf("%s not excluded", s)
+				}
+			}
+		})
+	}
+}
+
+// A pool's exclusions are its Pool object's plus its definition's,
+// whichever of the two supplies the ranges.
+func TestTargetExclusionsUnion(t *testing.T) {
+	c, err := mustConfig(t, `{"cniVersion":"1.0.0","name":"n","ipam":{"dataDir":"/d","poolDefinitions":{
+			"def":{"ranges":[{"subnet":"10.212.1.0/24"}],"exclude":["10.212.1.9"]},
+			"inl":{"ranges":[{"subnet":"10.212.3.0/24"}],"exclude":["10.212.2.7"]}}},
+		"prevResult":{"cniVersion":"1.0.0","pools":[
+			{"name":"def","exclude":["10.212.1.10"]},
+			{"name":"inl","subnet":"10.212.2.0/24","exclude":["10.212.2.8/31"]},
+			{"name":"bare","subnet":"10.212.4.0/24"}]}}`, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts, err := c.targets()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range [][]string{{"10.212.1.9", "10.212.1.10"}, {"10.212.2.7", "10.212.2.8", "10.212.2.9"}, nil} {
+		for _, s := range want {
+			if !ts[i].exclude.Contains(netip.MustParseAddr(s)) {
+				t.Errorf("%s: %s not excluded", ts[i].label, s)
+			}
+		}
+		if got := ts[i].exclude.Runs(); (got == 0) != (want == nil) {
+			t.Errorf("%s: %d runs, want %v", ts[i].label, got, want)
+		}
+	}
+	if got := ts[1].set.String(); got != "10.212.2.1-10.212.2.254" {
+		t.Errorf("inline ranges lost to the definition: %s", got)
+	}
+	// A malformed exclude in the selector's Pool object is 7 naming it.
+	c.pools[2].Exclude = []string{"10.212.4.1/23"}
+	_, err = c.targets()
+	if e := cnierr.As(err); e == nil || e.Code != 7 || !strings.Contains(e.Msg+e.Details, "prevResult.pools[2].exclude[0]") {
+		t.Fatalf("error = %+v", e)
+	}
+}

@@ -1,0 +1,69 @@
+package dsselect
+
+import (
+	"slices"
+
+	"github.com/cniplugins/cniplugins/internal/netconf"
+	"github.com/cniplugins/cniplugins/internal/plugin"
+	"github.com/cniplugins/cniplugins/internal/pool"
+)
+
+// ArgsName is ipam-ds-args' personality name.
+const ArgsName = "ipam-ds-args"
+
+// Args returns ipam-ds-args: it picks pools by matching ordered rules
+// against what the runtime passed (CNI_ARGS, args.cni, the pod-annotations
+// capability, CNI_IFNAME), with no call to anything outside the process.
+func Args() plugin.Personality {
+	return plugin.Personality{
+		Name:     ArgsName,
+		Summary:  "selects pools by rules on CNI_ARGS, args.cni labels and pod annotations",
+		Funcs:    selectorFuncsBy(chooser{attached: argsAttached, every: argsEvery}),
+		ArgKeys:  argsArgKeys,
+		Validate: argsValidate,
+	}
+}
+
+// argsArgKeys is every CNI_ARGS key ipam-ds-args' config refers to: the
+// namespace and pod name keys, the keys its rules match on, and the
+// allocator's (chainArgKeys).
+func argsArgKeys(conf *netconf.Envelope) ([]string, error) {
+	c, err := parseArgsConfig(conf)
+	if err != nil {
+		return nil, err
+	}
+	return append(c.argKeys(), chainArgKeys()...), nil
+}
+
+// argsValidate checks ipam-ds-args' keys as ADD would, without looking at
+// any attachment.
+func argsValidate(conf *netconf.Envelope) error {
+	_, err := parseArgsConfig(conf)
+	return err
+}
+
+// argsAttached serves ADD and CHECK: the pools this attachment's inputs
+// select.
+func argsAttached(req *plugin.Request) ([]pool.Pool, error) {
+	c, err := parseArgsConfig(req.Conf)
+	if err != nil {
+		return nil, err
+	}
+	a, err := normalise(req.Args.IfName, req.CNIArgs, req.Conf)
+	if err != nil {
+		return nil, err
+	}
+	return c.choose(a)
+}
+
+// argsEvery serves DEL, GC and STATUS: every pool any rule or default
+// names. A runtime's DEL may carry fewer args or annotations than its ADD
+// did, so matching again could miss the pool that holds the address; GC
+// and STATUS concern the whole network and have no attachment at all.
+func argsEvery(req *plugin.Request) ([]pool.Pool, error) {
+	c, err := parseArgsConfig(req.Conf)
+	if err != nil {
+		return nil, err
+	}
+	return slices.Clone(c.catalogue), nil
+}

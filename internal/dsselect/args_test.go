@@ -1,0 +1,320 @@
+package dsselect
+
+import (
+	"bytes"
+	"encoding/json"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/cniplugins/cniplugins/internal/cnierr"
+	"github.com/cniplugins/cniplugins/internal/netconf"
+	"github.com/cniplugins/cniplugins/internal/plugin"
+)
+
+// input is one attachment as a runtime presents it.
+type input struct {
+	ifname        string // default eth0
+	cniArgs       string // CNI_ARGS
+	args          string // the config's args object
+	runtimeConfig string // the config's runtimeConfig object
+}
+
+// argsEnvelope builds a config holding ipam (the keys inside "ipam", type
+// included) and the input's args and runtimeConfig.
+func argsEnvelope(t *testing.T, ipam string, in input) *netconf.Envelope {
+	t.Helper()
+	conf := `{"cniVersion":"1.1.0","name":"n","ipam":{"type":"ipam-ds-args",` + ipam + `}`
+	if in.args != "" {
+		conf += `,"args":` + in.args
+	}
+	if in.runtimeConfig != "" {
+		conf += `,"runtimeConfig":` + in.runtimeConfig
+	}
+	env, err := netconf.Parse([]byte(conf + `}`))
+	if err != nil {
+		t.Fatalf("config %s: %v", conf, err)
+	}
+	return env
+}
+
+// chooseFor is ADD's choice for in, as pool names with their requested-ip
+// ("name" or "name=ip"), or the error.
+func chooseFor(t *testing.T, ipam string, in input) ([]string, error) {
+	t.Helper()
+	env := argsEnvelope(t, ipam, in)
+	c, err := parseArgsConfig(env)
+	if err != nil {
+		return nil, err
+	}
+	keys, err := argsArgKeys(env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cniArgs, err := netconf.ParseCNIArgs(in.cniArgs, keys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ifname := in.ifname
+	if ifname == "" {
+		ifname = "eth0"
+	}
+	a, err := normalise(ifname, cniArgs, env)
+	if err != nil {
+		return nil, err
+	}
+	pools, err := c.choose(a)
+	var names []string
+	for _, p := range pools {
+		if p.RequestedIP != "" {
+			names = append(names, p.Name+"="+p.RequestedIP)
+		} else {
+			names = append(names, p.Name)
+		}
+	}
+	return names, err
+}
+
+func annotations(kv ...string) string {
+	m := map[string]string{}
+	for i := 0; i < len(kv); i += 2 {
+		m[kv[i]] = kv[i+1]
+	}
+	b, _ := json.Marshal(map[string]any{podAnnotationsCap: m})
+	return string(b)
+}
+
+// k8sArgs is CNI_ARGS as containerd's CRI plugin and CRI-O send it.
+func k8sArgs(ns, pod string) string {
+	return "IgnoreUnknown=1;K8S_POD_NAMESPACE=" + ns + ";K8S_POD_NAME=" + pod + ";K8S_POD_INFRA_CONTAINER_ID=abc;K8S_POD_UID=u1"
+}
+
+// tenants is a namespace-per-tenant config: each tenant may pick its own
+// fast pool by annotation, never another tenant's.
+const tenants = `"rules":[
+	{"namespace":"tenant-a","pools":[{"name":"a","subnet":"10.211.1.0/24"}],"podChoice":["a","a-fast"]},
+	{"namespace":"tenant-b","pools":[{"name":"b","subnet":"10.211.2.0/24"}],"podChoice":["b"]},
+	{"namespace":"tenant-c","pools":["c"]}],
+	"poolDefinitions":{"a-fast":[{"subnet":"10.211.3.0/24"}],"c":{"ranges":[{"subnet":"10.211.4.0/24"}],"exclude":["10.211.4.9"]}}`
+
+func TestArgsRuleMatching(t *testing.T) {
+	tests := []struct {
+		name string
+		ipam string
+		in   input
+		want []string
+		code uint
+	}{
+		// Each match key.
+		{name: "namespace (K8S)", ipam: tenants, in: input{cniArgs: k8sArgs("tenant-b", "p")}, want: []string{"b"}},
+		{name: "namespace (Nomad)", ipam: `"rules":[{"namespace":"prod","pools":["p"]}]`,
+			in: input{cniArgs: "IgnoreUnknown=true;NOMAD_REGION=global;NOMAD_NAMESPACE=prod;NOMAD_JOB_ID=web"}, want: []string{"p"}},
+		{name: "K8S namespace wins over Nomad's", ipam: `"rules":[{"namespace":"k","pools":["k"]},{"namespace":"n","pools":["n"]}]`,
+			in: input{cniArgs: "K8S_POD_NAMESPACE=k;NOMAD_NAMESPACE=n"}, want: []string{"k"}},
+		{name: "podName glob", ipam: `"rules":[{"podName":"web-*","pools":["web"]},{"podName":"db-?","pools":["db"]}]`,
+			in: input{cniArgs: "IgnoreUnknown=1;K8S_POD_NAME=db-1"}, want: []string{"db"}},
+		{name: "character class", ipam: `"rules":[{"podName":"[a-c]*","pools":["abc"]}],"defaultPools":["other"]`,
+			in: input{cniArgs: "K8S_POD_NAME=delta"}, want: []string{"other"}},
+		{name: "star stops at slash (path.Match)", ipam: `"rules":[{"annotations":{"team":"*"},"pools":["t"]}],"defaultPools":["d"]`,
+			in: input{runtimeConfig: annotations("team", "a/b")}, want: []string{"d"}},
+		{name: "ifname", ipam: `"rules":[{"ifname":"net1","pools":["second"]},{"pools":["first"]}]`,
+			in: input{ifname: "net1"}, want: []string{"second"}},
+		{name: "args key", ipam: `"rules":[{"args":{"NOMAD_JOB_ID":"db-*"},"pools":["db"]},{"args":{"NOMAD_JOB_ID":"*"},"pools":["jobs"]}]`,
+			in: input{cniArgs: "IgnoreUnknown=true;NOMAD_NAMESPACE=default;NOMAD_JOB_ID=web"}, want: []string{"jobs"}},
+		{name: "args key absent never matches, not even *", ipam: `"rules":[{"args":{"TIER":"*"},"pools":["t"]}],"defaultPools":["d"]`,
+			in: input{cniArgs: "K8S_POD_NAME=x"}, want: []string{"d"}},
+		{name: "args from Multus args.cni", ipam: `"rules":[{"args":{"tier":"gold"},"pools":["gold"]}]`,
+			in: input{args: `{"cni":{"tier":"gold"}}`}, want: []string{"gold"}},
+		{name: "CNI_ARGS wins over args.cni", ipam: `"rules":[{"args":{"K8S_POD_NAME":"evil"},"pools":["x"]}],"defaultPools":["d"]`,
+			in: input{cniArgs: "K8S_POD_NAME=good", args: `{"cni":{"K8S_POD_NAME":"evil"}}`}, want: []string{"d"}},
+		{name: "labels (CONVENTIONS.md)", ipam: `"rules":[{"labels":{"app":"db"},"pools":["db"]},{"pools":["rest"]}]`,
+			in: input{args: `{"cni":{"labels":[{"key":"tier","value":"x"},{"key":"app","value":"db"}]}}`}, want: []string{"db"}},
+		{name: "annotations", ipam: `"rules":[{"annotations":{"example.com/net":"fast*"},"pools":["fast"]},{"pools":["slow"]}]`,
+			in: input{runtimeConfig: annotations("example.com/net", "fast-1")}, want: []string{"fast"}},
+		{name: "value absent never matches, not even *", ipam: `"rules":[{"namespace":"*","pools":["ns"]}],"defaultPools":["d"]`,
+			in: input{cniArgs: "K8S_POD_NAME=x"}, want: []string{"d"}},
+
+		// Combination, order, defaults.
+		{name: "every key must match", ipam: `"rules":[{"namespace":"a","podName":"db-*","pools":["a-db"]},{"namespace":"a","pools":["a"]}]`,
+			in: input{cniArgs: k8sArgs("a", "web-1")}, want: []string{"a"}},
+		{name: "first match wins", ipam: `"rules":[{"namespace":"a*","pools":["first"]},{"namespace":"ab","pools":["second"]}]`,
+			in: input{cniArgs: k8sArgs("ab", "p")}, want: []string{"first"}},
+		{name: "rule without match keys matches all", ipam: `"rules":[{"namespace":"x","pools":["x"]},{"pools":["all","all6"]}]`,
+			in: input{}, want: []string{"all", "all6"}},
+		{name: "defaults", ipam: tenants + `,"defaultPools":[{"name":"shared","subnet":"10.211.9.0/24"}]`,
+			in: input{cniArgs: k8sArgs("tenant-z", "p")}, want: []string{"shared"}},
+		{name: "defaults alone", ipam: `"defaultPools":["d"]`, in: input{}, want: []string{"d"}},
+		{name: "no match, no default", ipam: tenants, in: input{cniArgs: k8sArgs("tenant-z", "p")}, code: 103},
+
+		// The attachment's own choice.
+		{name: "podChoice allowed (annotation)", ipam: tenants,
+			in: input{cniArgs: k8sArgs("tenant-a", "p"), runtimeConfig: annotations(annotationPools, "a-fast, a")}, want: []string{"a-fast", "a"}},
+		{name: "podChoice allowed (args.cni.pools)", ipam: tenants,
+			in: input{cniArgs: k8sArgs("tenant-a", "p"), args: `{"cni":{"pools":["a-fast"]}}`}, want: []string{"a-fast"}},
+		{name: "tenant escape: another tenant's pool", ipam: tenants,
+			in: input{cniArgs: k8sArgs("tenant-a", "p"), runtimeConfig: annotations(annotationPools, "b")}, code: 104},
+		{name: "tenant escape: one allowed, one not", ipam: tenants,
+			in: input{cniArgs: k8sArgs("tenant-b", "p"), args: `{"cni":{"pools":["b","a-fast"]}}`}, code: 104},
+		{name: "choice where the rule has no podChoice", ipam: tenants,
+			in: input{cniArgs: k8sArgs("tenant-c", "p"), runtimeConfig: annotations(annotationPools, "c")}, code: 104},
+		{name: "choice on the defaults", ipam: `"defaultPools":["d"]`,
+			in: input{runtimeConfig: annotations(annotationPools, "d")}, code: 104},
+		{name: "choice cannot make a rule match", ipam: tenants,
+			in: input{cniArgs: k8sArgs("tenant-z", "p"), runtimeConfig: annotations(annotationPools, "a")}, code: 103},
+
+		// cniplugins.io/ip.
+		{name: "ip to the pool holding it (inline)", ipam: tenants,
+			in: input{cniArgs: k8sArgs("tenant-a", "p"), runtimeConfig: annotations(annotationIP, "10.211.1.7")}, want: []string{"a=10.211.1.7"}},
+		{name: "ip to the pool holding it (poolDefinitions range set)", ipam: tenants,
+			in:   input{cniArgs: k8sArgs("tenant-a", "p"), runtimeConfig: annotations(annotationPools, "a,a-fast", annotationIP, "10.211.3.20")},
+			want: []string{"a", "a-fast=10.211.3.20"}},
+		{name: "ip to the pool holding it (poolDefinitions object)", ipam: tenants,
+			in: input{cniArgs: k8sArgs("tenant-c", "p"), runtimeConfig: annotations(annotationIP, "10.211.4.20")}, want: []string{"c=10.211.4.20"}},
+		{name: "ip in no selected pool", ipam: tenants,
+			in: input{cniArgs: k8sArgs("tenant-a", "p"), runtimeConfig: annotations(annotationIP, "10.211.2.5")}, code: 101},
+		{name: "two ips in one pool", ipam: tenants,
+			in: input{cniArgs: k8sArgs("tenant-a", "p"), runtimeConfig: annotations(annotationIP, "10.211.1.7,10.211.1.8")}, code: 101},
+		{name: "ip not an address", ipam: tenants,
+			in: input{cniArgs: k8sArgs("tenant-a", "p"), runtimeConfig: annotations(annotationIP, "10.211.1.300")}, code: 7},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := chooseFor(t, tt.ipam, tt.in)
+			if code := cnierr.Code(err); code != tt.code {
+				t.Fatalf("code %d (%v), want %d", code, err, tt.code)
+			}
+			if tt.code == 0 && !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("pools %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+// 103 and 104 say enough to fix the config or the pod without a debugger.
+func TestArgsErrorDetails(t *testing.T) {
+	_, err := chooseFor(t, tenants, input{cniArgs: k8sArgs("tenant-z", "web-1"), ifname: "net1",
+		args: `{"cni":{"labels":[{"key":"app","value":"web"}]}}`, runtimeConfig: annotations("team", "x")})
+	e := cnierr.As(err)
+	for _, want := range []string{`namespace="tenant-z"`, `podName="web-1"`, `ifname="net1"`, "K8S_POD_UID", "labels=[app]", "annotations=[team]"} {
+		if e.Code != 103 || !strings.Contains(e.Details, want) {
+			t.Errorf("103 details %q (code %d): want %s", e.Details, e.Code, want)
+		}
+	}
+	_, err = chooseFor(t, tenants, input{cniArgs: k8sArgs("tenant-a", "p"), runtimeConfig: annotations(annotationPools, "b")})
+	e = cnierr.As(err)
+	for _, want := range []string{`pool="b"`, "annotation cniplugins.io/pools", "ipam.rules[0]", "[a a-fast]"} {
+		if e.Code != 104 || !strings.Contains(e.Details, want) {
+			t.Errorf("104 details %q (code %d): want %s", e.Details, e.Code, want)
+		}
+	}
+}
+
+func TestArgsConfigRejects(t *testing.T) {
+	tests := []struct{ name, ipam, field string }{
+		{"nothing to select", `"rules":[]`, "ipam.rules"},
+		{"missing", `"x":1`, "ipam.rules"},
+		{"rule not an object", `"rules":[5]`, "ipam.rules[0]"},
+		{"pools missing", `"rules":[{"namespace":"a"}]`, "ipam.rules[0].pools"},
+		{"pools empty", `"rules":[{"pools":[]}]`, "ipam.rules[0].pools"},
+		{"pool name escapes", `"rules":[{"pools":["../x"]}]`, "ipam.rules[0].pools[0].name"},
+		{"misspelt match key", `"rules":[{"namepsace":"a","pools":["a"]}]`, "ipam.rules[0].namepsace"},
+		{"malformed namespace glob", `"rules":[{"namespace":"[a","pools":["a"]}]`, "ipam.rules[0].namespace"},
+		{"malformed podName glob", `"rules":[{"podName":"a\\","pools":["a"]}]`, "ipam.rules[0].podName"},
+		{"malformed ifname glob", `"rules":[{"ifname":"[]","pools":["a"]}]`, "ipam.rules[0].ifname"},
+		{"malformed args glob", `"rules":[{"args":{"K":"[z-"},"pools":["a"]}]`, "ipam.rules[0].args.K"},
+		{"malformed labels glob", `"rules":[{"labels":{"app":"x["},"pools":["a"]}]`, "ipam.rules[0].labels.app"},
+		{"malformed annotations glob", `"rules":[{"pools":["a"]},{"annotations":{"k":"[^"},"pools":["a"]}]`, "ipam.rules[1].annotations.k"},
+		{"empty pattern", `"rules":[{"podName":"","pools":["a"]}]`, "ipam.rules[0].podName"},
+		{"empty key", `"rules":[{"labels":{"":"x"},"pools":["a"]}]`, "ipam.rules[0].labels"},
+		{"pattern not a string", `"rules":[{"namespace":5,"pools":["a"]}]`, "ipam.rules[0].namespace"},
+		{"bad podChoice name", `"rules":[{"pools":["a"],"podChoice":["a/b"]}]`, "ipam.rules[0].podChoice[0]"},
+		{"podChoice twice", `"rules":[{"pools":["a"],"podChoice":["x","x"]}]`, "ipam.rules[0].podChoice[1]"},
+		{"one name, two pools", `"rules":[{"pools":[{"name":"a","subnet":"10.211.1.0/24"}]}],"defaultPools":[{"name":"a","subnet":"10.211.2.0/24"}]`, "ipam.defaultPools[0]"},
+		{"bad default", `"rules":[{"pools":["a"]}],"defaultPools":[{"name":"d","subnet":"10.211.0.1/24"}]`, "ipam.defaultPools[0]"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := argsValidate(argsEnvelope(t, tt.ipam, input{}))
+			e := cnierr.As(err)
+			if e == nil || e.Code != 7 || !strings.Contains(e.Msg+" "+e.Details, tt.field) {
+				t.Errorf("got %v; want code 7 naming %s", err, tt.field)
+			}
+		})
+	}
+}
+
+func TestArgsArgKeys(t *testing.T) {
+	keys, err := argsArgKeys(argsEnvelope(t, `"rules":[{"args":{"NOMAD_JOB_ID":"x","TIER":"*"},"pools":["a"]},{"args":{"TIER":"y"},"pools":["a"]}]`, input{}))
+	want := []string{"K8S_POD_NAMESPACE", "NOMAD_NAMESPACE", "K8S_POD_NAME", "NOMAD_JOB_ID", "TIER", "IP"}
+	if err != nil || !reflect.DeepEqual(keys, want) {
+		t.Errorf("ArgKeys = %v, %v; want %v", keys, err, want)
+	}
+}
+
+// runArgs runs ipam-ds-args for cmd through the dispatcher and returns the
+// exit code and the pools (names) or the error printed.
+func runArgs(t *testing.T, cmd, conf string, env ...string) (int, []string, map[string]any) {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	environ := append([]string{"CNI_COMMAND=" + cmd, "CNI_PATH=/opt/cni/bin"}, env...)
+	exit := plugin.Run(Args(), plugin.IO{Environ: environ, Stdin: strings.NewReader(conf), Stdout: &stdout, Stderr: &stderr})
+	var out map[string]any
+	if stdout.Len() > 0 {
+		if err := json.Unmarshal(stdout.Bytes(), &out); err != nil {
+			t.Fatalf("stdout not JSON: %s", stdout.String())
+		}
+	}
+	var names []string
+	pools, _ := out["pools"].([]any)
+	for _, p := range pools {
+		names = append(names, p.(map[string]any)["name"].(string))
+	}
+	return exit, names, out
+}
+
+// DEL, GC and STATUS name every pool any rule, podChoice or default names,
+// whatever the attachment presents: a DEL may carry less than its ADD.
+func TestArgsUnionOnDelGCStatus(t *testing.T) {
+	conf := `{"cniVersion":"1.1.0","name":"n","ipam":{"type":"ipam-ds-args",` + tenants + `,"defaultPools":["shared","a"]},
+		"prevResult":{"cniVersion":"1.1.0","ips":[{"address":"10.211.3.20/24"}]}}`
+	union := []string{"a", "b", "c", "shared", "a-fast"}
+	attach := []string{"CNI_CONTAINERID=c1", "CNI_IFNAME=eth0", "CNI_NETNS=/x"}
+	for _, tc := range []struct {
+		cmd string
+		env []string
+	}{
+		{"DEL", attach},
+		{"DEL", append(attach, "CNI_ARGS="+k8sArgs("tenant-b", "p"))},
+		{"DEL", append(attach, "CNI_ARGS="+k8sArgs("tenant-nobody", "p"))},
+		{"GC", nil},
+		{"STATUS", nil},
+	} {
+		exit, names, out := runArgs(t, tc.cmd, conf, tc.env...)
+		if exit != 0 || !reflect.DeepEqual(names, union) {
+			t.Errorf("%s %v: exit %d, pools %v (%v); want %v", tc.cmd, tc.env, exit, names, out, union)
+		}
+		// The default's bare "a" is rule 0's pool, ranges and all.
+		if p, _ := out["pools"].([]any); len(p) > 0 && p[0].(map[string]any)["subnet"] != "10.211.1.0/24" {
+			t.Errorf("%s: pool a = %v, want its definition from ipam.rules[0]", tc.cmd, p[0])
+		}
+		if tc.cmd == "DEL" {
+			if ips, _ := json.Marshal(out["ips"]); string(ips) != `[{"address":"10.211.3.20/24"}]` {
+				t.Errorf("DEL ips = %s, want prevResult's", ips)
+			}
+		}
+	}
+	// ADD and CHECK with the same inputs answer alike.
+	for _, cmd := range []string{"ADD", "CHECK"} {
+		exit, names, out := runArgs(t, cmd, conf, append(attach, "CNI_ARGS="+k8sArgs("tenant-b", "p"))...)
+		if exit != 0 || !reflect.DeepEqual(names, []string{"b"}) {
+			t.Errorf("%s: exit %d, pools %v (%v); want [b]", cmd, exit, names, out)
+		}
+	}
+	// An invalid config fails every command alike.
+	bad := strings.Replace(conf, `"namespace":"tenant-a"`, `"namespace":"[tenant-a"`, 1)
+	for _, cmd := range []string{"ADD", "DEL", "GC", "STATUS"} {
+		if exit, _, out := runArgs(t, cmd, bad, attach...); exit != 1 || out["code"] != float64(7) {
+			t.Errorf("%s with a malformed glob: exit %d, %v; want code 7", cmd, exit, out)
+		}
+	}
+}

@@ -1,0 +1,266 @@
+package dsselect
+
+import (
+	"encoding/json"
+	"fmt"
+	"path"
+	"slices"
+	"strings"
+
+	"github.com/cniplugins/cniplugins/internal/cnierr"
+	"github.com/cniplugins/cniplugins/internal/netconf"
+	"github.com/cniplugins/cniplugins/internal/pool"
+)
+
+// maxRules bounds ipam.rules: matching is linear, and a config with
+// thousands of rules is a mistake better caught than executed.
+const maxRules = 1024
+
+// argsConfig is ipam-ds-args' ipam section, validated: every pattern
+// compiles and every pool is well formed before any attachment is looked
+// at, so a typo fails every command the same way (code 7).
+type argsConfig struct {
+	rules    []rule
+	defaults []pool.Pool
+	// catalogue holds every pool any rule or default names, each name
+	// once, in order of first appearance: DEL, GC and STATUS name all of
+	// it, and a podChoice name resolves to its entry here.
+	catalogue []pool.Pool
+	// definitions is ipam.poolDefinitions, read only to place the
+	// cniplugins.io/ip addresses of pools that carry no ranges inline.
+	definitions json.RawMessage
+}
+
+// rule is one entry of ipam.rules.
+type rule struct {
+	field     string // "ipam.rules[2]": how errors name the rule
+	pools     []pool.Pool
+	podChoice []string
+
+	namespace, podName, ifname string // "" = not matched on
+	args, labels, annotations  map[string]string
+}
+
+// ruleJSON is a rule as written; unknown keys are rejected so that a
+// misspelt match key ("namepsace") cannot silently widen a rule.
+type ruleJSON struct {
+	Pools       json.RawMessage   `json:"pools"`
+	PodChoice   []string          `json:"podChoice"`
+	Namespace   *string           `json:"namespace"`
+	PodName     *string           `json:"podName"`
+	IfName      *string           `json:"ifname"`
+	Args        map[string]string `json:"args"`
+	Labels      map[string]string `json:"labels"`
+	Annotations map[string]string `json:"annotations"`
+}
+
+// ruleKeys are the keys a rule may hold.
+func ruleKeys() []string {
+	return []string{"pools", "podChoice", "namespace", "podName", "ifname", "args", "labels", "annotations"}
+}
+
+// rejectUnknownKeys names the first key of the object raw that is not in
+// known (raw has already decoded as an object).
+func rejectUnknownKeys(raw json.RawMessage, field string, known []string) error {
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &obj); err != nil {
+		return cnierr.InvalidConfig(field, "the given value", "must be a JSON object")
+	}
+	for _, k := range sortedKeys(obj) {
+		if !slices.Contains(known, k) {
+			return cnierr.InvalidConfig(field+"."+k, "", "unknown key; a rule holds "+strings.Join(known, ", "))
+		}
+	}
+	return nil
+}
+
+// parseArgsConfig reads ipam.rules and ipam.defaultPools.
+func parseArgsConfig(conf *netconf.Envelope) (*argsConfig, error) {
+	var ipam struct {
+		Rules           []json.RawMessage `json:"rules"`
+		DefaultPools    json.RawMessage   `json:"defaultPools"`
+		PoolDefinitions json.RawMessage   `json:"poolDefinitions"`
+	}
+	if err := conf.DecodeIPAM(&ipam); err != nil {
+		return nil, err
+	}
+	hasDefaults := len(ipam.DefaultPools) > 0 && string(ipam.DefaultPools) != "null"
+	if len(ipam.Rules) == 0 && !hasDefaults {
+		// Nothing could ever be selected: every ADD would fail with 103.
+		return nil, cnierr.MissingConfig("ipam.rules")
+	}
+	if len(ipam.Rules) > maxRules {
+		return nil, cnierr.InvalidConfig("ipam.rules", len(ipam.Rules), fmt.Sprintf("more than %d rules", maxRules))
+	}
+	c := &argsConfig{definitions: ipam.PoolDefinitions}
+	cat := catalogue{}
+	for i, raw := range ipam.Rules {
+		r, err := parseRule(fmt.Sprintf("ipam.rules[%d]", i), raw)
+		if err != nil {
+			return nil, err
+		}
+		for j, p := range r.pools {
+			if err := cat.add(p, fmt.Sprintf("%s.pools[%d]", r.field, j)); err != nil {
+				return nil, err
+			}
+		}
+		c.rules = append(c.rules, r)
+	}
+	if hasDefaults {
+		var err error
+		if c.defaults, err = pool.ParseRefs(ipam.DefaultPools, "ipam.defaultPools"); err != nil {
+			return nil, err
+		}
+		for j, p := range c.defaults {
+			if err := cat.add(p, fmt.Sprintf("ipam.defaultPools[%d]", j)); err != nil {
+				return nil, err
+			}
+		}
+	}
+	// podChoice names that no rule or default describes are bare names:
+	// the allocator's poolDefinitions gives their ranges.
+	for _, r := range c.rules {
+		for _, name := range r.podChoice {
+			if cat.find(name) < 0 {
+				cat.pools = append(cat.pools, pool.Pool{Name: name})
+			}
+		}
+	}
+	for _, r := range c.rules {
+		cat.resolve(r.pools)
+	}
+	cat.resolve(c.defaults)
+	c.catalogue = cat.pools
+	return c, nil
+}
+
+func parseRule(field string, raw json.RawMessage) (rule, error) {
+	var rj ruleJSON
+	if err := netconf.Decode(raw, field, &rj); err != nil {
+		return rule{}, err
+	}
+	if err := rejectUnknownKeys(raw, field, ruleKeys()); err != nil {
+		return rule{}, err
+	}
+	r := rule{field: field, args: rj.Args, labels: rj.Labels, annotations: rj.Annotations}
+	var err error
+	if r.pools, err = pool.ParseRefs(rj.Pools, field+".pools"); err != nil {
+		return rule{}, err
+	}
+	for i, name := range rj.PodChoice {
+		f := fmt.Sprintf("%s.podChoice[%d]", field, i)
+		if err := pool.ValidName(f, name); err != nil {
+			return rule{}, err
+		}
+		if slices.Contains(rj.PodChoice[:i], name) {
+			return rule{}, cnierr.InvalidConfig(f, name, "pool listed twice")
+		}
+	}
+	r.podChoice = rj.PodChoice
+	for _, s := range []struct {
+		key string
+		in  *string
+		out *string
+	}{{"namespace", rj.Namespace, &r.namespace}, {"podName", rj.PodName, &r.podName}, {"ifname", rj.IfName, &r.ifname}} {
+		if s.in == nil {
+			continue
+		}
+		if err := checkPattern(field+"."+s.key, *s.in); err != nil {
+			return rule{}, err
+		}
+		*s.out = *s.in
+	}
+	for _, m := range []struct {
+		key string
+		m   map[string]string
+	}{{"args", r.args}, {"labels", r.labels}, {"annotations", r.annotations}} {
+		for _, k := range sortedKeys(m.m) {
+			if k == "" {
+				return rule{}, cnierr.InvalidConfig(field+"."+m.key, `""`, "empty key")
+			}
+			if err := checkPattern(field+"."+m.key+"."+k, m.m[k]); err != nil {
+				return rule{}, err
+			}
+		}
+	}
+	return r, nil
+}
+
+// checkPattern rejects what path.Match would reject at match time, and the
+// empty pattern, which could only ever match a value that is never
+// considered present.
+func checkPattern(field, pattern string) error {
+	if pattern == "" {
+		return cnierr.InvalidConfig(field, `""`, "empty pattern")
+	}
+	if _, err := path.Match(pattern, ""); err != nil {
+		return cnierr.InvalidConfig(field, pattern, "malformed glob pattern")
+	}
+	return nil
+}
+
+// catalogue collects pools by name. A bare name refers to the pool of
+// that name defined elsewhere in the config (or, if nowhere, in the
+// allocator's poolDefinitions). A name defined twice must be defined alike:
+// DEL names each pool once, so a second definition would be unreachable.
+type catalogue struct{ pools []pool.Pool }
+
+func (c *catalogue) find(name string) int {
+	return slices.IndexFunc(c.pools, func(p pool.Pool) bool { return p.Name == name })
+}
+
+func (c *catalogue) add(p pool.Pool, field string) error {
+	i := c.find(p.Name)
+	switch {
+	case i < 0:
+		c.pools = append(c.pools, p)
+	case bare(c.pools[i]):
+		c.pools[i] = p
+	case bare(p):
+	default:
+		a, _ := json.Marshal(c.pools[i])
+		b, _ := json.Marshal(p)
+		if string(a) != string(b) {
+			return cnierr.InvalidConfig(field, p.Name, "pool defined differently elsewhere in ipam.rules or ipam.defaultPools")
+		}
+	}
+	return nil
+}
+
+// resolve replaces the bare names in pools by their definitions.
+func (c *catalogue) resolve(pools []pool.Pool) {
+	for i, p := range pools {
+		pools[i] = c.pools[c.find(p.Name)]
+	}
+}
+
+// bare: the pool is only a name.
+func bare(p pool.Pool) bool {
+	a, _ := json.Marshal(p)
+	b, _ := json.Marshal(pool.Pool{Name: p.Name})
+	return string(a) == string(b)
+}
+
+// argKeys is every CNI_ARGS key the config can look at.
+func (c *argsConfig) argKeys() []string {
+	keys := []string{argNamespace, argNomadNamespace, argPodName}
+	for _, r := range c.rules {
+		for _, k := range sortedKeys(r.args) {
+			if !slices.Contains(keys, k) {
+				keys = append(keys, k)
+			}
+		}
+	}
+	return keys
+}
+
+// sortedKeys gives map keys in a fixed order, so errors and details never
+// depend on map iteration.
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}

@@ -1,0 +1,180 @@
+package dsselect
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/netip"
+	"path"
+	"slices"
+	"strings"
+
+	"github.com/cniplugins/cniplugins/internal/cnierr"
+	"github.com/cniplugins/cniplugins/internal/hostlocal"
+	"github.com/cniplugins/cniplugins/internal/netconf"
+	"github.com/cniplugins/cniplugins/internal/pool"
+)
+
+// matches: every match key the rule has holds for a. A value the
+// attachment does not present never matches, not even "*": a rule on
+// namespace means "attachments in a namespace like this".
+func (r rule) matches(a attachment) bool {
+	return matchValue(r.namespace, a.namespace) && matchValue(r.podName, a.podName) &&
+		matchValue(r.ifname, a.ifname) && matchMap(r.args, a.args) &&
+		matchMap(r.labels, a.labels) && matchMap(r.annotations, a.annotations)
+}
+
+func matchValue(pattern, value string) bool {
+	if pattern == "" {
+		return true
+	}
+	return value != "" && glob(pattern, value)
+}
+
+func matchMap(patterns, values map[string]string) bool {
+	for k, pattern := range patterns {
+		v, ok := values[k]
+		if !ok || !glob(pattern, v) {
+			return false
+		}
+	}
+	return true
+}
+
+// glob is path.Match; patterns were checked when the config was parsed.
+func glob(pattern, value string) bool {
+	ok, _ := path.Match(pattern, value)
+	return ok
+}
+
+// choose is ADD's and CHECK's answer: the first matching rule's pools (or
+// the attachment's own choice, where that rule allows it), else the
+// defaults; then the cniplugins.io/ip addresses as requested-ip.
+func (c *argsConfig) choose(a attachment) ([]pool.Pool, error) {
+	pools, err := c.matchPools(a)
+	if err != nil {
+		return nil, err
+	}
+	return c.placeRequests(pools, a.requestedIPs)
+}
+
+func (c *argsConfig) matchPools(a attachment) ([]pool.Pool, error) {
+	for _, r := range c.rules {
+		if r.matches(a) {
+			return c.applyChoice(r.field, r.pools, r.podChoice, a.choice)
+		}
+	}
+	if c.defaults != nil {
+		return c.applyChoice("ipam.defaultPools", c.defaults, nil, a.choice)
+	}
+	return nil, cnierr.New(cnierr.CodeNoPoolSelected, "no rule selects a pool for this attachment", "%s", a.presented())
+}
+
+// applyChoice honours the attachment's own choice only within allowed.
+// This is the security boundary: whoever creates a pod writes its
+// annotations, so an annotation must never reach a pool the operator's
+// rule did not open to it.
+func (c *argsConfig) applyChoice(field string, pools []pool.Pool, allowed []string, choice []askedPool) ([]pool.Pool, error) {
+	if len(choice) == 0 {
+		return slices.Clone(pools), nil
+	}
+	out := make([]pool.Pool, 0, len(choice))
+	for _, ch := range choice {
+		if !slices.Contains(allowed, ch.name) {
+			return nil, cnierr.New(cnierr.CodePoolNotAllowed, "pool not allowed for this attachment",
+				"pool=%q asked by %s; matched %s, whose podChoice is [%s]", ch.name, ch.from, field, strings.Join(allowed, " "))
+		}
+		out = append(out, c.catalogue[slices.IndexFunc(c.catalogue, func(p pool.Pool) bool { return p.Name == ch.name })])
+	}
+	return out, nil
+}
+
+// placeRequests makes each requested address the requested-ip of the one
+// selected pool whose subnet holds it. Code 101 when none does, or when a
+// pool would get two (an allocator hands out one address per pool).
+func (c *argsConfig) placeRequests(pools []pool.Pool, ips []netip.Addr) ([]pool.Pool, error) {
+	if len(ips) == 0 {
+		return pools, nil
+	}
+	defs, err := c.definedRanges()
+	if err != nil {
+		return nil, err
+	}
+	names := make([]string, len(pools))
+	for i, p := range pools {
+		names[i] = p.Name
+	}
+	field := fmt.Sprintf(`%s["%s"]`, annotationsField, annotationIP)
+	for _, ip := range ips {
+		i, err := poolHolding(pools, defs, ip)
+		if err != nil {
+			return nil, err
+		}
+		switch {
+		case i < 0:
+			return nil, cnierr.New(cnierr.CodeAddrUnavailable, "requested address is in no selected pool",
+				"%s=%s; selected pools [%s]", field, ip, strings.Join(names, " "))
+		case pools[i].RequestedIP != "" && pools[i].RequestedIP != ip.String():
+			return nil, cnierr.New(cnierr.CodeAddrUnavailable, "two addresses requested from one pool",
+				"%s=%s; pool %s already has requested-ip %s", field, ip, pools[i].Name, pools[i].RequestedIP)
+		}
+		pools[i].RequestedIP = ip.String()
+	}
+	return pools, nil
+}
+
+// poolHolding is the index of the pool whose subnet contains ip, or -1.
+func poolHolding(pools []pool.Pool, defs map[string][]hostlocal.RangeConfig, ip netip.Addr) (int, error) {
+	for i, p := range pools {
+		field := "pools[" + p.Name + "]"
+		rs, inline, err := p.InlineRanges(field)
+		if err != nil {
+			return -1, err
+		}
+		if !inline {
+			cfgs, ok := defs[p.Name]
+			if !ok {
+				continue
+			}
+			if rs, err = hostlocal.ParseRangeSet("ipam.poolDefinitions."+p.Name, cfgs); err != nil {
+				return -1, err
+			}
+		}
+		for _, r := range rs {
+			if r.Subnet.Contains(ip) {
+				return i, nil
+			}
+		}
+	}
+	return -1, nil
+}
+
+// definedRanges reads the ranges out of ipam.poolDefinitions, whose
+// entries are a bare range set or an object holding one under "ranges".
+// The allocator owns the rest of each entry (exclusions) and validates it.
+func (c *argsConfig) definedRanges() (map[string][]hostlocal.RangeConfig, error) {
+	if len(c.definitions) == 0 || string(c.definitions) == "null" {
+		return nil, nil
+	}
+	var raw map[string]json.RawMessage
+	if err := netconf.Decode(c.definitions, "ipam.poolDefinitions", &raw); err != nil {
+		return nil, err
+	}
+	out := make(map[string][]hostlocal.RangeConfig, len(raw))
+	for name, entry := range raw {
+		field := "ipam.poolDefinitions." + name
+		var cfgs []hostlocal.RangeConfig
+		if t := strings.TrimSpace(string(entry)); strings.HasPrefix(t, "{") {
+			var obj struct {
+				Ranges []hostlocal.RangeConfig `json:"ranges"`
+			}
+			if err := netconf.Decode(entry, field, &obj); err != nil {
+				return nil, err
+			}
+			cfgs = obj.Ranges
+		} else if err := netconf.Decode(entry, field, &cfgs); err != nil {
+			return nil, err
+		}
+		out[name] = cfgs
+	}
+	return out, nil
+}

@@ -1,0 +1,176 @@
+package dsselect
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/netip"
+	"strings"
+
+	"github.com/cniplugins/cniplugins/internal/cnierr"
+	"github.com/cniplugins/cniplugins/internal/netconf"
+)
+
+// What runtimes pass, by name. containerd's CRI plugin and CRI-O set the
+// K8S_* CNI_ARGS; podman sets K8S_POD_NAME to the container's name; Nomad
+// sets NOMAD_*; the CRI runtimes hand pod annotations over as a capability.
+const (
+	argNamespace      = "K8S_POD_NAMESPACE"
+	argNomadNamespace = "NOMAD_NAMESPACE"
+	argPodName        = "K8S_POD_NAME"
+	podAnnotationsCap = "io.kubernetes.cri.pod-annotations"
+
+	// The attachment's own requests, read from its annotations.
+	annotationPools = "cniplugins.io/pools"
+	annotationIP    = "cniplugins.io/ip"
+
+	annotationsField = `runtimeConfig["` + podAnnotationsCap + `"]`
+)
+
+// attachment is what one invocation says about the thing being attached,
+// in one shape whatever runtime sent it. Rules match against this alone,
+// so each runtime's quirks live in normalise and nowhere else.
+type attachment struct {
+	namespace string // K8S_POD_NAMESPACE, else NOMAD_NAMESPACE
+	podName   string // K8S_POD_NAME (podman: the container name)
+	ifname    string // CNI_IFNAME
+
+	// args is CNI_ARGS plus the string values of args.cni (Multus
+	// cni-args); a CNI_ARGS key wins, since the runtime sets those and the
+	// pod's author sets args.cni.
+	args        map[string]string
+	labels      map[string]string // args.cni.labels (CONVENTIONS.md)
+	annotations map[string]string // the pod-annotations capability
+
+	// choice is the pools the attachment asks for itself, in order, each
+	// with where it was asked (for code 104's details).
+	choice []askedPool
+	// requestedIPs come from the cniplugins.io/ip annotation.
+	requestedIPs []netip.Addr
+}
+
+type askedPool struct{ name, from string }
+
+// cniSection is args.cni as the runtimes and Multus fill it. Only the
+// keys read here are typed; everything else stays raw.
+type cniSection struct {
+	Labels []struct {
+		Key   string `json:"key"`
+		Value string `json:"value"`
+	} `json:"labels"`
+	Pools []string `json:"pools"`
+}
+
+// normalise reads the attachment out of CNI_IFNAME, CNI_ARGS, args.cni and
+// runtimeConfig. Malformed input of the config (a label that is not a
+// key/value object, an unparsable cniplugins.io/ip) is code 7 naming it.
+func normalise(ifname string, cniArgs []netconf.CNIArg, conf *netconf.Envelope) (attachment, error) {
+	a := attachment{ifname: ifname, args: map[string]string{}}
+	for _, kv := range cniArgs {
+		a.args[kv.Key] = kv.Value // the last assignment wins, as in netconf.Lookup
+	}
+	a.namespace = a.args[argNamespace]
+	if a.namespace == "" {
+		a.namespace = a.args[argNomadNamespace]
+	}
+	a.podName = a.args[argPodName]
+
+	var args struct {
+		CNI json.RawMessage `json:"cni"`
+	}
+	if err := conf.DecodeArgs(&args); err != nil {
+		return a, err
+	}
+	cniPools, err := a.readCNISection(args.CNI)
+	if err != nil {
+		return a, err
+	}
+	var rc map[string]json.RawMessage
+	if err := conf.DecodeRuntimeConfig(&rc); err != nil {
+		return a, err
+	}
+	if raw, ok := rc[podAnnotationsCap]; ok {
+		if err := netconf.Decode(raw, annotationsField, &a.annotations); err != nil {
+			return a, err
+		}
+	}
+	if v, ok := a.annotations[annotationPools]; ok {
+		for _, name := range splitList(v) {
+			a.choice = appendAsked(a.choice, askedPool{name, "annotation " + annotationPools})
+		}
+	}
+	for _, name := range cniPools {
+		a.choice = appendAsked(a.choice, askedPool{name, "args.cni.pools"})
+	}
+	if v, ok := a.annotations[annotationIP]; ok {
+		for _, s := range splitList(v) {
+			ip, err := netip.ParseAddr(s)
+			if err != nil || ip.Zone() != "" {
+				return a, cnierr.InvalidConfig(fmt.Sprintf(`%s["%s"]`, annotationsField, annotationIP), s, "not an IP address")
+			}
+			a.requestedIPs = append(a.requestedIPs, ip.Unmap())
+		}
+	}
+	return a, nil
+}
+
+// readCNISection takes labels and the plain string arguments from
+// args.cni, and returns args.cni.pools.
+func (a *attachment) readCNISection(raw json.RawMessage) ([]string, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, nil
+	}
+	var typed cniSection
+	if err := netconf.Decode(raw, "args.cni", &typed); err != nil {
+		return nil, err
+	}
+	var all map[string]json.RawMessage
+	if err := netconf.Decode(raw, "args.cni", &all); err != nil {
+		return nil, err
+	}
+	for i, l := range typed.Labels {
+		if l.Key == "" {
+			return nil, cnierr.InvalidConfig(fmt.Sprintf("args.cni.labels[%d].key", i), `""`, "empty label key")
+		}
+		if a.labels == nil {
+			a.labels = map[string]string{}
+		}
+		a.labels[l.Key] = l.Value
+	}
+	for k, v := range all {
+		var s string
+		if _, set := a.args[k]; set || json.Unmarshal(v, &s) != nil {
+			continue // CNI_ARGS wins; non-strings are not arguments
+		}
+		a.args[k] = s
+	}
+	return typed.Pools, nil
+}
+
+func appendAsked(list []askedPool, p askedPool) []askedPool {
+	for _, q := range list {
+		if q.name == p.name {
+			return list
+		}
+	}
+	return append(list, p)
+}
+
+// splitList splits a comma-separated annotation value, dropping blanks.
+func splitList(s string) []string {
+	var out []string
+	for _, part := range strings.Split(s, ",") {
+		if part = strings.TrimSpace(part); part != "" {
+			out = append(out, part)
+		}
+	}
+	return out
+}
+
+// presented describes the attachment for code 103's details: what a
+// rule could have matched on. Keys only for the maps: annotation values
+// can be long, and what an operator needs is which keys were there.
+func (a attachment) presented() string {
+	return fmt.Sprintf("namespace=%q podName=%q ifname=%q args=[%s] labels=[%s] annotations=[%s]",
+		a.namespace, a.podName, a.ifname,
+		strings.Join(sortedKeys(a.args), " "), strings.Join(sortedKeys(a.labels), " "), strings.Join(sortedKeys(a.annotations), " "))
+}

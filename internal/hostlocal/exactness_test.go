@@ -1,0 +1,195 @@
+package hostlocal
+
+import (
+	"net/netip"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/cniplugins/cniplugins/internal/cnierr"
+)
+
+// A range that starts on the network address or ends on the IPv4
+// broadcast address (host-local accepts both, and hands them out) keeps
+// them in the range, warns, and never hands them out: not by round robin,
+// not on request.
+func TestNetworkAndBroadcastNeverHandedOut(t *testing.T) {
+	tests := []struct {
+		name    string
+		cfg     RangeConfig
+		lap     []string // every address a lap hands out, in order
+		warning bool
+		refused []string // requests answered with 101
+	}{
+		{"v4 start on network, end on broadcast", RangeConfig{Subnet: "10.0.0.0/29", RangeStart: "10.0.0.0", RangeEnd: "10.0.0.7"},
+			[]string{"10.0.0.2", "10.0.0.3", "10.0.0.4", "10.0.0.5", "10.0.0.6"}, true, []string{"10.0.0.0", "10.0.0.7", "10.0.0.1"}},
+		{"v4 gateway elsewhere frees .1", RangeConfig{Subnet: "10.0.0.0/30", RangeStart: "10.0.0.0", RangeEnd: "10.0.0.3", Gateway: "169.254.1.1"},
+			[]string{"10.0.0.1", "10.0.0.2"}, true, []string{"10.0.0.0", "10.0.0.3"}},
+		{"v6 start on network", RangeConfig{Subnet: "fd00::/125", RangeStart: "fd00::"},
+			[]string{"fd00::2", "fd00::3", "fd00::4", "fd00::5", "fd00::6", "fd00::7"}, true, []string{"fd00::"}},
+		{"v6 last address is usable", RangeConfig{Subnet: "fd00::/126", RangeEnd: "fd00::3"},
+			[]string{"fd00::2", "fd00::3"}, false, nil},
+		{"defaults", RangeConfig{Subnet: "10.0.0.0/30"}, []string{"10.0.0.2"}, false, []string{"10.0.0.3"}},
+		{"only the network address", RangeConfig{Subnet: "10.0.0.0/29", RangeStart: "10.0.0.0", RangeEnd: "10.0.0.0"}, nil, true, []string{"10.0.0.0"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rs := mustSet(t, tt.cfg)
+			if got := rs[0].Warning() != ""; got != tt.warning {
+				t.Errorf("Warning() = %q, want one: %v", rs[0].Warning(), tt.warning)
+			}
+			var lap []string
+			it := rs.Iter(netip.Addr{})
+			for ip, _, ok := it.Next(); ok; ip, _, ok = it.Next() {
+				lap = append(lap, ip.String())
+			}
+			if !slices.Equal(lap, tt.lap) {
+				t.Errorf("lap = %v, want %v", lap, tt.lap)
+			}
+			al := NewAllocator(NewMemStore())
+			for _, s := range tt.refused {
+				if _, _, err := al.Allocate(cidA, 0, rs, mustAddr(s), "r"); err == nil || cnierr.Code(err) != 101 {
+					t.Errorf("request %s: %v, want 101", s, err)
+				}
+			}
+			// Round robin until full: exactly the lap, then 100.
+			var got []string
+			for i := 0; ; i++ {
+				p, _, err := al.Allocate(Attachment{ContainerID: "c" + string(rune('a'+i)), IfName: "eth0"}, 0, rs, netip.Addr{}, "r")
+				if err != nil {
+					if cnierr.Code(err) != 100 {
+						t.Fatalf("allocation %d: %v, want 100 once full", i, err)
+					}
+					break
+				}
+				got = append(got, p.Addr().String())
+			}
+			if !slices.Equal(got, tt.lap) {
+				t.Errorf("handed out %v, want %v", got, tt.lap)
+			}
+		})
+	}
+}
+
+// A failed ADD puts back the cursors it moved, byte for byte, and removes
+// the ones it created: SaveCursor then RestoreCursor is invisible.
+func TestCursorSaveRestore(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		initial *string // cursor file content before; nil: none
+	}{
+		{"no cursor", nil},
+		{"a cursor", ptr("10.0.0.3")},
+		{"garbage host-local ignores", ptr("not an address\n")},
+		{"empty file", ptr("")},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "net")
+			cursor := filepath.Join(dir, "last_reserved_ip.0")
+			if tt.initial != nil {
+				if err := os.MkdirAll(dir, 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(cursor, []byte(*tt.initial), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			h := diskHarness{dir}
+			h.with(t, func(al *Allocator, s Store) {
+				saved, err := s.SaveCursor(0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if _, _, err := al.Allocate(cidA, 0, small(t), netip.Addr{}, "r"); err != nil {
+					t.Fatal(err)
+				}
+				if err := s.RestoreCursor(saved); err != nil {
+					t.Fatal(err)
+				}
+			})
+			b, err := os.ReadFile(cursor)
+			switch {
+			case tt.initial == nil && !os.IsNotExist(err):
+				t.Errorf("cursor created by the undone ADD still there: %q, %v", b, err)
+			case tt.initial != nil && (err != nil || string(b) != *tt.initial):
+				t.Errorf("cursor = %q, %v; want %q", b, err, *tt.initial)
+			}
+		})
+	}
+	t.Run("mem", func(t *testing.T) {
+		m := NewMemStore()
+		for _, before := range []netip.Addr{{}, mustAddr("10.0.0.4")} {
+			if before.IsValid() {
+				_ = m.SetLastReserved(0, before)
+			}
+			saved, _ := m.SaveCursor(0)
+			_ = m.SetLastReserved(0, mustAddr("10.0.0.6"))
+			_ = m.RestoreCursor(saved)
+			if got, _ := m.LastReserved(0); got != before {
+				t.Errorf("restored %v, want %v", got, before)
+			}
+		}
+	})
+}
+
+func ptr(s string) *string { return &s }
+
+// Rolling back what a failed ADD reserved keeps the exhaustion record of
+// the range set that made it fail: nothing taken before the ADD was freed.
+func TestRollbackKeepsExhaustion(t *testing.T) {
+	forEachStore(t, func(t *testing.T, h harness) {
+		full := mustSet(t, RangeConfig{Subnet: "10.9.0.0/30"}) // one address: .2
+		mustAllocID(t, h, cidB, 1, full)
+		h.with(t, func(al *Allocator, _ Store) {
+			p, _, err := al.Allocate(cidA, 0, small(t), netip.Addr{}, "r0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, _, err := al.Allocate(cidA, 1, full, netip.Addr{}, "r1"); cnierr.Code(err) != 100 {
+				t.Fatalf("want 100, got %v", err)
+			}
+			if err := al.Rollback(cidA, []netip.Addr{p.Addr()}); err != nil {
+				t.Fatal(err)
+			}
+		})
+		if got := h.exhausted(t); !slices.Equal(got, []int{1}) {
+			t.Errorf("exhausted after rollback = %v, want [1]", got)
+		}
+	})
+}
+
+func mustAllocID(t *testing.T, h harness, a Attachment, rangeID int, rs RangeSet) {
+	t.Helper()
+	if _, _, err := alloc(t, h, a, rangeID, rs, ""); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// HoldsAny is host-local's CHECK without addresses: any reservation of the
+// attachment counts, whatever its range, and so does an id-only legacy one.
+func TestHoldsAny(t *testing.T) {
+	forEachStore(t, func(t *testing.T, h harness) {
+		h.with(t, func(al *Allocator, s Store) {
+			if ok, err := al.HoldsAny(cidA); ok || err != nil {
+				t.Fatalf("empty store: %v, %v", ok, err)
+			}
+			if _, err := s.Reserve(cidA, mustAddr("192.0.2.9")); err != nil { // in no range
+				t.Fatal(err)
+			}
+			if _, err := s.Reserve(Attachment{ContainerID: "old"}, mustAddr("192.0.2.10")); err != nil {
+				t.Fatal(err)
+			}
+		})
+		h.with(t, func(al *Allocator, _ Store) {
+			for a, want := range map[Attachment]bool{
+				cidA: true, cidB: false, {ContainerID: "old", IfName: "eth0"}: true,
+				{ContainerID: "cid-a", IfName: "eth1"}: false,
+			} {
+				if ok, err := al.HoldsAny(a); ok != want || err != nil {
+					t.Errorf("HoldsAny(%v) = %v, %v; want %v", a, ok, err, want)
+				}
+			}
+		})
+	})
+}
