@@ -90,7 +90,12 @@ func (a *Admin) Leases(f Filter) ([]Lease, error) {
 		out = append(out, l)
 	}
 	slices.SortFunc(out, func(x, y Lease) int {
-		return strings.Compare(x.Node+"\x00"+scopePath(x.Scope)+"\x00"+x.Address, y.Node+"\x00"+scopePath(y.Scope)+"\x00"+y.Address)
+		if c := strings.Compare(x.Node+"\x00"+scopePath(x.Scope), y.Node+"\x00"+scopePath(y.Scope)); c != 0 {
+			return c
+		}
+		a, _ := netip.ParseAddr(x.Address) // a marker (no address) sorts first
+		b, _ := netip.ParseAddr(y.Address)
+		return a.Compare(b)
 	})
 	return out, nil
 }

@@ -53,6 +53,7 @@ func TestCLIForAGoneNode(t *testing.T) {
 	if len(gone) != 3 || gone[0].Node != "host-a" || gone[0].Pool != "shared" || gone[0].Network != "etcd-net" || gone[0].Since == "" {
 		t.Fatalf("host-a's leases: %+v", gone)
 	}
+	t.Logf("leases:\n%s", cli(t, "leases").Stdout)
 	table := cli(t, "leases", "--node", "host-b")
 	if table.Exit != 0 || !strings.HasPrefix(string(table.Stdout), "ADDRESS") || !strings.Contains(string(table.Stdout), bAddr[0].String()) {
 		t.Fatalf("table: %s %s", table.Stdout, table.Stderr)
@@ -67,6 +68,8 @@ func TestCLIForAGoneNode(t *testing.T) {
 	}
 	if r := cli(t, "gc", "--node", "host-a", "--keep", "a2", "--apply"); r.Exit != 0 || strings.Count(string(r.Stdout), "released") != 2 {
 		t.Fatalf("gc --apply: %s %s", r.Stdout, r.Stderr)
+	} else {
+		t.Logf("gc --apply:\n%s", r.Stdout)
 	}
 	left := cliLeases(t, "--node", "host-a")
 	if len(left) != 1 || left[0].ContainerID != "a2" {
