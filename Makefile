@@ -64,12 +64,16 @@ release:
 
 # make bench [BENCHFLAGS='-fill60k -n 300']: exec-level benchmark against
 # upstream host-local and an exec floor; writes bench/RESULTS.md and
-# bench/ADD-latency.svg.
+# bench/ADD-latency.svg. Then the full flavour's figures (lean vs full
+# per exec, the docker-ipam socket, docker run on its network vs Docker's
+# built-in IPAM): bench/FULL-FLAVOUR.md.
 BENCHFLAGS ?=
+FULLBENCHFLAGS ?=
 
 .PHONY: bench
 bench:
 	go run ./bench -out bench $(BENCHFLAGS)
+	go run ./bench/fullflavour -out bench $(FULLBENCHFLAGS)
 
 # Fuzzing: every FuzzXxx target for FUZZTIME each (see scripts/fuzz.sh);
 # `make test` runs each for FUZZRUNS inputs.

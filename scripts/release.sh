@@ -6,8 +6,9 @@
 #   cniplugins-<version>-linux-arm64.tar.gz
 #   SHA256SUMS
 # Each tarball holds one top directory, cniplugins-<version>/, with the
-# binary (cniplugins), its verbose flavour (cniplugins-verbose),
-# install-symlinks.sh (it finds the binary beside itself), README.md,
+# binary (cniplugins), its verbose flavour (cniplugins-verbose), the full
+# flavour (cniplugins-full: plus docker-ipam and the network-facing
+# pieces), install-symlinks.sh (it finds the binary beside itself), README.md,
 # LICENSE and examples/.
 #
 # Reproducible: two runs from one commit give byte-identical tarballs. The
@@ -55,21 +56,25 @@ tarballs=""
 for arch in amd64 arm64; do
 	stage=$work/$arch/$top
 	mkdir -p "$stage/examples"
-	for flavour in "" verbose; do
+	for flavour in "" verbose full; do
 		out=$stage/cniplugins
 		flags=$LDFLAGS
+		pkg=./cmd/cniplugins
 		if [ -n "$flavour" ]; then
 			out=$out-$flavour
 			flags="$flags -X $VPKG.Flavour=$flavour"
 		fi
+		if [ "$flavour" = full ]; then
+			pkg=./cmd/cniplugins-full
+		fi
 		CGO_ENABLED=0 GOOS=linux GOARCH=$arch GOAMD64=v1 GOARM64=v8.0 \
-			go build -trimpath -buildvcs=false -ldflags "$flags" -o "$out" ./cmd/cniplugins
+			go build -trimpath -buildvcs=false -ldflags "$flags" -o "$out" "$pkg"
 	done
 	cp scripts/install-symlinks.sh README.md LICENSE "$stage/"
 	cp examples/* "$stage/examples/"
 	find "$stage" -type d -exec chmod 0755 {} +
 	find "$stage" -type f -exec chmod 0644 {} +
-	chmod 0755 "$stage/cniplugins" "$stage/cniplugins-verbose" "$stage/install-symlinks.sh"
+	chmod 0755 "$stage/cniplugins" "$stage/cniplugins-verbose" "$stage/cniplugins-full" "$stage/install-symlinks.sh"
 	name=$top-linux-$arch.tar.gz
 	tar --create --format=gnu --sort=name --mtime="@$epoch" \
 		--owner=0 --group=0 --numeric-owner --mode='u+rw,go-w,a+r' \

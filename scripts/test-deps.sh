@@ -2,7 +2,10 @@
 # test-deps.sh: installs what the test suite needs on a fresh machine:
 # Debian's upstream CNI plugins (host-local, bridge, loopback: the
 # compatibility and end-to-end tests run against them), iproute2 (ip
-# netns) and ping (the end-to-end tests ping their own bridge's gateway).
+# netns), ping (the end-to-end tests ping their own bridge's gateway), and
+# Debian's docker.io with busybox-static (test/docker runs the full
+# flavour's docker-ipam under a private dockerd, on an image imported from
+# busybox-static).
 # Go modules are fetched by `go mod download`. Does nothing when everything
 # is already there; needs root for apt.
 set -eu
@@ -14,6 +17,7 @@ command -v ping >/dev/null 2>&1 || need="$need iputils-ping"
 # ipam-ds-args (test/e2e/podman_test.go), whose image is busybox imported.
 command -v podman >/dev/null 2>&1 || need="$need podman"
 command -v runc >/dev/null 2>&1 || need="$need runc"
+[ -x /usr/sbin/dockerd ] && [ -x /usr/bin/docker ] || need="$need docker.io"
 [ -x /bin/busybox ] || need="$need busybox-static"
 # ipam-da-etcd's tests and benchmark run a real etcd cluster on loopback.
 command -v etcd >/dev/null 2>&1 || [ -x /usr/bin/etcd ] || need="$need etcd-server"
@@ -23,6 +27,17 @@ if [ -n "$need" ]; then
 		echo "test-deps.sh: missing$need and cannot apt-get install them (not root or no apt); the tests that need them will skip loudly" >&2
 	else
 		echo "test-deps.sh: installing$need" >&2
+		# docker.io's and containerd's packages start their system services
+		# on install; the tests run a private dockerd and refuse to run next
+		# to a system containerd. policy-rc.d (Debian's invoke-rc.d policy)
+		# keeps package installs from starting any service meanwhile.
+		policy=""
+		if [ ! -e /usr/sbin/policy-rc.d ]; then
+			policy=/usr/sbin/policy-rc.d
+			printf '#!/bin/sh\nexit 101\n' >"$policy"
+			chmod 0755 "$policy"
+			trap 'rm -f "$policy"' EXIT INT TERM
+		fi
 		apt-get update -qq >/dev/null
 		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $need >/dev/null
 	fi

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"fmt"
-	"os"
 
 	"github.com/spf13/cobra"
 
@@ -84,7 +83,8 @@ func (f Flavour) listCmd() *cobra.Command {
 }
 
 func (f Flavour) installCmd() *cobra.Command {
-	o := install.Options{Names: f.Registry.Names()}
+	o := install.Options{}
+	var flavour string
 	c := &cobra.Command{
 		Use:   "install [DIR]",
 		Short: "Install the binary and one symlink per personality into DIR (default " + install.DefaultDir + ")",
@@ -93,12 +93,12 @@ func (f Flavour) installCmd() *cobra.Command {
 			if len(args) == 1 {
 				o.Dir = args[0]
 			}
-			if o.Binary == "" {
-				self, err := os.Executable()
-				if err != nil {
-					return err
-				}
-				o.Binary = self
+			var err error
+			if o.Binary, err = flavourBinary(o.Binary, flavour); err != nil {
+				return err
+			}
+			if o.Names, err = f.namesOf(o.Binary); err != nil {
+				return err
 			}
 			o.Out = cmd.OutOrStdout()
 			return install.Run(o)
@@ -107,6 +107,7 @@ func (f Flavour) installCmd() *cobra.Command {
 	c.Flags().BoolVar(&o.Copy, "copy", false, "hard links (or copies) instead of symlinks, for bin dirs mounted where a link target is not visible")
 	c.Flags().BoolVar(&o.Force, "force", false, "replace files of the same name that cniplugins did not install")
 	c.Flags().BoolVar(&o.Uninstall, "uninstall", false, "remove what a previous install put there, nothing else")
-	c.Flags().StringVar(&o.Binary, "binary", "", "the executable to install (default: this one)")
+	c.Flags().StringVar(&o.Binary, "binary", "", "the executable to install (default: this one, or the --flavour's binary beside it)")
+	c.Flags().StringVar(&flavour, "flavour", "", "install the binary of this flavour found beside this one: lean (cniplugins), verbose (cniplugins-verbose) or full (cniplugins-full)")
 	return c
 }

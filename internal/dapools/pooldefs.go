@@ -22,13 +22,18 @@ type poolDef struct {
 // bare range set (the original form) or an object with "ranges" and an
 // optional "exclude", the same key a Pool object uses.
 func poolDefinitions(defs map[string]json.RawMessage) (map[string]poolDef, error) {
+	return poolDefinitionsAt("ipam.poolDefinitions", defs)
+}
+
+// poolDefinitionsAt is poolDefinitions for an object found at field.
+func poolDefinitionsAt(field string, defs map[string]json.RawMessage) (map[string]poolDef, error) {
 	names := slices.Sorted(maps.Keys(defs)) // deterministic errors
 	out := make(map[string]poolDef, len(defs))
 	for _, name := range names {
-		if err := pool.ValidName("ipam.poolDefinitions", name); err != nil {
+		if err := pool.ValidName(field, name); err != nil {
 			return nil, err
 		}
-		def, err := parsePoolDef("ipam.poolDefinitions."+name, defs[name])
+		def, err := parsePoolDef(field+"."+name, defs[name])
 		if err != nil {
 			return nil, err
 		}

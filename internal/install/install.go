@@ -5,7 +5,10 @@
 //   - running it twice changes nothing;
 //   - a file of the same name that this tool did not install (an upstream
 //     plugin, say) is never replaced without Force;
-//   - Uninstall removes only what it installed.
+//   - Uninstall removes only what it installed;
+//   - a link of ours whose name the installed binary does not answer to
+//     (a personality of another flavour, after switching back to the lean
+//     one) is removed, so no name is left that would fail when called.
 package install
 
 import (
@@ -15,6 +18,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 )
 
 // BinaryName is the installed binary's name; every link points at it.
@@ -47,12 +52,23 @@ func Run(o Options) error {
 	if err != nil {
 		return err
 	}
+	// Found before the binary is replaced: copy-mode links are recognised
+	// by the installed binary's inode.
+	stale, err := staleNames(o.Dir, o.Names)
+	if err != nil {
+		return err
+	}
 	if o.Uninstall {
 		for _, name := range o.Names {
 			if ours[name] {
 				if err := remove(o, name); err != nil {
 					return err
 				}
+			}
+		}
+		for _, name := range stale {
+			if err := remove(o, name); err != nil {
+				return err
 			}
 		}
 		if _, err := os.Lstat(target); err == nil {
@@ -71,7 +87,47 @@ func Run(o Options) error {
 			return err
 		}
 	}
+	for _, name := range stale {
+		if err := remove(o, name); err != nil {
+			return err
+		}
+	}
 	return nil
+}
+
+// staleNames lists the entries of dir that are ours (a symlink to the
+// binary, or a hard link of the installed binary) under a name that is
+// not in names: links a previous install of another flavour made.
+func staleNames(dir string, names []string) ([]string, error) {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	bin, binErr := os.Stat(filepath.Join(dir, BinaryName))
+	var stale []string
+	for _, e := range entries {
+		name := e.Name()
+		if name == BinaryName || slices.Contains(names, name) || strings.HasSuffix(name, ".tmp") {
+			continue
+		}
+		path := filepath.Join(dir, name)
+		if e.Type()&fs.ModeSymlink != 0 {
+			if dest, err := os.Readlink(path); err == nil && dest == BinaryName {
+				stale = append(stale, name)
+			}
+			continue
+		}
+		if !e.Type().IsRegular() || binErr != nil {
+			continue
+		}
+		if fi, err := os.Stat(path); err == nil && os.SameFile(fi, bin) {
+			stale = append(stale, name)
+		}
+	}
+	return stale, nil
 }
 
 // installedNames finds which names are already ours: a symlink to the

@@ -135,3 +135,66 @@ func TestUninstallRemovesOnlyOurs(t *testing.T) {
 		t.Errorf("left %v, want only host-local", names)
 	}
 }
+
+// Switching flavours back and forth: a personality only the full flavour
+// has must not survive a switch back to the lean binary (it would exit 1
+// as an unknown name), in both install modes, and each switch is
+// idempotent. Files not ours stay.
+func TestSwitchFlavourRemovesNamesTheBinaryDoesNotKnow(t *testing.T) {
+	for _, copyMode := range []bool{false, true} {
+		t.Run(map[bool]string{false: "symlinks", true: "copy"}[copyMode], func(t *testing.T) {
+			dir, lean := setup(t)
+			lean.Copy = copyMode
+			full := lean
+			full.Binary = filepath.Join(t.TempDir(), "full")
+			if err := os.WriteFile(full.Binary, []byte("#!/bin/sh\necho full\n"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			full.Names = append([]string{}, "ipam-a", "ipam-b", "ipam-da-etcd")
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			foreign := filepath.Join(dir, "host-local")
+			if err := os.WriteFile(foreign, []byte("upstream"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			for i, step := range []Options{lean, full, full, lean, lean, full} {
+				var out bytes.Buffer
+				step.Out = &out
+				if err := Run(step); err != nil {
+					t.Fatalf("step %d: %v", i, err)
+				}
+				if i == 2 || i == 4 {
+					if out.Len() != 0 {
+						t.Errorf("step %d (same flavour again) changed things: %s", i, out.String())
+					}
+				}
+				want := map[string]bool{"cniplugins": true, "host-local": true}
+				for _, n := range step.Names {
+					want[n] = true
+				}
+				entries, _ := os.ReadDir(dir)
+				got := map[string]bool{}
+				for _, e := range entries {
+					got[e.Name()] = true
+				}
+				if len(got) != len(want) {
+					t.Errorf("step %d: dir holds %v, want %v", i, got, want)
+				}
+				for n := range want {
+					if !got[n] {
+						t.Errorf("step %d: %s missing", i, n)
+					}
+				}
+				bin, _ := os.ReadFile(filepath.Join(dir, "ipam-a"))
+				wantBin, _ := os.ReadFile(step.Binary)
+				if string(bin) != string(wantBin) {
+					t.Errorf("step %d: ipam-a runs %q, want %q", i, bin, wantBin)
+				}
+			}
+			if b, _ := os.ReadFile(foreign); string(b) != "upstream" {
+				t.Errorf("foreign file changed")
+			}
+		})
+	}
+}

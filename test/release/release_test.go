@@ -162,12 +162,12 @@ func TestRelease(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := []string{top + "/", top + "/LICENSE", top + "/README.md", top + "/cniplugins", top + "/cniplugins-verbose", top + "/examples/", top + "/install-symlinks.sh"}
+		want := []string{top + "/", top + "/LICENSE", top + "/README.md", top + "/cniplugins", top + "/cniplugins-full", top + "/cniplugins-verbose", top + "/examples/", top + "/install-symlinks.sh"}
 		for _, ex := range examples {
 			want = append(want, top+"/examples/"+ex.Name())
 		}
 		slices.Sort(want)
-		executable := map[string]bool{top + "/cniplugins": true, top + "/cniplugins-verbose": true, top + "/install-symlinks.sh": true}
+		executable := map[string]bool{top + "/cniplugins": true, top + "/cniplugins-verbose": true, top + "/cniplugins-full": true, top + "/install-symlinks.sh": true}
 		for _, arch := range arches {
 			var got []string
 			for _, e := range readTarball(t, filepath.Join(dist, tarball(arch))) {
@@ -209,7 +209,7 @@ func TestRelease(t *testing.T) {
 		machine := map[string]elf.Machine{"amd64": elf.EM_X86_64, "arm64": elf.EM_AARCH64}
 		for _, arch := range arches {
 			for _, e := range readTarball(t, filepath.Join(dist, tarball(arch))) {
-				if e.hdr.Name != top+"/cniplugins" && e.hdr.Name != top+"/cniplugins-verbose" {
+				if e.hdr.Name != top+"/cniplugins" && e.hdr.Name != top+"/cniplugins-verbose" && e.hdr.Name != top+"/cniplugins-full" {
 					continue
 				}
 				f, err := elf.NewFile(bytes.NewReader(e.data))
@@ -241,11 +241,7 @@ func TestRelease(t *testing.T) {
 		}
 		binDir := filepath.Join(t.TempDir(), "cni", "bin")
 		install := exec.Command(filepath.Join(unpacked, top, "install-symlinks.sh"), binDir)
-		for _, kv := range os.Environ() {
-			if !strings.HasPrefix(kv, "CNIPLUGINS_BIN=") {
-				install.Env = append(install.Env, kv)
-			}
-		}
+		install.Env = withoutBinOverride()
 		if out, err := install.CombinedOutput(); err != nil {
 			t.Fatalf("install-symlinks.sh %s: %v\n%s", binDir, err, out)
 		}
@@ -286,6 +282,21 @@ func TestRelease(t *testing.T) {
 		if _, err := os.Stat(reservation); !os.IsNotExist(err) {
 			t.Errorf("after DEL, %s: %v; want it gone", reservation, err)
 		}
+
+		// The full flavour from the same tarball, under the same name.
+		install = exec.Command(filepath.Join(unpacked, top, "install-symlinks.sh"), "--flavour", "full", binDir)
+		install.Env = withoutBinOverride()
+		if out, err := install.CombinedOutput(); err != nil {
+			t.Fatalf("install-symlinks.sh --flavour full: %v\n%s", err, out)
+		}
+		out, err = exec.Command(filepath.Join(binDir, "cniplugins"), "version").CombinedOutput()
+		if err != nil || !strings.Contains(string(out), "flavour: full") {
+			t.Errorf("after --flavour full, `cniplugins version`: %q (%v)", out, err)
+		}
+		call.Command = "ADD"
+		testbin.MustSucceed(t, call)
+		call.Command = "DEL"
+		testbin.MustSucceed(t, call)
 	})
 
 	t.Run("reproducible", func(t *testing.T) {
@@ -301,4 +312,16 @@ func TestRelease(t *testing.T) {
 			t.Errorf("SHA256SUMS %q", first)
 		}
 	})
+}
+
+// withoutBinOverride is the environment without CNIPLUGINS_BIN, so that
+// install-symlinks.sh uses the binaries beside it.
+func withoutBinOverride() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "CNIPLUGINS_BIN=") {
+			env = append(env, kv)
+		}
+	}
+	return env
 }

@@ -1,0 +1,100 @@
+package cli
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+
+	"github.com/cniplugins/cniplugins/internal/version"
+)
+
+// flavourFile is the file name `make build` and the release tarball
+// give a flavour's binary.
+func flavourFile(flavour string) (string, bool) {
+	switch flavour {
+	case "lean":
+		return "cniplugins", true
+	case "verbose", "full":
+		return "cniplugins-" + flavour, true
+	}
+	return "", false
+}
+
+// flavourBinary is the executable `install` installs: --binary, else
+// this executable when --flavour is none or its own, else the --flavour's
+// binary beside this executable.
+func flavourBinary(binary, flavour string) (string, error) {
+	if binary != "" && flavour != "" {
+		return "", fmt.Errorf("--binary and --flavour are exclusive")
+	}
+	if binary != "" {
+		return binary, nil
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return "", err
+	}
+	if flavour == "" {
+		return self, nil
+	}
+	file, ok := flavourFile(flavour)
+	if !ok {
+		return "", fmt.Errorf("unknown flavour %q (lean, verbose or full)", flavour)
+	}
+	if flavour == ownFlavour() {
+		return self, nil
+	}
+	path := filepath.Join(filepath.Dir(self), file)
+	fi, err := os.Stat(path)
+	if err != nil {
+		return "", fmt.Errorf("flavour %s: no %s beside %s (run it from the source tree's bin/ or the release directory, or pass --binary)", flavour, file, self)
+	}
+	// An installed binary is named cniplugins whatever its flavour: the
+	// lean flavour's file name beside it is itself.
+	if me, err := os.Stat(self); err == nil && os.SameFile(fi, me) && ownFlavour() != flavour {
+		return "", fmt.Errorf("flavour %s: %s is this binary, of flavour %s (run install from the source tree's bin/ or the release directory, or pass --binary)", flavour, path, ownFlavour())
+	}
+	return path, nil
+}
+
+// namesOf lists the personalities of the binary to install: this
+// flavour's own when it is this executable, else what that binary's
+// `list` prints, so that installing another flavour links exactly its
+// names (and the installer can drop the ones it lacks).
+func (f Flavour) namesOf(binary string) ([]string, error) {
+	self, err := os.Executable()
+	if err == nil {
+		a, errA := os.Stat(self)
+		b, errB := os.Stat(binary)
+		if errA == nil && errB == nil && os.SameFile(a, b) {
+			return f.Registry.Names(), nil
+		}
+	}
+	// Called by its own file name, whatever that is, the binary would
+	// take it as an unknown personality; `cniplugins list` is the
+	// busybox form every flavour understands.
+	cmd := exec.Command(binary, "list")
+	cmd.Args[0] = "cniplugins"
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, fmt.Errorf("%s list: %v: %s", binary, err, strings.TrimSpace(stderr.String()))
+	}
+	names := strings.Fields(string(out))
+	if len(names) == 0 {
+		return nil, fmt.Errorf("%s list printed no personality", binary)
+	}
+	return names, nil
+}
+
+// ownFlavour is this build's flavour in --flavour's words.
+func ownFlavour() string {
+	if version.Flavour == "" {
+		return "lean"
+	}
+	return version.Flavour
+}

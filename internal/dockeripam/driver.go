@@ -1,0 +1,123 @@
+// Package dockeripam is Docker's remote IPAM driver (libnetwork's plugin
+// API v1) over the same pools and state directories as ipam-da-pools, so
+// that Docker containers and CNI containers on one host draw from one
+// pool and can never get the same address.
+//
+// Every address the driver hands out is a reservation file in the pool's
+// directory, written by the hostlocal engine under the same lock and index
+// as a CNI ADD. Its owner follows the project's convention for owners
+// that are not CNI attachments: container ID "_docker" (a CNI container ID
+// cannot start with '_'), the Docker pool's ID as the interface name, and
+// network "_docker" (no CNI network can have that name), so that a CNI DEL
+// or GC can never free it. The driver's own bookkeeping (which pools
+// Docker holds, their reference counts) lives in <dataDir>/_docker.
+package dockeripam
+
+import (
+	"fmt"
+	"maps"
+	"net/netip"
+	"path/filepath"
+	"slices"
+	"sync"
+
+	"github.com/cniplugins/cniplugins/internal/hostlocal"
+	"github.com/cniplugins/cniplugins/internal/logging"
+)
+
+// Owner is the container ID and network recorded in every reservation the
+// driver makes.
+const Owner = "_docker"
+
+// poolsDir is ipam-da-pools' directory of pool state directories.
+const poolsDir = "_pools"
+
+// Driver serves the IPAM API. One mutex serialises requests: they are
+// rare (one per network or container change) and each is a few system
+// calls, so ordering them is simpler than reasoning about interleavings
+// of reference counts.
+type Driver struct {
+	mu    sync.Mutex
+	cfg   Config
+	store *stateStore
+	st    *state
+	log   *logging.Logger
+}
+
+// Open takes the state directory's lock and loads the state.
+func Open(cfg Config, log *logging.Logger) (*Driver, error) {
+	store, st, err := openStateStore(cfg.DataDir)
+	if err != nil {
+		return nil, err
+	}
+	return &Driver{cfg: cfg, store: store, st: st, log: log}, nil
+}
+
+// Close releases the state directory.
+func (d *Driver) Close() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.store.close()
+}
+
+// pool returns the Docker pool id; the caller holds d.mu.
+func (d *Driver) pool(id string) (*poolState, error) {
+	p, ok := d.st.Pools[id]
+	if !ok {
+		return nil, fmt.Errorf("unknown pool ID %q", id)
+	}
+	return p, nil
+}
+
+// parseIP parses an address of a request: a bare IP, no zone.
+func parseIP(s string) (netip.Addr, error) {
+	ip, err := netip.ParseAddr(s)
+	if err != nil || ip.Zone() != "" {
+		return netip.Addr{}, fmt.Errorf("address %q: not an IP address", s)
+	}
+	return ip.Unmap(), nil
+}
+
+// attachment is the owner of pool id's reservations.
+func attachment(id string) hostlocal.Attachment {
+	return hostlocal.Attachment{ContainerID: Owner, IfName: id, Network: Owner}
+}
+
+func (d *Driver) poolDir(name string) string {
+	return filepath.Join(d.cfg.DataDir, poolsDir, name)
+}
+
+// update applies change to the state and saves it; if saving fails, the
+// state in memory is put back as it was, so memory and disk never
+// disagree.
+func (d *Driver) update(change func(*state)) error {
+	before := d.st.clone()
+	change(d.st)
+	if err := d.store.save(d.st); err != nil {
+		d.st = before
+		return err
+	}
+	return nil
+}
+
+func (s *state) clone() *state {
+	c := &state{Version: s.Version, Pools: make(map[string]*poolState, len(s.Pools))}
+	for id, p := range s.Pools {
+		cp := *p
+		cp.Gateways = slices.Clone(p.Gateways)
+		c.Pools[id] = &cp
+	}
+	return c
+}
+
+// inUse lists the subnets of the pools Docker holds, sorted, for the
+// overlap checks of RequestPool.
+func (s *state) inUse() []netip.Prefix {
+	var out []netip.Prefix
+	for _, id := range slices.Sorted(maps.Keys(s.Pools)) {
+		if p, err := netip.ParsePrefix(s.Pools[id].Subnet); err == nil {
+			out = append(out, p)
+		}
+	}
+	return out
+}

@@ -1,0 +1,59 @@
+package hostlocal
+
+import (
+	"errors"
+	"net/netip"
+	"testing"
+)
+
+// cursorFails is a store whose cursor cannot be written.
+type cursorFails struct{ *MemStore }
+
+func (cursorFails) SetLastReserved(int, netip.Addr) error { return errors.New("disk full") }
+
+func TestAllocateShared(t *testing.T) {
+	rs, err := ParseRangeSet("r", []RangeConfig{{Subnet: "10.213.7.0/29"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	owner := Attachment{ContainerID: "_docker", IfName: "pool,10.213.7.0/29", Network: "_docker"}
+	m := NewMemStore()
+	al := NewAllocator(m)
+	// One owner, many addresses: .2 to .6 (.1 is the gateway, .7 broadcast).
+	var got []string
+	for {
+		p, err := al.AllocateShared(owner, 0, rs, netip.Addr{}, "pool")
+		if err != nil {
+			if len(got) != 5 {
+				t.Fatalf("after %v: %v", got, err)
+			}
+			break
+		}
+		got = append(got, p.String())
+	}
+	if got[0] != "10.213.7.2/29" || got[4] != "10.213.7.6/29" {
+		t.Errorf("allocated %v", got)
+	}
+	// Requested: taken, the gateway, outside, then a free one.
+	if err := al.Rollback(owner, []netip.Addr{netip.MustParseAddr("10.213.7.4")}); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		ip string
+		ok bool
+	}{{"10.213.7.3", false}, {"10.213.7.1", false}, {"10.213.8.1", false}, {"10.213.7.4", true}} {
+		_, err := al.AllocateShared(owner, 0, rs, netip.MustParseAddr(c.ip), "pool")
+		if (err == nil) != c.ok {
+			t.Errorf("requested %s: err %v", c.ip, err)
+		}
+	}
+	// All or nothing: a cursor that cannot be written undoes the reservation.
+	failing := NewMemStore()
+	fail := NewAllocator(cursorFails{failing})
+	if _, err := fail.AllocateShared(owner, 0, rs, netip.Addr{}, "pool"); err == nil {
+		t.Fatal("no error from a failed cursor write")
+	}
+	if all, _ := failing.All(); len(all) != 0 {
+		t.Errorf("a failed allocation left %v", all)
+	}
+}
