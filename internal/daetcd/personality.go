@@ -8,8 +8,6 @@
 package daetcd
 
 import (
-	"github.com/containernetworking/cni/pkg/types"
-
 	"github.com/cniplugins/cniplugins/internal/dapools"
 	"github.com/cniplugins/cniplugins/internal/netconf"
 	"github.com/cniplugins/cniplugins/internal/plugin"
@@ -25,10 +23,10 @@ func Personality() plugin.Personality {
 		Summary: "allocates one address per selected pool (or range set) from an etcd cluster shared by many hosts",
 		Funcs: plugin.Funcs{
 			Add:    cmdAdd,
-			Del:    noResult(cmdDel),
-			Check:  noResult(cmdCheck),
-			GC:     noResult(cmdGC),
-			Status: noResult(cmdStatus),
+			Del:    plugin.NoResult(cmdDel),
+			Check:  plugin.NoResult(cmdCheck),
+			GC:     plugin.NoResult(cmdGC),
+			Status: plugin.NoResult(cmdStatus),
 		},
 		ArgKeys:  func(*netconf.Envelope) ([]string, error) { return []string{"IP"}, nil },
 		Validate: validate,
@@ -55,8 +53,4 @@ func validate(conf *netconf.Envelope) error {
 		_, err = p.Targets()
 	}
 	return err
-}
-
-func noResult(f func(*plugin.Request) error) plugin.Func {
-	return func(req *plugin.Request) (types.Result, error) { return nil, f(req) }
 }
