@@ -48,6 +48,16 @@ func TestHarnessSmall(t *testing.T) {
 			t.Errorf("%s: concurrent ADDs: %s", k, c.describe(o.concOps))
 		}
 	}
+	if !strings.Contains(md, "## ipam-da-etcd against a 3-member etcd cluster") {
+		t.Error("RESULTS.md lacks the ipam-da-etcd section")
+	}
+	if r.etcd != nil && r.etcd.skipped == "" {
+		for _, row := range []string{"| ADD | ", "| DEL | ", "ADDs/s"} {
+			if !strings.Contains(r.etcd.markdown(r.machine.nproc), row) {
+				t.Errorf("ipam-da-etcd section lacks %q", row)
+			}
+		}
+	}
 	if msg := r.concurrencyFailure(); msg != "" {
 		t.Errorf("concurrencyFailure: %s", msg)
 	}

@@ -103,7 +103,13 @@ func burst(s subject, dataDir string, ops, workers, round int) concRun {
 	}
 	close(work)
 	wg.Wait()
-	res := concRun{wall: time.Since(start)}
+	return tally(outs, time.Since(start))
+}
+
+// tally checks a burst's outcomes: failures, and how many distinct
+// addresses the successful ADDs got.
+func tally(outs []outcome, wall time.Duration) concRun {
+	res := concRun{wall: wall}
 	seen := map[string]bool{}
 	for i, out := range outs {
 		res.cpu += out.cpu

@@ -36,6 +36,7 @@ type options struct {
 	tmpBase    string // where state directories and binaries go
 	tmp        string // this run's directory under tmpBase
 	flags      string // as given, for the report
+	etcdOnly   bool   // only the ipam-da-etcd scenario (etcd.go)
 	log        io.Writer
 }
 
@@ -66,6 +67,7 @@ func main() {
 	out := flag.String("out", "bench", "directory for RESULTS.md and ADD-latency.svg")
 	flag.StringVar(&o.tmpBase, "tmp", "", "directory for state directories and binaries (default $TMPDIR); use the file system the runtime would")
 	flag.StringVar(&o.hostLocal, "host-local", upstreamHostLocal, "the upstream host-local plugin to compare with")
+	flag.BoolVar(&o.etcdOnly, "etcd-only", false, "run only the ipam-da-etcd scenario and print its section (RESULTS.md is not written)")
 	flag.Parse()
 	o.flags = flagsString()
 	if o.n < 1 {
@@ -84,6 +86,13 @@ func main() {
 		fatalf("%v", err)
 	}
 	r.elapsed = time.Since(start)
+	if o.etcdOnly {
+		fmt.Print(r.etcd.markdown(r.machine.nproc))
+		if msg := r.etcd.failure(); msg != "" {
+			fatalf("%s", msg)
+		}
+		return
+	}
 	md := r.markdown()
 	if err := os.MkdirAll(*out, 0o755); err != nil {
 		fatalf("%v", err)
@@ -134,6 +143,9 @@ func runBench(o *options) (*results, error) {
 		return nil, err
 	}
 	r.subs = subjects(r.bins)
+	if o.etcdOnly {
+		return r, measureEtcd(o, root, r)
+	}
 	if r.bins.hostLocal == "" {
 		r.note(fmt.Sprintf("%s is not installed (apt-get install -y containernetworking-plugins): its columns say n/a and the targets relative to it cannot be evaluated.", o.hostLocal))
 	}
@@ -160,6 +172,10 @@ func runBench(o *options) (*results, error) {
 	measureConcurrency(o, active, r)
 	o.logf("latency: fills %v, n=%d (n=%d above 10,000)", o.fills, o.n, o.nLarge)
 	if err := measureLatency(o, active, r.formats, r); err != nil {
+		return nil, err
+	}
+	o.logf("ipam-da-etcd: latency beside ipam-da-pools, and 2 hosts × 32 concurrent ADDs")
+	if err := measureEtcd(o, root, r); err != nil {
 		return nil, err
 	}
 	return r, nil

@@ -20,6 +20,7 @@ type results struct {
 	conc       map[string]*concResult
 	rss        map[string]*rssResult
 	startup    []*startup
+	etcd       *etcdResult // the ipam-da-etcd scenario (etcd.go)
 	notes      []string
 	elapsed    time.Duration
 }
@@ -71,6 +72,9 @@ func (r *results) markdown() string {
 	r.concTable(w)
 	r.rssTable(w)
 	r.startupTable(w)
+	if r.etcd != nil {
+		w("%s", r.etcd.markdown(r.machine.nproc))
+	}
 
 	if len(r.notes) > 0 || r.formatNote != "" {
 		w("## Notes\n\n")

@@ -129,6 +129,9 @@ func (r *results) concurrencyFailure() string {
 		}
 		msgs = append(msgs, s.label+": "+c.describe(r.opts.concOps))
 	}
+	if msg := r.etcd.failure(); msg != "" {
+		msgs = append(msgs, msg)
+	}
 	return strings.Join(msgs, "\n")
 }
 

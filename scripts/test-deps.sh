@@ -19,6 +19,9 @@ command -v podman >/dev/null 2>&1 || need="$need podman"
 command -v runc >/dev/null 2>&1 || need="$need runc"
 [ -x /usr/sbin/dockerd ] && [ -x /usr/bin/docker ] || need="$need docker.io"
 [ -x /bin/busybox ] || need="$need busybox-static"
+# ipam-da-etcd's tests and benchmark run a real etcd cluster on loopback.
+command -v etcd >/dev/null 2>&1 || [ -x /usr/bin/etcd ] || need="$need etcd-server"
+command -v etcdctl >/dev/null 2>&1 || need="$need etcd-client"
 if [ -n "$need" ]; then
 	if [ "$(id -u)" -ne 0 ] || ! command -v apt-get >/dev/null 2>&1; then
 		echo "test-deps.sh: missing$need and cannot apt-get install them (not root or no apt); the tests that need them will skip loudly" >&2

@@ -9,6 +9,8 @@ import (
 	"os"
 
 	"github.com/cniplugins/cniplugins/internal/cli"
+	"github.com/cniplugins/cniplugins/internal/daetcd"
+	"github.com/cniplugins/cniplugins/internal/daetcd/etcdcmd"
 	"github.com/cniplugins/cniplugins/internal/dockeripam"
 	"github.com/cniplugins/cniplugins/internal/plugin"
 )
@@ -17,6 +19,8 @@ func main() {
 	full := cli.Lean()
 	// The network-facing personalities and commands, one line each:
 	// full.Registry = full.Registry.With(somepkg.Personality())
+	full.Registry = full.Registry.With(daetcd.Personality())
 	full.Commands = cli.Join(full.Commands, dockeripam.Commands)
+	full.Commands = cli.Join(full.Commands, etcdcmd.Commands)
 	os.Exit(cli.Main(os.Args, plugin.ProcessIO(), full))
 }

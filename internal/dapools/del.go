@@ -36,16 +36,4 @@ func cmdDel(req *plugin.Request) error {
 }
 
 // prevAddrs are prevResult's addresses: DEL goes straight to their files.
-func prevAddrs(req *plugin.Request) ([]netip.Addr, error) {
-	prev, err := req.Conf.Result()
-	if err != nil || prev == nil {
-		return nil, err
-	}
-	out := make([]netip.Addr, 0, len(prev.IPs))
-	for _, ip := range prev.IPs {
-		if a, ok := netip.AddrFromSlice(ip.Address.IP); ok {
-			out = append(out, a.Unmap())
-		}
-	}
-	return out, nil
-}
+func prevAddrs(req *plugin.Request) ([]netip.Addr, error) { return PrevAddrs(req.Conf) }

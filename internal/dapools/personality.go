@@ -17,8 +17,6 @@
 package dapools
 
 import (
-	"github.com/containernetworking/cni/pkg/types"
-
 	"github.com/cniplugins/cniplugins/internal/netconf"
 	"github.com/cniplugins/cniplugins/internal/plugin"
 )
@@ -33,10 +31,10 @@ func Personality() plugin.Personality {
 		Summary: "allocates one address per selected pool (or range set: a drop-in host-local) from local files under flock",
 		Funcs: plugin.Funcs{
 			Add:    cmdAdd,
-			Del:    noResult(cmdDel),
-			Check:  noResult(cmdCheck),
-			GC:     noResult(cmdGC),
-			Status: noResult(cmdStatus),
+			Del:    plugin.NoResult(cmdDel),
+			Check:  plugin.NoResult(cmdCheck),
+			GC:     plugin.NoResult(cmdGC),
+			Status: plugin.NoResult(cmdStatus),
 		},
 		ArgKeys:  func(*netconf.Envelope) ([]string, error) { return []string{argIP}, nil },
 		Validate: validate,
@@ -63,8 +61,4 @@ func validate(conf *netconf.Envelope) error {
 	}
 	_, err = c.targets()
 	return err
-}
-
-func noResult(f func(*plugin.Request) error) plugin.Func {
-	return func(req *plugin.Request) (types.Result, error) { return nil, f(req) }
 }

@@ -24,6 +24,12 @@ import (
 // cniVersion.
 type Func func(*Request) (types.Result, error)
 
+// NoResult adapts a command that prints nothing when it succeeds (DEL,
+// CHECK, GC and STATUS of an IPAM plugin) to a Func.
+func NoResult(f func(*Request) error) Func {
+	return func(req *Request) (types.Result, error) { return nil, f(req) }
+}
+
 // Funcs holds a personality's commands. Every personality implements all
 // of them: the spec's commands are not optional for an IPAM plugin that may
 // sit anywhere in a delegate chain.

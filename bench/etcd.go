@@ -1,0 +1,164 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/cniplugins/cniplugins/internal/etcdtest"
+)
+
+// The ipam-da-etcd scenario: the full flavour's ipam-da-etcd against a
+// 3-member etcd cluster on loopback (data directories on the bench's file
+// system, fsync and all), side by side with the lean ipam-da-pools on an
+// empty state directory, plus 2 hosts × 32 concurrent ADDs on one pool.
+
+const etcdHosts, etcdPerHost = 2, 32
+
+// etcdResult is the scenario's measurements.
+type etcdResult struct {
+	skipped string // why it did not run
+	n       int
+	samples map[string][]time.Duration // "<subject> <op>"
+	conc    concResult
+	members int
+	dataFS  string
+}
+
+// etcd subjects' keys in etcdResult.samples.
+const (
+	eLean = "ipam-da-pools"
+	eEtcd = "ipam-da-etcd"
+)
+
+func measureEtcd(o *options, root string, r *results) error {
+	res := &etcdResult{samples: map[string][]time.Duration{}}
+	r.etcd = res
+	if err := etcdtest.Available(); err != nil {
+		res.skipped = err.Error()
+		r.note("ipam-da-etcd scenario skipped: " + res.skipped)
+		return nil
+	}
+	fullDir := filepath.Join(o.tmp, "full-bin")
+	built := filepath.Join(o.tmp, "build-full", "cniplugins-full")
+	const vpkg = "github.com/cniplugins/cniplugins/internal/version"
+	if err := goBuild(root, built, fmt.Sprintf("-s -w -buildid= -X %s.Version=%s -X %s.Flavour=full", vpkg, r.bins.version, vpkg), "./cmd/cniplugins-full"); err != nil {
+		return err
+	}
+	cmd := exec.Command(filepath.Join(root, "scripts", "install-symlinks.sh"), fullDir)
+	cmd.Env = append(os.Environ(), "CNIPLUGINS_BIN="+built)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("install-symlinks.sh (full): %v\n%s", err, out)
+	}
+	o.logf("etcd: starting a 3-member cluster under %s", o.tmp)
+	cl, err := etcdtest.Start(etcdtest.Options{Dir: filepath.Join(o.tmp, "etcd")})
+	if err != nil {
+		return err
+	}
+	defer cl.Stop()
+	res.members, res.dataFS = len(cl.Members), r.fs.fsType
+
+	lean := subject{key: eLean, label: eLean, path: filepath.Join(r.bins.cniDir, "ipam-da-pools"), cniPath: r.bins.cniDir,
+		ipam: rangesIPAM("ipam-da-pools"), stateDir: networkDir}
+	etcdSub := func(prefix, node string) subject {
+		ipam := rangesIPAM("ipam-da-etcd")
+		ipam["etcd"] = map[string]any{"endpoints": cl.Endpoints(), "prefix": prefix, "nodeName": node}
+		return subject{key: eEtcd, label: eEtcd, path: filepath.Join(fullDir, "ipam-da-etcd"), cniPath: fullDir,
+			ipam: ipam, stateDir: func(string) string { return "" }}
+	}
+	subs := []subject{lean, etcdSub("/bench/latency/", "bench-a")}
+	dataDir := filepath.Join(o.tmp, "etcd-lean")
+	for w := 0; w < max(1, o.warmup); w++ {
+		for _, s := range subs {
+			if _, err := addDel(s, dataDir, fmt.Sprintf("etcd-warm-%d", w)); err != nil {
+				return err
+			}
+		}
+	}
+	res.n = o.n
+	o.logf("etcd: latency, n=%d, ipam-da-pools and ipam-da-etcd alternating", o.n)
+	for i := 0; i < o.n; i++ {
+		for j := range subs {
+			s := subs[(i+j)%len(subs)]
+			ds, err := addDel(s, dataDir, fmt.Sprintf("etcd-lat-%d", i))
+			if err != nil {
+				return err
+			}
+			for k, op := range latencyOps {
+				res.samples[s.key+" "+op] = append(res.samples[s.key+" "+op], ds[k].dur)
+			}
+		}
+	}
+	o.logf("etcd: %d hosts × %d concurrent ADDs, %d rounds", etcdHosts, etcdPerHost, o.concRounds)
+	for round := 0; round < o.concRounds; round++ {
+		prefix := fmt.Sprintf("/bench/conc-%d/", round)
+		var hosts []subject
+		for h := 0; h < etcdHosts; h++ {
+			hosts = append(hosts, etcdSub(prefix, fmt.Sprintf("bench-host-%d", h)))
+		}
+		res.conc.runs = append(res.conc.runs, etcdBurst(hosts, dataDir, round))
+	}
+	return nil
+}
+
+// etcdBurst starts every host's ADDs at once, each its own process.
+func etcdBurst(hosts []subject, dataDir string, round int) concRun {
+	ops := len(hosts) * etcdPerHost
+	outs := make([]outcome, ops)
+	var wg sync.WaitGroup
+	start := time.Now()
+	for i := 0; i < ops; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s := hosts[i%len(hosts)]
+			outs[i] = run(s.call("ADD", containerID(fmt.Sprintf("etcd-conc-%d-%d", round, i)), dataDir, nil))
+		}()
+	}
+	wg.Wait()
+	return tally(outs, time.Since(start))
+}
+
+// failure is non-empty when a burst handed out an address twice or an
+// ADD failed.
+func (e *etcdResult) failure() string {
+	if e == nil || e.skipped != "" || e.conc.ok(etcdHosts*etcdPerHost) {
+		return ""
+	}
+	return "ipam-da-etcd: " + e.conc.describe(etcdHosts*etcdPerHost)
+}
+
+// markdown is the scenario's section of RESULTS.md.
+func (e *etcdResult) markdown(nproc string) string {
+	var b strings.Builder
+	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
+	w("## ipam-da-etcd against a 3-member etcd cluster\n\n")
+	if e.skipped != "" {
+		w("Not measured: %s.\n\n", e.skipped)
+		return b.String()
+	}
+	w("The full flavour's ipam-da-etcd (etcd's v3 JSON gateway over net/http) and the lean ipam-da-pools, taking turns, each ADD of a fresh container followed by its DEL (prevResult = the ADD's result); etcd: %d members on 127.0.0.1, data directories on %s (every write fsync'd by etcd), one /16 range set. Median / p99 in ms, n = %d.\n\n", e.members, e.dataFS, e.n)
+	w("| op | ipam-da-pools | ipam-da-etcd | ipam-da-etcd ÷ ipam-da-pools | target ≤ 2× |\n| --- | ---: | ---: | ---: | --- |\n")
+	for _, op := range latencyOps {
+		lean, et := summarise(e.samples[eLean+" "+op]), summarise(e.samples[eEtcd+" "+op])
+		rt := ratio(ms(et.median), ms(lean.median))
+		verdict := "**met**"
+		if !(rt <= 2) {
+			verdict = "**not met**"
+		}
+		w("| %s | %s / %s | %s / %s | %s | %s |\n", op, num(ms(lean.median)), num(ms(lean.p99)), num(ms(et.median)), num(ms(et.p99)), fmtRatio(rt), verdict)
+	}
+	ops := etcdHosts * etcdPerHost
+	w("\n%d hosts × %d concurrent ADDs (%d processes started at once, distinct node names, one pool), %d rounds: ", etcdHosts, etcdPerHost, ops, len(e.conc.runs))
+	status := "all distinct, none failed"
+	if !e.conc.ok(ops) {
+		status = "FAILED: " + e.conc.describe(ops)
+	}
+	w("%s; median wall %s ms = **%.0f ADDs/s**; CPU per ADD %s ms (on %s CPUs).\n\n", status,
+		num(ms(e.conc.medianWall())), e.conc.opsPerSec(ops), num(ms(e.conc.perOp(ops, func(c concRun) time.Duration { return c.cpu }))), nproc)
+	return b.String()
+}

@@ -1,0 +1,221 @@
+package daetcd
+
+import (
+	"fmt"
+	"net/netip"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/cniplugins/cniplugins/internal/cnierr"
+	"github.com/cniplugins/cniplugins/internal/dapools"
+	"github.com/cniplugins/cniplugins/internal/hostlocal"
+	"github.com/cniplugins/cniplugins/internal/logging"
+)
+
+// This file is the operators' side: what `cniplugins-full etcd leases`,
+// `release` and `gc` do, for a node that is gone for good (its runtime
+// will never send the DEL or GC that would free its addresses).
+
+// Cluster says how to reach etcd, as ipam.etcd does.
+type Cluster struct {
+	Endpoints    []string
+	Prefix       string
+	Timeout      time.Duration
+	CAFile       string
+	CertFile     string
+	KeyFile      string
+	Username     string
+	PasswordFile string
+}
+
+// Admin reads and releases claims directly.
+type Admin struct{ op *operation }
+
+// NewAdmin validates c exactly as ipam.etcd is validated.
+func NewAdmin(c Cluster) (*Admin, error) {
+	e := etcdConf{Endpoints: c.Endpoints, Prefix: c.Prefix, Username: c.Username, PasswordFile: c.PasswordFile}
+	if c.Timeout > 0 {
+		e.Timeout = c.Timeout.String()
+	}
+	if c.CAFile != "" || c.CertFile != "" || c.KeyFile != "" {
+		e.TLS = &tlsFiles{CAFile: c.CAFile, CertFile: c.CertFile, KeyFile: c.KeyFile}
+	}
+	cfg, err := e.validate(false)
+	if err != nil {
+		return nil, err
+	}
+	cl, err := newClient(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &Admin{op: &operation{cl: cl, keys: layout{prefix: cfg.prefix}, log: logging.Nop()}}, nil
+}
+
+// Lease is one claim as an operator sees it. A failed ADD's marker has no
+// Address.
+type Lease struct {
+	Record
+	Scope dapools.Scope `json:"-"`
+	key   keyValue
+}
+
+// Filter selects leases; empty fields match everything.
+type Filter struct {
+	Node, Network, Pool, Container string
+}
+
+// Leases lists the claims that match f, read from the nodes' index keys
+// (one prefix read: one node's, or every node's), sorted by node, scope
+// and address.
+func (a *Admin) Leases(f Filter) ([]Lease, error) {
+	prefix := a.op.keys.prefix + "node/"
+	if f.Node != "" {
+		if err := ValidNodeName("--node", f.Node); err != nil {
+			return nil, err
+		}
+		prefix = a.op.keys.nodePrefix(f.Node)
+	}
+	resp, err := a.op.cl.read(getPrefix(prefix))
+	if err != nil {
+		return nil, err
+	}
+	var out []Lease
+	for _, kv := range resp.kvs(0) {
+		l, ok := a.lease(kv)
+		if !ok || (f.Network != "" && l.Network != f.Network) || (f.Pool != "" && l.Scope.Pool != f.Pool) ||
+			(f.Container != "" && !strings.HasPrefix(l.ContainerID, f.Container)) {
+			continue
+		}
+		out = append(out, l)
+	}
+	slices.SortFunc(out, func(x, y Lease) int {
+		if c := strings.Compare(x.Node+"\x00"+scopePath(x.Scope), y.Node+"\x00"+scopePath(y.Scope)); c != 0 {
+			return c
+		}
+		a, _ := netip.ParseAddr(x.Address) // a marker (no address) sorts first
+		b, _ := netip.ParseAddr(y.Address)
+		return a.Compare(b)
+	})
+	return out, nil
+}
+
+// lease decodes an index key: node/<node>/<pool|net>/<name>/<cid>/<ifname>/<slot>.
+func (a *Admin) lease(kv keyValue) (Lease, bool) {
+	parts := strings.Split(strings.TrimPrefix(string(kv.Key), a.op.keys.prefix+"node/"), "/")
+	r, ok := decodeRecord(kv.Value)
+	if len(parts) != 6 || !ok {
+		return Lease{}, false
+	}
+	l := Lease{Record: r, key: kv}
+	switch parts[1] {
+	case "pool":
+		l.Scope.Pool = parts[2]
+	case "net":
+		l.Scope.Network = parts[2]
+	default:
+		return Lease{}, false
+	}
+	return l, true
+}
+
+// ScopeName is "pool P" or "network N".
+func (l Lease) ScopeName() string {
+	if l.Scope.Pool != "" {
+		return "pool " + l.Scope.Pool
+	}
+	return "network " + l.Scope.Network
+}
+
+// Release frees addr in scope, refusing when it is not claimed or when
+// container (and ifname) are given and do not match its owner. dryRun
+// checks and returns the lease without changing anything.
+func (a *Admin) Release(addr netip.Addr, s dapools.Scope, container, ifname string, dryRun bool) (Lease, error) {
+	addr = addr.Unmap()
+	resp, err := a.op.cl.read(get(a.op.keys.addrKey(s, addr)))
+	if err != nil {
+		return Lease{}, err
+	}
+	kv, ok := resp.first(0)
+	r, valid := decodeRecord(kv.Value)
+	switch {
+	case !ok:
+		return Lease{}, fmt.Errorf("%s is not claimed in %s", addr, scopePath(s))
+	case !valid:
+		return Lease{}, fmt.Errorf("%s in %s holds no owner record; refusing", addr, scopePath(s))
+	case container != "" && r.ContainerID != container:
+		return Lease{}, fmt.Errorf("%s is held by container %s, not %s", addr, r.ContainerID, container)
+	case ifname != "" && r.IfName != ifname:
+		return Lease{}, fmt.Errorf("%s is held by interface %s, not %s", addr, r.IfName, ifname)
+	}
+	// The index key holds the same record; find it to delete both, each
+	// guarded by its exact value.
+	idx, err := a.op.cl.read(getPrefix(a.op.keys.attachmentPrefix(r.Node, s, r.ContainerID, r.IfName)))
+	if err != nil {
+		return Lease{}, err
+	}
+	l := Lease{Record: r, Scope: s}
+	txn := txnRequest{Compare: []compare{valueIs(string(kv.Key), kv.Value)}, Success: []requestOp{del(string(kv.Key))}}
+	marks := unmark{}
+	for _, ikv := range idx.kvs(0) {
+		if string(ikv.Value) == string(kv.Value) {
+			txn.Compare = append(txn.Compare, modIs(string(ikv.Key), ikv.ModRevision))
+			txn.Success = append(txn.Success, del(string(ikv.Key)))
+			marks[a.op.keys.markOf(s, string(ikv.Key))] = true
+		}
+	}
+	if dryRun {
+		return l, nil
+	}
+	txn.Success = append(txn.Success, marks.ops()...)
+	out, err := a.op.cl.txn(txn)
+	if err != nil {
+		return Lease{}, err
+	}
+	if !out.Succeeded {
+		return Lease{}, fmt.Errorf("%s in %s changed while being released; nothing done, try again", addr, scopePath(s))
+	}
+	return l, nil
+}
+
+// GC releases every claim of node (optionally only in one scope, or of
+// one network) whose attachment is not in keep; a keep entry without an
+// ifname keeps every attachment of its container. Without apply it only
+// returns the plan.
+func (a *Admin) GC(node string, f Filter, keep []hostlocal.Attachment, apply bool) ([]Lease, error) {
+	if node == "" {
+		return nil, cnierr.MissingConfig("--node")
+	}
+	f.Node = node
+	leases, err := a.Leases(f)
+	if err != nil {
+		return nil, err
+	}
+	kept := map[hostlocal.Attachment]bool{}
+	wholeID := map[string]bool{}
+	for _, k := range keep {
+		kept[k.Key()] = true
+		if k.IfName == "" {
+			wholeID[k.ContainerID] = true
+		}
+	}
+	var plan []Lease
+	perScope := map[dapools.Scope][]txnRequest{}
+	marks := unmark{}
+	for _, l := range leases {
+		if wholeID[l.ContainerID] || kept[hostlocal.Attachment{ContainerID: l.ContainerID, IfName: l.IfName}] {
+			continue
+		}
+		plan = append(plan, l)
+		perScope[l.Scope] = append(perScope[l.Scope], a.op.release(l.Scope, l.key, marks))
+	}
+	if !apply {
+		return plan, nil
+	}
+	for _, txns := range perScope {
+		if err := a.op.commitBatches(txns, marks); err != nil {
+			return plan, err
+		}
+	}
+	return plan, nil
+}

@@ -1,0 +1,148 @@
+package daetcd
+
+import (
+	"bytes"
+	"fmt"
+	"net/netip"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/cniplugins/cniplugins/internal/dapools"
+	"github.com/cniplugins/cniplugins/internal/etcdtest"
+	"github.com/cniplugins/cniplugins/internal/hostlocal"
+	"github.com/cniplugins/cniplugins/internal/plugin"
+)
+
+var cluster *etcdtest.Cluster
+
+func TestMain(m *testing.M) {
+	if err := etcdtest.Available(); err != nil {
+		fmt.Fprintln(os.Stderr, "SKIPPING the tests that need etcd:", err)
+		os.Exit(m.Run())
+	}
+	var err error
+	if cluster, err = etcdtest.Start(etcdtest.Options{}); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	cluster.Stop()
+	os.Exit(code)
+}
+
+func needCluster(t *testing.T) {
+	if cluster == nil {
+		t.Skip("SKIP: no etcd server installed (scripts/test-deps.sh installs etcd-server)")
+	}
+}
+
+// add runs ADD in-process (plugin.Run, exactly what an exec does) for
+// container cid on node, in pool mode on pool P or standalone.
+func add(t *testing.T, node, cid, scope string) netip.Addr {
+	t.Helper()
+	out := runIn(t, "ADD", node, cid, scope)
+	i := bytes.Index(out, []byte(`"address": "`))
+	if i < 0 {
+		t.Fatalf("ADD: %s", out)
+	}
+	rest := out[i+len(`"address": "`):]
+	p := netip.MustParsePrefix(string(rest[:bytes.IndexByte(rest, '"')]))
+	return p.Addr()
+}
+
+func runIn(t *testing.T, cmd, node, cid, scope string) []byte {
+	t.Helper()
+	conf := fmt.Sprintf(`{"cniVersion":"1.1.0","name":"net-%s","ipam":{"type":"ipam-da-etcd","dataDir":%q,
+		"etcd":{"endpoints":["%s"],"prefix":"/admin-test/%s/","nodeName":%q},
+		"ranges":[[{"subnet":"10.214.30.0/24"}]],"poolDefinitions":{"p":[{"subnet":"10.214.31.0/24"}]}}`,
+		scope, t.TempDir(), strings.Join(cluster.Endpoints(), `","`), t.Name(), node)
+	if scope == "p" {
+		conf += `,"prevResult":{"cniVersion":"1.1.0","pools":[{"name":"p"}]}`
+	}
+	conf += "}"
+	var stdout, stderr bytes.Buffer
+	env := []string{"CNI_COMMAND=" + cmd, "CNI_CONTAINERID=" + cid, "CNI_IFNAME=eth0", "CNI_NETNS=/x", "CNI_PATH=/nonexistent"}
+	if code := plugin.Run(Personality(), plugin.IO{Environ: env, Stdin: strings.NewReader(conf), Stdout: &stdout, Stderr: &stderr}); code != 0 {
+		t.Fatalf("%s %s: %s %s", cmd, cid, stdout.String(), stderr.String())
+	}
+	return stdout.Bytes()
+}
+
+func admin(t *testing.T) *Admin {
+	a, err := NewAdmin(Cluster{Endpoints: cluster.Endpoints(), Prefix: "/admin-test/" + t.Name() + "/"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+func TestAdminLeasesReleaseGC(t *testing.T) {
+	needCluster(t)
+	a1 := add(t, "gone", "g1", "p")
+	add(t, "gone", "g2", "p")
+	g3 := add(t, "gone", "g3", "n")
+	b1 := add(t, "alive", "b1", "p")
+	ad := admin(t)
+
+	all, err := ad.Leases(Filter{})
+	if err != nil || len(all) != 4 {
+		t.Fatalf("leases: %v %v", all, err)
+	}
+	gone, _ := ad.Leases(Filter{Node: "gone"})
+	if len(gone) != 3 || gone[0].Node != "gone" || gone[0].Since().IsZero() {
+		t.Fatalf("leases of node gone: %+v", gone)
+	}
+	if ls, _ := ad.Leases(Filter{Pool: "p", Container: "g"}); len(ls) != 2 {
+		t.Fatalf("pool p, containers g*: %+v", ls)
+	}
+	if ls, _ := ad.Leases(Filter{Network: "net-n"}); len(ls) != 1 || ls[0].Address != g3.String() || ls[0].ScopeName() != "network net-n" {
+		t.Fatalf("network net-n: %+v", ls)
+	}
+
+	// release: refused for the wrong owner, for an unclaimed address; a
+	// dry run changes nothing.
+	p := dapools.Scope{Pool: "p"}
+	if _, err := ad.Release(a1, p, "someone-else", "", false); err == nil {
+		t.Fatal("released for the wrong container")
+	}
+	if _, err := ad.Release(netip.MustParseAddr("10.214.31.250"), p, "", "", false); err == nil {
+		t.Fatal("released an unclaimed address")
+	}
+	if _, err := ad.Release(a1, p, "g1", "eth0", true); err != nil {
+		t.Fatal(err)
+	}
+	if ls, _ := ad.Leases(Filter{}); len(ls) != 4 {
+		t.Fatal("dry run released")
+	}
+	if l, err := ad.Release(a1, p, "g1", "eth0", false); err != nil || l.ContainerID != "g1" {
+		t.Fatalf("release: %+v %v", l, err)
+	}
+	if ls, _ := ad.Leases(Filter{}); len(ls) != 3 {
+		t.Fatalf("after release: %+v", ls)
+	}
+
+	// gc of node gone keeping g2: a plan first, then applied; node alive
+	// is never touched.
+	plan, err := ad.GC("gone", Filter{}, []hostlocal.Attachment{{ContainerID: "g2", IfName: "eth0"}}, false)
+	if err != nil || len(plan) != 1 || plan[0].ContainerID != "g3" {
+		t.Fatalf("plan: %+v %v", plan, err)
+	}
+	if ls, _ := ad.Leases(Filter{}); len(ls) != 3 {
+		t.Fatal("a plan released")
+	}
+	if _, err := ad.GC("gone", Filter{}, nil, true); err != nil {
+		t.Fatal(err)
+	}
+	left, _ := ad.Leases(Filter{})
+	if len(left) != 1 || left[0].Node != "alive" || left[0].Address != b1.String() {
+		t.Fatalf("after gc of node gone: %+v", left)
+	}
+	ks, _ := cluster.Keys("/admin-test/" + t.Name() + "/")
+	if len(ks) != 2 {
+		t.Fatalf("keys left: %v (want b1's claim and index key)", ks)
+	}
+	if _, err := ad.GC("", Filter{}, nil, true); err == nil {
+		t.Fatal("gc without a node")
+	}
+}

@@ -1,0 +1,75 @@
+package daetcd
+
+import (
+	"net/netip"
+
+	"github.com/cniplugins/cniplugins/internal/cnierr"
+	"github.com/cniplugins/cniplugins/internal/dapools"
+	"github.com/cniplugins/cniplugins/internal/plugin"
+)
+
+// cmdCheck verifies that every address in prevResult is claimed by this
+// attachment, on this node and network (code 3 otherwise). Without
+// addresses to verify it checks that the attachment holds any.
+func cmdCheck(req *plugin.Request) error {
+	p, op, err := begin(req, true)
+	if err != nil {
+		return err
+	}
+	targets, err := p.Targets()
+	if err != nil {
+		return err
+	}
+	addrs, err := dapools.PrevAddrs(req.Conf)
+	if err != nil {
+		return err
+	}
+	if len(addrs) == 0 {
+		return op.checkHoldsAny(p.Scopes())
+	}
+	reads := make([]requestOp, len(addrs))
+	for i, a := range addrs {
+		t, ok := targetFor(targets, a)
+		if !ok {
+			return cnierr.New(cnierr.CodeUnknownContainer, "address is in no selected range set", "address=%s", a)
+		}
+		reads[i] = get(op.keys.addrKey(t.Scope, a))
+	}
+	resp, err := op.cl.read(reads...)
+	if err != nil {
+		return err
+	}
+	for i, a := range addrs {
+		kv, ok := resp.first(i)
+		r, valid := decodeRecord(kv.Value)
+		if !ok || !valid || !r.owns(op.node, op.network, op.cid, op.ifname) {
+			return cnierr.New(cnierr.CodeUnknownContainer, "address not reserved for this attachment",
+				"address=%s containerID=%s ifname=%s node=%s", a, op.cid, op.ifname, op.node)
+		}
+	}
+	return nil
+}
+
+func (op *operation) checkHoldsAny(scopes []dapools.Scope) error {
+	resp, err := op.readAttachment(scopes)
+	if err != nil {
+		return err
+	}
+	for i := range scopes {
+		for _, kv := range resp.kvs(i) {
+			if r, ok := decodeRecord(kv.Value); ok && !r.cancelled() && r.Network == op.network {
+				return nil
+			}
+		}
+	}
+	return cnierr.New(cnierr.CodeUnknownContainer, "attachment holds no address", "containerID=%s ifname=%s node=%s", op.cid, op.ifname, op.node)
+}
+
+func targetFor(targets []dapools.Target, a netip.Addr) (dapools.Target, bool) {
+	for _, t := range targets {
+		if t.Set.Contains(a) {
+			return t, true
+		}
+	}
+	return dapools.Target{}, false
+}

@@ -1,0 +1,56 @@
+// Package daetcd is ipam-da-etcd: ipam-da-pools' allocator with its state
+// in an etcd cluster instead of local files, so that hosts sharing one
+// subnet (macvlan or ipvlan on a LAN, overlays, routed pod networks) never
+// hand out one address twice. Same inputs as ipam-da-pools; one key per
+// address, claimed by a create-if-absent transaction; no lock, no lease,
+// no per-pool document. It is part of the full flavour only: it links
+// net/http.
+package daetcd
+
+import (
+	"github.com/cniplugins/cniplugins/internal/dapools"
+	"github.com/cniplugins/cniplugins/internal/netconf"
+	"github.com/cniplugins/cniplugins/internal/plugin"
+)
+
+// Name is the personality's name.
+const Name = "ipam-da-etcd"
+
+// Personality returns ipam-da-etcd.
+func Personality() plugin.Personality {
+	return plugin.Personality{
+		Name:    Name,
+		Summary: "allocates one address per selected pool (or range set) from an etcd cluster shared by many hosts",
+		Funcs: plugin.Funcs{
+			Add:    cmdAdd,
+			Del:    plugin.NoResult(cmdDel),
+			Check:  plugin.NoResult(cmdCheck),
+			GC:     plugin.NoResult(cmdGC),
+			Status: plugin.NoResult(cmdStatus),
+		},
+		ArgKeys:  func(*netconf.Envelope) ([]string, error) { return []string{"IP"}, nil },
+		Validate: validate,
+	}
+}
+
+// validate is ADD's parse without etcd, the disk or the host name:
+// ipam.etcd, then everything ipam-da-pools would check.
+func validate(conf *netconf.Envelope) error {
+	if _, err := parseEtcd(conf, false); err != nil {
+		return err
+	}
+	var ipam struct {
+		Type string `json:"type"`
+	}
+	if err := conf.DecodeIPAM(&ipam); err != nil {
+		return err
+	}
+	p, err := dapools.Parse(conf, nil, ipam.Type == Name)
+	if err != nil {
+		return err
+	}
+	if ipam.Type == Name || p.PoolMode() {
+		_, err = p.Targets()
+	}
+	return err
+}

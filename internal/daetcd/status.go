@@ -1,0 +1,55 @@
+package daetcd
+
+import (
+	"errors"
+
+	"github.com/cniplugins/cniplugins/internal/cnierr"
+	"github.com/cniplugins/cniplugins/internal/dapools"
+	"github.com/cniplugins/cniplugins/internal/plugin"
+)
+
+// cmdStatus answers 50 while a range set or pool this network allocates
+// from is exhausted (an ADD found it full and nothing was released there
+// since), or when etcd has no quorum: members answer but cannot serve a
+// linearizable read within the timeout. An etcd that nobody answers for
+// is code 11. The check is one read of the exhaustion marks, which is
+// also the quorum probe.
+func cmdStatus(req *plugin.Request) error {
+	p, op, err := begin(req, true)
+	if err != nil {
+		return err
+	}
+	targets, err := p.Targets()
+	if err != nil {
+		return err
+	}
+	type mark struct {
+		label string
+		key   string
+	}
+	var marks []mark
+	for _, t := range targets {
+		marks = append(marks, mark{t.Label, op.keys.fullKey(t.Scope, t.RangeID)})
+	}
+	for _, name := range p.DefinedPools() {
+		marks = append(marks, mark{"pool " + name, op.keys.fullKey(dapools.Scope{Pool: name}, 0)})
+	}
+	reads := make([]requestOp, len(marks))
+	for i, m := range marks {
+		reads[i] = get(m.key)
+	}
+	resp, err := op.cl.read(reads...)
+	if errors.Is(err, errNoQuorum) {
+		e := cnierr.As(err)
+		return cnierr.New(cnierr.CodeNotAvailable, "etcd has no quorum", "%s", e.Details)
+	}
+	if err != nil {
+		return err
+	}
+	for i, m := range marks {
+		if _, full := resp.first(i); full {
+			return cnierr.New(cnierr.CodeNotAvailable, "address pool exhausted", "%s", m.label)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,89 @@
+package etcd
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/cniplugins/cniplugins/internal/testbin"
+)
+
+// cli runs `cniplugins etcd ARGS...` with the test's cluster and prefix:
+// the full flavour installed under the binary's name.
+func cli(t *testing.T, args ...string) testbin.Reply {
+	argv := append([]string{"etcd"}, args...)
+	argv = append(argv, "--endpoints", strings.Join(cluster.Endpoints(), ","), "--prefix", prefix(t))
+	return testbin.Run(testbin.Call{Plugin: "cniplugins", Path: binDir, Argv: argv})
+}
+
+type leaseOut struct {
+	Address, Pool, Network, Node, ContainerID, IfName, Since string
+}
+
+func cliLeases(t *testing.T, args ...string) []leaseOut {
+	t.Helper()
+	r := cli(t, append([]string{"leases", "-o", "json"}, args...)...)
+	if r.Exit != 0 {
+		t.Fatalf("leases: %s %s", r.Stdout, r.Stderr)
+	}
+	var ls []leaseOut
+	if err := json.Unmarshal(r.Stdout, &ls); err != nil {
+		t.Fatalf("leases JSON %s: %v", r.Stdout, err)
+	}
+	return ls
+}
+
+// TestCLIForAGoneNode: host-a is gone for good. An operator lists its
+// claims, collects them keeping one container, and releases the last by
+// hand; host-b's claims are never touched until released explicitly.
+func TestCLIForAGoneNode(t *testing.T) {
+	needCluster(t)
+	a, b := newHost(t, "host-a"), newHost(t, "host-b")
+	confA := poolConf(t, a, sharedPool("10.214.22.0/24"), nil)
+	confB := poolConf(t, b, sharedPool("10.214.22.0/24"), nil)
+	for _, cid := range []string{"a1", "a2", "a3"} {
+		mustAdd(t, cid, confA)
+	}
+	_, bAddr := mustAdd(t, "b1", confB)
+
+	if ls := cliLeases(t); len(ls) != 4 {
+		t.Fatalf("all leases: %+v", ls)
+	}
+	gone := cliLeases(t, "--node", "host-a")
+	if len(gone) != 3 || gone[0].Node != "host-a" || gone[0].Pool != "shared" || gone[0].Network != "etcd-net" || gone[0].Since == "" {
+		t.Fatalf("host-a's leases: %+v", gone)
+	}
+	t.Logf("leases:\n%s", cli(t, "leases").Stdout)
+	table := cli(t, "leases", "--node", "host-b")
+	if table.Exit != 0 || !strings.HasPrefix(string(table.Stdout), "ADDRESS") || !strings.Contains(string(table.Stdout), bAddr[0].String()) {
+		t.Fatalf("table: %s %s", table.Stdout, table.Stderr)
+	}
+
+	plan := cli(t, "gc", "--node", "host-a", "--keep", "a2@eth0")
+	if plan.Exit != 0 || strings.Count(string(plan.Stdout), "would release") != 2 {
+		t.Fatalf("gc plan: %s %s", plan.Stdout, plan.Stderr)
+	}
+	if ls := cliLeases(t, "--node", "host-a"); len(ls) != 3 {
+		t.Fatal("the plan released something")
+	}
+	if r := cli(t, "gc", "--node", "host-a", "--keep", "a2", "--apply"); r.Exit != 0 || strings.Count(string(r.Stdout), "released") != 2 {
+		t.Fatalf("gc --apply: %s %s", r.Stdout, r.Stderr)
+	} else {
+		t.Logf("gc --apply:\n%s", r.Stdout)
+	}
+	left := cliLeases(t, "--node", "host-a")
+	if len(left) != 1 || left[0].ContainerID != "a2" {
+		t.Fatalf("after gc: %+v", left)
+	}
+	if r := cli(t, "release", left[0].Address, "--pool", "shared", "--container", "a1"); r.Exit == 0 {
+		t.Fatalf("released for the wrong container: %s", r.Stdout)
+	}
+	if r := cli(t, "release", left[0].Address, "--pool", "shared", "--container", "a2"); r.Exit != 0 {
+		t.Fatalf("release: %s %s", r.Stdout, r.Stderr)
+	}
+	if ls := cliLeases(t); len(ls) != 1 || ls[0].Node != "host-b" {
+		t.Fatalf("host-b's claim must remain: %+v", ls)
+	}
+	mustRun(t, "DEL", "b1", confB)
+	wantNoKeys(t)
+}
