@@ -77,7 +77,7 @@ type config struct {
 	// pools selected by prevResult.pools; nil in standalone mode
 	pools []pool.Pool
 	// poolDefs are ipam.poolDefinitions, validated
-	poolDefs map[string]poolDef
+	poolDefs map[string]pool.Definition
 	// requested are the addresses asked for outside Pool objects, in order:
 	// CNI_ARGS IP, args.cni.ips, runtimeConfig.ips.
 	requested []netip.Addr
@@ -109,7 +109,7 @@ func parseConfig(conf *netconf.Envelope, cniArgs []netconf.CNIArg, needRanges bo
 	if c.requested, err = requestedAddrs(cniArgs, extra); err != nil {
 		return nil, err
 	}
-	if c.poolDefs, err = poolDefinitions(ipam.PoolDefinitions); err != nil {
+	if c.poolDefs, err = pool.ParseDefinitions("ipam.poolDefinitions", ipam.PoolDefinitions); err != nil {
 		return nil, err
 	}
 	pools, poolMode, err := pool.FromPrevResult(conf)

@@ -20,16 +20,7 @@ type Layout struct {
 	// top-level range), nil when the config has none.
 	RangeSets []hostlocal.RangeSet
 	// PoolDefs are ipam.poolDefinitions.
-	PoolDefs map[string]PoolSource
-
-	defs map[string]poolDef
-}
-
-// PoolSource is what a pool hands addresses out from: its range set, less
-// the exclusions that hold for it.
-type PoolSource struct {
-	Set     hostlocal.RangeSet
-	Exclude hostlocal.Exclusions
+	PoolDefs map[string]pool.Definition
 }
 
 // PoolDir is the state directory of pool name under dataDir.
@@ -47,10 +38,7 @@ func DescribeConfig(conf *netconf.Envelope) (Layout, error) {
 	if err != nil {
 		return Layout{}, err
 	}
-	l := Layout{DataDir: c.dataDir, NetworkDir: c.networkDir(), PoolDefs: make(map[string]PoolSource, len(c.poolDefs)), defs: c.poolDefs}
-	for name, d := range c.poolDefs {
-		l.PoolDefs[name] = PoolSource{Set: d.set, Exclude: d.exclude}
-	}
+	l := Layout{DataDir: c.dataDir, NetworkDir: c.networkDir(), PoolDefs: c.poolDefs}
 	var ipam ipamConf
 	if err := conf.DecodeIPAM(&ipam); err != nil {
 		return Layout{}, err
@@ -66,29 +54,29 @@ func DescribeConfig(conf *netconf.Envelope) (Layout, error) {
 
 // Pool resolves pool p (found at field) as ADD does; false when it has
 // neither inline ranges nor a definition.
-func (l Layout) Pool(p pool.Pool, field string) (PoolSource, bool, error) {
-	return poolSource(p, field, l.defs)
+func (l Layout) Pool(p pool.Pool, field string) (pool.Definition, bool, error) {
+	return poolSource(p, field, l.PoolDefs)
 }
 
 // poolSource is a pool's ranges (inline, else its ipam.poolDefinitions
 // entry) and exclusions. The allocator's own exclusions hold whichever
 // side supplies the ranges: never handing an address out is the safe
 // reading of either list.
-func poolSource(p pool.Pool, field string, defs map[string]poolDef) (PoolSource, bool, error) {
+func poolSource(p pool.Pool, field string, defs map[string]pool.Definition) (pool.Definition, bool, error) {
 	rs, inline, err := p.InlineRanges(field)
 	if err != nil {
-		return PoolSource{}, false, err
+		return pool.Definition{}, false, err
 	}
 	def, defined := defs[p.Name]
 	if !inline {
 		if !defined {
-			return PoolSource{}, false, nil
+			return pool.Definition{}, false, nil
 		}
-		rs = def.set
+		rs = def.Set
 	}
 	ex, err := p.Exclusions(field)
 	if err != nil {
-		return PoolSource{}, false, err
+		return pool.Definition{}, false, err
 	}
-	return PoolSource{Set: rs, Exclude: ex.Union(def.exclude)}, true, nil
+	return pool.Definition{Set: rs, Exclude: ex.Union(def.Exclude)}, true, nil
 }

@@ -9,7 +9,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/cniplugins/cniplugins/internal/dapools"
+	"github.com/cniplugins/cniplugins/internal/pool"
 )
 
 const (
@@ -54,7 +54,7 @@ type Config struct {
 	DataDir     string
 	LockTimeout time.Duration
 	// Pools are the defined pools, by name, as conflists define them.
-	Pools map[string]dapools.PoolDef
+	Pools map[string]pool.Definition
 	// Defaults are the default address pools, validated.
 	Defaults []defaultPool
 }
@@ -107,9 +107,9 @@ func (fc fileConfig) validate() (Config, error) {
 		c.LockTimeout = d
 	}
 	var err error
-	// The one parser of poolDefinitions, ipam-da-pools', so that a pool
+	// The one parser of poolDefinitions, ipam-da-pools' too, so that a pool
 	// means the same ranges and exclusions to Docker and to CNI.
-	if c.Pools, err = dapools.ParsePoolDefinitions("poolDefinitions", fc.PoolDefinitions); err != nil {
+	if c.Pools, err = pool.ParseDefinitions("poolDefinitions", fc.PoolDefinitions); err != nil {
 		return Config{}, err
 	}
 	defaults := fc.DefaultAddressPools

@@ -7,7 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cniplugins/cniplugins/internal/dapools"
 	"github.com/cniplugins/cniplugins/internal/hostlocal"
 	"github.com/cniplugins/cniplugins/internal/pool"
 )
@@ -76,7 +75,7 @@ func TestRestrict(t *testing.T) {
 	}
 }
 
-// poolDefinitions go through ipam-da-pools' own parser: both forms,
+// poolDefinitions go through ipam-da-pools' parser (pool.ParseDefinitions): both forms,
 // exclusions, and its errors, naming the config file's key.
 func TestPoolDefinitions(t *testing.T) {
 	cases := []struct {
@@ -148,7 +147,7 @@ func TestExampleConfigMatchesItsConflist(t *testing.T) {
 	if err := json.Unmarshal(b, &list); err != nil {
 		t.Fatal(err)
 	}
-	cni, err := dapools.ParsePoolDefinitions("ipam.poolDefinitions", list.Plugins[0].IPAM.PoolDefinitions)
+	cni, err := pool.ParseDefinitions("ipam.poolDefinitions", list.Plugins[0].IPAM.PoolDefinitions)
 	if err != nil {
 		t.Fatal(err)
 	}

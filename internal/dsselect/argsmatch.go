@@ -9,7 +9,6 @@ import (
 	"strings"
 
 	"github.com/cniplugins/cniplugins/internal/cnierr"
-	"github.com/cniplugins/cniplugins/internal/hostlocal"
 	"github.com/cniplugins/cniplugins/internal/netconf"
 	"github.com/cniplugins/cniplugins/internal/pool"
 )
@@ -95,7 +94,7 @@ func (c *argsConfig) placeRequests(pools []pool.Pool, ips []netip.Addr) ([]pool.
 	if len(ips) == 0 {
 		return pools, nil
 	}
-	defs, err := c.definedRanges()
+	defs, err := c.definedPools()
 	if err != nil {
 		return nil, err
 	}
@@ -123,7 +122,7 @@ func (c *argsConfig) placeRequests(pools []pool.Pool, ips []netip.Addr) ([]pool.
 }
 
 // poolHolding is the index of the pool whose subnet contains ip, or -1.
-func poolHolding(pools []pool.Pool, defs map[string][]hostlocal.RangeConfig, ip netip.Addr) (int, error) {
+func poolHolding(pools []pool.Pool, defs map[string]json.RawMessage, ip netip.Addr) (int, error) {
 	for i, p := range pools {
 		field := "pools[" + p.Name + "]"
 		rs, inline, err := p.InlineRanges(field)
@@ -131,13 +130,17 @@ func poolHolding(pools []pool.Pool, defs map[string][]hostlocal.RangeConfig, ip 
 			return -1, err
 		}
 		if !inline {
-			cfgs, ok := defs[p.Name]
+			raw, ok := defs[p.Name]
 			if !ok {
 				continue
 			}
-			if rs, err = hostlocal.ParseRangeSet("ipam.poolDefinitions."+p.Name, cfgs); err != nil {
+			// Only the entries of selected pools are parsed: the
+			// allocator owns poolDefinitions and validates all of it.
+			def, err := pool.ParseDefinition("ipam.poolDefinitions."+p.Name, raw)
+			if err != nil {
 				return -1, err
 			}
+			rs = def.Set
 		}
 		for _, r := range rs {
 			if r.Subnet.Contains(ip) {
@@ -148,33 +151,13 @@ func poolHolding(pools []pool.Pool, defs map[string][]hostlocal.RangeConfig, ip 
 	return -1, nil
 }
 
-// definedRanges reads the ranges out of ipam.poolDefinitions, whose
-// entries are a bare range set or an object holding one under "ranges".
-// The allocator owns the rest of each entry (exclusions) and validates it.
-func (c *argsConfig) definedRanges() (map[string][]hostlocal.RangeConfig, error) {
+// definedPools splits ipam.poolDefinitions into its entries, left for
+// pool.ParseDefinition.
+func (c *argsConfig) definedPools() (map[string]json.RawMessage, error) {
 	if len(c.definitions) == 0 || string(c.definitions) == "null" {
 		return nil, nil
 	}
 	var raw map[string]json.RawMessage
-	if err := netconf.Decode(c.definitions, "ipam.poolDefinitions", &raw); err != nil {
-		return nil, err
-	}
-	out := make(map[string][]hostlocal.RangeConfig, len(raw))
-	for name, entry := range raw {
-		field := "ipam.poolDefinitions." + name
-		var cfgs []hostlocal.RangeConfig
-		if t := strings.TrimSpace(string(entry)); strings.HasPrefix(t, "{") {
-			var obj struct {
-				Ranges []hostlocal.RangeConfig `json:"ranges"`
-			}
-			if err := netconf.Decode(entry, field, &obj); err != nil {
-				return nil, err
-			}
-			cfgs = obj.Ranges
-		} else if err := netconf.Decode(entry, field, &cfgs); err != nil {
-			return nil, err
-		}
-		out[name] = cfgs
-	}
-	return out, nil
+	err := netconf.Decode(c.definitions, "ipam.poolDefinitions", &raw)
+	return raw, err
 }
