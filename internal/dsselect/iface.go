@@ -27,21 +27,21 @@ func Iface() plugin.Personality { return ifaceWith(netlinkHost{}) }
 // lost its address, changed subnet or gone, none of which may keep an
 // attachment's addresses from being freed.
 func ifaceWith(h hostNet) plugin.Personality {
-	funcs := selectorFuncs(func(req *plugin.Request) ([]pool.Pool, error) {
+	fromHost := func(req *plugin.Request) ([]pool.Pool, error) {
 		s, err := parseIface(req.Conf)
 		if err != nil {
 			return nil, err
 		}
 		return derive(h, s)
-	})
-	byName := selectorFuncs(func(req *plugin.Request) ([]pool.Pool, error) {
+	}
+	byName := func(req *plugin.Request) ([]pool.Pool, error) {
 		s, err := parseIface(req.Conf)
 		if err != nil {
 			return nil, err
 		}
 		return s.every(), nil
-	})
-	funcs.Del, funcs.GC = byName.Del, byName.GC
+	}
+	funcs := selectorFuncsBy(chooser{attached: fromHost, every: byName, status: fromHost})
 	funcs.Status = statusNotAvailable(funcs.Status)
 	return plugin.Personality{
 		Name:    IfaceName,

@@ -67,11 +67,13 @@ type chooser struct {
 	// every serves DEL, GC and STATUS: every pool the selector could have
 	// chosen (SPEC.md: a DEL may carry less than its ADD did).
 	every func(*plugin.Request) ([]pool.Pool, error)
+	// status, when set, serves STATUS instead of every.
+	status func(*plugin.Request) ([]pool.Pool, error)
 }
 
 // selectorFuncsBy is selectorFuncs for a selector whose choice depends on
-// the attachment: ADD and CHECK answer with c.attached, DEL, GC and STATUS
-// with c.every.
+// the attachment: ADD and CHECK answer with c.attached, DEL and GC with
+// c.every, STATUS with c.status or else c.every.
 func selectorFuncsBy(c chooser) plugin.Funcs {
 	answer := func(choose func(*plugin.Request) ([]pool.Pool, error)) plugin.Func {
 		return func(req *plugin.Request) (types.Result, error) {
@@ -83,7 +85,11 @@ func selectorFuncsBy(c chooser) plugin.Funcs {
 		}
 	}
 	attached, every := answer(c.attached), answer(c.every)
-	return plugin.Funcs{Add: attached, Check: attached, Del: every, GC: every, Status: every}
+	status := every
+	if c.status != nil {
+		status = answer(c.status)
+	}
+	return plugin.Funcs{Add: attached, Check: attached, Del: every, GC: every, Status: status}
 }
 
 // selection builds the result, copying prevResult.ips so that DEL and CHECK
