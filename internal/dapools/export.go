@@ -7,7 +7,6 @@ import (
 
 	current "github.com/containernetworking/cni/pkg/types/100"
 
-	"github.com/cniplugins/cniplugins/internal/cnierr"
 	"github.com/cniplugins/cniplugins/internal/hostlocal"
 	"github.com/cniplugins/cniplugins/internal/netconf"
 )
@@ -118,28 +117,6 @@ func PrevAddrs(conf *netconf.Envelope) ([]netip.Addr, error) {
 		if a, ok := netip.AddrFromSlice(ip.Address.IP); ok {
 			out = append(out, a.Unmap())
 		}
-	}
-	return out, nil
-}
-
-// ValidAttachments decodes GC's cni.dev/valid-attachments. Absent is an
-// error (collecting everything on a typo is not an option); null, as
-// libcni sends it when nothing runs, is an empty list.
-func ValidAttachments(conf *netconf.Envelope) ([]hostlocal.Attachment, error) {
-	var in validAttachments
-	if err := netconf.Decode(conf.Raw, "", &in); err != nil {
-		return nil, err
-	}
-	if len(in.Valid) == 0 {
-		return nil, cnierr.MissingConfig("cni.dev/valid-attachments")
-	}
-	var refs []attachmentRef
-	if err := netconf.Decode(in.Valid, "cni.dev/valid-attachments", &refs); err != nil {
-		return nil, err
-	}
-	out := make([]hostlocal.Attachment, len(refs))
-	for i, r := range refs {
-		out[i] = hostlocal.Attachment{ContainerID: r.ContainerID, IfName: r.IfName}
 	}
 	return out, nil
 }

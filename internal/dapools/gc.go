@@ -21,6 +21,28 @@ type attachmentRef struct {
 	IfName      string `json:"ifname"`
 }
 
+// ValidAttachments decodes GC's cni.dev/valid-attachments. Absent is an
+// error (collecting everything on a typo is not an option); null, as
+// libcni sends it when nothing runs, is an empty list.
+func ValidAttachments(conf *netconf.Envelope) ([]hostlocal.Attachment, error) {
+	var in validAttachments
+	if err := netconf.Decode(conf.Raw, "", &in); err != nil {
+		return nil, err
+	}
+	if len(in.Valid) == 0 {
+		return nil, cnierr.MissingConfig("cni.dev/valid-attachments")
+	}
+	var refs []attachmentRef
+	if err := netconf.Decode(in.Valid, "cni.dev/valid-attachments", &refs); err != nil {
+		return nil, err
+	}
+	out := make([]hostlocal.Attachment, len(refs))
+	for i, r := range refs {
+		out[i] = hostlocal.Attachment{ContainerID: r.ContainerID, IfName: r.IfName}
+	}
+	return out, nil
+}
+
 // cmdGC releases every reservation of this network whose attachment the
 // runtime no longer lists (hostlocal.KeepSet has the rules). It keeps
 // going after errors.
@@ -29,22 +51,9 @@ func cmdGC(req *plugin.Request) error {
 	if err != nil {
 		return err
 	}
-	var in validAttachments
-	if err := netconf.Decode(req.Conf.Raw, "", &in); err != nil {
+	live, err := ValidAttachments(req.Conf)
+	if err != nil {
 		return err
-	}
-	// Absent is a malformed GC request: releasing everything on a typo is
-	// not an option. null is what libcni sends when nothing is running.
-	if len(in.Valid) == 0 {
-		return cnierr.MissingConfig("cni.dev/valid-attachments")
-	}
-	var refs []attachmentRef
-	if err := netconf.Decode(in.Valid, "cni.dev/valid-attachments", &refs); err != nil {
-		return err
-	}
-	live := make([]hostlocal.Attachment, len(refs))
-	for i, a := range refs {
-		live[i] = hostlocal.Attachment{ContainerID: a.ContainerID, IfName: a.IfName}
 	}
 	valid := hostlocal.NewKeepSet(c.network, live).Keeps
 	st, err := openStores(c.dirs(), c.lockTimeout)
