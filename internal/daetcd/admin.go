@@ -179,8 +179,9 @@ func (a *Admin) Release(addr netip.Addr, s dapools.Scope, container, ifname stri
 }
 
 // GC releases every claim of node (optionally only in one scope, or of
-// one network) whose attachment is not in keep; a keep entry without an
-// ifname keeps every attachment of its container. Without apply it only
+// one network) whose attachment is not in keep, by the rule every GC
+// follows (hostlocal.KeepSet): a keep entry without an ifname keeps every
+// attachment of its container. Without apply it only
 // returns the plan.
 func (a *Admin) GC(node string, f Filter, keep []hostlocal.Attachment, apply bool) ([]Lease, error) {
 	if node == "" {
@@ -191,19 +192,12 @@ func (a *Admin) GC(node string, f Filter, keep []hostlocal.Attachment, apply boo
 	if err != nil {
 		return nil, err
 	}
-	kept := map[hostlocal.Attachment]bool{}
-	wholeID := map[string]bool{}
-	for _, k := range keep {
-		kept[k.Key()] = true
-		if k.IfName == "" {
-			wholeID[k.ContainerID] = true
-		}
-	}
+	keeps := hostlocal.NewKeepSet(f.Network, keep).Keeps
 	var plan []Lease
 	perScope := map[dapools.Scope][]txnRequest{}
 	marks := unmark{}
 	for _, l := range leases {
-		if wholeID[l.ContainerID] || kept[hostlocal.Attachment{ContainerID: l.ContainerID, IfName: l.IfName}] {
+		if keeps(l.attachment()) {
 			continue
 		}
 		plan = append(plan, l)

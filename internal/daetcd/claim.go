@@ -178,7 +178,7 @@ func (s *claimStore) Owner(ip netip.Addr) (hostlocal.Attachment, bool, error) {
 		return hostlocal.Attachment{}, false, nil
 	}
 	r, _ := decodeRecord(kv.Value)
-	return hostlocal.Attachment{ContainerID: r.ContainerID, IfName: r.IfName, Network: r.Network}, true, nil
+	return r.attachment(), true, nil
 }
 
 // Release frees ip if this attachment holds it (the allocator's undo).

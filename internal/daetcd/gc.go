@@ -10,8 +10,8 @@ import (
 )
 
 // cmdGC (spec 1.1) releases this node's claims of this network whose
-// attachment is not in cni.dev/valid-attachments, failed ADDs' markers
-// included. It reads this node's index keys of each scope, so another
+// attachment is not in cni.dev/valid-attachments (hostlocal.KeepSet, the
+// rule every GC follows), failed ADDs' markers included. It reads this node's index keys of each scope, so another
 // node's claims are never even looked at. It keeps going after errors.
 func cmdGC(req *plugin.Request) error {
 	p, op, err := begin(req, false) // GC has no attachment: op's is empty
@@ -22,10 +22,7 @@ func cmdGC(req *plugin.Request) error {
 	if err != nil {
 		return err
 	}
-	live := make(map[hostlocal.Attachment]bool, len(valid))
-	for _, a := range valid {
-		live[a.Key()] = true
-	}
+	keep := hostlocal.NewKeepSet(op.network, valid)
 	scopes := p.Scopes()
 	reads := make([]requestOp, len(scopes))
 	for i, s := range scopes {
@@ -41,7 +38,7 @@ func cmdGC(req *plugin.Request) error {
 		marks := unmark{}
 		for _, kv := range resp.kvs(i) {
 			r, ok := decodeRecord(kv.Value)
-			if !ok || r.Network != op.network || live[hostlocal.Attachment{ContainerID: r.ContainerID, IfName: r.IfName}] {
+			if !ok || r.Network != op.network || keep.Keeps(r.attachment()) {
 				continue
 			}
 			txns = append(txns, op.release(s, kv, marks))

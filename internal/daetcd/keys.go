@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/cniplugins/cniplugins/internal/dapools"
+	"github.com/cniplugins/cniplugins/internal/hostlocal"
 )
 
 // The key layout under the prefix (README, "Keys in etcd"):
@@ -116,6 +117,12 @@ func (r Record) encode() []byte {
 func decodeRecord(b []byte) (Record, bool) {
 	var r Record
 	return r, json.Unmarshal(b, &r) == nil && r.ContainerID != ""
+}
+
+// attachment is who holds the claim, as the allocator and GC's keep rule
+// (hostlocal.KeepSet) name an owner.
+func (r Record) attachment() hostlocal.Attachment {
+	return hostlocal.Attachment{ContainerID: r.ContainerID, IfName: r.IfName, Network: r.Network}
 }
 
 // cancelled reports a failed ADD's marker.

@@ -21,8 +21,17 @@ func gcConf(t *testing.T, conf []byte, valid ...string) []byte {
 		t.Fatal(err)
 	}
 	refs := []map[string]string{}
-	for _, cid := range valid {
-		refs = append(refs, map[string]string{"containerID": cid, "ifname": "eth0"})
+	for _, v := range valid {
+		// "cid" is cid on eth0; "cid@" an entry without an ifname.
+		cid, ifname, cut := strings.Cut(v, "@")
+		ref := map[string]string{"containerID": cid}
+		if !cut {
+			ifname = "eth0"
+		}
+		if ifname != "" {
+			ref["ifname"] = ifname
+		}
+		refs = append(refs, ref)
 	}
 	m["cni.dev/valid-attachments"] = refs
 	return mustJSON(t, m)
@@ -57,6 +66,12 @@ func TestGC(t *testing.T) {
 		t.Fatalf("after GC on host-b: %d keys, want a1's 2", n)
 	}
 	wantCode(t, run1("GC", "", confA), 7) // no valid-attachments at all: refused
+	// An entry without an ifname keeps every attachment of its container,
+	// as in every GC (hostlocal.KeepSet).
+	mustRun(t, "GC", "", gcConf(t, confA, "a1@"))
+	if n := len(keys(t)); n != 2 {
+		t.Fatalf("after GC on host-a keeping a1 without an ifname: %d keys, want a1's 2", n)
+	}
 	mustRun(t, "GC", "", gcConf(t, confA))
 	wantNoKeys(t)
 }
