@@ -3,6 +3,7 @@ package ops
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -35,11 +36,10 @@ type Network struct {
 
 // PoolDef is one pool a network can allocate from.
 type PoolDef struct {
-	Name    string
-	Field   string // where the configuration names it: ipam.pools[i] or ipam.poolDefinitions.NAME
-	Dir     string
-	Set     hostlocal.RangeSet
-	Exclude hostlocal.Exclusions
+	Name  string
+	Field string // where the configuration names it: ipam.pools[i] or ipam.poolDefinitions.NAME
+	Dir   string
+	pool.Definition
 }
 
 // ours reports whether p's IPAM keeps state the CLI can read: ipam-da-pools
@@ -116,18 +116,13 @@ func Describe(p PluginConf, dataDir string) (Network, bool, error) {
 			if !ok {
 				return n, true, cnierr.New(cnierr.CodeInvalidConfig, "unknown pool: no inline ranges and no ipam.poolDefinitions entry", "ipam.pools[%d].name=%s", i, pl.Name)
 			}
-			n.Pools = append(n.Pools, PoolDef{Name: pl.Name, Field: fmt.Sprintf("ipam.pools[%d]", i), Dir: dapools.PoolDir(dataDir, pl.Name), Set: src.Set, Exclude: src.Exclude})
+			n.Pools = append(n.Pools, PoolDef{Name: pl.Name, Field: fmt.Sprintf("ipam.pools[%d]", i), Dir: dapools.PoolDir(dataDir, pl.Name), Definition: src})
 			seen[pl.Name] = true
 		}
 	}
-	names := make([]string, 0, len(layout.PoolDefs))
-	for name := range layout.PoolDefs {
-		names = append(names, name)
-	}
-	slices.Sort(names)
-	for _, name := range names {
+	for _, name := range slices.Sorted(maps.Keys(layout.PoolDefs)) {
 		if !seen[name] {
-			n.Pools = append(n.Pools, PoolDef{Name: name, Field: "ipam.poolDefinitions." + name, Dir: dapools.PoolDir(dataDir, name), Set: layout.PoolDefs[name].Set, Exclude: layout.PoolDefs[name].Exclude})
+			n.Pools = append(n.Pools, PoolDef{Name: name, Field: "ipam.poolDefinitions." + name, Dir: dapools.PoolDir(dataDir, name), Definition: layout.PoolDefs[name]})
 		}
 	}
 	return n, true, nil

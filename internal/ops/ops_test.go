@@ -9,6 +9,7 @@ import (
 
 	"github.com/cniplugins/cniplugins/internal/cnierr"
 	"github.com/cniplugins/cniplugins/internal/hostlocal"
+	"github.com/cniplugins/cniplugins/internal/pool"
 )
 
 func TestBar(t *testing.T) {
@@ -95,12 +96,12 @@ func TestPromQuote(t *testing.T) {
 func TestUsagesSharedPool(t *testing.T) {
 	data := t.TempDir()
 	set := rangeSet(t, hostlocal.RangeConfig{Subnet: "10.0.0.0/29"})
-	pool := PoolDef{Name: "p", Dir: data + "/_pools/p", Set: set}
+	p := PoolDef{Name: "p", Dir: data + "/_pools/p", Definition: pool.Definition{Set: set}}
 	nets := []Network{
-		{Conf: PluginConf{Network: "a"}, Pools: []PoolDef{pool}},
-		{Conf: PluginConf{Network: "b"}, Pools: []PoolDef{pool}},
+		{Conf: PluginConf{Network: "a"}, Pools: []PoolDef{p}},
+		{Conf: PluginConf{Network: "b"}, Pools: []PoolDef{p}},
 	}
-	d, err := hostlocal.Open(pool.Dir, 0)
+	d, err := hostlocal.Open(p.Dir, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
