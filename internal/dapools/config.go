@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 	"syscall"
 	"time"
 
@@ -211,3 +213,6 @@ func standaloneRanges(ipam ipamConf, extra netArgs) ([]hostlocal.RangeSet, error
 		return fmt.Sprintf("%s[%d][%d]", field, set-legacy, idx)
 	})
 }
+
+// definedPools lists, sorted, the pools of ipam.poolDefinitions.
+func (c *config) definedPools() []string { return slices.Sorted(maps.Keys(c.poolDefs)) }

@@ -1,9 +1,7 @@
 package dapools
 
 import (
-	"maps"
 	"net/netip"
-	"slices"
 
 	current "github.com/containernetworking/cni/pkg/types/100"
 
@@ -52,7 +50,7 @@ func (p Parsed) Scopes() []Scope {
 
 // DefinedPools lists, sorted, the pools of ipam.poolDefinitions, which
 // STATUS reports on whether a selector names them or not.
-func (p Parsed) DefinedPools() []string { return slices.Sorted(maps.Keys(p.c.poolDefs)) }
+func (p Parsed) DefinedPools() []string { return p.c.definedPools() }
 
 // Target is one address an ADD must hand out.
 type Target struct {

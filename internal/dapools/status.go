@@ -19,12 +19,7 @@ func cmdStatus(req *plugin.Request) error {
 	if err != nil {
 		return err
 	}
-	defined := make([]string, 0, len(c.poolDefs))
-	for name := range c.poolDefs {
-		defined = append(defined, name)
-	}
-	slices.Sort(defined)
-	for _, name := range defined {
+	for _, name := range c.definedPools() {
 		targets = append(targets, target{label: "pool " + name, dir: c.poolDir(name)})
 	}
 	for _, t := range targets {
