@@ -28,7 +28,7 @@ func Personality() plugin.Personality {
 			GC:     plugin.NoResult(cmdGC),
 			Status: plugin.NoResult(cmdStatus),
 		},
-		ArgKeys:  func(*netconf.Envelope) ([]string, error) { return []string{"IP"}, nil },
+		ArgKeys:  dapools.ArgKeys,
 		Validate: validate,
 	}
 }

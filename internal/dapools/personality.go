@@ -36,7 +36,7 @@ func Personality() plugin.Personality {
 			GC:     plugin.NoResult(cmdGC),
 			Status: plugin.NoResult(cmdStatus),
 		},
-		ArgKeys:  func(*netconf.Envelope) ([]string, error) { return []string{argIP}, nil },
+		ArgKeys:  ArgKeys,
 		Validate: validate,
 	}
 }
@@ -44,6 +44,10 @@ func Personality() plugin.Personality {
 // argIP is the one CNI_ARGS key host-local understands: requested
 // addresses.
 const argIP = "IP"
+
+// ArgKeys are the CNI_ARGS keys ipam-da-pools reads, and so every
+// allocator that takes its inputs (ipam-da-etcd).
+func ArgKeys(*netconf.Envelope) ([]string, error) { return []string{argIP}, nil }
 
 // validate is ADD's parse without the disk: standalone (ipam.type is this
 // personality) needs ranges; inside a chain the pools arrive later, in
