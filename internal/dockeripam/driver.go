@@ -17,10 +17,10 @@ import (
 	"fmt"
 	"maps"
 	"net/netip"
-	"path/filepath"
 	"slices"
 	"sync"
 
+	"github.com/cniplugins/cniplugins/internal/dapools"
 	"github.com/cniplugins/cniplugins/internal/hostlocal"
 	"github.com/cniplugins/cniplugins/internal/logging"
 )
@@ -28,9 +28,6 @@ import (
 // Owner is the container ID and network recorded in every reservation the
 // driver makes.
 const Owner = "_docker"
-
-// poolsDir is ipam-da-pools' directory of pool state directories.
-const poolsDir = "_pools"
 
 // Driver serves the IPAM API. One mutex serialises requests: they are
 // rare (one per network or container change) and each is a few system
@@ -83,9 +80,9 @@ func attachment(id string) hostlocal.Attachment {
 	return hostlocal.Attachment{ContainerID: Owner, IfName: id, Network: Owner}
 }
 
-func (d *Driver) poolDir(name string) string {
-	return filepath.Join(d.cfg.DataDir, poolsDir, name)
-}
+// poolDir is pool name's state directory: ipam-da-pools' own, so that a
+// pool is one directory whichever program allocates from it.
+func (d *Driver) poolDir(name string) string { return dapools.PoolDir(d.cfg.DataDir, name) }
 
 // update applies change to the state and saves it; if saving fails, the
 // state in memory is put back as it was, so memory and disk never
