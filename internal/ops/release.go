@@ -97,8 +97,12 @@ func Release(r ReleaseRequest) (Lease, error) {
 	}
 	if err == nil {
 		// Rollback frees exactly these addresses, only while owner holds
-		// them, and clears the exhaustion mark as any release does.
+		// them. Unlike a failed ADD's undo, this returns an address taken
+		// before, so the exhaustion mark goes, as with any release.
 		err = hostlocal.NewAllocator(disk).Rollback(owner, []netip.Addr{r.Addr})
+	}
+	if err == nil {
+		err = disk.ClearExhausted()
 	}
 	if cerr := disk.Close(); err == nil {
 		err = cerr
