@@ -96,9 +96,9 @@ func Release(r ReleaseRequest) (Lease, error) {
 		err = r.check(d, owner, ok)
 	}
 	if err == nil {
-		// Rollback frees exactly these addresses, only while owner holds
-		// them, and clears the exhaustion mark as any release does.
-		err = hostlocal.NewAllocator(disk).Rollback(owner, []netip.Addr{r.Addr})
+		// Free releases exactly this address, only while owner holds it,
+		// and clears the exhaustion mark as any release does.
+		_, err = hostlocal.NewAllocator(disk).Free(owner, []netip.Addr{r.Addr})
 	}
 	if cerr := disk.Close(); err == nil {
 		err = cerr
