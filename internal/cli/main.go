@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/cniplugins/cniplugins/internal/ops"
 	"github.com/cniplugins/cniplugins/internal/plugin"
 	"github.com/cniplugins/cniplugins/internal/registry"
 )
@@ -23,6 +24,12 @@ type Flavour struct {
 	Registry registry.Table
 	// Commands returns the flavour's extra CLI commands, built per call.
 	Commands func() []*cobra.Command
+	// Etcd opens the backend of `leases`, `release` and `gc --etcd`; nil
+	// in a flavour without one, which refuses --etcd. A constructor here,
+	// rather than a command tree of its own, keeps one set of commands and
+	// one printer for both backends, and links the etcd client only into
+	// the main that names it.
+	Etcd func(ops.EtcdConfig) (ops.Remote, error)
 }
 
 // Lean is the lean binary's flavour.
