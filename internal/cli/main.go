@@ -87,6 +87,10 @@ func Main(argv []string, pio plugin.IO, f Flavour) int {
 }
 
 func (f Flavour) unknown(stderr io.Writer, name string) int {
+	if fullOnly(name) {
+		fmt.Fprintf(stderr, "cniplugins: %s lives in the full flavour, not in this binary: run it as `cniplugins-full %s`, or install that flavour with `install-symlinks.sh --flavour full` (or `cniplugins install --flavour full`)\n", name, name)
+		return 1
+	}
 	fmt.Fprintf(stderr, "cniplugins: unknown personality %q; known personalities:\n  %s\n", name, strings.Join(f.Registry.Names(), "\n  "))
 	return 1
 }

@@ -72,6 +72,19 @@ type problemsError struct {
 	what string
 }
 
+// ExitCode: 1, the status of a check that found problems.
+func (problemsError) ExitCode() int { return 1 }
+
+// exitError gives err a status of its own (fsck's 2: it could not check).
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e exitError) Error() string { return e.err.Error() }
+func (e exitError) Unwrap() error { return e.err }
+func (e exitError) ExitCode() int { return e.code }
+
 func (e problemsError) Error() string {
 	if e.n == 1 {
 		return "1 " + e.what + " found"
