@@ -35,6 +35,9 @@ func (r remote) Leases(f ops.LeaseFilter) ([]ops.Lease, error) {
 // refuses unless that node holds it; the release then names the owner it
 // read, so a claim that changed hands in between is not freed.
 func (r remote) Release(q ops.ReleaseRequest) (ops.Lease, error) {
+	if err := validNames(q.Target); err != nil {
+		return ops.Lease{}, err
+	}
 	s := dapools.Scope{Network: q.Network, Pool: q.Pool}
 	if q.Node != "" {
 		if err := daetcd.ValidNodeName("--node", q.Node); err != nil {
@@ -57,8 +60,25 @@ func (r remote) Release(q ops.ReleaseRequest) (ops.Lease, error) {
 }
 
 func (r remote) GC(q ops.GCRequest) ([]ops.Lease, error) {
+	if err := validNames(q.Target); err != nil {
+		return nil, err
+	}
 	ls, err := r.ad.GC(q.Node, daetcd.Filter{Network: q.Network, Pool: q.Pool}, q.Keep, q.Apply)
 	return leasesOf(ls), err
+}
+
+// validNames applies the local commands' rules for --network and --pool
+// (they become key segments here, paths there), each name on its own.
+func validNames(t ops.Target) error {
+	for _, one := range []ops.Target{{Network: t.Network}, {Pool: t.Pool}} {
+		if one.Network+one.Pool == "" {
+			continue
+		}
+		if _, err := one.Dir(); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func leasesOf(ls []daetcd.Lease) []ops.Lease {
