@@ -62,6 +62,7 @@ type ReleaseRequest struct {
 	IfName      string // when set (with Container), must be the owner's ifname
 	DryRun      bool
 	LockTimeout time.Duration
+	Node        string // a Remote's only: refuse unless this host holds it
 }
 
 // Release frees r.Addr under the directory's lock, as a plugin's DEL
