@@ -10,7 +10,7 @@ import (
 
 	"github.com/cniplugins/cniplugins/internal/cli"
 	"github.com/cniplugins/cniplugins/internal/daetcd"
-	"github.com/cniplugins/cniplugins/internal/daetcd/etcdcmd"
+	"github.com/cniplugins/cniplugins/internal/daetcd/etcdops"
 	"github.com/cniplugins/cniplugins/internal/dockeripam"
 	"github.com/cniplugins/cniplugins/internal/plugin"
 )
@@ -21,6 +21,6 @@ func main() {
 	// full.Registry = full.Registry.With(somepkg.Personality())
 	full.Registry = full.Registry.With(daetcd.Personality())
 	full.Commands = cli.Join(full.Commands, dockeripam.Commands)
-	full.Commands = cli.Join(full.Commands, etcdcmd.Commands)
+	full.Etcd = etcdops.Open // leases, release and gc --etcd
 	os.Exit(cli.Main(os.Args, plugin.ProcessIO(), full))
 }

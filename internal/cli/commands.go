@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -43,6 +44,10 @@ func (f Flavour) runCLI(args []string, pio plugin.IO) int {
 	}
 	if err != nil {
 		fmt.Fprintf(pio.Stderr, "cniplugins: %v\n", err)
+		var ec interface{ ExitCode() int }
+		if errors.As(err, &ec) {
+			return ec.ExitCode()
+		}
 		return 1
 	}
 	return 0

@@ -98,3 +98,15 @@ func ownFlavour() string {
 	}
 	return version.Flavour
 }
+
+// fullOnly reports the personalities and commands that only the full
+// flavour has. They are plain words here, so that a leaner flavour can
+// say where they live without linking any of them; test/flavours checks
+// the list against what the full binary answers to.
+func fullOnly(name string) bool {
+	switch name {
+	case "ipam-da-etcd", "docker-ipam":
+		return true
+	}
+	return false
+}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/cniplugins/cniplugins/internal/ops"
 	"github.com/cniplugins/cniplugins/internal/plugin"
 	"github.com/cniplugins/cniplugins/internal/registry"
 )
@@ -23,6 +24,12 @@ type Flavour struct {
 	Registry registry.Table
 	// Commands returns the flavour's extra CLI commands, built per call.
 	Commands func() []*cobra.Command
+	// Etcd opens the backend of `leases`, `release` and `gc --etcd`; nil
+	// in a flavour without one, which refuses --etcd. A constructor here,
+	// rather than a command tree of its own, keeps one set of commands and
+	// one printer for both backends, and links the etcd client only into
+	// the main that names it.
+	Etcd func(ops.EtcdConfig) (ops.Remote, error)
 }
 
 // Lean is the lean binary's flavour.
@@ -80,6 +87,10 @@ func Main(argv []string, pio plugin.IO, f Flavour) int {
 }
 
 func (f Flavour) unknown(stderr io.Writer, name string) int {
+	if fullOnly(name) {
+		fmt.Fprintf(stderr, "cniplugins: %s lives in the full flavour, not in this binary: run it as `cniplugins-full %s`, or install that flavour with `install-symlinks.sh --flavour full` (or `cniplugins install --flavour full`)\n", name, name)
+		return 1
+	}
 	fmt.Fprintf(stderr, "cniplugins: unknown personality %q; known personalities:\n  %s\n", name, strings.Join(f.Registry.Names(), "\n  "))
 	return 1
 }

@@ -64,6 +64,17 @@ func TestMainExitCodesAndStreams(t *testing.T) {
 		{argv: []string{"cniplugins", "version"}, stdout: "cni spec versions: 0.1.0, 0.2.0, 0.3.0, 0.3.1, 0.4.0, 1.0.0, 1.1.0"},
 		{argv: []string{"cniplugins", "ipam-bogus"}, exit: 1, stderr: "known personalities:\n  ipam-delegated", noStdout: true},
 		{argv: []string{"ipam-bogus"}, exit: 1, stderr: "unknown personality \"ipam-bogus\"", noStdout: true},
+		// The full flavour's names: where they live, not "unknown".
+		{argv: []string{"cniplugins", "docker-ipam"}, exit: 1, stderr: "docker-ipam lives in the full flavour", noStdout: true},
+		{argv: []string{"/opt/cni/bin/ipam-da-etcd"}, exit: 1, stderr: "install-symlinks.sh --flavour full", noStdout: true},
+		{argv: []string{"cniplugins", "leases", "--etcd", "http://127.0.0.1:2379"}, exit: 1, stderr: "--etcd needs the full flavour: run cniplugins-full", noStdout: true},
+		{argv: []string{"cniplugins", "gc", "--pool", "p", "--keep", "c", "--etcd", "http://127.0.0.1:2379", "--cacert", "ca.pem"}, exit: 1, stderr: "--etcd needs the full flavour", noStdout: true},
+		{argv: []string{"cniplugins", "release", "10.0.0.1", "--pool", "p", "--node", "n1"}, exit: 1, stderr: "--node needs --etcd", noStdout: true},
+		// fsck: 2 when it cannot check, apart from 1 (problems remain).
+		{argv: []string{"cniplugins", "fsck", "--data-dir", "/nonexistent/cniplugins-test"}, exit: 2, stderr: "does not exist", noStdout: true},
+		{argv: []string{"cniplugins", "fsck", "--bogus"}, exit: 2, stderr: "unknown flag", noStdout: true},
+		{argv: []string{"cniplugins", "fsck", "extra"}, exit: 2, stderr: "unknown command", noStdout: true},
+		{argv: []string{"cniplugins", "fsck", "-o", "yaml"}, exit: 2, stderr: "invalid --output", noStdout: true},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.argv, " "), func(t *testing.T) {

@@ -14,7 +14,7 @@ import (
 // opsCommands are the operators' commands (internal/ops does the work),
 // built per call like every command.
 func (f Flavour) opsCommands() []*cobra.Command {
-	return []*cobra.Command{leasesCmd(), poolsCmd(), releaseCmd(), gcCmd(), fsckCmd(), f.validateCmd()}
+	return []*cobra.Command{leasesCmd(f.Etcd), poolsCmd(), releaseCmd(f.Etcd), gcCmd(f.Etcd), fsckCmd(), f.validateCmd()}
 }
 
 // stateFlags are the flags of every command that reads or writes state.
@@ -71,6 +71,19 @@ type problemsError struct {
 	n    int
 	what string
 }
+
+// ExitCode: 1, the status of a check that found problems.
+func (problemsError) ExitCode() int { return 1 }
+
+// exitError gives err a status of its own (fsck's 2: it could not check).
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e exitError) Error() string { return e.err.Error() }
+func (e exitError) Unwrap() error { return e.err }
+func (e exitError) ExitCode() int { return e.code }
 
 func (e problemsError) Error() string {
 	if e.n == 1 {

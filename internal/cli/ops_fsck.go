@@ -8,13 +8,20 @@ import (
 	"github.com/cniplugins/cniplugins/internal/ops"
 )
 
+// fsckCannotRun is fsck's exit status when it could not check
+// everything, distinct from 1 (problems found) so that a monitor tells a
+// broken node from a broken check.
+const fsckCannotRun = 2
+
+type fsckFlags struct {
+	st     stateFlags
+	out    outputFlags
+	conf   confFlags
+	repair bool
+}
+
 func fsckCmd() *cobra.Command {
-	var (
-		st     stateFlags
-		out    outputFlags
-		conf   confFlags
-		repair bool
-	)
+	var o fsckFlags
 	c := &cobra.Command{
 		Use:   "fsck",
 		Short: "Check (and with --repair fix) every state directory under the data dir",
@@ -23,59 +30,77 @@ cursors parseable, the index consistent with the files, no stale scratch files;
 with --conf-dir or --conf, also reservations and cursors inside the configured
 ranges. Each directory is examined under its lock, one at a time.
 --repair rebuilds indexes, removes stale scratch files and bad cursors, and
-never deletes a reservation. Exits non-zero while a problem remains.`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := out.check(); err != nil {
-				return err
-			}
-			req := ops.FsckRequest{DataDir: st.dataDir, Repair: repair, LockTimeout: st.lockTimeout}
-			if cmd.Flags().Changed("conf-dir") || cmd.Flags().Changed("conf") {
-				var err error
-				if req.Networks, err = conf.networks(st.dataDir); err != nil {
-					return err
-				}
-			}
-			fs, err := ops.Fsck(req)
-			w := cmd.OutOrStdout()
-			if out.format == ops.FormatJSON {
-				if werr := ops.WriteJSON(w, fs); err == nil {
-					err = werr
-				}
-			} else {
-				rows := make([][]string, len(fs))
-				for i, f := range fs {
-					repair := f.Repair
-					if f.Repaired {
-						repair = "done: " + repair
-					}
-					path := f.Path
-					if rel, err := filepath.Rel(st.dataDir, f.Path); err == nil {
-						path = rel // the table is read by people; JSON keeps absolute paths
-					}
-					rows[i] = []string{f.Severity, f.Dir, path, f.What, repair}
-				}
-				if len(rows) > 0 {
-					if werr := ops.WriteTable(w, []string{"SEVERITY", "DIR", "PATH", "FINDING", "REPAIR"}, rows, out.noHeaders); err == nil {
-						err = werr
-					}
-				}
-			}
-			if err != nil {
-				return err
-			}
-			if n := ops.Unrepaired(fs); n > 0 {
-				return problemsError{n: n, what: "problem"}
-			}
-			if len(fs) == 0 {
-				cmd.PrintErrln("no problems found")
+never deletes a reservation.
+Exit status: 0 nothing wrong remains (none found, or all repaired); 1 problems
+remain; 2 fsck could not check everything (bad arguments, a missing data dir,
+a lock not obtained, an unreadable config): what it printed is what it checked.`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if err := cobra.NoArgs(cmd, args); err != nil {
+				return exitError{fsckCannotRun, err}
 			}
 			return nil
 		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			err := o.run(cmd)
+			if _, found := err.(problemsError); err != nil && !found {
+				return exitError{fsckCannotRun, err}
+			}
+			return err
+		},
 	}
-	st.add(c, true)
-	out.add(c)
-	conf.add(c)
-	c.Flags().BoolVar(&repair, "repair", false, "rebuild indexes, remove stale scratch files and bad cursors (never a reservation)")
+	c.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return exitError{fsckCannotRun, err} })
+	o.st.add(c, true)
+	o.out.add(c)
+	o.conf.add(c)
+	c.Flags().BoolVar(&o.repair, "repair", false, "rebuild indexes, remove stale scratch files and bad cursors (never a reservation)")
 	return c
+}
+
+func (o *fsckFlags) run(cmd *cobra.Command) error {
+	st, out, conf, repair := &o.st, &o.out, &o.conf, o.repair
+	if err := out.check(); err != nil {
+		return err
+	}
+	req := ops.FsckRequest{DataDir: st.dataDir, Repair: repair, LockTimeout: st.lockTimeout}
+	if cmd.Flags().Changed("conf-dir") || cmd.Flags().Changed("conf") {
+		var err error
+		if req.Networks, err = conf.networks(st.dataDir); err != nil {
+			return err
+		}
+	}
+	fs, err := ops.Fsck(req)
+	w := cmd.OutOrStdout()
+	if out.format == ops.FormatJSON {
+		if werr := ops.WriteJSON(w, fs); err == nil {
+			err = werr
+		}
+	} else {
+		rows := make([][]string, len(fs))
+		for i, f := range fs {
+			repair := f.Repair
+			if f.Repaired {
+				repair = "done: " + repair
+			}
+			path := f.Path
+			if rel, err := filepath.Rel(st.dataDir, f.Path); err == nil {
+				path = rel // the table is read by people; JSON keeps absolute paths
+			}
+			rows[i] = []string{f.Severity, f.Dir, path, f.What, repair}
+		}
+		if len(rows) > 0 {
+			if werr := ops.WriteTable(w, []string{"SEVERITY", "DIR", "PATH", "FINDING", "REPAIR"}, rows, out.noHeaders); err == nil {
+				err = werr
+			}
+		}
+	}
+	if err != nil {
+		return err
+	}
+	if n := ops.Unrepaired(fs); n > 0 {
+		return problemsError{n: n, what: "problem"}
+	}
+	if len(fs) == 0 {
+		cmd.PrintErrln("no problems found")
+	}
+	return nil
 }

@@ -10,15 +10,16 @@ import (
 	"github.com/cniplugins/cniplugins/internal/ops"
 )
 
-func gcCmd() *cobra.Command {
+func gcCmd(etcd func(ops.EtcdConfig) (ops.Remote, error)) *cobra.Command {
 	var (
 		st       stateFlags
+		et       etcdFlags
 		r        ops.GCRequest
 		keep     []string
 		keepFile string
 	)
 	c := &cobra.Command{
-		Use:   "gc (--network N | --pool P) (--keep CID[@IF]... | --keep-file FILE) [--apply]",
+		Use:   "gc (--network N | --pool P | --etcd URLS --node NODE) (--keep CID[@IF]... | --keep-file FILE) [--apply]",
 		Short: "Release every reservation not kept, with the rules of the CNI GC command",
 		Long: `Release every reservation of a network's or a pool's state directory whose owner
 is not kept: the CNI GC command's rules, with the list of live attachments given
@@ -26,14 +27,26 @@ here. CID@IF keeps that attachment (and legacy id-only files of CID); a bare CID
 keeps every reservation of that container. Reservations of non-CNI owners (a
 container-ID field starting with '_') are always kept. With --pool, --network
 restricts it to the reservations recorded for that network. Prints the plan and
-changes nothing without --apply.`,
+changes nothing without --apply.
+With --etcd (full flavour), collect ipam-da-etcd's claims of --node (a node
+that is gone for good) instead, optionally only of --network or --pool; the
+keep list may then be empty (release every claim of that node). Another
+node's claims are never touched.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if r.Network == "" && r.Pool == "" {
-				return fmt.Errorf("name --network or --pool")
+			remote, err := et.remote(cmd)
+			if err != nil {
+				return err
 			}
-			if (len(keep) == 0) == (keepFile == "") {
+			switch {
+			case remote != nil && et.node == "":
+				return fmt.Errorf("with --etcd, name the --node whose claims to collect")
+			case remote == nil && r.Network == "" && r.Pool == "":
+				return fmt.Errorf("name --network or --pool")
+			case len(keep) > 0 && keepFile != "":
 				return fmt.Errorf("give the live attachments with --keep or with --keep-file, not both")
+			case remote == nil && len(keep) == 0 && keepFile == "":
+				return fmt.Errorf("give the live attachments with --keep or with --keep-file")
 			}
 			for _, k := range keep {
 				a, err := ops.ParseKeep(k)
@@ -48,8 +61,13 @@ changes nothing without --apply.`,
 					return err
 				}
 			}
-			r.DataDir, r.LockTimeout = st.dataDir, st.lockTimeout
-			leases, err := ops.GC(r)
+			r.DataDir, r.LockTimeout, r.Node = st.dataDir, st.lockTimeout, et.node
+			var leases []ops.Lease
+			if remote != nil {
+				leases, err = remote.GC(r)
+			} else {
+				leases, err = ops.GC(r)
+			}
 			verb := "would release"
 			if r.Apply {
 				verb = "released"
@@ -67,6 +85,7 @@ changes nothing without --apply.`,
 		},
 	}
 	st.add(c, true)
+	et.add(c, etcd, "the node whose claims to collect (required with --etcd)")
 	c.Flags().StringVar(&r.Network, "network", "", "the network whose state directory to collect")
 	c.Flags().StringVar(&r.Pool, "pool", "", "the pool whose state directory to collect")
 	c.Flags().StringArrayVar(&keep, "keep", nil, "a live attachment CONTAINERID[@IFNAME] (repeatable)")

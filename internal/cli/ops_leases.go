@@ -8,9 +8,10 @@ import (
 	"github.com/cniplugins/cniplugins/internal/ops"
 )
 
-func leasesCmd() *cobra.Command {
+func leasesCmd(etcd func(ops.EtcdConfig) (ops.Remote, error)) *cobra.Command {
 	var (
 		st  stateFlags
+		et  etcdFlags
 		out outputFlags
 		f   ops.LeaseFilter
 	)
@@ -19,35 +20,64 @@ func leasesCmd() *cobra.Command {
 		Short: "List every reservation: address, network or pool, owner, since when",
 		Long: `List every reservation under the data dir: network directories (host-local's
 layout, also when upstream host-local wrote them) and pool directories. Reads
-without taking any lock: reservation files appear and disappear atomically.`,
+without taking any lock: reservation files appear and disappear atomically.
+With --etcd (full flavour), list ipam-da-etcd's claims of every node (or of
+--node) instead, with a NODE column.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := out.check(); err != nil {
 				return err
 			}
-			leases, err := ops.Leases(st.dataDir, f)
+			remote, err := et.remote(cmd)
 			if err != nil {
 				return err
 			}
-			w := cmd.OutOrStdout()
-			if out.format == ops.FormatJSON {
-				return ops.WriteJSON(w, leases)
+			var leases []ops.Lease
+			if remote != nil {
+				f.Node = et.node
+				leases, err = remote.Leases(f)
+			} else {
+				leases, err = ops.Leases(st.dataDir, f)
 			}
-			rows := make([][]string, len(leases))
-			for i, l := range leases {
-				since := ""
-				if !l.Since.IsZero() {
-					since = l.Since.Format(time.RFC3339)
-				}
-				rows[i] = []string{l.Address, l.Network, l.Pool, l.ContainerID, l.IfName, l.Owner, since}
+			if err != nil {
+				return err
 			}
-			return ops.WriteTable(w, []string{"ADDRESS", "NETWORK", "POOL", "CONTAINER", "IFNAME", "OWNER", "SINCE"}, rows, out.noHeaders)
+			return writeLeases(cmd, leases, out, remote != nil)
 		},
 	}
 	st.add(c, false)
+	et.add(c, etcd, "only this node's claims")
 	out.add(c)
 	c.Flags().StringVar(&f.Network, "network", "", "only this network's reservations (its directory, and its reservations in pools)")
 	c.Flags().StringVar(&f.Pool, "pool", "", "only this pool's reservations")
 	c.Flags().StringVar(&f.Container, "container", "", "only reservations of this container ID (or an ID starting with it)")
 	return c
+}
+
+// writeLeases prints leases in the -o format, with a NODE column when
+// they come from a store shared by nodes.
+func writeLeases(cmd *cobra.Command, leases []ops.Lease, out outputFlags, nodes bool) error {
+	w := cmd.OutOrStdout()
+	if out.format == ops.FormatJSON {
+		if leases == nil {
+			leases = []ops.Lease{} // an empty array, never null
+		}
+		return ops.WriteJSON(w, leases)
+	}
+	header := []string{"ADDRESS", "NETWORK", "POOL", "CONTAINER", "IFNAME", "OWNER", "SINCE"}
+	if nodes {
+		header = append(header, "NODE")
+	}
+	rows := make([][]string, len(leases))
+	for i, l := range leases {
+		since := ""
+		if !l.Since.IsZero() {
+			since = l.Since.Format(time.RFC3339)
+		}
+		rows[i] = []string{l.Address, l.Network, l.Pool, l.ContainerID, l.IfName, l.Owner, since}
+		if nodes {
+			rows[i] = append(rows[i], l.Node)
+		}
+	}
+	return ops.WriteTable(w, header, rows, out.noHeaders)
 }

@@ -9,9 +9,10 @@ import (
 	"github.com/cniplugins/cniplugins/internal/ops"
 )
 
-func releaseCmd() *cobra.Command {
+func releaseCmd(etcd func(ops.EtcdConfig) (ops.Remote, error)) *cobra.Command {
 	var (
 		st stateFlags
+		et etcdFlags
 		r  ops.ReleaseRequest
 	)
 	c := &cobra.Command{
@@ -20,7 +21,10 @@ func releaseCmd() *cobra.Command {
 		Long: `Free one reservation, under the state directory's lock and exactly as a plugin's
 DEL would: the index is updated and stays valid, so the next plugin run does not
 rebuild it. Refuses when the address is not reserved, or when --container
-(and --ifname) do not name its owner.`,
+(and --ifname) do not name its owner.
+With --etcd (full flavour), release an ipam-da-etcd claim instead (both of
+its keys, in one transaction comparing the owner); --node then refuses
+unless that node holds it.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ip, err := netip.ParseAddr(args[0])
@@ -33,8 +37,17 @@ rebuild it. Refuses when the address is not reserved, or when --container
 			if r.IfName != "" && r.Container == "" {
 				return fmt.Errorf("--ifname needs --container")
 			}
-			r.Addr, r.DataDir, r.LockTimeout = ip.Unmap(), st.dataDir, st.lockTimeout
-			l, err := ops.Release(r)
+			remote, err := et.remote(cmd)
+			if err != nil {
+				return err
+			}
+			r.Addr, r.DataDir, r.LockTimeout, r.Node = ip.Unmap(), st.dataDir, st.lockTimeout, et.node
+			var l ops.Lease
+			if remote != nil {
+				l, err = remote.Release(r)
+			} else {
+				l, err = ops.Release(r)
+			}
 			if err != nil {
 				return err
 			}
@@ -47,6 +60,7 @@ rebuild it. Refuses when the address is not reserved, or when --container
 		},
 	}
 	st.add(c, true)
+	et.add(c, etcd, "refuse unless this node holds the address")
 	c.Flags().StringVar(&r.Network, "network", "", "the network whose state directory holds the address")
 	c.Flags().StringVar(&r.Pool, "pool", "", "the pool whose state directory holds the address")
 	c.Flags().StringVar(&r.Container, "container", "", "refuse unless this container ID holds the address")

@@ -133,7 +133,7 @@ func (d *Driver) ReleaseAddress(r ReleaseAddressRequest) error {
 	}
 	owner, held, err := disk.Owner(ip)
 	if err == nil && held && attachment(r.PoolID).Holds(owner) {
-		err = hostlocal.NewAllocator(disk).Rollback(attachment(r.PoolID), []netip.Addr{ip})
+		_, err = hostlocal.NewAllocator(disk).Free(attachment(r.PoolID), []netip.Addr{ip})
 	}
 	err = errors.Join(err, disk.Close())
 	switch {

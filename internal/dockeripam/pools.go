@@ -75,7 +75,7 @@ func (d *Driver) releaseAll(id, pool string) error {
 	al := hostlocal.NewAllocator(disk)
 	held, err := disk.ByAttachment(attachment(id))
 	if err == nil {
-		err = al.Rollback(attachment(id), held)
+		_, err = al.Free(attachment(id), held)
 	}
 	return errors.Join(err, disk.Close())
 }

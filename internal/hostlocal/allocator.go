@@ -240,13 +240,31 @@ func (al *Allocator) GC(valid func(Attachment) bool) ([]netip.Addr, error) {
 // ADD took returns nothing that was taken before it, and the range set
 // the ADD found full is still full.
 func (al *Allocator) Rollback(a Attachment, reserved []netip.Addr) error {
+	_, err := al.releaseExactly(a, reserved)
+	return err
+}
+
+// Free releases exactly ips, each only while a holds it: an operator's
+// release of a leak, the Docker driver's ReleaseAddress. Unlike Rollback
+// it returns addresses taken before, so, as after any DEL, a range set
+// recorded as full may not be any more: the exhaustion records go.
+func (al *Allocator) Free(a Attachment, ips []netip.Addr) ([]netip.Addr, error) {
+	released, err := al.releaseExactly(a, ips)
+	return released, errors.Join(err, al.clearIfReleased(released))
+}
+
+func (al *Allocator) releaseExactly(a Attachment, ips []netip.Addr) ([]netip.Addr, error) {
+	var released []netip.Addr
 	var errs []error
-	for _, ip := range reserved {
-		if _, err := al.store.Release(a, ip.Unmap()); err != nil {
+	for _, ip := range ips {
+		ok, err := al.store.Release(a, ip.Unmap())
+		if err != nil {
 			errs = append(errs, err)
+		} else if ok {
+			released = append(released, ip.Unmap())
 		}
 	}
-	return errors.Join(errs...)
+	return released, errors.Join(errs...)
 }
 
 // HoldsAny reports whether a (or an id-only legacy reservation of its

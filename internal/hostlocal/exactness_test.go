@@ -159,6 +159,35 @@ func TestRollbackKeepsExhaustion(t *testing.T) {
 	})
 }
 
+// Free, unlike Rollback, returns an address taken before: the range set
+// recorded as full is not any more, so its record goes, and only the
+// holder's address is freed.
+func TestFreeClearsExhaustion(t *testing.T) {
+	forEachStore(t, func(t *testing.T, h harness) {
+		full := mustSet(t, RangeConfig{Subnet: "10.9.0.0/30"}) // one address: .2
+		mustAllocID(t, h, cidB, 1, full)
+		h.with(t, func(al *Allocator, _ Store) {
+			if _, _, err := al.Allocate(cidA, 1, full, netip.Addr{}, "r1"); cnierr.Code(err) != 100 {
+				t.Fatalf("want 100, got %v", err)
+			}
+			if got, err := al.Free(cidA, []netip.Addr{mustAddr("10.9.0.2")}); err != nil || len(got) != 0 {
+				t.Fatalf("Free by a non-holder = %v, %v; want nothing freed", got, err)
+			}
+		})
+		if got := h.exhausted(t); !slices.Equal(got, []int{1}) {
+			t.Errorf("exhausted after a Free that freed nothing = %v, want [1]", got)
+		}
+		h.with(t, func(al *Allocator, _ Store) {
+			if got, err := al.Free(cidB, []netip.Addr{mustAddr("10.9.0.2")}); err != nil || !slices.Equal(got, []netip.Addr{mustAddr("10.9.0.2")}) {
+				t.Fatalf("Free by the holder = %v, %v", got, err)
+			}
+		})
+		if got := h.exhausted(t); len(got) != 0 {
+			t.Errorf("exhausted after Free = %v, want none", got)
+		}
+	})
+}
+
 func mustAllocID(t *testing.T, h harness, a Attachment, rangeID int, rs RangeSet) {
 	t.Helper()
 	if _, _, err := alloc(t, h, a, rangeID, rs, ""); err != nil {

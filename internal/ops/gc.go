@@ -19,6 +19,9 @@ type GCRequest struct {
 	Keep        []hostlocal.Attachment
 	Apply       bool
 	LockTimeout time.Duration
+	// Node is a Remote's only and required there: the host whose claims
+	// to collect (Network and Pool are then optional filters).
+	Node string
 }
 
 // GC returns the reservations the rules release: only planned without

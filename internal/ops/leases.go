@@ -21,8 +21,10 @@ type Lease struct {
 	Pool        string    `json:"pool"` // "" for a network directory
 	ContainerID string    `json:"containerID"`
 	IfName      string    `json:"ifname"`
-	Owner       string    `json:"owner"` // "cni", "legacy" or another owner kind ("docker")
+	Owner       string    `json:"owner"` // "cni", "legacy", "marker" (--etcd) or another owner kind ("docker")
 	Since       time.Time `json:"since"`
+	// Node is the host that holds it; only a Remote (--etcd) records one.
+	Node string `json:"node,omitempty"`
 	// Problem says why the file is not a well-formed reservation ("" when
 	// it is); fsck reports the same.
 	Problem string `json:"problem"`
@@ -33,6 +35,7 @@ type LeaseFilter struct {
 	Network   string
 	Pool      string
 	Container string // a container ID or a prefix of one
+	Node      string // a Remote's only: this host's claims
 }
 
 // Leases lists the reservations under dataDir that f selects, network
@@ -96,5 +99,12 @@ func (l Lease) Describe() string {
 	if l.IfName != "" {
 		who += " ifname " + l.IfName
 	}
-	return printable(fmt.Sprintf("%s (%s, %s, owner %s)", l.Address, where, who, l.Owner))
+	if l.Node != "" {
+		who = "node " + l.Node + ", " + who
+	}
+	addr := l.Address
+	if addr == "" {
+		addr = "(no address)" // a Remote's marker
+	}
+	return printable(fmt.Sprintf("%s (%s, %s, owner %s)", addr, where, who, l.Owner))
 }

@@ -62,6 +62,7 @@ type ReleaseRequest struct {
 	IfName      string // when set (with Container), must be the owner's ifname
 	DryRun      bool
 	LockTimeout time.Duration
+	Node        string // a Remote's only: refuse unless this host holds it
 }
 
 // Release frees r.Addr under the directory's lock, as a plugin's DEL
@@ -96,13 +97,9 @@ func Release(r ReleaseRequest) (Lease, error) {
 		err = r.check(d, owner, ok)
 	}
 	if err == nil {
-		// Rollback frees exactly these addresses, only while owner holds
-		// them. Unlike a failed ADD's undo, this returns an address taken
-		// before, so the exhaustion mark goes, as with any release.
-		err = hostlocal.NewAllocator(disk).Rollback(owner, []netip.Addr{r.Addr})
-	}
-	if err == nil {
-		err = disk.ClearExhausted()
+		// Free releases exactly this address, only while owner holds it,
+		// and clears the exhaustion mark as any release does.
+		_, err = hostlocal.NewAllocator(disk).Free(owner, []netip.Addr{r.Addr})
 	}
 	if cerr := disk.Close(); err == nil {
 		err = cerr

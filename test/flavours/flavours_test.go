@@ -16,7 +16,9 @@ import (
 
 // networkPackages may never enter the lean binary: each would cost every
 // exec of every personality (net/http alone about 1 ms and 1.3 MB).
-var networkPackages = []string{"net/http", "google.golang.org/grpc", "go.etcd.io/etcd"}
+var networkPackages = []string{"net/http", "google.golang.org/grpc", "go.etcd.io/etcd",
+	// The full flavour's own network-facing packages.
+	"github.com/cniplugins/cniplugins/internal/daetcd", "github.com/cniplugins/cniplugins/internal/dockeripam"}
 
 func goCmd(t *testing.T, args ...string) string {
 	t.Helper()
@@ -73,6 +75,9 @@ func TestBinariesLinkWhatTheirFlavourSays(t *testing.T) {
 	if !strings.Contains(fullSyms, " net/http.(*Server).Serve") {
 		t.Error("the full binary holds no net/http server")
 	}
+	if !strings.Contains(fullSyms, " github.com/cniplugins/cniplugins/internal/daetcd/etcdops.Open") {
+		t.Error("the full binary holds no etcd backend for leases, release and gc")
+	}
 	mods := goCmd(t, "version", "-m", lean)
 	for _, m := range []string{"google.golang.org/grpc", "go.etcd.io"} {
 		if strings.Contains(mods, m) {
@@ -126,8 +131,58 @@ func TestFullIsASuperset(t *testing.T) {
 	if out, _ := run(t, filepath.Join(dir, "cniplugins-full"), "--help"); !strings.Contains(out, "docker-ipam") {
 		t.Errorf("full flavour's help lists no docker-ipam:\n%s", out)
 	}
-	if out, code := run(t, filepath.Join(dir, "cniplugins"), "docker-ipam"); code == 0 {
-		t.Errorf("the lean flavour answered docker-ipam:\n%s", out)
+}
+
+// Every name only the full flavour answers to (personalities from
+// `list`, commands from --help) is refused by the lean binary with where
+// it lives, and so is --etcd on the commands that take it there.
+func TestLeanSaysWhereFullOnlyThingsLive(t *testing.T) {
+	dir := sideBySide(t)
+	lean, full := filepath.Join(dir, "cniplugins"), filepath.Join(dir, "cniplugins-full")
+	names := func(bin string) []string {
+		list, _ := run(t, bin, "list")
+		help, _ := run(t, bin, "--help")
+		_, cmds, _ := strings.Cut(help, "Available Commands:\n")
+		for _, l := range strings.Split(cmds, "\n") {
+			if !strings.HasPrefix(l, "  ") {
+				break
+			}
+			list += " " + strings.Fields(l)[0]
+		}
+		return strings.Fields(list)
+	}
+	leanNames := names(lean)
+	var fullOnly []string
+	for _, n := range names(full) {
+		if !slices.Contains(leanNames, n) {
+			fullOnly = append(fullOnly, n)
+		}
+	}
+	if !slices.Contains(fullOnly, "docker-ipam") || !slices.Contains(fullOnly, "ipam-da-etcd") {
+		t.Fatalf("full-only names %v: want docker-ipam and ipam-da-etcd among them", fullOnly)
+	}
+	for _, n := range fullOnly {
+		out, code := run(t, lean, n)
+		if code != 1 || !strings.Contains(out, n+" lives in the full flavour") || !strings.Contains(out, "install-symlinks.sh --flavour full") {
+			t.Errorf("lean %s: exit %d: %s", n, code, out)
+		}
+	}
+	for _, args := range [][]string{
+		{"leases", "--etcd", "http://127.0.0.1:2379"},
+		{"release", "10.0.0.1", "--pool", "p", "--etcd", "http://127.0.0.1:2379", "--node", "n"},
+		{"gc", "--etcd", "http://127.0.0.1:2379", "--node", "n", "--keep", "c"},
+	} {
+		out, code := run(t, lean, args...)
+		if code != 1 || !strings.Contains(out, "--etcd needs the full flavour: run cniplugins-full") {
+			t.Errorf("lean %v: exit %d: %s", args, code, out)
+		}
+	}
+	if out, _ := run(t, lean, "leases", "--help"); !strings.Contains(out, "full flavour only") || strings.Contains(out, "--cacert") {
+		t.Errorf("lean leases --help: want --etcd marked full-only and its companions hidden:\n%s", out)
+	}
+	// The full binary takes --etcd: an unreachable cluster is its error.
+	if out, code := run(t, full, "leases", "--etcd", "http://127.0.0.1:1", "--timeout", "200ms"); code != 1 || !strings.Contains(out, "etcd unreachable") {
+		t.Errorf("full leases --etcd: exit %d: %s", code, out)
 	}
 }
 

@@ -1,0 +1,94 @@
+package cli
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/netip"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cniplugins/cniplugins/internal/ops"
+	"github.com/cniplugins/cniplugins/internal/plugin"
+)
+
+// recorder is a Remote that records what the commands asked of it and
+// answers with fixed leases: the wiring under test is the commands', the
+// etcd backend itself is exercised against a real cluster in test/etcd.
+type recorder struct {
+	conf    ops.EtcdConfig
+	filter  ops.LeaseFilter
+	release ops.ReleaseRequest
+	gc      ops.GCRequest
+	leases  []ops.Lease
+}
+
+func (r *recorder) Leases(f ops.LeaseFilter) ([]ops.Lease, error) { r.filter = f; return r.leases, nil }
+func (r *recorder) Release(q ops.ReleaseRequest) (ops.Lease, error) {
+	r.release = q
+	return r.leases[0], nil
+}
+func (r *recorder) GC(q ops.GCRequest) ([]ops.Lease, error) { r.gc = q; return r.leases, nil }
+
+func TestEtcdFlagsReachTheRemote(t *testing.T) {
+	since := time.Date(2026, 11, 23, 6, 0, 0, 0, time.UTC)
+	rec := &recorder{leases: []ops.Lease{
+		{Address: "10.1.0.7", Network: "blue", Pool: "p1", ContainerID: "c1", IfName: "eth0", Owner: "cni", Since: since, Node: "host-a"},
+		{Network: "blue", Pool: "p1", ContainerID: "c2", IfName: "eth0", Owner: ops.OwnerMarker, Since: since, Node: "host-a"},
+	}}
+	f := Lean()
+	f.Etcd = func(c ops.EtcdConfig) (ops.Remote, error) { rec.conf = c; return rec, nil }
+	run := func(args ...string) (int, string, string) {
+		var stdout, stderr bytes.Buffer
+		exit := Main(append([]string{"cniplugins-full"}, args...), plugin.IO{Stdin: strings.NewReader(""), Stdout: &stdout, Stderr: &stderr}, f)
+		return exit, stdout.String(), stderr.String()
+	}
+
+	exit, out, errs := run("leases", "--etcd", "http://a:2379,https://b:2379", "--prefix", "/x/", "--node", "host-a",
+		"--pool", "p1", "--cacert", "ca", "--cert", "crt", "--key", "k", "--user", "u", "--password-file", "pw", "--timeout", "2s")
+	want := ops.EtcdConfig{Endpoints: []string{"http://a:2379", "https://b:2379"}, Prefix: "/x/", Timeout: 2 * time.Second,
+		CAFile: "ca", CertFile: "crt", KeyFile: "k", Username: "u", PasswordFile: "pw"}
+	if exit != 0 || fmt.Sprint(rec.conf) != fmt.Sprint(want) || rec.filter != (ops.LeaseFilter{Pool: "p1", Node: "host-a"}) {
+		t.Fatalf("leases: exit %d %s; conf %+v filter %+v", exit, errs, rec.conf, rec.filter)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 3 || strings.Join(strings.Fields(lines[0]), " ") != "ADDRESS NETWORK POOL CONTAINER IFNAME OWNER SINCE NODE" ||
+		strings.Join(strings.Fields(lines[2]), " ") != "- blue p1 c2 eth0 marker 2026-11-23T06:00:00Z host-a" {
+		t.Errorf("leases table:\n%s", out)
+	}
+
+	_, out, _ = run("leases", "--etcd", "http://a:2379", "-o", "json")
+	var js []map[string]any
+	if err := json.Unmarshal([]byte(out), &js); err != nil || len(js) != 2 || js[0]["node"] != "host-a" || js[0]["address"] != "10.1.0.7" || js[1]["owner"] != "marker" {
+		t.Errorf("leases JSON: %v %s", err, out)
+	}
+
+	exit, out, _ = run("release", "10.1.0.7", "--pool", "p1", "--etcd", "http://a:2379", "--node", "host-a", "--container", "c1", "--dry-run")
+	if exit != 0 || rec.release.Addr != netip.MustParseAddr("10.1.0.7") || rec.release.Node != "host-a" || rec.release.Container != "c1" || !rec.release.DryRun ||
+		out != "would release 10.1.0.7 (pool p1, network blue, node host-a, container c1 ifname eth0, owner cni)\n" {
+		t.Errorf("release: exit %d %q %+v", exit, out, rec.release)
+	}
+
+	// gc --etcd: --node required, the keep list may be empty (the node is gone).
+	if exit, _, errs := run("gc", "--etcd", "http://a:2379", "--keep", "c1"); exit != 1 || !strings.Contains(errs, "--node") {
+		t.Errorf("gc --etcd without --node: exit %d %s", exit, errs)
+	}
+	exit, out, errs = run("gc", "--etcd", "http://a:2379", "--node", "host-a")
+	if exit != 0 || rec.gc.Node != "host-a" || rec.gc.Apply || len(rec.gc.Keep) != 0 || strings.Count(out, "would release") != 2 ||
+		!strings.Contains(out, "would release (no address) (pool p1, network blue, node host-a, container c2 ifname eth0, owner marker)") ||
+		!strings.Contains(errs, "2 to release; nothing changed") {
+		t.Errorf("gc plan: exit %d %q %q %+v", exit, out, errs, rec.gc)
+	}
+
+	// The other backend's flags are refused, not ignored.
+	for _, args := range [][]string{
+		{"leases", "--etcd", "http://a:2379", "--data-dir", "/tmp"},
+		{"gc", "--etcd", "http://a:2379", "--node", "n", "--lock-timeout", "1s"},
+		{"leases", "--prefix", "/x/"},
+	} {
+		if exit, _, errs := run(args...); exit != 1 || !strings.Contains(errs, "--etcd") {
+			t.Errorf("%v: exit %d %s", args, exit, errs)
+		}
+	}
+}
