@@ -5,35 +5,24 @@ import (
 	"net/netip"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/cniplugins/cniplugins/internal/cnierr"
 	"github.com/cniplugins/cniplugins/internal/dapools"
 	"github.com/cniplugins/cniplugins/internal/hostlocal"
 	"github.com/cniplugins/cniplugins/internal/logging"
+	"github.com/cniplugins/cniplugins/internal/ops"
 )
 
 // This file is the operators' side: what `cniplugins-full etcd leases`,
 // `release` and `gc` do, for a node that is gone for good (its runtime
 // will never send the DEL or GC that would free its addresses).
 
-// Cluster says how to reach etcd, as ipam.etcd does.
-type Cluster struct {
-	Endpoints    []string
-	Prefix       string
-	Timeout      time.Duration
-	CAFile       string
-	CertFile     string
-	KeyFile      string
-	Username     string
-	PasswordFile string
-}
-
 // Admin reads and releases claims directly.
 type Admin struct{ op *operation }
 
-// NewAdmin validates c exactly as ipam.etcd is validated.
-func NewAdmin(c Cluster) (*Admin, error) {
+// NewAdmin validates c (the operators' --etcd flags) exactly as ipam.etcd is
+// validated.
+func NewAdmin(c ops.EtcdConfig) (*Admin, error) {
 	e := etcdConf{Endpoints: c.Endpoints, Prefix: c.Prefix, Username: c.Username, PasswordFile: c.PasswordFile}
 	if c.Timeout > 0 {
 		e.Timeout = c.Timeout.String()

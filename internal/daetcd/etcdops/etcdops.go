@@ -17,7 +17,7 @@ import (
 
 // Open validates c as ipam.etcd is validated and returns the backend.
 func Open(c ops.EtcdConfig) (ops.Remote, error) {
-	ad, err := daetcd.NewAdmin(daetcd.Cluster(c))
+	ad, err := daetcd.NewAdmin(c)
 	if err != nil {
 		return nil, err
 	}
