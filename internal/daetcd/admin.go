@@ -13,8 +13,8 @@ import (
 	"github.com/cniplugins/cniplugins/internal/ops"
 )
 
-// This file is the operators' side: what `cniplugins-full etcd leases`,
-// `release` and `gc` do, for a node that is gone for good (its runtime
+// This file is the operators' side: what `cniplugins-full leases`,
+// `release` and `gc` do with --etcd, for a node that is gone for good (its runtime
 // will never send the DEL or GC that would free its addresses).
 
 // Admin reads and releases claims directly.
