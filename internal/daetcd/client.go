@@ -48,7 +48,7 @@ type client struct {
 	last      error // the last failure, for the error's details
 }
 
-// errUnavailable marks code 11 errors that mean the cluster could not be
+// errUnreachable marks code 11 errors that mean the cluster could not be
 // reached at all, errNoQuorum those where members answered but could not
 // serve (STATUS reports the latter as 50).
 var (
