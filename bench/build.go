@@ -7,6 +7,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+
+	"github.com/cniplugins/cniplugins/bench/internal/benchstat"
 )
 
 // upstreamHostLocal is where Debian's containernetworking-plugins puts the
@@ -72,7 +74,7 @@ func build(root, tmp, hostLocal string) (*binaries, error) {
 	if _, err := os.Stat(hostLocal); err == nil {
 		b.hostLocal = hostLocal
 	}
-	b.oursSize, b.floorSize, b.hostLocalSize = fileSize(b.ours), fileSize(b.floor), fileSize(b.hostLocal)
+	b.oursSize, b.floorSize, b.hostLocalSize = benchstat.FileSize(b.ours), benchstat.FileSize(b.floor), benchstat.FileSize(b.hostLocal)
 	return b, nil
 }
 
@@ -100,12 +102,4 @@ func gitShort(root string) string {
 		rev += "-dirty"
 	}
 	return rev
-}
-
-func fileSize(path string) int64 {
-	fi, err := os.Stat(path)
-	if err != nil {
-		return 0
-	}
-	return fi.Size()
 }

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/cniplugins/cniplugins/bench/internal/benchstat"
 )
 
 // concRun is one burst of concurrent ADDs against one subject.
@@ -29,7 +31,7 @@ func (c concResult) medianWall() time.Duration {
 	for i, r := range c.runs {
 		ws[i] = r.wall
 	}
-	return median(ws)
+	return benchstat.Median(ws)
 }
 
 // perOp is the median over bursts of f(burst) / ops.
@@ -38,7 +40,7 @@ func (c concResult) perOp(ops int, f func(concRun) time.Duration) time.Duration 
 	for i, r := range c.runs {
 		xs[i] = f(r) / time.Duration(ops)
 	}
-	return median(xs)
+	return benchstat.Median(xs)
 }
 
 func (c concResult) opsPerSec(ops int) float64 {
@@ -80,7 +82,7 @@ func measureConcurrency(o *options, subs []subject, r *results) {
 		}
 	}
 	for _, s := range subs {
-		o.logf("concurrency: %-14s median wall %6.0f ms", s.label, ms(r.conc[s.key].medianWall()))
+		o.logf("concurrency: %-14s median wall %6.0f ms", s.label, benchstat.MS(r.conc[s.key].medianWall()))
 	}
 }
 

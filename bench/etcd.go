@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cniplugins/cniplugins/bench/internal/benchstat"
 	"github.com/cniplugins/cniplugins/internal/etcdtest"
 )
 
@@ -145,12 +146,12 @@ func (e *etcdResult) markdown(nproc string) string {
 	w("| op | ipam-da-pools | ipam-da-etcd | ipam-da-etcd ÷ ipam-da-pools | target ≤ 2× |\n| --- | ---: | ---: | ---: | --- |\n")
 	for _, op := range latencyOps {
 		lean, et := summarise(e.samples[eLean+" "+op]), summarise(e.samples[eEtcd+" "+op])
-		rt := ratio(ms(et.median), ms(lean.median))
+		rt := benchstat.Ratio(benchstat.MS(et.median), benchstat.MS(lean.median))
 		verdict := "**met**"
 		if !(rt <= 2) {
 			verdict = "**not met**"
 		}
-		w("| %s | %s / %s | %s / %s | %s | %s |\n", op, num(ms(lean.median)), num(ms(lean.p99)), num(ms(et.median)), num(ms(et.p99)), fmtRatio(rt), verdict)
+		w("| %s | %s / %s | %s / %s | %s | %s |\n", op, num(benchstat.MS(lean.median)), num(benchstat.MS(lean.p99)), num(benchstat.MS(et.median)), num(benchstat.MS(et.p99)), fmtRatio(rt), verdict)
 	}
 	ops := etcdHosts * etcdPerHost
 	w("\n%d hosts × %d concurrent ADDs (%d processes started at once, distinct node names, one pool), %d rounds: ", etcdHosts, etcdPerHost, ops, len(e.conc.runs))
@@ -159,6 +160,6 @@ func (e *etcdResult) markdown(nproc string) string {
 		status = "FAILED: " + e.conc.describe(ops)
 	}
 	w("%s; median wall %s ms = **%.0f ADDs/s**; CPU per ADD %s ms (on %s CPUs).\n\n", status,
-		num(ms(e.conc.medianWall())), e.conc.opsPerSec(ops), num(ms(e.conc.perOp(ops, func(c concRun) time.Duration { return c.cpu }))), nproc)
+		num(benchstat.MS(e.conc.medianWall())), e.conc.opsPerSec(ops), num(benchstat.MS(e.conc.perOp(ops, func(c concRun) time.Duration { return c.cpu }))), nproc)
 	return b.String()
 }

@@ -1,14 +1,12 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"fmt"
 	"path/filepath"
-	"regexp"
 	"slices"
-	"strconv"
 	"time"
+
+	"github.com/cniplugins/cniplugins/bench/internal/benchstat"
 )
 
 // startupSubject is one executable whose start-up is measured.
@@ -38,7 +36,7 @@ func (s *startup) top(n int) []pkgCost {
 	for pkg, xs := range s.initByPk {
 		// A package missing from some runs counts as 0 in them.
 		all := append(slices.Clone(xs), make([]float64, max(0, s.runs-len(xs)))...)
-		out = append(out, pkgCost{pkg, median(all)})
+		out = append(out, pkgCost{pkg, benchstat.Median(all)})
 	}
 	slices.SortFunc(out, func(a, b pkgCost) int {
 		if a.ms != b.ms {
@@ -53,28 +51,6 @@ func (s *startup) top(n int) []pkgCost {
 		return 1
 	})
 	return out[:min(n, len(out))]
-}
-
-// "init internal/bytealg @0.008 ms, 0 ms clock, 0 bytes, 0 allocs"
-var initLine = regexp.MustCompile(`^init (\S+) @[0-9.]+ ms, ([0-9.]+) ms clock, ([0-9]+) bytes, ([0-9]+) allocs`)
-
-// parseInittrace sums the clock of every init line.
-func parseInittrace(stderr []byte) (sum float64, byPkg map[string]float64) {
-	byPkg = map[string]float64{}
-	sc := bufio.NewScanner(bytes.NewReader(stderr))
-	for sc.Scan() {
-		m := initLine.FindStringSubmatch(sc.Text())
-		if m == nil {
-			continue
-		}
-		v, err := strconv.ParseFloat(m[2], 64)
-		if err != nil {
-			continue
-		}
-		sum += v
-		byPkg[m[1]] += v
-	}
-	return sum, byPkg
 }
 
 func startupSubjects(b *binaries) []startupSubject {
@@ -112,7 +88,7 @@ func measureStartup(o *options, subs []startupSubject, r *results) error {
 			if err != nil {
 				return err
 			}
-			sum, byPkg := parseInittrace(traced.stderr)
+			sum, byPkg := benchstat.ParseInittrace(traced.stderr)
 			if len(byPkg) == 0 {
 				return fmt.Errorf("%s: no inittrace lines on stderr: %s", s.label, traced.stderr)
 			}

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/cniplugins/cniplugins/bench/internal/benchstat"
 )
 
 // machine is the report's description of where it ran.
@@ -114,6 +116,6 @@ func probeFS(dir string) fsInfo {
 		}
 		links = append(links, time.Since(t))
 	}
-	info.create, info.link = median(creates), median(links)
+	info.create, info.link = benchstat.Median(creates), benchstat.Median(links)
 	return info
 }

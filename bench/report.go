@@ -5,6 +5,8 @@ import (
 	"math"
 	"strings"
 	"time"
+
+	"github.com/cniplugins/cniplugins/bench/internal/benchstat"
 )
 
 // results is everything one run measured.
@@ -45,7 +47,7 @@ func (r *results) markdown() string {
 	w("Written by `make bench` (`go run ./bench -out bench%s`); do not edit by hand. ", o.flags)
 	w("Every operation is one process exec'd the way a CNI runtime does it (CNI_* environment, config on stdin, result on stdout), timed from fork to reaped. ")
 	w("Subjects (and fill levels) take turns in a rotating order within each iteration, so machine noise hits all of them alike. ")
-	w("Ratios are of medians from this one run.\n\n")
+	w("Ratios are of medians from this one run. A median of an even count is the mean of the middle two; p99 is by nearest rank, so always a time actually measured.\n\n")
 
 	w("## Machine\n\n| | |\n| --- | --- |\n")
 	m := r.machine
@@ -105,9 +107,9 @@ func (r *results) latencyTable(w func(string, ...any)) {
 					return "n/a"
 				}
 				s := r.latency.summary(fill, op, k)
-				return fmt.Sprintf("%s / %s", num(ms(s.median)), num(ms(s.p99)))
+				return fmt.Sprintf("%s / %s", num(benchstat.MS(s.median)), num(benchstat.MS(s.p99)))
 			}
-			rt := func(a, b string) string { return fmtRatio(ratio(r.medMS(fill, op, a), r.medMS(fill, op, b))) }
+			rt := func(a, b string) string { return fmtRatio(benchstat.Ratio(r.medMS(fill, op, a), r.medMS(fill, op, b))) }
 			w("| %s | %s | %d | %s | %s | %s | %s | %s | %s | %s | %s |\n", fillLabel(fill), op, r.latency.iters[fill],
 				cell(kStandalone), cell(kChain), cell(kHostLocal), cell(kFloor),
 				rt(kStandalone, kHostLocal), rt(kChain, kHostLocal), rt(kStandalone, kFloor), rt(kChain, kFloor))
@@ -123,7 +125,7 @@ func (r *results) latencyTable(w func(string, ...any)) {
 				if len(xs) == 0 {
 					return "n/a"
 				}
-				return num(ms(median(xs)))
+				return num(benchstat.MS(benchstat.Median(xs)))
 			}
 			w("| %s | %s | %s | %s | %s | %s |\n", fillLabel(fill), op, cell(kStandalone), cell(kChain), cell(kHostLocal), cell(kFloor))
 		}
@@ -137,7 +139,7 @@ func (r *results) latencyTable(w func(string, ...any)) {
 			if !ok {
 				return "n/a"
 			}
-			return num(ms(d))
+			return num(benchstat.MS(d))
 		}
 		w("| %s | %s | %s | %s | %s |\n", fillLabel(fill), cell(kStandalone), cell(kChain), cell(kHostLocal), cell(kFloor))
 	}
@@ -170,10 +172,10 @@ func (r *results) concTable(w func(string, ...any)) {
 		case !c.ok(o.concOps):
 			distinct = "**FAIL**: " + c.describe(o.concOps)
 		}
-		w("| %s | %.0f | %.0f–%.0f | %.0f | %s | %s / %s | %s |\n", s.label, ms(c.medianWall()), ms(lo), ms(hi),
-			c.opsPerSec(o.concOps), fmtRatio(ratio(c.opsPerSec(o.concOps), hl)),
-			num(ms(c.perOp(o.concOps, func(r concRun) time.Duration { return r.latency }))),
-			num(ms(c.perOp(o.concOps, func(r concRun) time.Duration { return r.cpu }))), distinct)
+		w("| %s | %.0f | %.0f–%.0f | %.0f | %s | %s / %s | %s |\n", s.label, benchstat.MS(c.medianWall()), benchstat.MS(lo), benchstat.MS(hi),
+			c.opsPerSec(o.concOps), fmtRatio(benchstat.Ratio(c.opsPerSec(o.concOps), hl)),
+			num(benchstat.MS(c.perOp(o.concOps, func(r concRun) time.Duration { return r.latency }))),
+			num(benchstat.MS(c.perOp(o.concOps, func(r concRun) time.Duration { return r.cpu }))), distinct)
 	}
 	w("\n")
 }
@@ -198,7 +200,7 @@ func (r *results) rssTable(w func(string, ...any)) {
 			w("| %s | n/a | n/a | n/a | n/a |\n", s.label)
 			continue
 		}
-		w("| %s | %d | %s | %d / %d | %d |\n", s.label, x.medianHWM(), fmtRatio(ratio(float64(x.medianHWM()), hl)),
+		w("| %s | %d | %s | %d / %d | %d |\n", s.label, x.medianHWM(), fmtRatio(benchstat.Ratio(float64(x.medianHWM()), hl)),
 			x.medianOf(func(s rssSample) int64 { return s.anon }), x.medianOf(func(s rssSample) int64 { return s.file }), x.medianMaxrss())
 	}
 	w("\n")
@@ -213,11 +215,7 @@ func (r *results) startupTable(w func(string, ...any)) {
 		for _, p := range s.top(5) {
 			top = append(top, fmt.Sprintf("%s %.3f", p.pkg, p.ms))
 		}
-		pk := make([]int64, len(s.initPkgs))
-		for i, n := range s.initPkgs {
-			pk[i] = int64(n)
-		}
-		w("| %s | %.3f | %d | %s | %s |\n", s.label, median(s.initSum), median(pk), num(ms(median(s.version))), strings.Join(top, ", "))
+		w("| %s | %.3f | %d | %s | %s |\n", s.label, benchstat.Median(s.initSum), benchstat.Median(s.initPkgs), num(benchstat.MS(benchstat.Median(s.version))), strings.Join(top, ", "))
 	}
 	w("\n")
 }

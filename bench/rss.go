@@ -29,6 +29,8 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+
+	"github.com/cniplugins/cniplugins/bench/internal/benchstat"
 )
 
 // rssSample is one traced run.
@@ -50,7 +52,7 @@ func (r rssResult) medianHWM() int64 {
 	for i, s := range r.samples {
 		xs[i] = s.hwm
 	}
-	return median(xs)
+	return benchstat.Median(xs)
 }
 
 func (r rssResult) medianOf(f func(rssSample) int64) int64 {
@@ -58,7 +60,7 @@ func (r rssResult) medianOf(f func(rssSample) int64) int64 {
 	for i, s := range r.samples {
 		xs[i] = f(s)
 	}
-	return median(xs)
+	return benchstat.Median(xs)
 }
 
 func (r rssResult) medianMaxrss() int64 {
@@ -66,7 +68,7 @@ func (r rssResult) medianMaxrss() int64 {
 	for i, s := range r.samples {
 		xs[i] = s.maxrss
 	}
-	return median(xs)
+	return benchstat.Median(xs)
 }
 
 // measureRSS runs o.rssRuns traced ADDs (each undone by an untimed DEL)

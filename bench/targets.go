@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"strings"
+
+	"github.com/cniplugins/cniplugins/bench/internal/benchstat"
 )
 
 // verdict of one target line.
@@ -40,7 +42,7 @@ func (r *results) medMS(fill int, op, subject string) float64 {
 	if s.n == 0 {
 		return math.NaN()
 	}
-	return ms(s.median)
+	return benchstat.MS(s.median)
 }
 
 // targets evaluates the project's performance targets from this run's
@@ -48,7 +50,7 @@ func (r *results) medMS(fill int, op, subject string) float64 {
 func (r *results) targets() []targetLine {
 	var out []targetLine
 	cmp := func(what string, a, b float64, bName, unit string, limit float64, atMost bool) {
-		x := ratio(a, b)
+		x := benchstat.Ratio(a, b)
 		m := fmt.Sprintf("%s %s / %s %s = %s", num(a), unit, num(b), unit, fmtRatio(x))
 		if math.IsNaN(b) {
 			m = fmt.Sprintf("%s %s; %s n/a", num(a), unit, bName)
@@ -77,7 +79,7 @@ func (r *results) targets() []targetLine {
 		x := math.NaN()
 		m := fmt.Sprintf("%.0f ops/s", c.opsPerSec(ops))
 		if h := r.conc[kHostLocal]; h != nil {
-			x = ratio(c.opsPerSec(ops), h.opsPerSec(ops))
+			x = benchstat.Ratio(c.opsPerSec(ops), h.opsPerSec(ops))
 			m += fmt.Sprintf(" / %.0f ops/s = %s", h.opsPerSec(ops), fmtRatio(x))
 		} else {
 			m += "; host-local n/a"

@@ -6,9 +6,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
-	"strconv"
 	"time"
+
+	"github.com/cniplugins/cniplugins/bench/internal/benchstat"
 )
 
 // execResult is one binary's exec figures.
@@ -52,9 +52,9 @@ func measureExec(bins [2]flavourBin, tmp string, n, nInit int) ([2]execResult, e
 			if err != nil {
 				return res, err
 			}
-			total, pkgs := parseInittrace(stderr)
+			total, byPkg := benchstat.ParseInittrace(stderr)
 			res[b].initMS = append(res[b].initMS, total)
-			res[b].initPkgs = append(res[b].initPkgs, pkgs)
+			res[b].initPkgs = append(res[b].initPkgs, len(byPkg))
 		}
 	}
 	return res, nil
@@ -75,16 +75,4 @@ func runCNI(fb flavourBin, command, cid string, stdin []byte, env []string) (tim
 		return d, nil, fmt.Errorf("%s %s: %v: %s %s", fb.name, command, err, out.Bytes(), errb.Bytes())
 	}
 	return d, errb.Bytes(), nil
-}
-
-// parseInittrace sums the init clock of every package.
-func parseInittrace(stderr []byte) (float64, int) {
-	initLine := regexp.MustCompile(`(?m)^init \S+ @\S+ ms, ([0-9.]+) ms clock`)
-	var total float64
-	ms := initLine.FindAllSubmatch(stderr, -1)
-	for _, m := range ms {
-		v, _ := strconv.ParseFloat(string(m[1]), 64)
-		total += v
-	}
-	return total, len(ms)
 }

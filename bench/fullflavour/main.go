@@ -19,9 +19,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"time"
 
+	"github.com/cniplugins/cniplugins/bench/internal/benchstat"
 	"github.com/cniplugins/cniplugins/internal/testbin"
 )
 
@@ -46,7 +46,7 @@ func main() {
 	if err != nil {
 		fatalf("%v", err)
 	}
-	r.sizes = [2]int64{fileSize(bins[0].bin), fileSize(bins[1].bin)}
+	r.sizes = [2]int64{benchstat.FileSize(bins[0].bin), benchstat.FileSize(bins[1].bin)}
 	logf("exec: %d VERSION and ADD+DEL per binary, %d inittrace runs, interleaved", *nExec, *nInit)
 	if r.exec, err = measureExec(bins, tmp, *nExec, *nInit); err != nil {
 		fatalf("%v", err)
@@ -95,26 +95,6 @@ func buildFlavours(root, tmp string) ([2]flavourBin, error) {
 	}
 	return out, nil
 }
-
-func fileSize(path string) int64 {
-	fi, err := os.Stat(path)
-	if err != nil {
-		return 0
-	}
-	return fi.Size()
-}
-
-// quantile of xs (sorted copy), q in [0,1].
-func quantile(xs []time.Duration, q float64) time.Duration {
-	if len(xs) == 0 {
-		return 0
-	}
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	return s[int(q*float64(len(s)-1)+0.5)]
-}
-
-func ms(d time.Duration) float64 { return float64(d) / 1e6 }
 
 func logf(format string, args ...any) {
 	fmt.Fprintf(os.Stderr, "bench fullflavour: "+format+"\n", args...)
