@@ -15,11 +15,7 @@ import (
 // transaction in the common case, all or nothing: when a target fails,
 // every claim this ADD made or may still have in flight is undone.
 func cmdAdd(req *plugin.Request) (types.Result, error) {
-	p, op, err := begin(req, true)
-	if err != nil {
-		return nil, err
-	}
-	targets, err := p.Targets()
+	p, op, targets, err := beginTargets(req)
 	if err != nil {
 		return nil, err
 	}

@@ -12,11 +12,7 @@ import (
 // attachment, on this node and network (code 3 otherwise). Without
 // addresses to verify it checks that the attachment holds any.
 func cmdCheck(req *plugin.Request) error {
-	p, op, err := begin(req, true)
-	if err != nil {
-		return err
-	}
-	targets, err := p.Targets()
+	p, op, targets, err := beginTargets(req)
 	if err != nil {
 		return err
 	}

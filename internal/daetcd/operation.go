@@ -38,6 +38,17 @@ func begin(req *plugin.Request, needRanges bool) (dapools.Parsed, *operation, er
 	return p, op, err
 }
 
+// beginTargets is how ADD, CHECK and STATUS start: begin with the ranges,
+// and the targets they place addresses in.
+func beginTargets(req *plugin.Request) (dapools.Parsed, *operation, []dapools.Target, error) {
+	p, op, err := begin(req, true)
+	if err != nil {
+		return p, nil, nil, err
+	}
+	targets, err := p.Targets()
+	return p, op, targets, err
+}
+
 func newOperation(c *etcdConfig, network, cid, ifname string, log *logging.Logger) (*operation, error) {
 	cl, err := newClient(c)
 	if err != nil {

@@ -15,11 +15,7 @@ import (
 // is code 11. The check is one read of the exhaustion marks, which is
 // also the quorum probe.
 func cmdStatus(req *plugin.Request) error {
-	p, op, err := begin(req, true)
-	if err != nil {
-		return err
-	}
-	targets, err := p.Targets()
+	p, op, targets, err := beginTargets(req)
 	if err != nil {
 		return err
 	}
