@@ -9,7 +9,7 @@
 # binary (cniplugins), its verbose flavour (cniplugins-verbose), the full
 # flavour (cniplugins-full: plus docker-ipam and the network-facing
 # pieces), install-symlinks.sh (it finds the binary beside itself), README.md,
-# LICENSE and examples/.
+# LICENSE, docs/ (the reference pages the README links) and examples/.
 #
 # Reproducible: two runs from one commit give byte-identical tarballs. The
 # binaries are static (CGO_ENABLED=0), built with -trimpath, no VCS stamp
@@ -55,7 +55,7 @@ dist=$(cd "$dist" && pwd)
 tarballs=""
 for arch in amd64 arm64; do
 	stage=$work/$arch/$top
-	mkdir -p "$stage/examples"
+	mkdir -p "$stage/examples" "$stage/docs"
 	for flavour in "" verbose full; do
 		out=$stage/cniplugins
 		flags=$LDFLAGS
@@ -72,6 +72,7 @@ for arch in amd64 arm64; do
 	done
 	cp scripts/install-symlinks.sh README.md LICENSE "$stage/"
 	cp examples/* "$stage/examples/"
+	cp docs/*.md "$stage/docs/"
 	find "$stage" -type d -exec chmod 0755 {} +
 	find "$stage" -type f -exec chmod 0644 {} +
 	chmod 0755 "$stage/cniplugins" "$stage/cniplugins-verbose" "$stage/cniplugins-full" "$stage/install-symlinks.sh"

@@ -1,6 +1,6 @@
 // Package cnierr builds the typed CNI errors every personality returns.
 //
-// Each constructor fixes the code from SPEC.md so that call sites cannot
+// Each constructor fixes the code (docs/error-codes.md) so that call sites cannot
 // drift into the catch-all 999, and keeps the message one short sentence
 // with the field, value, pool or delegate involved in Details.
 package cnierr
@@ -12,7 +12,7 @@ import (
 	"github.com/containernetworking/cni/pkg/types"
 )
 
-// Plugin-specific codes (SPEC.md "Error codes"); the spec's own codes come
+// Plugin-specific codes (docs/error-codes.md); the spec's own codes come
 // from the types package.
 const (
 	CodePoolExhausted       uint = 100

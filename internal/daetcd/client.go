@@ -23,7 +23,7 @@ import (
 
 // client speaks etcd's v3 JSON gateway over net/http: the official Go
 // client would cost every exec about 2.8 ms of package initialisation and
-// 12 MB of memory (README, "Client"), more than the whole budget of an
+// 12 MB of memory (docs/etcd.md, "Client"), more than the whole budget of an
 // ADD. It holds one deadline for the whole CNI command: every request it
 // sends, retries included, ends by then.
 //

@@ -13,7 +13,7 @@ import (
 	"github.com/cniplugins/cniplugins/internal/hostlocal"
 )
 
-// The key layout under the prefix (README, "Keys in etcd"):
+// The key layout under the prefix (docs/etcd.md, "Keys in etcd"):
 //
 //	ip/pool/<pool>/<address>                    the claim: one key per address
 //	ip/net/<network>/<address>                  (standalone: the network is the scope)

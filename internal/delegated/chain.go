@@ -17,7 +17,7 @@ import (
 	"github.com/cniplugins/cniplugins/internal/plugin"
 )
 
-// Chain runs one command over the delegates, as SPEC.md "ipam-delegated"
+// Chain runs one command over the delegates, as docs/ipam-delegated.md
 // describes. It knows nothing about how a delegate is run (Executor) nor
 // about any personality: it only sequences and threads prevResult.
 type Chain struct {

@@ -22,7 +22,7 @@ func Iface() plugin.Personality { return ifaceWith(netlinkHost{}) }
 //
 // ADD, CHECK and STATUS derive the pools from the host. DEL and GC do
 // not read the host at all: they name every pool an ADD could have
-// chosen (SPEC.md's union rule), by name only. The allocator's DEL and GC
+// chosen (their union), by name only. The allocator's DEL and GC
 // need nothing but the names, and by the time of a DEL the link may have
 // lost its address, changed subnet or gone, none of which may keep an
 // attachment's addresses from being freed.

@@ -1,6 +1,6 @@
 // Package dsselect holds the pool selectors (ipam-ds-*): personalities that
 // decide which pools an attachment draws from and answer with an IPAM
-// result carrying a pools array (SPEC.md "Pool object").
+// result carrying a pools array (docs/ipam-ds-static.md, "The Pool object").
 package dsselect
 
 import (
@@ -65,7 +65,8 @@ type chooser struct {
 	// attached serves ADD and CHECK, which concern one attachment.
 	attached func(*plugin.Request) ([]pool.Pool, error)
 	// every serves DEL, GC and STATUS: every pool the selector could have
-	// chosen (SPEC.md: a DEL may carry less than its ADD did).
+	// chosen: a DEL may carry less than its ADD did (CNI_ARGS or annotations
+	// dropped), and it must still free what the ADD reserved.
 	every func(*plugin.Request) ([]pool.Pool, error)
 	// status, when set, serves STATUS instead of every.
 	status func(*plugin.Request) ([]pool.Pool, error)

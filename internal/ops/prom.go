@@ -13,7 +13,7 @@ type metric struct {
 	value      func(Usage) float64
 }
 
-// metrics are documented in README ("Operating it"); names and labels are
+// metrics are documented in docs/cli.md ("Prometheus metrics"); names and labels are
 // a stable interface for dashboards and alerts.
 func promMetrics() []metric {
 	return []metric{

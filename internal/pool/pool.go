@@ -1,5 +1,5 @@
 // Package pool is the Pool object that selectors hand to allocators
-// (SPEC.md "Pool object"), its validation, and the selector result that
+// (docs/ipam-ds-static.md, "The Pool object"), its validation, and the selector result that
 // carries it.
 package pool
 

@@ -46,8 +46,8 @@ type hostileCase struct {
 	field  string // must appear in the error's msg or details
 }
 
-// hostileCases are the invocations of TestHostileInput. Codes are
-// SPEC.md's (README "Error codes").
+// hostileCases are the invocations of TestHostileInput. Codes are those
+// of docs/error-codes.md.
 func hostileCases() []hostileCase {
 	addOther := func(ip string) func(t *testing.T, root, dataDir string) {
 		return func(t *testing.T, root, dataDir string) {

@@ -166,6 +166,15 @@ func TestRelease(t *testing.T) {
 		for _, ex := range examples {
 			want = append(want, top+"/examples/"+ex.Name())
 		}
+		// The README's reference links point into docs/, so the pages ship too.
+		docs, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
+		if err != nil || len(docs) == 0 {
+			t.Fatalf("docs/*.md: %v (%d pages)", err, len(docs))
+		}
+		want = append(want, top+"/docs/")
+		for _, d := range docs {
+			want = append(want, top+"/docs/"+filepath.Base(d))
+		}
 		slices.Sort(want)
 		executable := map[string]bool{top + "/cniplugins": true, top + "/cniplugins-verbose": true, top + "/cniplugins-full": true, top + "/install-symlinks.sh": true}
 		for _, arch := range arches {
