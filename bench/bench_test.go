@@ -29,8 +29,12 @@ func TestHarnessSmall(t *testing.T) {
 		"| 0 | ADD | 3 |", "| 0 | DEL | 3 |", "| 100 | ADD | 3 |", "| 100 | DEL | 3 |",
 		"| ipam-da-pools |", "| chain |", "| host-local |", "| exec floor |",
 		"| ipam-delegated |", "| ipam-ds-static |",
-		"ipam-da-pools ADD, empty pool ≤ 0.5 × host-local's",
-		"ipam-da-pools ADD at 100 allocations ≤ 1.2 × empty",
+		"ipam-da-pools ADD, empty pool ≤ 1.25 × exec floor",
+		"ipam-da-pools DEL, empty pool ≤ 1.25 × exec floor",
+		"chain ADD, empty pool ≤ 1.05 × ipam-da-pools ADD",
+		"ipam-da-pools ADD at 100 allocations ≤ 1.1 × empty",
+		"CPU per ADD in the burst ≤ 1.2 × CPU per ADD alone",
+		"| floor + packages |", "## What bounds ADD ÷ exec floor",
 		"peak RSS of one ADD",
 	} {
 		if !strings.Contains(md, row) {

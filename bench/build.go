@@ -17,11 +17,14 @@ const upstreamHostLocal = "/usr/lib/cni/host-local"
 
 // binaries are the executables under test, freshly built and installed.
 type binaries struct {
-	cniDir    string // CNI bin dir: cniplugins plus one symlink per personality
-	ours      string // the cniplugins binary in cniDir
-	floor     string
-	hostLocal string // "" when not installed
-	version   string // what the binary was stamped with
+	cniDir string // CNI bin dir: cniplugins plus one symlink per personality
+	ours   string // the cniplugins binary in cniDir
+	floor  string
+	// floorLinked is the floor built with -tags linked: plus every package
+	// of the lean binary, initialised and unused.
+	floorLinked string
+	hostLocal   string // "" when not installed
+	version     string // what the binary was stamped with
 	// sizes in bytes, taken before the temporary directory goes
 	oursSize, floorSize, hostLocalSize int64
 }
@@ -60,6 +63,10 @@ func build(root, tmp, hostLocal string) (*binaries, error) {
 	if err := goBuild(root, b.floor, "-s -w -buildid=", "./bench/floor"); err != nil {
 		return nil, err
 	}
+	b.floorLinked = filepath.Join(tmp, "floor-linked", "floor")
+	if err := goBuild(root, b.floorLinked, "-s -w -buildid=", "-tags=linked", "./bench/floor"); err != nil {
+		return nil, err
+	}
 	cmd := exec.Command(filepath.Join(root, "scripts", "install-symlinks.sh"), b.cniDir)
 	cmd.Env = append(os.Environ(), "CNIPLUGINS_BIN="+built)
 	if out, err := cmd.CombinedOutput(); err != nil {
@@ -78,8 +85,10 @@ func build(root, tmp, hostLocal string) (*binaries, error) {
 	return b, nil
 }
 
-func goBuild(root, out, ldflags, pkg string) error {
-	cmd := exec.Command("go", "build", "-trimpath", "-ldflags", ldflags, "-o", out, pkg)
+func goBuild(root, out, ldflags string, pkgAndFlags ...string) error {
+	pkg := pkgAndFlags[len(pkgAndFlags)-1]
+	args := append([]string{"build", "-trimpath", "-ldflags", ldflags, "-o", out}, pkgAndFlags...)
+	cmd := exec.Command("go", args...)
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if b, err := cmd.CombinedOutput(); err != nil {

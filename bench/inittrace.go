@@ -9,6 +9,10 @@ import (
 	"github.com/cniplugins/cniplugins/bench/internal/benchstat"
 )
 
+// labelFloorLinked is the floor that also links (and initialises) every
+// package of the lean binary.
+const labelFloorLinked = "floor + packages"
+
 // startupSubject is one executable whose start-up is measured.
 type startupSubject struct {
 	label, path, cniPath string
@@ -61,7 +65,9 @@ func startupSubjects(b *binaries) []startupSubject {
 	if b.hostLocal != "" {
 		out = append(out, startupSubject{label: "host-local", path: b.hostLocal, cniPath: filepath.Dir(b.hostLocal)})
 	}
-	return append(out, startupSubject{label: "exec floor", path: b.floor, cniPath: filepath.Dir(b.floor)})
+	return append(out,
+		startupSubject{label: "exec floor", path: b.floor, cniPath: filepath.Dir(b.floor)},
+		startupSubject{label: labelFloorLinked, path: b.floorLinked, cniPath: filepath.Dir(b.floorLinked)})
 }
 
 // measureStartup runs VERSION (package initialisation does not depend on

@@ -162,6 +162,10 @@ func runBench(o *options) (*results, error) {
 	if err := measureRSS(o, active, r); err != nil {
 		return nil, err
 	}
+	o.logf("system calls: one ADD and one DEL per subject under strace -f -c")
+	if err := measureSyscalls(o, active, r); err != nil {
+		return nil, err
+	}
 	o.logf("start-up: %d VERSION runs per executable, with and without GODEBUG=inittrace=1", o.initRuns)
 	if err := measureStartup(o, startupSubjects(r.bins), r); err != nil {
 		return nil, err

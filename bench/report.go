@@ -22,7 +22,8 @@ type results struct {
 	conc       map[string]*concResult
 	rss        map[string]*rssResult
 	startup    []*startup
-	etcd       *etcdResult // the ipam-da-etcd scenario (etcd.go)
+	syscalls   map[string]map[string]syscallCount // subject → ADD/DEL → counts
+	etcd       *etcdResult                        // the ipam-da-etcd scenario (etcd.go)
 	notes      []string
 	elapsed    time.Duration
 }
@@ -74,6 +75,8 @@ func (r *results) markdown() string {
 	r.concTable(w)
 	r.rssTable(w)
 	r.startupTable(w)
+	r.boundTable(w)
+	r.syscallTable(w)
 	if r.etcd != nil {
 		w("%s", r.etcd.markdown(r.machine.nproc))
 	}
@@ -216,6 +219,50 @@ func (r *results) startupTable(w func(string, ...any)) {
 			top = append(top, fmt.Sprintf("%s %.3f", p.pkg, p.ms))
 		}
 		w("| %s | %.3f | %d | %s | %s |\n", s.label, benchstat.Median(s.initSum), benchstat.Median(s.initPkgs), num(benchstat.MS(benchstat.Median(s.version))), strings.Join(top, ", "))
+	}
+	w("\n")
+}
+
+// boundTable splits ADD ÷ floor into what start-up alone costs: the
+// floor with every package of the binary linked (their package
+// initialisation), then the binary itself answering VERSION (no work),
+// then the ADD. The first two bound the third from below.
+func (r *results) boundTable(w func(string, ...any)) {
+	byLabel := map[string]float64{}
+	for _, s := range r.startup {
+		byLabel[s.label] = benchstat.MS(benchstat.Median(s.version))
+	}
+	floor := byLabel["exec floor"]
+	w("## What bounds ADD ÷ exec floor\n\n")
+	w("Each exec pays the Go runtime's start-up and the package initialisation of everything the binary links, before any personality runs. Medians of this run, each against the plain floor's VERSION (or ADD) wall time:\n\n")
+	w("| step | ms | ÷ floor |\n| --- | ---: | ---: |\n")
+	row := func(what string, ms, base float64) {
+		w("| %s | %s | %s |\n", what, num(ms), fmtRatio(benchstat.Ratio(ms, base)))
+	}
+	row("exec floor, VERSION", floor, floor)
+	row("floor + packages (links and initialises every package of the lean binary, then does what the floor does), VERSION", byLabel[labelFloorLinked], floor)
+	row("ipam-da-pools, VERSION (start-up and the VERSION answer, no state touched)", byLabel["ipam-da-pools"], floor)
+	if r.latency != nil {
+		row("ipam-da-pools ADD, empty pool (against the floor's ADD)", r.medMS(0, "ADD", kStandalone), r.medMS(0, "ADD", kFloor))
+	}
+	w("\n")
+}
+
+// syscallTable lists the system calls of one ADD and one DEL.
+func (r *results) syscallTable(w func(string, ...any)) {
+	if r.syscalls == nil {
+		return
+	}
+	w("## System calls of one ADD and one DEL\n\n")
+	w("`strace -f -c` of one ADD and its DEL in a warm state directory (empty pool). \"state\" counts the calls on files (open, read, write, stat, link, rename, unlink, flock, fsync…, stdin and stdout included); the rest is process and runtime start-up.\n\n")
+	w("| subject | ADD: all / state / fsync | DEL: all / state / fsync |\n| --- | --- | --- |\n")
+	for _, s := range r.subs {
+		m, ok := r.syscalls[s.key]
+		if !ok {
+			continue
+		}
+		cell := func(n syscallCount) string { return fmt.Sprintf("%d / %d / %d", n.total, n.files, n.fsyncs) }
+		w("| %s | %s | %s |\n", s.label, cell(m["ADD"]), cell(m["DEL"]))
 	}
 	w("\n")
 }

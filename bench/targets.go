@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"strings"
+	"time"
 
 	"github.com/cniplugins/cniplugins/bench/internal/benchstat"
 )
@@ -57,19 +58,19 @@ func (r *results) targets() []targetLine {
 		}
 		out = append(out, targetLine{what, m, judge(x, limit, atMost)})
 	}
-	sa, ch, hl, fl := r.medMS(0, "ADD", kStandalone), r.medMS(0, "ADD", kChain), r.medMS(0, "ADD", kHostLocal), r.medMS(0, "ADD", kFloor)
-	cmp("ipam-da-pools ADD, empty pool ≤ 0.5 × host-local's", sa, hl, "host-local", "ms", 0.5, true)
-	cmp("ipam-da-pools ADD, empty pool ≤ 1.3 × exec floor", sa, fl, "floor", "ms", 1.3, true)
-	cmp("chain ADD, empty pool ≤ 0.6 × host-local's ADD", ch, hl, "host-local", "ms", 0.6, true)
+	for _, op := range latencyOps {
+		cmp(fmt.Sprintf("ipam-da-pools %s, empty pool ≤ 1.25 × exec floor", op), r.medMS(0, op, kStandalone), r.medMS(0, op, kFloor), "floor", "ms", 1.25, true)
+	}
+	cmp("chain ADD, empty pool ≤ 1.05 × ipam-da-pools ADD", r.medMS(0, "ADD", kChain), r.medMS(0, "ADD", kStandalone), "ipam-da-pools", "ms", 1.05, true)
 	largest := r.opts.fills[len(r.opts.fills)-1]
 	for _, k := range []string{kStandalone, kChain} {
 		for _, op := range latencyOps {
-			what := fmt.Sprintf("%s %s at %s allocations ≤ 1.2 × empty", labelOf(k), op, fillLabel(largest))
+			what := fmt.Sprintf("%s %s at %s allocations ≤ 1.1 × empty", labelOf(k), op, fillLabel(largest))
 			if largest == 0 {
 				out = append(out, targetLine{what, "only the empty pool was measured", na})
 				continue
 			}
-			cmp(what, r.medMS(largest, op, k), r.medMS(0, op, k), "empty", "ms", 1.2, true)
+			cmp(what, r.medMS(largest, op, k), r.medMS(0, op, k), "empty", "ms", 1.1, true)
 		}
 	}
 	// Concurrency: the ratio, and zero duplicates whatever the ratio.
@@ -92,6 +93,15 @@ func (r *results) targets() []targetLine {
 			m += "; no duplicates"
 		}
 		out = append(out, targetLine{what, m, v})
+	}
+	// CPU per ADD in the burst against CPU per ADD alone (empty pool).
+	if c := r.conc[kStandalone]; c != nil && r.latency != nil {
+		burst := benchstat.MS(c.perOp(ops, func(run concRun) time.Duration { return run.cpu }))
+		alone := math.NaN()
+		if xs := r.latency.cpu[latencyKey{0, "ADD", kStandalone}]; len(xs) > 0 {
+			alone = benchstat.MS(benchstat.Median(xs))
+		}
+		cmp("ipam-da-pools CPU per ADD in the burst ≤ 1.2 × CPU per ADD alone", burst, alone, "alone", "ms", 1.2, true)
 	}
 	// Peak RSS.
 	what = "peak RSS of one ADD (VmHWM): ipam-da-pools ≤ host-local's"

@@ -22,6 +22,8 @@ command -v runc >/dev/null 2>&1 || need="$need runc"
 # ipam-da-etcd's tests and benchmark run a real etcd cluster on loopback.
 command -v etcd >/dev/null 2>&1 || [ -x /usr/bin/etcd ] || need="$need etcd-server"
 command -v etcdctl >/dev/null 2>&1 || need="$need etcd-client"
+# strace: make bench counts the system calls of an ADD and a DEL.
+command -v strace >/dev/null 2>&1 || need="$need strace"
 if [ -n "$need" ]; then
 	if [ "$(id -u)" -ne 0 ] || ! command -v apt-get >/dev/null 2>&1; then
 		echo "test-deps.sh: missing$need and cannot apt-get install them (not root or no apt); the tests that need them will skip loudly" >&2
