@@ -5,7 +5,7 @@
 # netns), ping (the end-to-end tests ping their own bridge's gateway), and
 # Debian's docker.io with busybox-static (test/docker runs the full
 # flavour's docker-ipam under a private dockerd, on an image imported from
-# busybox-static).
+# busybox-static), and containerd (test/cri).
 # Go modules are fetched by `go mod download`. Does nothing when everything
 # is already there; needs root for apt.
 set -eu
@@ -19,6 +19,9 @@ command -v podman >/dev/null 2>&1 || need="$need podman"
 command -v runc >/dev/null 2>&1 || need="$need runc"
 [ -x /usr/sbin/dockerd ] && [ -x /usr/bin/docker ] || need="$need docker.io"
 [ -x /bin/busybox ] || need="$need busybox-static"
+# containerd (with its ctr) and runc: test/cri runs a private containerd and
+# drives its CRI as the kubelet does.
+command -v containerd >/dev/null 2>&1 || need="$need containerd"
 # ipam-da-etcd's tests and benchmark run a real etcd cluster on loopback.
 command -v etcd >/dev/null 2>&1 || [ -x /usr/bin/etcd ] || need="$need etcd-server"
 command -v etcdctl >/dev/null 2>&1 || need="$need etcd-client"

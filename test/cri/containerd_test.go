@@ -1,0 +1,207 @@
+package cri
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// containerd is one private containerd daemon and a CRI client to it.
+type containerd struct {
+	root, sock, confDir, log string
+	cmd                      *exec.Cmd
+	conn                     *grpc.ClientConn
+	rt                       runtimeapi.RuntimeServiceClient
+}
+
+// pauseImage is the sandbox image: a static pause binary imported with
+// ctr, so containerd never pulls (there is no registry to pull from).
+const pauseImage = "docker.io/cnpcri/pause:1"
+
+func startContainerd(root, binDir string) (*containerd, error) {
+	c := &containerd{
+		root: root, sock: filepath.Join(root, "c.sock"), confDir: filepath.Join(root, "net.d"),
+		log: filepath.Join(root, "containerd.log"),
+	}
+	if err := os.MkdirAll(c.confDir, 0o755); err != nil {
+		return nil, err
+	}
+	var err error
+	if net, err = writeNetwork(c.confDir, filepath.Join(root, "ipam")); err != nil {
+		return nil, err
+	}
+	// runc in this sandbox cannot use cgroups, AppArmor or raise the OOM
+	// score; netns mounts go under the private state dir, not /var/run.
+	conf := fmt.Sprintf(`version = 2
+root = %[1]q
+state = %[2]q
+disabled_plugins = ["io.containerd.internal.v1.opt", "io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.zfs", "io.containerd.snapshotter.v1.devmapper", "io.containerd.snapshotter.v1.aufs"]
+[grpc]
+  address = %[3]q
+[ttrpc]
+  address = %[4]q
+[plugins."io.containerd.grpc.v1.cri"]
+  sandbox_image = %[5]q
+  disable_cgroup = true
+  disable_apparmor = true
+  restrict_oom_score_adj = true
+  netns_mounts_under_state_dir = true
+  [plugins."io.containerd.grpc.v1.cri".containerd]
+    snapshotter = "native"
+  [plugins."io.containerd.grpc.v1.cri".cni]
+    bin_dir = %[6]q
+    conf_dir = %[7]q
+`, filepath.Join(root, "root"), filepath.Join(root, "state"), c.sock, c.sock+".ttrpc", pauseImage, binDir, c.confDir)
+	if err := os.WriteFile(filepath.Join(root, "config.toml"), []byte(conf), 0o644); err != nil {
+		return nil, err
+	}
+	if err := c.start(); err != nil {
+		c.stop()
+		return nil, err
+	}
+	conn, err := grpc.NewClient("unix://"+c.sock, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		c.stop()
+		return nil, err
+	}
+	c.conn, c.rt = conn, runtimeapi.NewRuntimeServiceClient(conn)
+	if err := c.ready(); err != nil {
+		c.stop()
+		return nil, err
+	}
+	return c, nil
+}
+
+// start runs the daemon; ready waits until its CRI answers.
+func (c *containerd) start() error {
+	logf, err := os.OpenFile(c.log, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	defer logf.Close()
+	c.cmd = exec.Command("containerd", "--config", filepath.Join(c.root, "config.toml"))
+	c.cmd.Stdout, c.cmd.Stderr = logf, logf
+	c.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := c.cmd.Start(); err != nil {
+		return fmt.Errorf("start containerd: %w", err)
+	}
+	return nil
+}
+
+func (c *containerd) ready() error {
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		_, err := c.rt.Version(ctx, &runtimeapi.VersionRequest{})
+		cancel()
+		if err == nil {
+			return nil
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return fmt.Errorf("containerd's CRI did not answer in 30s; its log: %s", c.tail())
+}
+
+// restart starts the daemon again on the same root and state.
+func (c *containerd) restart() error {
+	if err := c.start(); err != nil {
+		return err
+	}
+	return c.ready()
+}
+
+// kill SIGKILLs the daemon (its shims, and so the pods, live on).
+func (c *containerd) kill() {
+	if c.cmd != nil && c.cmd.Process != nil {
+		_ = c.cmd.Process.Signal(syscall.SIGKILL)
+		_ = c.cmd.Wait()
+	}
+	c.cmd = nil
+}
+
+// stop removes every pod sandbox, stops the daemon, kills what it left
+// (shims) and unmounts whatever is still mounted under the root.
+func (c *containerd) stop() {
+	if c.rt != nil && c.cmd != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		if l, err := c.rt.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{}); err == nil {
+			for _, s := range l.Items {
+				_, _ = c.rt.StopPodSandbox(ctx, &runtimeapi.StopPodSandboxRequest{PodSandboxId: s.Id})
+				_, _ = c.rt.RemovePodSandbox(ctx, &runtimeapi.RemovePodSandboxRequest{PodSandboxId: s.Id})
+			}
+		}
+		cancel()
+	}
+	if c.cmd != nil && c.cmd.Process != nil {
+		_ = c.cmd.Process.Signal(syscall.SIGTERM)
+		done := make(chan struct{})
+		go func() { _ = c.cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(15 * time.Second):
+			_ = c.cmd.Process.Signal(syscall.SIGKILL)
+			<-done
+		}
+	}
+	if c.conn != nil {
+		_ = c.conn.Close()
+	}
+	killShims(c.sock)
+	unmountUnder(c.root)
+	// The bridge plugin made the bridge; nothing else uses its name.
+	_ = exec.Command("ip", "link", "del", net.bridge).Run()
+}
+
+// killShims kills the runc shims started for this daemon: their command
+// line names its socket.
+func killShims(sock string) {
+	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, p := range procs {
+		b, err := os.ReadFile(p)
+		if err != nil || !strings.Contains(string(b), "containerd-shim") || !strings.Contains(string(b), sock) {
+			continue
+		}
+		var pid int
+		if _, err := fmt.Sscanf(filepath.Base(filepath.Dir(p)), "%d", &pid); err == nil {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
+}
+
+// unmountUnder detaches every mount below dir, deepest first.
+func unmountUnder(dir string) {
+	f, err := os.Open("/proc/self/mountinfo")
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	var mounts []string
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) > 4 && strings.HasPrefix(fields[4], dir+"/") {
+			mounts = append(mounts, fields[4])
+		}
+	}
+	for i := len(mounts) - 1; i >= 0; i-- {
+		_ = syscall.Unmount(mounts[i], syscall.MNT_DETACH)
+	}
+}
+
+func (c *containerd) tail() string {
+	b, _ := os.ReadFile(c.log)
+	if len(b) > 4000 {
+		b = b[len(b)-4000:]
+	}
+	return string(b)
+}
