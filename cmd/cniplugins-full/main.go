@@ -9,6 +9,7 @@ import (
 	"os"
 
 	"github.com/cniplugins/cniplugins/internal/cli"
+	"github.com/cniplugins/cniplugins/internal/criclient"
 	"github.com/cniplugins/cniplugins/internal/daetcd"
 	"github.com/cniplugins/cniplugins/internal/daetcd/etcdops"
 	"github.com/cniplugins/cniplugins/internal/dockeripam"
@@ -22,5 +23,6 @@ func main() {
 	full.Registry = full.Registry.With(daetcd.Personality())
 	full.Commands = cli.Join(full.Commands, dockeripam.Commands)
 	full.Etcd = etcdops.Open // leases, release and gc --etcd
+	full.CRI = criclient.LiveSandboxes // gc --cri
 	os.Exit(cli.Main(os.Args, plugin.ProcessIO(), full))
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -30,6 +31,9 @@ type Flavour struct {
 	// one printer for both backends, and links the etcd client only into
 	// the main that names it.
 	Etcd func(ops.EtcdConfig) (ops.Remote, error)
+	// CRI lists the live pod sandboxes of a CRI runtime for `gc --cri`;
+	// nil in a flavour without a gRPC client, which refuses --cri.
+	CRI func(endpoint string, timeout time.Duration) (map[string]bool, error)
 }
 
 // Lean is the lean binary's flavour.

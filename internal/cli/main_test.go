@@ -70,6 +70,10 @@ func TestMainExitCodesAndStreams(t *testing.T) {
 		{argv: []string{"cniplugins", "leases", "--etcd", "http://127.0.0.1:2379"}, exit: 1, stderr: "--etcd needs the full flavour: run cniplugins-full", noStdout: true},
 		{argv: []string{"cniplugins", "gc", "--pool", "p", "--keep", "c", "--etcd", "http://127.0.0.1:2379", "--cacert", "ca.pem"}, exit: 1, stderr: "--etcd needs the full flavour", noStdout: true},
 		{argv: []string{"cniplugins", "release", "10.0.0.1", "--pool", "p", "--node", "n1"}, exit: 1, stderr: "--node needs --etcd", noStdout: true},
+		// gc --cri speaks gRPC: the lean binary says where it lives.
+		{argv: []string{"cniplugins", "gc", "--cri", "/run/containerd/containerd.sock"}, exit: 2, stderr: "--cri needs the full flavour: run cniplugins-full", noStdout: true},
+		{argv: []string{"cniplugins", "gc", "--cri", "/run/x.sock", "--pool", "p"}, exit: 1, stderr: "drop --network, --pool, --keep", noStdout: true},
+		{argv: []string{"cniplugins", "gc", "--pool", "p", "--keep", "c", "--min-age", "1m"}, exit: 1, stderr: "-o and --min-age go with --cri", noStdout: true},
 		// fsck: 2 when it cannot check, apart from 1 (problems remain).
 		{argv: []string{"cniplugins", "fsck", "--data-dir", "/nonexistent/cniplugins-test"}, exit: 2, stderr: "does not exist", noStdout: true},
 		{argv: []string{"cniplugins", "fsck", "--bogus"}, exit: 2, stderr: "unknown flag", noStdout: true},

@@ -10,16 +10,17 @@ import (
 	"github.com/cniplugins/cniplugins/internal/ops"
 )
 
-func gcCmd(etcd func(ops.EtcdConfig) (ops.Remote, error)) *cobra.Command {
+func gcCmd(etcd func(ops.EtcdConfig) (ops.Remote, error), live liveSandboxes) *cobra.Command {
 	var (
 		st       stateFlags
 		et       etcdFlags
 		r        ops.GCRequest
 		keep     []string
 		keepFile string
+		cri      criFlags
 	)
 	c := &cobra.Command{
-		Use:   "gc (--network N | --pool P | --etcd URLS --node NODE) (--keep CID[@IF]... | --keep-file FILE) [--apply]",
+		Use:   "gc (--network N | --pool P | --etcd URLS --node NODE) (--keep CID[@IF]... | --keep-file FILE) [--apply]\n  cniplugins gc --cri ENDPOINT [--etcd URLS --node NODE] [--min-age 10m] [--apply] [-o json]",
 		Short: "Release every reservation not kept, with the rules of the CNI GC command",
 		Long: `Release every reservation of a network's or a pool's state directory whose owner
 is not kept: the CNI GC command's rules, with the list of live attachments given
@@ -31,12 +32,32 @@ changes nothing without --apply.
 With --etcd (full flavour), collect ipam-da-etcd's claims of --node (a node
 that is gone for good) instead, optionally only of --network or --pool; the
 keep list may then be empty (release every claim of that node). Another
-node's claims are never touched.`,
+node's claims are never touched.
+With --cri (full flavour), the live attachments are the CRI runtime's own:
+every sandbox it lists as READY keeps its reservations, in every network and
+pool under the data dir (or, with --etcd, among --node's claims); any other
+CNI reservation older than --min-age is released, each through the same path
+as release. An endpoint that cannot be asked is an error (exit 2) that
+releases nothing. The Docker driver's reservations are never touched.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			remote, err := et.remote(cmd)
 			if err != nil {
 				return err
+			}
+			if cri.endpoint != "" {
+				if r.Network != "" || r.Pool != "" || len(keep) > 0 || keepFile != "" {
+					return fmt.Errorf("--cri reconciles every network and pool against the runtime's sandboxes: drop --network, --pool, --keep and --keep-file")
+				}
+				if remote != nil && et.node == "" {
+					return fmt.Errorf("with --etcd, name this host's --node: only its claims are reconciled")
+				}
+				return cri.run(cmd, live, ops.LiveGCRequest{
+					DataDir: st.dataDir, Apply: r.Apply, LockTimeout: st.lockTimeout, Remote: remote, Node: et.node,
+				})
+			}
+			if cmd.Flags().Changed("output") || cmd.Flags().Changed("min-age") {
+				return fmt.Errorf("-o and --min-age go with --cri")
 			}
 			switch {
 			case remote != nil && et.node == "":
@@ -91,6 +112,7 @@ node's claims are never touched.`,
 	c.Flags().StringArrayVar(&keep, "keep", nil, "a live attachment CONTAINERID[@IFNAME] (repeatable)")
 	c.Flags().StringVar(&keepFile, "keep-file", "", "a file with one CONTAINERID[@IFNAME] per line ('#' comments)")
 	c.Flags().BoolVar(&r.Apply, "apply", false, "release; without it, only print the plan")
+	cri.add(c, live)
 	return c
 }
 

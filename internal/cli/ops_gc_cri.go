@@ -1,0 +1,78 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/cniplugins/cniplugins/internal/ops"
+)
+
+// liveSandboxes is the flavour's CRI client (Flavour.CRI).
+type liveSandboxes = func(endpoint string, timeout time.Duration) (map[string]bool, error)
+
+// errCRINeedsFull is the lean flavour's answer to --cri: the CRI speaks
+// gRPC, which the lean binary does not link.
+var errCRINeedsFull = errors.New("--cri needs the full flavour: run cniplugins-full (install it with `install-symlinks.sh --flavour full`); the lean binary links no gRPC client")
+
+// criFlags are gc's flags for reconciling against a CRI runtime.
+type criFlags struct {
+	endpoint string
+	timeout  time.Duration
+	minAge   time.Duration
+	out      outputFlags
+}
+
+func (f *criFlags) add(c *cobra.Command, live liveSandboxes) {
+	usage := "reconcile against this CRI runtime's live sandboxes (unix socket path or unix:// URL, e.g. /run/containerd/containerd.sock)"
+	if live == nil {
+		usage += " (full flavour only: cniplugins-full)"
+	}
+	c.Flags().StringVar(&f.endpoint, "cri", "", usage)
+	c.Flags().DurationVar(&f.timeout, "cri-timeout", 10*time.Second, "with --cri: how long to wait for the runtime's answer")
+	c.Flags().DurationVar(&f.minAge, "min-age", ops.DefaultMinAge, "with --cri: release only reservations older than this (an ADD in flight is younger)")
+	f.out.add(c)
+}
+
+func (f *criFlags) run(cmd *cobra.Command, live liveSandboxes, r ops.LiveGCRequest) error {
+	if live == nil {
+		return exitError{2, errCRINeedsFull}
+	}
+	if err := f.out.check(); err != nil {
+		return err
+	}
+	if f.minAge < 0 {
+		return fmt.Errorf("invalid --min-age %s: want 0 or more", f.minAge)
+	}
+	sandboxes, err := live(f.endpoint, f.timeout)
+	if err != nil {
+		return exitError{2, fmt.Errorf("%w; nothing released", err)}
+	}
+	r.Live, r.MinAge, r.Now = sandboxes, f.minAge, time.Now()
+	stale, err := ops.LiveGC(r)
+	if werr := writeLiveGC(cmd, stale, f.out); err == nil {
+		err = werr
+	}
+	if err != nil {
+		return err
+	}
+	if !r.Apply {
+		fmt.Fprintf(cmd.ErrOrStderr(), "%d live sandboxes; %d to release; nothing changed (run again with --apply)\n", len(sandboxes), len(stale))
+	}
+	return nil
+}
+
+func writeLiveGC(cmd *cobra.Command, stale []ops.LiveGCLease, out outputFlags) error {
+	w := cmd.OutOrStdout()
+	if out.format == ops.FormatJSON {
+		return ops.WriteJSON(w, stale)
+	}
+	header := []string{"ADDRESS", "NETWORK", "POOL", "CONTAINER", "IFNAME", "OWNER", "AGE", "ERROR"}
+	rows := make([][]string, len(stale))
+	for i, l := range stale {
+		rows[i] = []string{l.Address, l.Network, l.Pool, l.ContainerID, l.IfName, l.Owner, l.Age.String(), l.Error}
+	}
+	return ops.WriteTable(w, header, rows, out.noHeaders)
+}

@@ -1,0 +1,106 @@
+package ops
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"time"
+)
+
+// DefaultMinAge is how old a reservation must be before `gc --cri` may
+// release it: longer than any ADD in flight, whose sandbox the runtime
+// does not list as ready until the ADD has returned.
+const DefaultMinAge = 10 * time.Minute
+
+// LiveGCRequest reconciles the reservations of this node against the
+// runtime's own list of live sandboxes (`gc --cri`).
+type LiveGCRequest struct {
+	DataDir string
+	// Live holds the container IDs the runtime reports as ready sandboxes.
+	Live        map[string]bool
+	MinAge      time.Duration
+	Now         time.Time
+	Apply       bool
+	LockTimeout time.Duration
+	// Remote, when set, is the store instead of the data dir (--etcd),
+	// and Node the host whose claims alone are candidates.
+	Remote Remote
+	Node   string
+}
+
+// LiveGCLease is one reservation the reconcile releases (or would).
+type LiveGCLease struct {
+	Lease
+	Age        time.Duration `json:"-"`
+	AgeSeconds int64         `json:"ageSeconds"`
+	// Error says why releasing it failed; empty when it was released (or
+	// in a dry run).
+	Error string `json:"error,omitempty"`
+}
+
+// stale reports whether l is a CNI attachment's reservation that no live
+// sandbox owns and that is older than the minimum age. Other owners (the
+// Docker driver's "_docker", markers, files fsck must look at first) are
+// never candidates.
+func (r LiveGCRequest) stale(l Lease) bool {
+	if l.Problem != "" || (l.Owner != "cni" && l.Owner != "legacy") || l.ContainerID == "" {
+		return false
+	}
+	return !r.Live[l.ContainerID] && !l.Since.IsZero() && r.Now.Sub(l.Since) >= r.MinAge
+}
+
+// LiveGC releases every stale reservation of the data dir (every network
+// and pool under it) or of the Remote's node, through Release: under the
+// directory's lock, only while the same attachment still holds it, so a
+// DEL or an ADD that got there first is never undone. Without Apply it
+// only lists them. A release that fails is reported on its lease and
+// makes the returned error non-nil; the others still go.
+func LiveGC(r LiveGCRequest) ([]LiveGCLease, error) {
+	var all []Lease
+	var err error
+	if r.Remote != nil {
+		all, err = r.Remote.Leases(LeaseFilter{Node: r.Node})
+	} else {
+		all, err = Leases(r.DataDir, LeaseFilter{})
+	}
+	if err != nil {
+		return nil, err
+	}
+	out := []LiveGCLease{}
+	var failed []error
+	for _, l := range all {
+		if !r.stale(l) {
+			continue
+		}
+		age := r.Now.Sub(l.Since).Round(time.Second)
+		g := LiveGCLease{Lease: l, Age: age, AgeSeconds: int64(age / time.Second)}
+		if r.Apply {
+			if err := r.release(l); err != nil {
+				g.Error = err.Error()
+				failed = append(failed, fmt.Errorf("%s: %w", l.Describe(), err))
+			}
+		}
+		out = append(out, g)
+	}
+	return out, errors.Join(failed...)
+}
+
+func (r LiveGCRequest) release(l Lease) error {
+	addr, err := netip.ParseAddr(l.Address)
+	if err != nil {
+		return err
+	}
+	req := ReleaseRequest{
+		Target: Target{DataDir: r.DataDir, Pool: l.Pool}, Addr: addr,
+		Container: l.ContainerID, IfName: l.IfName, LockTimeout: r.LockTimeout, Node: r.Node,
+	}
+	if l.Pool == "" {
+		req.Network = l.Network
+	}
+	if r.Remote != nil {
+		_, err = r.Remote.Release(req)
+	} else {
+		_, err = Release(req)
+	}
+	return err
+}
