@@ -22,7 +22,7 @@ func main() {
 	// full.Registry = full.Registry.With(somepkg.Personality())
 	full.Registry = full.Registry.With(daetcd.Personality())
 	full.Commands = cli.Join(full.Commands, dockeripam.Commands)
-	full.Etcd = etcdops.Open // leases, release and gc --etcd
+	full.Etcd = etcdops.Open           // leases, release and gc --etcd
 	full.CRI = criclient.LiveSandboxes // gc --cri
 	os.Exit(cli.Main(os.Args, plugin.ProcessIO(), full))
 }
