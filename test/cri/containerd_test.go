@@ -18,6 +18,7 @@ import (
 
 // containerd is one private containerd daemon and a CRI client to it.
 type containerd struct {
+	net                      network
 	root, sock, confDir, log string
 	cmd                      *exec.Cmd
 	conn                     *grpc.ClientConn
@@ -28,16 +29,16 @@ type containerd struct {
 // ctr, so containerd never pulls (there is no registry to pull from).
 const pauseImage = "docker.io/cnpcri/pause:1"
 
-func startContainerd(root, binDir string) (*containerd, error) {
+func startContainerd(root, binDir string, n network, ipam string) (*containerd, error) {
+	n.dataDir = filepath.Join(root, "ipam")
 	c := &containerd{
-		root: root, sock: filepath.Join(root, "c.sock"), confDir: filepath.Join(root, "net.d"),
+		net: n, root: root, sock: filepath.Join(root, "c.sock"), confDir: filepath.Join(root, "net.d"),
 		log: filepath.Join(root, "containerd.log"),
 	}
 	if err := os.MkdirAll(c.confDir, 0o755); err != nil {
 		return nil, err
 	}
-	var err error
-	if net, err = writeNetwork(c.confDir, filepath.Join(root, "ipam")); err != nil {
+	if err := writeNetwork(c.confDir, n, ipam); err != nil {
 		return nil, err
 	}
 	// runc in this sandbox cannot use cgroups, AppArmor or raise the OOM
@@ -159,7 +160,7 @@ func (c *containerd) stop() {
 	killShims(c.sock)
 	unmountUnder(c.root)
 	// The bridge plugin made the bridge; nothing else uses its name.
-	_ = exec.Command("ip", "link", "del", net.bridge).Run()
+	_ = exec.Command("ip", "link", "del", c.net.bridge).Run()
 }
 
 // killShims kills the runc shims started for this daemon: their command

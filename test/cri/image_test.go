@@ -29,39 +29,42 @@ func main() {
 }
 `
 
-// importPause builds a static pause binary, packs it as a docker-archive
-// (manifest.json, image config with Entrypoint ["/pause"], one layer) and
-// imports it into containerd's k8s.io namespace.
-func importPause(c *containerd, root string) error {
+// buildPause builds a static pause binary and packs it as a
+// docker-archive (manifest.json, image config with Entrypoint ["/pause"],
+// one layer) at root/pause.tar.
+func buildPause(root string) (string, error) {
 	src := filepath.Join(root, "pause-src")
 	if err := os.MkdirAll(src, 0o755); err != nil {
-		return err
+		return "", err
 	}
 	if err := os.WriteFile(filepath.Join(src, "main.go"), []byte(pauseSource), 0o644); err != nil {
-		return err
+		return "", err
 	}
 	if err := os.WriteFile(filepath.Join(src, "go.mod"), []byte("module pause\n\ngo 1.21\n"), 0o644); err != nil {
-		return err
+		return "", err
 	}
 	bin := filepath.Join(src, "pause")
 	build := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", bin, ".")
 	build.Dir = src
 	build.Env = append(os.Environ(), "CGO_ENABLED=0", "GOWORK=off", "GOFLAGS=")
 	if out, err := build.CombinedOutput(); err != nil {
-		return fmt.Errorf("build pause: %v\n%s", err, out)
+		return "", fmt.Errorf("build pause: %v\n%s", err, out)
 	}
 	pause, err := os.ReadFile(bin)
 	if err != nil {
-		return err
+		return "", err
 	}
 	archive, err := dockerArchive(pause)
 	if err != nil {
-		return err
+		return "", err
 	}
 	tarPath := filepath.Join(root, "pause.tar")
-	if err := os.WriteFile(tarPath, archive, 0o644); err != nil {
-		return err
-	}
+	return tarPath, os.WriteFile(tarPath, archive, 0o644)
+}
+
+// importImage loads the pause image into c's k8s.io namespace, where the
+// CRI plugin finds its sandbox image.
+func (c *containerd) importImage(tarPath string) error {
 	imp := exec.Command("ctr", "-a", c.sock, "-n", "k8s.io", "images", "import", "--snapshotter", "native", tarPath)
 	if out, err := imp.CombinedOutput(); err != nil {
 		return fmt.Errorf("ctr images import: %v\n%s", err, out)

@@ -20,8 +20,9 @@ import (
 )
 
 var (
-	ctd        *containerd
+	ctd        *containerd // the package's daemon, on network net
 	net        network
+	pauseTar   string
 	binDir     string
 	skipReason string
 )
@@ -59,13 +60,17 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	ctd, err = startContainerd(root, binDir)
+	ctd, err = startContainerd(filepath.Join(root, "ctd"), binDir, network{name: "cnpcri", bridge: "cnpcri0"}, tenantsIPAM)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
 	defer ctd.stop()
-	if err := importPause(ctd, root); err != nil {
+	net = ctd.net
+	if pauseTar, err = buildPause(root); err == nil {
+		err = ctd.importImage(pauseTar)
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
@@ -85,6 +90,26 @@ func linkUpstream(dir string, names ...string) error {
 		}
 	}
 	return nil
+}
+
+// extraContainerd starts one more private containerd for one test, on a
+// network of its own, and stops it when the test ends.
+func extraContainerd(t *testing.T, n network, ipam string) *containerd {
+	t.Helper()
+	root, err := os.MkdirTemp("", "cnpcri-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(root) })
+	c, err := startContainerd(root, binDir, n, ipam)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.stop)
+	if err := c.importImage(pauseTar); err != nil {
+		t.Fatal(err)
+	}
+	return c
 }
 
 func needCRI(t *testing.T) {

@@ -28,6 +28,10 @@ type pod struct {
 // the given annotations; it returns the sandbox and its address as
 // PodSandboxStatus reports it, or RunPodSandbox's error.
 func runPod(ctx context.Context, namespace, name string, annotations map[string]string) (pod, error) {
+	return ctd.runPod(ctx, namespace, name, annotations)
+}
+
+func (c *containerd) runPod(ctx context.Context, namespace, name string, annotations map[string]string) (pod, error) {
 	uid := fmt.Sprintf("uid-%d-%d", os.Getpid(), podSeq.Add(1))
 	cfg := &runtimeapi.PodSandboxConfig{
 		Metadata:     &runtimeapi.PodSandboxMetadata{Name: name, Namespace: namespace, Uid: uid},
@@ -36,12 +40,12 @@ func runPod(ctx context.Context, namespace, name string, annotations map[string]
 		Annotations:  annotations,
 		Linux:        &runtimeapi.LinuxPodSandboxConfig{},
 	}
-	resp, err := ctd.rt.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: cfg})
+	resp, err := c.rt.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: cfg})
 	if err != nil {
 		return pod{}, err
 	}
 	p := pod{id: resp.PodSandboxId, namespace: namespace, name: name}
-	st, err := ctd.rt.PodSandboxStatus(ctx, &runtimeapi.PodSandboxStatusRequest{PodSandboxId: p.id})
+	st, err := c.rt.PodSandboxStatus(ctx, &runtimeapi.PodSandboxStatusRequest{PodSandboxId: p.id})
 	if err != nil {
 		return p, fmt.Errorf("PodSandboxStatus %s: %w", p.id, err)
 	}
@@ -53,11 +57,16 @@ func runPod(ctx context.Context, namespace, name string, annotations map[string]
 
 func mustRunPod(t *testing.T, namespace, name string, annotations map[string]string) pod {
 	t.Helper()
-	p, err := runPod(context.Background(), namespace, name, annotations)
+	return ctd.mustRunPod(t, namespace, name, annotations)
+}
+
+func (c *containerd) mustRunPod(t *testing.T, namespace, name string, annotations map[string]string) pod {
+	t.Helper()
+	p, err := c.runPod(context.Background(), namespace, name, annotations)
 	if err != nil {
 		t.Fatalf("RunPodSandbox %s/%s: %v", namespace, name, err)
 	}
-	t.Cleanup(func() { removePod(t, p) })
+	t.Cleanup(func() { c.removePod(t, p) })
 	if !p.ip.IsValid() {
 		t.Fatalf("pod %s/%s: PodSandboxStatus shows no address", namespace, name)
 	}
@@ -68,14 +77,16 @@ func mustRunPod(t *testing.T, namespace, name string, annotations map[string]str
 // DEL with the netns and prevResult), then RemovePodSandbox (a second DEL,
 // CNI_NETNS="" and no prevResult). Both must succeed; a second removal of
 // the same pod is a no-op.
-func removePod(t *testing.T, p pod) {
+func removePod(t *testing.T, p pod) { t.Helper(); ctd.removePod(t, p) }
+
+func (c *containerd) removePod(t *testing.T, p pod) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if _, err := ctd.rt.StopPodSandbox(ctx, &runtimeapi.StopPodSandboxRequest{PodSandboxId: p.id}); err != nil {
+	if _, err := c.rt.StopPodSandbox(ctx, &runtimeapi.StopPodSandboxRequest{PodSandboxId: p.id}); err != nil {
 		t.Errorf("StopPodSandbox %s/%s: %v", p.namespace, p.name, err)
 	}
-	if _, err := ctd.rt.RemovePodSandbox(ctx, &runtimeapi.RemovePodSandboxRequest{PodSandboxId: p.id}); err != nil {
+	if _, err := c.rt.RemovePodSandbox(ctx, &runtimeapi.RemovePodSandboxRequest{PodSandboxId: p.id}); err != nil {
 		t.Errorf("RemovePodSandbox %s/%s: %v", p.namespace, p.name, err)
 	}
 }
@@ -145,10 +156,10 @@ const tenantsIPAM = `{
   "dataDir": %q
 }`
 
-// writeNetwork writes the package's one network into confDir before
-// containerd starts, so its CRI plugin loads it at start-up.
-func writeNetwork(confDir, dataDir string) (network, error) {
-	n := network{name: "cnpcri", bridge: "cnpcri0", dataDir: dataDir}
+// writeNetwork writes n's conflist into confDir before containerd starts,
+// so its CRI plugin loads it at start-up. ipam is the bridge's ipam
+// section, a format string taking the data dir.
+func writeNetwork(confDir string, n network, ipam string) error {
 	conf := fmt.Sprintf(`{
   "cniVersion": "1.0.0",
   "name": %q,
@@ -160,13 +171,17 @@ func writeNetwork(confDir, dataDir string) (network, error) {
     },
     {"type": "loopback"}
   ]
-}`, n.name, n.bridge, fmt.Sprintf(tenantsIPAM, n.dataDir))
-	return n, os.WriteFile(filepath.Join(confDir, "10-cnpcri.conflist"), []byte(conf), 0o644)
+}`, n.name, n.bridge, fmt.Sprintf(ipam, n.dataDir))
+	return os.WriteFile(filepath.Join(confDir, "10-"+n.name+".conflist"), []byte(conf), 0o644)
 }
 
-// inPool reports whether ip lies in 10.251.<third>.0/24.
-func inPool(ip netip.Addr, third byte) bool {
-	return netip.PrefixFrom(netip.AddrFrom4([4]byte{10, 251, third, 0}), 24).Contains(ip)
+// inPool reports whether ip lies in 10.251.<third>.0/24, a pool of the
+// package's network.
+func inPool(ip netip.Addr, third byte) bool { return inSubnet(ip, 251, third) }
+
+// inSubnet reports whether ip lies in 10.<second>.<third>.0/24.
+func inSubnet(ip netip.Addr, second, third byte) bool {
+	return netip.PrefixFrom(netip.AddrFrom4([4]byte{10, second, third, 0}), 24).Contains(ip)
 }
 
 func errHas(err error, s string) bool { return err != nil && strings.Contains(err.Error(), s) }
