@@ -70,10 +70,15 @@ release:
 BENCHFLAGS ?=
 FULLBENCHFLAGS ?=
 
+# RunPodSandbox through a private containerd's CRI, the chain against
+# host-local (root): bench/CRI.md.
+CRIBENCHN ?= 40
+
 .PHONY: bench
 bench:
 	go run ./bench -out bench $(BENCHFLAGS)
 	go run ./bench/fullflavour -out bench $(FULLBENCHFLAGS)
+	go test -count=1 ./test/cri -run TestRunPodSandboxLatency -cri.n $(CRIBENCHN) -cri.out $(CURDIR)/bench/CRI.md
 
 # Fuzzing: every FuzzXxx target for FUZZTIME each (see scripts/fuzz.sh);
 # `make test` runs each for FUZZRUNS inputs.
