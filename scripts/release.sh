@@ -71,7 +71,7 @@ for arch in amd64 arm64; do
 			go build -trimpath -buildvcs=false -ldflags "$flags" -o "$out" "$pkg"
 	done
 	cp scripts/install-symlinks.sh README.md LICENSE "$stage/"
-	cp examples/* "$stage/examples/"
+	cp -R examples/. "$stage/examples/"
 	cp docs/*.md "$stage/docs/"
 	find "$stage" -type d -exec chmod 0755 {} +
 	find "$stage" -type f -exec chmod 0644 {} +

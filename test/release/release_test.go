@@ -158,13 +158,27 @@ func TestRelease(t *testing.T) {
 		if err != nil {
 			t.Fatalf("commit time: %v", err)
 		}
-		examples, err := os.ReadDir(filepath.Join(root, "examples"))
+		var examples []string
+		err = filepath.WalkDir(filepath.Join(root, "examples"), func(path string, d os.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			rel, _ := filepath.Rel(filepath.Join(root, "examples"), path)
+			if rel == "." {
+				return nil
+			}
+			if d.IsDir() {
+				rel += "/"
+			}
+			examples = append(examples, rel)
+			return nil
+		})
 		if err != nil {
 			t.Fatal(err)
 		}
 		want := []string{top + "/", top + "/LICENSE", top + "/README.md", top + "/cniplugins", top + "/cniplugins-full", top + "/cniplugins-verbose", top + "/examples/", top + "/install-symlinks.sh"}
 		for _, ex := range examples {
-			want = append(want, top+"/examples/"+ex.Name())
+			want = append(want, top+"/examples/"+ex)
 		}
 		// The README's reference links point into docs/, so the pages ship too.
 		docs, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
