@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -14,29 +13,12 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
-// gcCRI runs `cniplugins gc --cri` (the full flavour is what the bin dir
-// holds) and returns its stdout, stderr and exit status.
-func gcCRI(t *testing.T, args ...string) (string, string, int) {
-	t.Helper()
-	cmd := exec.Command(filepath.Join(binDir, "cniplugins"), append([]string{"gc", "--cri", ctd.sock, "--data-dir", net.dataDir}, args...)...)
-	var stdout, stderr strings.Builder
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatal(err)
-	}
-	return stdout.String(), stderr.String(), code
-}
-
 // readySandboxes is what the runtime lists as READY, with each one's
 // address.
-func readySandboxes(t *testing.T) map[string]string {
+func (c *containerd) readySandboxes(t *testing.T) map[string]string {
 	t.Helper()
 	ctx := context.Background()
-	l, err := ctd.rt.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{})
+	l, err := c.rt.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,7 +27,7 @@ func readySandboxes(t *testing.T) map[string]string {
 		if s.State != runtimeapi.PodSandboxState_SANDBOX_READY {
 			continue
 		}
-		st, err := ctd.rt.PodSandboxStatus(ctx, &runtimeapi.PodSandboxStatusRequest{PodSandboxId: s.Id})
+		st, err := c.rt.PodSandboxStatus(ctx, &runtimeapi.PodSandboxStatusRequest{PodSandboxId: s.Id})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -64,116 +46,116 @@ func readySandboxes(t *testing.T) map[string]string {
 // reservation belongs to a READY sandbox and every READY sandbox still has
 // its address. Then every pod goes and the state is empty.
 func TestGCAfterRuntimeKilledMidADD(t *testing.T) {
-	needCRI(t)
-	t.Cleanup(func() {
-		for id := range readySandboxes(t) {
-			removePod(t, pod{id: id, name: id})
+	forEachStack(t, func(t *testing.T, s *stack) {
+		t.Cleanup(func() {
+			for id := range s.c.readySandboxes(t) {
+				s.c.removePod(t, pod{id: id, name: id})
+			}
+			if ls := s.leases(t); len(ls) != 0 {
+				t.Errorf("reservations left after removing every pod: %+v", ls)
+			}
+		})
+		// Pods that were running before the crash must keep their addresses.
+		var running []pod
+		for i := range 4 {
+			p, err := s.c.runPod(context.Background(), "team-b", fmt.Sprintf("steady-%d", i), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			running = append(running, p)
 		}
-		if ls := leases(t, net.dataDir); len(ls) != 0 {
-			t.Errorf("reservations left after removing every pod: %+v", ls)
+		const n = 16
+		var wg sync.WaitGroup
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		for i := range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				_, _ = s.c.runPod(ctx, "default", fmt.Sprintf("killed-%d", i), nil)
+			}()
 		}
-	})
-	// Pods that were running before the crash must keep their addresses.
-	var running []pod
-	for i := range 4 {
-		p, err := runPod(context.Background(), "team-b", fmt.Sprintf("steady-%d", i), nil)
-		if err != nil {
+		// Kill while ADDs are running: wait for the first new reservation.
+		deadline := time.Now().Add(time.Minute)
+		for len(s.leases(t)) <= len(running) && time.Now().Before(deadline) {
+			time.Sleep(20 * time.Millisecond)
+		}
+		s.c.kill()
+		wg.Wait()
+		if err := s.c.restart(); err != nil {
 			t.Fatal(err)
 		}
-		running = append(running, p)
-	}
-	const n = 16
-	var wg sync.WaitGroup
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	for i := range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			_, _ = runPod(ctx, "default", fmt.Sprintf("killed-%d", i), nil)
-		}()
-	}
-	// Kill while ADDs are running: wait for the first new reservation.
-	deadline := time.Now().Add(time.Minute)
-	for len(leases(t, net.dataDir)) <= len(running) && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond)
-	}
-	ctd.kill()
-	wg.Wait()
-	if err := ctd.restart(); err != nil {
-		t.Fatal(err)
-	}
-	// Let the plugins still running when containerd died finish.
-	time.Sleep(3 * time.Second)
-	before := leases(t, net.dataDir)
-	live := readySandboxes(t)
-	t.Logf("after the restart: %d reservations, %d ready sandboxes", len(before), len(live))
-	for _, p := range running {
-		if live[p.id] != p.ip.String() {
-			t.Fatalf("pod %s, running before the crash, is not ready with %s after it (ready: %v)", p.name, p.ip, live)
+		// Let the plugins still running when containerd died finish.
+		time.Sleep(3 * time.Second)
+		before := s.leases(t)
+		live := s.c.readySandboxes(t)
+		t.Logf("after the restart: %d reservations, %d ready sandboxes", len(before), len(live))
+		for _, p := range running {
+			if live[p.id] != p.ip.String() {
+				t.Fatalf("pod %s, running before the crash, is not ready with %s after it (ready: %v)", p.name, p.ip, live)
+			}
 		}
-	}
 
-	// The default --min-age keeps everything this young.
-	if out, stderr, code := gcCRI(t, "--apply"); code != 0 || strings.Count(out, "\n") > 1 {
-		t.Fatalf("gc --cri --apply with the default min-age: exit %d, released:\n%s%s", code, out, stderr)
-	}
-	if got := leases(t, net.dataDir); len(got) != len(before) {
-		t.Fatalf("the default --min-age released young reservations: %d → %d", len(before), len(got))
-	}
+		// The default --min-age keeps everything this young.
+		if out, stderr, code := s.gc(t, "--apply"); code != 0 || strings.Count(out, "\n") > 1 {
+			t.Fatalf("gc --cri --apply with the default min-age: exit %d, released:\n%s%s", code, out, stderr)
+		}
+		if got := s.leases(t); len(got) != len(before) {
+			t.Fatalf("the default --min-age released young reservations: %d → %d", len(before), len(got))
+		}
 
-	// The plan, then the release.
-	out, stderr, code := gcCRI(t, "--min-age", "0", "-o", "json")
-	if code != 0 {
-		t.Fatalf("gc --cri dry run: exit %d: %s", code, stderr)
-	}
-	var plan []lease
-	if err := json.Unmarshal([]byte(out), &plan); err != nil {
-		t.Fatalf("gc --cri -o json: %v: %s", err, out)
-	}
-	for _, l := range plan {
-		if _, ok := live[l.ContainerID]; ok {
-			t.Errorf("the plan releases %s of a ready sandbox", l.Address)
+		// The plan, then the release.
+		out, stderr, code := s.gc(t, "--min-age", "0", "-o", "json")
+		if code != 0 {
+			t.Fatalf("gc --cri dry run: exit %d: %s", code, stderr)
 		}
-	}
-	if _, stderr, code := gcCRI(t, "--min-age", "0", "--apply"); code != 0 {
-		t.Fatalf("gc --cri --apply: exit %d: %s", code, stderr)
-	}
-	after := leases(t, net.dataDir)
-	if len(after) != len(before)-len(plan) {
-		t.Errorf("%d reservations before, %d planned, %d after", len(before), len(plan), len(after))
-	}
-	owned := map[string]string{}
-	for _, l := range after {
-		if _, ok := live[l.ContainerID]; !ok {
-			t.Errorf("after gc --cri, %s is reserved by %s, which is no ready sandbox", l.Address, l.ContainerID)
+		var plan []lease
+		if err := json.Unmarshal([]byte(out), &plan); err != nil {
+			t.Fatalf("gc --cri -o json: %v: %s", err, out)
 		}
-		owned[l.ContainerID] = l.Address
-	}
-	for id, ip := range live {
-		if owned[id] != ip {
-			t.Errorf("ready sandbox %s has %q, its reservation is %q", id, ip, owned[id])
+		for _, l := range plan {
+			if _, ok := live[l.ContainerID]; ok {
+				t.Errorf("the plan releases %s of a ready sandbox", l.Address)
+			}
 		}
-	}
+		if _, stderr, code := s.gc(t, "--min-age", "0", "--apply"); code != 0 {
+			t.Fatalf("gc --cri --apply: exit %d: %s", code, stderr)
+		}
+		after := s.leases(t)
+		if len(after) != len(before)-len(plan) {
+			t.Errorf("%d reservations before, %d planned, %d after", len(before), len(plan), len(after))
+		}
+		owned := map[string]string{}
+		for _, l := range after {
+			if _, ok := live[l.ContainerID]; !ok {
+				t.Errorf("after gc --cri, %s is reserved by %s, which is no ready sandbox", l.Address, l.ContainerID)
+			}
+			owned[l.ContainerID] = l.Address
+		}
+		for id, ip := range live {
+			if owned[id] != ip {
+				t.Errorf("ready sandbox %s has %q, its reservation is %q", id, ip, owned[id])
+			}
+		}
+	})
 }
 
 // An endpoint that cannot be asked is an error (exit 2) that releases
 // nothing: never "no sandboxes, so release everything".
 func TestGCUnreachableEndpointReleasesNothing(t *testing.T) {
-	needCRI(t)
-	p := mustRunPod(t, "default", "survivor", nil)
-	before := leases(t, net.dataDir)
-	cmd := exec.Command(filepath.Join(binDir, "cniplugins"), "gc", "--cri", filepath.Join(ctd.root, "nothing.sock"),
-		"--data-dir", net.dataDir, "--min-age", "0", "--apply", "--cri-timeout", "2s")
-	out, err := cmd.CombinedOutput()
-	ee, ok := err.(*exec.ExitError)
-	if !ok || ee.ExitCode() != 2 || !strings.Contains(string(out), "nothing released") {
-		t.Errorf("gc --cri against no runtime: %v: %s; want exit 2 saying nothing was released", err, out)
-	}
-	if after := leases(t, net.dataDir); len(after) != len(before) {
-		t.Errorf("reservations %d → %d", len(before), len(after))
-	}
-	if _, ok := leaseOf(leases(t, net.dataDir), p.id); !ok {
-		t.Errorf("the live pod lost its reservation")
-	}
+	forEachStack(t, func(t *testing.T, s *stack) {
+		p := s.c.mustRunPod(t, "default", "survivor", nil)
+		before := s.leases(t)
+		out, stderr, code := s.cli(t, "gc", "--cri", filepath.Join(s.c.root, "nothing.sock"), "--min-age", "0", "--apply", "--cri-timeout", "2s")
+		if code != 2 || !strings.Contains(stderr, "nothing released") {
+			t.Errorf("gc --cri against no runtime: exit %d: %s%s; want exit 2 saying nothing was released", code, out, stderr)
+		}
+		after := s.leases(t)
+		if len(after) != len(before) {
+			t.Errorf("reservations %d → %d", len(before), len(after))
+		}
+		if _, ok := leaseOf(after, p.id); !ok {
+			t.Errorf("the live pod lost its reservation")
+		}
+	})
 }

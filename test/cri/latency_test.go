@@ -37,7 +37,7 @@ func TestRunPodSandboxLatency(t *testing.T) {
 		label string
 		c     *containerd
 		times []time.Duration
-	}{{label: "ipam-delegated → ipam-ds-args → ipam-da-pools", c: ctd}, {label: "host-local", c: hl}}
+	}{{label: "ipam-delegated → ipam-ds-args → ipam-da-pools", c: stacks[0].c}, {label: "host-local", c: hl}}
 	for i := range *latencyN {
 		for k := range subjects {
 			s := &subjects[(i+k)%len(subjects)]

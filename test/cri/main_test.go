@@ -1,29 +1,33 @@
-// Package cri runs cniplugins under Kubernetes's own runtime: a private
-// containerd (Debian's package) with its CRI plugin, driven through the CRI
-// runtime/v1 gRPC API exactly as the kubelet drives it. containerd execs
-// the bridge plugin, which execs ipam-delegated → ipam-ds-args →
-// ipam-da-pools from the installed bin dir.
+// Package cri runs cniplugins under Kubernetes's own runtime: private
+// containerd daemons (Debian's package) with their CRI plugin, driven
+// through the CRI runtime/v1 gRPC API exactly as the kubelet drives it.
+// containerd execs the bridge plugin, which execs ipam-delegated →
+// ipam-ds-args → the allocator from the installed bin dir (the full
+// flavour: a strict superset of the lean one).
 //
-// TestMain starts one containerd for the package (its own root, state,
-// socket, CNI bin and conf dirs, all in one temporary directory) and
-// removes it, and everything it made, also on failure.
+// TestMain starts a 3-member etcd cluster and two containerd daemons, one
+// per allocator (each with its own root, state, socket and CNI conf dir in
+// one temporary directory), and removes them and everything they made,
+// also on failure.
 package cri
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 
+	"github.com/cniplugins/cniplugins/internal/etcdtest"
 	"github.com/cniplugins/cniplugins/internal/testbin"
 )
 
 var (
-	ctd        *containerd // the package's daemon, on network net
-	net        network
-	pauseTar   string
+	stacks     []*stack // the file allocator's, then the etcd allocator's
 	binDir     string
+	pauseTar   string
 	skipReason string
 )
 
@@ -41,6 +45,10 @@ func run(m *testing.M) int {
 			return 1
 		}
 	}
+	if err := etcdtest.Available(); err != nil {
+		fmt.Fprintf(os.Stderr, "etcd missing: run scripts/test-deps.sh (Debian package etcd-server): %v\n", err)
+		return 1
+	}
 	// Short: containerd's socket path must fit in 108 bytes.
 	root, err := os.MkdirTemp("", "cnpcri-")
 	if err != nil {
@@ -48,6 +56,7 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(root)
+	fail := func(err error) int { fmt.Fprintln(os.Stderr, err); return 1 }
 	bin, err := testbin.Build(root, "full")
 	if err == nil {
 		binDir = filepath.Join(root, "bin")
@@ -56,25 +65,52 @@ func run(m *testing.M) int {
 	if err == nil {
 		err = linkUpstream(binDir, "bridge", "loopback", "host-local")
 	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	ctd, err = startContainerd(filepath.Join(root, "ctd"), binDir, network{name: "cnpcri", bridge: "cnpcri0"}, tenantsIPAM)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer ctd.stop()
-	net = ctd.net
-	if pauseTar, err = buildPause(root); err == nil {
-		err = ctd.importImage(pauseTar)
+	if err == nil {
+		pauseTar, err = buildPause(root)
 	}
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+		return fail(err)
 	}
+	cluster, err := etcdtest.Start(etcdtest.Options{})
+	if err != nil {
+		return fail(err)
+	}
+	defer cluster.Stop()
+	endpoints, _ := json.Marshal(cluster.Endpoints())
+	etcdKeys := fmt.Sprintf(`{"endpoints": %s, "prefix": "/cnpcri/", "nodeName": "cri-node"}`, endpoints)
+
+	file, err := startStack(filepath.Join(root, "file"), "file", network{name: "cnpcri", bridge: "cnpcri0"}, 251, "ipam-da-pools", "")
+	if file != nil {
+		defer file.c.stop()
+	}
+	if err != nil {
+		return fail(err)
+	}
+	file.storeFlags = []string{"--data-dir", file.c.net.dataDir}
+	etcd, err := startStack(filepath.Join(root, "etcd"), "etcd", network{name: "cnpcrie", bridge: "cnpcri1"}, 252, "ipam-da-etcd", etcdKeys)
+	if etcd != nil {
+		defer etcd.c.stop()
+	}
+	if err != nil {
+		return fail(err)
+	}
+	etcd.storeFlags = []string{"--etcd", strings.Join(cluster.Endpoints(), ","), "--prefix", "/cnpcri/", "--node", "cri-node"}
+	stacks = []*stack{file, etcd}
 	return m.Run()
+}
+
+// startStack starts one containerd whose one network is the tenants
+// network with the given allocator, and loads the pause image into it.
+func startStack(root, name string, n network, second byte, allocator, etcd string) (*stack, error) {
+	c, err := startContainerd(root, binDir, n, tenantsIPAM(allocator, second, etcd))
+	if err != nil {
+		return nil, err
+	}
+	s := &stack{name: name, c: c, second: second}
+	if err := os.MkdirAll(c.net.dataDir, 0o755); err != nil {
+		return s, err
+	}
+	return s, c.importImage(pauseTar)
 }
 
 // linkUpstream puts Debian's plugins into the bin dir: containerd has one,

@@ -2,11 +2,9 @@ package cri
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/netip"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -27,10 +25,6 @@ type pod struct {
 // runPod is the kubelet's RunPodSandbox for a pod of namespace/name with
 // the given annotations; it returns the sandbox and its address as
 // PodSandboxStatus reports it, or RunPodSandbox's error.
-func runPod(ctx context.Context, namespace, name string, annotations map[string]string) (pod, error) {
-	return ctd.runPod(ctx, namespace, name, annotations)
-}
-
 func (c *containerd) runPod(ctx context.Context, namespace, name string, annotations map[string]string) (pod, error) {
 	uid := fmt.Sprintf("uid-%d-%d", os.Getpid(), podSeq.Add(1))
 	cfg := &runtimeapi.PodSandboxConfig{
@@ -55,11 +49,6 @@ func (c *containerd) runPod(ctx context.Context, namespace, name string, annotat
 	return p, nil
 }
 
-func mustRunPod(t *testing.T, namespace, name string, annotations map[string]string) pod {
-	t.Helper()
-	return ctd.mustRunPod(t, namespace, name, annotations)
-}
-
 func (c *containerd) mustRunPod(t *testing.T, namespace, name string, annotations map[string]string) pod {
 	t.Helper()
 	p, err := c.runPod(context.Background(), namespace, name, annotations)
@@ -77,8 +66,6 @@ func (c *containerd) mustRunPod(t *testing.T, namespace, name string, annotation
 // DEL with the netns and prevResult), then RemovePodSandbox (a second DEL,
 // CNI_NETNS="" and no prevResult). Both must succeed; a second removal of
 // the same pod is a no-op.
-func removePod(t *testing.T, p pod) { t.Helper(); ctd.removePod(t, p) }
-
 func (c *containerd) removePod(t *testing.T, p pod) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -100,26 +87,6 @@ type lease struct {
 	Owner       string `json:"owner"`
 }
 
-// leases is the operator's view of the state directory.
-func leases(t *testing.T, dataDir string) []lease {
-	t.Helper()
-	if _, err := os.Stat(dataDir); os.IsNotExist(err) {
-		return nil // no ADD has run yet
-	}
-	cmd := exec.Command(filepath.Join(binDir, "cniplugins"), "leases", "--data-dir", dataDir, "-o", "json")
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("cniplugins leases --data-dir %s: %v: %s", dataDir, err, stderr.String())
-	}
-	var ls []lease
-	if err := json.Unmarshal(out, &ls); err != nil {
-		t.Fatalf("leases -o json: %v: %s", err, out)
-	}
-	return ls
-}
-
 // leaseOf finds the reservation of sandbox id.
 func leaseOf(ls []lease, id string) (lease, bool) {
 	for _, l := range ls {
@@ -138,24 +105,6 @@ type network struct {
 	name, bridge, dataDir string
 }
 
-const tenantsIPAM = `{
-  "type": "ipam-delegated",
-  "delegates": ["ipam-ds-args", "ipam-da-pools"],
-  "rules": [
-    {"namespace": "team-a", "pools": ["team-a"], "podChoice": ["team-a", "team-a-batch"]},
-    {"namespace": "team-b", "pools": ["team-b"]}
-  ],
-  "defaultPools": ["others"],
-  "poolDefinitions": {
-    "team-a":       [{"subnet": "10.251.0.0/16", "rangeStart": "10.251.10.0", "rangeEnd": "10.251.10.255", "gateway": "10.251.0.1"}],
-    "team-a-batch": [{"subnet": "10.251.0.0/16", "rangeStart": "10.251.11.0", "rangeEnd": "10.251.11.255", "gateway": "10.251.0.1"}],
-    "team-b":       [{"subnet": "10.251.0.0/16", "rangeStart": "10.251.20.0", "rangeEnd": "10.251.20.255", "gateway": "10.251.0.1"}],
-    "others":       [{"subnet": "10.251.0.0/16", "rangeStart": "10.251.40.0", "rangeEnd": "10.251.40.255", "gateway": "10.251.0.1"}]
-  },
-  "routes": [{"dst": "0.0.0.0/0"}],
-  "dataDir": %q
-}`
-
 // writeNetwork writes n's conflist into confDir before containerd starts,
 // so its CRI plugin loads it at start-up. ipam is the bridge's ipam
 // section, a format string taking the data dir.
@@ -173,15 +122,6 @@ func writeNetwork(confDir string, n network, ipam string) error {
   ]
 }`, n.name, n.bridge, fmt.Sprintf(ipam, n.dataDir))
 	return os.WriteFile(filepath.Join(confDir, "10-"+n.name+".conflist"), []byte(conf), 0o644)
-}
-
-// inPool reports whether ip lies in 10.251.<third>.0/24, a pool of the
-// package's network.
-func inPool(ip netip.Addr, third byte) bool { return inSubnet(ip, 251, third) }
-
-// inSubnet reports whether ip lies in 10.<second>.<third>.0/24.
-func inSubnet(ip netip.Addr, second, third byte) bool {
-	return netip.PrefixFrom(netip.AddrFrom4([4]byte{10, second, third, 0}), 24).Contains(ip)
 }
 
 func errHas(err error, s string) bool { return err != nil && strings.Contains(err.Error(), s) }

@@ -1,0 +1,99 @@
+package cri
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/netip"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// stack is one network under its own containerd: the tenants network with
+// the file allocator (ipam-da-pools) or with the etcd one (ipam-da-etcd).
+// Every case runs on both.
+type stack struct {
+	name   string
+	c      *containerd
+	second byte // the network is 10.<second>.0.0/16
+	// storeFlags tell `leases` and `gc` where this allocator's state is.
+	storeFlags []string
+}
+
+// tenantsIPAM is the network's ipam section: ipam-ds-args chooses the pool
+// (team-a may pick team-a-batch by annotation), allocator allocates from
+// 10.<second>.0.0/16. etcd, when set, is the allocator's ipam.etcd.
+func tenantsIPAM(allocator string, second byte, etcd string) string {
+	pool := func(third int) string {
+		return fmt.Sprintf(`[{"subnet": "10.%[1]d.0.0/16", "rangeStart": "10.%[1]d.%[2]d.0", "rangeEnd": "10.%[1]d.%[2]d.255", "gateway": "10.%[1]d.0.1"}]`, second, third)
+	}
+	extra := ""
+	if etcd != "" {
+		extra = `, "etcd": ` + etcd
+	}
+	return fmt.Sprintf(`{
+  "type": "ipam-delegated",
+  "delegates": ["ipam-ds-args", %q],
+  "rules": [
+    {"namespace": "team-a", "pools": ["team-a"], "podChoice": ["team-a", "team-a-batch"]},
+    {"namespace": "team-b", "pools": ["team-b"]}
+  ],
+  "defaultPools": ["others"],
+  "poolDefinitions": {"team-a": %s, "team-a-batch": %s, "team-b": %s, "others": %s},
+  "routes": [{"dst": "0.0.0.0/0"}],
+  "dataDir": %%q%s
+}`, allocator, pool(10), pool(11), pool(20), pool(40), extra)
+}
+
+// forEachStack runs f as a subtest on every stack.
+func forEachStack(t *testing.T, f func(t *testing.T, s *stack)) {
+	needCRI(t)
+	for _, s := range stacks {
+		t.Run(s.name, func(t *testing.T) { f(t, s) })
+	}
+}
+
+// in reports whether ip lies in the stack's pool 10.<second>.<third>.0/24.
+func (s *stack) in(ip netip.Addr, third byte) bool { return inSubnet(ip, s.second, third) }
+
+// leases is the operator's view of the stack's state: `cniplugins leases`.
+func (s *stack) leases(t *testing.T) []lease {
+	t.Helper()
+	out, stderr, code := s.cli(t, "leases", "-o", "json")
+	if code != 0 {
+		t.Fatalf("cniplugins leases %s: exit %d: %s", strings.Join(s.storeFlags, " "), code, stderr)
+	}
+	var ls []lease
+	if err := json.Unmarshal([]byte(out), &ls); err != nil {
+		t.Fatalf("leases -o json: %v: %s", err, out)
+	}
+	return ls
+}
+
+// gc runs `cniplugins gc --cri` against the stack's runtime and state.
+func (s *stack) gc(t *testing.T, args ...string) (string, string, int) {
+	t.Helper()
+	return s.cli(t, append([]string{"gc", "--cri", s.c.sock}, args...)...)
+}
+
+// cli runs the installed binary's command with the stack's store flags.
+func (s *stack) cli(t *testing.T, args ...string) (string, string, int) {
+	t.Helper()
+	cmd := exec.Command(filepath.Join(binDir, "cniplugins"), append(args, s.storeFlags...)...)
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return stdout.String(), stderr.String(), code
+}
+
+// inSubnet reports whether ip lies in 10.<second>.<third>.0/24.
+func inSubnet(ip netip.Addr, second, third byte) bool {
+	return netip.PrefixFrom(netip.AddrFrom4([4]byte{10, second, third, 0}), 24).Contains(ip)
+}
