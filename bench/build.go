@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/cniplugins/cniplugins/bench/internal/benchstat"
+	"github.com/cniplugins/cniplugins/internal/benchstat"
 )
 
 // upstreamHostLocal is where Debian's containernetworking-plugins puts the

@@ -7,7 +7,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/cniplugins/cniplugins/bench/internal/benchstat"
+	"github.com/cniplugins/cniplugins/internal/benchstat"
 )
 
 // concRun is one burst of concurrent ADDs against one subject.

@@ -9,7 +9,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/cniplugins/cniplugins/bench/internal/benchstat"
+	"github.com/cniplugins/cniplugins/internal/benchstat"
 	"github.com/cniplugins/cniplugins/internal/etcdtest"
 )
 

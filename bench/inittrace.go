@@ -6,7 +6,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/cniplugins/cniplugins/bench/internal/benchstat"
+	"github.com/cniplugins/cniplugins/internal/benchstat"
 )
 
 // labelFloorLinked is the floor that also links (and initialises) every

@@ -12,7 +12,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/cniplugins/cniplugins/bench/internal/benchstat"
+	"github.com/cniplugins/cniplugins/internal/benchstat"
 )
 
 // machine is the report's description of where it ran.

@@ -30,7 +30,7 @@ import (
 	"sync"
 	"syscall"
 
-	"github.com/cniplugins/cniplugins/bench/internal/benchstat"
+	"github.com/cniplugins/cniplugins/internal/benchstat"
 )
 
 // rssSample is one traced run.

@@ -3,7 +3,7 @@ package main
 import (
 	"time"
 
-	"github.com/cniplugins/cniplugins/bench/internal/benchstat"
+	"github.com/cniplugins/cniplugins/internal/benchstat"
 )
 
 // summary is what the tables show of a sample.

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/cniplugins/cniplugins/bench/internal/benchstat"
+	"github.com/cniplugins/cniplugins/internal/benchstat"
 )
 
 // verdict of one target line.

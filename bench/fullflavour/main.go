@@ -21,7 +21,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/cniplugins/cniplugins/bench/internal/benchstat"
+	"github.com/cniplugins/cniplugins/internal/benchstat"
 	"github.com/cniplugins/cniplugins/internal/testbin"
 )
 

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/cniplugins/cniplugins/bench/internal/benchstat"
+	"github.com/cniplugins/cniplugins/internal/benchstat"
 )
 
 type report struct {

@@ -5,9 +5,10 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"slices"
 	"testing"
 	"time"
+
+	"github.com/cniplugins/cniplugins/internal/benchstat"
 )
 
 var (
@@ -53,7 +54,7 @@ func TestRunPodSandboxLatency(t *testing.T) {
 	}
 	medians := make([]time.Duration, len(subjects))
 	for i, s := range subjects {
-		medians[i] = median(s.times)
+		medians[i] = benchstat.Median(s.times)
 	}
 	ratio := float64(medians[0]) / float64(medians[1])
 	report := fmt.Sprintf("| IPAM of the bridge conflist | RunPodSandbox median (ms) |\n| --- | ---: |\n| %s | %.1f |\n| %s | %.1f |\n\nRatio of medians: %.2f× (n = %d each, alternating, one private containerd per network).\n",
@@ -66,16 +67,6 @@ func TestRunPodSandboxLatency(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-}
-
-func median(xs []time.Duration) time.Duration {
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	n := len(s)
-	if n%2 == 1 {
-		return s[n/2]
-	}
-	return (s[n/2-1] + s[n/2]) / 2
 }
 
 func ms(d time.Duration) float64 { return float64(d) / 1e6 }

@@ -4,10 +4,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/netip"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/cniplugins/cniplugins/internal/testbin"
 )
 
 // stack is one network under its own containerd: the tenants network with
@@ -80,17 +80,11 @@ func (s *stack) gc(t *testing.T, args ...string) (string, string, int) {
 // cli runs the installed binary's command with the stack's store flags.
 func (s *stack) cli(t *testing.T, args ...string) (string, string, int) {
 	t.Helper()
-	cmd := exec.Command(filepath.Join(binDir, "cniplugins"), append(args, s.storeFlags...)...)
-	var stdout, stderr strings.Builder
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatal(err)
+	r := testbin.Run(testbin.Call{Path: binDir, Plugin: "cniplugins", Argv: append(args, s.storeFlags...)})
+	if r.Exit < 0 {
+		t.Fatalf("cniplugins %s: %s", strings.Join(args, " "), r.Stderr)
 	}
-	return stdout.String(), stderr.String(), code
+	return string(r.Stdout), string(r.Stderr), r.Exit
 }
 
 // inSubnet reports whether ip lies in 10.<second>.<third>.0/24.
