@@ -14,8 +14,8 @@ import (
 type liveSandboxes = func(endpoint string, timeout time.Duration) (map[string]bool, error)
 
 // errCRINeedsFull is the lean flavour's answer to --cri: the CRI speaks
-// gRPC, which the lean binary does not link.
-var errCRINeedsFull = errors.New("--cri needs the full flavour: run cniplugins-full (install it with `install-symlinks.sh --flavour full`); the lean binary links no gRPC client")
+// gRPC over HTTP/2, and the lean binary links no network client.
+var errCRINeedsFull = errors.New("--cri needs the full flavour: run cniplugins-full (install it with `install-symlinks.sh --flavour full`); the lean binary links no network client")
 
 // criFlags are gc's flags for reconciling against a CRI runtime.
 type criFlags struct {

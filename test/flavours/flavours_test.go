@@ -78,6 +78,14 @@ func TestBinariesLinkWhatTheirFlavourSays(t *testing.T) {
 	if !strings.Contains(fullSyms, " github.com/cniplugins/cniplugins/internal/daetcd/etcdops.Open") {
 		t.Error("the full binary holds no etcd backend for leases, release and gc")
 	}
+	if !strings.Contains(fullSyms, " github.com/cniplugins/cniplugins/internal/criclient.LiveSandboxes") {
+		t.Error("the full binary holds no CRI client for gc --cri")
+	}
+	// gc --cri makes its one gRPC call with net/http: the gRPC packages
+	// (and their package initialisation) stay out of every binary.
+	if strings.Contains(fullSyms, " google.golang.org/grpc.") {
+		t.Error("the full binary links google.golang.org/grpc")
+	}
 	mods := goCmd(t, "version", "-m", lean)
 	for _, m := range []string{"google.golang.org/grpc", "go.etcd.io"} {
 		if strings.Contains(mods, m) {
