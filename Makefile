@@ -2,6 +2,7 @@
 #   make build     bin/cniplugins, bin/cniplugins-verbose and bin/cniplugins-full
 #   make install   build, then install into DESTDIR (default /opt/cni/bin)
 #   make test      install test dependencies, then run every test
+#   make unit      the unit tests alone: no root, no daemons, seconds
 #   make lint      gofmt, go vet, staticcheck
 #   make bench     the benchmark harness (see bench/)
 #   make fuzz      every fuzz target for FUZZTIME each
@@ -15,7 +16,7 @@ GOBUILD := CGO_ENABLED=0 go build -trimpath
 DESTDIR ?= /opt/cni/bin
 STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: build install test lint clean FORCE
+.PHONY: build install test unit lint clean FORCE
 
 build: bin/cniplugins bin/cniplugins-verbose bin/cniplugins-full
 
@@ -43,6 +44,12 @@ test: build
 	scripts/test-deps.sh
 	go test -count=1 ./...
 	scripts/fuzz.sh $(FUZZRUNS)
+
+# Every package under internal/ holds pure-logic tests (table-driven, fake
+# stores, httptest) that need neither root nor a daemon; the exec-level,
+# end-to-end and daemon tests live under test/ and bench/.
+unit:
+	go test -count=1 ./internal/...
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
