@@ -14,6 +14,7 @@ import (
 	"net/http/httptrace"
 	"os"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/containernetworking/cni/pkg/types"
@@ -27,12 +28,16 @@ import (
 // ADD. It holds one deadline for the whole CNI command: every request it
 // sends, retries included, ends by then.
 //
-// Every request this package sends is safe to repeat: reads, claims whose
-// failure branch tells a repeated claim from someone else's, and deletes
-// guarded by the exact value they delete. So the client retries anything
-// that did not get a definite answer, on the next endpoint, until the
-// deadline; callers never see an ambiguous outcome, only an answer or
-// code 11.
+// Reads are retried on the next endpoint until an answer or the deadline.
+// A write is sent again only when it certainly was not applied: no
+// connection was made, or the member refused it before proposing it (no
+// leader, too many requests, proposal dropped, an expired token). Once a
+// write may have reached a member, a second copy is never sent, as etcd's
+// own client does: a follower forwards the first copy to the leader, and
+// it can commit after a retry has succeeded and later operations have run
+// (a DEL's copy landing after the same container's next ADD would delete
+// that live claim). Such a write ends the command with code 11, "outcome
+// unknown"; the runtime's retry of the command, or GC, finishes the job.
 type client struct {
 	endpoints []string
 	timeout   time.Duration
@@ -120,7 +125,7 @@ func (c *client) extend() {
 // txn sends a transaction.
 func (c *client) txn(t txnRequest) (*txnResponse, error) {
 	var out txnResponse
-	return &out, c.do("/v3/kv/txn", t, &out)
+	return &out, c.do("/v3/kv/txn", t, &out, t.writes())
 }
 
 // read runs range operations in one read-only transaction: one round trip,
@@ -130,8 +135,8 @@ func (c *client) read(ops ...requestOp) (*txnResponse, error) {
 }
 
 // do POSTs one request, retrying on the next endpoint until an answer or
-// the deadline.
-func (c *client) do(path string, in, out any) error {
+// the deadline; a write only while it certainly was not applied.
+func (c *client) do(path string, in, out any, write bool) error {
 	body, err := json.Marshal(in)
 	if err != nil {
 		return cnierr.New(cnierr.CodeInternal, "cannot encode an etcd request", "%v", err)
@@ -147,13 +152,19 @@ func (c *client) do(path string, in, out any) error {
 			return c.unavailable()
 		}
 		ep := c.endpoints[c.next%len(c.endpoints)]
-		data, status, gotConn, err := c.post(ep, path, body)
+		data, status, gotConn, sent, err := c.post(ep, path, body, write)
 		c.connected = c.connected || gotConn
 		if err != nil {
 			if tlsProblem(err) {
 				return cnierr.New(cnierr.CodeInvalidConfig, "TLS with etcd failed", "ipam.etcd.tls: %s: %v", ep, err)
 			}
 			c.last = fmt.Errorf("%s: %w", ep, err)
+			// EPIPE: the member had closed the connection before the
+			// request was all written (an idle connection it dropped, a
+			// TLS client it refused), so it never read the request.
+			if write && sent && !errors.Is(err, syscall.EPIPE) {
+				return c.outcomeUnknown(ep, err.Error())
+			}
 			c.next++
 			// A refused connection moves on to the next endpoint at once;
 			// a full round of them, or any other failure, waits a little.
@@ -182,6 +193,14 @@ func (c *client) do(path string, in, out any) error {
 			if err := c.authenticate(); err != nil {
 				return err
 			}
+		case spaceExceeded(msg):
+			return cnierr.New(cnierr.CodeIO, "etcd's database is full (mvcc: database space exceeded)",
+				"endpoint=%s: %s; compact and defragment etcd, or raise its --quota-backend-bytes, then disarm the NOSPACE alarm", ep, msg)
+		case notProposed(ge.Code, msg):
+			c.next++
+			c.pause(attempt)
+		case write && transient(status, ge.Code):
+			return c.outcomeUnknown(ep, msg)
 		case transient(status, ge.Code):
 			c.next++
 			c.pause(attempt)
@@ -197,13 +216,38 @@ func (c *client) do(path string, in, out any) error {
 
 // gRPC status codes the gateway reports.
 const (
-	grpcDeadlineExceeded  = 4
-	grpcPermissionDenied  = 7
-	grpcResourceExhausted = 8
-	grpcAborted           = 10
-	grpcUnavailable       = 14
-	grpcUnauthenticated   = 16
+	grpcDeadlineExceeded   = 4
+	grpcPermissionDenied   = 7
+	grpcFailedPrecondition = 9
+	grpcResourceExhausted  = 8
+	grpcAborted            = 10
+	grpcUnavailable        = 14
+	grpcUnauthenticated    = 16
 )
+
+// notProposed: the member refused the request before proposing it to
+// raft, so it was not and will not be applied, and any request (a write
+// too) may go to the next member: no leader, a learner, overload, or a
+// proposal dropped during a leadership transfer.
+func notProposed(code int, msg string) bool {
+	for _, m := range []string{"no leader", "too many requests", "raft proposal dropped", "not supported for learner", "rpc not supported for learner"} {
+		if strings.Contains(msg, m) {
+			return true
+		}
+	}
+	return code == grpcFailedPrecondition && strings.Contains(msg, "learner")
+}
+
+// spaceExceeded: etcd has raised its NOSPACE alarm and takes no writes
+// until an operator frees space; waiting out the timeout cannot help.
+func spaceExceeded(msg string) bool { return strings.Contains(msg, "database space exceeded") }
+
+// outcomeUnknown is code 11 for a write that may have been applied.
+func (c *client) outcomeUnknown(ep, why string) error {
+	return cnierr.New(cnierr.CodeTryAgainLater, "etcd did not confirm a write that it may have applied",
+		"endpoints=%s timeout=%s: %s: %s; not sent again, so that a late copy cannot undo a later operation: retry the command (DEL and GC clean what it may have left)",
+		strings.Join(c.endpoints, ","), c.timeout, ep, why)
+}
 
 // transient: the member could not serve the request now (no leader, no
 // quorum, a leader change, overload); another try may succeed.
@@ -216,18 +260,30 @@ func transient(status, code int) bool {
 }
 
 // post sends one request to one endpoint; gotConn tells whether a
-// connection was made (else nothing was sent).
-func (c *client) post(ep, path string, body []byte) (data []byte, status int, gotConn bool, err error) {
-	// Each try gets at most a third of the timeout, so a member that
-	// accepts connections but never answers (cut off from the others)
-	// leaves time to try the rest.
-	per := min(time.Until(c.deadline), max(c.timeout/3, 300*time.Millisecond))
+// connection was made, sent whether the whole request went out on it (a
+// request cut off while being written, as when the member drops a TLS
+// client it does not accept, was not read by anyone).
+func (c *client) post(ep, path string, body []byte, write bool) (data []byte, status int, gotConn, sent bool, err error) {
+	// Each try of a read gets at most a third of the timeout, so a member
+	// that accepts connections but never answers (cut off from the others)
+	// leaves time to try the rest. A write that reached a member is never
+	// sent again, so it waits longer, half the timeout: a slow but healthy
+	// cluster (an fsync stall of a second or two) still commits it, and a
+	// stopped member costs the command half its budget, not all of it.
+	share := c.timeout / 3
+	if write {
+		share = c.timeout / 2
+	}
+	per := min(time.Until(c.deadline), max(share, 300*time.Millisecond))
 	ctx, cancel := context.WithTimeout(context.Background(), per)
 	defer cancel()
-	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{GotConn: func(httptrace.GotConnInfo) { gotConn = true }})
+	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
+		GotConn:      func(httptrace.GotConnInfo) { gotConn = true },
+		WroteRequest: func(w httptrace.WroteRequestInfo) { sent = w.Err == nil },
+	})
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, ep+path, bytes.NewReader(body))
 	if err != nil {
-		return nil, 0, false, err
+		return nil, 0, false, false, err
 	}
 	req.Header.Set("Content-Type", "application/json")
 	if c.token != "" {
@@ -235,11 +291,11 @@ func (c *client) post(ep, path string, body []byte) (data []byte, status int, go
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return nil, 0, gotConn, err
+		return nil, 0, gotConn, sent, err
 	}
 	defer resp.Body.Close()
 	data, err = io.ReadAll(io.LimitReader(resp.Body, maxAnswer))
-	return data, resp.StatusCode, true, err
+	return data, resp.StatusCode, true, true, err
 }
 
 // maxAnswer bounds one answer: the largest this package asks for is a
@@ -285,7 +341,8 @@ func (c *client) authenticate() error {
 	var out struct {
 		Token string `json:"token"`
 	}
-	err := c.do("/v3/auth/authenticate", map[string]string{"name": user, "password": c.password}, &out)
+	// A token request changes nothing anyone relies on: repeatable.
+	err := c.do("/v3/auth/authenticate", map[string]string{"name": user, "password": c.password}, &out, false)
 	if e := (*types.Error)(nil); errors.As(err, &e) && e.Code == cnierr.CodeIO {
 		return cnierr.New(cnierr.CodeInvalidConfig, "etcd refused the credentials", "ipam.etcd.username=%q: %s", user, e.Details)
 	}

@@ -61,6 +61,18 @@ type txnRequest struct {
 	Failure []requestOp `json:"failure,omitempty"`
 }
 
+// writes reports whether t puts or deletes anything, at any depth.
+func (t txnRequest) writes() bool {
+	for _, ops := range [][]requestOp{t.Success, t.Failure} {
+		for _, op := range ops {
+			if op.Put != nil || op.DeleteRange != nil || (op.Txn != nil && op.Txn.writes()) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 type responseOp struct {
 	Range *rangeResponse `json:"response_range"`
 	Txn   *txnResponse   `json:"response_txn"`
