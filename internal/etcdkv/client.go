@@ -1,0 +1,253 @@
+package etcdkv
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptrace"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Config is what a Client needs; the caller has validated it.
+type Config struct {
+	Endpoints []string // scheme://host:port of each member
+	Timeout   time.Duration
+	TLS       *tls.Config // nil: as the endpoints' scheme says, no client certificate
+	Username  string      // "" for a cluster without auth
+	Password  string
+	First     int    // the endpoint to start from when none has failed lately
+	StateDir  string // where the memory between execs lives; "" for none
+}
+
+// Client speaks to one etcd cluster until its deadline.
+type Client struct {
+	cfg      Config
+	http     *http.Client
+	deadline time.Time
+	order    []string // the endpoints, those that failed lately last
+	next     int      // index in order of the endpoint to try next
+	memory   *memory
+	token    string
+
+	authenticating bool // a token request is on its way: no token to send, none to ask for
+
+	answered  bool             // some member sent an HTTP answer
+	connected bool             // some member accepted a connection
+	tlsFailed map[string]error // members whose certificate did not verify
+	last      error            // the last failure, for the error's details
+}
+
+// New prepares a Client whose deadline is now + Timeout; nothing is sent.
+func New(cfg Config) *Client {
+	tr := &http.Transport{
+		Proxy:               nil, // etcd is reached directly, whatever the runtime's proxy variables say
+		DialContext:         (&net.Dialer{Timeout: cfg.Timeout, KeepAlive: -1}).DialContext,
+		MaxIdleConnsPerHost: 4,
+		DisableCompression:  true,
+		TLSClientConfig:     cfg.TLS,
+	}
+	c := &Client{cfg: cfg, http: &http.Client{Transport: tr}, deadline: time.Now().Add(cfg.Timeout)}
+	c.memory = loadMemory(cfg)
+	c.order = c.memory.order(cfg.Endpoints, cfg.First, time.Now())
+	c.token = c.memory.Token
+	return c
+}
+
+// Extend gives cleanup after a failure a little time past the deadline:
+// undoing a half-done ADD is worth a short overrun ("timeout + a little").
+func (c *Client) Extend() {
+	grace := min(c.cfg.Timeout/4, time.Second)
+	if d := time.Now().Add(grace); d.After(c.deadline) {
+		c.deadline = d
+	}
+}
+
+// Txn sends a read, or a write whose every effect is pinned by its
+// conditions to a value or revision that any later operation changes; an
+// unanswered try goes to the next member (see the package comment).
+func (c *Client) Txn(t Txn) (*Response, error) { return c.txn(t, true) }
+
+// TxnOnce sends a write that must not be applied twice; when it may have
+// reached a member without an answer, the error wraps ErrOutcomeUnknown.
+func (c *Client) TxnOnce(t Txn) (*Response, error) { return c.txn(t, false) }
+
+// Read runs ops in one read-only transaction: one round trip, one
+// consistent revision, linearizable.
+func (c *Client) Read(ops ...Op) (*Response, error) { return c.txn(Txn{Then: ops}, true) }
+
+func (c *Client) txn(t Txn, resend bool) (*Response, error) {
+	var out wireTxnResponse
+	if err := c.do("/v3/kv/txn", t.wire(), &out, resend); err != nil {
+		return nil, err
+	}
+	return out.response(), nil
+}
+
+// do POSTs one request, trying the members in turn until an answer or the
+// deadline; a request that must not be re-sent only while it certainly
+// was not applied.
+func (c *Client) do(path string, in, out any, resend bool) error {
+	body, err := json.Marshal(in)
+	if err != nil {
+		return internalError("cannot encode an etcd request", err)
+	}
+	if c.cfg.Username != "" && c.token == "" && !c.authenticating {
+		if err := c.authenticate(); err != nil {
+			return err
+		}
+	}
+	reauthed := false
+	for attempt := 0; ; attempt++ {
+		if !time.Now().Before(c.deadline) {
+			return c.unavailable()
+		}
+		if len(c.tlsFailed) == len(c.order) {
+			return c.tlsError()
+		}
+		ep := c.order[c.next%len(c.order)]
+		if c.tlsFailed[ep] != nil {
+			c.next++
+			continue
+		}
+		data, status, gotConn, sent, err := c.post(ep, path, body)
+		c.connected = c.connected || gotConn
+		if err != nil {
+			c.failed(ep)
+			if tlsProblem(err) {
+				if c.tlsFailed == nil {
+					c.tlsFailed = map[string]error{}
+				}
+				c.tlsFailed[ep] = err
+				c.next++
+				continue
+			}
+			c.last = fmt.Errorf("%s: %w", ep, err)
+			// EPIPE: the member had closed the connection before the
+			// request was all written (an idle connection it dropped),
+			// so it never read the request.
+			if !resend && sent && !errors.Is(err, syscall.EPIPE) {
+				return c.outcomeUnknown(ep, err.Error())
+			}
+			c.next++
+			// A refused connection moves on to the next member at once;
+			// a full round of them, or any other failure, waits a little.
+			if gotConn || c.next%len(c.order) == 0 {
+				c.pause(attempt)
+			}
+			continue
+		}
+		c.answered = true
+		if status == http.StatusOK {
+			if len(data) > maxAnswer {
+				return answerTooLarge(ep, path)
+			}
+			if err := json.Unmarshal(data, out); err != nil {
+				return decodeError(ep, path, err)
+			}
+			return nil
+		}
+		ge := parseError(data)
+		c.last = fmt.Errorf("%s: HTTP %d: %s", ep, status, ge.Error)
+		switch kind := classify(status, ge); {
+		case kind == staleToken && c.cfg.Username != "" && !reauthed && !c.authenticating:
+			reauthed = true
+			if err := c.authenticate(); err != nil {
+				return err
+			}
+		case kind == notProposed:
+			c.failed(ep)
+			c.next++
+			c.pause(attempt)
+		case kind == mayCommit && !resend:
+			c.failed(ep)
+			return c.outcomeUnknown(ep, ge.Error)
+		case kind == mayCommit:
+			c.failed(ep)
+			c.next++
+			c.pause(attempt)
+		default:
+			return refusal(kind, ep, path, c.cfg.Username, ge.Error)
+		}
+	}
+}
+
+// post sends one request to one member; gotConn tells whether a
+// connection was made, sent whether the whole request went out on it.
+func (c *Client) post(ep, path string, body []byte) (data []byte, status int, gotConn, sent bool, err error) {
+	// Each try gets half the timeout: a slow but healthy cluster (an fsync
+	// stall of a second or two) answers within it, and a member that
+	// accepts connections but never answers (stopped, cut off) leaves the
+	// other half for the rest.
+	per := min(time.Until(c.deadline), max(c.cfg.Timeout/2, 300*time.Millisecond))
+	ctx, cancel := context.WithTimeout(context.Background(), per)
+	defer cancel()
+	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
+		GotConn:      func(httptrace.GotConnInfo) { gotConn = true },
+		WroteRequest: func(w httptrace.WroteRequestInfo) { sent = w.Err == nil },
+	})
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, ep+path, bytes.NewReader(body))
+	if err != nil {
+		return nil, 0, false, false, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if c.token != "" {
+		req.Header.Set("Authorization", c.token)
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return nil, 0, gotConn, sent, err
+	}
+	defer resp.Body.Close()
+	data, err = io.ReadAll(io.LimitReader(resp.Body, maxAnswer+1))
+	return data, resp.StatusCode, true, true, err
+}
+
+// maxAnswer bounds one answer. List pages large ranges, so only a
+// transaction over keys nobody should have made that large reaches it.
+const maxAnswer = 64 << 20
+
+func (c *Client) pause(attempt int) {
+	d := min(25*time.Millisecond<<min(attempt, 4), 250*time.Millisecond, time.Until(c.deadline))
+	if d > 0 {
+		time.Sleep(d)
+	}
+}
+
+// failed remembers, for this exec and the next ones, that ep failed.
+func (c *Client) failed(ep string) { c.memory.avoid(ep, time.Now()) }
+
+// authenticate exchanges username and password for a token (etcd's
+// simple or JWT tokens alike) and keeps it for the next execs.
+func (c *Client) authenticate() error {
+	var out struct {
+		Token string `json:"token"`
+	}
+	c.token, c.authenticating = "", true
+	// A token request changes nothing anyone relies on: repeatable.
+	err := c.do("/v3/auth/authenticate", map[string]string{"name": c.cfg.Username, "password": c.cfg.Password}, &out, true)
+	c.authenticating = false
+	if err != nil {
+		return credentialsError(c.cfg.Username, err)
+	}
+	c.token = out.Token
+	c.memory.Token = out.Token
+	c.memory.save()
+	return nil
+}
+
+// tlsProblem reports a TLS failure that no retry on the same member can
+// cure: a certificate the other side rejects, or one we cannot verify.
+func tlsProblem(err error) bool {
+	var verify *tls.CertificateVerificationError
+	var record tls.RecordHeaderError
+	return errors.As(err, &verify) || errors.As(err, &record) ||
+		strings.Contains(err.Error(), "remote error: tls:") || strings.Contains(err.Error(), "server gave HTTP response to HTTPS client")
+}
