@@ -1,8 +1,6 @@
 package daetcd
 
 import (
-	"time"
-
 	"github.com/containernetworking/cni/pkg/types"
 
 	"github.com/cniplugins/cniplugins/internal/dapools"
@@ -23,15 +21,15 @@ func cmdAdd(req *plugin.Request) (types.Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	claim, now := newClaimID(), time.Now()
+	claim := newClaimID()
 	att := hostlocal.Attachment{ContainerID: op.cid, IfName: op.ifname, Network: op.network}
 	var stores []*claimStore
 	for _, t := range targets {
-		s := op.claimStore(t, claim, now)
+		s := op.claimStore(t, claim)
 		stores = append(stores, s)
 		addr, gw, err := t.Allocator(s).Allocate(att, t.RangeID, t.Set, t.Requested, t.Label)
 		if err != nil {
-			op.cl.extend()
+			op.cl.Extend()
 			if cerr := op.cancel(stores); cerr != nil {
 				req.Log.Error("undoing the failed ADD's claims failed; the runtime's DEL or GC will remove them",
 					logging.Error(cerr))

@@ -1,13 +1,16 @@
 package daetcd
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/netip"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/cniplugins/cniplugins/internal/cnierr"
 	"github.com/cniplugins/cniplugins/internal/dapools"
+	"github.com/cniplugins/cniplugins/internal/etcdkv"
 	"github.com/cniplugins/cniplugins/internal/hostlocal"
 	"github.com/cniplugins/cniplugins/internal/logging"
 	"github.com/cniplugins/cniplugins/internal/ops"
@@ -38,7 +41,7 @@ func NewAdmin(c ops.EtcdConfig) (*Admin, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Admin{op: &operation{cl: cl, keys: layout{prefix: cfg.prefix}, log: logging.Nop()}}, nil
+	return &Admin{op: &operation{cl: cl, keys: layout{prefix: cfg.prefix}, now: time.Now(), log: logging.Nop()}}, nil
 }
 
 // Lease is one claim as an operator sees it. A failed ADD's marker has no
@@ -46,7 +49,7 @@ func NewAdmin(c ops.EtcdConfig) (*Admin, error) {
 type Lease struct {
 	Record
 	Scope dapools.Scope `json:"-"`
-	key   keyValue
+	key   etcdkv.KV
 }
 
 // Filter selects leases; empty fields match everything.
@@ -65,12 +68,12 @@ func (a *Admin) Leases(f Filter) ([]Lease, error) {
 		}
 		prefix = a.op.keys.nodePrefix(f.Node)
 	}
-	resp, err := a.op.cl.read(getPrefix(prefix))
+	kvs, err := a.op.cl.List(prefix, false)
 	if err != nil {
 		return nil, err
 	}
 	var out []Lease
-	for _, kv := range resp.kvs(0) {
+	for _, kv := range kvs {
 		l, ok := a.lease(kv)
 		if !ok || (f.Network != "" && l.Network != f.Network) || (f.Pool != "" && l.Scope.Pool != f.Pool) ||
 			(f.Container != "" && !strings.HasPrefix(l.ContainerID, f.Container)) {
@@ -90,7 +93,7 @@ func (a *Admin) Leases(f Filter) ([]Lease, error) {
 }
 
 // lease decodes an index key: node/<node>/<pool|net>/<name>/<cid>/<ifname>/<slot>.
-func (a *Admin) lease(kv keyValue) (Lease, bool) {
+func (a *Admin) lease(kv etcdkv.KV) (Lease, bool) {
 	parts := strings.Split(strings.TrimPrefix(string(kv.Key), a.op.keys.prefix+"node/"), "/")
 	r, ok := decodeRecord(kv.Value)
 	if len(parts) != 6 || !ok {
@@ -121,11 +124,11 @@ func (l Lease) ScopeName() string {
 // checks and returns the lease without changing anything.
 func (a *Admin) Release(addr netip.Addr, s dapools.Scope, container, ifname string, dryRun bool) (Lease, error) {
 	addr = addr.Unmap()
-	resp, err := a.op.cl.read(get(a.op.keys.addrKey(s, addr)))
+	resp, err := a.op.cl.Read(etcdkv.Get(a.op.keys.addrKey(s, addr)))
 	if err != nil {
 		return Lease{}, err
 	}
-	kv, ok := resp.first(0)
+	kv, ok := resp.First(0)
 	r, valid := decodeRecord(kv.Value)
 	switch {
 	case !ok:
@@ -139,25 +142,25 @@ func (a *Admin) Release(addr netip.Addr, s dapools.Scope, container, ifname stri
 	}
 	// The index key holds the same record; find it to delete both, each
 	// guarded by its exact value.
-	idx, err := a.op.cl.read(getPrefix(a.op.keys.attachmentPrefix(r.Node, s, r.ContainerID, r.IfName)))
+	idx, err := a.op.cl.Read(etcdkv.GetPrefix(a.op.keys.attachmentPrefix(r.Node, s, r.ContainerID, r.IfName)))
 	if err != nil {
 		return Lease{}, err
 	}
 	l := Lease{Record: r, Scope: s}
-	txn := txnRequest{Compare: []compare{valueIs(string(kv.Key), kv.Value)}, Success: []requestOp{del(string(kv.Key))}}
+	txn := etcdkv.Txn{If: []etcdkv.Cmp{etcdkv.ValueIs(string(kv.Key), kv.Value)}, Then: []etcdkv.Op{etcdkv.Delete(string(kv.Key))}}
 	marks := unmark{}
-	for _, ikv := range idx.kvs(0) {
+	for _, ikv := range idx.KVs(0) {
 		if string(ikv.Value) == string(kv.Value) {
-			txn.Compare = append(txn.Compare, modIs(string(ikv.Key), ikv.ModRevision))
-			txn.Success = append(txn.Success, del(string(ikv.Key)))
+			txn.If = append(txn.If, etcdkv.ModIs(string(ikv.Key), ikv.ModRevision))
+			txn.Then = append(txn.Then, etcdkv.Delete(string(ikv.Key)))
 			marks[a.op.keys.markOf(s, string(ikv.Key))] = true
 		}
 	}
 	if dryRun {
 		return l, nil
 	}
-	txn.Success = append(txn.Success, marks.ops()...)
-	out, err := a.op.cl.txn(txn)
+	txn.Then = append(txn.Then, marks.ops()...)
+	out, err := a.op.cl.Txn(txn)
 	if err != nil {
 		return Lease{}, err
 	}
@@ -183,14 +186,15 @@ func (a *Admin) GC(node string, f Filter, keep []hostlocal.Attachment, apply boo
 	}
 	keeps := hostlocal.NewKeepSet(f.Network, keep).Keeps
 	var plan []Lease
-	perScope := map[dapools.Scope][]txnRequest{}
+	perScope := map[dapools.Scope][]etcdkv.Txn{}
 	marks := unmark{}
 	for _, l := range leases {
 		if keeps(l.attachment()) {
 			continue
 		}
 		plan = append(plan, l)
-		perScope[l.Scope] = append(perScope[l.Scope], a.op.release(l.Scope, l.key, marks))
+		perScope[l.Scope] = append(perScope[l.Scope], a.op.release(l.Scope, l.key, false))
+		marks[a.op.keys.markOf(l.Scope, string(l.key.Key))] = true
 	}
 	if !apply {
 		return plan, nil
@@ -201,4 +205,48 @@ func (a *Admin) GC(node string, f Filter, keep []hostlocal.Attachment, apply boo
 		}
 	}
 	return plan, nil
+}
+
+// Node is a node as its machine last reported to etcd.
+type Node struct {
+	Name     string    `json:"name"`
+	Hostname string    `json:"hostname"`
+	LastSeen time.Time `json:"lastSeen"`
+}
+
+// Nodes lists the nodes that have a machine identity in etcd (every node
+// whose ADD, DEL, GC or STATUS ran since they were introduced), by name.
+func (a *Admin) Nodes() ([]Node, error) {
+	prefix := a.op.keys.nodesPrefix()
+	kvs, err := a.op.cl.List(prefix, false)
+	if err != nil {
+		return nil, err
+	}
+	var out []Node
+	for _, kv := range kvs {
+		var r nodeRecord
+		if json.Unmarshal(kv.Value, &r) != nil {
+			continue
+		}
+		seen, _ := time.Parse(time.RFC3339, r.Seen)
+		out = append(out, Node{Name: string(kv.Key[len(prefix):]), Hostname: r.Hostname, LastSeen: seen})
+	}
+	return out, nil
+}
+
+// CheckGone refuses to treat node as gone for good while it was seen alive
+// within deadAfter: its runtime may still DEL and GC, and its live
+// containers still use the addresses that an operator's GC would free.
+func (a *Admin) CheckGone(node string, deadAfter time.Duration) error {
+	nodes, err := a.Nodes()
+	if err != nil {
+		return err
+	}
+	for _, n := range nodes {
+		if n.Name == node && a.op.now.Sub(n.LastSeen) < deadAfter {
+			return fmt.Errorf("node %s (host %q) was seen alive %s ago, less than --dead-after %s: it may still use its addresses; wait, or pass --force if it is gone for good",
+				node, n.Hostname, a.op.now.Sub(n.LastSeen).Round(time.Second), deadAfter)
+		}
+	}
+	return nil
 }

@@ -5,6 +5,7 @@ import (
 
 	"github.com/cniplugins/cniplugins/internal/cnierr"
 	"github.com/cniplugins/cniplugins/internal/dapools"
+	"github.com/cniplugins/cniplugins/internal/etcdkv"
 	"github.com/cniplugins/cniplugins/internal/plugin"
 )
 
@@ -23,20 +24,20 @@ func cmdCheck(req *plugin.Request) error {
 	if len(addrs) == 0 {
 		return op.checkHoldsAny(p.Scopes())
 	}
-	reads := make([]requestOp, len(addrs))
+	reads := make([]etcdkv.Op, len(addrs))
 	for i, a := range addrs {
 		t, ok := targetFor(targets, a)
 		if !ok {
 			return cnierr.New(cnierr.CodeUnknownContainer, "address is in no selected range set", "address=%s", a)
 		}
-		reads[i] = get(op.keys.addrKey(t.Scope, a))
+		reads[i] = etcdkv.Get(op.keys.addrKey(t.Scope, a))
 	}
-	resp, err := op.cl.read(reads...)
+	resp, err := op.cl.Read(reads...)
 	if err != nil {
 		return err
 	}
 	for i, a := range addrs {
-		kv, ok := resp.first(i)
+		kv, ok := resp.First(i)
 		r, valid := decodeRecord(kv.Value)
 		if !ok || !valid || !r.owns(op.node, op.network, op.cid, op.ifname) {
 			return cnierr.New(cnierr.CodeUnknownContainer, "address not reserved for this attachment",
@@ -52,7 +53,7 @@ func (op *operation) checkHoldsAny(scopes []dapools.Scope) error {
 		return err
 	}
 	for i := range scopes {
-		for _, kv := range resp.kvs(i) {
+		for _, kv := range resp.KVs(i) {
 			if r, ok := decodeRecord(kv.Value); ok && !r.cancelled() && r.Network == op.network {
 				return nil
 			}

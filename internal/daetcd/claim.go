@@ -2,11 +2,13 @@ package daetcd
 
 import (
 	"bytes"
+	"errors"
+	"math"
 	"net/netip"
-	"time"
 
 	"github.com/cniplugins/cniplugins/internal/cnierr"
 	"github.com/cniplugins/cniplugins/internal/dapools"
+	"github.com/cniplugins/cniplugins/internal/etcdkv"
 	"github.com/cniplugins/cniplugins/internal/hostlocal"
 	"github.com/cniplugins/cniplugins/internal/logging"
 )
@@ -16,9 +18,10 @@ import (
 // rules (requested addresses, gateways, exclusions, the iteration order,
 // 100/101); the store turns each candidate into one transaction:
 //
-//	if claim key absent and the attachment's index key absent (or, after a
-//	failed ADD, still its marker):   put both, with the owner record
-//	else:                            read both (the holder, in the same round trip)
+//	if claim key absent, the attachment's index key absent (or, after a
+//	failed ADD, still its marker) and the node is this machine:
+//	                                 put both, with the owner record
+//	else:                            read both and the node (the holder, in the same round trip)
 //
 // The index-key condition is the duplicate check, atomic with the claim:
 // an attachment can never hold two addresses of one range set or pool,
@@ -29,24 +32,23 @@ type claimStore struct {
 	slot   int
 	set    hostlocal.RangeSet
 	claim  string // this ADD's claim ID
-	now    time.Time
 	label  string
-	marker int64 // mod revision of a failed ADD's marker in our index key, to take over
+	marker int64 // mod revision of the marker in our index key that the claim takes over (0: none)
 
-	sent       []byte // the record of the last claim sent: ours if it is found later
-	sentAddr   netip.Addr
-	won        netip.Addr
-	taken      map[netip.Addr]bool
-	collisions int
-	scanned    bool
+	sent     []byte // the record of the last claim sent: ours if it is found later
+	sentAddr netip.Addr
+	won      netip.Addr
+	taken    map[netip.Addr]bool
+	sawTaken int64 // the revision at which a candidate was first seen taken
+	scanned  bool
 }
 
 // prefetchAfter: past this many taken candidates the pool is filling up,
 // and one read of its keys is cheaper than a transaction per taken address.
 const prefetchAfter = 4
 
-func (op *operation) claimStore(t dapools.Target, claim string, now time.Time) *claimStore {
-	return &claimStore{op: op, scope: t.Scope, slot: t.RangeID, set: t.Set, claim: claim, now: now, label: t.Label, taken: map[netip.Addr]bool{}}
+func (op *operation) claimStore(t dapools.Target, claim string) *claimStore {
+	return &claimStore{op: op, scope: t.Scope, slot: t.RangeID, set: t.Set, claim: claim, label: t.Label, taken: map[netip.Addr]bool{}}
 }
 
 // Reserve claims ip for the attachment; false when someone holds it.
@@ -55,19 +57,33 @@ func (s *claimStore) Reserve(_ hostlocal.Attachment, ip netip.Addr) (bool, error
 		return false, nil
 	}
 	op := s.op
-	val := op.record(s.scope, ip.String(), s.claim, s.now).encode()
+	val := op.record(s.scope, ip.String(), s.claim).encode()
 	addrK, slotK := op.keys.addrKey(s.scope, ip), op.slotKey(s.scope, s.slot)
 	s.sent, s.sentAddr = val, ip
 	for try := 0; try < 8; try++ {
-		slotCond := absent(slotK)
-		if s.marker != 0 {
-			slotCond = modIs(slotK, s.marker)
-		}
-		resp, err := op.cl.txn(txnRequest{
-			Compare: []compare{absent(addrK), slotCond},
-			Success: []requestOp{put(addrK, val), put(slotK, val)},
-			Failure: []requestOp{get(addrK), get(slotK)},
+		// Not TxnOnce's to re-send: with the index key absent again (a
+		// DEL), a late copy would claim an address for a gone container.
+		holders := []etcdkv.Op{etcdkv.Get(addrK), etcdkv.Get(slotK), etcdkv.Get(op.keys.nodeKey(op.node))}
+		resp, err := op.cl.TxnOnce(etcdkv.Txn{
+			If:   append([]etcdkv.Cmp{etcdkv.Absent(addrK), s.slotFree(slotK)}, op.sameMachine()...),
+			Then: []etcdkv.Op{etcdkv.Put(addrK, val), etcdkv.Put(slotK, val), op.touch()},
+			Else: holders,
 		})
+		if errors.Is(err, etcdkv.ErrOutcomeUnknown) {
+			// Fence it instead: a marker in the index key, through another
+			// member, and the copy in flight can never commit; or the
+			// index key shows that it already did.
+			op.log.Warn("claim unanswered; fencing it", logging.String("address", ip.String()), logging.Error(err))
+			resp, err = op.cl.Txn(etcdkv.Txn{
+				If:   []etcdkv.Cmp{s.slotFree(slotK)},
+				Then: []etcdkv.Op{etcdkv.Put(slotK, op.record(s.scope, "", s.claim).encode())},
+				Else: holders,
+			})
+			if err == nil && resp.Succeeded {
+				s.marker = resp.Revision // our marker: the next try takes it over
+				continue
+			}
+		}
 		if err != nil {
 			return false, err
 		}
@@ -75,12 +91,17 @@ func (s *claimStore) Reserve(_ hostlocal.Attachment, ip netip.Addr) (bool, error
 			s.won = ip
 			return true, nil
 		}
-		holder, held := resp.first(0)
-		slot, hasSlot := resp.first(1)
+		if node, found := resp.First(2); !found || !bytes.HasPrefix(node.Value, op.identity()) {
+			if err := op.ensureNode(node, found); err != nil {
+				s.sent = nil
+				return false, err
+			}
+			continue
+		}
+		holder, held := resp.First(0)
+		slot, hasSlot := resp.First(1)
 		if hasSlot && bytes.Equal(slot.Value, val) {
-			// Our own claim: the client resent it after the first answer
-			// was lost, and the first had committed.
-			s.won = ip
+			s.won = ip // our own claim, committed although its answer was lost
 			return true, nil
 		}
 		if hasSlot {
@@ -103,29 +124,40 @@ func (s *claimStore) Reserve(_ hostlocal.Attachment, ip netip.Addr) (bool, error
 					logging.String("containerID", r.ContainerID))
 			}
 			s.sent = nil
-			s.noteTaken(ip)
+			s.noteTaken(ip, resp.Revision)
 			return false, nil
 		}
 	}
 	return false, cnierr.New(cnierr.CodeTryAgainLater, "claim kept conflicting", "address=%s %s", ip, s.label)
 }
 
+// slotFree is the claim's condition on the index key: absent, or still
+// the marker being taken over.
+func (s *claimStore) slotFree(slotK string) etcdkv.Cmp {
+	if s.marker != 0 {
+		return etcdkv.ModIs(slotK, s.marker)
+	}
+	return etcdkv.Absent(slotK)
+}
+
 // noteTaken remembers a taken candidate, and once the pool looks busy
 // reads all of its claim keys once, so that the rest of the search skips
 // taken addresses without a round trip each.
-func (s *claimStore) noteTaken(ip netip.Addr) {
+func (s *claimStore) noteTaken(ip netip.Addr, rev int64) {
+	if s.sawTaken == 0 {
+		s.sawTaken = rev
+	}
 	s.taken[ip] = true
-	s.collisions++
-	if s.collisions < prefetchAfter || s.scanned {
+	if len(s.taken) < prefetchAfter || s.scanned {
 		return
 	}
 	s.scanned = true
 	prefix := s.op.keys.scopeAddrs(s.scope)
-	resp, err := s.op.cl.read(requestOp{Range: &rangeRequest{Key: []byte(prefix), RangeEnd: prefixEnd(prefix), KeysOnly: true}})
+	kvs, err := s.op.cl.List(prefix, true)
 	if err != nil {
 		return // only an optimisation: the search goes on a claim at a time
 	}
-	for _, kv := range resp.kvs(0) {
+	for _, kv := range kvs {
 		if a, err := parseAddr(string(kv.Key[len(prefix):])); err == nil {
 			s.taken[a] = true
 		}
@@ -158,9 +190,19 @@ func (s *claimStore) SaveCursor(rangeID int) (hostlocal.Cursor, error) {
 // RestoreCursor: see SaveCursor.
 func (s *claimStore) RestoreCursor(hostlocal.Cursor) error { return nil }
 
-// MarkExhausted records, for STATUS, that an ADD found the target full.
+// MarkExhausted records, for STATUS, that an ADD found the target full,
+// unless an address was freed there since the search first saw one taken
+// (see freed).
 func (s *claimStore) MarkExhausted(int) error {
-	_, err := s.op.cl.txn(txnRequest{Success: []requestOp{put(s.op.keys.fullKey(s.scope, s.slot), []byte(s.now.UTC().Format(time.RFC3339)))}})
+	since := s.sawTaken
+	if since == 0 {
+		since = math.MaxInt64 - 1 // no address to take at all: nothing can free one
+	}
+	k := s.op.keys.fullKey(s.scope, s.slot)
+	_, err := s.op.cl.Txn(etcdkv.Txn{
+		If:   []etcdkv.Cmp{etcdkv.ModBelow(k, since+1)},
+		Then: []etcdkv.Op{etcdkv.Put(k, []byte(stamp(s.op.now)))},
+	})
 	return err
 }
 
@@ -169,11 +211,11 @@ func (s *claimStore) ClearExhausted() error { return nil }
 
 // Owner returns who holds ip in this target's scope.
 func (s *claimStore) Owner(ip netip.Addr) (hostlocal.Attachment, bool, error) {
-	resp, err := s.op.cl.read(get(s.op.keys.addrKey(s.scope, ip)))
+	resp, err := s.op.cl.Read(etcdkv.Get(s.op.keys.addrKey(s.scope, ip)))
 	if err != nil {
 		return hostlocal.Attachment{}, false, err
 	}
-	kv, ok := resp.first(0)
+	kv, ok := resp.First(0)
 	if !ok {
 		return hostlocal.Attachment{}, false, nil
 	}
@@ -201,29 +243,31 @@ func (s *claimStore) All() (map[netip.Addr]hostlocal.Attachment, error) {
 // cancel undoes an ADD's claims that succeeded or may still commit (a
 // claim whose answer never came). Each target's index key is left holding
 // a marker, which a claim still in flight cannot get past (it requires the
-// key absent); the runtime's DEL for the failed ADD, or GC, removes it,
-// and a new ADD of the attachment takes it over.
+// key absent, or the exact marker it took over, which the new marker
+// replaces); the runtime's DEL for the failed ADD, or GC, removes it, and
+// a new ADD of the attachment takes it over.
 func (op *operation) cancel(stores []*claimStore) error {
-	var txns []txnRequest
-	marks := unmark{}
+	var txns []etcdkv.Txn
 	for _, s := range stores {
 		if s.sent == nil {
 			continue
 		}
-		if s.won.IsValid() { // an address freed: its range set is not full
-			marks[op.keys.fullKey(s.scope, s.slot)] = true
-		}
 		slotK := op.slotKey(s.scope, s.slot)
-		marker := op.record(s.scope, "", s.claim, s.now).encode()
-		txns = append(txns, txnRequest{
-			Compare: []compare{absent(slotK)},
-			Success: []requestOp{put(slotK, marker)},
-			Failure: []requestOp{{Txn: &txnRequest{
-				Compare: []compare{valueIs(slotK, s.sent)},
-				Success: []requestOp{del(op.keys.addrKey(s.scope, s.sentAddr)), put(slotK, marker)},
-			}}},
+		marker := etcdkv.Put(slotK, op.record(s.scope, "", s.claim).encode())
+		// The claim committed: free its address, keep the marker.
+		committed := etcdkv.Txn{
+			If:   []etcdkv.Cmp{etcdkv.ValueIs(slotK, s.sent)},
+			Then: []etcdkv.Op{etcdkv.Delete(op.keys.addrKey(s.scope, s.sentAddr)), marker, freed(op.keys.fullKey(s.scope, s.slot))},
+		}
+		if s.marker != 0 { // it may still commit over the marker it took over: replace that one
+			committed.Else = []etcdkv.Op{etcdkv.Nested(etcdkv.Txn{If: []etcdkv.Cmp{etcdkv.ModIs(slotK, s.marker)}, Then: []etcdkv.Op{marker}})}
+		}
+		txns = append(txns, etcdkv.Txn{
+			If:   []etcdkv.Cmp{etcdkv.Absent(slotK)},
+			Then: []etcdkv.Op{marker},
+			Else: []etcdkv.Op{etcdkv.Nested(committed)},
 		})
 		s.won = netip.Addr{}
 	}
-	return op.commit(txns, marks.ops()...)
+	return op.commit(txns)
 }

@@ -6,6 +6,7 @@ import (
 	"hash/fnv"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -36,6 +37,9 @@ type etcdConf struct {
 	Username     string          `json:"username"`
 	PasswordFile string          `json:"passwordFile"`
 	Password     json.RawMessage `json:"password"` // refused: never inline
+	// MachineIDFile names the file holding this machine's unique ID
+	// (node.go); the default is systemd's /etc/machine-id.
+	MachineIDFile string `json:"machineIDFile"`
 }
 
 type tlsFiles struct {
@@ -46,13 +50,14 @@ type tlsFiles struct {
 
 // etcdConfig is ipam.etcd validated.
 type etcdConfig struct {
-	endpoints    []string
-	prefix       string
-	node         string
-	timeout      time.Duration
-	tls          *tlsFiles
-	username     string
-	passwordFile string
+	endpoints     []string
+	prefix        string
+	node          string
+	timeout       time.Duration
+	tls           *tlsFiles
+	username      string
+	passwordFile  string
+	machineIDFile string
 }
 
 // parseEtcd validates ipam.etcd. resolveNode fills the default node name
@@ -72,7 +77,7 @@ func parseEtcd(conf *netconf.Envelope, resolveNode bool) (*etcdConfig, error) {
 }
 
 func (e *etcdConf) validate(resolveNode bool) (*etcdConfig, error) {
-	c := &etcdConfig{prefix: e.Prefix, node: e.NodeName, tls: e.TLS, username: e.Username, passwordFile: e.PasswordFile}
+	c := &etcdConfig{prefix: e.Prefix, node: e.NodeName, tls: e.TLS, username: e.Username, passwordFile: e.PasswordFile, machineIDFile: e.MachineIDFile}
 	var err error
 	if c.endpoints, err = parseEndpoints("ipam.etcd.endpoints", e.Endpoints); err != nil {
 		return nil, err
@@ -95,6 +100,9 @@ func (e *etcdConf) validate(resolveNode bool) (*etcdConfig, error) {
 	}
 	if e.TLS != nil && (e.TLS.CertFile == "") != (e.TLS.KeyFile == "") {
 		return nil, cnierr.InvalidConfig("ipam.etcd.tls", fmt.Sprintf("certFile=%q keyFile=%q", e.TLS.CertFile, e.TLS.KeyFile), "certFile and keyFile go together")
+	}
+	if e.MachineIDFile != "" && !filepath.IsAbs(e.MachineIDFile) {
+		return nil, cnierr.InvalidConfig("ipam.etcd.machineIDFile", e.MachineIDFile, "must be an absolute path")
 	}
 	if len(e.Password) > 0 {
 		return nil, cnierr.InvalidConfig("ipam.etcd.password", "(hidden)", "never inline a password: put it in a file and name it in passwordFile")

@@ -1,16 +1,15 @@
 package daetcd
 
 import (
-	"time"
-
 	"github.com/cniplugins/cniplugins/internal/dapools"
+	"github.com/cniplugins/cniplugins/internal/etcdkv"
 	"github.com/cniplugins/cniplugins/internal/plugin"
 )
 
 // cmdDel releases everything the attachment holds in the scopes the
 // config touches: one read of its index keys, one transaction deleting
-// each claim with its index key, guarded by their exact values. It needs
-// no ranges, and an unknown attachment is not an error.
+// each claim with its index key, guarded by their exact revisions and
+// values. It needs no ranges, and an unknown attachment is not an error.
 func cmdDel(req *plugin.Request) error {
 	p, op, err := begin(req, false)
 	if err != nil {
@@ -24,28 +23,35 @@ func cmdDel(req *plugin.Request) error {
 	if err != nil {
 		return err
 	}
-	var txns []txnRequest
-	marks := unmark{}
+	var txns []etcdkv.Txn
 	for i, s := range scopes {
-		for _, kv := range resp.kvs(i) {
+		for _, kv := range resp.KVs(i) {
 			// The index key is the attachment's on this node; in a pool
 			// shared by several networks it must also be this network's.
 			if r, ok := decodeRecord(kv.Value); ok && r.Network != op.network {
 				continue
 			}
-			txns = append(txns, op.release(s, kv, marks))
+			txns = append(txns, op.release(s, kv, true))
 		}
 	}
-	return op.commit(txns, marks.ops()...)
+	if len(txns) == 0 {
+		return nil
+	}
+	return op.commit(txns, op.touch())
 }
 
 // delFromPrev is DEL in one round trip when prevResult lists the
 // attachment's addresses and the ranges still place them: each claim and
-// its index key are deleted if their records begin with this owner and
-// address (valueHasPrefix), and the same transaction then reads what the
-// attachment still holds. done is false when that is not nothing (an
-// address missing from prevResult, a failed ADD's marker): the read path
-// then finishes the job.
+// its index key are deleted if their records are this owner's for that
+// address and were written before this DEL began (Record.writtenBefore),
+// and the same transaction then reads what the attachment still holds.
+// The time bound makes the delete exact without reading first: a copy of
+// this DEL that etcd applies late (a member forwarding it after the
+// runtime retried, and after the same container and interface were ADDed
+// again, very likely to the same address) finds a newer record and
+// deletes nothing. done is false when the attachment still holds
+// something (an address missing from prevResult, a failed ADD's marker, a
+// record from this very instant): the exact read path then finishes.
 func (op *operation) delFromPrev(req *plugin.Request) (done bool, err error) {
 	addrs, err := dapools.PrevAddrs(req.Conf)
 	if err != nil || len(addrs) == 0 {
@@ -59,33 +65,40 @@ func (op *operation) delFromPrev(req *plugin.Request) (done bool, err error) {
 	if err != nil {
 		return false, nil
 	}
-	var outer txnRequest
-	marks := unmark{}
+	var outer etcdkv.Txn
+	seen := map[string]bool{}
 	for _, a := range addrs {
 		t, ok := targetFor(targets, a)
 		if !ok {
 			return false, nil
 		}
 		addrK, slotK := op.keys.addrKey(t.Scope, a), op.slotKey(t.Scope, t.RangeID)
-		marks[op.keys.fullKey(t.Scope, t.RangeID)] = true
-		owner := op.record(t.Scope, a.String(), "", time.Time{}).ownerPrefix()
-		outer.Success = append(outer.Success, requestOp{Txn: &txnRequest{
-			Compare: append(valueHasPrefix(addrK, owner), valueHasPrefix(slotK, owner)...),
-			Success: []requestOp{del(addrK), del(slotK)},
-		}})
+		if seen[slotK] {
+			return false, nil // two addresses for one index key: not this attachment's result
+		}
+		seen[slotK] = true
+		r := op.record(t.Scope, a.String(), "")
+		lo, hi := r.ownerPrefix(), r.writtenBefore()
+		outer.Then = append(outer.Then, etcdkv.Nested(etcdkv.Txn{
+			If: []etcdkv.Cmp{
+				etcdkv.ValueAbove(addrK, lo), etcdkv.ValueBelow(addrK, hi),
+				etcdkv.ValueAbove(slotK, lo), etcdkv.ValueBelow(slotK, hi),
+			},
+			Then: []etcdkv.Op{etcdkv.Delete(addrK), etcdkv.Delete(slotK), freed(op.keys.fullKey(t.Scope, t.RangeID))},
+		}))
 	}
-	outer.Success = append(outer.Success, marks.ops()...)
+	outer.Then = append(outer.Then, op.touch())
 	scopes := p.Scopes()
-	first := len(outer.Success)
+	first := len(outer.Then)
 	for _, s := range scopes {
-		outer.Success = append(outer.Success, getPrefix(op.keys.attachmentPrefix(op.node, s, op.cid, op.ifname)))
+		outer.Then = append(outer.Then, etcdkv.GetPrefix(op.keys.attachmentPrefix(op.node, s, op.cid, op.ifname)))
 	}
-	resp, err := op.cl.txn(outer)
+	resp, err := op.cl.Txn(outer)
 	if err != nil {
 		return false, err
 	}
 	for i := range scopes {
-		for _, kv := range resp.kvs(first + i) {
+		for _, kv := range resp.KVs(first + i) {
 			if r, ok := decodeRecord(kv.Value); !ok || r.Network == op.network {
 				return false, nil
 			}

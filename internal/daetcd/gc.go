@@ -4,6 +4,7 @@ import (
 	"errors"
 
 	"github.com/cniplugins/cniplugins/internal/dapools"
+	"github.com/cniplugins/cniplugins/internal/etcdkv"
 	"github.com/cniplugins/cniplugins/internal/hostlocal"
 	"github.com/cniplugins/cniplugins/internal/logging"
 	"github.com/cniplugins/cniplugins/internal/plugin"
@@ -11,8 +12,10 @@ import (
 
 // cmdGC (spec 1.1) releases this node's claims of this network whose
 // attachment is not in cni.dev/valid-attachments (hostlocal.KeepSet, the
-// rule every GC follows), failed ADDs' markers included. It reads this node's index keys of each scope, so another
-// node's claims are never even looked at. It keeps going after errors.
+// rule every GC follows), failed ADDs' markers included. It reads this
+// node's index keys of each scope, page by page, so another node's claims
+// are never even looked at, and it frees nothing unless the node is this
+// machine (node.go). It keeps going after errors.
 func cmdGC(req *plugin.Request) error {
 	p, op, err := begin(req, false) // GC has no attachment: op's is empty
 	if err != nil {
@@ -22,29 +25,34 @@ func cmdGC(req *plugin.Request) error {
 	if err != nil {
 		return err
 	}
-	keep := hostlocal.NewKeepSet(op.network, valid)
-	scopes := p.Scopes()
-	reads := make([]requestOp, len(scopes))
-	for i, s := range scopes {
-		reads[i] = getPrefix(op.keys.nodeScope(op.node, s))
-	}
-	resp, err := op.cl.read(reads...)
+	node, err := op.cl.Read(etcdkv.Get(op.keys.nodeKey(op.node)))
 	if err != nil {
 		return err
 	}
+	kv, found := node.First(0)
+	if err := op.ensureNode(kv, found); err != nil {
+		return err
+	}
+	keep := hostlocal.NewKeepSet(op.network, valid)
 	var errs []error
-	for i, s := range scopes {
-		var txns []txnRequest
+	for _, s := range p.Scopes() {
+		kvs, err := op.cl.List(op.keys.nodeScope(op.node, s), false)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		var txns []etcdkv.Txn
 		marks := unmark{}
-		for _, kv := range resp.kvs(i) {
+		for _, kv := range kvs {
 			r, ok := decodeRecord(kv.Value)
 			if !ok || r.Network != op.network || keep.Keeps(r.attachment()) {
 				continue
 			}
-			txns = append(txns, op.release(s, kv, marks))
+			txns = append(txns, op.release(s, kv, false))
+			marks[op.keys.markOf(s, string(kv.Key))] = true
 			req.Log.Info("gc releases", logging.String("address", r.Address), logging.String("containerID", r.ContainerID), logging.String("ifname", r.IfName))
 		}
-		errs = append(errs, op.commitBatches(txns, marks))
+		errs = append(errs, op.commitBatches(txns, marks, op.sameMachine()...))
 	}
 	return errors.Join(errs...)
 }
@@ -53,12 +61,22 @@ func cmdGC(req *plugin.Request) error {
 const maxNested = 32
 
 // commitBatches releases in transactions of at most maxNested claims,
-// each also clearing the exhaustion marks.
-func (op *operation) commitBatches(txns []txnRequest, marks unmark) error {
+// each also marking the range sets freed, each only while the conditions
+// in guard hold.
+func (op *operation) commitBatches(txns []etcdkv.Txn, marks unmark, guard ...etcdkv.Cmp) error {
 	var errs []error
 	for len(txns) > 0 {
 		n := min(len(txns), maxNested)
-		errs = append(errs, op.commit(txns[:n], marks.ops()...))
+		batch := etcdkv.Txn{If: guard}
+		for _, t := range txns[:n] {
+			batch.Then = append(batch.Then, etcdkv.Nested(t))
+		}
+		batch.Then = append(batch.Then, marks.ops()...)
+		resp, err := op.cl.Txn(batch)
+		if err == nil && !resp.Succeeded {
+			err = op.register() // the node's record changed: says whose it is now
+		}
+		errs = append(errs, err)
 		txns = txns[n:]
 	}
 	return errors.Join(errs...)

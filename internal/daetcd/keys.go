@@ -1,6 +1,7 @@
 package daetcd
 
 import (
+	"bytes"
 	"encoding/json"
 	"maps"
 	"net/netip"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/cniplugins/cniplugins/internal/dapools"
+	"github.com/cniplugins/cniplugins/internal/etcdkv"
 	"github.com/cniplugins/cniplugins/internal/hostlocal"
 )
 
@@ -21,6 +23,9 @@ import (
 //	                                            the attachment's index key, one per
 //	                                            range set (slot = its index) or pool (0)
 //	full/<scope>/<slot>                         an ADD found that range set or pool full
+//	                                            (empty: an address was freed since)
+//	nodes/<node>                                the machine that is the node, and when it
+//	                                            was last seen (node.go)
 //
 // The claim and the index key hold the same record and are written and
 // deleted together, in one transaction. The index key lives under the node,
@@ -57,6 +62,10 @@ func (l layout) slotKey(node string, s dapools.Scope, cid, ifname string, slot i
 	return l.attachmentPrefix(node, s, cid, ifname) + strconv.Itoa(slot)
 }
 
+func (l layout) nodeKey(node string) string { return l.prefix + "nodes/" + node }
+
+func (l layout) nodesPrefix() string { return l.prefix + "nodes/" }
+
 func (l layout) fullScope(s dapools.Scope) string { return l.prefix + "full/" + scopePath(s) + "/" }
 
 func (l layout) fullKey(s dapools.Scope, slot int) string { return l.fullScope(s) + strconv.Itoa(slot) }
@@ -67,16 +76,29 @@ func (l layout) markOf(s dapools.Scope, indexKey string) string {
 	return l.fullScope(s) + indexKey[strings.LastIndexByte(indexKey, '/')+1:]
 }
 
-// unmark collects the exhaustion marks that releases clear: a freed
-// address makes its own range set or pool not full, and no other.
+// Exhaustion marks. An ADD that found a range set full puts its mark
+// only if no address was freed there since the first taken address it
+// saw (markFull); every release writes the mark empty in the same
+// transaction (freed) instead of deleting it, because a deleted key
+// cannot tell a later conditional write that anything happened. So a
+// mark put late, after a concurrent release, cannot claim the range set
+// full while an address is free, and a DEL that freed nothing leaves the
+// mark alone.
+
+// freed records on mark that an address was freed.
+func freed(mark string) etcdkv.Op { return etcdkv.Put(mark, nil) }
+
+// unmark collects the marks of a batch of releases, where one mark may
+// stand for many of them: etcd refuses a transaction that writes a key
+// twice, so the batch writes each once, whether or not each release
+// happens (an empty mark only costs the next ADD the search that puts
+// it back).
 type unmark map[string]bool
 
-// ops deletes each mark once (etcd refuses a transaction that writes one
-// key twice).
-func (u unmark) ops() []requestOp {
-	var ops []requestOp
+func (u unmark) ops() []etcdkv.Op {
+	var ops []etcdkv.Op
 	for _, k := range slices.Sorted(maps.Keys(u)) {
-		ops = append(ops, del(k))
+		ops = append(ops, freed(k))
 	}
 	return ops
 }
@@ -107,6 +129,16 @@ func (r Record) ownerPrefix() []byte {
 		Address     string `json:"address"`
 	}{r.Node, r.ContainerID, r.IfName, r.Network, r.Address})
 	return append(b[:len(b)-1], ',')
+}
+
+// writtenBefore is the upper bound of every record of this owner and
+// address written before r.Time: they share the fields up to "time", and
+// times of one width sort as bytes. A DEL that deletes only below it
+// cannot delete what a later ADD writes, whenever a copy of it lands.
+func (r Record) writtenBefore() []byte {
+	r.Claim = ""
+	b := r.encode()
+	return b[:bytes.LastIndex(b, []byte(`","claim":`))]
 }
 
 func (r Record) encode() []byte {

@@ -3,23 +3,29 @@ package daetcd
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"os"
 	"time"
 
 	"github.com/cniplugins/cniplugins/internal/dapools"
+	"github.com/cniplugins/cniplugins/internal/etcdkv"
 	"github.com/cniplugins/cniplugins/internal/logging"
 	"github.com/cniplugins/cniplugins/internal/plugin"
 )
 
 // operation is one CNI command against etcd: the client with its
-// deadline, the key layout, and who is asking.
+// deadline, the key layout, and who is asking (node and machine, and the
+// attachment when there is one).
 type operation struct {
-	cl      *client
-	keys    layout
-	node    string
-	network string
-	cid     string
-	ifname  string
-	log     *logging.Logger
+	cl       *etcdkv.Client
+	keys     layout
+	node     string
+	machine  string // "" for an operator's command, which is no node's
+	hostname string
+	network  string
+	cid      string
+	ifname   string
+	now      time.Time
+	log      *logging.Logger
 }
 
 // begin is how every command starts: ipam-da-pools' parse of the config
@@ -50,15 +56,21 @@ func beginTargets(req *plugin.Request) (dapools.Parsed, *operation, []dapools.Ta
 }
 
 func newOperation(c *etcdConfig, network, cid, ifname string, log *logging.Logger) (*operation, error) {
+	machine, err := machineID(c.machineIDFile)
+	if err != nil {
+		return nil, err
+	}
 	cl, err := newClient(c)
 	if err != nil {
 		return nil, err
 	}
-	return &operation{cl: cl, keys: layout{prefix: c.prefix}, node: c.node, network: network, cid: cid, ifname: ifname, log: log}, nil
+	host, _ := os.Hostname()
+	return &operation{cl: cl, keys: layout{prefix: c.prefix}, node: c.node, machine: machine, hostname: host,
+		network: network, cid: cid, ifname: ifname, now: time.Now(), log: log}, nil
 }
 
-// newClaimID names one ADD's claims: a repeated claim (the client resent
-// it after losing the answer) is recognised by it.
+// newClaimID names one ADD's claims: a claim found committed after its
+// answer was lost is recognised by it.
 func newClaimID() string {
 	var b [8]byte
 	_, _ = rand.Read(b[:])
@@ -66,10 +78,10 @@ func newClaimID() string {
 }
 
 // record is this attachment's owner record for an address of scope.
-func (op *operation) record(s dapools.Scope, addr, claim string, now time.Time) Record {
+func (op *operation) record(s dapools.Scope, addr, claim string) Record {
 	return Record{
 		Node: op.node, ContainerID: op.cid, IfName: op.ifname, Network: op.network,
-		Address: addr, Pool: s.Pool, Time: now.UTC().Format(time.RFC3339), Claim: claim,
+		Address: addr, Pool: s.Pool, Time: stamp(op.now), Claim: claim,
 	}
 }
 
@@ -78,29 +90,34 @@ func (op *operation) slotKey(s dapools.Scope, slot int) string {
 	return op.keys.slotKey(op.node, s, op.cid, op.ifname, slot)
 }
 
-// readAttachment reads the attachment's index keys in each scope, in one
-// linearizable read: response i holds scope i's.
-func (op *operation) readAttachment(scopes []dapools.Scope) (*txnResponse, error) {
-	reads := make([]requestOp, len(scopes))
-	for i, s := range scopes {
-		reads[i] = getPrefix(op.keys.attachmentPrefix(op.node, s, op.cid, op.ifname))
+// readAttachment reads the attachment's index keys in each scope, and the
+// node's record, in one linearizable read: response i holds scope i's,
+// the last one the node's.
+func (op *operation) readAttachment(scopes []dapools.Scope) (*etcdkv.Response, error) {
+	reads := make([]etcdkv.Op, 0, len(scopes)+1)
+	for _, s := range scopes {
+		reads = append(reads, etcdkv.GetPrefix(op.keys.attachmentPrefix(op.node, s, op.cid, op.ifname)))
 	}
-	return op.cl.read(reads...)
+	return op.cl.Read(append(reads, etcdkv.Get(op.keys.nodeKey(op.node)))...)
 }
 
-// release is the guarded delete of one claim found through its index key
-// kv: both keys go, in one transaction, only if both still hold exactly
-// what was read. A failed ADD's marker (no address) is just deleted. The
-// range set's exhaustion mark is added to marks.
-func (op *operation) release(s dapools.Scope, kv keyValue, marks unmark) txnRequest {
+// release is the exact delete of one claim found through its index key
+// kv: both keys go, in one transaction, only while both still hold what
+// was read, so a late copy of it can delete nothing a later ADD wrote. A
+// failed ADD's marker (no address) is just deleted. When markHere, the
+// same transaction records on the range set's exhaustion mark that an
+// address was freed (see freed); otherwise the caller does, once per mark.
+func (op *operation) release(s dapools.Scope, kv etcdkv.KV, markHere bool) etcdkv.Txn {
 	slotK := string(kv.Key)
-	marks[op.keys.markOf(s, slotK)] = true
-	t := txnRequest{Compare: []compare{modIs(slotK, kv.ModRevision)}, Success: []requestOp{del(slotK)}}
+	t := etcdkv.Txn{If: []etcdkv.Cmp{etcdkv.ModIs(slotK, kv.ModRevision)}, Then: []etcdkv.Op{etcdkv.Delete(slotK)}}
 	if r, ok := decodeRecord(kv.Value); ok && !r.cancelled() {
 		if ip, err := parseAddr(r.Address); err == nil {
 			addrK := op.keys.addrKey(s, ip)
-			t.Compare = append(t.Compare, valueIs(addrK, kv.Value))
-			t.Success = append(t.Success, del(addrK))
+			t.If = append(t.If, etcdkv.ValueIs(addrK, kv.Value))
+			t.Then = append(t.Then, etcdkv.Delete(addrK))
+			if markHere {
+				t.Then = append(t.Then, freed(op.keys.markOf(s, slotK)))
+			}
 		}
 	}
 	return t
@@ -108,20 +125,21 @@ func (op *operation) release(s dapools.Scope, kv keyValue, marks unmark) txnRequ
 
 // commit sends the transactions as one: a single one as it is, several as
 // nested transactions of one outer transaction (one round trip, each
-// keeping its own conditions), plus extra unconditional operations.
-func (op *operation) commit(txns []txnRequest, extra ...requestOp) error {
+// keeping its own conditions), plus extra operations. Every transaction
+// here is exact (see release), so the client may send it again.
+func (op *operation) commit(txns []etcdkv.Txn, extra ...etcdkv.Op) error {
 	switch {
 	case len(txns) == 0 && len(extra) == 0:
 		return nil
 	case len(txns) == 1 && len(extra) == 0:
-		_, err := op.cl.txn(txns[0])
+		_, err := op.cl.Txn(txns[0])
 		return err
 	}
-	outer := txnRequest{}
-	for i := range txns {
-		outer.Success = append(outer.Success, requestOp{Txn: &txns[i]})
+	outer := etcdkv.Txn{}
+	for _, t := range txns {
+		outer.Then = append(outer.Then, etcdkv.Nested(t))
 	}
-	outer.Success = append(outer.Success, extra...)
-	_, err := op.cl.txn(outer)
+	outer.Then = append(outer.Then, extra...)
+	_, err := op.cl.Txn(outer)
 	return err
 }

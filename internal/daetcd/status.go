@@ -5,6 +5,7 @@ import (
 
 	"github.com/cniplugins/cniplugins/internal/cnierr"
 	"github.com/cniplugins/cniplugins/internal/dapools"
+	"github.com/cniplugins/cniplugins/internal/etcdkv"
 	"github.com/cniplugins/cniplugins/internal/plugin"
 )
 
@@ -12,8 +13,8 @@ import (
 // from is exhausted (an ADD found it full and nothing was released there
 // since), or when etcd has no quorum: members answer but cannot serve a
 // linearizable read within the timeout. An etcd that nobody answers for
-// is code 11. The check is one read of the exhaustion marks, which is
-// also the quorum probe.
+// is code 11. The check is one read of the exhaustion marks and the
+// node's record, which is also the quorum probe.
 func cmdStatus(req *plugin.Request) error {
 	p, op, targets, err := beginTargets(req)
 	if err != nil {
@@ -30,20 +31,24 @@ func cmdStatus(req *plugin.Request) error {
 	for _, name := range p.DefinedPools() {
 		marks = append(marks, mark{"pool " + name, op.keys.fullKey(dapools.Scope{Pool: name}, 0)})
 	}
-	reads := make([]requestOp, len(marks))
-	for i, m := range marks {
-		reads[i] = get(m.key)
+	reads := make([]etcdkv.Op, 0, len(marks)+1)
+	for _, m := range marks {
+		reads = append(reads, etcdkv.Get(m.key))
 	}
-	resp, err := op.cl.read(reads...)
-	if errors.Is(err, errNoQuorum) {
+	resp, err := op.cl.Read(append(reads, etcdkv.Get(op.keys.nodeKey(op.node)))...)
+	if errors.Is(err, etcdkv.ErrNoQuorum) {
 		e := cnierr.As(err)
 		return cnierr.New(cnierr.CodeNotAvailable, "etcd has no quorum", "%s", e.Details)
 	}
 	if err != nil {
 		return err
 	}
+	node, found := resp.First(len(marks))
+	if err := op.ensureNode(node, found); err != nil {
+		return err
+	}
 	for i, m := range marks {
-		if _, full := resp.first(i); full {
+		if kv, ok := resp.First(i); ok && len(kv.Value) > 0 { // empty: freed since
 			return cnierr.New(cnierr.CodeNotAvailable, "address pool exhausted", "%s", m.label)
 		}
 	}

@@ -12,11 +12,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -393,6 +395,15 @@ func tail(s string, n int) string {
 
 // Keys lists every key under prefix (for leak checks).
 func (c *Cluster) Keys(prefix string) ([]string, error) {
+	kvs, err := c.Values(prefix)
+	if err != nil {
+		return nil, err
+	}
+	return slices.Sorted(maps.Keys(kvs)), nil
+}
+
+// Values reads every key under prefix with its value.
+func (c *Cluster) Values(prefix string) (map[string]string, error) {
 	var m *Member
 	for _, x := range c.Members {
 		if x.Running() {
@@ -405,17 +416,18 @@ func (c *Cluster) Keys(prefix string) ([]string, error) {
 	}
 	var resp struct {
 		Kvs []struct {
-			Key []byte `json:"key"`
+			Key   []byte `json:"key"`
+			Value []byte `json:"value"`
 		} `json:"kvs"`
 	}
 	end := []byte(prefix)
 	end[len(end)-1]++
-	if err := c.Post(m, "/v3/kv/range", map[string]any{"key": []byte(prefix), "range_end": end, "keys_only": true}, &resp); err != nil {
+	if err := c.Post(m, "/v3/kv/range", map[string]any{"key": []byte(prefix), "range_end": end}, &resp); err != nil {
 		return nil, err
 	}
-	out := make([]string, len(resp.Kvs))
-	for i, kv := range resp.Kvs {
-		out[i] = string(kv.Key)
+	out := make(map[string]string, len(resp.Kvs))
+	for _, kv := range resp.Kvs {
+		out[string(kv.Key)] = string(kv.Value)
 	}
 	return out, nil
 }

@@ -93,9 +93,8 @@ func TestTLS(t *testing.T) {
 	f := tc.TLS
 	good := conf(map[string]string{"caFile": f.CA, "certFile": f.ClientCert, "keyFile": f.ClientKey})
 	r, _ := mustAdd(t, "tls1", good)
-	ks, err := tc.Keys(prefix(t))
-	if err != nil || len(ks) != 2 {
-		t.Fatalf("keys in the TLS cluster: %v %v", ks, err)
+	if ks := stateKeys(t, tc); len(ks) != 2 {
+		t.Fatalf("keys in the TLS cluster: %v", ks)
 	}
 	for name, bad := range map[string]map[string]string{
 		"untrusted CA":          {"caFile": f.OtherCA, "certFile": f.ClientCert, "keyFile": f.ClientKey},
@@ -108,7 +107,7 @@ func TestTLS(t *testing.T) {
 	}
 	wantCode(t, run1("ADD", "tls2", conf(map[string]string{"caFile": "/nonexistent/ca.pem"})), 7)
 	mustRun(t, "DEL", "tls1", withPrev(t, good, r.Stdout))
-	if ks, _ := tc.Keys(prefix(t)); len(ks) != 0 {
+	if ks := stateKeys(t, tc); len(ks) != 0 {
 		t.Fatalf("keys left: %v", ks)
 	}
 }

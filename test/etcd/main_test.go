@@ -6,9 +6,11 @@ package etcd
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -206,12 +208,27 @@ func oneError(t *testing.T, r testbin.Reply) *types.Error {
 	return &e
 }
 
-// keys lists the test's keys in etcd.
+// keys lists the test's keys in etcd that hold state: claims, index keys
+// and exhaustion marks that say full. Node records, and marks left empty
+// by a release (it writes them empty, not deletes them), hold none.
 func keys(t *testing.T) []string {
 	t.Helper()
-	ks, err := cluster.Keys(prefix(t))
+	return stateKeys(t, cluster)
+}
+
+// stateKeys is keys for the test's keys in cluster c.
+func stateKeys(t *testing.T, c *etcdtest.Cluster) []string {
+	t.Helper()
+	kvs, err := c.Values(prefix(t))
 	if err != nil {
 		t.Fatal(err)
+	}
+	var ks []string
+	for _, k := range slices.Sorted(maps.Keys(kvs)) {
+		if rel := strings.TrimPrefix(k, prefix(t)); strings.HasPrefix(rel, "nodes/") || (strings.HasPrefix(rel, "full/") && kvs[k] == "") {
+			continue
+		}
+		ks = append(ks, k)
 	}
 	return ks
 }

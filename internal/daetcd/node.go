@@ -1,0 +1,145 @@
+package daetcd
+
+import (
+	"bytes"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/cniplugins/cniplugins/internal/cnierr"
+	"github.com/cniplugins/cniplugins/internal/etcdkv"
+)
+
+// A node name is the key segment that all of a node's claims live under,
+// so two machines sharing one (a cloned image, a default host name) would
+// free each other's claims in GC. The first command from a node stores the
+// machine's identity beside its claims (nodes/<node>); every later ADD,
+// DEL, GC and STATUS from it checks that identity in the same transaction
+// that does its work, and refreshes the time the node was last seen, which
+// `gc --etcd --node N` reads before it frees a node it believes gone.
+
+// nodeRecord is the value of nodes/<node>. Its fields are in this order on
+// purpose: records of one machine sort by the time they were written.
+type nodeRecord struct {
+	Machine  string `json:"machine"`
+	Seen     string `json:"seen"`
+	Hostname string `json:"hostname"`
+}
+
+// stampFormat is how records carry time: fixed width, so that byte order
+// is time order (etcd compares values byte by byte).
+const stampFormat = "2006-01-02T15:04:05.000000000Z"
+
+func stamp(t time.Time) string { return t.UTC().Format(stampFormat) }
+
+// touchEvery: STATUS, a read, writes the node's last-seen time only when
+// it is older than this.
+const touchEvery = time.Minute
+
+// machineID is the machine's identity as stored in etcd: a keyed hash of
+// its machine-id (which systemd asks never to publish as it is), or of
+// the file ipam.etcd.machineIDFile names.
+func machineID(file string) (string, error) {
+	files := []string{file}
+	if file == "" {
+		files = []string{"/etc/machine-id", "/var/lib/dbus/machine-id"}
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if id := strings.TrimSpace(string(b)); err == nil && id != "" {
+			mac := hmac.New(sha256.New, []byte("cniplugins ipam-da-etcd node identity"))
+			mac.Write([]byte(id))
+			return hex.EncodeToString(mac.Sum(nil)[:16]), nil
+		}
+	}
+	if file != "" {
+		return "", cnierr.InvalidConfig("ipam.etcd.machineIDFile", file, "cannot be read or is empty")
+	}
+	return "", cnierr.New(cnierr.CodeInvalidConfig, "this machine has no machine-id",
+		"/etc/machine-id and /var/lib/dbus/machine-id are missing or empty: run systemd-machine-id-setup, or name a file holding a stable ID unique to this machine in ipam.etcd.machineIDFile")
+}
+
+// identity is how this machine's node record begins.
+func (op *operation) identity() []byte {
+	b, _ := json.Marshal(nodeRecord{Machine: op.machine})
+	return b[:bytes.Index(b, []byte(`"seen":"`))+len(`"seen":"`)]
+}
+
+func (op *operation) nodeRecord() []byte {
+	b, _ := json.Marshal(nodeRecord{Machine: op.machine, Seen: stamp(op.now), Hostname: op.hostname})
+	return b
+}
+
+// sameMachine holds while the node's record is this machine's.
+func (op *operation) sameMachine() []etcdkv.Cmp {
+	id := op.identity()
+	k := op.keys.nodeKey(op.node)
+	return []etcdkv.Cmp{etcdkv.ValueAbove(k, id), etcdkv.ValueBelow(k, append(id, 0xff))}
+}
+
+// touch moves the node's last-seen time forward, never back: a late copy
+// of an older command cannot undo a newer one's.
+func (op *operation) touch() etcdkv.Op {
+	k, rec := op.keys.nodeKey(op.node), op.nodeRecord()
+	return etcdkv.Nested(etcdkv.Txn{
+		If:   []etcdkv.Cmp{etcdkv.ValueAbove(k, op.identity()), etcdkv.ValueBelow(k, rec)},
+		Then: []etcdkv.Op{etcdkv.Put(k, rec)},
+	})
+}
+
+// checkNode looks at the node's record as read: absent means the node
+// has to register first; another machine's is an error naming both.
+func (op *operation) checkNode(kv etcdkv.KV, found bool) (registered bool, err error) {
+	if !found {
+		return false, nil
+	}
+	if bytes.HasPrefix(kv.Value, op.identity()) {
+		return true, nil
+	}
+	var other nodeRecord
+	_ = json.Unmarshal(kv.Value, &other)
+	return false, cnierr.New(cnierr.CodeInvalidConfig, "another machine uses this node name",
+		"ipam.etcd.nodeName=%q: etcd holds it for machine %s (host %q, last seen %s); this is machine %s (host %q): give each machine its own nodeName (two machines under one name would free each other's addresses)",
+		op.node, other.Machine, other.Hostname, other.Seen, op.machine, op.hostname)
+}
+
+// register stores this machine's identity for the node if it has none,
+// and checks it otherwise.
+func (op *operation) register() error {
+	k := op.keys.nodeKey(op.node)
+	resp, err := op.cl.Txn(etcdkv.Txn{
+		If:   []etcdkv.Cmp{etcdkv.Absent(k)},
+		Then: []etcdkv.Op{etcdkv.Put(k, op.nodeRecord())},
+		Else: []etcdkv.Op{etcdkv.Get(k)},
+	})
+	if err != nil || resp.Succeeded {
+		return err
+	}
+	kv, found := resp.First(0)
+	_, err = op.checkNode(kv, found)
+	return err
+}
+
+// ensureNode checks the node's record as read, registering it when
+// absent; an STATUS-like reader refreshes last-seen when it is stale.
+func (op *operation) ensureNode(kv etcdkv.KV, found bool) error {
+	registered, err := op.checkNode(kv, found)
+	switch {
+	case err != nil:
+		return err
+	case !registered:
+		return op.register()
+	}
+	var r nodeRecord
+	if json.Unmarshal(kv.Value, &r) == nil {
+		if seen, err := time.Parse(time.RFC3339, r.Seen); err == nil && op.now.Sub(seen) < touchEvery {
+			return nil
+		}
+	}
+	_, err = op.cl.Txn(etcdkv.Txn{Then: []etcdkv.Op{op.touch()}})
+	return err
+}
