@@ -5,6 +5,7 @@ import (
 	"net/netip"
 	"time"
 
+	"github.com/cniplugins/cniplugins/internal/addrspace"
 	"github.com/cniplugins/cniplugins/internal/cnierr"
 	"github.com/cniplugins/cniplugins/internal/dapools"
 	"github.com/cniplugins/cniplugins/internal/hostlocal"
@@ -27,7 +28,7 @@ type claimStore struct {
 	op     *operation
 	scope  dapools.Scope
 	slot   int
-	set    hostlocal.RangeSet
+	set    addrspace.RangeSet
 	claim  string // this ADD's claim ID
 	now    time.Time
 	label  string
