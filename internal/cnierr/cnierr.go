@@ -10,6 +10,8 @@ import (
 	"fmt"
 
 	"github.com/containernetworking/cni/pkg/types"
+
+	"github.com/cniplugins/cniplugins/internal/addrspace"
 )
 
 // Plugin-specific codes (docs/error-codes.md); the spec's own codes come
@@ -76,6 +78,8 @@ func (w *Wrapped) Unwrap() []error { return []error{w.cni, w.cause} }
 
 // As extracts the CNI error from err's chain, classifying anything untyped
 // as an internal error (999) so the caller always has something to print.
+// An addrspace.ConfigError (that package stays free of the CNI types) is
+// the code-7 error InvalidConfig or MissingConfig would have made.
 func As(err error) *types.Error {
 	if err == nil {
 		return nil
@@ -83,6 +87,13 @@ func As(err error) *types.Error {
 	var e *types.Error
 	if errors.As(err, &e) {
 		return e
+	}
+	var ce *addrspace.ConfigError
+	if errors.As(err, &ce) {
+		if ce.Reason == "" {
+			return MissingConfig(ce.Field)
+		}
+		return InvalidConfig(ce.Field, ce.Value, ce.Reason)
 	}
 	return types.NewError(CodeInternal, err.Error(), "")
 }

@@ -5,7 +5,7 @@ import (
 	"hash/fnv"
 	"net/netip"
 
-	"github.com/cniplugins/cniplugins/internal/hostlocal"
+	"github.com/cniplugins/cniplugins/internal/addrspace"
 )
 
 func parseAddr(s string) (netip.Addr, error) {
@@ -18,7 +18,7 @@ func parseAddr(s string) (netip.Addr, error) {
 // ADDs on many hosts then start spread over the pool instead of all racing
 // for its lowest free address, and each costs one transaction as long as
 // the pool is not nearly full.
-func startAddr(rs hostlocal.RangeSet, key string) netip.Addr {
+func startAddr(rs addrspace.RangeSet, key string) netip.Addr {
 	h := fnv.New64a()
 	h.Write([]byte(key))
 	sum := h.Sum64()

@@ -4,13 +4,13 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/cniplugins/cniplugins/internal/hostlocal"
+	"github.com/cniplugins/cniplugins/internal/addrspace"
 )
 
 // startAddr must land inside the set, and different attachments must start
 // spread over it rather than on the same address.
 func TestStartAddr(t *testing.T) {
-	sets := map[string][]hostlocal.RangeConfig{
+	sets := map[string][]addrspace.RangeConfig{
 		"v4 /24":            {{Subnet: "10.214.0.0/24"}},
 		"v4 narrow range":   {{Subnet: "10.214.0.0/24", RangeStart: "10.214.0.100", RangeEnd: "10.214.0.101"}},
 		"v4 two ranges":     {{Subnet: "10.214.1.0/30"}, {Subnet: "10.214.2.0/24"}},
@@ -20,7 +20,7 @@ func TestStartAddr(t *testing.T) {
 	}
 	for name, cfgs := range sets {
 		t.Run(name, func(t *testing.T) {
-			rs, err := hostlocal.ParseRangeSet("r", cfgs)
+			rs, err := addrspace.ParseRangeSet("r", cfgs)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -6,6 +6,7 @@ import (
 	"math"
 	"net/netip"
 
+	"github.com/cniplugins/cniplugins/internal/addrspace"
 	"github.com/cniplugins/cniplugins/internal/cnierr"
 	"github.com/cniplugins/cniplugins/internal/dapools"
 	"github.com/cniplugins/cniplugins/internal/etcdkv"
@@ -30,7 +31,7 @@ type claimStore struct {
 	op     *operation
 	scope  dapools.Scope
 	slot   int
-	set    hostlocal.RangeSet
+	set    addrspace.RangeSet
 	claim  string // this ADD's claim ID
 	label  string
 	marker int64 // mod revision of the marker in our index key that the claim takes over (0: none)

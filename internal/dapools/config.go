@@ -15,8 +15,8 @@ import (
 
 	"github.com/containernetworking/cni/pkg/types"
 
+	"github.com/cniplugins/cniplugins/internal/addrspace"
 	"github.com/cniplugins/cniplugins/internal/cnierr"
-	"github.com/cniplugins/cniplugins/internal/hostlocal"
 	"github.com/cniplugins/cniplugins/internal/netconf"
 	"github.com/cniplugins/cniplugins/internal/pool"
 )
@@ -40,9 +40,9 @@ const (
 
 // ipamConf is the ipam section: host-local's keys plus this project's.
 type ipamConf struct {
-	Ranges [][]hostlocal.RangeConfig `json:"ranges"`
+	Ranges [][]addrspace.RangeConfig `json:"ranges"`
 	// The deprecated single range at the top level of ipam.
-	hostlocal.RangeConfig
+	addrspace.RangeConfig
 	Routes     []*types.Route `json:"routes"`
 	ResolvConf string         `json:"resolvConf"`
 	DataDir    string         `json:"dataDir"`
@@ -62,7 +62,7 @@ type netArgs struct {
 	}
 	RuntimeConfig struct {
 		IPs      []string                  `json:"ips"`
-		IPRanges [][]hostlocal.RangeConfig `json:"ipRanges"`
+		IPRanges [][]addrspace.RangeConfig `json:"ipRanges"`
 	}
 }
 
@@ -75,7 +75,7 @@ type config struct {
 	resolvConf  string
 
 	// standalone range sets (host-local mode); nil in pool mode
-	rangeSets []hostlocal.RangeSet
+	rangeSets []addrspace.RangeSet
 	// pools selected by prevResult.pools; nil in standalone mode
 	pools []pool.Pool
 	// poolDefs are ipam.poolDefinitions, validated
@@ -174,12 +174,12 @@ func lockTimeout(s string) (time.Duration, error) {
 // standaloneRanges follows host-local: runtimeConfig.ipRanges replaces
 // ipam.ranges; the deprecated top-level range comes first; sets must not
 // overlap one another.
-func standaloneRanges(ipam ipamConf, extra netArgs) ([]hostlocal.RangeSet, error) {
+func standaloneRanges(ipam ipamConf, extra netArgs) ([]addrspace.RangeSet, error) {
 	cfgs, field := ipam.Ranges, "ipam.ranges"
 	if len(extra.RuntimeConfig.IPRanges) > 0 {
 		cfgs, field = extra.RuntimeConfig.IPRanges, "runtimeConfig.ipRanges"
 	}
-	var sets []hostlocal.RangeSet
+	var sets []addrspace.RangeSet
 	legacy := 0
 	if ipam.Subnet != "" {
 		legacy = 1
@@ -194,10 +194,10 @@ func standaloneRanges(ipam ipamConf, extra netArgs) ([]hostlocal.RangeSet, error
 		if err != nil {
 			return nil, err
 		}
-		sets = append(sets, hostlocal.RangeSet{r})
+		sets = append(sets, addrspace.RangeSet{r})
 	}
 	for i, cfg := range cfgs {
-		rs, err := hostlocal.ParseRangeSet(fmt.Sprintf("%s[%d]", field, i), cfg)
+		rs, err := addrspace.ParseRangeSet(fmt.Sprintf("%s[%d]", field, i), cfg)
 		if err != nil {
 			return nil, err
 		}
@@ -206,7 +206,7 @@ func standaloneRanges(ipam ipamConf, extra netArgs) ([]hostlocal.RangeSet, error
 	if len(sets) == 0 {
 		return nil, cnierr.MissingConfig("ipam.ranges")
 	}
-	return sets, hostlocal.CheckDisjoint(sets, func(set, idx int) string {
+	return sets, addrspace.CheckDisjoint(sets, func(set, idx int) string {
 		if set < legacy {
 			return "ipam" // the legacy range's keys sit in ipam itself
 		}

@@ -5,6 +5,7 @@ import (
 
 	current "github.com/containernetworking/cni/pkg/types/100"
 
+	"github.com/cniplugins/cniplugins/internal/addrspace"
 	"github.com/cniplugins/cniplugins/internal/hostlocal"
 	"github.com/cniplugins/cniplugins/internal/netconf"
 )
@@ -57,7 +58,7 @@ type Target struct {
 	Label     string // names the pool or range set in errors
 	Scope     Scope
 	RangeID   int // the range set's index (standalone) or 0 (a pool)
-	Set       hostlocal.RangeSet
+	Set       addrspace.RangeSet
 	Requested netip.Addr
 	t         target
 }

@@ -3,7 +3,7 @@ package dapools
 import (
 	"path/filepath"
 
-	"github.com/cniplugins/cniplugins/internal/hostlocal"
+	"github.com/cniplugins/cniplugins/internal/addrspace"
 	"github.com/cniplugins/cniplugins/internal/netconf"
 	"github.com/cniplugins/cniplugins/internal/pool"
 )
@@ -18,7 +18,7 @@ type Layout struct {
 	NetworkDir string
 	// RangeSets are the standalone range sets (ipam.ranges and the legacy
 	// top-level range), nil when the config has none.
-	RangeSets []hostlocal.RangeSet
+	RangeSets []addrspace.RangeSet
 	// PoolDefs are ipam.poolDefinitions.
 	PoolDefs map[string]pool.Definition
 }

@@ -5,8 +5,8 @@ import (
 	"net/netip"
 	"path/filepath"
 
+	"github.com/cniplugins/cniplugins/internal/addrspace"
 	"github.com/cniplugins/cniplugins/internal/cnierr"
-	"github.com/cniplugins/cniplugins/internal/hostlocal"
 	"github.com/cniplugins/cniplugins/internal/plugin"
 )
 
@@ -15,9 +15,9 @@ type target struct {
 	label     string // names the pool or range set in errors
 	dir       string
 	rangeID   int // the N of last_reserved_ip.N
-	set       hostlocal.RangeSet
+	set       addrspace.RangeSet
 	requested netip.Addr
-	exclude   hostlocal.Exclusions // never handed out (pool mode only)
+	exclude   addrspace.Exclusions // never handed out (pool mode only)
 }
 
 // load parses the config and lists the targets: how ADD, CHECK and

@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"slices"
 
+	"github.com/cniplugins/cniplugins/internal/addrspace"
 	"github.com/cniplugins/cniplugins/internal/hostlocal"
 	"github.com/cniplugins/cniplugins/internal/logging"
 )
@@ -73,7 +74,7 @@ func (d *Driver) reply(id string, addr netip.Prefix, what string) (RequestAddres
 // rangeGateway is the gateway of a gateway request that needs no
 // reservation: the first range's gateway when none is asked for, or the
 // asked address when it is some range's gateway.
-func rangeGateway(rs hostlocal.RangeSet, asked netip.Addr) (netip.Addr, bool) {
+func rangeGateway(rs addrspace.RangeSet, asked netip.Addr) (netip.Addr, bool) {
 	if !asked.IsValid() {
 		return rs[0].Gateway, true
 	}
@@ -87,7 +88,7 @@ func rangeGateway(rs hostlocal.RangeSet, asked netip.Addr) (netip.Addr, bool) {
 
 // reserve writes the reservation file under the pool directory's lock,
 // exactly as a CNI ADD on that pool does.
-func (d *Driver) reserve(id string, p *poolState, rs hostlocal.RangeSet, exclude hostlocal.Exclusions, requested netip.Addr) (netip.Prefix, error) {
+func (d *Driver) reserve(id string, p *poolState, rs addrspace.RangeSet, exclude addrspace.Exclusions, requested netip.Addr) (netip.Prefix, error) {
 	disk, err := hostlocal.Open(d.poolDir(p.Pool), d.cfg.LockTimeout)
 	if err != nil {
 		return netip.Prefix{}, err

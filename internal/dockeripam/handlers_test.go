@@ -10,6 +10,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/cniplugins/cniplugins/internal/addrspace"
 	"github.com/cniplugins/cniplugins/internal/hostlocal"
 )
 
@@ -142,7 +143,7 @@ func TestOwnershipAcrossCNIAndDocker(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rs, _ := hostlocal.ParseRangeSet("r", []hostlocal.RangeConfig{{Subnet: "10.213.1.0/24"}})
+	rs, _ := addrspace.ParseRangeSet("r", []addrspace.RangeConfig{{Subnet: "10.213.1.0/24"}})
 	cni := hostlocal.Attachment{ContainerID: "abc", IfName: "eth0", Network: "blue"}
 	if _, _, err := hostlocal.NewAllocator(disk).Allocate(cni, 0, rs, netip.Addr{}, "pool shared"); err != nil {
 		t.Fatal(err)

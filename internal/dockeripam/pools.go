@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/cniplugins/cniplugins/internal/addrspace"
 	"github.com/cniplugins/cniplugins/internal/hostlocal"
 	"github.com/cniplugins/cniplugins/internal/logging"
 )
@@ -285,16 +286,16 @@ func parseNetwork(field, s string) (netip.Prefix, error) {
 // ranges is the range set a Docker pool allocates from, and what it
 // never hands out: the defined pool's ranges in the pool's subnet and its
 // exclusions, or the whole subnet for an own pool.
-func (d *Driver) ranges(pool string, subnet netip.Prefix, own bool) (hostlocal.RangeSet, hostlocal.Exclusions) {
+func (d *Driver) ranges(pool string, subnet netip.Prefix, own bool) (addrspace.RangeSet, addrspace.Exclusions) {
 	if own {
-		r, err := hostlocal.RangeConfig{Subnet: subnet.String()}.Canonicalize("Pool")
+		r, err := addrspace.RangeConfig{Subnet: subnet.String()}.Canonicalize("Pool")
 		if err != nil {
-			return nil, hostlocal.Exclusions{}
+			return nil, addrspace.Exclusions{}
 		}
-		return hostlocal.RangeSet{r}, hostlocal.Exclusions{}
+		return addrspace.RangeSet{r}, addrspace.Exclusions{}
 	}
 	def := d.cfg.Pools[pool]
-	var out hostlocal.RangeSet
+	var out addrspace.RangeSet
 	for _, r := range def.Set {
 		if r.Subnet == subnet {
 			out = append(out, r)
@@ -305,12 +306,12 @@ func (d *Driver) ranges(pool string, subnet netip.Prefix, own bool) (hostlocal.R
 
 // restrict narrows rs to the addresses inside sub (--ip-range), keeping
 // each range's subnet and gateway.
-func restrict(rs hostlocal.RangeSet, sub netip.Prefix) hostlocal.RangeSet {
+func restrict(rs addrspace.RangeSet, sub netip.Prefix) addrspace.RangeSet {
 	if !sub.IsValid() {
 		return rs
 	}
-	first, last := sub.Masked().Addr(), hostlocal.LastAddr(sub)
-	var out hostlocal.RangeSet
+	first, last := sub.Masked().Addr(), addrspace.LastAddr(sub)
+	var out addrspace.RangeSet
 	for _, r := range rs {
 		start, end := r.Start, r.End
 		if first.Compare(start) > 0 {
@@ -320,7 +321,7 @@ func restrict(rs hostlocal.RangeSet, sub netip.Prefix) hostlocal.RangeSet {
 			end = last
 		}
 		if start.Compare(end) <= 0 {
-			out = append(out, hostlocal.Range{Subnet: r.Subnet, Start: start, End: end, Gateway: r.Gateway})
+			out = append(out, addrspace.Range{Subnet: r.Subnet, Start: start, End: end, Gateway: r.Gateway})
 		}
 	}
 	return out

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cniplugins/cniplugins/internal/hostlocal"
+	"github.com/cniplugins/cniplugins/internal/addrspace"
 	"github.com/cniplugins/cniplugins/internal/pool"
 )
 
@@ -49,7 +49,7 @@ func TestOwnPoolNamesAreValidPoolNames(t *testing.T) {
 }
 
 func TestRestrict(t *testing.T) {
-	rs, err := hostlocal.ParseRangeSet("r", []hostlocal.RangeConfig{{Subnet: "10.213.1.0/24", RangeStart: "10.213.1.10", RangeEnd: "10.213.1.200"}})
+	rs, err := addrspace.ParseRangeSet("r", []addrspace.RangeConfig{{Subnet: "10.213.1.0/24", RangeStart: "10.213.1.10", RangeEnd: "10.213.1.200"}})
 	if err != nil {
 		t.Fatal(err)
 	}

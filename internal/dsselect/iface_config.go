@@ -7,8 +7,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/cniplugins/cniplugins/internal/addrspace"
 	"github.com/cniplugins/cniplugins/internal/cnierr"
-	"github.com/cniplugins/cniplugins/internal/hostlocal"
 	"github.com/cniplugins/cniplugins/internal/netconf"
 	"github.com/cniplugins/cniplugins/internal/pool"
 )
@@ -82,7 +82,7 @@ func parseIface(conf *netconf.Envelope) (*ifaceSpec, error) {
 	if s.ranges, err = parseFamilyRanges(k.FamilyRanges, s.families); err != nil {
 		return nil, err
 	}
-	if _, err := hostlocal.ParseExclusions("ipam.exclude", k.Exclude); err != nil {
+	if _, err := addrspace.ParseExclusions("ipam.exclude", k.Exclude); err != nil {
 		return nil, err
 	}
 	return s, nil

@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"slices"
 
+	"github.com/cniplugins/cniplugins/internal/addrspace"
 	"github.com/cniplugins/cniplugins/internal/cnierr"
 )
 
@@ -14,11 +15,19 @@ import (
 // its calls, and closes it.
 type Allocator struct {
 	store   Store
-	exclude Exclusions // see Excluding
+	exclude addrspace.Exclusions // see Excluding
 }
 
 // NewAllocator returns an Allocator over s.
 func NewAllocator(s Store) *Allocator { return &Allocator{store: s} }
+
+// Excluding returns an allocator that never hands out an address of ex:
+// the iterator skips its runs, and a request for one is code 101.
+func (al *Allocator) Excluding(ex addrspace.Exclusions) *Allocator {
+	c := *al
+	c.exclude = ex
+	return &c
+}
 
 // Allocate reserves one address of rs for a and returns it with the
 // subnet's prefix length and the range's gateway. rangeID names rs's
@@ -30,13 +39,13 @@ func NewAllocator(s Store) *Allocator { return &Allocator{store: s} }
 // attachment must not already hold an address of rs (102), and the first
 // free address after the cursor is taken (100 when none, which also
 // records the exhaustion for STATUS).
-func (al *Allocator) Allocate(a Attachment, rangeID int, rs RangeSet, requested netip.Addr, label string) (netip.Prefix, netip.Addr, error) {
+func (al *Allocator) Allocate(a Attachment, rangeID int, rs addrspace.RangeSet, requested netip.Addr, label string) (netip.Prefix, netip.Addr, error) {
 	if !a.storable() {
 		return netip.Prefix{}, netip.Addr{}, cnierr.InvalidEnv("CNI_CONTAINERID", a.ContainerID, "cannot be recorded in a reservation")
 	}
 	var (
 		ip netip.Addr
-		r  Range
+		r  addrspace.Range
 	)
 	if requested.IsValid() {
 		var err error
@@ -61,30 +70,30 @@ func (al *Allocator) Allocate(a Attachment, rangeID int, rs RangeSet, requested 
 	return netip.PrefixFrom(ip, r.Subnet.Bits()), r.Gateway, nil
 }
 
-func (al *Allocator) reserveRequested(a Attachment, rs RangeSet, ip netip.Addr, label string) (netip.Addr, Range, error) {
+func (al *Allocator) reserveRequested(a Attachment, rs addrspace.RangeSet, ip netip.Addr, label string) (netip.Addr, addrspace.Range, error) {
 	r, ok := rs.RangeFor(ip)
 	if !ok || ip.Zone() != "" {
-		return netip.Addr{}, Range{}, cnierr.New(cnierr.CodeAddrUnavailable, "requested address not in range set",
+		return netip.Addr{}, addrspace.Range{}, cnierr.New(cnierr.CodeAddrUnavailable, "requested address not in range set",
 			"address=%s %s=%s", ip, label, rs)
 	}
 	if ip == r.Gateway {
-		return netip.Addr{}, Range{}, cnierr.New(cnierr.CodeAddrUnavailable, "requested address is the gateway",
+		return netip.Addr{}, addrspace.Range{}, cnierr.New(cnierr.CodeAddrUnavailable, "requested address is the gateway",
 			"address=%s %s=%s", ip, label, rs)
 	}
 	if !r.Usable(ip) {
-		return netip.Addr{}, Range{}, cnierr.New(cnierr.CodeAddrUnavailable, "requested address is the network or broadcast address",
+		return netip.Addr{}, addrspace.Range{}, cnierr.New(cnierr.CodeAddrUnavailable, "requested address is the network or broadcast address",
 			"address=%s %s=%s", ip, label, rs)
 	}
 	if al.exclude.Contains(ip) {
-		return netip.Addr{}, Range{}, cnierr.New(cnierr.CodeAddrUnavailable, "requested address is excluded",
+		return netip.Addr{}, addrspace.Range{}, cnierr.New(cnierr.CodeAddrUnavailable, "requested address is excluded",
 			"address=%s %s=%s", ip, label, rs)
 	}
 	ok, err := al.store.Reserve(a, ip)
 	if err != nil {
-		return netip.Addr{}, Range{}, err
+		return netip.Addr{}, addrspace.Range{}, err
 	}
 	if !ok {
-		return netip.Addr{}, Range{}, cnierr.New(cnierr.CodeAddrUnavailable, "requested address is already reserved",
+		return netip.Addr{}, addrspace.Range{}, cnierr.New(cnierr.CodeAddrUnavailable, "requested address is already reserved",
 			"address=%s %s=%s", ip, label, rs)
 	}
 	return ip, r, nil
@@ -93,7 +102,7 @@ func (al *Allocator) reserveRequested(a Attachment, rs RangeSet, ip netip.Addr, 
 // checkDuplicate refuses a second address from the same range set: the
 // CNI spec forbids duplicate ADDs, and legacy id-only files count because
 // they are the same container as far as an old host-local knew.
-func (al *Allocator) checkDuplicate(a Attachment, rs RangeSet, label string) error {
+func (al *Allocator) checkDuplicate(a Attachment, rs addrspace.RangeSet, label string) error {
 	held, err := al.heldBy(a)
 	if err != nil {
 		return err
@@ -118,26 +127,25 @@ func (al *Allocator) heldBy(a Attachment) ([]netip.Addr, error) {
 	return append(held, legacy...), err
 }
 
-func (al *Allocator) reserveNext(a Attachment, rangeID int, rs RangeSet, label string) (netip.Addr, Range, error) {
+func (al *Allocator) reserveNext(a Attachment, rangeID int, rs addrspace.RangeSet, label string) (netip.Addr, addrspace.Range, error) {
 	last, err := al.store.LastReserved(rangeID)
 	if err != nil {
-		return netip.Addr{}, Range{}, err
+		return netip.Addr{}, addrspace.Range{}, err
 	}
-	it := rs.Iter(last)
-	it.ex = al.exclude
+	it := rs.IterExcluding(last, al.exclude)
 	for ip, r, ok := it.Next(); ok; ip, r, ok = it.Next() {
 		got, err := al.store.Reserve(a, ip)
 		if err != nil {
-			return netip.Addr{}, Range{}, err
+			return netip.Addr{}, addrspace.Range{}, err
 		}
 		if got {
 			return ip, r, nil
 		}
 	}
 	if err := al.store.MarkExhausted(rangeID); err != nil {
-		return netip.Addr{}, Range{}, err
+		return netip.Addr{}, addrspace.Range{}, err
 	}
-	return netip.Addr{}, Range{}, cnierr.New(cnierr.CodePoolExhausted, "no addresses available",
+	return netip.Addr{}, addrspace.Range{}, cnierr.New(cnierr.CodePoolExhausted, "no addresses available",
 		"%s=%s", label, rs)
 }
 

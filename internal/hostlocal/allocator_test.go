@@ -1,6 +1,7 @@
 package hostlocal
 
 import (
+	"fmt"
 	"net/netip"
 	"path/filepath"
 	"slices"
@@ -8,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cniplugins/cniplugins/internal/addrspace"
 	"github.com/cniplugins/cniplugins/internal/cnierr"
 )
 
@@ -57,9 +59,29 @@ var (
 )
 
 // small is 10.0.0.0/29 with gateway .1: allocatable .2-.6.
-func small(t testing.TB) RangeSet { return mustSet(t, RangeConfig{Subnet: "10.0.0.0/29"}) }
+func small(t testing.TB) addrspace.RangeSet {
+	return mustSet(t, addrspace.RangeConfig{Subnet: "10.0.0.0/29"})
+}
 
-func alloc(t *testing.T, h harness, a Attachment, rangeID int, rs RangeSet, req string) (netip.Prefix, netip.Addr, error) {
+func mustAddr(s string) netip.Addr { return netip.MustParseAddr(s) }
+
+func mustSet(t testing.TB, cfgs ...addrspace.RangeConfig) addrspace.RangeSet {
+	t.Helper()
+	rs, err := addrspace.ParseRangeSet("test", cfgs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rs
+}
+
+func assertCode(t *testing.T, err error, code uint) {
+	t.Helper()
+	if got := cnierr.Code(err); got != code {
+		t.Fatalf("error %v: code %d, want %d", err, got, code)
+	}
+}
+
+func alloc(t *testing.T, h harness, a Attachment, rangeID int, rs addrspace.RangeSet, req string) (netip.Prefix, netip.Addr, error) {
 	t.Helper()
 	var (
 		p   netip.Prefix
@@ -74,7 +96,7 @@ func alloc(t *testing.T, h harness, a Attachment, rangeID int, rs RangeSet, req 
 	return p, gw, err
 }
 
-func mustAlloc(t *testing.T, h harness, a Attachment, rs RangeSet, req string) netip.Addr {
+func mustAlloc(t *testing.T, h harness, a Attachment, rs addrspace.RangeSet, req string) netip.Addr {
 	t.Helper()
 	p, _, err := alloc(t, h, a, 0, rs, req)
 	if err != nil {
@@ -138,7 +160,7 @@ func TestAllocateRequested(t *testing.T) {
 func TestAllocateDuplicate(t *testing.T) {
 	forEachStore(t, func(t *testing.T, h harness) {
 		rs := small(t)
-		other := mustSet(t, RangeConfig{Subnet: "10.1.0.0/29"})
+		other := mustSet(t, addrspace.RangeConfig{Subnet: "10.1.0.0/29"})
 		ip := mustAlloc(t, h, cidA, rs, "")
 		_, _, err := alloc(t, h, cidA, 0, rs, "")
 		assertCode(t, err, cnierr.CodeDuplicateAttach)
@@ -189,7 +211,7 @@ func TestAllocateExhaustion(t *testing.T) {
 func TestRelease(t *testing.T) {
 	forEachStore(t, func(t *testing.T, h harness) {
 		rs := small(t)
-		other := mustSet(t, RangeConfig{Subnet: "fd00::/120"})
+		other := mustSet(t, addrspace.RangeConfig{Subnet: "fd00::/120"})
 		a1 := mustAlloc(t, h, cidA, rs, "")
 		p, _, err := alloc(t, h, cidA, 1, other, "")
 		if err != nil {
@@ -278,7 +300,7 @@ func TestGC(t *testing.T) {
 func TestRollback(t *testing.T) {
 	forEachStore(t, func(t *testing.T, h harness) {
 		rs := small(t)
-		v6 := mustSet(t, RangeConfig{Subnet: "fd00::/120"})
+		v6 := mustSet(t, addrspace.RangeConfig{Subnet: "fd00::/120"})
 		earlier := mustAlloc(t, h, cidA, rs, "")
 		var fresh netip.Addr
 		h.with(t, func(al *Allocator, _ Store) {
@@ -302,5 +324,53 @@ func TestRollback(t *testing.T) {
 				t.Fatalf("index after rollback = %v", got)
 			}
 		})
+	})
+}
+
+func TestAllocateExcluding(t *testing.T) {
+	forEachStore(t, func(t *testing.T, h harness) {
+		rs := small(t) // .2-.6, gateway .1
+		ex, err := addrspace.ParseExclusions("exclude", []string{"10.0.0.3", "10.0.0.5/32"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		allocEx := func(a Attachment, req string) (netip.Addr, error) {
+			var (
+				p   netip.Prefix
+				err error
+			)
+			var want netip.Addr
+			if req != "" {
+				want = mustAddr(req)
+			}
+			h.with(t, func(al *Allocator, _ Store) { p, _, err = al.Excluding(ex).Allocate(a, 0, rs, want, "pool p") })
+			return p.Addr(), err
+		}
+		_, err = allocEx(cidA, "10.0.0.5")
+		assertCode(t, err, cnierr.CodeAddrUnavailable)
+		if e := cnierr.As(err); !strings.Contains(e.Msg, "excluded") || !strings.Contains(e.Details, "10.0.0.5") || !strings.Contains(e.Details, "pool p") {
+			t.Fatalf("error %q / %q", e.Msg, e.Details)
+		}
+		var got []string
+		for i := range 3 {
+			ip, err := allocEx(Attachment{ContainerID: fmt.Sprintf("c%d", i), IfName: "eth0"}, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, ip.String())
+		}
+		if !slices.Equal(got, []string{"10.0.0.2", "10.0.0.4", "10.0.0.6"}) {
+			t.Fatalf("allocated %v", got)
+		}
+		// Exhausted down to the excluded addresses: 100, never one of them.
+		_, err = allocEx(cidB, "")
+		assertCode(t, err, cnierr.CodePoolExhausted)
+		if got := h.exhausted(t); !slices.Equal(got, []int{0}) {
+			t.Fatalf("exhausted = %v", got)
+		}
+		// The same store without exclusions still hands them out.
+		if got := mustAlloc(t, h, cidB, rs, ""); got != mustAddr("10.0.0.3") {
+			t.Fatalf("unexcluded allocation = %v", got)
+		}
 	})
 }

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/cniplugins/cniplugins/internal/addrspace"
 )
 
 // prefill writes n reservations into a /16 exactly as host-local would
@@ -34,7 +36,7 @@ func prefill(b *testing.B, n int) (string, netip.Addr) {
 // one DEL (Open, Release, Close) against a directory already holding n
 // reservations. The cost must not depend on n.
 func BenchmarkAllocateRelease(b *testing.B) {
-	rs := mustSet(b, RangeConfig{Subnet: "10.0.0.0/16"})
+	rs := mustSet(b, addrspace.RangeConfig{Subnet: "10.0.0.0/16"})
 	for _, n := range []int{0, 10_000, 60_000} {
 		dir, cursor := prefill(b, n)
 		b.Run(fmt.Sprintf("n=%d", n), func(b *testing.B) {

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cniplugins/cniplugins/internal/addrspace"
 	"github.com/cniplugins/cniplugins/internal/cnierr"
 )
 
@@ -63,8 +64,8 @@ func indexValid(t *testing.T, dir string) bool {
 func TestDiskExactBytes(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "net")
 	d := openT(t, dir)
-	rs := mustSet(t, RangeConfig{Subnet: "203.0.113.0/24"})
-	v6 := mustSet(t, RangeConfig{Subnet: "2001:db8:0:1::/64", RangeStart: "2001:db8:0:1::0a00"})
+	rs := mustSet(t, addrspace.RangeConfig{Subnet: "203.0.113.0/24"})
+	v6 := mustSet(t, addrspace.RangeConfig{Subnet: "2001:db8:0:1::/64", RangeStart: "2001:db8:0:1::0a00"})
 	al := NewAllocator(d)
 	if _, _, err := al.Allocate(Attachment{ContainerID: "cid", IfName: "eth0"}, 0, rs, netip.Addr{}, "r"); err != nil {
 		t.Fatal(err)
@@ -343,7 +344,7 @@ func TestDiskUnindexableAttachment(t *testing.T) {
 func TestDiskExhaustedInvalidatedByForeignRelease(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "net")
 	h := diskHarness{dir}
-	rs := mustSet(t, RangeConfig{Subnet: "10.0.0.0/30"}) // only .2
+	rs := mustSet(t, addrspace.RangeConfig{Subnet: "10.0.0.0/30"}) // only .2
 	ip := mustAlloc(t, h, cidA, rs, "")
 	_, _, err := alloc(t, h, cidB, 0, rs, "")
 	assertCode(t, err, cnierr.CodePoolExhausted)
@@ -396,7 +397,7 @@ func TestDiskIOErrorsAreCode5(t *testing.T) {
 
 func TestDiskConcurrentOpeners(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "net")
-	rs := mustSet(t, RangeConfig{Subnet: "10.0.0.0/24"})
+	rs := mustSet(t, addrspace.RangeConfig{Subnet: "10.0.0.0/24"})
 	const n = 40
 	got := make([]netip.Addr, n)
 	errs := make([]error, n)

@@ -2,7 +2,9 @@
 // replacement for the upstream CNI host-local plugin: same config ranges,
 // same allocation order, same files on disk (a state directory written by
 // either binary can be taken over by the other), but ADD, DEL and CHECK
-// cost does not grow with the number of existing allocations.
+// cost does not grow with the number of existing allocations. The ranges,
+// exclusions and allocation order are internal/addrspace's; this package
+// adds the allocator and the stores it reserves addresses in.
 //
 // # State directory
 //

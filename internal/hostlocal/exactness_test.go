@@ -7,6 +7,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/cniplugins/cniplugins/internal/addrspace"
 	"github.com/cniplugins/cniplugins/internal/cnierr"
 )
 
@@ -17,21 +18,21 @@ import (
 func TestNetworkAndBroadcastNeverHandedOut(t *testing.T) {
 	tests := []struct {
 		name    string
-		cfg     RangeConfig
+		cfg     addrspace.RangeConfig
 		lap     []string // every address a lap hands out, in order
 		warning bool
 		refused []string // requests answered with 101
 	}{
-		{"v4 start on network, end on broadcast", RangeConfig{Subnet: "10.0.0.0/29", RangeStart: "10.0.0.0", RangeEnd: "10.0.0.7"},
+		{"v4 start on network, end on broadcast", addrspace.RangeConfig{Subnet: "10.0.0.0/29", RangeStart: "10.0.0.0", RangeEnd: "10.0.0.7"},
 			[]string{"10.0.0.2", "10.0.0.3", "10.0.0.4", "10.0.0.5", "10.0.0.6"}, true, []string{"10.0.0.0", "10.0.0.7", "10.0.0.1"}},
-		{"v4 gateway elsewhere frees .1", RangeConfig{Subnet: "10.0.0.0/30", RangeStart: "10.0.0.0", RangeEnd: "10.0.0.3", Gateway: "169.254.1.1"},
+		{"v4 gateway elsewhere frees .1", addrspace.RangeConfig{Subnet: "10.0.0.0/30", RangeStart: "10.0.0.0", RangeEnd: "10.0.0.3", Gateway: "169.254.1.1"},
 			[]string{"10.0.0.1", "10.0.0.2"}, true, []string{"10.0.0.0", "10.0.0.3"}},
-		{"v6 start on network", RangeConfig{Subnet: "fd00::/125", RangeStart: "fd00::"},
+		{"v6 start on network", addrspace.RangeConfig{Subnet: "fd00::/125", RangeStart: "fd00::"},
 			[]string{"fd00::2", "fd00::3", "fd00::4", "fd00::5", "fd00::6", "fd00::7"}, true, []string{"fd00::"}},
-		{"v6 last address is usable", RangeConfig{Subnet: "fd00::/126", RangeEnd: "fd00::3"},
+		{"v6 last address is usable", addrspace.RangeConfig{Subnet: "fd00::/126", RangeEnd: "fd00::3"},
 			[]string{"fd00::2", "fd00::3"}, false, nil},
-		{"defaults", RangeConfig{Subnet: "10.0.0.0/30"}, []string{"10.0.0.2"}, false, []string{"10.0.0.3"}},
-		{"only the network address", RangeConfig{Subnet: "10.0.0.0/29", RangeStart: "10.0.0.0", RangeEnd: "10.0.0.0"}, nil, true, []string{"10.0.0.0"}},
+		{"defaults", addrspace.RangeConfig{Subnet: "10.0.0.0/30"}, []string{"10.0.0.2"}, false, []string{"10.0.0.3"}},
+		{"only the network address", addrspace.RangeConfig{Subnet: "10.0.0.0/29", RangeStart: "10.0.0.0", RangeEnd: "10.0.0.0"}, nil, true, []string{"10.0.0.0"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -139,7 +140,7 @@ func ptr(s string) *string { return &s }
 // the range set that made it fail: nothing taken before the ADD was freed.
 func TestRollbackKeepsExhaustion(t *testing.T) {
 	forEachStore(t, func(t *testing.T, h harness) {
-		full := mustSet(t, RangeConfig{Subnet: "10.9.0.0/30"}) // one address: .2
+		full := mustSet(t, addrspace.RangeConfig{Subnet: "10.9.0.0/30"}) // one address: .2
 		mustAllocID(t, h, cidB, 1, full)
 		h.with(t, func(al *Allocator, _ Store) {
 			p, _, err := al.Allocate(cidA, 0, small(t), netip.Addr{}, "r0")
@@ -164,7 +165,7 @@ func TestRollbackKeepsExhaustion(t *testing.T) {
 // holder's address is freed.
 func TestFreeClearsExhaustion(t *testing.T) {
 	forEachStore(t, func(t *testing.T, h harness) {
-		full := mustSet(t, RangeConfig{Subnet: "10.9.0.0/30"}) // one address: .2
+		full := mustSet(t, addrspace.RangeConfig{Subnet: "10.9.0.0/30"}) // one address: .2
 		mustAllocID(t, h, cidB, 1, full)
 		h.with(t, func(al *Allocator, _ Store) {
 			if _, _, err := al.Allocate(cidA, 1, full, netip.Addr{}, "r1"); cnierr.Code(err) != 100 {
@@ -188,7 +189,7 @@ func TestFreeClearsExhaustion(t *testing.T) {
 	})
 }
 
-func mustAllocID(t *testing.T, h harness, a Attachment, rangeID int, rs RangeSet) {
+func mustAllocID(t *testing.T, h harness, a Attachment, rangeID int, rs addrspace.RangeSet) {
 	t.Helper()
 	if _, _, err := alloc(t, h, a, rangeID, rs, ""); err != nil {
 		t.Fatal(err)

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cniplugins/cniplugins/internal/addrspace"
 	"github.com/cniplugins/cniplugins/internal/cnierr"
 )
 
@@ -23,7 +24,7 @@ func runHostLocal(t *testing.T, dataDir, cmd string, a Attachment, subnet string
 	conf, _ := json.Marshal(map[string]any{
 		"cniVersion": "1.0.0", "name": "net", "type": "bridge",
 		"ipam": map[string]any{"type": "host-local", "dataDir": dataDir,
-			"ranges": [][]RangeConfig{{{Subnet: subnet}}}},
+			"ranges": [][]addrspace.RangeConfig{{{Subnet: subnet}}}},
 	})
 	c := exec.Command(upstreamHostLocal)
 	c.Env = []string{"CNI_COMMAND=" + cmd, "CNI_CONTAINERID=" + a.ContainerID, "CNI_IFNAME=" + a.IfName,
@@ -45,7 +46,7 @@ func TestInteropWithRealHostLocal(t *testing.T) {
 	dir := filepath.Join(dataDir, "net")
 	h := diskHarness{dir}
 	const subnet = "10.7.0.0/29"
-	rs := mustSet(t, RangeConfig{Subnet: subnet})
+	rs := mustSet(t, addrspace.RangeConfig{Subnet: subnet})
 	hl := Attachment{ContainerID: "cid-hl", IfName: "eth0"}
 
 	// We allocate first; host-local must continue our round robin.

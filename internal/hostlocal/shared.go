@@ -3,6 +3,8 @@ package hostlocal
 import (
 	"errors"
 	"net/netip"
+
+	"github.com/cniplugins/cniplugins/internal/addrspace"
 )
 
 // AllocateShared reserves an address of rs for an owner that legitimately
@@ -15,10 +17,10 @@ import (
 // before the error is returned. Release such addresses one by one with
 // Rollback, never with Release, which frees everything the owner holds.
 // The store's Reserve refuses an owner that cannot be recorded.
-func (al *Allocator) AllocateShared(a Attachment, rangeID int, rs RangeSet, requested netip.Addr, label string) (netip.Prefix, error) {
+func (al *Allocator) AllocateShared(a Attachment, rangeID int, rs addrspace.RangeSet, requested netip.Addr, label string) (netip.Prefix, error) {
 	var (
 		ip  netip.Addr
-		r   Range
+		r   addrspace.Range
 		err error
 	)
 	if requested.IsValid() {
@@ -35,6 +37,3 @@ func (al *Allocator) AllocateShared(a Attachment, rangeID int, rs RangeSet, requ
 	}
 	return netip.PrefixFrom(ip, r.Subnet.Bits()), nil
 }
-
-// LastAddr is the highest address of p (for IPv4, the broadcast address).
-func LastAddr(p netip.Prefix) netip.Addr { return lastAddr(p.Masked()) }

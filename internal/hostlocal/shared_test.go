@@ -4,6 +4,8 @@ import (
 	"errors"
 	"net/netip"
 	"testing"
+
+	"github.com/cniplugins/cniplugins/internal/addrspace"
 )
 
 // cursorFails is a store whose cursor cannot be written.
@@ -12,7 +14,7 @@ type cursorFails struct{ *MemStore }
 func (cursorFails) SetLastReserved(int, netip.Addr) error { return errors.New("disk full") }
 
 func TestAllocateShared(t *testing.T) {
-	rs, err := ParseRangeSet("r", []RangeConfig{{Subnet: "10.213.7.0/29"}})
+	rs, err := addrspace.ParseRangeSet("r", []addrspace.RangeConfig{{Subnet: "10.213.7.0/29"}})
 	if err != nil {
 		t.Fatal(err)
 	}

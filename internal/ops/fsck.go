@@ -8,6 +8,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/cniplugins/cniplugins/internal/addrspace"
 	"github.com/cniplugins/cniplugins/internal/hostlocal"
 )
 
@@ -91,15 +92,15 @@ func Unrepaired(fs []Finding) int {
 
 // configuredSets maps each state directory to the range sets the
 // configuration gives it, by range-set ID (a pool's is 0).
-func configuredSets(nets []Network) map[string][]hostlocal.RangeSet {
-	out := map[string][]hostlocal.RangeSet{}
+func configuredSets(nets []Network) map[string][]addrspace.RangeSet {
+	out := map[string][]addrspace.RangeSet{}
 	for _, n := range nets {
 		if len(n.RangeSets) > 0 {
 			out[filepath.Clean(n.Dir)] = n.RangeSets
 		}
 		for _, p := range n.Pools {
 			if _, ok := out[filepath.Clean(p.Dir)]; !ok {
-				out[filepath.Clean(p.Dir)] = []hostlocal.RangeSet{p.Set}
+				out[filepath.Clean(p.Dir)] = []addrspace.RangeSet{p.Set}
 			}
 		}
 	}
@@ -108,7 +109,7 @@ func configuredSets(nets []Network) map[string][]hostlocal.RangeSet {
 
 // findings turns what Examine saw into findings, and lists the cursors a
 // repair should remove.
-func findings(d StateDir, h *hostlocal.Health, sets []hostlocal.RangeSet) ([]Finding, []int) {
+func findings(d StateDir, h *hostlocal.Health, sets []addrspace.RangeSet) ([]Finding, []int) {
 	var out []Finding
 	var drop []int
 	add := func(sev, path, what, repair string) {
@@ -135,7 +136,7 @@ func findings(d StateDir, h *hostlocal.Health, sets []hostlocal.RangeSet) ([]Fin
 		switch {
 		case r.Problem != "":
 			add(SeverityProblem, path, "reservation file "+r.Problem+"; inspect it and use `cniplugins release` if it is a leak", "")
-		case sets != nil && !slices.ContainsFunc(sets, func(rs hostlocal.RangeSet) bool { return rs.Contains(r.Addr) }):
+		case sets != nil && !slices.ContainsFunc(sets, func(rs addrspace.RangeSet) bool { return rs.Contains(r.Addr) }):
 			add(SeverityProblem, path, fmt.Sprintf("reserved by %s but outside every configured range", describeOwner(r.Owner)), "")
 		}
 	}

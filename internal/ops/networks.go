@@ -8,9 +8,9 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/cniplugins/cniplugins/internal/addrspace"
 	"github.com/cniplugins/cniplugins/internal/cnierr"
 	"github.com/cniplugins/cniplugins/internal/dapools"
-	"github.com/cniplugins/cniplugins/internal/hostlocal"
 	"github.com/cniplugins/cniplugins/internal/pool"
 )
 
@@ -28,7 +28,7 @@ type Network struct {
 	Conf PluginConf
 	// Dir is the standalone state directory; RangeSets its range sets.
 	Dir       string
-	RangeSets []hostlocal.RangeSet
+	RangeSets []addrspace.RangeSet
 	// Pools are the pools the configuration names (ipam.pools) or defines
 	// (ipam.poolDefinitions), with their ranges and state directories.
 	Pools []PoolDef

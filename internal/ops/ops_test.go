@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cniplugins/cniplugins/internal/addrspace"
 	"github.com/cniplugins/cniplugins/internal/cnierr"
 	"github.com/cniplugins/cniplugins/internal/hostlocal"
 	"github.com/cniplugins/cniplugins/internal/pool"
@@ -95,7 +96,7 @@ func TestPromQuote(t *testing.T) {
 // counts only the addresses inside each set.
 func TestUsagesSharedPool(t *testing.T) {
 	data := t.TempDir()
-	set := rangeSet(t, hostlocal.RangeConfig{Subnet: "10.0.0.0/29"})
+	set := rangeSet(t, addrspace.RangeConfig{Subnet: "10.0.0.0/29"})
 	p := PoolDef{Name: "p", Dir: data + "/_pools/p", Definition: pool.Definition{Set: set}}
 	nets := []Network{
 		{Conf: PluginConf{Network: "a"}, Pools: []PoolDef{p}},
@@ -122,9 +123,9 @@ func TestUsagesSharedPool(t *testing.T) {
 	}
 }
 
-func rangeSet(t *testing.T, cfgs ...hostlocal.RangeConfig) hostlocal.RangeSet {
+func rangeSet(t *testing.T, cfgs ...addrspace.RangeConfig) addrspace.RangeSet {
 	t.Helper()
-	rs, err := hostlocal.ParseRangeSet("r", cfgs)
+	rs, err := addrspace.ParseRangeSet("r", cfgs)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/cniplugins/cniplugins/internal/addrspace"
 	"github.com/cniplugins/cniplugins/internal/hostlocal"
 )
 
@@ -33,8 +34,8 @@ type Usage struct {
 	// nothing was released there since.
 	Exhausted bool `json:"exhausted"`
 
-	set     hostlocal.RangeSet
-	exclude hostlocal.Exclusions
+	set     addrspace.RangeSet
+	exclude addrspace.Exclusions
 	id      int // range set ID in its directory
 }
 

@@ -7,8 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/cniplugins/cniplugins/internal/addrspace"
 	"github.com/cniplugins/cniplugins/internal/cnierr"
-	"github.com/cniplugins/cniplugins/internal/hostlocal"
 	"github.com/cniplugins/cniplugins/internal/plugin"
 )
 
@@ -116,7 +116,7 @@ func (v Validator) plugin(p PluginConf, pools map[string]poolSeen) []Problem {
 // overlaps rejects a network whose range sets and pools share an
 // address: two state directories would hand the same address out twice.
 func (v Validator) overlaps(n Network) []Problem {
-	sets := append([]hostlocal.RangeSet{}, n.RangeSets...)
+	sets := append([]addrspace.RangeSet{}, n.RangeSets...)
 	labels := make([]string, 0, len(sets)+len(n.Pools))
 	for i := range n.RangeSets {
 		labels = append(labels, fmt.Sprintf("ipam.ranges[%d]", i))
@@ -125,7 +125,7 @@ func (v Validator) overlaps(n Network) []Problem {
 		sets = append(sets, pd.Set)
 		labels = append(labels, pd.Field)
 	}
-	err := hostlocal.CheckDisjoint(sets, func(set, idx int) string { return fmt.Sprintf("%s[%d]", labels[set], idx) })
+	err := addrspace.CheckDisjoint(sets, func(set, idx int) string { return fmt.Sprintf("%s[%d]", labels[set], idx) })
 	if err == nil {
 		return nil
 	}

@@ -6,8 +6,8 @@ import (
 	"maps"
 	"slices"
 
+	"github.com/cniplugins/cniplugins/internal/addrspace"
 	"github.com/cniplugins/cniplugins/internal/cnierr"
-	"github.com/cniplugins/cniplugins/internal/hostlocal"
 	"github.com/cniplugins/cniplugins/internal/netconf"
 )
 
@@ -15,8 +15,8 @@ import (
 // the addresses it must never hand out. It is one poolDefinitions entry,
 // validated, and the resolved source of a pool an allocator serves.
 type Definition struct {
-	Set     hostlocal.RangeSet
-	Exclude hostlocal.Exclusions
+	Set     addrspace.RangeSet
+	Exclude addrspace.Exclusions
 }
 
 // ParseDefinitions validates a poolDefinitions object (the allocator's
@@ -44,7 +44,7 @@ func ParseDefinitions(field string, defs map[string]json.RawMessage) (map[string
 // optional "exclude", the same key a Pool object uses.
 func ParseDefinition(field string, raw json.RawMessage) (Definition, error) {
 	var entry struct {
-		Ranges  []hostlocal.RangeConfig `json:"ranges"`
+		Ranges  []addrspace.RangeConfig `json:"ranges"`
 		Exclude []string                `json:"exclude"`
 	}
 	rangesField := field
@@ -61,9 +61,9 @@ func ParseDefinition(field string, raw json.RawMessage) (Definition, error) {
 	}
 	var def Definition
 	var err error
-	if def.Set, err = hostlocal.ParseRangeSet(rangesField, entry.Ranges); err != nil {
+	if def.Set, err = addrspace.ParseRangeSet(rangesField, entry.Ranges); err != nil {
 		return Definition{}, err
 	}
-	def.Exclude, err = hostlocal.ParseExclusions(field+".exclude", entry.Exclude)
+	def.Exclude, err = addrspace.ParseExclusions(field+".exclude", entry.Exclude)
 	return def, err
 }

@@ -8,8 +8,8 @@ import (
 	"fmt"
 	"net/netip"
 
+	"github.com/cniplugins/cniplugins/internal/addrspace"
 	"github.com/cniplugins/cniplugins/internal/cnierr"
-	"github.com/cniplugins/cniplugins/internal/hostlocal"
 	"github.com/cniplugins/cniplugins/internal/netconf"
 )
 
@@ -33,7 +33,7 @@ type Pool struct {
 	Gateway    string `json:"gateway,omitempty"`
 
 	// Inline range set; takes precedence over Subnet.
-	Ranges []hostlocal.RangeConfig `json:"ranges,omitempty"`
+	Ranges []addrspace.RangeConfig `json:"ranges,omitempty"`
 
 	// Addresses and CIDRs never handed out from this pool.
 	Exclude []string `json:"exclude,omitempty"`
@@ -74,8 +74,8 @@ func (p Pool) Validate(field string) error {
 }
 
 // Exclusions parses exclude.
-func (p Pool) Exclusions(field string) (hostlocal.Exclusions, error) {
-	return hostlocal.ParseExclusions(field+".exclude", p.Exclude)
+func (p Pool) Exclusions(field string) (addrspace.Exclusions, error) {
+	return addrspace.ParseExclusions(field+".exclude", p.Exclude)
 }
 
 // Requested parses requested-ip; the zero Addr means none.
@@ -92,21 +92,21 @@ func (p Pool) Requested(field string) (netip.Addr, error) {
 
 // InlineRanges returns the pool's own range set, if it carries one: inline
 // ranges first, then an inline subnet with host-local's range keys.
-func (p Pool) InlineRanges(field string) (hostlocal.RangeSet, bool, error) {
+func (p Pool) InlineRanges(field string) (addrspace.RangeSet, bool, error) {
 	switch {
 	case len(p.Ranges) > 0:
-		rs, err := hostlocal.ParseRangeSet(field+".ranges", p.Ranges)
+		rs, err := addrspace.ParseRangeSet(field+".ranges", p.Ranges)
 		return rs, err == nil, err
 	case p.Subnet != "":
 		// The range keys sit in the pool object itself: errors name
 		// <field>.subnet, not a range-set element that is not there.
-		r, err := hostlocal.RangeConfig{
+		r, err := addrspace.RangeConfig{
 			Subnet: p.Subnet, RangeStart: p.RangeStart, RangeEnd: p.RangeEnd, Gateway: p.Gateway,
 		}.Canonicalize(field)
 		if err != nil {
 			return nil, false, err
 		}
-		return hostlocal.RangeSet{r}, true, nil
+		return addrspace.RangeSet{r}, true, nil
 	case p.RangeStart != "" || p.RangeEnd != "" || p.Gateway != "":
 		return nil, false, cnierr.MissingConfig(field + ".subnet")
 	}

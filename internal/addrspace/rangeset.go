@@ -1,4 +1,4 @@
-package hostlocal
+package addrspace
 
 import (
 	"cmp"
@@ -6,8 +6,6 @@ import (
 	"net/netip"
 	"slices"
 	"strings"
-
-	"github.com/cniplugins/cniplugins/internal/cnierr"
 )
 
 // RangeSet is one element of host-local's "ranges": ranges of a single
@@ -18,7 +16,7 @@ type RangeSet []Range
 // empty set, mixed families and overlapping ranges.
 func ParseRangeSet(field string, cfgs []RangeConfig) (RangeSet, error) {
 	if len(cfgs) == 0 {
-		return nil, cnierr.InvalidConfig(field, "[]", "range set is empty")
+		return nil, invalid(field, "[]", "range set is empty")
 	}
 	rs := make(RangeSet, 0, len(cfgs))
 	for i, c := range cfgs {
@@ -28,7 +26,7 @@ func ParseRangeSet(field string, cfgs []RangeConfig) (RangeSet, error) {
 			return nil, err
 		}
 		if len(rs) > 0 && r.Subnet.Addr().Is4() != rs[0].Subnet.Addr().Is4() {
-			return nil, cnierr.InvalidConfig(f+".subnet", c.Subnet, fmt.Sprintf("address family differs from %s[0]", field))
+			return nil, invalid(f+".subnet", c.Subnet, fmt.Sprintf("address family differs from %s[0]", field))
 		}
 		rs = append(rs, r)
 	}
@@ -37,7 +35,7 @@ func ParseRangeSet(field string, cfgs []RangeConfig) (RangeSet, error) {
 		all[i] = placed{set: 0, idx: i, r: r}
 	}
 	if a, b, ok := overlapping(all); ok {
-		return nil, cnierr.InvalidConfig(fmt.Sprintf("%s[%d]", field, b.idx), b.r.String(),
+		return nil, invalid(fmt.Sprintf("%s[%d]", field, b.idx), b.r.String(),
 			fmt.Sprintf("overlaps %s[%d] (%s)", field, a.idx, a.r))
 	}
 	return rs, nil
@@ -57,7 +55,7 @@ func CheckDisjoint(sets []RangeSet, field func(set, idx int) string) error {
 		}
 	}
 	if a, b, ok := overlapping(all); ok {
-		return cnierr.InvalidConfig(field(b.set, b.idx), b.r.String(),
+		return invalid(field(b.set, b.idx), b.r.String(),
 			fmt.Sprintf("overlaps %s (%s)", field(a.set, a.idx), a.r))
 	}
 	return nil

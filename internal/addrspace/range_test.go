@@ -1,12 +1,11 @@
-package hostlocal
+package addrspace
 
 import (
+	"errors"
 	"fmt"
 	"net/netip"
 	"strings"
 	"testing"
-
-	"github.com/cniplugins/cniplugins/internal/cnierr"
 )
 
 func mustAddr(s string) netip.Addr { return netip.MustParseAddr(s) }
@@ -73,19 +72,22 @@ func TestCanonicalize(t *testing.T) {
 				}
 				return
 			}
-			assertCode(t, err, cnierr.CodeInvalidConfig)
-			if e := cnierr.As(err); !strings.Contains(e.Msg, tt.wantErr) || !strings.Contains(e.Details, tt.wantErr) {
-				t.Fatalf("error %q / %q does not name %s", e.Msg, e.Details, tt.wantErr)
+			if e := configErr(t, err); e.Field != tt.wantErr {
+				t.Fatalf("error %q names %s, want %s", err, e.Field, tt.wantErr)
 			}
 		})
 	}
 }
 
-func assertCode(t *testing.T, err error, code uint) {
+// configErr is err as a *ConfigError (what callers report as code 7); the
+// test fails unless it is one.
+func configErr(t *testing.T, err error) *ConfigError {
 	t.Helper()
-	if got := cnierr.Code(err); got != code {
-		t.Fatalf("error %v: code %d, want %d", err, got, code)
+	var e *ConfigError
+	if !errors.As(err, &e) {
+		t.Fatalf("error %v is not a *ConfigError", err)
 	}
+	return e
 }
 
 func TestParseRangeSet(t *testing.T) {
@@ -119,9 +121,8 @@ func TestParseRangeSet(t *testing.T) {
 				}
 				return
 			}
-			assertCode(t, err, cnierr.CodeInvalidConfig)
-			if e := cnierr.As(err); !strings.Contains(e.Msg, tt.wantErr) {
-				t.Fatalf("error %q does not name %s", e.Msg, tt.wantErr)
+			if e := configErr(t, err); e.Field != tt.wantErr {
+				t.Fatalf("error %q names %s, want %s", err, e.Field, tt.wantErr)
 			}
 		})
 	}
@@ -146,9 +147,8 @@ func TestCheckDisjoint(t *testing.T) {
 		t.Fatal(err)
 	}
 	err := CheckDisjoint([]RangeSet{v4a, v6, v4overlap}, field)
-	assertCode(t, err, cnierr.CodeInvalidConfig)
-	if e := cnierr.As(err); !strings.Contains(e.Msg, "ranges[2][0]") || !strings.Contains(e.Msg, "ranges[0][0]") {
-		t.Fatalf("error %q does not name both ranges", e.Msg)
+	if e := configErr(t, err); e.Field != "ranges[2][0]" || !strings.Contains(e.Reason, "ranges[0][0]") {
+		t.Fatalf("error %q does not name both ranges", err)
 	}
 }
 

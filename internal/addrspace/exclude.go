@@ -1,12 +1,10 @@
-package hostlocal
+package addrspace
 
 import (
 	"fmt"
 	"net/netip"
 	"slices"
 	"strings"
-
-	"github.com/cniplugins/cniplugins/internal/cnierr"
 )
 
 // Exclusions are addresses never handed out (a Pool object's "exclude").
@@ -29,7 +27,7 @@ func ParseExclusions(field string, entries []string) (Exclusions, error) {
 	for i, s := range entries {
 		r, err := parseRun(s)
 		if err != nil {
-			return Exclusions{}, cnierr.InvalidConfig(fmt.Sprintf("%s[%d]", field, i), s, err.Error())
+			return Exclusions{}, invalid(fmt.Sprintf("%s[%d]", field, i), s, err.Error())
 		}
 		runs = append(runs, r)
 	}
@@ -123,32 +121,3 @@ func (e Exclusions) runEnd(a netip.Addr) (netip.Addr, bool) {
 
 // Runs is the number of merged runs (for tests and benchmarks).
 func (e Exclusions) Runs() int { return len(e.runs) }
-
-// skipExcluded is the iterator's part: when the cursor sits in an excluded
-// run, it moves to the run's last address inside r, so that the next step
-// leaves the run, and reports true (the address is not a candidate). The
-// lap's first address is never an excluded one, so a lap still ends where
-// it began; a lap that meets nothing but excluded runs ends once every
-// range has been entered anew after the first (hops > len(rs)).
-func (it *Iter) skipExcluded(r Range) bool {
-	hi, ok := it.ex.runEnd(it.cur)
-	if !ok {
-		return false
-	}
-	if hi.Compare(r.End) > 0 {
-		hi = r.End
-	}
-	it.cur = hi
-	if !it.start.IsValid() && it.hops > len(it.rs) {
-		it.done = true
-	}
-	return true
-}
-
-// Excluding returns an allocator that never hands out an address of ex:
-// the iterator skips its runs, and a request for one is code 101.
-func (al *Allocator) Excluding(ex Exclusions) *Allocator {
-	c := *al
-	c.exclude = ex
-	return &c
-}

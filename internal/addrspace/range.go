@@ -1,11 +1,9 @@
-package hostlocal
+package addrspace
 
 import (
 	"fmt"
 	"net/netip"
 	"strings"
-
-	"github.com/cniplugins/cniplugins/internal/cnierr"
 )
 
 // RangeConfig is one entry of host-local's "ranges" array as it appears in
@@ -67,7 +65,7 @@ func (c RangeConfig) Canonicalize(field string) (Range, error) {
 		}
 	}
 	if r.Start.Compare(r.End) > 0 {
-		return Range{}, cnierr.InvalidConfig(field+".rangeEnd", r.End, fmt.Sprintf("is before rangeStart %s", r.Start))
+		return Range{}, invalid(field+".rangeEnd", r.End.String(), fmt.Sprintf("is before rangeStart %s", r.Start))
 	}
 	return r, nil
 }
@@ -77,23 +75,23 @@ func (c RangeConfig) Canonicalize(field string) (Range, error) {
 // broadcast) address — host-local's "too small to allocate from" rule.
 func parseSubnet(field, s string) (netip.Prefix, error) {
 	if s == "" {
-		return netip.Prefix{}, cnierr.MissingConfig(field)
+		return netip.Prefix{}, missing(field)
 	}
 	p, err := netip.ParsePrefix(s)
 	if err != nil {
-		return netip.Prefix{}, cnierr.InvalidConfig(field, s, "not a valid CIDR")
+		return netip.Prefix{}, invalid(field, s, "not a valid CIDR")
 	}
 	// host-local refuses an IPv4-mapped IPv6 subnet (its address and mask
 	// lengths disagree); taking it as the IPv4 network would hand out
 	// addresses from a network the config never named that way.
 	if p.Addr().Is4In6() {
-		return netip.Prefix{}, cnierr.InvalidConfig(field, s, "is an IPv4-mapped IPv6 subnet; write the IPv4 network")
+		return netip.Prefix{}, invalid(field, s, "is an IPv4-mapped IPv6 subnet; write the IPv4 network")
 	}
 	if p.Masked() != p {
-		return netip.Prefix{}, cnierr.InvalidConfig(field, s, fmt.Sprintf("has host bits set, network is %s", p.Masked()))
+		return netip.Prefix{}, invalid(field, s, fmt.Sprintf("has host bits set, network is %s", p.Masked()))
 	}
 	if p.Bits() > p.Addr().BitLen()-2 {
-		return netip.Prefix{}, cnierr.InvalidConfig(field, s, "too small to allocate from")
+		return netip.Prefix{}, invalid(field, s, "too small to allocate from")
 	}
 	return p, nil
 }
@@ -104,11 +102,11 @@ func parseSubnet(field, s string) (netip.Prefix, error) {
 func parseAddr(field, s string, subnet netip.Prefix) (netip.Addr, error) {
 	a, err := netip.ParseAddr(s)
 	if err != nil || a.Zone() != "" {
-		return netip.Addr{}, cnierr.InvalidConfig(field, s, "not a valid IP address")
+		return netip.Addr{}, invalid(field, s, "not a valid IP address")
 	}
 	a = a.Unmap()
 	if a.Is4() != subnet.Addr().Is4() {
-		return netip.Addr{}, cnierr.InvalidConfig(field, s, fmt.Sprintf("address family differs from subnet %s", subnet))
+		return netip.Addr{}, invalid(field, s, fmt.Sprintf("address family differs from subnet %s", subnet))
 	}
 	return a, nil
 }
@@ -120,10 +118,13 @@ func parseInSubnet(field, s string, subnet netip.Prefix) (netip.Addr, error) {
 		return netip.Addr{}, err
 	}
 	if !subnet.Contains(a) {
-		return netip.Addr{}, cnierr.InvalidConfig(field, s, fmt.Sprintf("not in subnet %s", subnet))
+		return netip.Addr{}, invalid(field, s, fmt.Sprintf("not in subnet %s", subnet))
 	}
 	return a, nil
 }
+
+// LastAddr is the highest address of p (for IPv4, the broadcast address).
+func LastAddr(p netip.Prefix) netip.Addr { return lastAddr(p.Masked()) }
 
 // lastAddr is the highest address of p (the IPv4 broadcast address).
 func lastAddr(p netip.Prefix) netip.Addr {

@@ -1,13 +1,12 @@
-package hostlocal
+package addrspace
 
 import (
 	"encoding/json"
+	"errors"
 	"math/big"
 	"net/netip"
 	"strings"
 	"testing"
-
-	"github.com/cniplugins/cniplugins/internal/cnierr"
 )
 
 // maxLapSize bounds the range sets whose lap the fuzz target walks.
@@ -20,7 +19,7 @@ const maxLapSize = 4096
 // every allocatable address (in a range, not that range's gateway, network
 // or broadcast address) exactly once per lap and nothing else,
 // ending on the cursor when the cursor is allocatable. Invalid input is
-// code 7 naming the field.
+// a *ConfigError (code 7 to a runtime) naming the field.
 func FuzzParseRangeSet(f *testing.F) {
 	f.Fuzz(func(t *testing.T, cfgJSON []byte, last string) {
 		var cfgs []RangeConfig
@@ -30,12 +29,12 @@ func FuzzParseRangeSet(f *testing.F) {
 		rs, err := ParseRangeSet("ranges[0]", cfgs)
 		overlap := bruteForceOverlap(cfgs)
 		if err != nil {
-			e := cnierr.As(err)
-			if e.Code != cnierr.CodeInvalidConfig || !strings.Contains(e.Msg+" "+e.Details, "ranges[0]") {
-				t.Fatalf("error %d %q %q, want code 7 naming ranges[0]", e.Code, e.Msg, e.Details)
+			var e *ConfigError
+			if !errors.As(err, &e) || !strings.HasPrefix(e.Field, "ranges[0]") {
+				t.Fatalf("error %q, want a *ConfigError naming ranges[0]", err)
 			}
-			if strings.Contains(e.Msg, "overlaps") && !overlap {
-				t.Fatalf("rejected as overlapping, but no two ranges overlap: %s", e.Msg)
+			if strings.Contains(e.Reason, "overlaps") && !overlap {
+				t.Fatalf("rejected as overlapping, but no two ranges overlap: %s", err)
 			}
 			return
 		}

@@ -1,4 +1,4 @@
-package hostlocal
+package addrspace
 
 import (
 	"math"
