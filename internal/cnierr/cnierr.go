@@ -10,8 +10,6 @@ import (
 	"fmt"
 
 	"github.com/containernetworking/cni/pkg/types"
-
-	"github.com/cniplugins/cniplugins/internal/addrspace"
 )
 
 // Plugin-specific codes (docs/error-codes.md); the spec's own codes come
@@ -76,10 +74,20 @@ func (w *Wrapped) Error() string { return w.cni.Error() }
 // Unwrap exposes both the CNI error and its cause to errors.As / errors.Is.
 func (w *Wrapped) Unwrap() []error { return []error{w.cni, w.cause} }
 
+// ConfigProblem is an error that names a config field, the value given
+// and why it is refused (reason "" for a missing field). Packages that
+// must not depend on the CNI types return one; As makes it code 7. It is
+// an interface so that those packages need not import this one.
+type ConfigProblem interface {
+	error
+	ConfigProblem() (field, value, reason string)
+}
+
 // As extracts the CNI error from err's chain, classifying anything untyped
 // as an internal error (999) so the caller always has something to print.
-// An addrspace.ConfigError (that package stays free of the CNI types) is
-// the code-7 error InvalidConfig or MissingConfig would have made.
+// A ConfigProblem (from packages that stay free of the CNI types, as
+// addrspace) is the code-7 error InvalidConfig or MissingConfig would have
+// made.
 func As(err error) *types.Error {
 	if err == nil {
 		return nil
@@ -88,12 +96,13 @@ func As(err error) *types.Error {
 	if errors.As(err, &e) {
 		return e
 	}
-	var ce *addrspace.ConfigError
+	var ce ConfigProblem
 	if errors.As(err, &ce) {
-		if ce.Reason == "" {
-			return MissingConfig(ce.Field)
+		field, value, reason := ce.ConfigProblem()
+		if reason == "" {
+			return MissingConfig(field)
 		}
-		return InvalidConfig(ce.Field, ce.Value, ce.Reason)
+		return InvalidConfig(field, value, reason)
 	}
 	return types.NewError(CodeInternal, err.Error(), "")
 }
