@@ -36,7 +36,7 @@ func (f *criFlags) add(c *cobra.Command, live liveSandboxes) {
 	f.out.add(c)
 }
 
-func (f *criFlags) run(cmd *cobra.Command, live liveSandboxes, r ops.LiveGCRequest) error {
+func (f *criFlags) run(cmd *cobra.Command, live liveSandboxes, b ops.Backend, r ops.LiveGCRequest) error {
 	if live == nil {
 		return exitError{2, errCRINeedsFull}
 	}
@@ -51,7 +51,7 @@ func (f *criFlags) run(cmd *cobra.Command, live liveSandboxes, r ops.LiveGCReque
 		return exitError{2, fmt.Errorf("%w; nothing released", err)}
 	}
 	r.Live, r.MinAge, r.Now = sandboxes, f.minAge, time.Now()
-	stale, err := ops.LiveGC(r)
+	stale, err := ops.LiveGC(b, r)
 	if werr := writeLiveGC(cmd, stale, f.out); err == nil {
 		err = werr
 	}
