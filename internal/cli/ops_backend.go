@@ -22,9 +22,6 @@ type backendFlags struct {
 	node  string
 }
 
-// errNeedsFull is the lean flavour's answer to --etcd.
-var errNeedsFull = errors.New("--etcd needs the full flavour: run cniplugins-full (install it with `install-symlinks.sh --flavour full`)")
-
 // etcdOnly are the flags that mean nothing without --etcd.
 func etcdOnly() []string {
 	return []string{"node", "prefix", "timeout", "cacert", "cert", "key", "user", "password-file"}
@@ -69,8 +66,8 @@ func (b *backendFlags) backend(c *cobra.Command) (ops.Backend, error) {
 		}
 		return ops.Local{DataDir: b.local.dataDir, LockTimeout: b.local.lockTimeout}, nil
 	}
-	if b.open == nil {
-		return nil, errNeedsFull
+	if b.open == nil { // the lean flavour: say where --etcd lives
+		return nil, errors.New("--etcd needs the full flavour: run cniplugins-full (install it with `install-symlinks.sh --flavour full`)")
 	}
 	for _, n := range []string{"data-dir", "lock-timeout"} {
 		if f.Changed(n) {

@@ -13,10 +13,6 @@ import (
 // liveSandboxes is the flavour's CRI client (Flavour.CRI).
 type liveSandboxes = func(endpoint string, timeout time.Duration) (map[string]bool, error)
 
-// errCRINeedsFull is the lean flavour's answer to --cri: the CRI speaks
-// gRPC over HTTP/2, and the lean binary links no network client.
-var errCRINeedsFull = errors.New("--cri needs the full flavour: run cniplugins-full (install it with `install-symlinks.sh --flavour full`); the lean binary links no network client")
-
 // criFlags are gc's flags for reconciling against a CRI runtime.
 type criFlags struct {
 	endpoint string
@@ -38,7 +34,9 @@ func (f *criFlags) add(c *cobra.Command, live liveSandboxes) {
 
 func (f *criFlags) run(cmd *cobra.Command, live liveSandboxes, b ops.Backend, r ops.LiveGCRequest) error {
 	if live == nil {
-		return exitError{2, errCRINeedsFull}
+		// The lean flavour: the CRI speaks gRPC over HTTP/2, and the lean
+		// binary links no network client.
+		return exitError{2, errors.New("--cri needs the full flavour: run cniplugins-full (install it with `install-symlinks.sh --flavour full`); the lean binary links no network client")}
 	}
 	if err := f.out.check(); err != nil {
 		return err
