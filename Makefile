@@ -26,9 +26,11 @@ bin/cniplugins: FORCE
 bin/cniplugins-verbose: FORCE
 	$(GOBUILD) -ldflags '$(LDFLAGS) -X $(VPKG).Flavour=verbose' -o $@ ./cmd/cniplugins
 
-# The full flavour: a strict superset with the network-facing pieces.
+# The full flavour: a strict superset with the network-facing pieces. Its
+# main names its flavour itself; only the verbose one, the lean main linked
+# differently, needs the flag.
 bin/cniplugins-full: FORCE
-	$(GOBUILD) -ldflags '$(LDFLAGS) -X $(VPKG).Flavour=full' -o $@ ./cmd/cniplugins-full
+	$(GOBUILD) -ldflags '$(LDFLAGS)' -o $@ ./cmd/cniplugins-full
 
 install: build
 	scripts/install-symlinks.sh $(DESTDIR)

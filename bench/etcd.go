@@ -47,7 +47,7 @@ func measureEtcd(o *options, root string, r *results) error {
 	fullDir := filepath.Join(o.tmp, "full-bin")
 	built := filepath.Join(o.tmp, "build-full", "cniplugins-full")
 	const vpkg = "github.com/cniplugins/cniplugins/internal/version"
-	if err := goBuild(root, built, fmt.Sprintf("-s -w -buildid= -X %s.Version=%s -X %s.Flavour=full", vpkg, r.bins.version, vpkg), "./cmd/cniplugins-full"); err != nil {
+	if err := goBuild(root, built, fmt.Sprintf("-s -w -buildid= -X %s.Version=%s", vpkg, r.bins.version), "./cmd/cniplugins-full"); err != nil {
 		return err
 	}
 	cmd := exec.Command(filepath.Join(root, "scripts", "install-symlinks.sh"), fullDir)

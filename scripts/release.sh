@@ -62,11 +62,13 @@ for arch in amd64 arm64; do
 		pkg=./cmd/cniplugins
 		if [ -n "$flavour" ]; then
 			out=$out-$flavour
-			flags="$flags -X $VPKG.Flavour=$flavour"
 		fi
-		if [ "$flavour" = full ]; then
-			pkg=./cmd/cniplugins-full
-		fi
+		# The verbose flavour is the lean main linked verbose; the full
+		# one's own main names its flavour.
+		case $flavour in
+		verbose) flags="$flags -X $VPKG.Flavour=verbose" ;;
+		full) pkg=./cmd/cniplugins-full ;;
+		esac
 		CGO_ENABLED=0 GOOS=linux GOARCH=$arch GOAMD64=v1 GOARM64=v8.0 \
 			go build -trimpath -buildvcs=false -ldflags "$flags" -o "$out" "$pkg"
 	done

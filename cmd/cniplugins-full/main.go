@@ -11,18 +11,18 @@ import (
 	"github.com/cniplugins/cniplugins/internal/cli"
 	"github.com/cniplugins/cniplugins/internal/criclient"
 	"github.com/cniplugins/cniplugins/internal/daetcd"
-	"github.com/cniplugins/cniplugins/internal/daetcd/etcdops"
 	"github.com/cniplugins/cniplugins/internal/dockeripam"
 	"github.com/cniplugins/cniplugins/internal/plugin"
+	"github.com/cniplugins/cniplugins/internal/version"
 )
 
 func main() {
-	full := cli.Lean()
-	// The network-facing personalities and commands, one line each:
-	// full.Registry = full.Registry.With(somepkg.Personality())
+	full := cli.Lean(version.FlavourFull)
+	// The network-facing personalities, commands and backends, one line
+	// each: full.Registry = full.Registry.With(somepkg.Personality())
 	full.Registry = full.Registry.With(daetcd.Personality())
 	full.Commands = cli.Join(full.Commands, dockeripam.Commands)
-	full.Etcd = etcdops.Open           // leases, release and gc --etcd
+	full.Etcd = openEtcd               // leases, release and gc --etcd (etcd.go)
 	full.CRI = criclient.LiveSandboxes // gc --cri
 	os.Exit(cli.Main(os.Args, plugin.ProcessIO(), full))
 }

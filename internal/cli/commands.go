@@ -32,7 +32,7 @@ func (f Flavour) runCLI(args []string, pio plugin.IO) int {
 	root.SetIn(pio.Stdin)
 	root.SetOut(pio.Stdout)
 	root.SetErr(pio.Stderr)
-	root.AddCommand(versionCmd(), f.listCmd(), f.installCmd())
+	root.AddCommand(f.versionCmd(), f.listCmd(), f.installCmd())
 	root.AddCommand(f.opsCommands()...)
 	if f.Commands != nil {
 		root.AddCommand(f.Commands()...)
@@ -57,13 +57,13 @@ type errUnknown string
 
 func (e errUnknown) Error() string { return "unknown personality " + string(e) }
 
-func versionCmd() *cobra.Command {
+func (f Flavour) versionCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "version",
-		Short: "Print version, commit, Go version and supported CNI spec versions",
+		Short: "Print version, commit, flavour, Go version and supported CNI spec versions",
 		Args:  cobra.NoArgs,
 		Run: func(cmd *cobra.Command, _ []string) {
-			fmt.Fprint(cmd.OutOrStdout(), version.Long())
+			fmt.Fprint(cmd.OutOrStdout(), version.Long(f.Name))
 		},
 	}
 }
@@ -100,7 +100,7 @@ func (f Flavour) installCmd() *cobra.Command {
 				o.Dir = args[0]
 			}
 			var err error
-			if o.Binary, err = flavourBinary(o.Binary, flavour); err != nil {
+			if o.Binary, err = f.flavourBinary(o.Binary, flavour); err != nil {
 				return err
 			}
 			if o.Names, err = f.namesOf(o.Binary); err != nil {
@@ -114,6 +114,6 @@ func (f Flavour) installCmd() *cobra.Command {
 	c.Flags().BoolVar(&o.Force, "force", false, "replace files of the same name that cniplugins did not install")
 	c.Flags().BoolVar(&o.Uninstall, "uninstall", false, "remove what a previous install put there, nothing else")
 	c.Flags().StringVar(&o.Binary, "binary", "", "the executable to install (default: this one, or the --flavour's binary beside it)")
-	c.Flags().StringVar(&flavour, "flavour", "", "install the binary of this flavour found beside this one: lean (cniplugins), verbose (cniplugins-verbose) or full (cniplugins-full)")
+	c.Flags().StringVar(&flavour, "flavour", "", "install the binary of this flavour found beside this one: "+flavourChoices())
 	return c
 }

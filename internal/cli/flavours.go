@@ -15,18 +15,39 @@ import (
 // give a flavour's binary.
 func flavourFile(flavour string) (string, bool) {
 	switch flavour {
-	case "lean":
+	case version.FlavourLean:
 		return "cniplugins", true
-	case "verbose", "full":
+	case version.FlavourVerbose, version.FlavourFull:
 		return "cniplugins-" + flavour, true
 	}
 	return "", false
 }
 
+// isBinaryName reports the names the binary itself is installed under:
+// every flavour's file name.
+func isBinaryName(name string) bool {
+	for _, f := range version.Flavours() {
+		if file, _ := flavourFile(f); file == name {
+			return true
+		}
+	}
+	return false
+}
+
+// flavourChoices is --flavour's help: each flavour with its file name.
+func flavourChoices() string {
+	var s []string
+	for _, f := range version.Flavours() {
+		file, _ := flavourFile(f)
+		s = append(s, f+" ("+file+")")
+	}
+	return joinOr(s)
+}
+
 // flavourBinary is the executable `install` installs: --binary, else
 // this executable when --flavour is none or its own, else the --flavour's
 // binary beside this executable.
-func flavourBinary(binary, flavour string) (string, error) {
+func (f Flavour) flavourBinary(binary, flavour string) (string, error) {
 	if binary != "" && flavour != "" {
 		return "", fmt.Errorf("--binary and --flavour are exclusive")
 	}
@@ -42,9 +63,9 @@ func flavourBinary(binary, flavour string) (string, error) {
 	}
 	file, ok := flavourFile(flavour)
 	if !ok {
-		return "", fmt.Errorf("unknown flavour %q (lean, verbose or full)", flavour)
+		return "", fmt.Errorf("unknown flavour %q (%s)", flavour, joinOr(version.Flavours()))
 	}
-	if flavour == ownFlavour() {
+	if flavour == f.Name {
 		return self, nil
 	}
 	path := filepath.Join(filepath.Dir(self), file)
@@ -54,8 +75,8 @@ func flavourBinary(binary, flavour string) (string, error) {
 	}
 	// An installed binary is named cniplugins whatever its flavour: the
 	// lean flavour's file name beside it is itself.
-	if me, err := os.Stat(self); err == nil && os.SameFile(fi, me) && ownFlavour() != flavour {
-		return "", fmt.Errorf("flavour %s: %s is this binary, of flavour %s (run install from the source tree's bin/ or the release directory, or pass --binary)", flavour, path, ownFlavour())
+	if me, err := os.Stat(self); err == nil && os.SameFile(fi, me) {
+		return "", fmt.Errorf("flavour %s: %s is this binary, of flavour %s (run install from the source tree's bin/ or the release directory, or pass --binary)", flavour, path, f.Name)
 	}
 	return path, nil
 }
@@ -89,14 +110,6 @@ func (f Flavour) namesOf(binary string) ([]string, error) {
 		return nil, fmt.Errorf("%s list printed no personality", binary)
 	}
 	return names, nil
-}
-
-// ownFlavour is this build's flavour in --flavour's words.
-func ownFlavour() string {
-	if version.Flavour == "" {
-		return "lean"
-	}
-	return version.Flavour
 }
 
 // fullOnly reports the personalities and commands that only the full

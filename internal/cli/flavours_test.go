@@ -4,10 +4,12 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/cniplugins/cniplugins/internal/version"
 )
 
-// The test binary is a lean build (no Flavour stamped) with no flavour
-// binaries beside it.
+// The test binary stands for a lean build, with no flavour binaries
+// beside it.
 func TestFlavourBinary(t *testing.T) {
 	self, err := os.Executable()
 	if err != nil {
@@ -23,7 +25,7 @@ func TestFlavourBinary(t *testing.T) {
 		{"", "verbose", "", "no cniplugins-verbose beside"},
 	}
 	for _, c := range cases {
-		got, err := flavourBinary(c.binary, c.flavour)
+		got, err := Lean(version.FlavourLean).flavourBinary(c.binary, c.flavour)
 		if (err == nil) != (c.err == "") || (err != nil && !strings.Contains(err.Error(), c.err)) || got != c.want {
 			t.Errorf("flavourBinary(%q, %q) = %q, %v; want %q, %q", c.binary, c.flavour, got, err, c.want, c.err)
 		}

@@ -16,37 +16,35 @@ import (
 	"github.com/cniplugins/cniplugins/internal/registry"
 )
 
-// Flavour is what one build of the binary contains, composed by its main:
-// the lean cmd/cniplugins passes Lean(); cmd/cniplugins-full adds the
-// network-facing personalities and commands. Composition in main, rather
-// than registration, is what keeps net/http out of the lean binary: a
-// package that no main names is never linked.
+// Flavour is what one build of the binary contains, one value built by
+// its main and passed down: the lean cmd/cniplugins passes Lean(name);
+// cmd/cniplugins-full adds the network-facing personalities, commands and
+// backends to it. Composition in main, rather than registration, is what
+// keeps net/http out of the lean binary: a package that no main names is
+// never linked.
 type Flavour struct {
+	// Name is one of version's Flavour names: what `version` prints and
+	// what `install --flavour` calls this binary.
+	Name     string
 	Registry registry.Table
 	// Commands returns the flavour's extra CLI commands, built per call.
 	Commands func() []*cobra.Command
-	// Etcd opens the backend of `leases`, `release` and `gc --etcd`; nil
-	// in a flavour without one, which refuses --etcd. A constructor here,
-	// rather than a command tree of its own, keeps one set of commands and
-	// one printer for both backends, and links the etcd client only into
-	// the main that names it.
-	Etcd func(ops.EtcdConfig) (ops.Remote, error)
+	// Etcd opens the state backend of `leases`, `release` and `gc` with
+	// --etcd (the data dir's, ops.Local, is every flavour's); nil in a
+	// flavour without one, which refuses --etcd. A constructor here,
+	// rather than a command tree of its own, keeps one set of commands
+	// and one printer for both backends, and links the etcd client only
+	// into the main that names it.
+	Etcd func(ops.EtcdConfig) (ops.Backend, error)
 	// CRI lists the live pod sandboxes of a CRI runtime for `gc --cri`;
 	// nil in a flavour without a gRPC client, which refuses --cri.
 	CRI func(endpoint string, timeout time.Duration) (map[string]bool, error)
 }
 
-// Lean is the lean binary's flavour.
-func Lean() Flavour { return Flavour{Registry: registry.Lean()} }
-
-// isBinaryName reports the names the binary itself is installed under.
-func isBinaryName(name string) bool {
-	switch name {
-	case "cniplugins", "cniplugins-verbose", "cniplugins-full":
-		return true
-	}
-	return false
-}
+// Lean is the lean binary's content under name (version.FlavourLean, or
+// FlavourVerbose for the same main linked verbose); the full flavour's
+// main starts from it too, as FlavourFull.
+func Lean(name string) Flavour { return Flavour{Name: name, Registry: registry.Lean()} }
 
 // Target is what an argv resolves to.
 type Target struct {

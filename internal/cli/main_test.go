@@ -10,6 +10,7 @@ import (
 
 	"github.com/cniplugins/cniplugins/internal/plugin"
 	"github.com/cniplugins/cniplugins/internal/registry"
+	"github.com/cniplugins/cniplugins/internal/version"
 )
 
 func TestResolve(t *testing.T) {
@@ -33,7 +34,7 @@ func TestResolve(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := Lean().Resolve(tt.argv)
+			got := Lean(version.FlavourLean).Resolve(tt.argv)
 			switch {
 			case tt.personality != "":
 				if got.Personality == nil || got.Personality.Name != tt.personality {
@@ -62,6 +63,7 @@ func TestMainExitCodesAndStreams(t *testing.T) {
 	}{
 		{argv: []string{"cniplugins", "list"}, stdout: "ipam-delegated\nipam-ds-static\n"},
 		{argv: []string{"cniplugins", "version"}, stdout: "cni spec versions: 0.1.0, 0.2.0, 0.3.0, 0.3.1, 0.4.0, 1.0.0, 1.1.0"},
+		{argv: []string{"cniplugins", "version"}, stdout: "\nflavour: lean\n"},
 		{argv: []string{"cniplugins", "ipam-bogus"}, exit: 1, stderr: "known personalities:\n  ipam-delegated", noStdout: true},
 		{argv: []string{"ipam-bogus"}, exit: 1, stderr: "unknown personality \"ipam-bogus\"", noStdout: true},
 		// The full flavour's names: where they live, not "unknown".
@@ -83,7 +85,7 @@ func TestMainExitCodesAndStreams(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.argv, " "), func(t *testing.T) {
 			var stdout, stderr bytes.Buffer
-			exit := Main(tt.argv, plugin.IO{Stdin: strings.NewReader(""), Stdout: &stdout, Stderr: &stderr}, Lean())
+			exit := Main(tt.argv, plugin.IO{Stdin: strings.NewReader(""), Stdout: &stdout, Stderr: &stderr}, Lean(version.FlavourLean))
 			if exit != tt.exit {
 				t.Errorf("exit = %d, want %d (stderr %q)", exit, tt.exit, stderr.String())
 			}
@@ -121,13 +123,13 @@ func TestFlavourComposition(t *testing.T) {
 	if got := full.Resolve([]string{"/opt/cni/bin/ipam-da-extra"}); got.Personality == nil || got.Personality.Name != extra.Name {
 		t.Errorf("full flavour does not resolve its extra personality: %+v", got)
 	}
-	if exit, out, _ := run(Lean(), "cniplugins", "list"); exit != 0 || strings.Contains(out, "extra") {
+	if exit, out, _ := run(Lean(version.FlavourLean), "cniplugins", "list"); exit != 0 || strings.Contains(out, "extra") {
 		t.Errorf("lean list: exit %d, %q", exit, out)
 	}
-	if exit, _, stderr := run(Lean(), "ipam-da-extra"); exit == 0 || !strings.Contains(stderr, "unknown personality") {
+	if exit, _, stderr := run(Lean(version.FlavourLean), "ipam-da-extra"); exit == 0 || !strings.Contains(stderr, "unknown personality") {
 		t.Errorf("lean flavour answered a full-only name: exit %d, %q", exit, stderr)
 	}
-	if exit, _, stderr := run(Lean(), "cniplugins", "extra-daemon"); exit == 0 || !strings.Contains(stderr, "unknown personality") {
+	if exit, _, stderr := run(Lean(version.FlavourLean), "cniplugins", "extra-daemon"); exit == 0 || !strings.Contains(stderr, "unknown personality") {
 		t.Errorf("lean flavour ran a full-only command: exit %d, %q", exit, stderr)
 	}
 }

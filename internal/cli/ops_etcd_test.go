@@ -11,9 +11,10 @@ import (
 
 	"github.com/cniplugins/cniplugins/internal/ops"
 	"github.com/cniplugins/cniplugins/internal/plugin"
+	"github.com/cniplugins/cniplugins/internal/version"
 )
 
-// recorder is a Remote that records what the commands asked of it and
+// recorder is a shared Backend that records what the commands asked of it and
 // answers with fixed leases: the wiring under test is the commands', the
 // etcd backend itself is exercised against a real cluster in test/etcd.
 type recorder struct {
@@ -30,15 +31,16 @@ func (r *recorder) Release(q ops.ReleaseRequest) (ops.Lease, error) {
 	return r.leases[0], nil
 }
 func (r *recorder) GC(q ops.GCRequest) ([]ops.Lease, error) { r.gc = q; return r.leases, nil }
+func (r *recorder) Shared() bool                            { return true }
 
-func TestEtcdFlagsReachTheRemote(t *testing.T) {
+func TestEtcdFlagsReachTheBackend(t *testing.T) {
 	since := time.Date(2026, 11, 23, 6, 0, 0, 0, time.UTC)
 	rec := &recorder{leases: []ops.Lease{
 		{Address: "10.1.0.7", Network: "blue", Pool: "p1", ContainerID: "c1", IfName: "eth0", Owner: "cni", Since: since, Node: "host-a"},
 		{Network: "blue", Pool: "p1", ContainerID: "c2", IfName: "eth0", Owner: ops.OwnerMarker, Since: since, Node: "host-a"},
 	}}
-	f := Lean()
-	f.Etcd = func(c ops.EtcdConfig) (ops.Remote, error) { rec.conf = c; return rec, nil }
+	f := Lean(version.FlavourFull)
+	f.Etcd = func(c ops.EtcdConfig) (ops.Backend, error) { rec.conf = c; return rec, nil }
 	run := func(args ...string) (int, string, string) {
 		var stdout, stderr bytes.Buffer
 		exit := Main(append([]string{"cniplugins-full"}, args...), plugin.IO{Stdin: strings.NewReader(""), Stdout: &stdout, Stderr: &stderr}, f)

@@ -10,10 +10,9 @@ import (
 	"github.com/cniplugins/cniplugins/internal/ops"
 )
 
-func gcCmd(etcd func(ops.EtcdConfig) (ops.Remote, error), live liveSandboxes) *cobra.Command {
+func (f Flavour) gcCmd() *cobra.Command {
 	var (
-		st       stateFlags
-		et       etcdFlags
+		bf       backendFlags
 		r        ops.GCRequest
 		keep     []string
 		keepFile string
@@ -41,32 +40,33 @@ as release. An endpoint that cannot be asked is an error (exit 2) that
 releases nothing. The Docker driver's reservations are never touched.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			remote, err := et.remote(cmd)
+			b, err := bf.backend(cmd)
 			if err != nil {
 				return err
 			}
+			// A shared store holds every node's claims: gc acts on one
+			// --node's, and may release all of them (the node is gone).
+			shared := b.Shared()
 			if cri.endpoint != "" {
 				if r.Network != "" || r.Pool != "" || len(keep) > 0 || keepFile != "" {
 					return fmt.Errorf("--cri reconciles every network and pool against the runtime's sandboxes: drop --network, --pool, --keep and --keep-file")
 				}
-				if remote != nil && et.node == "" {
+				if shared && bf.node == "" {
 					return fmt.Errorf("with --etcd, name this host's --node: only its claims are reconciled")
 				}
-				return cri.run(cmd, live, ops.LiveGCRequest{
-					DataDir: st.dataDir, Apply: r.Apply, LockTimeout: st.lockTimeout, Remote: remote, Node: et.node,
-				})
+				return cri.run(cmd, f.CRI, b, ops.LiveGCRequest{Apply: r.Apply, Node: bf.node})
 			}
 			if cmd.Flags().Changed("output") || cmd.Flags().Changed("min-age") {
 				return fmt.Errorf("-o and --min-age go with --cri")
 			}
 			switch {
-			case remote != nil && et.node == "":
+			case shared && bf.node == "":
 				return fmt.Errorf("with --etcd, name the --node whose claims to collect")
-			case remote == nil && r.Network == "" && r.Pool == "":
+			case !shared && r.Network == "" && r.Pool == "":
 				return fmt.Errorf("name --network or --pool")
 			case len(keep) > 0 && keepFile != "":
 				return fmt.Errorf("give the live attachments with --keep or with --keep-file, not both")
-			case remote == nil && len(keep) == 0 && keepFile == "":
+			case !shared && len(keep) == 0 && keepFile == "":
 				return fmt.Errorf("give the live attachments with --keep or with --keep-file")
 			}
 			for _, k := range keep {
@@ -82,13 +82,8 @@ releases nothing. The Docker driver's reservations are never touched.`,
 					return err
 				}
 			}
-			r.DataDir, r.LockTimeout, r.Node = st.dataDir, st.lockTimeout, et.node
-			var leases []ops.Lease
-			if remote != nil {
-				leases, err = remote.GC(r)
-			} else {
-				leases, err = ops.GC(r)
-			}
+			r.Node = bf.node
+			leases, err := b.GC(r)
 			verb := "would release"
 			if r.Apply {
 				verb = "released"
@@ -105,14 +100,13 @@ releases nothing. The Docker driver's reservations are never touched.`,
 			return nil
 		},
 	}
-	st.add(c, true)
-	et.add(c, etcd, "the node whose claims to collect (required with --etcd)")
+	bf.add(c, f.Etcd, true, "the node whose claims to collect (required with --etcd)")
 	c.Flags().StringVar(&r.Network, "network", "", "the network whose state directory to collect")
 	c.Flags().StringVar(&r.Pool, "pool", "", "the pool whose state directory to collect")
 	c.Flags().StringArrayVar(&keep, "keep", nil, "a live attachment CONTAINERID[@IFNAME] (repeatable)")
 	c.Flags().StringVar(&keepFile, "keep-file", "", "a file with one CONTAINERID[@IFNAME] per line ('#' comments)")
 	c.Flags().BoolVar(&r.Apply, "apply", false, "release; without it, only print the plan")
-	cri.add(c, live)
+	cri.add(c, f.CRI)
 	return c
 }
 

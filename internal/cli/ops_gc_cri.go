@@ -13,10 +13,6 @@ import (
 // liveSandboxes is the flavour's CRI client (Flavour.CRI).
 type liveSandboxes = func(endpoint string, timeout time.Duration) (map[string]bool, error)
 
-// errCRINeedsFull is the lean flavour's answer to --cri: the CRI speaks
-// gRPC over HTTP/2, and the lean binary links no network client.
-var errCRINeedsFull = errors.New("--cri needs the full flavour: run cniplugins-full (install it with `install-symlinks.sh --flavour full`); the lean binary links no network client")
-
 // criFlags are gc's flags for reconciling against a CRI runtime.
 type criFlags struct {
 	endpoint string
@@ -36,9 +32,11 @@ func (f *criFlags) add(c *cobra.Command, live liveSandboxes) {
 	f.out.add(c)
 }
 
-func (f *criFlags) run(cmd *cobra.Command, live liveSandboxes, r ops.LiveGCRequest) error {
+func (f *criFlags) run(cmd *cobra.Command, live liveSandboxes, b ops.Backend, r ops.LiveGCRequest) error {
 	if live == nil {
-		return exitError{2, errCRINeedsFull}
+		// The lean flavour: the CRI speaks gRPC over HTTP/2, and the lean
+		// binary links no network client.
+		return exitError{2, errors.New("--cri needs the full flavour: run cniplugins-full (install it with `install-symlinks.sh --flavour full`); the lean binary links no network client")}
 	}
 	if err := f.out.check(); err != nil {
 		return err
@@ -51,7 +49,7 @@ func (f *criFlags) run(cmd *cobra.Command, live liveSandboxes, r ops.LiveGCReque
 		return exitError{2, fmt.Errorf("%w; nothing released", err)}
 	}
 	r.Live, r.MinAge, r.Now = sandboxes, f.minAge, time.Now()
-	stale, err := ops.LiveGC(r)
+	stale, err := ops.LiveGC(b, r)
 	if werr := writeLiveGC(cmd, stale, f.out); err == nil {
 		err = werr
 	}

@@ -8,10 +8,9 @@ import (
 	"github.com/cniplugins/cniplugins/internal/ops"
 )
 
-func leasesCmd(etcd func(ops.EtcdConfig) (ops.Remote, error)) *cobra.Command {
+func (fl Flavour) leasesCmd() *cobra.Command {
 	var (
-		st  stateFlags
-		et  etcdFlags
+		bf  backendFlags
 		out outputFlags
 		f   ops.LeaseFilter
 	)
@@ -28,25 +27,19 @@ With --etcd (full flavour), list ipam-da-etcd's claims of every node (or of
 			if err := out.check(); err != nil {
 				return err
 			}
-			remote, err := et.remote(cmd)
+			b, err := bf.backend(cmd)
 			if err != nil {
 				return err
 			}
-			var leases []ops.Lease
-			if remote != nil {
-				f.Node = et.node
-				leases, err = remote.Leases(f)
-			} else {
-				leases, err = ops.Leases(st.dataDir, f)
-			}
+			f.Node = bf.node
+			leases, err := b.Leases(f)
 			if err != nil {
 				return err
 			}
-			return writeLeases(cmd, leases, out, remote != nil)
+			return writeLeases(cmd, leases, out, b.Shared())
 		},
 	}
-	st.add(c, false)
-	et.add(c, etcd, "only this node's claims")
+	bf.add(c, fl.Etcd, false, "only this node's claims")
 	out.add(c)
 	c.Flags().StringVar(&f.Network, "network", "", "only this network's reservations (its directory, and its reservations in pools)")
 	c.Flags().StringVar(&f.Pool, "pool", "", "only this pool's reservations")

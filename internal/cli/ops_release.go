@@ -9,10 +9,9 @@ import (
 	"github.com/cniplugins/cniplugins/internal/ops"
 )
 
-func releaseCmd(etcd func(ops.EtcdConfig) (ops.Remote, error)) *cobra.Command {
+func (f Flavour) releaseCmd() *cobra.Command {
 	var (
-		st stateFlags
-		et etcdFlags
+		bf backendFlags
 		r  ops.ReleaseRequest
 	)
 	c := &cobra.Command{
@@ -37,17 +36,12 @@ unless that node holds it.`,
 			if r.IfName != "" && r.Container == "" {
 				return fmt.Errorf("--ifname needs --container")
 			}
-			remote, err := et.remote(cmd)
+			b, err := bf.backend(cmd)
 			if err != nil {
 				return err
 			}
-			r.Addr, r.DataDir, r.LockTimeout, r.Node = ip.Unmap(), st.dataDir, st.lockTimeout, et.node
-			var l ops.Lease
-			if remote != nil {
-				l, err = remote.Release(r)
-			} else {
-				l, err = ops.Release(r)
-			}
+			r.Addr, r.Node = ip.Unmap(), bf.node
+			l, err := b.Release(r)
 			if err != nil {
 				return err
 			}
@@ -59,8 +53,7 @@ unless that node holds it.`,
 			return nil
 		},
 	}
-	st.add(c, true)
-	et.add(c, etcd, "refuse unless this node holds the address")
+	bf.add(c, f.Etcd, true, "refuse unless this node holds the address")
 	c.Flags().StringVar(&r.Network, "network", "", "the network whose state directory holds the address")
 	c.Flags().StringVar(&r.Pool, "pool", "", "the pool whose state directory holds the address")
 	c.Flags().StringVar(&r.Container, "container", "", "refuse unless this container ID holds the address")

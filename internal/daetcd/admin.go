@@ -13,7 +13,6 @@ import (
 	"github.com/cniplugins/cniplugins/internal/etcdkv"
 	"github.com/cniplugins/cniplugins/internal/hostlocal"
 	"github.com/cniplugins/cniplugins/internal/logging"
-	"github.com/cniplugins/cniplugins/internal/ops"
 )
 
 // This file is the operators' side: what `cniplugins-full leases`,
@@ -23,9 +22,21 @@ import (
 // Admin reads and releases claims directly.
 type Admin struct{ op *operation }
 
-// NewAdmin validates c (the operators' --etcd flags) exactly as ipam.etcd is
-// validated.
-func NewAdmin(c ops.EtcdConfig) (*Admin, error) {
+// AdminConfig is how an operator reaches etcd: ipam.etcd's fields but
+// the node name (an operator reads and releases any node's claims), with
+// the timeout as a duration and the TLS files flat, as flags give them.
+// It is daetcd's own type so that this package needs nothing of the
+// operators' commands; the full flavour's main converts their flags.
+type AdminConfig struct {
+	Endpoints                 []string
+	Prefix                    string
+	Timeout                   time.Duration // 0: ipam.etcd's default
+	CAFile, CertFile, KeyFile string        // ipam.etcd.tls
+	Username, PasswordFile    string
+}
+
+// NewAdmin validates c exactly as ipam.etcd is validated.
+func NewAdmin(c AdminConfig) (*Admin, error) {
 	e := etcdConf{Endpoints: c.Endpoints, Prefix: c.Prefix, Username: c.Username, PasswordFile: c.PasswordFile}
 	if c.Timeout > 0 {
 		e.Timeout = c.Timeout.String()

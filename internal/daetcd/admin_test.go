@@ -11,7 +11,6 @@ import (
 	"github.com/cniplugins/cniplugins/internal/dapools"
 	"github.com/cniplugins/cniplugins/internal/etcdtest"
 	"github.com/cniplugins/cniplugins/internal/hostlocal"
-	"github.com/cniplugins/cniplugins/internal/ops"
 	"github.com/cniplugins/cniplugins/internal/plugin"
 )
 
@@ -71,7 +70,7 @@ func runIn(t *testing.T, cmd, node, cid, scope string) []byte {
 }
 
 func admin(t *testing.T) *Admin {
-	a, err := NewAdmin(ops.EtcdConfig{Endpoints: cluster.Endpoints(), Prefix: "/admin-test/" + t.Name() + "/"})
+	a, err := NewAdmin(AdminConfig{Endpoints: cluster.Endpoints(), Prefix: "/admin-test/" + t.Name() + "/"})
 	if err != nil {
 		t.Fatal(err)
 	}

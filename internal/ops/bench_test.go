@@ -90,7 +90,7 @@ func BenchmarkLeases60k(b *testing.B) {
 	b.ResetTimer()
 	defer reportCPU(b, syscall.RUSAGE_SELF)()
 	for b.Loop() {
-		ls, err := Leases(dataDir, LeaseFilter{})
+		ls, err := Local{DataDir: dataDir}.Leases(LeaseFilter{})
 		if err != nil || len(ls) != bigCount {
 			b.Fatalf("%d leases, %v", len(ls), err)
 		}
@@ -162,7 +162,7 @@ func BenchmarkLeasesJSON60k(b *testing.B) {
 	b.ResetTimer()
 	defer reportCPU(b, syscall.RUSAGE_SELF)()
 	for b.Loop() {
-		ls, err := Leases(dataDir, LeaseFilter{})
+		ls, err := Local{DataDir: dataDir}.Leases(LeaseFilter{})
 		if err == nil {
 			err = WriteJSON(io.Discard, ls)
 		}

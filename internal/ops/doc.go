@@ -6,4 +6,7 @@
 // Readers (leases, pools) take no lock: reservation files appear and
 // disappear atomically. Writers (release, gc --apply, fsck --repair) open
 // a directory the way a plugin does, one directory at a time.
+//
+// leases, release and gc (and gc --cri) act on a Backend: Local, the data
+// dir, or the full flavour's etcd store, chosen once from the flags.
 package ops

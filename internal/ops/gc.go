@@ -6,7 +6,6 @@ import (
 	"io"
 	"net/netip"
 	"strings"
-	"time"
 
 	"github.com/cniplugins/cniplugins/internal/hostlocal"
 )
@@ -16,11 +15,10 @@ import (
 // operator.
 type GCRequest struct {
 	Target
-	Keep        []hostlocal.Attachment
-	Apply       bool
-	LockTimeout time.Duration
-	// Node is a Remote's only and required there: the host whose claims
-	// to collect (Network and Pool are then optional filters).
+	Keep  []hostlocal.Attachment
+	Apply bool
+	// Node is a shared Backend's only and required there: the host whose
+	// claims to collect (Network and Pool are then optional filters).
 	Node string
 }
 
@@ -29,8 +27,8 @@ type GCRequest struct {
 // as a plugin's GC would with it. With --pool and --network both set,
 // only the reservations recorded for that network are candidates, as in
 // that network's CNI GC; with --pool alone, every network's are.
-func GC(r GCRequest) ([]Lease, error) {
-	d, err := r.existingDir()
+func (b Local) GC(r GCRequest) ([]Lease, error) {
+	d, err := b.existingDir(r.Target)
 	if err != nil {
 		return nil, err
 	}
@@ -52,7 +50,7 @@ func GC(r GCRequest) ([]Lease, error) {
 		}
 		return out, nil
 	}
-	disk, err := hostlocal.Open(d.Path, r.LockTimeout)
+	disk, err := hostlocal.Open(d.Path, b.LockTimeout)
 	if err != nil {
 		return nil, err
 	}

@@ -23,7 +23,8 @@ type Lease struct {
 	IfName      string    `json:"ifname"`
 	Owner       string    `json:"owner"` // "cni", "legacy", "marker" (--etcd) or another owner kind ("docker")
 	Since       time.Time `json:"since"`
-	// Node is the host that holds it; only a Remote (--etcd) records one.
+	// Node is the host that holds it; only a shared Backend (--etcd)
+	// records one.
 	Node string `json:"node,omitempty"`
 	// Problem says why the file is not a well-formed reservation ("" when
 	// it is); fsck reports the same.
@@ -35,16 +36,16 @@ type LeaseFilter struct {
 	Network   string
 	Pool      string
 	Container string // a container ID or a prefix of one
-	Node      string // a Remote's only: this host's claims
+	Node      string // a shared Backend's only: this host's claims
 }
 
-// Leases lists the reservations under dataDir that f selects, network
-// directories first, then pools, each sorted by address.
-func Leases(dataDir string, f LeaseFilter) ([]Lease, error) {
-	dirs, err := StateDirs(dataDir)
+// Leases lists the reservations under the data dir that f selects,
+// network directories first, then pools, each sorted by address.
+func (b Local) Leases(f LeaseFilter) ([]Lease, error) {
+	dirs, err := StateDirs(b.DataDir)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
-			return nil, fmt.Errorf("data dir %s does not exist", dataDir)
+			return nil, fmt.Errorf("data dir %s does not exist", b.DataDir)
 		}
 		return nil, err
 	}
@@ -104,7 +105,7 @@ func (l Lease) Describe() string {
 	}
 	addr := l.Address
 	if addr == "" {
-		addr = "(no address)" // a Remote's marker
+		addr = "(no address)" // a shared Backend's marker
 	}
 	return printable(fmt.Sprintf("%s (%s, %s, owner %s)", addr, where, who, l.Owner))
 }

@@ -15,17 +15,14 @@ const DefaultMinAge = 10 * time.Minute
 // LiveGCRequest reconciles the reservations of this node against the
 // runtime's own list of live sandboxes (`gc --cri`).
 type LiveGCRequest struct {
-	DataDir string
 	// Live holds the container IDs the runtime reports as ready sandboxes.
-	Live        map[string]bool
-	MinAge      time.Duration
-	Now         time.Time
-	Apply       bool
-	LockTimeout time.Duration
-	// Remote, when set, is the store instead of the data dir (--etcd),
-	// and Node the host whose claims alone are candidates.
-	Remote Remote
-	Node   string
+	Live   map[string]bool
+	MinAge time.Duration
+	Now    time.Time
+	Apply  bool
+	// Node, in a shared Backend, is the host whose claims alone are
+	// candidates.
+	Node string
 }
 
 // LiveGCLease is one reservation the reconcile releases (or would).
@@ -49,20 +46,15 @@ func (r LiveGCRequest) stale(l Lease) bool {
 	return !r.Live[l.ContainerID] && !l.Since.IsZero() && r.Now.Sub(l.Since) >= r.MinAge
 }
 
-// LiveGC releases every stale reservation of the data dir (every network
-// and pool under it) or of the Remote's node, through Release: under the
-// directory's lock, only while the same attachment still holds it, so a
-// DEL or an ADD that got there first is never undone. Without Apply it
-// only lists them. A release that fails is reported on its lease and
-// makes the returned error non-nil; the others still go.
-func LiveGC(r LiveGCRequest) ([]LiveGCLease, error) {
-	var all []Lease
-	var err error
-	if r.Remote != nil {
-		all, err = r.Remote.Leases(LeaseFilter{Node: r.Node})
-	} else {
-		all, err = Leases(r.DataDir, LeaseFilter{})
-	}
+// LiveGC releases every stale reservation of b (every network and pool
+// of a data dir, or the node's claims in a shared store) through b's
+// Release: only while the same attachment still holds it (under the
+// directory's lock, or in a transaction comparing the owner), so a DEL
+// or an ADD that got there first is never undone. Without Apply it only
+// lists them. A release that fails is reported on its lease and makes
+// the returned error non-nil; the others still go.
+func LiveGC(b Backend, r LiveGCRequest) ([]LiveGCLease, error) {
+	all, err := b.Leases(LeaseFilter{Node: r.Node})
 	if err != nil {
 		return nil, err
 	}
@@ -75,7 +67,7 @@ func LiveGC(r LiveGCRequest) ([]LiveGCLease, error) {
 		age := r.Now.Sub(l.Since).Round(time.Second)
 		g := LiveGCLease{Lease: l, Age: age, AgeSeconds: int64(age / time.Second)}
 		if r.Apply {
-			if err := r.release(l); err != nil {
+			if err := r.release(b, l); err != nil {
 				g.Error = err.Error()
 				failed = append(failed, fmt.Errorf("%s: %w", l.Describe(), err))
 			}
@@ -85,22 +77,15 @@ func LiveGC(r LiveGCRequest) ([]LiveGCLease, error) {
 	return out, errors.Join(failed...)
 }
 
-func (r LiveGCRequest) release(l Lease) error {
+func (r LiveGCRequest) release(b Backend, l Lease) error {
 	addr, err := netip.ParseAddr(l.Address)
 	if err != nil {
 		return err
 	}
-	req := ReleaseRequest{
-		Target: Target{DataDir: r.DataDir, Pool: l.Pool}, Addr: addr,
-		Container: l.ContainerID, IfName: l.IfName, LockTimeout: r.LockTimeout, Node: r.Node,
-	}
+	req := ReleaseRequest{Target: Target{Pool: l.Pool}, Addr: addr, Container: l.ContainerID, IfName: l.IfName, Node: r.Node}
 	if l.Pool == "" {
 		req.Network = l.Network
 	}
-	if r.Remote != nil {
-		_, err = r.Remote.Release(req)
-	} else {
-		_, err = Release(req)
-	}
+	_, err = b.Release(req)
 	return err
 }

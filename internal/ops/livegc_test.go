@@ -39,7 +39,8 @@ func TestLiveGC(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	req := LiveGCRequest{DataDir: dataDir, Live: map[string]bool{"live-1": true}, MinAge: 10 * time.Minute, Now: now, LockTimeout: time.Second}
+	local := Local{DataDir: dataDir, LockTimeout: time.Second}
+	req := LiveGCRequest{Live: map[string]bool{"live-1": true}, MinAge: 10 * time.Minute, Now: now}
 	want := []string{"10.0.0.3", "10.0.0.5", "10.1.0.2"}
 	addrs := func(ls []LiveGCLease) []string {
 		var out []string
@@ -49,25 +50,25 @@ func TestLiveGC(t *testing.T) {
 		slices.Sort(out)
 		return out
 	}
-	planned, err := LiveGC(req)
+	planned, err := LiveGC(local, req)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got := addrs(planned); !slices.Equal(got, want) {
 		t.Fatalf("dry run plans %v, want %v", got, want)
 	}
-	if ls, _ := Leases(dataDir, LeaseFilter{}); len(ls) != len(state) {
+	if ls, _ := local.Leases(LeaseFilter{}); len(ls) != len(state) {
 		t.Fatalf("a dry run changed the state: %d leases left of %d", len(ls), len(state))
 	}
 	req.Apply = true
-	released, err := LiveGC(req)
+	released, err := LiveGC(local, req)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got := addrs(released); !slices.Equal(got, want) {
 		t.Fatalf("released %v, want %v", got, want)
 	}
-	left, err := Leases(dataDir, LeaseFilter{})
+	left, err := local.Leases(LeaseFilter{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +81,7 @@ func TestLiveGC(t *testing.T) {
 		t.Errorf("left %v, want %v", kept, wantKept)
 	}
 	// A second pass finds nothing: the released are gone, the rest kept.
-	again, err := LiveGC(req)
+	again, err := LiveGC(local, req)
 	if err != nil || len(again) != 0 {
 		t.Errorf("second pass: %v, %v; want nothing", again, err)
 	}
@@ -97,8 +98,7 @@ func TestLiveGCDoesNotUndoANewerOwner(t *testing.T) {
 	if err := os.WriteFile(p, []byte("new-owner\r\neth0"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	req := LiveGCRequest{DataDir: dataDir, LockTimeout: time.Second}
-	err := req.release(Lease{Address: "10.0.0.3", Network: "lan", ContainerID: "gone-1", IfName: "eth0"})
+	err := LiveGCRequest{}.release(Local{DataDir: dataDir, LockTimeout: time.Second}, Lease{Address: "10.0.0.3", Network: "lan", ContainerID: "gone-1", IfName: "eth0"})
 	if err == nil {
 		t.Fatal("released a reservation another container holds")
 	}

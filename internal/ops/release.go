@@ -5,7 +5,6 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
-	"time"
 
 	"github.com/containernetworking/cni/pkg/utils"
 
@@ -15,38 +14,43 @@ import (
 	"github.com/cniplugins/cniplugins/internal/pool"
 )
 
-// Target names one state directory by network or pool.
+// Target names a network or a pool (or, both set, a network's
+// reservations in a pool).
 type Target struct {
-	DataDir string
 	Network string
 	Pool    string
 }
 
-// Dir validates the names (they become paths) and returns the state
-// directory: the pool's when Pool is set, else the network's.
-func (t Target) Dir() (StateDir, error) {
-	switch {
-	case t.Pool != "":
+// Validate checks each name that is set, on its own: they become paths
+// in a data dir and key segments in etcd, so every backend applies the
+// same rules.
+func (t Target) Validate() error {
+	if t.Pool != "" {
 		if err := pool.ValidName("--pool", t.Pool); err != nil {
-			return StateDir{}, err
+			return err
 		}
-		return StateDir{Kind: "pool", Name: t.Pool, Path: dapools.PoolDir(t.DataDir, t.Pool)}, nil
-	case t.Network != "":
-		if len(t.Network) > netconf.MaxNameLen || utils.ValidateNetworkName(t.Network) != nil {
-			return StateDir{}, fmt.Errorf("invalid --network %q: must match [a-zA-Z0-9][a-zA-Z0-9_.-]*", t.Network)
-		}
-		return StateDir{Kind: "network", Name: t.Network, Path: filepath.Join(t.DataDir, t.Network)}, nil
 	}
-	return StateDir{}, fmt.Errorf("name a --network or a --pool")
+	if t.Network != "" && (len(t.Network) > netconf.MaxNameLen || utils.ValidateNetworkName(t.Network) != nil) {
+		return fmt.Errorf("invalid --network %q: must match [a-zA-Z0-9][a-zA-Z0-9_.-]*", t.Network)
+	}
+	return nil
 }
 
-// existingDir is Dir for commands that must not create anything: a
-// plugin's Open creates a missing state directory, an operator's typo
-// must not.
-func (t Target) existingDir() (StateDir, error) {
-	d, err := t.Dir()
-	if err != nil {
-		return d, err
+// existingDir is t's state directory under the data dir (the pool's when
+// Pool is set, else the network's), which must exist: a plugin's Open
+// creates a missing state directory, an operator's typo must not.
+func (b Local) existingDir(t Target) (StateDir, error) {
+	if err := t.Validate(); err != nil {
+		return StateDir{}, err
+	}
+	var d StateDir
+	switch {
+	case t.Pool != "":
+		d = StateDir{Kind: "pool", Name: t.Pool, Path: dapools.PoolDir(b.DataDir, t.Pool)}
+	case t.Network != "":
+		d = StateDir{Kind: "network", Name: t.Network, Path: filepath.Join(b.DataDir, t.Network)}
+	default:
+		return StateDir{}, fmt.Errorf("name a --network or a --pool")
 	}
 	if fi, err := os.Lstat(d.Path); err != nil || !fi.IsDir() {
 		return d, fmt.Errorf("no state directory %s for %s", d.Path, d.Label())
@@ -57,12 +61,11 @@ func (t Target) existingDir() (StateDir, error) {
 // ReleaseRequest frees one reservation.
 type ReleaseRequest struct {
 	Target
-	Addr        netip.Addr
-	Container   string // when set, must be the owner's container ID exactly
-	IfName      string // when set (with Container), must be the owner's ifname
-	DryRun      bool
-	LockTimeout time.Duration
-	Node        string // a Remote's only: refuse unless this host holds it
+	Addr      netip.Addr
+	Container string // when set, must be the owner's container ID exactly
+	IfName    string // when set (with Container), must be the owner's ifname
+	DryRun    bool
+	Node      string // a shared Backend's only: refuse unless this host holds it
 }
 
 // Release frees r.Addr under the directory's lock, as a plugin's DEL
@@ -70,8 +73,8 @@ type ReleaseRequest struct {
 // next plugin run does not rebuild), after checking that it is reserved
 // and, when asked, held by the named container. It returns the lease as
 // it was. A dry run reads without the lock and changes nothing.
-func Release(r ReleaseRequest) (Lease, error) {
-	d, err := r.existingDir()
+func (b Local) Release(r ReleaseRequest) (Lease, error) {
+	d, err := b.existingDir(r.Target)
 	if err != nil {
 		return Lease{}, err
 	}
@@ -88,7 +91,7 @@ func Release(r ReleaseRequest) (Lease, error) {
 		}
 		return leaseOf(d, res), nil
 	}
-	disk, err := hostlocal.Open(d.Path, r.LockTimeout)
+	disk, err := hostlocal.Open(d.Path, b.LockTimeout)
 	if err != nil {
 		return Lease{}, err
 	}

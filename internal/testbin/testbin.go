@@ -17,6 +17,8 @@ import (
 	"testing"
 
 	"github.com/containernetworking/cni/pkg/types"
+
+	"github.com/cniplugins/cniplugins/internal/version"
 )
 
 // RepoRoot is the module root, found from this file's location.
@@ -33,9 +35,13 @@ func Build(dir, flavour string) (string, error) {
 	pkg := "./cmd/cniplugins"
 	if flavour != "" {
 		out += "-" + flavour
-		ldflags += " -X github.com/cniplugins/cniplugins/internal/version.Flavour=" + flavour
 	}
-	if flavour == "full" {
+	// As the Makefile: verbose is the lean main linked verbose, full has
+	// a main of its own that names its flavour.
+	switch flavour {
+	case version.FlavourVerbose:
+		ldflags += " -X github.com/cniplugins/cniplugins/internal/version.Flavour=" + flavour
+	case version.FlavourFull:
 		pkg = "./cmd/cniplugins-full"
 	}
 	cmd := exec.Command("go", "build", "-trimpath", "-ldflags", ldflags, "-o", out, pkg)

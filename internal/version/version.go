@@ -2,7 +2,9 @@
 // personality speaks.
 //
 // Version, Commit and Flavour are set at link time with -ldflags -X (see the
-// Makefile); they are never written at run time.
+// Makefile); they are never written at run time. The flavours' names are
+// defined here once, since `version`, `install --flavour` and the binaries'
+// file names all spell them.
 package version
 
 import (
@@ -18,9 +20,32 @@ var (
 	Version = "dev"
 	// Commit is the full commit hash at build time.
 	Commit = "unknown"
-	// Flavour is "verbose" for the debug-logging build (cniplugins-verbose).
+	// Flavour is FlavourVerbose in cniplugins-verbose and empty otherwise:
+	// that flavour is cmd/cniplugins linked with this flag rather than a
+	// main of its own, so the flag is the only way it differs. Read it
+	// through LeanOrVerbose and Verbose.
 	Flavour = ""
 )
+
+// The flavours' names: what `version` prints, what --flavour takes, and
+// the suffix of each binary's file name (cniplugins-NAME; the lean one is
+// plain cniplugins).
+const (
+	FlavourLean    = "lean"
+	FlavourVerbose = "verbose"
+	FlavourFull    = "full"
+)
+
+// Flavours lists every flavour's name, lean first.
+func Flavours() []string { return []string{FlavourLean, FlavourVerbose, FlavourFull} }
+
+// LeanOrVerbose is the flavour cmd/cniplugins was linked as.
+func LeanOrVerbose() string {
+	if Verbose() {
+		return FlavourVerbose
+	}
+	return FlavourLean
+}
 
 // SpecVersions lists the CNI spec versions every personality answers VERSION
 // with and accepts in its config.
@@ -34,19 +59,16 @@ func PluginInfo() cniversion.PluginInfo {
 }
 
 // Verbose reports whether this is the verbose flavour.
-func Verbose() bool { return Flavour == "verbose" }
+func Verbose() bool { return Flavour == FlavourVerbose }
 
 // About is the one-line identity used in VERSION's about string and logs.
 func About(personality string) string {
 	return fmt.Sprintf("cniplugins %s %s", personality, Version)
 }
 
-// Long is what `cniplugins version` prints.
-func Long() string {
-	flavour := Flavour
-	if flavour == "" {
-		flavour = "standard"
-	}
+// Long is what `cniplugins version` prints, for the named flavour (the
+// one its main built, so that it is the name the CLI uses too).
+func Long(flavour string) string {
 	return fmt.Sprintf("cniplugins %s\ncommit: %s\nflavour: %s\ngo: %s %s/%s\ncni spec versions: %s\n",
 		Version, Commit, flavour, runtime.Version(), runtime.GOOS, runtime.GOARCH, strings.Join(SpecVersions(), ", "))
 }

@@ -75,7 +75,7 @@ func TestBinariesLinkWhatTheirFlavourSays(t *testing.T) {
 	if !strings.Contains(fullSyms, " net/http.(*Server).Serve") {
 		t.Error("the full binary holds no net/http server")
 	}
-	if !strings.Contains(fullSyms, " github.com/cniplugins/cniplugins/internal/daetcd/etcdops.Open") {
+	if !strings.Contains(fullSyms, " main.etcdBackend.Leases") {
 		t.Error("the full binary holds no etcd backend for leases, release and gc")
 	}
 	if !strings.Contains(fullSyms, " github.com/cniplugins/cniplugins/internal/criclient.LiveSandboxes") {
@@ -227,17 +227,17 @@ func TestSwitchingFlavours(t *testing.T) {
 		flavour  string
 		noChange bool
 	}{
-		{"script, lean", []string{script, bin}, "standard", false},
+		{"script, lean", []string{script, bin}, "lean", false},
 		{"script, full", []string{script, "--flavour", "full", bin}, "full", false},
 		{"script, full again", []string{script, "--flavour=full", bin}, "full", true},
-		{"script, lean again", []string{script, "--flavour", "lean", bin}, "standard", false},
+		{"script, lean again", []string{script, "--flavour", "lean", bin}, "lean", false},
 		{"CLI from the lean binary, full", []string{filepath.Join(dir, "cniplugins"), "install", "--flavour", "full", bin}, "full", false},
-		{"CLI from the full binary, lean", []string{filepath.Join(dir, "cniplugins-full"), "install", "--flavour", "lean", bin}, "standard", false},
-		{"CLI, lean again", []string{filepath.Join(dir, "cniplugins-full"), "install", "--flavour", "lean", bin}, "standard", true},
+		{"CLI from the full binary, lean", []string{filepath.Join(dir, "cniplugins-full"), "install", "--flavour", "lean", bin}, "lean", false},
+		{"CLI, lean again", []string{filepath.Join(dir, "cniplugins-full"), "install", "--flavour", "lean", bin}, "lean", true},
 	}
 	var leanLinks []string
 	for i, s := range steps {
-		if s.flavour == "standard" && i > 0 {
+		if s.flavour == "lean" && i > 0 {
 			// As if the full flavour had installed a personality the lean
 			// one lacks (ipam-da-etcd, from the etcd allocator).
 			_ = os.Symlink("cniplugins", filepath.Join(bin, "ipam-da-etcd"))
@@ -256,7 +256,7 @@ func TestSwitchingFlavours(t *testing.T) {
 		if i == 0 {
 			leanLinks = got
 		}
-		if s.flavour == "standard" && !slices.Equal(got, leanLinks) {
+		if s.flavour == "lean" && !slices.Equal(got, leanLinks) {
 			t.Errorf("%s: links %v, want the lean flavour's %v", s.name, got, leanLinks)
 		}
 		for _, n := range got {

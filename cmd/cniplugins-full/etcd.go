@@ -1,10 +1,4 @@
-// Package etcdops is the etcd backend of the operators' commands: what
-// `cniplugins-full leases|release|gc --etcd ENDPOINTS` act on, for a node
-// that is gone for good (its runtime will never send the DEL or GC that
-// would free its claims). The full flavour's main hands Open to
-// cli.Flavour.Etcd; nothing else names this package, so the lean binary
-// never links it.
-package etcdops
+package main
 
 import (
 	"fmt"
@@ -15,27 +9,39 @@ import (
 	"github.com/cniplugins/cniplugins/internal/ops"
 )
 
-// Open validates c as ipam.etcd is validated and returns the backend.
-func Open(c ops.EtcdConfig) (ops.Remote, error) {
-	ad, err := daetcd.NewAdmin(c)
+// etcdBackend is the ops.Backend of `leases`, `release` and `gc --etcd`:
+// ipam-da-etcd's claims, for a node that is gone for good (its runtime
+// will never send the DEL or GC that would free them). daetcd.Admin does
+// the work; this is only the seam between its types and ops', kept in
+// this main because it is the one package that links both, so that
+// neither imports the other and the lean binary links neither the etcd
+// client nor this.
+type etcdBackend struct{ ad *daetcd.Admin }
+
+// openEtcd is the full flavour's Etcd: it validates c as ipam.etcd is
+// validated. The two config types have the same fields, so the
+// conversion is checked by the compiler.
+func openEtcd(c ops.EtcdConfig) (ops.Backend, error) {
+	ad, err := daetcd.NewAdmin(daetcd.AdminConfig(c))
 	if err != nil {
 		return nil, err
 	}
-	return remote{ad}, nil
+	return etcdBackend{ad}, nil
 }
 
-type remote struct{ ad *daetcd.Admin }
+// Shared is true: every node's claims are in one cluster.
+func (etcdBackend) Shared() bool { return true }
 
-func (r remote) Leases(f ops.LeaseFilter) ([]ops.Lease, error) {
-	ls, err := r.ad.Leases(daetcd.Filter{Node: f.Node, Network: f.Network, Pool: f.Pool, Container: f.Container})
+func (b etcdBackend) Leases(f ops.LeaseFilter) ([]ops.Lease, error) {
+	ls, err := b.ad.Leases(daetcd.Filter{Node: f.Node, Network: f.Network, Pool: f.Pool, Container: f.Container})
 	return leasesOf(ls), err
 }
 
 // Release frees one claim. With Node, it first reads the claim and
 // refuses unless that node holds it; the release then names the owner it
 // read, so a claim that changed hands in between is not freed.
-func (r remote) Release(q ops.ReleaseRequest) (ops.Lease, error) {
-	if err := validNames(q.Target); err != nil {
+func (b etcdBackend) Release(q ops.ReleaseRequest) (ops.Lease, error) {
+	if err := q.Validate(); err != nil {
 		return ops.Lease{}, err
 	}
 	s := dapools.Scope{Network: q.Network, Pool: q.Pool}
@@ -43,7 +49,7 @@ func (r remote) Release(q ops.ReleaseRequest) (ops.Lease, error) {
 		if err := daetcd.ValidNodeName("--node", q.Node); err != nil {
 			return ops.Lease{}, err
 		}
-		l, err := r.ad.Release(q.Addr, s, q.Container, q.IfName, true)
+		l, err := b.ad.Release(q.Addr, s, q.Container, q.IfName, true)
 		if err != nil {
 			return ops.Lease{}, err
 		}
@@ -52,33 +58,19 @@ func (r remote) Release(q ops.ReleaseRequest) (ops.Lease, error) {
 		}
 		q.Container, q.IfName = l.ContainerID, l.IfName
 	}
-	l, err := r.ad.Release(q.Addr, s, q.Container, q.IfName, q.DryRun)
+	l, err := b.ad.Release(q.Addr, s, q.Container, q.IfName, q.DryRun)
 	if err != nil {
 		return ops.Lease{}, err
 	}
 	return leaseOf(l), nil
 }
 
-func (r remote) GC(q ops.GCRequest) ([]ops.Lease, error) {
-	if err := validNames(q.Target); err != nil {
+func (b etcdBackend) GC(q ops.GCRequest) ([]ops.Lease, error) {
+	if err := q.Validate(); err != nil {
 		return nil, err
 	}
-	ls, err := r.ad.GC(q.Node, daetcd.Filter{Network: q.Network, Pool: q.Pool}, q.Keep, q.Apply)
+	ls, err := b.ad.GC(q.Node, daetcd.Filter{Network: q.Network, Pool: q.Pool}, q.Keep, q.Apply)
 	return leasesOf(ls), err
-}
-
-// validNames applies the local commands' rules for --network and --pool
-// (they become key segments here, paths there), each name on its own.
-func validNames(t ops.Target) error {
-	for _, one := range []ops.Target{{Network: t.Network}, {Pool: t.Pool}} {
-		if one.Network+one.Pool == "" {
-			continue
-		}
-		if _, err := one.Dir(); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 func leasesOf(ls []daetcd.Lease) []ops.Lease {

@@ -1,0 +1,53 @@
+package ops
+
+import "time"
+
+// Backend is the store of reservations that leases, release, gc and
+// gc --cri act on. The CLI chooses one from its flags, once per command:
+// Local (the data dir on this host), or with --etcd the full flavour's
+// etcd backend. The interface and Local are all the lean binary links;
+// the etcd implementation is named only by the full flavour's main, so the
+// etcd client and net/http stay out of the lean binary.
+//
+// Every backend takes the same requests and returns Leases in the same
+// form, so one printer and one set of checks serve them all.
+type Backend interface {
+	Leases(LeaseFilter) ([]Lease, error)
+	Release(ReleaseRequest) (Lease, error)
+	GC(GCRequest) ([]Lease, error)
+	// Shared reports a store that many nodes share: its Leases carry
+	// Node, requests may name one, and gc collects one node's claims
+	// (which a local data dir, holding this host's only, has no use for).
+	Shared() bool
+}
+
+// Local is the data dir on this host, read and written through the
+// hostlocal engine exactly as the plugins do. It ignores the requests'
+// Node fields.
+type Local struct {
+	DataDir string
+	// LockTimeout is how long a writer waits for a state directory's lock.
+	LockTimeout time.Duration
+}
+
+// Shared is false: a data dir holds this host's reservations only.
+func (Local) Shared() bool { return false }
+
+// EtcdConfig is how to reach etcd, as ipam.etcd says it (the flags of
+// leases, release and gc next to --etcd): what the full flavour's etcd
+// backend is opened with.
+type EtcdConfig struct {
+	Endpoints    []string
+	Prefix       string
+	Timeout      time.Duration
+	CAFile       string
+	CertFile     string
+	KeyFile      string
+	Username     string
+	PasswordFile string
+}
+
+// OwnerMarker is the owner kind of the marker an ADD writes in a shared
+// Backend before it claims: left behind by an ADD that failed (until its
+// DEL) or still running; its Address is "".
+const OwnerMarker = "marker"
