@@ -3,9 +3,8 @@ package main
 import (
 	"fmt"
 
+	"github.com/cniplugins/cniplugins/internal/alloc"
 	"github.com/cniplugins/cniplugins/internal/daetcd"
-	"github.com/cniplugins/cniplugins/internal/dapools"
-	"github.com/cniplugins/cniplugins/internal/hostlocal"
 	"github.com/cniplugins/cniplugins/internal/ops"
 )
 
@@ -44,7 +43,7 @@ func (b etcdBackend) Release(q ops.ReleaseRequest) (ops.Lease, error) {
 	if err := q.Validate(); err != nil {
 		return ops.Lease{}, err
 	}
-	s := dapools.Scope{Network: q.Network, Pool: q.Pool}
+	s := alloc.Scope{Network: q.Network, Pool: q.Pool}
 	if q.Node != "" {
 		if err := daetcd.ValidNodeName("--node", q.Node); err != nil {
 			return ops.Lease{}, err
@@ -84,7 +83,7 @@ func leasesOf(ls []daetcd.Lease) []ops.Lease {
 func leaseOf(l daetcd.Lease) ops.Lease {
 	out := ops.Lease{
 		Address: l.Address, Network: l.Network, Pool: l.Scope.Pool, ContainerID: l.ContainerID, IfName: l.IfName,
-		Owner: hostlocal.Attachment{ContainerID: l.ContainerID, IfName: l.IfName}.Kind(), Since: l.Since().UTC(), Node: l.Node,
+		Owner: alloc.Attachment{ContainerID: l.ContainerID, IfName: l.IfName}.Kind(), Since: l.Since().UTC(), Node: l.Node,
 	}
 	if out.Network == "" {
 		out.Network = l.Scope.Network

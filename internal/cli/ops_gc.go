@@ -6,7 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/cniplugins/cniplugins/internal/hostlocal"
+	"github.com/cniplugins/cniplugins/internal/alloc"
 	"github.com/cniplugins/cniplugins/internal/ops"
 )
 
@@ -110,7 +110,7 @@ releases nothing. The Docker driver's reservations are never touched.`,
 	return c
 }
 
-func readKeepFile(path string) ([]hostlocal.Attachment, error) {
+func readKeepFile(path string) ([]alloc.Attachment, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err

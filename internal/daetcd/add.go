@@ -3,8 +3,7 @@ package daetcd
 import (
 	"github.com/containernetworking/cni/pkg/types"
 
-	"github.com/cniplugins/cniplugins/internal/dapools"
-	"github.com/cniplugins/cniplugins/internal/hostlocal"
+	"github.com/cniplugins/cniplugins/internal/alloc"
 	"github.com/cniplugins/cniplugins/internal/logging"
 	"github.com/cniplugins/cniplugins/internal/plugin"
 )
@@ -13,16 +12,16 @@ import (
 // transaction in the common case, all or nothing: when a target fails,
 // every claim this ADD made or may still have in flight is undone.
 func cmdAdd(req *plugin.Request) (types.Result, error) {
-	p, op, targets, err := beginTargets(req)
+	c, op, targets, err := beginTargets(req)
 	if err != nil {
 		return nil, err
 	}
-	res, err := p.NewResult()
+	res, err := c.NewResult()
 	if err != nil {
 		return nil, err
 	}
 	claim := newClaimID()
-	att := hostlocal.Attachment{ContainerID: op.cid, IfName: op.ifname, Network: op.network}
+	att := alloc.Attachment{ContainerID: op.cid, IfName: op.ifname, Network: op.network}
 	var stores []*claimStore
 	for _, t := range targets {
 		s := op.claimStore(t, claim)
@@ -36,7 +35,7 @@ func cmdAdd(req *plugin.Request) (types.Result, error) {
 			}
 			return nil, err
 		}
-		res.IPs = append(res.IPs, dapools.IPConfig(addr, gw))
+		res.IPs = append(res.IPs, alloc.IPConfig(addr, gw))
 		req.Log.Debug("allocated", logging.String("target", t.Label), logging.Stringer("address", addr))
 	}
 	return res, nil

@@ -8,10 +8,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cniplugins/cniplugins/internal/alloc"
 	"github.com/cniplugins/cniplugins/internal/cnierr"
-	"github.com/cniplugins/cniplugins/internal/dapools"
 	"github.com/cniplugins/cniplugins/internal/etcdkv"
-	"github.com/cniplugins/cniplugins/internal/hostlocal"
 	"github.com/cniplugins/cniplugins/internal/logging"
 )
 
@@ -59,7 +58,7 @@ func NewAdmin(c AdminConfig) (*Admin, error) {
 // Address.
 type Lease struct {
 	Record
-	Scope dapools.Scope `json:"-"`
+	Scope alloc.Scope `json:"-"`
 	key   etcdkv.KV
 }
 
@@ -133,7 +132,7 @@ func (l Lease) ScopeName() string {
 // Release frees addr in scope, refusing when it is not claimed or when
 // container (and ifname) are given and do not match its owner. dryRun
 // checks and returns the lease without changing anything.
-func (a *Admin) Release(addr netip.Addr, s dapools.Scope, container, ifname string, dryRun bool) (Lease, error) {
+func (a *Admin) Release(addr netip.Addr, s alloc.Scope, container, ifname string, dryRun bool) (Lease, error) {
 	addr = addr.Unmap()
 	resp, err := a.op.cl.Read(etcdkv.Get(a.op.keys.addrKey(s, addr)))
 	if err != nil {
@@ -183,10 +182,10 @@ func (a *Admin) Release(addr netip.Addr, s dapools.Scope, container, ifname stri
 
 // GC releases every claim of node (optionally only in one scope, or of
 // one network) whose attachment is not in keep, by the rule every GC
-// follows (hostlocal.KeepSet): a keep entry without an ifname keeps every
+// follows (alloc.KeepSet): a keep entry without an ifname keeps every
 // attachment of its container. Without apply it only
 // returns the plan.
-func (a *Admin) GC(node string, f Filter, keep []hostlocal.Attachment, apply bool) ([]Lease, error) {
+func (a *Admin) GC(node string, f Filter, keep []alloc.Attachment, apply bool) ([]Lease, error) {
 	if node == "" {
 		return nil, cnierr.MissingConfig("--node")
 	}
@@ -195,9 +194,9 @@ func (a *Admin) GC(node string, f Filter, keep []hostlocal.Attachment, apply boo
 	if err != nil {
 		return nil, err
 	}
-	keeps := hostlocal.NewKeepSet(f.Network, keep).Keeps
+	keeps := alloc.NewKeepSet(f.Network, keep).Keeps
 	var plan []Lease
-	perScope := map[dapools.Scope][]etcdkv.Txn{}
+	perScope := map[alloc.Scope][]etcdkv.Txn{}
 	marks := unmark{}
 	for _, l := range leases {
 		if keeps(l.attachment()) {

@@ -8,9 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cniplugins/cniplugins/internal/dapools"
+	"github.com/cniplugins/cniplugins/internal/alloc"
 	"github.com/cniplugins/cniplugins/internal/etcdtest"
-	"github.com/cniplugins/cniplugins/internal/hostlocal"
 	"github.com/cniplugins/cniplugins/internal/plugin"
 )
 
@@ -102,7 +101,7 @@ func TestAdminLeasesReleaseGC(t *testing.T) {
 
 	// release: refused for the wrong owner, for an unclaimed address; a
 	// dry run changes nothing.
-	p := dapools.Scope{Pool: "p"}
+	p := alloc.Scope{Pool: "p"}
 	if _, err := ad.Release(a1, p, "someone-else", "", false); err == nil {
 		t.Fatal("released for the wrong container")
 	}
@@ -124,7 +123,7 @@ func TestAdminLeasesReleaseGC(t *testing.T) {
 
 	// gc of node gone keeping g2: a plan first, then applied; node alive
 	// is never touched.
-	plan, err := ad.GC("gone", Filter{}, []hostlocal.Attachment{{ContainerID: "g2", IfName: "eth0"}}, false)
+	plan, err := ad.GC("gone", Filter{}, []alloc.Attachment{{ContainerID: "g2", IfName: "eth0"}}, false)
 	if err != nil || len(plan) != 1 || plan[0].ContainerID != "g3" {
 		t.Fatalf("plan: %+v %v", plan, err)
 	}

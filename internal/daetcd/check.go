@@ -1,10 +1,8 @@
 package daetcd
 
 import (
-	"net/netip"
-
+	"github.com/cniplugins/cniplugins/internal/alloc"
 	"github.com/cniplugins/cniplugins/internal/cnierr"
-	"github.com/cniplugins/cniplugins/internal/dapools"
 	"github.com/cniplugins/cniplugins/internal/etcdkv"
 	"github.com/cniplugins/cniplugins/internal/plugin"
 )
@@ -13,24 +11,24 @@ import (
 // attachment, on this node and network (code 3 otherwise). Without
 // addresses to verify it checks that the attachment holds any.
 func cmdCheck(req *plugin.Request) error {
-	p, op, targets, err := beginTargets(req)
+	c, op, targets, err := beginTargets(req)
 	if err != nil {
 		return err
 	}
-	addrs, err := dapools.PrevAddrs(req.Conf)
+	addrs, err := alloc.PrevAddrs(req.Conf)
 	if err != nil {
 		return err
 	}
 	if len(addrs) == 0 {
-		return op.checkHoldsAny(p.Scopes())
+		return op.checkHoldsAny(c.Scopes())
+	}
+	placed, err := alloc.Placed(targets, addrs)
+	if err != nil {
+		return err
 	}
 	reads := make([]etcdkv.Op, len(addrs))
 	for i, a := range addrs {
-		t, ok := targetFor(targets, a)
-		if !ok {
-			return cnierr.New(cnierr.CodeUnknownContainer, "address is in no selected range set", "address=%s", a)
-		}
-		reads[i] = etcdkv.Get(op.keys.addrKey(t.Scope, a))
+		reads[i] = etcdkv.Get(op.keys.addrKey(placed[i].Scope, a))
 	}
 	resp, err := op.cl.Read(reads...)
 	if err != nil {
@@ -47,7 +45,7 @@ func cmdCheck(req *plugin.Request) error {
 	return nil
 }
 
-func (op *operation) checkHoldsAny(scopes []dapools.Scope) error {
+func (op *operation) checkHoldsAny(scopes []alloc.Scope) error {
 	resp, err := op.readAttachment(scopes)
 	if err != nil {
 		return err
@@ -60,13 +58,4 @@ func (op *operation) checkHoldsAny(scopes []dapools.Scope) error {
 		}
 	}
 	return cnierr.New(cnierr.CodeUnknownContainer, "attachment holds no address", "containerID=%s ifname=%s node=%s", op.cid, op.ifname, op.node)
-}
-
-func targetFor(targets []dapools.Target, a netip.Addr) (dapools.Target, bool) {
-	for _, t := range targets {
-		if t.Set.Contains(a) {
-			return t, true
-		}
-	}
-	return dapools.Target{}, false
 }

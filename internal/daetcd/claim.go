@@ -7,29 +7,31 @@ import (
 	"net/netip"
 
 	"github.com/cniplugins/cniplugins/internal/addrspace"
+	"github.com/cniplugins/cniplugins/internal/alloc"
 	"github.com/cniplugins/cniplugins/internal/cnierr"
-	"github.com/cniplugins/cniplugins/internal/dapools"
 	"github.com/cniplugins/cniplugins/internal/etcdkv"
-	"github.com/cniplugins/cniplugins/internal/hostlocal"
 	"github.com/cniplugins/cniplugins/internal/logging"
 )
 
-// claimStore is etcd as the host-local allocator sees it while an ADD
-// allocates one target (a range set or a pool). The allocator keeps its
-// rules (requested addresses, gateways, exclusions, the iteration order,
-// 100/101); the store turns each candidate into one transaction:
+// claimStore is etcd as the allocation engine sees it while an ADD
+// allocates one target (a range set or a pool): an alloc.Store, not a
+// Ledger, because DEL, CHECK and GC are transactions of their own here.
+// The engine keeps its rules (requested addresses, gateways, exclusions,
+// the iteration order, 100/101); the store turns each candidate into one
+// transaction:
 //
 //	if claim key absent, the attachment's index key absent (or, after a
 //	failed ADD, still its marker) and the node is this machine:
 //	                                 put both, with the owner record
 //	else:                            read both and the node (the holder, in the same round trip)
 //
-// The index-key condition is the duplicate check, atomic with the claim:
-// an attachment can never hold two addresses of one range set or pool,
-// however its ADDs race or are retried.
+// The index-key condition is the duplicate check, atomic with the claim
+// (a separate read before it would add a round trip and still be a
+// check-then-act): an attachment can never hold two addresses of one
+// range set or pool, however its ADDs race or are retried.
 type claimStore struct {
 	op     *operation
-	scope  dapools.Scope
+	scope  alloc.Scope
 	slot   int
 	set    addrspace.RangeSet
 	claim  string // this ADD's claim ID
@@ -38,7 +40,6 @@ type claimStore struct {
 
 	sent     []byte // the record of the last claim sent: ours if it is found later
 	sentAddr netip.Addr
-	won      netip.Addr
 	taken    map[netip.Addr]bool
 	sawTaken int64 // the revision at which a candidate was first seen taken
 	scanned  bool
@@ -48,12 +49,14 @@ type claimStore struct {
 // and one read of its keys is cheaper than a transaction per taken address.
 const prefetchAfter = 4
 
-func (op *operation) claimStore(t dapools.Target, claim string) *claimStore {
+func (op *operation) claimStore(t alloc.Target, claim string) *claimStore {
 	return &claimStore{op: op, scope: t.Scope, slot: t.RangeID, set: t.Set, claim: claim, label: t.Label, taken: map[netip.Addr]bool{}}
 }
 
 // Reserve claims ip for the attachment; false when someone holds it.
-func (s *claimStore) Reserve(_ hostlocal.Attachment, ip netip.Addr) (bool, error) {
+// The claim carries the operation's attachment, which is the one
+// Allocate passes.
+func (s *claimStore) Reserve(_ alloc.Attachment, ip netip.Addr) (bool, error) {
 	if s.taken[ip] {
 		return false, nil
 	}
@@ -89,7 +92,6 @@ func (s *claimStore) Reserve(_ hostlocal.Attachment, ip netip.Addr) (bool, error
 			return false, err
 		}
 		if resp.Succeeded {
-			s.won = ip
 			return true, nil
 		}
 		if node, found := resp.First(2); !found || !bytes.HasPrefix(node.Value, op.identity()) {
@@ -102,7 +104,7 @@ func (s *claimStore) Reserve(_ hostlocal.Attachment, ip netip.Addr) (bool, error
 		holder, held := resp.First(0)
 		slot, hasSlot := resp.First(1)
 		if hasSlot && bytes.Equal(slot.Value, val) {
-			s.won = ip // our own claim, committed although its answer was lost
+			// Our own claim, committed although its answer was lost.
 			return true, nil
 		}
 		if hasSlot {
@@ -173,24 +175,6 @@ func (s *claimStore) LastReserved(int) (netip.Addr, error) {
 	return startAddr(s.set, op.node+"\x00"+op.network+"\x00"+op.cid+"\x00"+op.ifname+"\x00"+scopePath(s.scope)), nil
 }
 
-// SetLastReserved: no cursor (see LastReserved).
-func (s *claimStore) SetLastReserved(int, netip.Addr) error { return nil }
-
-// ByAttachment is the allocator's duplicate check. Here it is part of
-// every claim's transaction (the index-key condition), where it cannot
-// race; a separate read before the claim would add a round trip and still
-// be a check-then-act, so there is nothing to return.
-func (s *claimStore) ByAttachment(hostlocal.Attachment) ([]netip.Addr, error) { return nil, nil }
-
-// SaveCursor and RestoreCursor: no cursor (see LastReserved), so a failed
-// ADD has none to put back.
-func (s *claimStore) SaveCursor(rangeID int) (hostlocal.Cursor, error) {
-	return hostlocal.Cursor{RangeID: rangeID}, nil
-}
-
-// RestoreCursor: see SaveCursor.
-func (s *claimStore) RestoreCursor(hostlocal.Cursor) error { return nil }
-
 // MarkExhausted records, for STATUS, that an ADD found the target full,
 // unless an address was freed there since the search first saw one taken
 // (see freed).
@@ -205,40 +189,6 @@ func (s *claimStore) MarkExhausted(int) error {
 		Then: []etcdkv.Op{etcdkv.Put(k, []byte(stamp(s.op.now)))},
 	})
 	return err
-}
-
-// ClearExhausted: every release clears the marks in its own transaction.
-func (s *claimStore) ClearExhausted() error { return nil }
-
-// Owner returns who holds ip in this target's scope.
-func (s *claimStore) Owner(ip netip.Addr) (hostlocal.Attachment, bool, error) {
-	resp, err := s.op.cl.Read(etcdkv.Get(s.op.keys.addrKey(s.scope, ip)))
-	if err != nil {
-		return hostlocal.Attachment{}, false, err
-	}
-	kv, ok := resp.First(0)
-	if !ok {
-		return hostlocal.Attachment{}, false, nil
-	}
-	r, _ := decodeRecord(kv.Value)
-	return r.attachment(), true, nil
-}
-
-// Release frees ip if this attachment holds it (the allocator's undo).
-func (s *claimStore) Release(_ hostlocal.Attachment, ip netip.Addr) (bool, error) {
-	if ip != s.won {
-		return false, nil
-	}
-	if err := s.op.cancel([]*claimStore{s}); err != nil {
-		return false, err
-	}
-	return true, nil
-}
-
-// All is GC's listing; ipam-da-etcd's GC reads the node's index keys
-// instead, so a claim store never lists a pool.
-func (s *claimStore) All() (map[netip.Addr]hostlocal.Attachment, error) {
-	return nil, cnierr.New(cnierr.CodeInternal, "claim store cannot list a pool", "%s", s.label)
 }
 
 // cancel undoes an ADD's claims that succeeded or may still commit (a
@@ -268,7 +218,6 @@ func (op *operation) cancel(stores []*claimStore) error {
 			Then: []etcdkv.Op{marker},
 			Else: []etcdkv.Op{etcdkv.Nested(committed)},
 		})
-		s.won = netip.Addr{}
 	}
 	return op.commit(txns)
 }

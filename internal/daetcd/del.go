@@ -1,7 +1,7 @@
 package daetcd
 
 import (
-	"github.com/cniplugins/cniplugins/internal/dapools"
+	"github.com/cniplugins/cniplugins/internal/alloc"
 	"github.com/cniplugins/cniplugins/internal/etcdkv"
 	"github.com/cniplugins/cniplugins/internal/plugin"
 )
@@ -11,11 +11,11 @@ import (
 // each claim with its index key, guarded by their exact revisions and
 // values. It needs no ranges, and an unknown attachment is not an error.
 func cmdDel(req *plugin.Request) error {
-	p, op, err := begin(req, false)
+	c, op, err := begin(req, false)
 	if err != nil {
 		return err
 	}
-	scopes := p.Scopes()
+	scopes := c.Scopes()
 	if done, err := op.delFromPrev(req); done || err != nil {
 		return err
 	}
@@ -53,22 +53,22 @@ func cmdDel(req *plugin.Request) error {
 // something (an address missing from prevResult, a failed ADD's marker, a
 // record from this very instant): the exact read path then finishes.
 func (op *operation) delFromPrev(req *plugin.Request) (done bool, err error) {
-	addrs, err := dapools.PrevAddrs(req.Conf)
+	addrs, err := alloc.PrevAddrs(req.Conf)
 	if err != nil || len(addrs) == 0 {
 		return false, nil
 	}
-	p, err := dapools.Parse(req.Conf, req.CNIArgs, true)
+	c, err := alloc.Parse(req.Conf, req.CNIArgs, true)
 	if err != nil {
 		return false, nil
 	}
-	targets, err := p.Targets()
+	targets, err := c.AddTargets()
 	if err != nil {
 		return false, nil
 	}
 	var outer etcdkv.Txn
 	seen := map[string]bool{}
 	for _, a := range addrs {
-		t, ok := targetFor(targets, a)
+		t, ok := alloc.TargetFor(targets, a)
 		if !ok {
 			return false, nil
 		}
@@ -88,7 +88,7 @@ func (op *operation) delFromPrev(req *plugin.Request) (done bool, err error) {
 		}))
 	}
 	outer.Then = append(outer.Then, op.touch())
-	scopes := p.Scopes()
+	scopes := c.Scopes()
 	first := len(outer.Then)
 	for _, s := range scopes {
 		outer.Then = append(outer.Then, etcdkv.GetPrefix(op.keys.attachmentPrefix(op.node, s, op.cid, op.ifname)))

@@ -3,25 +3,24 @@ package daetcd
 import (
 	"errors"
 
-	"github.com/cniplugins/cniplugins/internal/dapools"
+	"github.com/cniplugins/cniplugins/internal/alloc"
 	"github.com/cniplugins/cniplugins/internal/etcdkv"
-	"github.com/cniplugins/cniplugins/internal/hostlocal"
 	"github.com/cniplugins/cniplugins/internal/logging"
 	"github.com/cniplugins/cniplugins/internal/plugin"
 )
 
 // cmdGC (spec 1.1) releases this node's claims of this network whose
-// attachment is not in cni.dev/valid-attachments (hostlocal.KeepSet, the
+// attachment is not in cni.dev/valid-attachments (alloc.KeepSet, the
 // rule every GC follows), failed ADDs' markers included. It reads this
 // node's index keys of each scope, page by page, so another node's claims
 // are never even looked at, and it frees nothing unless the node is this
 // machine (node.go). It keeps going after errors.
 func cmdGC(req *plugin.Request) error {
-	p, op, err := begin(req, false) // GC has no attachment: op's is empty
+	c, op, err := begin(req, false) // GC has no attachment: op's is empty
 	if err != nil {
 		return err
 	}
-	valid, err := dapools.ValidAttachments(req.Conf)
+	valid, err := alloc.ValidAttachments(req.Conf)
 	if err != nil {
 		return err
 	}
@@ -33,9 +32,9 @@ func cmdGC(req *plugin.Request) error {
 	if err := op.ensureNode(kv, found); err != nil {
 		return err
 	}
-	keep := hostlocal.NewKeepSet(op.network, valid)
+	keep := alloc.NewKeepSet(op.network, valid)
 	var errs []error
-	for _, s := range p.Scopes() {
+	for _, s := range c.Scopes() {
 		kvs, err := op.cl.List(op.keys.nodeScope(op.node, s), false)
 		if err != nil {
 			errs = append(errs, err)

@@ -10,9 +10,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/cniplugins/cniplugins/internal/dapools"
+	"github.com/cniplugins/cniplugins/internal/alloc"
 	"github.com/cniplugins/cniplugins/internal/etcdkv"
-	"github.com/cniplugins/cniplugins/internal/hostlocal"
 )
 
 // The key layout under the prefix (docs/etcd.md, "Keys in etcd"):
@@ -35,30 +34,30 @@ import (
 // can reach outside its place.
 type layout struct{ prefix string }
 
-func scopePath(s dapools.Scope) string {
+func scopePath(s alloc.Scope) string {
 	if s.Pool != "" {
 		return "pool/" + s.Pool
 	}
 	return "net/" + s.Network
 }
 
-func (l layout) addrKey(s dapools.Scope, ip netip.Addr) string {
+func (l layout) addrKey(s alloc.Scope, ip netip.Addr) string {
 	return l.prefix + "ip/" + scopePath(s) + "/" + ip.String()
 }
 
-func (l layout) scopeAddrs(s dapools.Scope) string { return l.prefix + "ip/" + scopePath(s) + "/" }
+func (l layout) scopeAddrs(s alloc.Scope) string { return l.prefix + "ip/" + scopePath(s) + "/" }
 
 func (l layout) nodePrefix(node string) string { return l.prefix + "node/" + node + "/" }
 
-func (l layout) nodeScope(node string, s dapools.Scope) string {
+func (l layout) nodeScope(node string, s alloc.Scope) string {
 	return l.nodePrefix(node) + scopePath(s) + "/"
 }
 
-func (l layout) attachmentPrefix(node string, s dapools.Scope, cid, ifname string) string {
+func (l layout) attachmentPrefix(node string, s alloc.Scope, cid, ifname string) string {
 	return l.nodeScope(node, s) + cid + "/" + ifname + "/"
 }
 
-func (l layout) slotKey(node string, s dapools.Scope, cid, ifname string, slot int) string {
+func (l layout) slotKey(node string, s alloc.Scope, cid, ifname string, slot int) string {
 	return l.attachmentPrefix(node, s, cid, ifname) + strconv.Itoa(slot)
 }
 
@@ -66,13 +65,13 @@ func (l layout) nodeKey(node string) string { return l.prefix + "nodes/" + node 
 
 func (l layout) nodesPrefix() string { return l.prefix + "nodes/" }
 
-func (l layout) fullScope(s dapools.Scope) string { return l.prefix + "full/" + scopePath(s) + "/" }
+func (l layout) fullScope(s alloc.Scope) string { return l.prefix + "full/" + scopePath(s) + "/" }
 
-func (l layout) fullKey(s dapools.Scope, slot int) string { return l.fullScope(s) + strconv.Itoa(slot) }
+func (l layout) fullKey(s alloc.Scope, slot int) string { return l.fullScope(s) + strconv.Itoa(slot) }
 
 // markOf is the exhaustion mark of the range set or pool an index key is
 // for (its last segment is the slot).
-func (l layout) markOf(s dapools.Scope, indexKey string) string {
+func (l layout) markOf(s alloc.Scope, indexKey string) string {
 	return l.fullScope(s) + indexKey[strings.LastIndexByte(indexKey, '/')+1:]
 }
 
@@ -152,9 +151,9 @@ func decodeRecord(b []byte) (Record, bool) {
 }
 
 // attachment is who holds the claim, as the allocator and GC's keep rule
-// (hostlocal.KeepSet) name an owner.
-func (r Record) attachment() hostlocal.Attachment {
-	return hostlocal.Attachment{ContainerID: r.ContainerID, IfName: r.IfName, Network: r.Network}
+// (alloc.KeepSet) name an owner.
+func (r Record) attachment() alloc.Attachment {
+	return alloc.Attachment{ContainerID: r.ContainerID, IfName: r.IfName, Network: r.Network}
 }
 
 // cancelled reports a failed ADD's marker.

@@ -6,7 +6,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/cniplugins/cniplugins/internal/dapools"
+	"github.com/cniplugins/cniplugins/internal/alloc"
 	"github.com/cniplugins/cniplugins/internal/etcdkv"
 	"github.com/cniplugins/cniplugins/internal/logging"
 	"github.com/cniplugins/cniplugins/internal/plugin"
@@ -28,31 +28,31 @@ type operation struct {
 	log      *logging.Logger
 }
 
-// begin is how every command starts: ipam-da-pools' parse of the config
+// begin is how every command starts: the engine's parse of the config
 // (with the ranges when needRanges), ipam.etcd, and the operation on
 // behalf of the request's attachment.
-func begin(req *plugin.Request, needRanges bool) (dapools.Parsed, *operation, error) {
-	p, err := dapools.Parse(req.Conf, req.CNIArgs, needRanges)
+func begin(req *plugin.Request, needRanges bool) (*alloc.Config, *operation, error) {
+	c, err := alloc.Parse(req.Conf, req.CNIArgs, needRanges)
 	if err != nil {
-		return p, nil, err
+		return nil, nil, err
 	}
 	ec, err := parseEtcd(req.Conf, true)
 	if err != nil {
-		return p, nil, err
+		return nil, nil, err
 	}
-	op, err := newOperation(ec, p.Network(), req.Args.ContainerID, req.Args.IfName, req.Log)
-	return p, op, err
+	op, err := newOperation(ec, c.Network, req.Args.ContainerID, req.Args.IfName, req.Log)
+	return c, op, err
 }
 
 // beginTargets is how ADD, CHECK and STATUS start: begin with the ranges,
-// and the targets they place addresses in.
-func beginTargets(req *plugin.Request) (dapools.Parsed, *operation, []dapools.Target, error) {
-	p, op, err := begin(req, true)
+// and the targets they place addresses in, requests assigned.
+func beginTargets(req *plugin.Request) (*alloc.Config, *operation, []alloc.Target, error) {
+	c, op, err := begin(req, true)
 	if err != nil {
-		return p, nil, nil, err
+		return nil, nil, nil, err
 	}
-	targets, err := p.Targets()
-	return p, op, targets, err
+	targets, err := c.AddTargets()
+	return c, op, targets, err
 }
 
 func newOperation(c *etcdConfig, network, cid, ifname string, log *logging.Logger) (*operation, error) {
@@ -78,7 +78,7 @@ func newClaimID() string {
 }
 
 // record is this attachment's owner record for an address of scope.
-func (op *operation) record(s dapools.Scope, addr, claim string) Record {
+func (op *operation) record(s alloc.Scope, addr, claim string) Record {
 	return Record{
 		Node: op.node, ContainerID: op.cid, IfName: op.ifname, Network: op.network,
 		Address: addr, Pool: s.Pool, Time: stamp(op.now), Claim: claim,
@@ -86,14 +86,14 @@ func (op *operation) record(s dapools.Scope, addr, claim string) Record {
 }
 
 // slotKey is this attachment's index key in scope.
-func (op *operation) slotKey(s dapools.Scope, slot int) string {
+func (op *operation) slotKey(s alloc.Scope, slot int) string {
 	return op.keys.slotKey(op.node, s, op.cid, op.ifname, slot)
 }
 
 // readAttachment reads the attachment's index keys in each scope, and the
 // node's record, in one linearizable read: response i holds scope i's,
 // the last one the node's.
-func (op *operation) readAttachment(scopes []dapools.Scope) (*etcdkv.Response, error) {
+func (op *operation) readAttachment(scopes []alloc.Scope) (*etcdkv.Response, error) {
 	reads := make([]etcdkv.Op, 0, len(scopes)+1)
 	for _, s := range scopes {
 		reads = append(reads, etcdkv.GetPrefix(op.keys.attachmentPrefix(op.node, s, op.cid, op.ifname)))
@@ -107,7 +107,7 @@ func (op *operation) readAttachment(scopes []dapools.Scope) (*etcdkv.Response, e
 // failed ADD's marker (no address) is just deleted. When markHere, the
 // same transaction records on the range set's exhaustion mark that an
 // address was freed (see freed); otherwise the caller does, once per mark.
-func (op *operation) release(s dapools.Scope, kv etcdkv.KV, markHere bool) etcdkv.Txn {
+func (op *operation) release(s alloc.Scope, kv etcdkv.KV, markHere bool) etcdkv.Txn {
 	slotK := string(kv.Key)
 	t := etcdkv.Txn{If: []etcdkv.Cmp{etcdkv.ModIs(slotK, kv.ModRevision)}, Then: []etcdkv.Op{etcdkv.Delete(slotK)}}
 	if r, ok := decodeRecord(kv.Value); ok && !r.cancelled() {

@@ -1,5 +1,6 @@
-// Package daetcd is ipam-da-etcd: ipam-da-pools' allocator with its state
-// in an etcd cluster instead of local files, so that hosts sharing one
+// Package daetcd is ipam-da-etcd: the allocation engine of internal/alloc
+// (ipam-da-pools' inputs and rules) with its state in an etcd cluster
+// instead of local files, so that hosts sharing one
 // subnet (macvlan or ipvlan on a LAN, overlays, routed pod networks) never
 // hand out one address twice. Same inputs as ipam-da-pools; one key per
 // address, claimed by a create-if-absent transaction; no lock, no lease,
@@ -8,7 +9,7 @@
 package daetcd
 
 import (
-	"github.com/cniplugins/cniplugins/internal/dapools"
+	"github.com/cniplugins/cniplugins/internal/alloc"
 	"github.com/cniplugins/cniplugins/internal/netconf"
 	"github.com/cniplugins/cniplugins/internal/plugin"
 )
@@ -28,13 +29,13 @@ func Personality() plugin.Personality {
 			GC:     plugin.NoResult(cmdGC),
 			Status: plugin.NoResult(cmdStatus),
 		},
-		ArgKeys:  dapools.ArgKeys,
+		ArgKeys:  alloc.ArgKeys,
 		Validate: validate,
 	}
 }
 
 // validate is ADD's parse without etcd, the disk or the host name:
-// ipam.etcd, then everything ipam-da-pools would check.
+// ipam.etcd, then everything the engine would check.
 func validate(conf *netconf.Envelope) error {
 	if _, err := parseEtcd(conf, false); err != nil {
 		return err
@@ -45,12 +46,12 @@ func validate(conf *netconf.Envelope) error {
 	if err := conf.DecodeIPAM(&ipam); err != nil {
 		return err
 	}
-	p, err := dapools.Parse(conf, nil, ipam.Type == Name)
+	c, err := alloc.Parse(conf, nil, ipam.Type == Name)
 	if err != nil {
 		return err
 	}
-	if ipam.Type == Name || p.PoolMode() {
-		_, err = p.Targets()
+	if ipam.Type == Name || c.PoolMode() {
+		_, err = c.AddTargets()
 	}
 	return err
 }

@@ -4,7 +4,6 @@ import (
 	"errors"
 
 	"github.com/cniplugins/cniplugins/internal/cnierr"
-	"github.com/cniplugins/cniplugins/internal/dapools"
 	"github.com/cniplugins/cniplugins/internal/etcdkv"
 	"github.com/cniplugins/cniplugins/internal/plugin"
 )
@@ -16,24 +15,14 @@ import (
 // is code 11. The check is one read of the exhaustion marks and the
 // node's record, which is also the quorum probe.
 func cmdStatus(req *plugin.Request) error {
-	p, op, targets, err := beginTargets(req)
+	c, op, targets, err := beginTargets(req)
 	if err != nil {
 		return err
 	}
-	type mark struct {
-		label string
-		key   string
-	}
-	var marks []mark
-	for _, t := range targets {
-		marks = append(marks, mark{t.Label, op.keys.fullKey(t.Scope, t.RangeID)})
-	}
-	for _, name := range p.DefinedPools() {
-		marks = append(marks, mark{"pool " + name, op.keys.fullKey(dapools.Scope{Pool: name}, 0)})
-	}
+	marks := c.WithDefinedPools(targets)
 	reads := make([]etcdkv.Op, 0, len(marks)+1)
 	for _, m := range marks {
-		reads = append(reads, etcdkv.Get(m.key))
+		reads = append(reads, etcdkv.Get(op.keys.fullKey(m.Scope, m.RangeID)))
 	}
 	resp, err := op.cl.Read(append(reads, etcdkv.Get(op.keys.nodeKey(op.node)))...)
 	if errors.Is(err, etcdkv.ErrNoQuorum) {
@@ -49,7 +38,7 @@ func cmdStatus(req *plugin.Request) error {
 	}
 	for i, m := range marks {
 		if kv, ok := resp.First(i); ok && len(kv.Value) > 0 { // empty: freed since
-			return cnierr.New(cnierr.CodeNotAvailable, "address pool exhausted", "%s", m.label)
+			return cnierr.New(cnierr.CodeNotAvailable, "address pool exhausted", "%s", m.Label)
 		}
 	}
 	return nil

@@ -27,7 +27,7 @@ func BenchmarkParseConfig(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				if _, err := c.targets(); err != nil {
+				if _, err := c.Targets(); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -6,8 +6,8 @@ import (
 	"net/netip"
 	"os"
 
+	"github.com/cniplugins/cniplugins/internal/alloc"
 	"github.com/cniplugins/cniplugins/internal/cnierr"
-	"github.com/cniplugins/cniplugins/internal/hostlocal"
 	"github.com/cniplugins/cniplugins/internal/plugin"
 )
 
@@ -19,20 +19,21 @@ func cmdCheck(req *plugin.Request) error {
 	if err != nil {
 		return err
 	}
-	addrs, err := prevAddrs(req)
+	addrs, err := alloc.PrevAddrs(req.Conf)
 	if err != nil {
 		return err
 	}
 	if len(addrs) == 0 {
 		return checkHoldsAny(req, c)
 	}
+	placed, err := alloc.Placed(targets, addrs)
+	if err != nil {
+		return err
+	}
 	perDir := map[string][]netip.Addr{}
-	for _, a := range addrs {
-		t, ok := targetFor(targets, a)
-		if !ok {
-			return cnierr.New(cnierr.CodeUnknownContainer, "address is in no selected range set", "address=%s", a)
-		}
-		perDir[t.dir] = append(perDir[t.dir], a)
+	for i, a := range addrs {
+		dir := c.dir(placed[i].Scope)
+		perDir[dir] = append(perDir[dir], a)
 	}
 	dirs := make([]string, 0, len(perDir))
 	for dir := range perDir {
@@ -48,7 +49,7 @@ func cmdCheck(req *plugin.Request) error {
 	defer st.close()
 	att := c.attachment(req)
 	for _, dir := range st.order {
-		if err := st.allocator(dir).Check(att, perDir[dir]); err != nil {
+		if err := alloc.Check(st.disks[dir], att, perDir[dir]); err != nil {
 			return err
 		}
 	}
@@ -69,7 +70,7 @@ func checkHoldsAny(req *plugin.Request, c *config) error {
 	defer st.close()
 	att := c.attachment(req)
 	for _, dir := range st.order {
-		ok, err := st.allocator(dir).HoldsAny(att)
+		ok, err := alloc.HoldsAny(st.disks[dir], att)
 		if err != nil {
 			return err
 		}
@@ -82,20 +83,11 @@ func checkHoldsAny(req *plugin.Request, c *config) error {
 
 // requireStateDirs answers CHECK for a state directory that does not exist
 // without creating it: CHECK only reads, and nothing can be held there.
-func requireStateDirs(dirs []string, a hostlocal.Attachment) error {
+func requireStateDirs(dirs []string, a alloc.Attachment) error {
 	for _, dir := range dirs {
 		if _, err := os.Lstat(dir); errors.Is(err, fs.ErrNotExist) {
 			return cnierr.New(cnierr.CodeUnknownContainer, "attachment holds no address", "dir=%s (none yet) containerID=%s ifname=%s", dir, a.ContainerID, a.IfName)
 		}
 	}
 	return nil
-}
-
-func targetFor(targets []target, a netip.Addr) (target, bool) {
-	for _, t := range targets {
-		if t.set.Contains(a) {
-			return t, true
-		}
-	}
-	return target{}, false
 }

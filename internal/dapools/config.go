@@ -1,24 +1,17 @@
 package dapools
 
 import (
-	"encoding/json"
 	"errors"
-	"fmt"
 	"io/fs"
-	"maps"
-	"net/netip"
 	"os"
 	"path/filepath"
-	"slices"
 	"syscall"
 	"time"
 
-	"github.com/containernetworking/cni/pkg/types"
-
-	"github.com/cniplugins/cniplugins/internal/addrspace"
+	"github.com/cniplugins/cniplugins/internal/alloc"
 	"github.com/cniplugins/cniplugins/internal/cnierr"
 	"github.com/cniplugins/cniplugins/internal/netconf"
-	"github.com/cniplugins/cniplugins/internal/pool"
+	"github.com/cniplugins/cniplugins/internal/plugin"
 )
 
 const (
@@ -31,58 +24,21 @@ const (
 	// poolsDir holds one state directory per pool, beside the networks'.
 	// Network names cannot start with '_', so it never collides with one.
 	poolsDir = "_pools"
-	// maxRangeSets bounds the range sets of one attachment (the legacy
-	// top-level range counts): each costs an address and two files per
-	// ADD, and no real attachment needs more. Pools have the same bound,
-	// pool.MaxPerAttachment.
-	maxRangeSets = pool.MaxPerAttachment
 )
 
-// ipamConf is the ipam section: host-local's keys plus this project's.
+// ipamConf is the ipam section: the engine's keys plus where the state
+// directories are and how long to wait for their locks.
 type ipamConf struct {
-	Ranges [][]addrspace.RangeConfig `json:"ranges"`
-	// The deprecated single range at the top level of ipam.
-	addrspace.RangeConfig
-	Routes     []*types.Route `json:"routes"`
-	ResolvConf string         `json:"resolvConf"`
-	DataDir    string         `json:"dataDir"`
-
-	// Each entry is a range set or {"ranges": [...], "exclude": [...]}.
-	PoolDefinitions map[string]json.RawMessage `json:"poolDefinitions"`
-	LockTimeout     string                     `json:"lockTimeout"`
-}
-
-// netArgs is what the rest of the config says about requested addresses
-// and runtime-supplied ranges.
-type netArgs struct {
-	Args struct {
-		CNI struct {
-			IPs []string `json:"ips"`
-		} `json:"cni"`
-	}
-	RuntimeConfig struct {
-		IPs      []string                  `json:"ips"`
-		IPRanges [][]addrspace.RangeConfig `json:"ipRanges"`
-	}
+	alloc.Keys
+	DataDir     string `json:"dataDir"`
+	LockTimeout string `json:"lockTimeout"`
 }
 
 // config is everything ipam-da-pools needs, validated.
 type config struct {
-	network     string
+	*alloc.Config
 	dataDir     string
 	lockTimeout time.Duration
-	routes      []*types.Route
-	resolvConf  string
-
-	// standalone range sets (host-local mode); nil in pool mode
-	rangeSets []addrspace.RangeSet
-	// pools selected by prevResult.pools; nil in standalone mode
-	pools []pool.Pool
-	// poolDefs are ipam.poolDefinitions, validated
-	poolDefs map[string]pool.Definition
-	// requested are the addresses asked for outside Pool objects, in order:
-	// CNI_ARGS IP, args.cni.ips, runtimeConfig.ips.
-	requested []netip.Addr
 }
 
 // parseConfig reads and validates everything before anything touches disk.
@@ -93,14 +49,7 @@ func parseConfig(conf *netconf.Envelope, cniArgs []netconf.CNIArg, needRanges bo
 	if err := conf.DecodeIPAM(&ipam); err != nil {
 		return nil, err
 	}
-	var extra netArgs
-	if err := conf.DecodeArgs(&extra.Args); err != nil {
-		return nil, err
-	}
-	if err := conf.DecodeRuntimeConfig(&extra.RuntimeConfig); err != nil {
-		return nil, err
-	}
-	c := &config{network: conf.Name, routes: ipam.Routes, resolvConf: ipam.ResolvConf}
+	c := &config{}
 	var err error
 	if c.dataDir, err = dataDir(ipam.DataDir); err != nil {
 		return nil, err
@@ -108,25 +57,10 @@ func parseConfig(conf *netconf.Envelope, cniArgs []netconf.CNIArg, needRanges bo
 	if c.lockTimeout, err = lockTimeout(ipam.LockTimeout); err != nil {
 		return nil, err
 	}
-	if c.requested, err = requestedAddrs(cniArgs, extra); err != nil {
+	if c.Config, err = ipam.Keys.Parse(conf, cniArgs, needRanges); err != nil {
 		return nil, err
 	}
-	if c.poolDefs, err = pool.ParseDefinitions("ipam.poolDefinitions", ipam.PoolDefinitions); err != nil {
-		return nil, err
-	}
-	pools, poolMode, err := pool.FromPrevResult(conf)
-	if err != nil {
-		return nil, err
-	}
-	if poolMode {
-		c.pools = pools
-		return c, nil
-	}
-	if !needRanges {
-		return c, nil
-	}
-	c.rangeSets, err = standaloneRanges(ipam, extra)
-	return c, err
+	return c, nil
 }
 
 // dataDir validates ipam.dataDir before anything touches the disk. A
@@ -171,48 +105,44 @@ func lockTimeout(s string) (time.Duration, error) {
 	return d, nil
 }
 
-// standaloneRanges follows host-local: runtimeConfig.ipRanges replaces
-// ipam.ranges; the deprecated top-level range comes first; sets must not
-// overlap one another.
-func standaloneRanges(ipam ipamConf, extra netArgs) ([]addrspace.RangeSet, error) {
-	cfgs, field := ipam.Ranges, "ipam.ranges"
-	if len(extra.RuntimeConfig.IPRanges) > 0 {
-		cfgs, field = extra.RuntimeConfig.IPRanges, "runtimeConfig.ipRanges"
+// load parses the config and lists the targets: how ADD, CHECK and
+// STATUS begin.
+func load(req *plugin.Request) (*config, []alloc.Target, error) {
+	c, err := parseConfig(req.Conf, req.CNIArgs, true)
+	if err != nil {
+		return nil, nil, err
 	}
-	var sets []addrspace.RangeSet
-	legacy := 0
-	if ipam.Subnet != "" {
-		legacy = 1
-	}
-	if n := len(cfgs) + legacy; n > maxRangeSets {
-		return nil, cnierr.InvalidConfig(field, fmt.Sprintf("%d range sets", n), fmt.Sprintf("at most %d range sets", maxRangeSets))
-	}
-	if legacy == 1 {
-		// The legacy keys sit in ipam itself: errors name ipam.subnet,
-		// not a range-set element that does not exist in the config.
-		r, err := ipam.RangeConfig.Canonicalize("ipam")
-		if err != nil {
-			return nil, err
-		}
-		sets = append(sets, addrspace.RangeSet{r})
-	}
-	for i, cfg := range cfgs {
-		rs, err := addrspace.ParseRangeSet(fmt.Sprintf("%s[%d]", field, i), cfg)
-		if err != nil {
-			return nil, err
-		}
-		sets = append(sets, rs)
-	}
-	if len(sets) == 0 {
-		return nil, cnierr.MissingConfig("ipam.ranges")
-	}
-	return sets, addrspace.CheckDisjoint(sets, func(set, idx int) string {
-		if set < legacy {
-			return "ipam" // the legacy range's keys sit in ipam itself
-		}
-		return fmt.Sprintf("%s[%d][%d]", field, set-legacy, idx)
-	})
+	ts, err := c.Targets()
+	return c, ts, err
 }
 
-// definedPools lists, sorted, the pools of ipam.poolDefinitions.
-func (c *config) definedPools() []string { return slices.Sorted(maps.Keys(c.poolDefs)) }
+// dir is the state directory of scope s: host-local's for the network,
+// or the pool's, shared by every network that selects it so that no two
+// of them can hold one address.
+func (c *config) dir(s alloc.Scope) string {
+	if s.Pool != "" {
+		return PoolDir(c.dataDir, s.Pool)
+	}
+	return filepath.Join(c.dataDir, s.Network)
+}
+
+// dirs lists the state directories this config touches, without needing
+// ranges: DEL and GC must work even when the ranges have changed since.
+func (c *config) dirs() []string {
+	scopes := c.Scopes()
+	out := make([]string, len(scopes))
+	for i, s := range scopes {
+		out[i] = c.dir(s)
+	}
+	return out
+}
+
+// attachment is who holds the addresses. In pool mode it also names the
+// network, because a pool directory is shared between networks.
+func (c *config) attachment(req *plugin.Request) alloc.Attachment {
+	a := alloc.Attachment{ContainerID: req.Args.ContainerID, IfName: req.Args.IfName}
+	if c.PoolMode() {
+		a.Network = c.Network
+	}
+	return a
+}

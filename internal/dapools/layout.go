@@ -4,6 +4,7 @@ import (
 	"path/filepath"
 
 	"github.com/cniplugins/cniplugins/internal/addrspace"
+	"github.com/cniplugins/cniplugins/internal/alloc"
 	"github.com/cniplugins/cniplugins/internal/netconf"
 	"github.com/cniplugins/cniplugins/internal/pool"
 )
@@ -38,16 +39,13 @@ func DescribeConfig(conf *netconf.Envelope) (Layout, error) {
 	if err != nil {
 		return Layout{}, err
 	}
-	l := Layout{DataDir: c.dataDir, NetworkDir: c.networkDir(), PoolDefs: c.poolDefs}
+	l := Layout{DataDir: c.dataDir, NetworkDir: c.dir(alloc.Scope{Network: c.Network}), PoolDefs: c.PoolDefs}
 	var ipam ipamConf
 	if err := conf.DecodeIPAM(&ipam); err != nil {
 		return Layout{}, err
 	}
-	if len(ipam.Ranges) > 0 || ipam.Subnet != "" {
-		var extra netArgs // runtimeConfig.ipRanges comes from the runtime, not the file
-		if l.RangeSets, err = standaloneRanges(ipam, extra); err != nil {
-			return Layout{}, err
-		}
+	if l.RangeSets, err = ipam.RangeSets(); err != nil {
+		return Layout{}, err
 	}
 	return l, nil
 }
@@ -55,28 +53,5 @@ func DescribeConfig(conf *netconf.Envelope) (Layout, error) {
 // Pool resolves pool p (found at field) as ADD does; false when it has
 // neither inline ranges nor a definition.
 func (l Layout) Pool(p pool.Pool, field string) (pool.Definition, bool, error) {
-	return poolSource(p, field, l.PoolDefs)
-}
-
-// poolSource is a pool's ranges (inline, else its ipam.poolDefinitions
-// entry) and exclusions. The allocator's own exclusions hold whichever
-// side supplies the ranges: never handing an address out is the safe
-// reading of either list.
-func poolSource(p pool.Pool, field string, defs map[string]pool.Definition) (pool.Definition, bool, error) {
-	rs, inline, err := p.InlineRanges(field)
-	if err != nil {
-		return pool.Definition{}, false, err
-	}
-	def, defined := defs[p.Name]
-	if !inline {
-		if !defined {
-			return pool.Definition{}, false, nil
-		}
-		rs = def.Set
-	}
-	ex, err := p.Exclusions(field)
-	if err != nil {
-		return pool.Definition{}, false, err
-	}
-	return pool.Definition{Set: rs, Exclude: ex.Union(def.Exclude)}, true, nil
+	return alloc.PoolSource(p, field, l.PoolDefs)
 }

@@ -1,7 +1,8 @@
 // Package dapools is ipam-da-pools: an allocator that hands out one address
 // per selected pool (pool mode, prevResult.pools from a selector) or per
 // range set (standalone, a drop-in for upstream host-local), on top of the
-// host-local-compatible engine in internal/hostlocal.
+// allocation engine of internal/alloc, with its state in host-local's
+// state directories (internal/hostlocal).
 //
 // State layout under dataDir (default /var/lib/cni/networks):
 //
@@ -17,6 +18,7 @@
 package dapools
 
 import (
+	"github.com/cniplugins/cniplugins/internal/alloc"
 	"github.com/cniplugins/cniplugins/internal/netconf"
 	"github.com/cniplugins/cniplugins/internal/plugin"
 )
@@ -36,18 +38,10 @@ func Personality() plugin.Personality {
 			GC:     plugin.NoResult(cmdGC),
 			Status: plugin.NoResult(cmdStatus),
 		},
-		ArgKeys:  ArgKeys,
+		ArgKeys:  alloc.ArgKeys,
 		Validate: validate,
 	}
 }
-
-// argIP is the one CNI_ARGS key host-local understands: requested
-// addresses.
-const argIP = "IP"
-
-// ArgKeys are the CNI_ARGS keys ipam-da-pools reads, and so every
-// allocator that takes its inputs (ipam-da-etcd).
-func ArgKeys(*netconf.Envelope) ([]string, error) { return []string{argIP}, nil }
 
 // validate is ADD's parse without the disk: standalone (ipam.type is this
 // personality) needs ranges; inside a chain the pools arrive later, in
@@ -63,6 +57,6 @@ func validate(conf *netconf.Envelope) error {
 	if err != nil {
 		return err
 	}
-	_, err = c.targets()
+	_, err = c.Targets()
 	return err
 }

@@ -19,16 +19,14 @@ func cmdStatus(req *plugin.Request) error {
 	if err != nil {
 		return err
 	}
-	for _, name := range c.definedPools() {
-		targets = append(targets, target{label: "pool " + name, dir: c.poolDir(name)})
-	}
-	for _, t := range targets {
-		full, err := hostlocal.Exhausted(t.dir)
+	for _, t := range c.WithDefinedPools(targets) {
+		dir := c.dir(t.Scope)
+		full, err := hostlocal.Exhausted(dir)
 		if err != nil {
 			return err
 		}
-		if slices.Contains(full, t.rangeID) {
-			return cnierr.New(cnierr.CodeNotAvailable, "address pool exhausted", "%s in %s", t.label, filepath.Base(t.dir))
+		if slices.Contains(full, t.RangeID) {
+			return cnierr.New(cnierr.CodeNotAvailable, "address pool exhausted", "%s in %s", t.Label, filepath.Base(dir))
 		}
 	}
 	return nil

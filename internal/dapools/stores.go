@@ -33,10 +33,6 @@ func openStores(dirs []string, timeout time.Duration) (*stores, error) {
 	return s, nil
 }
 
-func (s *stores) allocator(dir string) *hostlocal.Allocator {
-	return hostlocal.NewAllocator(s.disks[dir])
-}
-
 // close commits every index and unlocks, in reverse order.
 func (s *stores) close() error {
 	var errs []error

@@ -3,6 +3,7 @@ package dapools
 import (
 	"net/netip"
 
+	"github.com/cniplugins/cniplugins/internal/alloc"
 	"github.com/cniplugins/cniplugins/internal/hostlocal"
 	"github.com/cniplugins/cniplugins/internal/logging"
 )
@@ -12,45 +13,45 @@ import (
 // (host-local leaves its cursors moved, so the next ADD after a failed one
 // gets a different address than it would have).
 type undo struct {
-	reserved map[string][]netip.Addr
+	reserved map[*hostlocal.Disk][]netip.Addr
 	cursors  []savedCursor // in the order saved
 }
 
 type savedCursor struct {
-	dir    string
+	disk   *hostlocal.Disk
 	cursor hostlocal.Cursor
 }
 
-// saveCursor records t's cursor before an Allocate may move it.
-func (u *undo) saveCursor(st *stores, t target) error {
-	c, err := st.disks[t.dir].SaveCursor(t.rangeID)
+// saveCursor records d's cursor rangeID before an Allocate may move it.
+func (u *undo) saveCursor(d *hostlocal.Disk, rangeID int) error {
+	c, err := d.SaveCursor(rangeID)
 	if err == nil {
-		u.cursors = append(u.cursors, savedCursor{t.dir, c})
+		u.cursors = append(u.cursors, savedCursor{d, c})
 	}
 	return err
 }
 
-func (u *undo) reservedIn(dir string, ip netip.Addr) {
+func (u *undo) reservedIn(d *hostlocal.Disk, ip netip.Addr) {
 	if u.reserved == nil {
-		u.reserved = map[string][]netip.Addr{}
+		u.reserved = map[*hostlocal.Disk][]netip.Addr{}
 	}
-	u.reserved[dir] = append(u.reserved[dir], ip)
+	u.reserved[d] = append(u.reserved[d], ip)
 }
 
 // run frees the reservations, then restores the cursors newest first, so
 // that a cursor saved twice (two targets in one directory and range set)
 // ends as it was before the first. Failures are logged: the ADD's own
 // error is what the runtime must see.
-func (u *undo) run(st *stores, att hostlocal.Attachment, log *logging.Logger) {
-	for dir, ips := range u.reserved {
-		if err := st.allocator(dir).Rollback(att, ips); err != nil {
-			log.Error("rollback failed", logging.String("dir", dir), logging.Error(err))
+func (u *undo) run(att alloc.Attachment, log *logging.Logger) {
+	for d, ips := range u.reserved {
+		if err := alloc.Rollback(d, att, ips); err != nil {
+			log.Error("rollback failed", logging.String("dir", d.Dir()), logging.Error(err))
 		}
 	}
 	for i := len(u.cursors) - 1; i >= 0; i-- {
 		s := u.cursors[i]
-		if err := st.disks[s.dir].RestoreCursor(s.cursor); err != nil {
-			log.Error("cursor not restored", logging.String("dir", s.dir), logging.Error(err))
+		if err := s.disk.RestoreCursor(s.cursor); err != nil {
+			log.Error("cursor not restored", logging.String("dir", s.disk.Dir()), logging.Error(err))
 		}
 	}
 }

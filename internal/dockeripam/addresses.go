@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/cniplugins/cniplugins/internal/addrspace"
+	"github.com/cniplugins/cniplugins/internal/alloc"
 	"github.com/cniplugins/cniplugins/internal/hostlocal"
 	"github.com/cniplugins/cniplugins/internal/logging"
 )
@@ -93,7 +94,7 @@ func (d *Driver) reserve(id string, p *poolState, rs addrspace.RangeSet, exclude
 	if err != nil {
 		return netip.Prefix{}, err
 	}
-	al := hostlocal.NewAllocator(disk).Excluding(exclude)
+	al := alloc.New(disk).Excluding(exclude)
 	label := "pool " + p.Pool
 	rangeID, set := poolCursor, rs
 	if p.SubPool != "" && !requested.IsValid() {
@@ -134,7 +135,7 @@ func (d *Driver) ReleaseAddress(r ReleaseAddressRequest) error {
 	}
 	owner, held, err := disk.Owner(ip)
 	if err == nil && held && attachment(r.PoolID).Holds(owner) {
-		_, err = hostlocal.NewAllocator(disk).Free(attachment(r.PoolID), []netip.Addr{ip})
+		_, err = alloc.Free(disk, attachment(r.PoolID), []netip.Addr{ip})
 	}
 	err = errors.Join(err, disk.Close())
 	switch {

@@ -20,8 +20,8 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/cniplugins/cniplugins/internal/alloc"
 	"github.com/cniplugins/cniplugins/internal/dapools"
-	"github.com/cniplugins/cniplugins/internal/hostlocal"
 	"github.com/cniplugins/cniplugins/internal/logging"
 )
 
@@ -76,8 +76,8 @@ func parseIP(s string) (netip.Addr, error) {
 }
 
 // attachment is the owner of pool id's reservations.
-func attachment(id string) hostlocal.Attachment {
-	return hostlocal.Attachment{ContainerID: Owner, IfName: id, Network: Owner}
+func attachment(id string) alloc.Attachment {
+	return alloc.Attachment{ContainerID: Owner, IfName: id, Network: Owner}
 }
 
 // poolDir is pool name's state directory: ipam-da-pools' own, so that a

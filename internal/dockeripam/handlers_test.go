@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/cniplugins/cniplugins/internal/addrspace"
+	"github.com/cniplugins/cniplugins/internal/alloc"
 	"github.com/cniplugins/cniplugins/internal/hostlocal"
 )
 
@@ -144,8 +145,8 @@ func TestOwnershipAcrossCNIAndDocker(t *testing.T) {
 		t.Fatal(err)
 	}
 	rs, _ := addrspace.ParseRangeSet("r", []addrspace.RangeConfig{{Subnet: "10.213.1.0/24"}})
-	cni := hostlocal.Attachment{ContainerID: "abc", IfName: "eth0", Network: "blue"}
-	if _, _, err := hostlocal.NewAllocator(disk).Allocate(cni, 0, rs, netip.Addr{}, "pool shared"); err != nil {
+	cni := alloc.Attachment{ContainerID: "abc", IfName: "eth0", Network: "blue"}
+	if _, _, err := alloc.New(disk).Allocate(cni, 0, rs, netip.Addr{}, "pool shared"); err != nil {
 		t.Fatal(err)
 	}
 	disk.Close()
@@ -167,8 +168,8 @@ func TestOwnershipAcrossCNIAndDocker(t *testing.T) {
 	}
 	// A CNI DEL of any attachment, even one naming Docker's address, frees nothing of Docker's.
 	disk, _ = hostlocal.Open(dir, 0)
-	for _, a := range []hostlocal.Attachment{cni, {ContainerID: "_docker", IfName: id, Network: "blue"}} {
-		if _, err := hostlocal.NewAllocator(disk).Release(a, []netip.Addr{netip.MustParseAddr("10.213.1.3")}); err != nil {
+	for _, a := range []alloc.Attachment{cni, {ContainerID: "_docker", IfName: id, Network: "blue"}} {
+		if _, err := alloc.Release(disk, a, []netip.Addr{netip.MustParseAddr("10.213.1.3")}); err != nil {
 			t.Fatal(err)
 		}
 	}

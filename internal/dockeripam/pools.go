@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/cniplugins/cniplugins/internal/addrspace"
+	"github.com/cniplugins/cniplugins/internal/alloc"
 	"github.com/cniplugins/cniplugins/internal/hostlocal"
 	"github.com/cniplugins/cniplugins/internal/logging"
 )
@@ -73,10 +74,9 @@ func (d *Driver) releaseAll(id, pool string) error {
 	if err != nil {
 		return err
 	}
-	al := hostlocal.NewAllocator(disk)
 	held, err := disk.ByAttachment(attachment(id))
 	if err == nil {
-		_, err = al.Free(attachment(id), held)
+		_, err = alloc.Free(disk, attachment(id), held)
 	}
 	return errors.Join(err, disk.Close())
 }

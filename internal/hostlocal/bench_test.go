@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/cniplugins/cniplugins/internal/addrspace"
+	"github.com/cniplugins/cniplugins/internal/alloc"
 )
 
 // prefill writes n reservations into a /16 exactly as host-local would
@@ -46,7 +47,7 @@ func BenchmarkAllocateRelease(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				if _, _, err := NewAllocator(d).Allocate(a, 0, rs, netip.Addr{}, "r"); err != nil {
+				if _, _, err := alloc.New(d).Allocate(a, 0, rs, netip.Addr{}, "r"); err != nil {
 					b.Fatal(err)
 				}
 				if err := d.Close(); err != nil {
@@ -55,7 +56,7 @@ func BenchmarkAllocateRelease(b *testing.B) {
 				if d, err = Open(dir, time.Second); err != nil {
 					b.Fatal(err)
 				}
-				if rel, err := NewAllocator(d).Release(a, nil); err != nil || len(rel) != 1 {
+				if rel, err := alloc.Release(d, a, nil); err != nil || len(rel) != 1 {
 					b.Fatal(rel, err)
 				}
 				// Keep the cursor where prefill left it so that every

@@ -32,7 +32,8 @@ func parseCursor(rangeID int, data []byte) Cursor {
 	return c
 }
 
-// SaveCursor implements Store.
+// SaveCursor returns range set rangeID's cursor as it is, for
+// RestoreCursor to put back exactly (a missing cursor included).
 func (d *Disk) SaveCursor(rangeID int) (Cursor, error) {
 	data, err := readSmall(d.cursorPath(rangeID))
 	if errors.Is(err, os.ErrNotExist) {
@@ -44,7 +45,7 @@ func (d *Disk) SaveCursor(rangeID int) (Cursor, error) {
 	return parseCursor(rangeID, data), nil
 }
 
-// RestoreCursor implements Store, byte for byte (a cursor host-local
+// RestoreCursor puts a saved cursor back byte for byte (a cursor host-local
 // could not parse stays as it was, too).
 func (d *Disk) RestoreCursor(c Cursor) error {
 	path := d.cursorPath(c.RangeID)
@@ -56,22 +57,4 @@ func (d *Disk) RestoreCursor(c Cursor) error {
 		return nil
 	}
 	return d.replaceRecycled(path, string(c.Raw))
-}
-
-// SaveCursor implements Store.
-func (m *MemStore) SaveCursor(rangeID int) (Cursor, error) {
-	if ip, ok := m.last[rangeID]; ok {
-		return parseCursor(rangeID, []byte(ip.String())), nil
-	}
-	return Cursor{RangeID: rangeID}, nil
-}
-
-// RestoreCursor implements Store.
-func (m *MemStore) RestoreCursor(c Cursor) error {
-	if c.Raw == nil {
-		delete(m.last, c.RangeID)
-	} else {
-		m.last[c.RangeID] = c.Addr // SaveCursor wrote it
-	}
-	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/cniplugins/cniplugins/internal/alloc"
 	"github.com/cniplugins/cniplugins/internal/cnierr"
 )
 
@@ -33,7 +34,7 @@ type Disk struct {
 	// tmpFor is the attachment whose reservation content sits in the
 	// scratch file, kept across failed link attempts so that skipping a
 	// taken address costs one link(2). nil: content unknown.
-	tmpFor *Attachment
+	tmpFor *alloc.Attachment
 }
 
 // Open locks dir (creating it like host-local does) within lockTimeout and
@@ -54,6 +55,9 @@ func Open(dir string, lockTimeout time.Duration) (*Disk, error) {
 	}
 	return d, nil
 }
+
+// Dir is the state directory d locks.
+func (d *Disk) Dir() string { return d.dir }
 
 // load decides whether the on-disk index can be used as is.
 func (d *Disk) load() error {
@@ -95,12 +99,12 @@ func (d *Disk) Close() error {
 }
 
 // Reserve implements Store: the file appears in D, complete, or not at all.
-func (d *Disk) Reserve(a Attachment, ip netip.Addr) (bool, error) {
+func (d *Disk) Reserve(a alloc.Attachment, ip netip.Addr) (bool, error) {
 	final, err := d.addrPath(ip)
 	if err != nil {
 		return false, err
 	}
-	if !a.storable() {
+	if !a.Recordable() {
 		return false, cnierr.InvalidEnv("CNI_CONTAINERID", a.ContainerID, "cannot be recorded in a reservation")
 	}
 	if d.tmpFor == nil || *d.tmpFor != a {
@@ -132,24 +136,24 @@ func (d *Disk) Reserve(a Attachment, ip netip.Addr) (bool, error) {
 }
 
 // Owner implements Store by reading ip's file.
-func (d *Disk) Owner(ip netip.Addr) (Attachment, bool, error) {
+func (d *Disk) Owner(ip netip.Addr) (alloc.Attachment, bool, error) {
 	path, err := d.addrPath(ip)
 	if err != nil {
-		return Attachment{}, false, err
+		return alloc.Attachment{}, false, err
 	}
 	data, err := readSmall(path)
 	if errors.Is(err, os.ErrNotExist) {
-		return Attachment{}, false, nil
+		return alloc.Attachment{}, false, nil
 	}
 	if err != nil {
-		return Attachment{}, false, cnierr.IO("read", path, err)
+		return alloc.Attachment{}, false, cnierr.IO("read", path, err)
 	}
 	return parseReservation(data), true, nil
 }
 
 // Release implements Store; the file's content, not the index, decides
 // ownership.
-func (d *Disk) Release(a Attachment, ip netip.Addr) (bool, error) {
+func (d *Disk) Release(a alloc.Attachment, ip netip.Addr) (bool, error) {
 	owner, ok, err := d.Owner(ip)
 	if err != nil || !ok || !a.Holds(owner) {
 		return false, err
@@ -175,7 +179,7 @@ func (d *Disk) Release(a Attachment, ip netip.Addr) (bool, error) {
 
 // ByAttachment implements Store from the index, scanning D only for
 // attachments the index cannot name.
-func (d *Disk) ByAttachment(a Attachment) ([]netip.Addr, error) {
+func (d *Disk) ByAttachment(a alloc.Attachment) ([]netip.Addr, error) {
 	e, err := d.tracked(a)
 	if err != nil {
 		return nil, err
@@ -198,7 +202,7 @@ func (d *Disk) ByAttachment(a Attachment) ([]netip.Addr, error) {
 }
 
 // All implements Store with a full scan of D; only GC needs it.
-func (d *Disk) All() (map[netip.Addr]Attachment, error) { return d.scan() }
+func (d *Disk) All() (map[netip.Addr]alloc.Attachment, error) { return d.scan() }
 
 // LastReserved implements Store. Like host-local, an unreadable cursor is
 // not an error: it only costs the round-robin position.

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/cniplugins/cniplugins/internal/addrspace"
+	"github.com/cniplugins/cniplugins/internal/alloc"
 	"github.com/cniplugins/cniplugins/internal/cnierr"
 )
 
@@ -66,7 +67,7 @@ func TestDiskExactBytes(t *testing.T) {
 	d := openT(t, dir)
 	rs := mustSet(t, addrspace.RangeConfig{Subnet: "203.0.113.0/24"})
 	v6 := mustSet(t, addrspace.RangeConfig{Subnet: "2001:db8:0:1::/64", RangeStart: "2001:db8:0:1::0a00"})
-	al := NewAllocator(d)
+	al := alloc.New(d)
 	if _, _, err := al.Allocate(Attachment{ContainerID: "cid", IfName: "eth0"}, 0, rs, netip.Addr{}, "r"); err != nil {
 		t.Fatal(err)
 	}
@@ -179,7 +180,7 @@ func TestDiskRebuildAfterForeignChanges(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "net")
 	h := diskHarness{dir}
 	rs := small(t)
-	a := mustAlloc(t, h, cidA, rs, "")
+	a := mustAlloc(t, h, cidA, rs)
 	if !indexValid(t, dir) {
 		t.Fatal("index not valid")
 	}
@@ -189,7 +190,7 @@ func TestDiskRebuildAfterForeignChanges(t *testing.T) {
 	if indexValid(t, dir) {
 		t.Fatal("foreign create not detected")
 	}
-	_, _, err := alloc(t, h, Attachment{ContainerID: "cid-x", IfName: "eth1"}, 0, rs, "")
+	_, err := allocate(t, h, Attachment{ContainerID: "cid-x", IfName: "eth1"}, 0, rs)
 	assertCode(t, err, cnierr.CodeDuplicateAttach)
 	if got := indexEntry(t, dir, Attachment{ContainerID: "cid-x", IfName: "eth1"}); got != "10.0.0.5" {
 		t.Fatalf("rebuilt entry = %q", got)
@@ -202,7 +203,7 @@ func TestDiskRebuildAfterForeignChanges(t *testing.T) {
 	if indexValid(t, dir) {
 		t.Fatal("foreign remove not detected")
 	}
-	if _, _, err := alloc(t, h, cidA, 0, rs, ""); err != nil {
+	if _, err := allocate(t, h, cidA, 0, rs); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -211,7 +212,7 @@ func TestDiskStaleEntryIgnored(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "net")
 	h := diskHarness{dir}
 	rs := small(t)
-	b := mustAlloc(t, h, cidB, rs, "")
+	b := mustAlloc(t, h, cidB, rs)
 	// Forge cidA's entry to claim b and a missing address, keeping the
 	// stamp valid so that only verification can catch it.
 	st, _ := readStamp(indexDir(dir))
@@ -222,8 +223,8 @@ func TestDiskStaleEntryIgnored(t *testing.T) {
 	if !indexValid(t, dir) {
 		t.Fatal("forgery invalidated the stamp; test is not testing verification")
 	}
-	h.with(t, func(al *Allocator, s Store) {
-		if rel, err := al.Release(cidA, nil); err != nil || len(rel) != 0 {
+	h.with(t, func(al *alloc.Allocator, s *Disk) {
+		if rel, err := alloc.Release(s, cidA, nil); err != nil || len(rel) != 0 {
 			t.Fatalf("released %v %v", rel, err)
 		}
 		if _, _, err := al.Allocate(cidA, 0, rs, netip.Addr{}, "r"); err != nil {
@@ -250,7 +251,7 @@ func TestDiskCrashLeftovers(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "net")
 	h := diskHarness{dir}
 	rs := small(t)
-	a := mustAlloc(t, h, cidA, rs, "")
+	a := mustAlloc(t, h, cidA, rs)
 	idx := indexDir(dir)
 	parent, base := filepath.Split(idx)
 	// A crash mid-swap: the live index was renamed away, the new one
@@ -265,7 +266,7 @@ func TestDiskCrashLeftovers(t *testing.T) {
 	if st, _ := readStamp(idx); st.valid {
 		t.Fatal("half-swapped index looks valid")
 	}
-	h.with(t, func(al *Allocator, s Store) {
+	h.with(t, func(al *alloc.Allocator, s *Disk) {
 		if got, _ := s.ByAttachment(cidA); !slices.Equal(got, []netip.Addr{a}) {
 			t.Fatalf("after half swap: %v", got)
 		}
@@ -273,7 +274,7 @@ func TestDiskCrashLeftovers(t *testing.T) {
 	// Killed ADD: scratch file with content, linked or not.
 	writeForeign(t, idx, scratchName, "cid-z\r\neth0")
 	writeForeign(t, idx, cursorOld, "10.0.0")
-	_, _, err := alloc(t, h, cidA, 0, rs, "")
+	_, err := allocate(t, h, cidA, 0, rs)
 	assertCode(t, err, cnierr.CodeDuplicateAttach)
 	for _, p := range []string{filepath.Join(parent, "."+base+".old"), filepath.Join(parent, "."+base+".new"),
 		filepath.Join(idx, scratchName), filepath.Join(idx, cursorOld)} {
@@ -283,7 +284,7 @@ func TestDiskCrashLeftovers(t *testing.T) {
 	}
 	// A garbled stamp (killed mid-write) is just invalid.
 	writeForeign(t, idx, stampName, "17")
-	if got := mustAlloc(t, h, cidB, rs, ""); got != mustAddr("10.0.0.3") {
+	if got := mustAlloc(t, h, cidB, rs); got != mustAddr("10.0.0.3") {
 		t.Fatalf("got %v", got)
 	}
 	if !indexValid(t, dir) {
@@ -295,13 +296,13 @@ func TestDiskUntrustedFallsBackToScan(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "net")
 	h := diskHarness{dir}
 	rs := small(t)
-	mustAlloc(t, h, cidA, rs, "")
+	mustAlloc(t, h, cidA, rs)
 	writeForeign(t, indexDir(dir), stampName, "untrusted\n")
 	writeForeign(t, dir, "10.0.0.6", "cid-x\r\neth0")
-	_, _, err := alloc(t, h, Attachment{ContainerID: "cid-x", IfName: "eth0"}, 0, rs, "")
+	_, err := allocate(t, h, Attachment{ContainerID: "cid-x", IfName: "eth0"}, 0, rs)
 	assertCode(t, err, cnierr.CodeDuplicateAttach)
-	h.with(t, func(al *Allocator, _ Store) {
-		if rel, err := al.Release(Attachment{ContainerID: "cid-x", IfName: "eth0"}, nil); err != nil || len(rel) != 1 {
+	h.with(t, func(al *alloc.Allocator, s *Disk) {
+		if rel, err := alloc.Release(s, Attachment{ContainerID: "cid-x", IfName: "eth0"}, nil); err != nil || len(rel) != 1 {
 			t.Fatalf("release %v %v", rel, err)
 		}
 	})
@@ -318,11 +319,11 @@ func TestDiskUnindexableAttachment(t *testing.T) {
 	h := diskHarness{dir}
 	rs := small(t)
 	odd := Attachment{ContainerID: "has@at", IfName: "eth0"}
-	ip := mustAlloc(t, h, odd, rs, "")
-	_, _, err := alloc(t, h, odd, 0, rs, "")
+	ip := mustAlloc(t, h, odd, rs)
+	_, err := allocate(t, h, odd, 0, rs)
 	assertCode(t, err, cnierr.CodeDuplicateAttach)
-	h.with(t, func(al *Allocator, _ Store) {
-		if rel, err := al.Release(odd, nil); err != nil || !slices.Equal(rel, []netip.Addr{ip}) {
+	h.with(t, func(al *alloc.Allocator, s *Disk) {
+		if rel, err := alloc.Release(s, odd, nil); err != nil || !slices.Equal(rel, []netip.Addr{ip}) {
 			t.Fatalf("release %v %v", rel, err)
 		}
 	})
@@ -345,8 +346,8 @@ func TestDiskExhaustedInvalidatedByForeignRelease(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "net")
 	h := diskHarness{dir}
 	rs := mustSet(t, addrspace.RangeConfig{Subnet: "10.0.0.0/30"}) // only .2
-	ip := mustAlloc(t, h, cidA, rs, "")
-	_, _, err := alloc(t, h, cidB, 0, rs, "")
+	ip := mustAlloc(t, h, cidA, rs)
+	_, err := allocate(t, h, cidB, 0, rs)
 	assertCode(t, err, cnierr.CodePoolExhausted)
 	if ids, _ := Exhausted(dir); !slices.Equal(ids, []int{0}) {
 		t.Fatalf("exhausted = %v", ids)
@@ -409,7 +410,7 @@ func TestDiskConcurrentOpeners(t *testing.T) {
 				errs[i] = err
 				return
 			}
-			p, _, err := NewAllocator(d).Allocate(Attachment{ContainerID: fmt.Sprintf("c%d", i), IfName: "eth0"}, 0, rs, netip.Addr{}, "r")
+			p, _, err := alloc.New(d).Allocate(Attachment{ContainerID: fmt.Sprintf("c%d", i), IfName: "eth0"}, 0, rs, netip.Addr{}, "r")
 			errs[i] = errors.Join(err, d.Close())
 			got[i] = p.Addr()
 		})
@@ -442,10 +443,10 @@ func TestDiskRecycledInodesStayPrivate(t *testing.T) {
 	rs := small(t)
 	for i := range 12 {
 		a := Attachment{ContainerID: fmt.Sprintf("c%d", i), IfName: "eth0"}
-		ip := mustAlloc(t, h, a, rs, "")
+		ip := mustAlloc(t, h, a, rs)
 		if i%3 != 2 {
-			h.with(t, func(al *Allocator, _ Store) {
-				if rel, err := al.Release(a, nil); err != nil || len(rel) != 1 {
+			h.with(t, func(al *alloc.Allocator, s *Disk) {
+				if rel, err := alloc.Release(s, a, nil); err != nil || len(rel) != 1 {
 					t.Fatalf("release %v %v", rel, err)
 				}
 			})
@@ -540,7 +541,7 @@ func TestDiskRebuildWritesBuckets(t *testing.T) {
 	if d.complete {
 		t.Fatal("second Open rebuilt the index")
 	}
-	if rel, err := NewAllocator(d).Release(Attachment{ContainerID: "foreign-7", IfName: "eth0"}, nil); err != nil || !slices.Equal(rel, addrs[7:8]) {
+	if rel, err := alloc.Release(d, Attachment{ContainerID: "foreign-7", IfName: "eth0"}, nil); err != nil || !slices.Equal(rel, addrs[7:8]) {
 		t.Fatalf("release %v %v", rel, err)
 	}
 	closeT(t, d)
@@ -560,7 +561,7 @@ func TestDiskOldLayoutRebuilt(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "net")
 	h := diskHarness{dir}
 	rs := small(t)
-	a := mustAlloc(t, h, cidA, rs, "")
+	a := mustAlloc(t, h, cidA, rs)
 	idx := indexDir(dir)
 	st, _ := readStamp(idx)
 	des, _ := os.ReadDir(idx)
@@ -578,7 +579,7 @@ func TestDiskOldLayoutRebuilt(t *testing.T) {
 	if !indexValid(t, dir) {
 		t.Fatal("old layout does not look valid; test is not testing the layout check")
 	}
-	_, _, err := alloc(t, h, cidA, 0, rs, "")
+	_, err := allocate(t, h, cidA, 0, rs)
 	assertCode(t, err, cnierr.CodeDuplicateAttach)
 	if exists(filepath.Join(idx, "cid-a@eth0")) || !exists(filepath.Join(idx, bucketName(0))) {
 		t.Fatal("old layout not replaced")

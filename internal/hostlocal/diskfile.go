@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"syscall"
 
+	"github.com/cniplugins/cniplugins/internal/alloc"
 	"github.com/cniplugins/cniplugins/internal/cnierr"
 )
 
@@ -170,12 +171,12 @@ func openRetry(path string, flags int, mode uint32) (int, error) {
 
 // scan reads every reservation file of D: the O(n) path used by GC,
 // rebuilds, untrusted file systems and unindexable attachments.
-func (d *Disk) scan() (map[netip.Addr]Attachment, error) {
+func (d *Disk) scan() (map[netip.Addr]alloc.Attachment, error) {
 	des, err := os.ReadDir(d.dir)
 	if err != nil {
 		return nil, cnierr.IO("read", d.dir, err)
 	}
-	all := make(map[netip.Addr]Attachment, len(des))
+	all := make(map[netip.Addr]alloc.Attachment, len(des))
 	for _, de := range des {
 		ip, err := netip.ParseAddr(de.Name())
 		if err != nil || ip.String() != de.Name() || !de.Type().IsRegular() {

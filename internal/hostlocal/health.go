@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cniplugins/cniplugins/internal/alloc"
 	"github.com/cniplugins/cniplugins/internal/cnierr"
 )
 
@@ -201,8 +202,8 @@ func (d *Disk) indexProblems(rs []Reservation) ([]string, error) {
 				report("index bucket %s: line %d is not \"<containerID>@<ifname> <ip>...\": %q", name, lineNo, clipLine(line))
 				continue
 			}
-			if bucketOf(Attachment{ContainerID: id, IfName: ifname}) != uint8(n) {
-				report("index bucket %s: line %d (%s) belongs in bucket %s", name, lineNo, fields[0], bucketName(bucketOf(Attachment{ContainerID: id, IfName: ifname})))
+			if bucketOf(alloc.Attachment{ContainerID: id, IfName: ifname}) != uint8(n) {
+				report("index bucket %s: line %d (%s) belongs in bucket %s", name, lineNo, fields[0], bucketName(bucketOf(alloc.Attachment{ContainerID: id, IfName: ifname})))
 				continue
 			}
 			if _, dup := got[fields[0]]; dup {
@@ -236,7 +237,7 @@ func (d *Disk) indexProblems(rs []Reservation) ([]string, error) {
 		slices.SortFunc(w, netip.Addr.Compare)
 		slices.SortFunc(g, netip.Addr.Compare)
 		id, ifname, _ := strings.Cut(k, "@")
-		b := bucketName(bucketOf(Attachment{ContainerID: id, IfName: ifname}))
+		b := bucketName(bucketOf(alloc.Attachment{ContainerID: id, IfName: ifname}))
 		switch {
 		case slices.Equal(w, g):
 		case g == nil:

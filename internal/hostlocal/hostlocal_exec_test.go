@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/cniplugins/cniplugins/internal/addrspace"
+	"github.com/cniplugins/cniplugins/internal/alloc"
 	"github.com/cniplugins/cniplugins/internal/cnierr"
 )
 
@@ -50,18 +51,18 @@ func TestInteropWithRealHostLocal(t *testing.T) {
 	hl := Attachment{ContainerID: "cid-hl", IfName: "eth0"}
 
 	// We allocate first; host-local must continue our round robin.
-	if got := mustAlloc(t, h, cidA, rs, ""); got != mustAddr("10.7.0.2") {
+	if got := mustAlloc(t, h, cidA, rs); got != mustAddr("10.7.0.2") {
 		t.Fatalf("we got %v", got)
 	}
 	if out := runHostLocal(t, dataDir, "ADD", hl, subnet); !strings.Contains(out, `"10.7.0.3/29"`) {
 		t.Fatalf("host-local ADD after us: %s", out)
 	}
 	// We must notice host-local's file: duplicate, and the next address.
-	_, _, err := alloc(t, h, hl, 0, rs, "")
+	_, err := allocate(t, h, hl, 0, rs)
 	if cnierr.Code(err) != cnierr.CodeDuplicateAttach {
 		t.Fatalf("duplicate of host-local's allocation: %v", err)
 	}
-	if got := mustAlloc(t, h, cidB, rs, ""); got != mustAddr("10.7.0.4") {
+	if got := mustAlloc(t, h, cidB, rs); got != mustAddr("10.7.0.4") {
 		t.Fatalf("we got %v after host-local", got)
 	}
 	// host-local's CHECK and DEL find what we wrote.
@@ -70,11 +71,11 @@ func TestInteropWithRealHostLocal(t *testing.T) {
 		t.Fatal("host-local DEL did not release our reservation")
 	}
 	// Our index must not still believe cidB holds 10.7.0.4.
-	h.with(t, func(al *Allocator, s Store) {
+	h.with(t, func(al *alloc.Allocator, s *Disk) {
 		if got, _ := s.ByAttachment(cidB); len(got) != 0 {
 			t.Fatalf("index still lists %v", got)
 		}
-		if rel, err := al.Release(hl, nil); err != nil || len(rel) != 1 || rel[0] != netip.MustParseAddr("10.7.0.3") {
+		if rel, err := alloc.Release(s, hl, nil); err != nil || len(rel) != 1 || rel[0] != netip.MustParseAddr("10.7.0.3") {
 			t.Fatalf("releasing host-local's allocation: %v %v", rel, err)
 		}
 	})

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"unicode"
 
+	"github.com/cniplugins/cniplugins/internal/alloc"
 	"github.com/cniplugins/cniplugins/internal/cnierr"
 )
 
@@ -28,7 +29,7 @@ const bucketReadSize = 16 << 10
 
 // bucketOf is the bucket holding a's entry: the low byte of the FNV-1a
 // hash of its identity (never its network).
-func bucketOf(a Attachment) uint8 {
+func bucketOf(a alloc.Attachment) uint8 {
 	h := fnv.New32a()
 	h.Write([]byte(a.ContainerID + "\x00" + a.IfName))
 	return uint8(h.Sum32() & 0xff)
@@ -44,9 +45,9 @@ func bucketName(b uint8) string {
 // when a cannot be indexed: the key must be one white-space-free field,
 // and forbidding '@' in the ID makes it injective. A leading '.' is
 // refused too, as it always was.
-func entryKey(a Attachment) (string, bool) {
+func entryKey(a alloc.Attachment) (string, bool) {
 	id := a.ContainerID
-	if !a.storable() || id == "" || strings.HasPrefix(id, ".") || strings.ContainsAny(id, "@\x00\r\n") ||
+	if !a.Recordable() || id == "" || strings.HasPrefix(id, ".") || strings.ContainsAny(id, "@\x00\r\n") ||
 		strings.ContainsAny(a.IfName, "\x00\r\n") || strings.IndexFunc(id, unicode.IsSpace) >= 0 ||
 		strings.IndexFunc(a.IfName, unicode.IsSpace) >= 0 {
 		return "", false
@@ -69,10 +70,10 @@ func (d *Disk) bucketFormat() bool {
 // entries into it, so a lookup costs one read and a substring search
 // however full the bucket is.
 type bucket struct {
-	raw     string                // the file as loaded ("" when built from a scan)
-	entries map[Attachment]*entry // by Key(): the entries used, or all after a scan
-	loaded  bool                  // raw reflects the file (or a scan)
-	dirty   bool                  // differs from the file: Close rewrites it
+	raw     string                      // the file as loaded ("" when built from a scan)
+	entries map[alloc.Attachment]*entry // by Key(): the entries used, or all after a scan
+	loaded  bool                        // raw reflects the file (or a scan)
+	dirty   bool                        // differs from the file: Close rewrites it
 }
 
 // entry is the cached index entry of one attachment.
@@ -180,14 +181,14 @@ func (b *bucket) find(key string) (string, bool) {
 func (d *Disk) bucket(n uint8) *bucket {
 	b := d.buckets[n]
 	if b == nil {
-		b = &bucket{entries: map[Attachment]*entry{}}
+		b = &bucket{entries: map[alloc.Attachment]*entry{}}
 		d.buckets[n] = b
 	}
 	return b
 }
 
 // fill replaces the cache with the result of a full scan.
-func (d *Disk) fill(all map[netip.Addr]Attachment) {
+func (d *Disk) fill(all map[netip.Addr]alloc.Attachment) {
 	d.buckets = make(map[uint8]*bucket, numBuckets)
 	for ip, a := range all {
 		a = a.Key()
@@ -211,7 +212,7 @@ func (d *Disk) fill(all map[netip.Addr]Attachment) {
 // tracked returns a's cached entry, loading its bucket from the index on
 // first use and verifying a's addresses, or nil when a is not indexed
 // (the caller then scans D).
-func (d *Disk) tracked(a Attachment) (*entry, error) {
+func (d *Disk) tracked(a alloc.Attachment) (*entry, error) {
 	a = a.Key()
 	n := bucketOf(a)
 	if d.complete {
@@ -256,7 +257,7 @@ func (d *Disk) tracked(a Attachment) (*entry, error) {
 
 // verify keeps only the addresses of e whose file still names a as
 // owner; a stale address is dropped, never released.
-func (d *Disk) verify(a Attachment, e *entry) error {
+func (d *Disk) verify(a alloc.Attachment, e *entry) error {
 	var addrs []netip.Addr
 	changed := false
 	for f := range strings.FieldsSeq(e.raw) {

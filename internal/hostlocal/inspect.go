@@ -11,8 +11,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/containernetworking/cni/pkg/utils"
-
+	"github.com/cniplugins/cniplugins/internal/alloc"
 	"github.com/cniplugins/cniplugins/internal/cnierr"
 )
 
@@ -24,7 +23,7 @@ import (
 // Reservation is one reservation file of a state directory.
 type Reservation struct {
 	Addr  netip.Addr
-	Owner Attachment
+	Owner alloc.Attachment
 	// Since is the file's mtime: when the address was reserved (the file
 	// is never rewritten in place).
 	Since time.Time
@@ -178,49 +177,6 @@ func readReservation(dirfd int, dir, name string, ip netip.Addr) (Reservation, b
 	r.Owner = parseReservation(buf)
 	r.Problem = r.Owner.Problem()
 	return r, true, nil
-}
-
-// Problem says why a is not an owner any plugin writes ("" if it is): a
-// CNI container ID, interface name and network name as the CNI library
-// validates them; for another owner kind ('_' + kind), a kind of the same
-// syntax and a one-field second line.
-func (a Attachment) Problem() string {
-	switch {
-	case a.ContainerID == "":
-		return "is empty"
-	case !a.storable():
-		return "has more than three lines or stray white space"
-	}
-	if kind := a.Kind(); kind != "cni" && kind != "legacy" {
-		if !isName(kind) {
-			return "names an invalid owner kind"
-		}
-		return ""
-	}
-	if !isName(a.ContainerID) {
-		return "does not hold a valid container ID"
-	}
-	if a.IfName != "" && utils.ValidateInterfaceName(a.IfName) != nil {
-		return "does not hold a valid interface name"
-	}
-	if a.Network != "" && !isName(a.Network) {
-		return "does not hold a valid network name"
-	}
-	return ""
-}
-
-// isName is the CNI library's rule for container IDs and network names,
-// [a-zA-Z0-9][a-zA-Z0-9_.-]*, without its regexp: checked for each of
-// 60,000 files, the regexp was a tenth of a listing's time.
-func isName(s string) bool {
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		alnum := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
-		if !alnum && (i == 0 || (c != '_' && c != '.' && c != '-')) {
-			return false
-		}
-	}
-	return s != ""
 }
 
 // ReadCursors reads dir's round-robin cursors without the lock.

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/cniplugins/cniplugins/internal/addrspace"
+	"github.com/cniplugins/cniplugins/internal/alloc"
 	"github.com/cniplugins/cniplugins/internal/hostlocal"
 )
 
@@ -158,7 +159,7 @@ func findings(d StateDir, h *hostlocal.Health, sets []addrspace.RangeSet) ([]Fin
 	return out, drop
 }
 
-func describeOwner(a hostlocal.Attachment) string {
+func describeOwner(a alloc.Attachment) string {
 	switch a.Kind() {
 	case "cni":
 		return "container " + a.ContainerID + " (" + a.IfName + ")"

@@ -7,15 +7,16 @@ import (
 	"net/netip"
 	"strings"
 
+	"github.com/cniplugins/cniplugins/internal/alloc"
 	"github.com/cniplugins/cniplugins/internal/hostlocal"
 )
 
 // GCRequest is a garbage collection by hand: the CNI GC command's rules
-// (hostlocal.KeepSet) with the list of live attachments given by the
+// (alloc.KeepSet) with the list of live attachments given by the
 // operator.
 type GCRequest struct {
 	Target
-	Keep  []hostlocal.Attachment
+	Keep  []alloc.Attachment
 	Apply bool
 	// Node is a shared Backend's only and required there: the host whose
 	// claims to collect (Network and Pool are then optional filters).
@@ -36,7 +37,7 @@ func (b Local) GC(r GCRequest) ([]Lease, error) {
 	if d.Kind == "network" {
 		network = d.Name
 	}
-	keep := hostlocal.NewKeepSet(network, r.Keep)
+	keep := alloc.NewKeepSet(network, r.Keep)
 	out := []Lease{}
 	if !r.Apply {
 		rs, err := hostlocal.ReadReservations(d.Path)
@@ -57,7 +58,7 @@ func (b Local) GC(r GCRequest) ([]Lease, error) {
 	all, err := disk.All()
 	var released []netip.Addr
 	if err == nil {
-		released, err = hostlocal.NewAllocator(disk).GC(keep.Keeps)
+		released, err = alloc.GC(disk, keep.Keeps)
 	}
 	if cerr := disk.Close(); err == nil {
 		err = cerr
@@ -71,18 +72,18 @@ func (b Local) GC(r GCRequest) ([]Lease, error) {
 // ParseKeep reads "CONTAINERID" (every reservation of that container) or
 // "CONTAINERID@IFNAME" (that attachment, plus the container's legacy
 // id-only reservations).
-func ParseKeep(s string) (hostlocal.Attachment, error) {
+func ParseKeep(s string) (alloc.Attachment, error) {
 	id, ifname, _ := strings.Cut(strings.TrimSpace(s), "@")
 	if id == "" {
-		return hostlocal.Attachment{}, fmt.Errorf("invalid --keep %q: want CONTAINERID[@IFNAME]", s)
+		return alloc.Attachment{}, fmt.Errorf("invalid --keep %q: want CONTAINERID[@IFNAME]", s)
 	}
-	return hostlocal.Attachment{ContainerID: id, IfName: ifname}, nil
+	return alloc.Attachment{ContainerID: id, IfName: ifname}, nil
 }
 
 // ReadKeepFile reads one CONTAINERID[@IFNAME] per line; blank lines and
 // lines starting with '#' are skipped.
-func ReadKeepFile(r io.Reader) ([]hostlocal.Attachment, error) {
-	var out []hostlocal.Attachment
+func ReadKeepFile(r io.Reader) ([]alloc.Attachment, error) {
+	var out []alloc.Attachment
 	sc := bufio.NewScanner(r)
 	for sc.Scan() {
 		line := strings.TrimSpace(sc.Text())

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/cniplugins/cniplugins/internal/addrspace"
+	"github.com/cniplugins/cniplugins/internal/alloc"
 	"github.com/cniplugins/cniplugins/internal/cnierr"
 	"github.com/cniplugins/cniplugins/internal/hostlocal"
 	"github.com/cniplugins/cniplugins/internal/pool"
@@ -24,14 +25,14 @@ func TestBar(t *testing.T) {
 func TestParseKeep(t *testing.T) {
 	for _, tt := range []struct {
 		in   string
-		want hostlocal.Attachment
+		want alloc.Attachment
 		err  bool
 	}{
-		{"abc@eth0", hostlocal.Attachment{ContainerID: "abc", IfName: "eth0"}, false},
-		{"abc", hostlocal.Attachment{ContainerID: "abc"}, false},
-		{" abc@net1 ", hostlocal.Attachment{ContainerID: "abc", IfName: "net1"}, false},
-		{"@eth0", hostlocal.Attachment{}, true},
-		{"", hostlocal.Attachment{}, true},
+		{"abc@eth0", alloc.Attachment{ContainerID: "abc", IfName: "eth0"}, false},
+		{"abc", alloc.Attachment{ContainerID: "abc"}, false},
+		{" abc@net1 ", alloc.Attachment{ContainerID: "abc", IfName: "net1"}, false},
+		{"@eth0", alloc.Attachment{}, true},
+		{"", alloc.Attachment{}, true},
 	} {
 		got, err := ParseKeep(tt.in)
 		if (err != nil) != tt.err || got != tt.want {
@@ -107,7 +108,7 @@ func TestUsagesSharedPool(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, ip := range []string{"10.0.0.2", "10.0.0.3", "10.9.9.9"} {
-		if _, err := d.Reserve(hostlocal.Attachment{ContainerID: "c" + ip, IfName: "eth0"}, netip.MustParseAddr(ip)); err != nil {
+		if _, err := d.Reserve(alloc.Attachment{ContainerID: "c" + ip, IfName: "eth0"}, netip.MustParseAddr(ip)); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/containernetworking/cni/pkg/utils"
 
+	"github.com/cniplugins/cniplugins/internal/alloc"
 	"github.com/cniplugins/cniplugins/internal/dapools"
 	"github.com/cniplugins/cniplugins/internal/hostlocal"
 	"github.com/cniplugins/cniplugins/internal/netconf"
@@ -102,7 +103,7 @@ func (b Local) Release(r ReleaseRequest) (Lease, error) {
 	if err == nil {
 		// Free releases exactly this address, only while owner holds it,
 		// and clears the exhaustion mark as any release does.
-		_, err = hostlocal.NewAllocator(disk).Free(owner, []netip.Addr{r.Addr})
+		_, err = alloc.Free(disk, owner, []netip.Addr{r.Addr})
 	}
 	if cerr := disk.Close(); err == nil {
 		err = cerr
@@ -113,7 +114,7 @@ func (b Local) Release(r ReleaseRequest) (Lease, error) {
 	return leaseOf(d, hostlocal.Reservation{Addr: r.Addr, Owner: owner, Problem: owner.Problem()}), nil
 }
 
-func (r ReleaseRequest) check(d StateDir, owner hostlocal.Attachment, reserved bool) error {
+func (r ReleaseRequest) check(d StateDir, owner alloc.Attachment, reserved bool) error {
 	switch {
 	case !reserved:
 		return fmt.Errorf("%s is not reserved in %s", r.Addr, d.Label())

@@ -67,7 +67,7 @@ func TestGC(t *testing.T) {
 	}
 	wantCode(t, run1("GC", "", confA), 7) // no valid-attachments at all: refused
 	// An entry without an ifname keeps every attachment of its container,
-	// as in every GC (hostlocal.KeepSet).
+	// as in every GC (alloc.KeepSet).
 	mustRun(t, "GC", "", gcConf(t, confA, "a1@"))
 	if n := len(keys(t)); n != 2 {
 		t.Fatalf("after GC on host-a keeping a1 without an ifname: %d keys, want a1's 2", n)

@@ -1,4 +1,4 @@
-package dapools
+package alloc
 
 import (
 	"fmt"
@@ -72,15 +72,15 @@ func parseAddrOrCIDR(s string) (netip.Addr, error) {
 // assignRequests gives each target without its own request the first
 // unused requested address inside its range set, in target order. An
 // address that fits no target is code 101: it cannot be honoured.
-func assignRequests(targets []target, requested []netip.Addr) error {
+func assignRequests(targets []Target, requested []netip.Addr) error {
 	used := make([]bool, len(requested))
 	for i := range targets {
-		if targets[i].requested.IsValid() {
+		if targets[i].Requested.IsValid() {
 			continue
 		}
 		for j, a := range requested {
-			if !used[j] && targets[i].set.Contains(a) {
-				targets[i].requested, used[j] = a, true
+			if !used[j] && targets[i].Set.Contains(a) {
+				targets[i].Requested, used[j] = a, true
 				break
 			}
 		}
@@ -99,9 +99,9 @@ func assignRequests(targets []target, requested []netip.Addr) error {
 
 // isPoolRequest: a global request equal to a Pool object's own request is
 // the same wish said twice, not an unserved one.
-func isPoolRequest(targets []target, a netip.Addr) bool {
+func isPoolRequest(targets []Target, a netip.Addr) bool {
 	for _, t := range targets {
-		if t.requested == a {
+		if t.Requested == a {
 			return true
 		}
 	}

@@ -1,10 +1,11 @@
-package dapools
+package alloc_test
 
 import (
 	"net/netip"
 	"strings"
 	"testing"
 
+	"github.com/cniplugins/cniplugins/internal/alloc"
 	"github.com/cniplugins/cniplugins/internal/cnierr"
 )
 
@@ -32,11 +33,11 @@ func TestPoolDefinitionForms(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c, err := mustConfig(t, `{"cniVersion":"1.0.0","name":"n","ipam":{"dataDir":"/d","poolDefinitions":`+tt.defs+`},
+			c, err := mustConfig(t, `{"cniVersion":"1.0.0","name":"n","ipam":{"poolDefinitions":`+tt.defs+`},
 				"prevResult":{"cniVersion":"1.0.0","pools":[{"name":"p"}]}}`, "")
-			var ts []target
+			var ts []alloc.Target
 			if err == nil {
-				ts, err = c.targets()
+				ts, err = c.Targets()
 			}
 			if tt.code != 0 {
 				e := cnierr.As(err)
@@ -48,14 +49,14 @@ func TestPoolDefinitionForms(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := ts[0].set.String(); got != tt.set {
+			if got := ts[0].Set.String(); got != tt.set {
 				t.Errorf("range set = %s, want %s", got, tt.set)
 			}
-			if ts[0].exclude.Runs() == 0 != (len(tt.excluded) == 0) {
-				t.Errorf("exclusions %+v, want %v", ts[0].exclude, tt.excluded)
+			if ts[0].Exclude.Runs() == 0 != (len(tt.excluded) == 0) {
+				t.Errorf("exclusions %+v, want %v", ts[0].Exclude, tt.excluded)
 			}
 			for _, s := range tt.excluded {
-				if !ts[0].exclude.Contains(netip.MustParseAddr(s)) {
+				if !ts[0].Exclude.Contains(netip.MustParseAddr(s)) {
 					t.Errorf("%s not excluded", s)
 				}
 			}
@@ -66,7 +67,7 @@ func TestPoolDefinitionForms(t *testing.T) {
 // A pool's exclusions are its Pool object's plus its definition's,
 // whichever of the two supplies the ranges.
 func TestTargetExclusionsUnion(t *testing.T) {
-	c, err := mustConfig(t, `{"cniVersion":"1.0.0","name":"n","ipam":{"dataDir":"/d","poolDefinitions":{
+	c, err := mustConfig(t, `{"cniVersion":"1.0.0","name":"n","ipam":{"poolDefinitions":{
 			"def":{"ranges":[{"subnet":"10.212.1.0/24"}],"exclude":["10.212.1.9"]},
 			"inl":{"ranges":[{"subnet":"10.212.3.0/24"}],"exclude":["10.212.2.7"]}}},
 		"prevResult":{"cniVersion":"1.0.0","pools":[
@@ -76,26 +77,26 @@ func TestTargetExclusionsUnion(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts, err := c.targets()
+	ts, err := c.Targets()
 	if err != nil {
 		t.Fatal(err)
 	}
 	for i, want := range [][]string{{"10.212.1.9", "10.212.1.10"}, {"10.212.2.7", "10.212.2.8", "10.212.2.9"}, nil} {
 		for _, s := range want {
-			if !ts[i].exclude.Contains(netip.MustParseAddr(s)) {
-				t.Errorf("%s: %s not excluded", ts[i].label, s)
+			if !ts[i].Exclude.Contains(netip.MustParseAddr(s)) {
+				t.Errorf("%s: %s not excluded", ts[i].Label, s)
 			}
 		}
-		if got := ts[i].exclude.Runs(); (got == 0) != (want == nil) {
-			t.Errorf("%s: %d runs, want %v", ts[i].label, got, want)
+		if got := ts[i].Exclude.Runs(); (got == 0) != (want == nil) {
+			t.Errorf("%s: %d runs, want %v", ts[i].Label, got, want)
 		}
 	}
-	if got := ts[1].set.String(); got != "10.212.2.1-10.212.2.254" {
+	if got := ts[1].Set.String(); got != "10.212.2.1-10.212.2.254" {
 		t.Errorf("inline ranges lost to the definition: %s", got)
 	}
 	// A malformed exclude in the selector's Pool object is 7 naming it.
-	c.pools[2].Exclude = []string{"10.212.4.1/23"}
-	_, err = c.targets()
+	c.Pools[2].Exclude = []string{"10.212.4.1/23"}
+	_, err = c.Targets()
 	if e := cnierr.As(err); e == nil || e.Code != 7 || !strings.Contains(e.Msg+e.Details, "prevResult.pools[2].exclude[0]") {
 		t.Fatalf("error = %+v", e)
 	}

@@ -1,4 +1,4 @@
-package hostlocal
+package alloc_test
 
 import (
 	"errors"
@@ -6,10 +6,12 @@ import (
 	"testing"
 
 	"github.com/cniplugins/cniplugins/internal/addrspace"
+	"github.com/cniplugins/cniplugins/internal/alloc"
+	"github.com/cniplugins/cniplugins/internal/alloc/alloctest"
 )
 
 // cursorFails is a store whose cursor cannot be written.
-type cursorFails struct{ *MemStore }
+type cursorFails struct{ *alloctest.MemStore }
 
 func (cursorFails) SetLastReserved(int, netip.Addr) error { return errors.New("disk full") }
 
@@ -18,9 +20,9 @@ func TestAllocateShared(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	owner := Attachment{ContainerID: "_docker", IfName: "pool,10.213.7.0/29", Network: "_docker"}
-	m := NewMemStore()
-	al := NewAllocator(m)
+	owner := alloc.Attachment{ContainerID: "_docker", IfName: "pool,10.213.7.0/29", Network: "_docker"}
+	m := alloctest.NewMemStore()
+	al := alloc.New(m)
 	// One owner, many addresses: .2 to .6 (.1 is the gateway, .7 broadcast).
 	var got []string
 	for {
@@ -37,7 +39,7 @@ func TestAllocateShared(t *testing.T) {
 		t.Errorf("allocated %v", got)
 	}
 	// Requested: taken, the gateway, outside, then a free one.
-	if err := al.Rollback(owner, []netip.Addr{netip.MustParseAddr("10.213.7.4")}); err != nil {
+	if err := alloc.Rollback(m, owner, []netip.Addr{netip.MustParseAddr("10.213.7.4")}); err != nil {
 		t.Fatal(err)
 	}
 	for _, c := range []struct {
@@ -50,8 +52,8 @@ func TestAllocateShared(t *testing.T) {
 		}
 	}
 	// All or nothing: a cursor that cannot be written undoes the reservation.
-	failing := NewMemStore()
-	fail := NewAllocator(cursorFails{failing})
+	failing := alloctest.NewMemStore()
+	fail := alloc.New(cursorFails{failing})
 	if _, err := fail.AllocateShared(owner, 0, rs, netip.Addr{}, "pool"); err == nil {
 		t.Fatal("no error from a failed cursor write")
 	}

@@ -1,13 +1,13 @@
-package hostlocal
+package alloc_test
 
 import (
 	"net/netip"
-	"os"
-	"path/filepath"
 	"slices"
 	"testing"
 
 	"github.com/cniplugins/cniplugins/internal/addrspace"
+	"github.com/cniplugins/cniplugins/internal/alloc"
+	"github.com/cniplugins/cniplugins/internal/alloc/alloctest"
 	"github.com/cniplugins/cniplugins/internal/cnierr"
 )
 
@@ -48,7 +48,7 @@ func TestNetworkAndBroadcastNeverHandedOut(t *testing.T) {
 			if !slices.Equal(lap, tt.lap) {
 				t.Errorf("lap = %v, want %v", lap, tt.lap)
 			}
-			al := NewAllocator(NewMemStore())
+			al := alloc.New(alloctest.NewMemStore())
 			for _, s := range tt.refused {
 				if _, _, err := al.Allocate(cidA, 0, rs, mustAddr(s), "r"); err == nil || cnierr.Code(err) != 101 {
 					t.Errorf("request %s: %v, want 101", s, err)
@@ -57,7 +57,7 @@ func TestNetworkAndBroadcastNeverHandedOut(t *testing.T) {
 			// Round robin until full: exactly the lap, then 100.
 			var got []string
 			for i := 0; ; i++ {
-				p, _, err := al.Allocate(Attachment{ContainerID: "c" + string(rune('a'+i)), IfName: "eth0"}, 0, rs, netip.Addr{}, "r")
+				p, _, err := al.Allocate(alloc.Attachment{ContainerID: "c" + string(rune('a'+i)), IfName: "eth0"}, 0, rs, netip.Addr{}, "r")
 				if err != nil {
 					if cnierr.Code(err) != 100 {
 						t.Fatalf("allocation %d: %v, want 100 once full", i, err)
@@ -73,76 +73,13 @@ func TestNetworkAndBroadcastNeverHandedOut(t *testing.T) {
 	}
 }
 
-// A failed ADD puts back the cursors it moved, byte for byte, and removes
-// the ones it created: SaveCursor then RestoreCursor is invisible.
-func TestCursorSaveRestore(t *testing.T) {
-	for _, tt := range []struct {
-		name    string
-		initial *string // cursor file content before; nil: none
-	}{
-		{"no cursor", nil},
-		{"a cursor", ptr("10.0.0.3")},
-		{"garbage host-local ignores", ptr("not an address\n")},
-		{"empty file", ptr("")},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			dir := filepath.Join(t.TempDir(), "net")
-			cursor := filepath.Join(dir, "last_reserved_ip.0")
-			if tt.initial != nil {
-				if err := os.MkdirAll(dir, 0o755); err != nil {
-					t.Fatal(err)
-				}
-				if err := os.WriteFile(cursor, []byte(*tt.initial), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			h := diskHarness{dir}
-			h.with(t, func(al *Allocator, s Store) {
-				saved, err := s.SaveCursor(0)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if _, _, err := al.Allocate(cidA, 0, small(t), netip.Addr{}, "r"); err != nil {
-					t.Fatal(err)
-				}
-				if err := s.RestoreCursor(saved); err != nil {
-					t.Fatal(err)
-				}
-			})
-			b, err := os.ReadFile(cursor)
-			switch {
-			case tt.initial == nil && !os.IsNotExist(err):
-				t.Errorf("cursor created by the undone ADD still there: %q, %v", b, err)
-			case tt.initial != nil && (err != nil || string(b) != *tt.initial):
-				t.Errorf("cursor = %q, %v; want %q", b, err, *tt.initial)
-			}
-		})
-	}
-	t.Run("mem", func(t *testing.T) {
-		m := NewMemStore()
-		for _, before := range []netip.Addr{{}, mustAddr("10.0.0.4")} {
-			if before.IsValid() {
-				_ = m.SetLastReserved(0, before)
-			}
-			saved, _ := m.SaveCursor(0)
-			_ = m.SetLastReserved(0, mustAddr("10.0.0.6"))
-			_ = m.RestoreCursor(saved)
-			if got, _ := m.LastReserved(0); got != before {
-				t.Errorf("restored %v, want %v", got, before)
-			}
-		}
-	})
-}
-
-func ptr(s string) *string { return &s }
-
 // Rolling back what a failed ADD reserved keeps the exhaustion record of
 // the range set that made it fail: nothing taken before the ADD was freed.
 func TestRollbackKeepsExhaustion(t *testing.T) {
 	forEachStore(t, func(t *testing.T, h harness) {
 		full := mustSet(t, addrspace.RangeConfig{Subnet: "10.9.0.0/30"}) // one address: .2
 		mustAllocID(t, h, cidB, 1, full)
-		h.with(t, func(al *Allocator, _ Store) {
+		h.with(t, func(al *alloc.Allocator, s alloc.Lister) {
 			p, _, err := al.Allocate(cidA, 0, small(t), netip.Addr{}, "r0")
 			if err != nil {
 				t.Fatal(err)
@@ -150,7 +87,7 @@ func TestRollbackKeepsExhaustion(t *testing.T) {
 			if _, _, err := al.Allocate(cidA, 1, full, netip.Addr{}, "r1"); cnierr.Code(err) != 100 {
 				t.Fatalf("want 100, got %v", err)
 			}
-			if err := al.Rollback(cidA, []netip.Addr{p.Addr()}); err != nil {
+			if err := alloc.Rollback(s, cidA, []netip.Addr{p.Addr()}); err != nil {
 				t.Fatal(err)
 			}
 		})
@@ -167,19 +104,19 @@ func TestFreeClearsExhaustion(t *testing.T) {
 	forEachStore(t, func(t *testing.T, h harness) {
 		full := mustSet(t, addrspace.RangeConfig{Subnet: "10.9.0.0/30"}) // one address: .2
 		mustAllocID(t, h, cidB, 1, full)
-		h.with(t, func(al *Allocator, _ Store) {
+		h.with(t, func(al *alloc.Allocator, s alloc.Lister) {
 			if _, _, err := al.Allocate(cidA, 1, full, netip.Addr{}, "r1"); cnierr.Code(err) != 100 {
 				t.Fatalf("want 100, got %v", err)
 			}
-			if got, err := al.Free(cidA, []netip.Addr{mustAddr("10.9.0.2")}); err != nil || len(got) != 0 {
+			if got, err := alloc.Free(s, cidA, []netip.Addr{mustAddr("10.9.0.2")}); err != nil || len(got) != 0 {
 				t.Fatalf("Free by a non-holder = %v, %v; want nothing freed", got, err)
 			}
 		})
 		if got := h.exhausted(t); !slices.Equal(got, []int{1}) {
 			t.Errorf("exhausted after a Free that freed nothing = %v, want [1]", got)
 		}
-		h.with(t, func(al *Allocator, _ Store) {
-			if got, err := al.Free(cidB, []netip.Addr{mustAddr("10.9.0.2")}); err != nil || !slices.Equal(got, []netip.Addr{mustAddr("10.9.0.2")}) {
+		h.with(t, func(al *alloc.Allocator, s alloc.Lister) {
+			if got, err := alloc.Free(s, cidB, []netip.Addr{mustAddr("10.9.0.2")}); err != nil || !slices.Equal(got, []netip.Addr{mustAddr("10.9.0.2")}) {
 				t.Fatalf("Free by the holder = %v, %v", got, err)
 			}
 		})
@@ -189,9 +126,9 @@ func TestFreeClearsExhaustion(t *testing.T) {
 	})
 }
 
-func mustAllocID(t *testing.T, h harness, a Attachment, rangeID int, rs addrspace.RangeSet) {
+func mustAllocID(t *testing.T, h harness, a alloc.Attachment, rangeID int, rs addrspace.RangeSet) {
 	t.Helper()
-	if _, _, err := alloc(t, h, a, rangeID, rs, ""); err != nil {
+	if _, _, err := allocate(t, h, a, rangeID, rs, ""); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -200,23 +137,23 @@ func mustAllocID(t *testing.T, h harness, a Attachment, rangeID int, rs addrspac
 // attachment counts, whatever its range, and so does an id-only legacy one.
 func TestHoldsAny(t *testing.T) {
 	forEachStore(t, func(t *testing.T, h harness) {
-		h.with(t, func(al *Allocator, s Store) {
-			if ok, err := al.HoldsAny(cidA); ok || err != nil {
+		h.with(t, func(al *alloc.Allocator, s alloc.Lister) {
+			if ok, err := alloc.HoldsAny(s, cidA); ok || err != nil {
 				t.Fatalf("empty store: %v, %v", ok, err)
 			}
 			if _, err := s.Reserve(cidA, mustAddr("192.0.2.9")); err != nil { // in no range
 				t.Fatal(err)
 			}
-			if _, err := s.Reserve(Attachment{ContainerID: "old"}, mustAddr("192.0.2.10")); err != nil {
+			if _, err := s.Reserve(alloc.Attachment{ContainerID: "old"}, mustAddr("192.0.2.10")); err != nil {
 				t.Fatal(err)
 			}
 		})
-		h.with(t, func(al *Allocator, _ Store) {
-			for a, want := range map[Attachment]bool{
+		h.with(t, func(al *alloc.Allocator, s alloc.Lister) {
+			for a, want := range map[alloc.Attachment]bool{
 				cidA: true, cidB: false, {ContainerID: "old", IfName: "eth0"}: true,
 				{ContainerID: "cid-a", IfName: "eth1"}: false,
 			} {
-				if ok, err := al.HoldsAny(a); ok != want || err != nil {
+				if ok, err := alloc.HoldsAny(s, a); ok != want || err != nil {
 					t.Errorf("HoldsAny(%v) = %v, %v; want %v", a, ok, err, want)
 				}
 			}

@@ -1,8 +1,9 @@
-package hostlocal
+package alloc_test
 
 import (
 	"fmt"
 	"net/netip"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -10,38 +11,43 @@ import (
 	"time"
 
 	"github.com/cniplugins/cniplugins/internal/addrspace"
+	"github.com/cniplugins/cniplugins/internal/alloc"
+	"github.com/cniplugins/cniplugins/internal/alloc/alloctest"
 	"github.com/cniplugins/cniplugins/internal/cnierr"
+	"github.com/cniplugins/cniplugins/internal/hostlocal"
 )
 
 // harness gives a test the same store across calls: the MemStore itself,
 // or a disk directory opened and closed around every call so that every
 // step also goes through commit and reload.
 type harness interface {
-	with(t *testing.T, f func(al *Allocator, s Store))
+	with(t *testing.T, f func(al *alloc.Allocator, s alloc.Lister))
 	exhausted(t *testing.T) []int
 }
 
-type memHarness struct{ m *MemStore }
+type memHarness struct{ m *alloctest.MemStore }
 
-func (h memHarness) with(t *testing.T, f func(*Allocator, Store)) { f(NewAllocator(h.m), h.m) }
-func (h memHarness) exhausted(*testing.T) []int                   { return h.m.Exhausted() }
+func (h memHarness) with(t *testing.T, f func(*alloc.Allocator, alloc.Lister)) {
+	f(alloc.New(h.m), h.m)
+}
+func (h memHarness) exhausted(*testing.T) []int { return h.m.Exhausted() }
 
 type diskHarness struct{ dir string }
 
-func (h diskHarness) with(t *testing.T, f func(*Allocator, Store)) {
+func (h diskHarness) with(t *testing.T, f func(*alloc.Allocator, alloc.Lister)) {
 	t.Helper()
-	d, err := Open(h.dir, time.Second)
+	d, err := hostlocal.Open(h.dir, time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
-	f(NewAllocator(d), d)
+	f(alloc.New(d), d)
 	if err := d.Close(); err != nil {
 		t.Fatal(err)
 	}
 }
 
 func (h diskHarness) exhausted(t *testing.T) []int {
-	ids, err := Exhausted(h.dir)
+	ids, err := hostlocal.Exhausted(h.dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,13 +55,13 @@ func (h diskHarness) exhausted(t *testing.T) []int {
 }
 
 func forEachStore(t *testing.T, f func(t *testing.T, h harness)) {
-	t.Run("mem", func(t *testing.T) { f(t, memHarness{NewMemStore()}) })
+	t.Run("mem", func(t *testing.T) { f(t, memHarness{alloctest.NewMemStore()}) })
 	t.Run("disk", func(t *testing.T) { f(t, diskHarness{filepath.Join(t.TempDir(), "net")}) })
 }
 
 var (
-	cidA = Attachment{ContainerID: "cid-a", IfName: "eth0"}
-	cidB = Attachment{ContainerID: "cid-b", IfName: "eth0"}
+	cidA = alloc.Attachment{ContainerID: "cid-a", IfName: "eth0"}
+	cidB = alloc.Attachment{ContainerID: "cid-b", IfName: "eth0"}
 )
 
 // small is 10.0.0.0/29 with gateway .1: allocatable .2-.6.
@@ -81,7 +87,7 @@ func assertCode(t *testing.T, err error, code uint) {
 	}
 }
 
-func alloc(t *testing.T, h harness, a Attachment, rangeID int, rs addrspace.RangeSet, req string) (netip.Prefix, netip.Addr, error) {
+func allocate(t *testing.T, h harness, a alloc.Attachment, rangeID int, rs addrspace.RangeSet, req string) (netip.Prefix, netip.Addr, error) {
 	t.Helper()
 	var (
 		p   netip.Prefix
@@ -92,13 +98,13 @@ func alloc(t *testing.T, h harness, a Attachment, rangeID int, rs addrspace.Rang
 	if req != "" {
 		want = mustAddr(req)
 	}
-	h.with(t, func(al *Allocator, _ Store) { p, gw, err = al.Allocate(a, rangeID, rs, want, "ranges[0]") })
+	h.with(t, func(al *alloc.Allocator, s alloc.Lister) { p, gw, err = al.Allocate(a, rangeID, rs, want, "ranges[0]") })
 	return p, gw, err
 }
 
-func mustAlloc(t *testing.T, h harness, a Attachment, rs addrspace.RangeSet, req string) netip.Addr {
+func mustAlloc(t *testing.T, h harness, a alloc.Attachment, rs addrspace.RangeSet, req string) netip.Addr {
 	t.Helper()
-	p, _, err := alloc(t, h, a, 0, rs, req)
+	p, _, err := allocate(t, h, a, 0, rs, req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,7 +114,7 @@ func mustAlloc(t *testing.T, h harness, a Attachment, rs addrspace.RangeSet, req
 func TestAllocateSequentialAndRoundRobin(t *testing.T) {
 	forEachStore(t, func(t *testing.T, h harness) {
 		rs := small(t)
-		p, gw, err := alloc(t, h, cidA, 0, rs, "")
+		p, gw, err := allocate(t, h, cidA, 0, rs, "")
 		if err != nil || p != netip.MustParsePrefix("10.0.0.2/29") || gw != mustAddr("10.0.0.1") {
 			t.Fatalf("first = %v %v %v", p, gw, err)
 		}
@@ -116,11 +122,11 @@ func TestAllocateSequentialAndRoundRobin(t *testing.T) {
 			t.Fatalf("second = %v", got)
 		}
 		// Releasing .2 must not make it next: host-local round-robins.
-		h.with(t, func(al *Allocator, _ Store) { al.Release(cidA, nil) })
-		if got := mustAlloc(t, h, Attachment{ContainerID: "c", IfName: "eth0"}, rs, ""); got != mustAddr("10.0.0.4") {
+		h.with(t, func(al *alloc.Allocator, s alloc.Lister) { alloc.Release(s, cidA, nil) })
+		if got := mustAlloc(t, h, alloc.Attachment{ContainerID: "c", IfName: "eth0"}, rs, ""); got != mustAddr("10.0.0.4") {
 			t.Fatalf("third = %v", got)
 		}
-		h.with(t, func(_ *Allocator, s Store) {
+		h.with(t, func(_ *alloc.Allocator, s alloc.Lister) {
 			if last, _ := s.LastReserved(0); last != mustAddr("10.0.0.4") {
 				t.Fatalf("cursor = %v", last)
 			}
@@ -134,7 +140,7 @@ func TestAllocateRequested(t *testing.T) {
 		if got := mustAlloc(t, h, cidA, rs, "10.0.0.5"); got != mustAddr("10.0.0.5") {
 			t.Fatalf("got %v", got)
 		}
-		h.with(t, func(_ *Allocator, s Store) {
+		h.with(t, func(_ *alloc.Allocator, s alloc.Lister) {
 			if last, _ := s.LastReserved(0); last != mustAddr("10.0.0.5") {
 				t.Fatalf("requested reservation did not move the cursor: %v", last)
 			}
@@ -143,7 +149,7 @@ func TestAllocateRequested(t *testing.T) {
 			{"taken", "10.0.0.5"}, {"gateway", "10.0.0.1"}, {"outside", "10.0.1.5"}, {"broadcast", "10.0.0.7"}, {"wrong family", "fd00::5"},
 		} {
 			t.Run(tt.name, func(t *testing.T) {
-				_, _, err := alloc(t, h, cidB, 0, rs, tt.ip)
+				_, _, err := allocate(t, h, cidB, 0, rs, tt.ip)
 				assertCode(t, err, cnierr.CodeAddrUnavailable)
 				if d := cnierr.As(err).Details; !strings.Contains(d, tt.ip) || !strings.Contains(d, "ranges[0]") {
 					t.Fatalf("details %q do not name address and label", d)
@@ -162,20 +168,20 @@ func TestAllocateDuplicate(t *testing.T) {
 		rs := small(t)
 		other := mustSet(t, addrspace.RangeConfig{Subnet: "10.1.0.0/29"})
 		ip := mustAlloc(t, h, cidA, rs, "")
-		_, _, err := alloc(t, h, cidA, 0, rs, "")
+		_, _, err := allocate(t, h, cidA, 0, rs, "")
 		assertCode(t, err, cnierr.CodeDuplicateAttach)
 		if d := cnierr.As(err).Details; !strings.Contains(d, ip.String()) || !strings.Contains(d, "ranges[0]") {
 			t.Fatalf("details %q", d)
 		}
 		// Same attachment, another range set: fine. Another interface: fine.
-		if _, _, err := alloc(t, h, cidA, 1, other, ""); err != nil {
+		if _, _, err := allocate(t, h, cidA, 1, other, ""); err != nil {
 			t.Fatal(err)
 		}
-		mustAlloc(t, h, Attachment{ContainerID: "cid-a", IfName: "eth1"}, rs, "")
+		mustAlloc(t, h, alloc.Attachment{ContainerID: "cid-a", IfName: "eth1"}, rs, "")
 		// A legacy id-only reservation of the same container counts.
-		legacy := Attachment{ContainerID: "cid-l"}
+		legacy := alloc.Attachment{ContainerID: "cid-l"}
 		mustAlloc(t, h, legacy, rs, "")
-		_, _, err = alloc(t, h, Attachment{ContainerID: "cid-l", IfName: "eth0"}, 0, rs, "")
+		_, _, err = allocate(t, h, alloc.Attachment{ContainerID: "cid-l", IfName: "eth0"}, 0, rs, "")
 		assertCode(t, err, cnierr.CodeDuplicateAttach)
 	})
 }
@@ -184,9 +190,9 @@ func TestAllocateExhaustion(t *testing.T) {
 	forEachStore(t, func(t *testing.T, h harness) {
 		rs := small(t)
 		for i := range 5 {
-			mustAlloc(t, h, Attachment{ContainerID: "c" + string(rune('0'+i)), IfName: "eth0"}, rs, "")
+			mustAlloc(t, h, alloc.Attachment{ContainerID: "c" + string(rune('0'+i)), IfName: "eth0"}, rs, "")
 		}
-		_, _, err := alloc(t, h, cidA, 3, rs, "")
+		_, _, err := allocate(t, h, cidA, 3, rs, "")
 		assertCode(t, err, cnierr.CodePoolExhausted)
 		if d := cnierr.As(err).Details; !strings.Contains(d, "ranges[0]") || !strings.Contains(d, rs.String()) {
 			t.Fatalf("details %q", d)
@@ -194,8 +200,8 @@ func TestAllocateExhaustion(t *testing.T) {
 		if got := h.exhausted(t); !slices.Equal(got, []int{3}) {
 			t.Fatalf("exhausted = %v", got)
 		}
-		h.with(t, func(al *Allocator, _ Store) {
-			if rel, err := al.Release(Attachment{ContainerID: "c2", IfName: "eth0"}, nil); err != nil || len(rel) != 1 {
+		h.with(t, func(al *alloc.Allocator, s alloc.Lister) {
+			if rel, err := alloc.Release(s, alloc.Attachment{ContainerID: "c2", IfName: "eth0"}, nil); err != nil || len(rel) != 1 {
 				t.Fatalf("release = %v %v", rel, err)
 			}
 		})
@@ -213,16 +219,16 @@ func TestRelease(t *testing.T) {
 		rs := small(t)
 		other := mustSet(t, addrspace.RangeConfig{Subnet: "fd00::/120"})
 		a1 := mustAlloc(t, h, cidA, rs, "")
-		p, _, err := alloc(t, h, cidA, 1, other, "")
+		p, _, err := allocate(t, h, cidA, 1, other, "")
 		if err != nil {
 			t.Fatal(err)
 		}
 		b := mustAlloc(t, h, cidB, rs, "")
 		// Legacy file of the same container must survive: an exact match exists.
-		l := mustAlloc(t, h, Attachment{ContainerID: "cid-a"}, rs, "10.0.0.6")
-		h.with(t, func(al *Allocator, s Store) {
+		l := mustAlloc(t, h, alloc.Attachment{ContainerID: "cid-a"}, rs, "10.0.0.6")
+		h.with(t, func(al *alloc.Allocator, s alloc.Lister) {
 			// The hint names b, which cidA does not own: it must stay.
-			rel, err := al.Release(cidA, []netip.Addr{b})
+			rel, err := alloc.Release(s, cidA, []netip.Addr{b})
 			if err != nil || !slices.Equal(rel, []netip.Addr{a1, p.Addr()}) && !slices.Equal(rel, []netip.Addr{p.Addr(), a1}) {
 				t.Fatalf("released %v %v", rel, err)
 			}
@@ -232,13 +238,13 @@ func TestRelease(t *testing.T) {
 				}
 			}
 		})
-		h.with(t, func(al *Allocator, s Store) {
+		h.with(t, func(al *alloc.Allocator, s alloc.Lister) {
 			// Nothing exact left: the legacy file goes.
-			if rel, err := al.Release(cidA, nil); err != nil || !slices.Equal(rel, []netip.Addr{l}) {
+			if rel, err := alloc.Release(s, cidA, nil); err != nil || !slices.Equal(rel, []netip.Addr{l}) {
 				t.Fatalf("legacy release = %v %v", rel, err)
 			}
 			// Unknown attachment: no error.
-			if rel, err := al.Release(Attachment{ContainerID: "nobody", IfName: "eth0"}, []netip.Addr{b}); err != nil || len(rel) != 0 {
+			if rel, err := alloc.Release(s, alloc.Attachment{ContainerID: "nobody", IfName: "eth0"}, []netip.Addr{b}); err != nil || len(rel) != 0 {
 				t.Fatalf("unknown release = %v %v", rel, err)
 			}
 		})
@@ -249,14 +255,14 @@ func TestCheck(t *testing.T) {
 	forEachStore(t, func(t *testing.T, h harness) {
 		rs := small(t)
 		a := mustAlloc(t, h, cidA, rs, "")
-		l := mustAlloc(t, h, Attachment{ContainerID: "cid-a"}, rs, "")
+		l := mustAlloc(t, h, alloc.Attachment{ContainerID: "cid-a"}, rs, "")
 		b := mustAlloc(t, h, cidB, rs, "")
-		h.with(t, func(al *Allocator, _ Store) {
-			if err := al.Check(cidA, []netip.Addr{a, l}); err != nil {
+		h.with(t, func(al *alloc.Allocator, s alloc.Lister) {
+			if err := alloc.Check(s, cidA, []netip.Addr{a, l}); err != nil {
 				t.Fatal(err)
 			}
 			for _, bad := range []netip.Addr{b, mustAddr("10.0.0.6")} {
-				err := al.Check(cidA, []netip.Addr{a, bad})
+				err := alloc.Check(s, cidA, []netip.Addr{a, bad})
 				assertCode(t, err, cnierr.CodeUnknownContainer)
 				if !strings.Contains(cnierr.As(err).Details, bad.String()) {
 					t.Fatalf("details %q", cnierr.As(err).Details)
@@ -271,16 +277,16 @@ func TestGC(t *testing.T) {
 		rs := small(t)
 		keep := mustAlloc(t, h, cidA, rs, "")
 		drop := mustAlloc(t, h, cidB, rs, "")
-		legacyKeep := mustAlloc(t, h, Attachment{ContainerID: "cid-a"}, rs, "")
-		legacyDrop := mustAlloc(t, h, Attachment{ContainerID: "old"}, rs, "")
-		valid := func(a Attachment) bool { return a.ContainerID == "cid-a" }
-		h.with(t, func(al *Allocator, s Store) {
-			rel, err := al.GC(valid)
+		legacyKeep := mustAlloc(t, h, alloc.Attachment{ContainerID: "cid-a"}, rs, "")
+		legacyDrop := mustAlloc(t, h, alloc.Attachment{ContainerID: "old"}, rs, "")
+		valid := func(a alloc.Attachment) bool { return a.ContainerID == "cid-a" }
+		h.with(t, func(al *alloc.Allocator, s alloc.Lister) {
+			rel, err := alloc.GC(s, valid)
 			if err != nil || !slices.Equal(rel, []netip.Addr{drop, legacyDrop}) {
 				t.Fatalf("gc = %v %v", rel, err)
 			}
 			all, _ := s.All()
-			if len(all) != 2 || all[keep] != cidA || all[legacyKeep] != (Attachment{ContainerID: "cid-a"}) {
+			if len(all) != 2 || all[keep] != cidA || all[legacyKeep] != (alloc.Attachment{ContainerID: "cid-a"}) {
 				t.Fatalf("left %v", all)
 			}
 			if last, _ := s.LastReserved(0); last != legacyDrop {
@@ -289,7 +295,7 @@ func TestGC(t *testing.T) {
 		})
 		if d, ok := h.(diskHarness); ok {
 			for _, f := range []string{"lock", "last_reserved_ip.0"} {
-				if !exists(filepath.Join(d.dir, f)) {
+				if _, err := os.Lstat(filepath.Join(d.dir, f)); err != nil {
 					t.Fatalf("gc removed %s", f)
 				}
 			}
@@ -303,17 +309,17 @@ func TestRollback(t *testing.T) {
 		v6 := mustSet(t, addrspace.RangeConfig{Subnet: "fd00::/120"})
 		earlier := mustAlloc(t, h, cidA, rs, "")
 		var fresh netip.Addr
-		h.with(t, func(al *Allocator, _ Store) {
+		h.with(t, func(al *alloc.Allocator, s alloc.Lister) {
 			p, _, err := al.Allocate(cidA, 1, v6, netip.Addr{}, "ranges[1]")
 			if err != nil {
 				t.Fatal(err)
 			}
 			fresh = p.Addr()
-			if err := al.Rollback(cidA, []netip.Addr{fresh}); err != nil {
+			if err := alloc.Rollback(s, cidA, []netip.Addr{fresh}); err != nil {
 				t.Fatal(err)
 			}
 		})
-		h.with(t, func(_ *Allocator, s Store) {
+		h.with(t, func(_ *alloc.Allocator, s alloc.Lister) {
 			if _, ok, _ := s.Owner(fresh); ok {
 				t.Fatal("rolled back address still reserved")
 			}
@@ -334,7 +340,7 @@ func TestAllocateExcluding(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		allocEx := func(a Attachment, req string) (netip.Addr, error) {
+		allocEx := func(a alloc.Attachment, req string) (netip.Addr, error) {
 			var (
 				p   netip.Prefix
 				err error
@@ -343,7 +349,9 @@ func TestAllocateExcluding(t *testing.T) {
 			if req != "" {
 				want = mustAddr(req)
 			}
-			h.with(t, func(al *Allocator, _ Store) { p, _, err = al.Excluding(ex).Allocate(a, 0, rs, want, "pool p") })
+			h.with(t, func(al *alloc.Allocator, s alloc.Lister) {
+				p, _, err = al.Excluding(ex).Allocate(a, 0, rs, want, "pool p")
+			})
 			return p.Addr(), err
 		}
 		_, err = allocEx(cidA, "10.0.0.5")
@@ -353,7 +361,7 @@ func TestAllocateExcluding(t *testing.T) {
 		}
 		var got []string
 		for i := range 3 {
-			ip, err := allocEx(Attachment{ContainerID: fmt.Sprintf("c%d", i), IfName: "eth0"}, "")
+			ip, err := allocEx(alloc.Attachment{ContainerID: fmt.Sprintf("c%d", i), IfName: "eth0"}, "")
 			if err != nil {
 				t.Fatal(err)
 			}

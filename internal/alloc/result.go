@@ -1,16 +1,59 @@
-package dapools
+package alloc
 
 import (
 	"bufio"
 	"bytes"
 	"io"
+	"net"
+	"net/netip"
 	"os"
 	"strings"
 
 	"github.com/containernetworking/cni/pkg/types"
+	current "github.com/containernetworking/cni/pkg/types/100"
 
 	"github.com/cniplugins/cniplugins/internal/cnierr"
+	"github.com/cniplugins/cniplugins/internal/netconf"
 )
+
+// NewResult is an ADD result with the configuration's routes and DNS and
+// no addresses yet. It reads resolvConf, so an ADD calls it before taking
+// any address: a bad file then costs nothing to undo.
+func (c *Config) NewResult() (*current.Result, error) {
+	dns, err := readResolvConf(c.ResolvConf)
+	if err != nil {
+		return nil, err
+	}
+	return &current.Result{CNIVersion: current.ImplementedSpecVersion, Routes: c.Routes, DNS: dns}, nil
+}
+
+// IPConfig is one address of a result, with its range's gateway if any.
+func IPConfig(addr netip.Prefix, gw netip.Addr) *current.IPConfig {
+	ipc := &current.IPConfig{Address: net.IPNet{
+		IP:   net.IP(addr.Addr().AsSlice()),
+		Mask: net.CIDRMask(addr.Bits(), addr.Addr().BitLen()),
+	}}
+	if gw.IsValid() {
+		ipc.Gateway = net.IP(gw.AsSlice())
+	}
+	return ipc
+}
+
+// PrevAddrs are the addresses in conf's prevResult: what CHECK verifies
+// and what DEL goes straight to.
+func PrevAddrs(conf *netconf.Envelope) ([]netip.Addr, error) {
+	prev, err := conf.Result()
+	if err != nil || prev == nil {
+		return nil, err
+	}
+	out := make([]netip.Addr, 0, len(prev.IPs))
+	for _, ip := range prev.IPs {
+		if a, ok := netip.AddrFromSlice(ip.Address.IP); ok {
+			out = append(out, a.Unmap())
+		}
+	}
+	return out, nil
+}
 
 // maxResolvConf bounds what is read: a resolv.conf is a few hundred bytes,
 // and a hostile path (/dev/zero) must not stall the plugin.

@@ -1,0 +1,179 @@
+package alloc
+
+import (
+	"errors"
+	"net/netip"
+
+	"github.com/cniplugins/cniplugins/internal/addrspace"
+	"github.com/cniplugins/cniplugins/internal/cnierr"
+)
+
+// Allocator implements host-local's allocation semantics over a Store. It
+// holds no state of its own: the caller opens (and locks) the store, makes
+// its calls, and closes it.
+type Allocator struct {
+	store   Store
+	ledger  Ledger               // store, when it is one
+	exclude addrspace.Exclusions // see Excluding
+}
+
+// New returns an Allocator over s.
+func New(s Store) *Allocator {
+	l, _ := s.(Ledger)
+	return &Allocator{store: s, ledger: l}
+}
+
+// Excluding returns an allocator that never hands out an address of ex:
+// the iterator skips its runs, and a request for one is code 101.
+func (al *Allocator) Excluding(ex addrspace.Exclusions) *Allocator {
+	c := *al
+	c.exclude = ex
+	return &c
+}
+
+// Allocate reserves one address of rs for a and returns it with the
+// subnet's prefix length and the range's gateway. rangeID names rs's
+// round-robin cursor (host-local's index of rs in "ranges"); label names
+// rs in error details (e.g. "ranges[1]" or a pool name).
+//
+// With requested valid, exactly that address is reserved (host-local does
+// no duplicate check in that case, and neither do we). Otherwise the
+// attachment must not already hold an address of rs (102), and the first
+// free address after the cursor is taken (100 when none, which also
+// records the exhaustion for STATUS).
+func (al *Allocator) Allocate(a Attachment, rangeID int, rs addrspace.RangeSet, requested netip.Addr, label string) (netip.Prefix, netip.Addr, error) {
+	if !a.Recordable() {
+		return netip.Prefix{}, netip.Addr{}, cnierr.InvalidEnv("CNI_CONTAINERID", a.ContainerID, "cannot be recorded in a reservation")
+	}
+	if !requested.IsValid() {
+		if err := al.checkDuplicate(a, rs, label); err != nil {
+			return netip.Prefix{}, netip.Addr{}, err
+		}
+	}
+	ip, r, err := al.reserve(a, rangeID, rs, requested, label)
+	if err != nil {
+		return netip.Prefix{}, netip.Addr{}, err
+	}
+	// Not reported as reserved, so nobody else would free it.
+	if err := al.moveCursor(a, rangeID, ip); err != nil {
+		return netip.Prefix{}, netip.Addr{}, err
+	}
+	return netip.PrefixFrom(ip, r.Subnet.Bits()), r.Gateway, nil
+}
+
+// AllocateShared reserves an address of rs for an owner that legitimately
+// holds many addresses of one range set at once, such as the Docker IPAM
+// driver (one owner per Docker pool, see internal/dockeripam): exactly
+// requested when it is valid, else the next free one. It is Allocate
+// without the duplicate check (for a CNI attachment a second address is a
+// duplicate ADD, 102; for such an owner it is the normal case), and all
+// or nothing: if the cursor cannot be moved, the reservation is undone
+// before the error is returned. Release such addresses one by one with
+// Rollback, never with Release, which frees everything the owner holds.
+// The store's Reserve refuses an owner that cannot be recorded.
+func (al *Allocator) AllocateShared(a Attachment, rangeID int, rs addrspace.RangeSet, requested netip.Addr, label string) (netip.Prefix, error) {
+	ip, r, err := al.reserve(a, rangeID, rs, requested, label)
+	if err != nil {
+		return netip.Prefix{}, err
+	}
+	if err := al.moveCursor(a, rangeID, ip); err != nil {
+		return netip.Prefix{}, err
+	}
+	return netip.PrefixFrom(ip, r.Subnet.Bits()), nil
+}
+
+func (al *Allocator) reserve(a Attachment, rangeID int, rs addrspace.RangeSet, requested netip.Addr, label string) (netip.Addr, addrspace.Range, error) {
+	if requested.IsValid() {
+		return al.reserveRequested(a, rs, requested.Unmap(), label)
+	}
+	return al.reserveNext(a, rangeID, rs, label)
+}
+
+// moveCursor: host-local moves the cursor on every reservation, requested
+// ones too. If it cannot, the reservation is undone, so that the ADD
+// fails whole.
+func (al *Allocator) moveCursor(a Attachment, rangeID int, ip netip.Addr) error {
+	if al.ledger == nil {
+		return nil
+	}
+	err := al.ledger.SetLastReserved(rangeID, ip)
+	if err == nil {
+		return nil
+	}
+	if _, rerr := al.ledger.Release(a, ip); rerr != nil {
+		return errors.Join(err, rerr)
+	}
+	return err
+}
+
+func (al *Allocator) reserveRequested(a Attachment, rs addrspace.RangeSet, ip netip.Addr, label string) (netip.Addr, addrspace.Range, error) {
+	r, ok := rs.RangeFor(ip)
+	if !ok || ip.Zone() != "" {
+		return netip.Addr{}, addrspace.Range{}, cnierr.New(cnierr.CodeAddrUnavailable, "requested address not in range set",
+			"address=%s %s=%s", ip, label, rs)
+	}
+	if ip == r.Gateway {
+		return netip.Addr{}, addrspace.Range{}, cnierr.New(cnierr.CodeAddrUnavailable, "requested address is the gateway",
+			"address=%s %s=%s", ip, label, rs)
+	}
+	if !r.Usable(ip) {
+		return netip.Addr{}, addrspace.Range{}, cnierr.New(cnierr.CodeAddrUnavailable, "requested address is the network or broadcast address",
+			"address=%s %s=%s", ip, label, rs)
+	}
+	if al.exclude.Contains(ip) {
+		return netip.Addr{}, addrspace.Range{}, cnierr.New(cnierr.CodeAddrUnavailable, "requested address is excluded",
+			"address=%s %s=%s", ip, label, rs)
+	}
+	ok, err := al.store.Reserve(a, ip)
+	if err != nil {
+		return netip.Addr{}, addrspace.Range{}, err
+	}
+	if !ok {
+		return netip.Addr{}, addrspace.Range{}, cnierr.New(cnierr.CodeAddrUnavailable, "requested address is already reserved",
+			"address=%s %s=%s", ip, label, rs)
+	}
+	return ip, r, nil
+}
+
+// checkDuplicate refuses a second address from the same range set: the
+// CNI spec forbids duplicate ADDs, and legacy id-only files count because
+// they are the same container as far as an old host-local knew. A store
+// that is no Ledger does this inside Reserve, atomically with the claim.
+func (al *Allocator) checkDuplicate(a Attachment, rs addrspace.RangeSet, label string) error {
+	if al.ledger == nil {
+		return nil
+	}
+	held, err := heldBy(al.ledger, a)
+	if err != nil {
+		return err
+	}
+	for _, ip := range held {
+		if rs.Contains(ip) {
+			return cnierr.New(cnierr.CodeDuplicateAttach, "attachment already holds an address",
+				"address=%s %s=%s containerID=%s ifname=%s", ip, label, rs, a.ContainerID, a.IfName)
+		}
+	}
+	return nil
+}
+
+func (al *Allocator) reserveNext(a Attachment, rangeID int, rs addrspace.RangeSet, label string) (netip.Addr, addrspace.Range, error) {
+	last, err := al.store.LastReserved(rangeID)
+	if err != nil {
+		return netip.Addr{}, addrspace.Range{}, err
+	}
+	it := rs.IterExcluding(last, al.exclude)
+	for ip, r, ok := it.Next(); ok; ip, r, ok = it.Next() {
+		got, err := al.store.Reserve(a, ip)
+		if err != nil {
+			return netip.Addr{}, addrspace.Range{}, err
+		}
+		if got {
+			return ip, r, nil
+		}
+	}
+	if err := al.store.MarkExhausted(rangeID); err != nil {
+		return netip.Addr{}, addrspace.Range{}, err
+	}
+	return netip.Addr{}, addrspace.Range{}, cnierr.New(cnierr.CodePoolExhausted, "no addresses available",
+		"%s=%s", label, rs)
+}

@@ -1,0 +1,90 @@
+// Package alloctest holds an in-memory store for the tests of the
+// allocation engine and of its callers.
+package alloctest
+
+import (
+	"maps"
+	"net/netip"
+	"slices"
+
+	"github.com/cniplugins/cniplugins/internal/alloc"
+)
+
+// MemStore is an in-memory alloc.Lister. It scans its map where the disk
+// store uses an index; it is a fake, not a cache.
+type MemStore struct {
+	res       map[netip.Addr]alloc.Attachment
+	last      map[int]netip.Addr
+	exhausted map[int]bool
+}
+
+var _ alloc.Lister = (*MemStore)(nil)
+
+// NewMemStore returns an empty MemStore.
+func NewMemStore() *MemStore {
+	return &MemStore{res: map[netip.Addr]alloc.Attachment{}, last: map[int]netip.Addr{}, exhausted: map[int]bool{}}
+}
+
+// Reserve implements alloc.Store.
+func (m *MemStore) Reserve(a alloc.Attachment, ip netip.Addr) (bool, error) {
+	if _, taken := m.res[ip]; taken {
+		return false, nil
+	}
+	m.res[ip] = a
+	return true, nil
+}
+
+// Owner implements alloc.Ledger.
+func (m *MemStore) Owner(ip netip.Addr) (alloc.Attachment, bool, error) {
+	a, ok := m.res[ip]
+	return a, ok, nil
+}
+
+// Release implements alloc.Ledger.
+func (m *MemStore) Release(a alloc.Attachment, ip netip.Addr) (bool, error) {
+	if owner, ok := m.res[ip]; !ok || !a.Holds(owner) {
+		return false, nil
+	}
+	delete(m.res, ip)
+	return true, nil
+}
+
+// ByAttachment implements alloc.Ledger.
+func (m *MemStore) ByAttachment(a alloc.Attachment) ([]netip.Addr, error) {
+	var out []netip.Addr
+	for ip, owner := range m.res {
+		if owner.Is(a) {
+			out = append(out, ip)
+		}
+	}
+	slices.SortFunc(out, netip.Addr.Compare)
+	return out, nil
+}
+
+// All implements alloc.Lister.
+func (m *MemStore) All() (map[netip.Addr]alloc.Attachment, error) { return maps.Clone(m.res), nil }
+
+// LastReserved implements alloc.Store.
+func (m *MemStore) LastReserved(rangeID int) (netip.Addr, error) { return m.last[rangeID], nil }
+
+// SetLastReserved implements alloc.Ledger.
+func (m *MemStore) SetLastReserved(rangeID int, ip netip.Addr) error {
+	m.last[rangeID] = ip
+	return nil
+}
+
+// MarkExhausted implements alloc.Store.
+func (m *MemStore) MarkExhausted(rangeID int) error {
+	m.exhausted[rangeID] = true
+	return nil
+}
+
+// ClearExhausted implements alloc.Ledger.
+func (m *MemStore) ClearExhausted() error {
+	clear(m.exhausted)
+	return nil
+}
+
+// Exhausted returns the marked range-set IDs in ascending order, as the
+// disk store's Exhausted reads them back.
+func (m *MemStore) Exhausted() []int { return slices.Sorted(maps.Keys(m.exhausted)) }

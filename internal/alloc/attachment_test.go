@@ -1,0 +1,85 @@
+package alloc_test
+
+import (
+	"net/netip"
+	"testing"
+
+	"github.com/cniplugins/cniplugins/internal/alloc"
+)
+
+// A pool directory shared by two networks: the allocator sees one
+// attachment whatever network it was recorded under.
+func TestNetworkTagIsNotIdentity(t *testing.T) {
+	forEachStore(t, func(t *testing.T, h harness) {
+		rs := small(t)
+		a := alloc.Attachment{ContainerID: "c", IfName: "eth0", Network: "net-a"}
+		ip := mustAlloc(t, h, a, rs, "")
+		h.with(t, func(al *alloc.Allocator, s alloc.Lister) {
+			if _, _, err := al.Allocate(alloc.Attachment{ContainerID: "c", IfName: "eth0", Network: "net-b"}, 0, rs, netip.Addr{}, "r"); err == nil {
+				t.Errorf("same attachment under another network got a second address")
+			}
+			owner, _, _ := s.Owner(ip)
+			if owner.Network != "net-a" {
+				t.Errorf("owner %+v lost its network", owner)
+			}
+			if err := alloc.Check(s, alloc.Attachment{ContainerID: "c", IfName: "eth0"}, []netip.Addr{ip}); err != nil {
+				t.Error(err)
+			}
+			// The same (container, ifname) wrongly reused on another
+			// network must not free net-a's address (its rollback DEL).
+			if rel, err := alloc.Release(s, alloc.Attachment{ContainerID: "c", IfName: "eth0", Network: "net-b"}, []netip.Addr{ip}); err != nil || len(rel) != 0 {
+				t.Errorf("net-b released net-a's address: %v, %v", rel, err)
+			}
+			if err := alloc.Check(s, alloc.Attachment{ContainerID: "c", IfName: "eth0", Network: "net-b"}, []netip.Addr{ip}); err == nil {
+				t.Errorf("CHECK from net-b accepted net-a's address")
+			}
+			rel, err := alloc.Release(s, alloc.Attachment{ContainerID: "c", IfName: "eth0", Network: "net-a"}, nil)
+			if err != nil || len(rel) != 1 {
+				t.Errorf("release = %v, %v", rel, err)
+			}
+		})
+	})
+}
+
+func TestAttachmentKind(t *testing.T) {
+	for _, tt := range []struct {
+		a    alloc.Attachment
+		want string
+	}{
+		{alloc.Attachment{ContainerID: "c1", IfName: "eth0"}, "cni"},
+		{alloc.Attachment{ContainerID: "c1", IfName: "eth0", Network: "blue"}, "cni"},
+		{alloc.Attachment{ContainerID: "c1"}, "legacy"},
+		{alloc.Attachment{ContainerID: "_docker", IfName: "0123abcd"}, "docker"},
+		{alloc.Attachment{ContainerID: "_docker"}, "docker"},
+		{alloc.Attachment{ContainerID: "_", IfName: "x"}, "unknown"},
+	} {
+		if got := tt.a.Kind(); got != tt.want {
+			t.Errorf("%+v.Kind() = %q, want %q", tt.a, got, tt.want)
+		}
+	}
+}
+
+func TestKeepSet(t *testing.T) {
+	k := alloc.NewKeepSet("blue", []alloc.Attachment{{ContainerID: "c1", IfName: "eth0"}, {ContainerID: "c2"}})
+	for _, tt := range []struct {
+		owner alloc.Attachment
+		keep  bool
+	}{
+		{alloc.Attachment{ContainerID: "c1", IfName: "eth0"}, true},
+		{alloc.Attachment{ContainerID: "c1", IfName: "eth0", Network: "blue"}, true},
+		{alloc.Attachment{ContainerID: "c1", IfName: "eth1"}, false},
+		{alloc.Attachment{ContainerID: "c1"}, true},                                 // legacy file of a live container
+		{alloc.Attachment{ContainerID: "c3"}, false},                                // legacy file of a dead one
+		{alloc.Attachment{ContainerID: "c2", IfName: "net1"}, true},                 // listed without ifname: whole container
+		{alloc.Attachment{ContainerID: "c9", IfName: "eth0", Network: "red"}, true}, // another network's, in a shared pool
+		{alloc.Attachment{ContainerID: "c9", IfName: "eth0", Network: "blue"}, false},
+		{alloc.Attachment{ContainerID: "_docker", IfName: "ep1"}, true}, // not a CNI attachment
+	} {
+		if got := k.Keeps(tt.owner); got != tt.keep {
+			t.Errorf("Keeps(%+v) = %v, want %v", tt.owner, got, tt.keep)
+		}
+	}
+	if all := alloc.NewKeepSet("", nil); all.Keeps(alloc.Attachment{ContainerID: "c9", IfName: "eth0", Network: "red"}) {
+		t.Error("a pool collected as a whole keeps another network's reservation")
+	}
+}

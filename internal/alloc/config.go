@@ -1,0 +1,178 @@
+package alloc
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"net/netip"
+	"slices"
+
+	"github.com/containernetworking/cni/pkg/types"
+
+	"github.com/cniplugins/cniplugins/internal/addrspace"
+	"github.com/cniplugins/cniplugins/internal/cnierr"
+	"github.com/cniplugins/cniplugins/internal/netconf"
+	"github.com/cniplugins/cniplugins/internal/pool"
+)
+
+// maxRangeSets bounds the range sets of one attachment (the legacy
+// top-level range counts): each costs an address and a claim per ADD, and
+// no real attachment needs more. Pools have the same bound,
+// pool.MaxPerAttachment.
+const maxRangeSets = pool.MaxPerAttachment
+
+// argIP is the one CNI_ARGS key host-local understands: requested
+// addresses.
+const argIP = "IP"
+
+// ArgKeys are the CNI_ARGS keys every allocator of this engine reads.
+func ArgKeys(*netconf.Envelope) ([]string, error) { return []string{argIP}, nil }
+
+// Keys are the ipam keys every allocator of this engine shares:
+// host-local's, plus pool definitions. An allocator embeds them in its
+// own ipam struct, so that the section is decoded once.
+type Keys struct {
+	Ranges [][]addrspace.RangeConfig `json:"ranges"`
+	// The deprecated single range at the top level of ipam.
+	addrspace.RangeConfig
+	Routes     []*types.Route `json:"routes"`
+	ResolvConf string         `json:"resolvConf"`
+	// Each entry is a range set or {"ranges": [...], "exclude": [...]}.
+	PoolDefinitions map[string]json.RawMessage `json:"poolDefinitions"`
+}
+
+// netArgs is what the rest of the config says about requested addresses
+// and runtime-supplied ranges.
+type netArgs struct {
+	Args struct {
+		CNI struct {
+			IPs []string `json:"ips"`
+		} `json:"cni"`
+	}
+	RuntimeConfig struct {
+		IPs      []string                  `json:"ips"`
+		IPRanges [][]addrspace.RangeConfig `json:"ipRanges"`
+	}
+}
+
+// Config is what an allocation asks for, validated.
+type Config struct {
+	Network    string
+	Routes     []*types.Route
+	ResolvConf string
+
+	// RangeSets are the standalone range sets (host-local mode); nil in
+	// pool mode, and when the ranges were not asked for.
+	RangeSets []addrspace.RangeSet
+	// Pools are the pools selected by prevResult.pools; nil standalone.
+	Pools []pool.Pool
+	// PoolDefs are ipam.poolDefinitions, validated.
+	PoolDefs map[string]pool.Definition
+	// Requested are the addresses asked for outside Pool objects, in
+	// order: CNI_ARGS IP, args.cni.ips, runtimeConfig.ips.
+	Requested []netip.Addr
+}
+
+// Parse decodes conf's ipam section and validates it with Keys.Parse.
+func Parse(conf *netconf.Envelope, cniArgs []netconf.CNIArg, needRanges bool) (*Config, error) {
+	var k Keys
+	if err := conf.DecodeIPAM(&k); err != nil {
+		return nil, err
+	}
+	return k.Parse(conf, cniArgs, needRanges)
+}
+
+// Parse validates k with the rest of conf and the CNI_ARGS before
+// anything touches a store. needRanges is false for DEL and GC, which
+// must work from state alone even when the ranges in the config have
+// since changed.
+func (k Keys) Parse(conf *netconf.Envelope, cniArgs []netconf.CNIArg, needRanges bool) (*Config, error) {
+	var extra netArgs
+	if err := conf.DecodeArgs(&extra.Args); err != nil {
+		return nil, err
+	}
+	if err := conf.DecodeRuntimeConfig(&extra.RuntimeConfig); err != nil {
+		return nil, err
+	}
+	c := &Config{Network: conf.Name, Routes: k.Routes, ResolvConf: k.ResolvConf}
+	var err error
+	if c.Requested, err = requestedAddrs(cniArgs, extra); err != nil {
+		return nil, err
+	}
+	if c.PoolDefs, err = pool.ParseDefinitions("ipam.poolDefinitions", k.PoolDefinitions); err != nil {
+		return nil, err
+	}
+	pools, poolMode, err := pool.FromPrevResult(conf)
+	if err != nil {
+		return nil, err
+	}
+	if poolMode {
+		c.Pools = pools
+		return c, nil
+	}
+	if !needRanges {
+		return c, nil
+	}
+	c.RangeSets, err = k.standaloneRanges(extra.RuntimeConfig.IPRanges)
+	return c, err
+}
+
+// RangeSets are the standalone range sets the config file itself names
+// (runtimeConfig.ipRanges comes from the runtime, not the file), nil when
+// it names none.
+func (k Keys) RangeSets() ([]addrspace.RangeSet, error) {
+	if len(k.Ranges) == 0 && k.Subnet == "" {
+		return nil, nil
+	}
+	return k.standaloneRanges(nil)
+}
+
+// standaloneRanges follows host-local: runtimeConfig.ipRanges replaces
+// ipam.ranges; the deprecated top-level range comes first; sets must not
+// overlap one another.
+func (k Keys) standaloneRanges(runtimeRanges [][]addrspace.RangeConfig) ([]addrspace.RangeSet, error) {
+	cfgs, field := k.Ranges, "ipam.ranges"
+	if len(runtimeRanges) > 0 {
+		cfgs, field = runtimeRanges, "runtimeConfig.ipRanges"
+	}
+	var sets []addrspace.RangeSet
+	legacy := 0
+	if k.Subnet != "" {
+		legacy = 1
+	}
+	if n := len(cfgs) + legacy; n > maxRangeSets {
+		return nil, cnierr.InvalidConfig(field, fmt.Sprintf("%d range sets", n), fmt.Sprintf("at most %d range sets", maxRangeSets))
+	}
+	if legacy == 1 {
+		// The legacy keys sit in ipam itself: errors name ipam.subnet,
+		// not a range-set element that does not exist in the config.
+		r, err := k.RangeConfig.Canonicalize("ipam")
+		if err != nil {
+			return nil, err
+		}
+		sets = append(sets, addrspace.RangeSet{r})
+	}
+	for i, cfg := range cfgs {
+		rs, err := addrspace.ParseRangeSet(fmt.Sprintf("%s[%d]", field, i), cfg)
+		if err != nil {
+			return nil, err
+		}
+		sets = append(sets, rs)
+	}
+	if len(sets) == 0 {
+		return nil, cnierr.MissingConfig("ipam.ranges")
+	}
+	return sets, addrspace.CheckDisjoint(sets, func(set, idx int) string {
+		if set < legacy {
+			return "ipam" // the legacy range's keys sit in ipam itself
+		}
+		return fmt.Sprintf("%s[%d][%d]", field, set-legacy, idx)
+	})
+}
+
+// PoolMode reports whether a selector's prevResult.pools drives the
+// allocation.
+func (c *Config) PoolMode() bool { return c.Pools != nil }
+
+// DefinedPools lists, sorted, the pools of ipam.poolDefinitions.
+func (c *Config) DefinedPools() []string { return slices.Sorted(maps.Keys(c.PoolDefs)) }

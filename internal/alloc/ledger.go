@@ -1,0 +1,155 @@
+package alloc
+
+import (
+	"errors"
+	"maps"
+	"net/netip"
+	"slices"
+
+	"github.com/cniplugins/cniplugins/internal/cnierr"
+)
+
+// heldBy is what a holds, plus what id-only legacy reservations of its
+// container hold.
+func heldBy(l Ledger, a Attachment) ([]netip.Addr, error) {
+	held, err := l.ByAttachment(a)
+	if err != nil || a.IfName == "" {
+		return held, err
+	}
+	legacy, err := l.ByAttachment(a.Legacy())
+	return append(held, legacy...), err
+}
+
+// Release frees everything a holds in l: the hint addresses (usually from
+// prevResult) and whatever the ledger's index knows. Only exact owners
+// match; if nothing did, id-only legacy reservations of a's container are
+// released instead, as host-local's DEL does. An unknown attachment is not
+// an error, because DEL must be idempotent.
+func Release(l Ledger, a Attachment, hint []netip.Addr) ([]netip.Addr, error) {
+	released, err := releaseOwned(l, a, hint)
+	if err == nil && len(released) == 0 && a.IfName != "" {
+		released, err = releaseOwned(l, a.Legacy(), hint)
+	}
+	return released, errors.Join(err, clearIfReleased(l, released))
+}
+
+func releaseOwned(l Ledger, a Attachment, hint []netip.Addr) ([]netip.Addr, error) {
+	held, err := l.ByAttachment(a)
+	if err != nil {
+		return nil, err
+	}
+	var released []netip.Addr
+	seen := map[netip.Addr]bool{}
+	for _, ip := range append(slices.Clone(hint), held...) {
+		ip = ip.Unmap()
+		if !ip.IsValid() || ip.Zone() != "" || seen[ip] {
+			continue
+		}
+		seen[ip] = true
+		ok, err := l.Release(a, ip)
+		if err != nil {
+			return released, err
+		}
+		if ok {
+			released = append(released, ip)
+		}
+	}
+	return released, nil
+}
+
+func clearIfReleased(l Ledger, released []netip.Addr) error {
+	if len(released) == 0 {
+		return nil
+	}
+	return l.ClearExhausted()
+}
+
+// Check verifies that every ip is reserved for a (an id-only legacy
+// reservation of a's container counts). A miss is reported as code 3
+// (unknown container): from CHECK's point of view the attachment the
+// runtime asked about does not exist in this ledger.
+func Check(l Ledger, a Attachment, ips []netip.Addr) error {
+	for _, ip := range ips {
+		ip = ip.Unmap()
+		owner, ok, err := l.Owner(ip)
+		if err != nil {
+			return err
+		}
+		if !ok || (!a.Holds(owner) && !owner.Is(a.Legacy())) {
+			return cnierr.New(cnierr.CodeUnknownContainer, "address not reserved for this attachment",
+				"address=%s containerID=%s ifname=%s", ip, a.ContainerID, a.IfName)
+		}
+	}
+	return nil
+}
+
+// HoldsAny reports whether a (or an id-only legacy reservation of its
+// container) holds any address in l, whatever its range: host-local's
+// CHECK when the runtime gives no addresses to verify.
+func HoldsAny(l Ledger, a Attachment) (bool, error) {
+	held, err := heldBy(l, a)
+	return len(held) > 0, err
+}
+
+// GC releases every reservation whose owner keep rejects (KeepSet.Keeps
+// is the rule). Legacy id-only reservations are passed as
+// Attachment{ContainerID: id}. GC keeps going after errors and returns
+// them joined; cursors are never touched because they are not
+// reservations.
+func GC(l Lister, keep func(Attachment) bool) ([]netip.Addr, error) {
+	all, err := l.All()
+	if err != nil {
+		return nil, err
+	}
+	var released []netip.Addr
+	var errs []error
+	for _, ip := range slices.SortedFunc(maps.Keys(all), netip.Addr.Compare) {
+		if keep(all[ip]) {
+			continue
+		}
+		ok, err := l.Release(all[ip], ip)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if ok {
+			released = append(released, ip)
+		}
+	}
+	errs = append(errs, clearIfReleased(l, released))
+	return released, errors.Join(errs...)
+}
+
+// Rollback undoes a failed ADD: it frees exactly the addresses that ADD
+// reserved (and only while a still holds them). host-local's rollback
+// releases by ID and so also frees addresses a held from other range sets
+// before the ADD; we must not. Exhaustion records stay: freeing what this
+// ADD took returns nothing that was taken before it, and the range set
+// the ADD found full is still full.
+func Rollback(l Ledger, a Attachment, reserved []netip.Addr) error {
+	_, err := releaseExactly(l, a, reserved)
+	return err
+}
+
+// Free releases exactly ips, each only while a holds it: an operator's
+// release of a leak, the Docker driver's ReleaseAddress. Unlike Rollback
+// it returns addresses taken before, so, as after any DEL, a range set
+// recorded as full may not be any more: the exhaustion records go.
+func Free(l Ledger, a Attachment, ips []netip.Addr) ([]netip.Addr, error) {
+	released, err := releaseExactly(l, a, ips)
+	return released, errors.Join(err, clearIfReleased(l, released))
+}
+
+func releaseExactly(l Ledger, a Attachment, ips []netip.Addr) ([]netip.Addr, error) {
+	var released []netip.Addr
+	var errs []error
+	for _, ip := range ips {
+		ok, err := l.Release(a, ip.Unmap())
+		if err != nil {
+			errs = append(errs, err)
+		} else if ok {
+			released = append(released, ip.Unmap())
+		}
+	}
+	return released, errors.Join(errs...)
+}

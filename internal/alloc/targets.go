@@ -1,0 +1,136 @@
+package alloc
+
+import (
+	"fmt"
+	"net/netip"
+
+	"github.com/cniplugins/cniplugins/internal/addrspace"
+	"github.com/cniplugins/cniplugins/internal/cnierr"
+	"github.com/cniplugins/cniplugins/internal/pool"
+)
+
+// Scope is where an address lives: a pool (pool mode) or, standalone, the
+// network itself. Exactly one field is set. Each allocator maps it to its
+// own place (a state directory, a key prefix).
+type Scope struct{ Pool, Network string }
+
+// Target is one address an ADD must hand out.
+type Target struct {
+	Label     string // names the pool or range set in errors
+	Scope     Scope
+	RangeID   int // the range set's index (standalone) or 0 (a pool)
+	Set       addrspace.RangeSet
+	Requested netip.Addr
+	Exclude   addrspace.Exclusions // never handed out (pool mode only)
+}
+
+// Allocator is the allocator over s with everything t asks of it.
+func (t Target) Allocator(s Store) *Allocator { return New(s).Excluding(t.Exclude) }
+
+// Scopes lists the scopes the configuration touches, as DEL and GC need
+// them: no ranges required.
+func (c *Config) Scopes() []Scope {
+	if c.Pools == nil {
+		return []Scope{{Network: c.Network}}
+	}
+	out := make([]Scope, len(c.Pools))
+	for i, p := range c.Pools {
+		out[i] = Scope{Pool: p.Name}
+	}
+	return out
+}
+
+// AddTargets are Targets with the requested addresses assigned to them,
+// as an ADD needs them (101 for one that fits no target).
+func (c *Config) AddTargets() ([]Target, error) {
+	out, err := c.Targets()
+	if err != nil {
+		return nil, err
+	}
+	return out, assignRequests(out, c.Requested)
+}
+
+// Targets lists, in order, where the config places addresses: one target
+// per pool in pool mode (with the Pool object's own request), one per
+// range set standalone.
+func (c *Config) Targets() ([]Target, error) {
+	var out []Target
+	if c.Pools == nil {
+		for i, rs := range c.RangeSets {
+			out = append(out, Target{Label: fmt.Sprintf("range set %d (%s)", i, rs), Scope: Scope{Network: c.Network}, RangeID: i, Set: rs})
+		}
+		return out, nil
+	}
+	for i, p := range c.Pools {
+		field := fmt.Sprintf("prevResult.pools[%d]", i)
+		src, ok, err := PoolSource(p, field, c.PoolDefs)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			return nil, cnierr.New(cnierr.CodeInvalidConfig, "unknown pool: no inline ranges and no ipam.poolDefinitions entry", "%s.name=%s", field, p.Name)
+		}
+		req, err := p.Requested(field)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, Target{Label: "pool " + p.Name, Scope: Scope{Pool: p.Name}, Set: src.Set, Requested: req, Exclude: src.Exclude})
+	}
+	return out, nil
+}
+
+// WithDefinedPools is what STATUS reports exhaustion of: targets, and
+// every pool of ipam.poolDefinitions whether a selector names it or not.
+func (c *Config) WithDefinedPools(targets []Target) []Target {
+	for _, name := range c.DefinedPools() {
+		targets = append(targets, Target{Label: "pool " + name, Scope: Scope{Pool: name}})
+	}
+	return targets
+}
+
+// TargetFor is the target whose range set holds a.
+func TargetFor(targets []Target, a netip.Addr) (Target, bool) {
+	for _, t := range targets {
+		if t.Set.Contains(a) {
+			return t, true
+		}
+	}
+	return Target{}, false
+}
+
+// Placed is the target of each address CHECK was given; an address no
+// target holds cannot be this attachment's (code 3).
+func Placed(targets []Target, addrs []netip.Addr) ([]Target, error) {
+	out := make([]Target, len(addrs))
+	for i, a := range addrs {
+		t, ok := TargetFor(targets, a)
+		if !ok {
+			return nil, cnierr.New(cnierr.CodeUnknownContainer, "address is in no selected range set", "address=%s", a)
+		}
+		out[i] = t
+	}
+	return out, nil
+}
+
+// PoolSource is a pool's ranges (inline, else its ipam.poolDefinitions
+// entry) and exclusions; false when it has neither. The allocator's
+// exclusions hold whichever side supplies the ranges: never handing an
+// address out is the safe reading of either list.
+func PoolSource(p pool.Pool, field string, defs map[string]pool.Definition) (pool.Definition, bool, error) {
+	rs, inline, err := p.InlineRanges(field)
+	if err != nil {
+		return pool.Definition{}, false, err
+	}
+	def, defined := defs[p.Name]
+	if !inline {
+		if !defined {
+			return pool.Definition{}, false, nil
+		}
+		rs = def.Set
+	}
+	ex, err := p.Exclusions(field)
+	if err != nil {
+		return pool.Definition{}, false, err
+	}
+	return pool.Definition{Set: rs, Exclude: ex.Union(def.Exclude)}, true, nil
+}

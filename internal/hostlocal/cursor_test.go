@@ -1,0 +1,59 @@
+package hostlocal
+
+import (
+	"net/netip"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/cniplugins/cniplugins/internal/alloc"
+)
+
+// A failed ADD puts back the cursors it moved, byte for byte, and removes
+// the ones it created: SaveCursor then RestoreCursor is invisible.
+func TestCursorSaveRestore(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		initial *string // cursor file content before; nil: none
+	}{
+		{"no cursor", nil},
+		{"a cursor", ptr("10.0.0.3")},
+		{"garbage host-local ignores", ptr("not an address\n")},
+		{"empty file", ptr("")},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "net")
+			cursor := filepath.Join(dir, "last_reserved_ip.0")
+			if tt.initial != nil {
+				if err := os.MkdirAll(dir, 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(cursor, []byte(*tt.initial), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			h := diskHarness{dir}
+			h.with(t, func(al *alloc.Allocator, s *Disk) {
+				saved, err := s.SaveCursor(0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if _, _, err := al.Allocate(cidA, 0, small(t), netip.Addr{}, "r"); err != nil {
+					t.Fatal(err)
+				}
+				if err := s.RestoreCursor(saved); err != nil {
+					t.Fatal(err)
+				}
+			})
+			b, err := os.ReadFile(cursor)
+			switch {
+			case tt.initial == nil && !os.IsNotExist(err):
+				t.Errorf("cursor created by the undone ADD still there: %q, %v", b, err)
+			case tt.initial != nil && (err != nil || string(b) != *tt.initial):
+				t.Errorf("cursor = %q, %v; want %q", b, err, *tt.initial)
+			}
+		})
+	}
+}
+
+func ptr(s string) *string { return &s }
