@@ -12,11 +12,12 @@ import (
 	"github.com/cniplugins/cniplugins/internal/cnierr"
 )
 
-// Disk is the Store of one state directory, locked from Open to Close.
-// See the package documentation for the layout and the index.
+// Disk is one state directory, locked from Open to Close, as the
+// allocation engine's store: an alloc.Lister, with SaveCursor and
+// RestoreCursor for a failed ADD's undo. See the package documentation for
+// the layout and the index.
 type Disk struct {
-	dir  string   // state directory D
-	idx  string   // index directory of D
+	stateDir
 	lock *os.File // holds the flock; nil once closed
 
 	// untrusted: the file system cannot keep the stamp, so the index is
@@ -37,6 +38,8 @@ type Disk struct {
 	tmpFor *alloc.Attachment
 }
 
+var _ alloc.Lister = (*Disk)(nil)
+
 // Open locks dir (creating it like host-local does) within lockTimeout and
 // loads or rebuilds its index. The caller must Close it.
 func Open(dir string, lockTimeout time.Duration) (*Disk, error) {
@@ -48,7 +51,7 @@ func Open(dir string, lockTimeout time.Duration) (*Disk, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &Disk{dir: dir, idx: indexDir(dir), lock: lk, buckets: map[uint8]*bucket{}}
+	d := &Disk{stateDir: stateDir{dir: dir, idx: indexDir(dir)}, lock: lk, buckets: map[uint8]*bucket{}}
 	if err := d.load(); err != nil {
 		lk.Close()
 		return nil, err
@@ -59,11 +62,12 @@ func Open(dir string, lockTimeout time.Duration) (*Disk, error) {
 // Dir is the state directory d locks.
 func (d *Disk) Dir() string { return d.dir }
 
-// load decides whether the on-disk index can be used as is.
+// load uses the on-disk index as is when trust allows, and otherwise
+// rebuilds it (an index that cannot even be judged included).
 func (d *Disk) load() error {
-	st, err := readStamp(d.idx)
+	state, st, err := d.trust()
 	switch {
-	case err == nil && st.untrusted:
+	case err == nil && state == IndexUntrusted:
 		all, err := d.scan()
 		if err != nil {
 			return err
@@ -71,12 +75,9 @@ func (d *Disk) load() error {
 		d.untrusted = true
 		d.fill(all)
 		return nil
-	case err == nil && st.valid:
-		ok, err := mtimesMatch(d.dir, d.idx, st.nanos)
-		if err == nil && ok && d.bucketFormat() {
-			d.exhausted = st.exhausted
-			return nil
-		}
+	case err == nil && state == IndexValid:
+		d.exhausted = st.exhausted
+		return nil
 	}
 	return d.rebuild()
 }
@@ -98,7 +99,7 @@ func (d *Disk) Close() error {
 	return errors.Join(errs...)
 }
 
-// Reserve implements Store: the file appears in D, complete, or not at all.
+// Reserve implements alloc.Store: the file appears in D, complete, or not at all.
 func (d *Disk) Reserve(a alloc.Attachment, ip netip.Addr) (bool, error) {
 	final, err := d.addrPath(ip)
 	if err != nil {
@@ -135,7 +136,7 @@ func (d *Disk) Reserve(a alloc.Attachment, ip netip.Addr) (bool, error) {
 	return true, nil
 }
 
-// Owner implements Store by reading ip's file.
+// Owner implements alloc.Ledger by reading ip's file.
 func (d *Disk) Owner(ip netip.Addr) (alloc.Attachment, bool, error) {
 	path, err := d.addrPath(ip)
 	if err != nil {
@@ -151,7 +152,7 @@ func (d *Disk) Owner(ip netip.Addr) (alloc.Attachment, bool, error) {
 	return parseReservation(data), true, nil
 }
 
-// Release implements Store; the file's content, not the index, decides
+// Release implements alloc.Ledger; the file's content, not the index, decides
 // ownership.
 func (d *Disk) Release(a alloc.Attachment, ip netip.Addr) (bool, error) {
 	owner, ok, err := d.Owner(ip)
@@ -177,7 +178,7 @@ func (d *Disk) Release(a alloc.Attachment, ip netip.Addr) (bool, error) {
 	return true, nil
 }
 
-// ByAttachment implements Store from the index, scanning D only for
+// ByAttachment implements alloc.Ledger from the index, scanning D only for
 // attachments the index cannot name.
 func (d *Disk) ByAttachment(a alloc.Attachment) ([]netip.Addr, error) {
 	e, err := d.tracked(a)
@@ -201,23 +202,23 @@ func (d *Disk) ByAttachment(a alloc.Attachment) ([]netip.Addr, error) {
 	return out, nil
 }
 
-// All implements Store with a full scan of D; only GC needs it.
+// All implements alloc.Lister with a full scan of D; only GC needs it.
 func (d *Disk) All() (map[netip.Addr]alloc.Attachment, error) { return d.scan() }
 
-// LastReserved implements Store. Like host-local, an unreadable cursor is
+// LastReserved implements alloc.Store. Like host-local, an unreadable cursor is
 // not an error: it only costs the round-robin position.
 func (d *Disk) LastReserved(rangeID int) (netip.Addr, error) {
 	c, err := d.SaveCursor(rangeID)
 	return c.Addr, err
 }
 
-// SetLastReserved implements Store, replacing the cursor atomically.
+// SetLastReserved implements alloc.Ledger, replacing the cursor atomically.
 func (d *Disk) SetLastReserved(rangeID int, ip netip.Addr) error {
 	d.dirty = true
 	return d.replaceRecycled(d.cursorPath(rangeID), ip.String())
 }
 
-// MarkExhausted implements Store; the record lives in the stamp file and
+// MarkExhausted implements alloc.Store; the record lives in the stamp file and
 // is written by Close.
 func (d *Disk) MarkExhausted(rangeID int) error {
 	if !d.untrusted && !slices.Contains(d.exhausted, rangeID) {
@@ -228,7 +229,7 @@ func (d *Disk) MarkExhausted(rangeID int) error {
 	return nil
 }
 
-// ClearExhausted implements Store.
+// ClearExhausted implements alloc.Ledger.
 func (d *Disk) ClearExhausted() error {
 	if len(d.exhausted) > 0 {
 		d.exhausted = nil

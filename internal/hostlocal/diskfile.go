@@ -22,9 +22,21 @@ const (
 	cursorOld   = ".tmpw-old" // the replaced cursor, on its way to cursorSpare
 )
 
+// stateDir names a state directory D and its index: what the locked Disk
+// and the lock-free readers (fsck, leases, STATUS) have in common.
+type stateDir struct {
+	dir string // state directory D
+	idx string // index directory of D
+}
+
+func newStateDir(dir string) stateDir {
+	dir = filepath.Clean(dir)
+	return stateDir{dir: dir, idx: indexDir(dir)}
+}
+
 // addrPath is the reservation file of ip. Only plain canonical addresses
 // are accepted, so the name can never contain a '/' or be "." or "..".
-func (d *Disk) addrPath(ip netip.Addr) (string, error) {
+func (d stateDir) addrPath(ip netip.Addr) (string, error) {
 	if !ip.IsValid() || ip.Zone() != "" || ip.Is4In6() {
 		return "", cnierr.New(cnierr.CodeInternal, "invalid address for a reservation", "address=%s", ip)
 	}
@@ -32,11 +44,11 @@ func (d *Disk) addrPath(ip netip.Addr) (string, error) {
 }
 
 // cursorPath is host-local's last_reserved_ip.<rangeID>.
-func (d *Disk) cursorPath(rangeID int) string {
+func (d stateDir) cursorPath(rangeID int) string {
 	return filepath.Join(d.dir, "last_reserved_ip."+strconv.Itoa(rangeID))
 }
 
-func (d *Disk) scratch() string { return filepath.Join(d.idx, scratchName) }
+func (d stateDir) scratch() string { return filepath.Join(d.idx, scratchName) }
 
 // The small files of a state directory are read and written with raw
 // system calls. os.OpenFile would register each descriptor with the
@@ -169,20 +181,83 @@ func openRetry(path string, flags int, mode uint32) (int, error) {
 	}
 }
 
+// entries is one listing of a state directory, its names sorted out the
+// one way every reader needs: reservations (named by a canonical address,
+// which also keeps '/', "." and ".." out), cursors, and anything else.
+// Each is in directory order; readers that report sort.
+type entries struct {
+	reservations []namedAddr
+	cursors      []namedCursor
+	other        []string // neither the lock, a cursor nor a reservation
+}
+
+type namedAddr struct {
+	name    string
+	ip      netip.Addr
+	regular bool // from the directory entry's type: no stat(2)
+}
+
+type namedCursor struct {
+	name string
+	id   int
+}
+
+// readEntries lists dir with one getdents(2) pass. Errors are the os
+// package's, so that a caller can tell a missing directory.
+func readEntries(dir string) (entries, error) {
+	f, err := os.Open(dir)
+	if err != nil {
+		return entries{}, err
+	}
+	defer f.Close()
+	des, err := f.ReadDir(-1)
+	if err != nil {
+		return entries{}, err
+	}
+	e := entries{reservations: make([]namedAddr, 0, len(des))}
+	for _, de := range des {
+		name := de.Name()
+		if ip, err := netip.ParseAddr(name); err == nil && ip.String() == name {
+			e.reservations = append(e.reservations, namedAddr{name, ip, de.Type().IsRegular()})
+		} else if id, ok := cursorID(name); ok {
+			e.cursors = append(e.cursors, namedCursor{name, id})
+		} else if name != lockName {
+			e.other = append(e.other, name)
+		}
+	}
+	return e, nil
+}
+
+// cursorID parses "last_reserved_ip.<N>" the way host-local names it.
+func cursorID(name string) (int, bool) {
+	const prefix = "last_reserved_ip."
+	if len(name) <= len(prefix) || name[:len(prefix)] != prefix {
+		return 0, false
+	}
+	n := 0
+	for _, c := range name[len(prefix):] {
+		if c < '0' || c > '9' || n > 1<<20 {
+			return 0, false
+		}
+		n = n*10 + int(c-'0')
+	}
+	return n, true
+}
+
 // scan reads every reservation file of D: the O(n) path used by GC,
-// rebuilds, untrusted file systems and unindexable attachments.
+// rebuilds, untrusted file systems and unindexable attachments. Anything
+// that is not a regular file is not a reservation a plugin wrote.
 func (d *Disk) scan() (map[netip.Addr]alloc.Attachment, error) {
-	des, err := os.ReadDir(d.dir)
+	ents, err := readEntries(d.dir)
 	if err != nil {
 		return nil, cnierr.IO("read", d.dir, err)
 	}
-	all := make(map[netip.Addr]alloc.Attachment, len(des))
-	for _, de := range des {
-		ip, err := netip.ParseAddr(de.Name())
-		if err != nil || ip.String() != de.Name() || !de.Type().IsRegular() {
-			continue // lock, cursors, anything that is not ours
+	all := make(map[netip.Addr]alloc.Attachment, len(ents.reservations))
+	for _, r := range ents.reservations {
+		if !r.regular {
+			continue
 		}
-		path := filepath.Join(d.dir, de.Name())
+		path := filepath.Join(d.dir, r.name)
 		data, err := readSmall(path)
 		if errors.Is(err, os.ErrNotExist) {
 			continue
@@ -190,7 +265,7 @@ func (d *Disk) scan() (map[netip.Addr]alloc.Attachment, error) {
 		if err != nil {
 			return nil, cnierr.IO("read", path, err)
 		}
-		all[ip] = parseReservation(data)
+		all[r.ip] = parseReservation(data)
 	}
 	return all, nil
 }

@@ -1,10 +1,12 @@
-// Package hostlocal is the engine of an IPAM plugin that is a drop-in
-// replacement for the upstream CNI host-local plugin: same config ranges,
-// same allocation order, same files on disk (a state directory written by
-// either binary can be taken over by the other), but ADD, DEL and CHECK
-// cost does not grow with the number of existing allocations. The ranges,
-// exclusions and allocation order are internal/addrspace's; this package
-// adds the allocator and the stores it reserves addresses in.
+// Package hostlocal is the disk store of an IPAM plugin that is a drop-in
+// replacement for the upstream CNI host-local plugin: same files on disk
+// (a state directory written by either binary can be taken over by the
+// other), but ADD, DEL and CHECK cost does not grow with the number of
+// existing allocations. The allocation policy (ranges, allocation order,
+// requested addresses, DEL and GC rules) is internal/alloc's; a Disk is
+// its store, and Examine and Repair are fsck's read view of the same
+// directory, judged by the same trust rule (trust) and listed by the same
+// reader (readEntries).
 //
 // # State directory
 //

@@ -14,19 +14,6 @@ import (
 	"github.com/cniplugins/cniplugins/internal/cnierr"
 )
 
-// Index states, as Examine reports them.
-const (
-	// IndexValid: the stamp matches; plugins trust the index as it is.
-	IndexValid = "valid"
-	// IndexStale: another writer (or a crash) changed the directory since
-	// the last stamp; the next operation rebuilds the index. Normal after
-	// upstream host-local wrote there.
-	IndexStale = "stale"
-	// IndexUntrusted: the file system cannot keep the stamp; every
-	// operation scans the directory.
-	IndexUntrusted = "untrusted"
-)
-
 // maxIndexProblems bounds what one directory reports: a wholly wrong
 // index would otherwise print one line per attachment.
 const maxIndexProblems = 20
@@ -36,7 +23,7 @@ type Health struct {
 	Dir          string
 	Reservations []Reservation // sorted by address
 	Cursors      []Cursor
-	Index        string // IndexValid, IndexStale or IndexUntrusted
+	Index        string // IndexValid, IndexStale or IndexUntrusted (see trust)
 	// IndexProblems are differences between an index the plugins trust
 	// (its stamp is valid) and the reservation files: a torn or edited
 	// bucket that the stamp cannot reveal.
@@ -50,26 +37,30 @@ type Health struct {
 }
 
 // Examine checks dir under its lock (the lock is held for this one
-// directory's read) and changes nothing, not even a stale index.
+// directory's read) and changes nothing, not even a stale index: it is a
+// read view of what Open would load, judged by the same trust rule.
 func Examine(dir string, lockTimeout time.Duration) (*Health, error) {
-	dir = filepath.Clean(dir)
-	if fi, err := os.Lstat(dir); err != nil || !fi.IsDir() {
-		return nil, cnierr.New(cnierr.CodeIO, "not a state directory", "dir=%s", dir)
+	d := newStateDir(dir)
+	if fi, err := os.Lstat(d.dir); err != nil || !fi.IsDir() {
+		return nil, cnierr.New(cnierr.CodeIO, "not a state directory", "dir=%s", d.dir)
 	}
-	lk, err := acquireLock(dir, lockTimeout)
+	lk, err := acquireLock(d.dir, lockTimeout)
 	if err != nil {
 		return nil, err
 	}
 	defer lk.Close()
-	d := &Disk{dir: dir, idx: indexDir(dir)}
-	h := &Health{Dir: dir}
-	if h.Reservations, err = ReadReservations(dir); err != nil {
+	ents, err := readEntries(d.dir)
+	if err != nil {
+		return nil, cnierr.IO("read", d.dir, err)
+	}
+	h := &Health{Dir: d.dir}
+	if h.Reservations, err = readReservations(d.dir, sortedReservations(ents)); err != nil {
 		return nil, err
 	}
-	if h.Cursors, err = ReadCursors(dir); err != nil {
+	if h.Cursors, err = readCursors(d.dir, ents.cursors); err != nil {
 		return nil, err
 	}
-	if h.Index, err = d.indexState(); err != nil {
+	if h.Index, _, err = d.trust(); err != nil {
 		return nil, err
 	}
 	if h.Index == IndexValid {
@@ -80,8 +71,10 @@ func Examine(dir string, lockTimeout time.Duration) (*Health, error) {
 	if h.Stale, err = d.staleScratch(); err != nil {
 		return nil, err
 	}
-	h.Unknown, err = unknownFiles(dir)
-	return h, err
+	for _, name := range slices.Sorted(slices.Values(ents.other)) {
+		h.Unknown = append(h.Unknown, filepath.Join(d.dir, name))
+	}
+	return h, nil
 }
 
 // Repair fixes, under dir's lock and exactly as a plugin would write,
@@ -145,32 +138,10 @@ func (d *Disk) repair(dropCursors []int) ([]string, error) {
 	return done, nil
 }
 
-// indexState is how Open would judge the index, without rebuilding it.
-func (d *Disk) indexState() (string, error) {
-	st, err := readStamp(d.idx)
-	if err != nil {
-		return "", err
-	}
-	switch {
-	case st.untrusted:
-		return IndexUntrusted, nil
-	case !st.valid:
-		return IndexStale, nil
-	}
-	ok, err := mtimesMatch(d.dir, d.idx, st.nanos)
-	if err != nil {
-		return "", err
-	}
-	if !ok || !d.bucketFormat() {
-		return IndexStale, nil
-	}
-	return IndexValid, nil
-}
-
 // indexProblems compares every bucket with what a rebuild from rs would
 // write. With the stamp valid they must agree exactly: every change a
 // plugin makes updates both under the lock.
-func (d *Disk) indexProblems(rs []Reservation) ([]string, error) {
+func (d stateDir) indexProblems(rs []Reservation) ([]string, error) {
 	want := map[string][]netip.Addr{}
 	for _, r := range rs {
 		if key, ok := entryKey(r.Owner.Key()); ok {
@@ -276,7 +247,7 @@ func clipLine(s string) string {
 // fine while they have one name; .tmpw-old exists only inside a cursor
 // update, and the .new/.old trees only inside a rebuild, both under the
 // lock; anything else in the index directory is not ours.
-func (d *Disk) staleScratch() ([]string, error) {
+func (d stateDir) staleScratch() ([]string, error) {
 	var stale []string
 	des, err := os.ReadDir(d.idx)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
@@ -311,28 +282,4 @@ func isHex(s string) bool {
 		}
 	}
 	return true
-}
-
-// unknownFiles lists the entries of dir that are not the lock, a cursor
-// or a canonically named reservation.
-func unknownFiles(dir string) ([]string, error) {
-	des, err := os.ReadDir(dir)
-	if err != nil {
-		return nil, cnierr.IO("read", dir, err)
-	}
-	var out []string
-	for _, de := range des {
-		name := de.Name()
-		if name == lockName {
-			continue
-		}
-		if _, ok := cursorID(name); ok {
-			continue
-		}
-		if ip, err := netip.ParseAddr(name); err == nil && ip.String() == name {
-			continue
-		}
-		out = append(out, filepath.Join(dir, name))
-	}
-	return out, nil
 }

@@ -80,7 +80,7 @@ func TestStaleScratch(t *testing.T) {
 	}
 	writeFile(filepath.Join(idx, scratchName), "x")
 	writeFile(filepath.Join(idx, cursorSpare), "y")
-	d := &Disk{dir: dir, idx: idx}
+	d := stateDir{dir: dir, idx: idx}
 	if stale, err := d.staleScratch(); err != nil || len(stale) != 0 {
 		t.Fatalf("spares reported stale: %v %v", stale, err)
 	}

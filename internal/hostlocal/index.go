@@ -60,7 +60,7 @@ func entryKey(a alloc.Attachment) (string, bool) {
 // removes it. An index left by a version that kept one file per
 // attachment can carry a valid stamp but no buckets, which would read as
 // "nobody holds anything"; it is rebuilt instead.
-func (d *Disk) bucketFormat() bool {
+func (d stateDir) bucketFormat() bool {
 	_, err := os.Lstat(filepath.Join(d.idx, bucketName(0)))
 	return err == nil
 }

@@ -46,34 +46,23 @@ func ReservedAddrs(dir string) ([]netip.Addr, error) {
 	return out, nil
 }
 
-type namedAddr struct {
-	name string
-	ip   netip.Addr
-}
-
-// reservationNames lists the entries of dir named by a canonical address,
-// sorted by address; whether each is a regular file is left to the reader.
+// reservationNames lists the reservations of dir, sorted by address;
+// whether each is a regular file is left to the reader. A missing dir
+// holds nothing.
 func reservationNames(dir string) ([]namedAddr, error) {
-	f, err := os.Open(dir)
+	ents, err := readEntries(dir)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, cnierr.IO("open", dir, err)
-	}
-	defer f.Close()
-	names, err := f.Readdirnames(-1)
-	if err != nil {
 		return nil, cnierr.IO("read", dir, err)
 	}
-	out := make([]namedAddr, 0, len(names))
-	for _, n := range names {
-		if ip, err := netip.ParseAddr(n); err == nil && ip.String() == n {
-			out = append(out, namedAddr{n, ip})
-		}
-	}
-	slices.SortFunc(out, func(a, b namedAddr) int { return a.ip.Compare(b.ip) })
-	return out, nil
+	return sortedReservations(ents), nil
+}
+
+func sortedReservations(ents entries) []namedAddr {
+	slices.SortFunc(ents.reservations, func(a, b namedAddr) int { return a.ip.Compare(b.ip) })
+	return ents.reservations
 }
 
 // ReadReservations reads every reservation of dir with its mtime, without
@@ -85,6 +74,11 @@ func ReadReservations(dir string) ([]Reservation, error) {
 	if err != nil {
 		return nil, err
 	}
+	return readReservations(dir, names)
+}
+
+// readReservations reads the reservations names of dir.
+func readReservations(dir string, names []namedAddr) ([]Reservation, error) {
 	// Files are opened relative to the directory: the kernel then looks
 	// up one name per file instead of walking the whole path again.
 	dirfd, err := openRetry(dir, syscall.O_RDONLY|syscall.O_DIRECTORY, 0)
@@ -125,8 +119,7 @@ func ReadReservations(dir string) ([]Reservation, error) {
 // ReadReservation reads the reservation of ip in dir without the lock;
 // false when ip is not reserved.
 func ReadReservation(dir string, ip netip.Addr) (Reservation, bool, error) {
-	d := &Disk{dir: filepath.Clean(dir)}
-	path, err := d.addrPath(ip)
+	path, err := newStateDir(dir).addrPath(ip)
 	if err != nil {
 		return Reservation{}, false, err
 	}
@@ -181,20 +174,21 @@ func readReservation(dirfd int, dir, name string, ip netip.Addr) (Reservation, b
 
 // ReadCursors reads dir's round-robin cursors without the lock.
 func ReadCursors(dir string) ([]Cursor, error) {
-	des, err := os.ReadDir(dir)
+	ents, err := readEntries(dir)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, cnierr.IO("read", dir, err)
 	}
+	return readCursors(dir, ents.cursors)
+}
+
+// readCursors reads the cursors names of dir, sorted by range set.
+func readCursors(dir string, names []namedCursor) ([]Cursor, error) {
 	var out []Cursor
-	for _, de := range des {
-		id, ok := cursorID(de.Name())
-		if !ok {
-			continue
-		}
-		path := filepath.Join(dir, de.Name())
+	for _, n := range names {
+		path := filepath.Join(dir, n.name)
 		data, err := readSmall(path)
 		if errors.Is(err, os.ErrNotExist) {
 			continue
@@ -202,26 +196,10 @@ func ReadCursors(dir string) ([]Cursor, error) {
 		if err != nil {
 			return nil, cnierr.IO("read", path, err)
 		}
-		out = append(out, parseCursor(id, data))
+		out = append(out, parseCursor(n.id, data))
 	}
 	slices.SortFunc(out, func(a, b Cursor) int { return a.RangeID - b.RangeID })
 	return out, nil
-}
-
-// cursorID parses "last_reserved_ip.<N>" the way host-local names it.
-func cursorID(name string) (int, bool) {
-	const prefix = "last_reserved_ip."
-	if len(name) <= len(prefix) || name[:len(prefix)] != prefix {
-		return 0, false
-	}
-	n := 0
-	for _, c := range name[len(prefix):] {
-		if c < '0' || c > '9' || n > 1<<20 {
-			return 0, false
-		}
-		n = n*10 + int(c-'0')
-	}
-	return n, true
 }
 
 // IndexDir is where the index of state directory dir lives.

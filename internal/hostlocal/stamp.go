@@ -132,19 +132,50 @@ func (d *Disk) commit() error {
 	return nil
 }
 
+// Index states, as trust judges them.
+const (
+	// IndexValid: the stamp matches; plugins trust the index as it is.
+	IndexValid = "valid"
+	// IndexStale: another writer (or a crash) changed the directory since
+	// the last stamp; the next operation rebuilds the index. Normal after
+	// upstream host-local wrote there.
+	IndexStale = "stale"
+	// IndexUntrusted: the file system cannot keep the stamp; every
+	// operation scans the directory.
+	IndexUntrusted = "untrusted"
+)
+
+// trust is the one rule for the index of D (see "Trusting the index" in
+// the package documentation), for Open, fsck and STATUS alike: valid only
+// if stamp == mtime(D) == mtime(index dir) and the index is in the bucket
+// layout. It reads, never repairs; st is the stamp it judged.
+func (d stateDir) trust() (state string, st stamp, err error) {
+	if st, err = readStamp(d.idx); err != nil {
+		return "", st, err
+	}
+	switch {
+	case st.untrusted:
+		return IndexUntrusted, st, nil
+	case !st.valid:
+		return IndexStale, st, nil
+	}
+	ok, err := mtimesMatch(d.dir, d.idx, st.nanos)
+	if err != nil {
+		return "", st, err
+	}
+	if !ok || !d.bucketFormat() {
+		return IndexStale, st, nil
+	}
+	return IndexValid, st, nil
+}
+
 // Exhausted returns the range-set IDs of dir that the last ADD found full
 // and that nothing has been released from since. It takes no lock (STATUS
 // must not queue behind ADDs) and returns nothing unless the index is
 // valid: a stamp mismatch means another writer may have freed addresses.
 func Exhausted(dir string) ([]int, error) {
-	dir = filepath.Clean(dir)
-	idx := indexDir(dir)
-	st, err := readStamp(idx)
-	if err != nil || !st.valid {
-		return nil, err
-	}
-	ok, err := mtimesMatch(dir, idx, st.nanos)
-	if err != nil || !ok {
+	state, st, err := newStateDir(dir).trust()
+	if err != nil || state != IndexValid {
 		return nil, err
 	}
 	return st.exhausted, nil
