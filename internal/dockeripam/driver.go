@@ -4,11 +4,12 @@
 // pool and can never get the same address.
 //
 // Every address the driver hands out is a reservation file in the pool's
-// directory, written by the hostlocal engine under the same lock and index
-// as a CNI ADD. Its owner follows the project's convention for owners
-// that are not CNI attachments: container ID "_docker" (a CNI container ID
-// cannot start with '_'), the Docker pool's ID as the interface name, and
-// network "_docker" (no CNI network can have that name), so that a CNI DEL
+// directory, written by the allocation engine's disk store under the
+// same lock and index as a CNI ADD. Its owner follows the project's
+// convention for owners that are not CNI attachments: container ID
+// "_docker" (a CNI container ID cannot start with '_'), the Docker pool's
+// ID as the interface name, and network "_docker" (no CNI network can
+// have that name), so that a CNI DEL
 // or GC can never free it. The driver's own bookkeeping (which pools
 // Docker holds, their reference counts) lives in <dataDir>/_docker.
 package dockeripam

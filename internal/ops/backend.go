@@ -22,7 +22,7 @@ type Backend interface {
 }
 
 // Local is the data dir on this host, read and written through the
-// hostlocal engine exactly as the plugins do. It ignores the requests'
+// allocation engine and its disk store exactly as the plugins do. It ignores the requests'
 // Node fields.
 type Local struct {
 	DataDir string
