@@ -28,9 +28,21 @@ const argIP = "IP"
 // ArgKeys are the CNI_ARGS keys every allocator of this engine reads.
 func ArgKeys(*netconf.Envelope) ([]string, error) { return []string{argIP}, nil }
 
+// Standalone reports whether conf names the personality name as its ipam
+// type, host-local's place in a network config, where the ranges must be
+// in the config. Inside a chain the pools arrive later, in prevResult, so
+// a config check can only check what the config itself says.
+func Standalone(conf *netconf.Envelope, name string) (bool, error) {
+	var ipam struct {
+		Type string `json:"type"`
+	}
+	err := conf.DecodeIPAM(&ipam)
+	return ipam.Type == name, err
+}
+
 // Keys are the ipam keys every allocator of this engine shares:
-// host-local's, plus pool definitions. An allocator embeds them in its
-// own ipam struct, so that the section is decoded once.
+// host-local's, plus pool definitions. An allocator decodes its own keys
+// beside them.
 type Keys struct {
 	Ranges [][]addrspace.RangeConfig `json:"ranges"`
 	// The deprecated single range at the top level of ipam.

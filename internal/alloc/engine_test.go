@@ -286,12 +286,26 @@ func TestScopesAndPlacement(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	placed, err := alloc.Placed(ts, []netip.Addr{mustAddr("fd00::9"), mustAddr("10.1.0.9")})
-	if err != nil || placed[0].RangeID != 1 || placed[1].RangeID != 0 {
-		t.Errorf("placed = %+v, %v", placed, err)
+	prev := func(ips ...string) *netconf.Envelope {
+		var list []string
+		for _, ip := range ips {
+			list = append(list, `{"address":"`+ip+`"}`)
+		}
+		return envelope(t, `{"cniVersion":"1.0.0","name":"n","prevResult":{"cniVersion":"1.0.0","ips":[`+strings.Join(list, ",")+`]}}`)
 	}
-	_, err = alloc.Placed(ts, []netip.Addr{mustAddr("10.2.0.1")})
+	addrs, placed, err := alloc.CheckList(prev("fd00::9/64", "10.1.0.9/24"), ts)
+	if err != nil || len(addrs) != 2 || placed[0].RangeID != 1 || placed[1].RangeID != 0 {
+		t.Errorf("placed = %v %+v, %v", addrs, placed, err)
+	}
+	_, _, err = alloc.CheckList(prev("10.2.0.1/24"), ts)
 	assertCode(t, err, 3)
+	if addrs, placed, err := alloc.CheckList(prev(), ts); err != nil || len(addrs)+len(placed) != 0 {
+		t.Errorf("nothing to check = %v %v %v", addrs, placed, err)
+	}
+	_, _, err = alloc.CheckList(envelope(t, `{"cniVersion":"1.0.0","name":"n","prevResult":{"cniVersion":"1.0.0","ips":7}}`), ts)
+	if err == nil {
+		t.Error("a broken prevResult was read")
+	}
 	if p, _, err := ts[0].Allocator(alloctest.NewMemStore()).Allocate(cidA, 0, ts[0].Set, netip.Addr{}, ts[0].Label); err != nil || p.Addr() != mustAddr("10.1.0.2") {
 		t.Errorf("target allocator = %v, %v", p, err)
 	}
@@ -315,6 +329,19 @@ func TestScopesAndPlacement(t *testing.T) {
 	if !slices.Equal(labels, []string{"pool b/b", "pool a/a", "pool b/b"}) {
 		t.Errorf("status targets = %v", labels)
 	}
+}
+
+func TestStandalone(t *testing.T) {
+	for conf, want := range map[string]bool{
+		`{"cniVersion":"1.0.0","name":"n","ipam":{"type":"me"}}`:    true,
+		`{"cniVersion":"1.0.0","name":"n","ipam":{"type":"other"}}`: false,
+	} {
+		if got, err := alloc.Standalone(envelope(t, conf), "me"); err != nil || got != want {
+			t.Errorf("%s: %v, %v", conf, got, err)
+		}
+	}
+	_, err := alloc.Standalone(envelope(t, `{"cniVersion":"1.0.0","name":"n","ipam":{"type":7}}`), "me")
+	assertCode(t, err, 7)
 }
 
 // The file's own ranges, as the operators' commands read a config.

@@ -6,6 +6,7 @@ import (
 
 	"github.com/cniplugins/cniplugins/internal/addrspace"
 	"github.com/cniplugins/cniplugins/internal/cnierr"
+	"github.com/cniplugins/cniplugins/internal/netconf"
 	"github.com/cniplugins/cniplugins/internal/pool"
 )
 
@@ -98,18 +99,24 @@ func TargetFor(targets []Target, a netip.Addr) (Target, bool) {
 	return Target{}, false
 }
 
-// Placed is the target of each address CHECK was given; an address no
-// target holds cannot be this attachment's (code 3).
-func Placed(targets []Target, addrs []netip.Addr) ([]Target, error) {
-	out := make([]Target, len(addrs))
+// CheckList is what CHECK verifies: prevResult's addresses, each with
+// its target. An address no target holds cannot be this attachment's
+// (code 3). Without addresses, CHECK asks whether the attachment holds
+// any.
+func CheckList(conf *netconf.Envelope, targets []Target) ([]netip.Addr, []Target, error) {
+	addrs, err := PrevAddrs(conf)
+	if err != nil {
+		return nil, nil, err
+	}
+	placed := make([]Target, len(addrs))
 	for i, a := range addrs {
 		t, ok := TargetFor(targets, a)
 		if !ok {
-			return nil, cnierr.New(cnierr.CodeUnknownContainer, "address is in no selected range set", "address=%s", a)
+			return nil, nil, cnierr.New(cnierr.CodeUnknownContainer, "address is in no selected range set", "address=%s", a)
 		}
-		out[i] = t
+		placed[i] = t
 	}
-	return out, nil
+	return addrs, placed, nil
 }
 
 // PoolSource is a pool's ranges (inline, else its ipam.poolDefinitions

@@ -15,16 +15,12 @@ func cmdCheck(req *plugin.Request) error {
 	if err != nil {
 		return err
 	}
-	addrs, err := alloc.PrevAddrs(req.Conf)
+	addrs, placed, err := alloc.CheckList(req.Conf, targets)
 	if err != nil {
 		return err
 	}
 	if len(addrs) == 0 {
 		return op.checkHoldsAny(c.Scopes())
-	}
-	placed, err := alloc.Placed(targets, addrs)
-	if err != nil {
-		return err
 	}
 	reads := make([]etcdkv.Op, len(addrs))
 	for i, a := range addrs {

@@ -40,17 +40,15 @@ func validate(conf *netconf.Envelope) error {
 	if _, err := parseEtcd(conf, false); err != nil {
 		return err
 	}
-	var ipam struct {
-		Type string `json:"type"`
-	}
-	if err := conf.DecodeIPAM(&ipam); err != nil {
-		return err
-	}
-	c, err := alloc.Parse(conf, nil, ipam.Type == Name)
+	standalone, err := alloc.Standalone(conf, Name)
 	if err != nil {
 		return err
 	}
-	if ipam.Type == Name || c.PoolMode() {
+	c, err := alloc.Parse(conf, nil, standalone)
+	if err != nil {
+		return err
+	}
+	if standalone || c.PoolMode() {
 		_, err = c.AddTargets()
 	}
 	return err

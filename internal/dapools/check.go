@@ -19,16 +19,12 @@ func cmdCheck(req *plugin.Request) error {
 	if err != nil {
 		return err
 	}
-	addrs, err := alloc.PrevAddrs(req.Conf)
+	addrs, placed, err := alloc.CheckList(req.Conf, targets)
 	if err != nil {
 		return err
 	}
 	if len(addrs) == 0 {
 		return checkHoldsAny(req, c)
-	}
-	placed, err := alloc.Placed(targets, addrs)
-	if err != nil {
-		return err
 	}
 	perDir := map[string][]netip.Addr{}
 	for i, a := range addrs {

@@ -26,10 +26,12 @@ const (
 	poolsDir = "_pools"
 )
 
-// ipamConf is the ipam section: the engine's keys plus where the state
-// directories are and how long to wait for their locks.
+// ipamConf is what the ipam section says beside the engine's keys: where
+// the state directories are and how long to wait for their locks. It is
+// decoded on its own rather than around an embedded alloc.Keys, whose
+// name encoding/json would put into every field of a type error
+// ("ipam.Keys.ranges").
 type ipamConf struct {
-	alloc.Keys
 	DataDir     string `json:"dataDir"`
 	LockTimeout string `json:"lockTimeout"`
 }
@@ -45,6 +47,10 @@ type config struct {
 // needRanges is false for DEL and GC, which must work from state alone
 // even when the ranges in the config have since changed.
 func parseConfig(conf *netconf.Envelope, cniArgs []netconf.CNIArg, needRanges bool) (*config, error) {
+	var keys alloc.Keys
+	if err := conf.DecodeIPAM(&keys); err != nil {
+		return nil, err
+	}
 	var ipam ipamConf
 	if err := conf.DecodeIPAM(&ipam); err != nil {
 		return nil, err
@@ -57,7 +63,7 @@ func parseConfig(conf *netconf.Envelope, cniArgs []netconf.CNIArg, needRanges bo
 	if c.lockTimeout, err = lockTimeout(ipam.LockTimeout); err != nil {
 		return nil, err
 	}
-	if c.Config, err = ipam.Keys.Parse(conf, cniArgs, needRanges); err != nil {
+	if c.Config, err = keys.Parse(conf, cniArgs, needRanges); err != nil {
 		return nil, err
 	}
 	return c, nil

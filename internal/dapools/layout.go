@@ -40,11 +40,11 @@ func DescribeConfig(conf *netconf.Envelope) (Layout, error) {
 		return Layout{}, err
 	}
 	l := Layout{DataDir: c.dataDir, NetworkDir: c.dir(alloc.Scope{Network: c.Network}), PoolDefs: c.PoolDefs}
-	var ipam ipamConf
-	if err := conf.DecodeIPAM(&ipam); err != nil {
+	var keys alloc.Keys
+	if err := conf.DecodeIPAM(&keys); err != nil {
 		return Layout{}, err
 	}
-	if l.RangeSets, err = ipam.RangeSets(); err != nil {
+	if l.RangeSets, err = keys.RangeSets(); err != nil {
 		return Layout{}, err
 	}
 	return l, nil

@@ -47,13 +47,11 @@ func Personality() plugin.Personality {
 // personality) needs ranges; inside a chain the pools arrive later, in
 // prevResult, so only what the config itself says can be checked.
 func validate(conf *netconf.Envelope) error {
-	var ipam struct {
-		Type string `json:"type"`
-	}
-	if err := conf.DecodeIPAM(&ipam); err != nil {
+	standalone, err := alloc.Standalone(conf, Name)
+	if err != nil {
 		return err
 	}
-	c, err := parseConfig(conf, nil, ipam.Type == Name)
+	c, err := parseConfig(conf, nil, standalone)
 	if err != nil {
 		return err
 	}
