@@ -23,7 +23,9 @@ func (e *ConfigError) Error() string {
 
 // ConfigProblem is how internal/cnierr reads it (its ConfigProblem
 // interface): the field, the value, and the reason.
-func (e *ConfigError) ConfigProblem() (field, value, reason string) { return e.Field, e.Value, e.Reason }
+func (e *ConfigError) ConfigProblem() (field, value, reason string) {
+	return e.Field, e.Value, e.Reason
+}
 
 func invalid(field, value, reason string) error {
 	return &ConfigError{Field: field, Value: value, Reason: reason}
