@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/cniplugins/cniplugins/internal/benchstat"
-	"github.com/cniplugins/cniplugins/internal/etcdtest"
+	"github.com/cniplugins/cniplugins/internal/testkit/etcdtest"
 )
 
 // The ipam-da-etcd scenario: the full flavour's ipam-da-etcd against a

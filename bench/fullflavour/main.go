@@ -22,7 +22,7 @@ import (
 	"time"
 
 	"github.com/cniplugins/cniplugins/internal/benchstat"
-	"github.com/cniplugins/cniplugins/internal/testbin"
+	"github.com/cniplugins/cniplugins/internal/testkit/testbin"
 )
 
 func main() {

@@ -20,8 +20,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cniplugins/cniplugins/internal/etcdtest"
-	"github.com/cniplugins/cniplugins/internal/testbin"
+	"github.com/cniplugins/cniplugins/internal/testkit/etcdtest"
+	"github.com/cniplugins/cniplugins/internal/testkit/testbin"
 )
 
 var (

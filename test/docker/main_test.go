@@ -15,8 +15,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cniplugins/cniplugins/internal/testbin"
-	"github.com/cniplugins/cniplugins/internal/testdockerd"
+	"github.com/cniplugins/cniplugins/internal/testkit/testbin"
+	"github.com/cniplugins/cniplugins/internal/testkit/testdockerd"
 )
 
 // The package's fixture: one dockerd, one driver, one bin dir. Subnets

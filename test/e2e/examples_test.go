@@ -10,7 +10,7 @@ import (
 
 	"github.com/containernetworking/cni/libcni"
 
-	"github.com/cniplugins/cniplugins/internal/testbin"
+	"github.com/cniplugins/cniplugins/internal/testkit/testbin"
 )
 
 // Every example parses as libcni parses it, explains itself, and names

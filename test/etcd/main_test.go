@@ -16,8 +16,8 @@ import (
 	"github.com/containernetworking/cni/pkg/types"
 	current "github.com/containernetworking/cni/pkg/types/100"
 
-	"github.com/cniplugins/cniplugins/internal/etcdtest"
-	"github.com/cniplugins/cniplugins/internal/testbin"
+	"github.com/cniplugins/cniplugins/internal/testkit/etcdtest"
+	"github.com/cniplugins/cniplugins/internal/testkit/testbin"
 )
 
 var (
