@@ -9,9 +9,9 @@ import (
 	"testing"
 
 	"github.com/cniplugins/cniplugins/internal/dapools"
-	"github.com/cniplugins/cniplugins/internal/etcdtest"
 	"github.com/cniplugins/cniplugins/internal/hostlocal"
 	"github.com/cniplugins/cniplugins/internal/plugin"
+	"github.com/cniplugins/cniplugins/internal/testkit/etcdtest"
 )
 
 var cluster *etcdtest.Cluster

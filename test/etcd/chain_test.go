@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cniplugins/cniplugins/internal/etcdtest"
+	"github.com/cniplugins/cniplugins/internal/testkit/etcdtest"
 )
 
 // chainConf is ipam-delegated → ipam-ds-static → ipam-da-etcd: the

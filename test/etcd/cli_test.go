@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cniplugins/cniplugins/internal/testbin"
+	"github.com/cniplugins/cniplugins/internal/testkit/testbin"
 )
 
 // cli runs `cniplugins ARGS... --etcd ENDPOINTS --prefix P` with the
