@@ -134,6 +134,7 @@ func (c *Client) do(path string, in, out any, resend bool) error {
 			// request was all written (an idle connection it dropped),
 			// so it never read the request.
 			if !resend && sent && !errors.Is(err, syscall.EPIPE) {
+				c.next++ // whatever the caller sends next goes elsewhere
 				return c.outcomeUnknown(ep, err.Error())
 			}
 			c.next++
@@ -168,6 +169,7 @@ func (c *Client) do(path string, in, out any, resend bool) error {
 			c.pause(attempt)
 		case kind == mayCommit && !resend:
 			c.failed(ep)
+			c.next++
 			return c.outcomeUnknown(ep, ge.Error)
 		case kind == mayCommit:
 			c.failed(ep)

@@ -12,7 +12,12 @@ import (
 // test's cluster and prefix: the full flavour installed under the
 // binary's name, the local commands with etcd as their backend.
 func cli(t *testing.T, args ...string) testbin.Reply {
-	argv := append(args, "--etcd", strings.Join(cluster.Endpoints(), ","), "--prefix", prefix(t))
+	return cliThrough(t, cluster.Endpoints(), args...)
+}
+
+// cliThrough is cli against the endpoints eps.
+func cliThrough(t *testing.T, eps []string, args ...string) testbin.Reply {
+	argv := append(args, "--etcd", strings.Join(eps, ","), "--prefix", prefix(t))
 	return testbin.Run(testbin.Call{Plugin: "cniplugins", Path: binDir, Argv: argv})
 }
 

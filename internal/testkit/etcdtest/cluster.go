@@ -249,6 +249,23 @@ func (m *Member) Kill() {
 	<-exited
 }
 
+// Pause SIGSTOPs the member: its sockets stay open and accept
+// connections, and nothing answers (a hung process, a black hole).
+func (m *Member) Pause() error { return m.signal(syscall.SIGSTOP) }
+
+// Resume SIGCONTs a paused member.
+func (m *Member) Resume() error { return m.signal(syscall.SIGCONT) }
+
+func (m *Member) signal(sig syscall.Signal) error {
+	m.mu.Lock()
+	cmd := m.cmd
+	m.mu.Unlock()
+	if cmd == nil {
+		return fmt.Errorf("member %s is not running", m.Name)
+	}
+	return cmd.Process.Signal(sig)
+}
+
 // Restart starts a killed member again on the same ports and data.
 func (m *Member) Restart() error {
 	if m.Running() {
