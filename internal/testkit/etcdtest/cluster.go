@@ -327,11 +327,24 @@ type status struct {
 // Post sends one v3 gateway request to the member and decodes the answer
 // into out (nil to discard it).
 func (c *Cluster) Post(m *Member, path string, in, out any) error {
+	return c.PostAuth(m, "", path, in, out)
+}
+
+// PostAuth is Post with an auth token.
+func (c *Cluster) PostAuth(m *Member, token, path string, in, out any) error {
 	body, err := json.Marshal(in)
 	if err != nil {
 		return err
 	}
-	resp, err := c.client.Post(m.ClientURL+path, "application/json", bytes.NewReader(body))
+	req, err := http.NewRequest(http.MethodPost, m.ClientURL+path, bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if token != "" {
+		req.Header.Set("Authorization", token)
+	}
+	resp, err := c.client.Do(req)
 	if err != nil {
 		return err
 	}
