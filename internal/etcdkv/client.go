@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"net/http/httptrace"
@@ -59,6 +60,17 @@ func New(cfg Config) *Client {
 	c.order = c.memory.order(cfg.Endpoints, cfg.First, time.Now())
 	c.token = c.memory.Token
 	return c
+}
+
+// Fork returns a client for the same cluster and deadline that may be used
+// concurrently with c: its own failover state, the same connections. Many
+// transactions in flight at once are what lets etcd commit them in one
+// disk write.
+func (c *Client) Fork() *Client {
+	f := *c
+	f.memory = c.memory.clone()
+	f.tlsFailed = maps.Clone(c.tlsFailed)
+	return &f
 }
 
 // Extend gives cleanup after a failure a little time past the deadline:

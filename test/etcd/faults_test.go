@@ -1,8 +1,10 @@
 package etcd
 
 import (
+	"encoding/json"
 	"fmt"
 	"hash/fnv"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -257,4 +259,175 @@ func TestFailedADDReplacesTheMarkerItTookOver(t *testing.T) {
 	}
 	mustRun(t, "DEL", "c1", conf)
 	wantNoKeys(t)
+}
+
+// TestStoppedMemberCostsOneTry (item 7): a member that accepts
+// connections and never answers (SIGSTOP) costs the first command one
+// per-try timeout; the next ones start with another member, and every
+// command succeeds through the remaining quorum.
+func TestStoppedMemberCostsOneTry(t *testing.T) {
+	needCluster(t)
+	leader, err := cluster.Leader()
+	if err != nil {
+		t.Fatal(err)
+	}
+	idx := 0
+	for i, m := range cluster.Members {
+		if m != leader {
+			idx = i
+			break
+		}
+	}
+	ps := proxies(t)
+	stopped := cluster.Members[idx]
+	if err := stopped.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = stopped.Resume() }) // before the proxies close: their held requests then end
+	h := newHost(t, nodeFirst("stopped", idx, 3))
+	conf := through(t, h, urls(ps...), "2s", sharedPool("10.214.48.0/24"))
+	mustRun(t, "STATUS", "", conf)
+	r, _ := mustAdd(t, "c1", conf)
+	mustRun(t, "CHECK", "c1", withPrev(t, conf, r.Stdout))
+	mustRun(t, "DEL", "c1", withPrev(t, conf, r.Stdout))
+	mustRun(t, "STATUS", "", conf)
+	if n := len(ps[idx].requests(nil)); n != 1 {
+		t.Errorf("the stopped member was sent %d requests, want 1: only the first command may pay for it", n)
+	}
+	wantNoKeys(t)
+}
+
+// TestExhaustionMarks (item 12): a DEL that freed nothing leaves the
+// mark; a mark whose write reaches etcd after a concurrent DEL freed an
+// address does not make STATUS say exhausted.
+func TestExhaustionMarks(t *testing.T) {
+	needCluster(t)
+	ps := proxies(t)
+	h := newHost(t, nodeFirst("marks", 0, 3))
+	pools := []map[string]any{{"name": "tiny", "subnet": "10.214.49.0/29", "rangeStart": "10.214.49.2", "rangeEnd": "10.214.49.3"}}
+	direct := poolConf(t, h, pools, nil)
+	conf := through(t, h, urls(ps...), "4s", pools)
+	r1, _ := mustAdd(t, "t1", direct)
+	mustAdd(t, "t2", direct)
+	wantCode(t, run1("ADD", "t3", direct), 100)
+	wantCode(t, run1("STATUS", "", direct), 50)
+	mustRun(t, "DEL", "nobody", direct)
+	wantCode(t, run1("STATUS", "", direct), 50) // freed nothing: still full
+	mustRun(t, "DEL", "t3", direct)
+	mustRun(t, "DEL", "t1", withPrev(t, direct, r1.Stdout))
+	mustRun(t, "STATUS", "", direct)
+
+	r1, _ = mustAdd(t, "t1", direct) // full again, no mark yet
+	held := ps[0].on(func(r request) bool { return r.txn() && r.putsUnder("/full/") }, hold, 1)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		wantCode(t, run1("ADD", "t4", conf), 100)
+	}()
+	waitFor(t, held.arrived, 5*time.Second, "the ADD's mark write")
+	mustRun(t, "DEL", "t1", withPrev(t, direct, r1.Stdout)) // frees an address while the mark is on its way
+	<-done
+	close(held.release)
+	waitFor(t, held.applied, 5*time.Second, "the late mark's delivery")
+	mustRun(t, "STATUS", "", direct) // an address is free: not exhausted
+	mustRun(t, "DEL", "t2", direct)
+	mustRun(t, "DEL", "t4", direct)
+	wantNoKeys(t)
+}
+
+// TestLargeListings (item 9): listings and scans page through etcd, so
+// they work on answers an old gateway would refuse (over 4 MiB): leases
+// of a node with 100,000 index keys, an ADD that reads a scope of 40,000
+// claims, and a GC that frees them all, each within its timeout.
+func TestLargeListings(t *testing.T) {
+	needCluster(t)
+	const bulk, crowd = 100000, 40000
+	base := netip.MustParseAddr("10.216.0.1")
+	addr := func(i int) netip.Addr {
+		a := base
+		for range i {
+			a = a.Next()
+		}
+		return a
+	}
+	p := prefix(t)
+	record := func(node, cid, address string) string {
+		return fmt.Sprintf(`{"node":%q,"containerID":%q,"ifname":"eth0","network":"etcd-net","address":%q,"pool":"crowd","time":"2026-11-25T00:00:00.000000000Z","claim":"fill"}`, node, cid, address)
+	}
+	type kv struct{ k, v string }
+	var all []kv
+	for i := range bulk {
+		cid := fmt.Sprintf("b%06d", i)
+		all = append(all, kv{p + "node/bulk/pool/crowd/" + cid + "/eth0/0", record("bulk", cid, "")})
+	}
+	a := base
+	for i := range crowd {
+		cid := fmt.Sprintf("c%06d", i)
+		rec := record("gcnode", cid, a.String())
+		all = append(all, kv{p + "ip/pool/crowd/" + a.String(), rec}, kv{p + "node/gcnode/pool/crowd/" + cid + "/eth0/0", rec})
+		a = a.Next()
+	}
+	t.Cleanup(func() {
+		_ = cluster.Post(cluster.Members[0], "/v3/kv/deleterange", map[string]any{"key": []byte(p), "range_end": []byte(p[:len(p)-1] + "0")}, nil)
+	})
+	start := time.Now()
+	parallel(16, func(w int) {
+		for i := w * 100; i < len(all); i += 16 * 100 {
+			var ops []map[string]any
+			for _, x := range all[i:min(i+100, len(all))] {
+				ops = append(ops, map[string]any{"request_put": map[string]any{"key": []byte(x.k), "value": []byte(x.v)}})
+			}
+			if err := cluster.Post(cluster.Members[w%3], "/v3/kv/txn", map[string]any{"success": ops}, nil); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	})
+	t.Logf("wrote %d keys in %v", len(all), time.Since(start))
+
+	ps := proxies(t)
+	for _, x := range ps {
+		x.on(func(request) bool { return true }, capAnswer, 0)
+	}
+	// The pool's range is the 40,000 claimed addresses and ten more:
+	// the ADD's search meets taken ones and reads the scope.
+	pools := []map[string]any{{"name": "crowd", "subnet": "10.216.0.0/16", "rangeStart": base.String(), "rangeEnd": addr(crowd + 9).String()}}
+	adder := newHost(t, "adder")
+	start = time.Now()
+	r, got := mustAdd(t, "new", through(t, adder, urls(ps...), "5s", pools))
+	t.Logf("ADD in a crowded scope: %s in %v", got[0], time.Since(start))
+	if got[0].Compare(addr(crowd)) < 0 {
+		t.Fatalf("ADD got %s, which was claimed", got[0])
+	}
+
+	start = time.Now()
+	lr := cliThrough(t, urls(ps...), "leases", "--node", "bulk", "-o", "json")
+	var ls []leaseOut
+	if lr.Exit != 0 || json.Unmarshal(lr.Stdout, &ls) != nil || len(ls) != bulk {
+		t.Fatalf("leases of node bulk: exit %d, %d leases, %s", lr.Exit, len(ls), lr.Stderr)
+	}
+	t.Logf("leases of %d index keys in %v", bulk, time.Since(start))
+
+	// GC reads all 40,000 of the node's claims and frees the 1,000 whose
+	// containers the runtime no longer lists.
+	const gone = 1000
+	var valid []string
+	for i := range crowd - gone {
+		valid = append(valid, fmt.Sprintf("c%06d", i))
+	}
+	gcHost := newHost(t, "gcnode")
+	start = time.Now()
+	mustRun(t, "GC", "", gcConf(t, through(t, gcHost, urls(ps...), "5s", pools), valid...))
+	t.Logf("GC over %d claims, %d freed, in %v", crowd, gone, time.Since(start))
+	vals, err := cluster.Values(p + "ip/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(vals) != crowd-gone+1 {
+		t.Fatalf("%d claims left after GC, want %d", len(vals), crowd-gone+1)
+	}
+	if _, ok := vals[p+"ip/pool/crowd/"+addr(crowd-1).String()]; ok {
+		t.Fatalf("the last container's claim survived GC")
+	}
+	mustRun(t, "DEL", "new", withPrev(t, through(t, adder, urls(ps...), "5s", pools), r.Stdout))
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -72,6 +73,7 @@ const (
 	loseAnswer           // deliver, then cut the connection instead of answering
 	reset                // cut the connection without delivering
 	answerOwn            // answer status/body without delivering
+	capAnswer            // deliver; an answer over 4 MiB becomes the error of etcd 3.4's gateway before 3.4.17
 )
 
 // rule applies its fault to the next n requests that match (n = 0: all).
@@ -201,6 +203,9 @@ func (p *faultProxy) serve(w http.ResponseWriter, hr *http.Request) {
 	if err != nil {
 		cut(w)
 		return
+	}
+	if kind == capAnswer && len(data) > 4<<20 {
+		status, data = 500, []byte(gatewayError(8, fmt.Sprintf("grpc: received message larger than max (%d vs. 4194304)", len(data))))
 	}
 	w.WriteHeader(status)
 	_, _ = w.Write(data)

@@ -433,17 +433,8 @@ func (c *Cluster) Keys(prefix string) ([]string, error) {
 }
 
 // Values reads every key under prefix with its value.
+// Any running member that answers will do (one may be paused).
 func (c *Cluster) Values(prefix string) (map[string]string, error) {
-	var m *Member
-	for _, x := range c.Members {
-		if x.Running() {
-			m = x
-			break
-		}
-	}
-	if m == nil {
-		return nil, errors.New("no member running")
-	}
 	var resp struct {
 		Kvs []struct {
 			Key   []byte `json:"key"`
@@ -452,7 +443,15 @@ func (c *Cluster) Values(prefix string) (map[string]string, error) {
 	}
 	end := []byte(prefix)
 	end[len(end)-1]++
-	if err := c.Post(m, "/v3/kv/range", map[string]any{"key": []byte(prefix), "range_end": end}, &resp); err != nil {
+	err := errors.New("no member running")
+	for _, m := range c.Members {
+		if m.Running() {
+			if err = c.Post(m, "/v3/kv/range", map[string]any{"key": []byte(prefix), "range_end": end}, &resp); err == nil {
+				break
+			}
+		}
+	}
+	if err != nil {
 		return nil, err
 	}
 	out := make(map[string]string, len(resp.Kvs))
