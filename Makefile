@@ -8,29 +8,47 @@
 #   make fuzz      every fuzz target for FUZZTIME each
 #   make release   reproducible tarballs in dist/
 
+# The one build recipe: `make build`, `make release` (scripts/release.sh),
+# the tests and the benchmark (internal/testkit.MakeIn) all build through
+# the $(BINDIR)/... targets below. Static (CGO_ENABLED=0), -trimpath, no
+# VCS stamp and an empty build ID, so one commit gives one binary; the
+# environment's GOOS/GOARCH/GOAMD64/GOARM64 pick the target. On the command
+# line, BINDIR=dir builds into dir and STRIP= keeps the symbol table (the
+# tests, for `go tool nm` and readable traces); neither is read from the
+# environment.
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 COMMIT  ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
 VPKG    := github.com/cniplugins/cniplugins/internal/version
-LDFLAGS := -s -w -buildid= -X $(VPKG).Version=$(VERSION) -X $(VPKG).Commit=$(COMMIT)
-GOBUILD := CGO_ENABLED=0 go build -trimpath
+STRIP   := -s -w
+BINDIR  := bin
+LDFLAGS := $(STRIP) -buildid= -X $(VPKG).Version=$(VERSION) -X $(VPKG).Commit=$(COMMIT)
+GOBUILD := CGO_ENABLED=0 go build -trimpath -buildvcs=false
 DESTDIR ?= /opt/cni/bin
 STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
 .PHONY: build install test unit lint clean FORCE
 
-build: bin/cniplugins bin/cniplugins-verbose bin/cniplugins-full
+build: $(BINDIR)/cniplugins $(BINDIR)/cniplugins-verbose $(BINDIR)/cniplugins-full
 
-bin/cniplugins: FORCE
+$(BINDIR)/cniplugins: FORCE
 	$(GOBUILD) -ldflags '$(LDFLAGS)' -o $@ ./cmd/cniplugins
 
-bin/cniplugins-verbose: FORCE
+$(BINDIR)/cniplugins-verbose: FORCE
 	$(GOBUILD) -ldflags '$(LDFLAGS) -X $(VPKG).Flavour=verbose' -o $@ ./cmd/cniplugins
 
 # The full flavour: a strict superset with the network-facing pieces. Its
 # main names its flavour itself; only the verbose one, the lean main linked
 # differently, needs the flag.
-bin/cniplugins-full: FORCE
+$(BINDIR)/cniplugins-full: FORCE
 	$(GOBUILD) -ldflags '$(LDFLAGS)' -o $@ ./cmd/cniplugins-full
+
+# The benchmark's exec floor (bench/floor), built as the binary is; with
+# -tags linked it also links every package of the lean binary.
+$(BINDIR)/floor: FORCE
+	$(GOBUILD) -ldflags '$(STRIP) -buildid=' -o $@ ./bench/floor
+
+$(BINDIR)/floor-linked: FORCE
+	$(GOBUILD) -tags linked -ldflags '$(STRIP) -buildid=' -o $@ ./bench/floor
 
 install: build
 	scripts/install-symlinks.sh $(DESTDIR)
@@ -69,25 +87,25 @@ DIST ?= dist
 
 .PHONY: release
 release:
-	VERSION='$(VERSION)' COMMIT='$(COMMIT)' VPKG='$(VPKG)' LDFLAGS='$(LDFLAGS)' scripts/release.sh '$(DIST)'
+	VERSION='$(VERSION)' COMMIT='$(COMMIT)' scripts/release.sh '$(DIST)'
 
 # make bench [BENCHFLAGS='-fill60k -n 300']: exec-level benchmark against
-# upstream host-local and an exec floor; writes bench/RESULTS.md and
-# bench/ADD-latency.svg. Then the full flavour's figures (lean vs full
+# upstream host-local and an exec floor; writes bench/results/RESULTS.md and
+# bench/results/ADD-latency.svg. Then the full flavour's figures (lean vs full
 # per exec, the docker-ipam socket, docker run on its network vs Docker's
-# built-in IPAM): bench/FULL-FLAVOUR.md.
+# built-in IPAM): bench/results/FULL-FLAVOUR.md.
 BENCHFLAGS ?=
 FULLBENCHFLAGS ?=
 
 # RunPodSandbox through a private containerd's CRI, the chain against
-# host-local (root): bench/CRI.md.
+# host-local (root): bench/results/CRI.md.
 CRIBENCHN ?= 40
 
 .PHONY: bench
 bench:
-	go run ./bench -out bench $(BENCHFLAGS)
-	go run ./bench/fullflavour -out bench $(FULLBENCHFLAGS)
-	go test -count=1 ./test/cri -run TestRunPodSandboxLatency -cri.n $(CRIBENCHN) -cri.out $(CURDIR)/bench/CRI.md
+	go run ./bench -out bench/results $(BENCHFLAGS)
+	go run ./bench/fullflavour -out bench/results $(FULLBENCHFLAGS)
+	go test -count=1 ./test/cri -run TestRunPodSandboxLatency -cri.n $(CRIBENCHN) -cri.out $(CURDIR)/bench/results/CRI.md
 
 # Fuzzing: every FuzzXxx target for FUZZTIME each (see scripts/fuzz.sh);
 # `make test` runs each for FUZZRUNS inputs.

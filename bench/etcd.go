@@ -2,15 +2,14 @@ package main
 
 import (
 	"fmt"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/cniplugins/cniplugins/internal/benchstat"
-	"github.com/cniplugins/cniplugins/internal/etcdtest"
+	"github.com/cniplugins/cniplugins/internal/testkit"
+	"github.com/cniplugins/cniplugins/internal/testkit/etcdtest"
 )
 
 // The ipam-da-etcd scenario: the full flavour's ipam-da-etcd against a
@@ -45,15 +44,12 @@ func measureEtcd(o *options, root string, r *results) error {
 		return nil
 	}
 	fullDir := filepath.Join(o.tmp, "full-bin")
-	built := filepath.Join(o.tmp, "build-full", "cniplugins-full")
-	const vpkg = "github.com/cniplugins/cniplugins/internal/version"
-	if err := goBuild(root, built, fmt.Sprintf("-s -w -buildid= -X %s.Version=%s", vpkg, r.bins.version), "./cmd/cniplugins-full"); err != nil {
+	buildDir := filepath.Join(o.tmp, "build-full")
+	if err := testkit.MakeIn(buildDir, []string{"VERSION=" + r.bins.version}, "cniplugins-full"); err != nil {
 		return err
 	}
-	cmd := exec.Command(filepath.Join(root, "scripts", "install-symlinks.sh"), fullDir)
-	cmd.Env = append(os.Environ(), "CNIPLUGINS_BIN="+built)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("install-symlinks.sh (full): %v\n%s", err, out)
+	if err := testkit.Install(filepath.Join(buildDir, "cniplugins-full"), fullDir); err != nil {
+		return err
 	}
 	o.logf("etcd: starting a 3-member cluster under %s", o.tmp)
 	cl, err := etcdtest.Start(etcdtest.Options{Dir: filepath.Join(o.tmp, "etcd")})

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/cniplugins/cniplugins/internal/dapools"
 )
 
 // Operations timed by the latency scenario.
@@ -147,8 +149,8 @@ func addDel(s subject, dataDir, tag string) ([2]outcome, error) {
 // (every operation would then scan the directory, as host-local does).
 func checkStamps(dataDir string, fill int, r *results) {
 	var found []string
-	for _, pat := range []string{"_index/*/stamp", "_pools/_index/*/stamp"} {
-		m, _ := filepath.Glob(filepath.Join(dataDir, pat))
+	for _, dir := range []string{dataDir, dapools.PoolsDir(dataDir)} {
+		m, _ := filepath.Glob(filepath.Join(dir, "_index", "*", "stamp"))
 		found = append(found, m...)
 	}
 	if len(found) == 0 {

@@ -18,6 +18,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/cniplugins/cniplugins/internal/testkit"
 )
 
 // options is one run's configuration. The test uses tiny values.
@@ -64,7 +66,7 @@ func main() {
 	flag.IntVar(&o.n, "n", defaultN, "timed iterations; each ADDs and DELs once per subject and fill level (60k: see -n60k)")
 	fill60k := flag.Bool("fill60k", false, "also measure with 60,000 allocations (host-local needs about 1 s per operation there)")
 	n60k := flag.Int("n60k", 0, "iterations at 60,000 allocations (default n/5, at least 10)")
-	out := flag.String("out", "bench", "directory for RESULTS.md and ADD-latency.svg")
+	out := flag.String("out", "bench/results", "directory for RESULTS.md and ADD-latency.svg")
 	flag.StringVar(&o.tmpBase, "tmp", "", "directory for state directories and binaries (default $TMPDIR); use the file system the runtime would")
 	flag.StringVar(&o.hostLocal, "host-local", upstreamHostLocal, "the upstream host-local plugin to compare with")
 	flag.BoolVar(&o.etcdOnly, "etcd-only", false, "run only the ipam-da-etcd scenario and print its section (RESULTS.md is not written)")
@@ -129,10 +131,8 @@ func fatalf(format string, args ...any) {
 
 // runBench is the harness's core: build, install, measure everything.
 func runBench(o *options) (*results, error) {
-	root, err := repoRoot()
-	if err != nil {
-		return nil, err
-	}
+	root := testkit.RepoRoot()
+	var err error
 	if o.tmp, err = os.MkdirTemp(o.tmpBase, "cniplugins-bench-"); err != nil {
 		return nil, err
 	}
@@ -208,7 +208,7 @@ func formats(o *options, active []subject, r *results) (map[string]format, error
 	if probed[kStandalone] != hl {
 		r.note(fmt.Sprintf("WARNING: ipam-da-pools standalone writes reservations as %s, host-local as %s: not a drop-in.", probed[kStandalone], hl))
 	}
-	r.formatNote = fmt.Sprintf("Pre-filled reservations: %s in `<dataDir>/net/` for ipam-da-pools and host-local (host-local's format, probed from %s), %s in `<dataDir>/_pools/bench/` for the chain (probed from its own ADD).",
-		hl, map[bool]string{true: "the installed host-local", false: "its documentation"}[ok], probed[kChain])
+	r.formatNote = fmt.Sprintf("Pre-filled reservations: %s in `%s/` for ipam-da-pools and host-local (host-local's format, probed from %s), %s in `%s/` for the chain (probed from its own ADD).",
+		hl, networkDir("<dataDir>"), map[bool]string{true: "the installed host-local", false: "its documentation"}[ok], probed[kChain], poolDir("<dataDir>"))
 	return map[string]format{kStandalone: hl, kHostLocal: hl, kChain: probed[kChain]}, nil
 }

@@ -97,7 +97,7 @@ func (r *results) markdown() string {
 func (r *results) latencyTable(w func(string, ...any)) {
 	w("## ADD and DEL latency vs pool fill\n\n")
 	w("Median / p99 in ms. Fill 0 is the empty pool. At fill F the state directory holds F reservations (10.10.0.2 upwards, cursor on the last) written in each subject's own format before the first operation; each timed iteration visits every fill level and subject, in a rotating order, and ADDs a fresh container there and DELs it (prevResult = the ADD's result), so the fill stays constant and drift in machine load hits every cell alike. ")
-	w("ipam-da-pools is standalone (`ranges`, state in `<dataDir>/net/`); chain is ipam-delegated → ipam-ds-static → ipam-da-pools (`pools`, state in `<dataDir>/_pools/bench/`). Each subject has its own copy of the state.\n\n")
+	w("ipam-da-pools is standalone (`ranges`, state in `%s/`); chain is ipam-delegated → ipam-ds-static → ipam-da-pools (`pools`, state in `%s/`). Each subject has its own copy of the state.\n\n", networkDir("<dataDir>"), poolDir("<dataDir>"))
 	w("| fill | op | n | ipam-da-pools | chain | host-local | exec floor | ipam-da-pools ÷ host-local | chain ÷ host-local | ipam-da-pools ÷ floor | chain ÷ floor |\n")
 	w("| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
 	if r.latency == nil {

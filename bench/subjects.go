@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+
+	"github.com/cniplugins/cniplugins/internal/dapools"
 )
 
 // What every subject allocates from: one /16, the network's or the pool's.
@@ -66,7 +68,7 @@ func rangesIPAM(typ string) map[string]any {
 }
 
 func networkDir(dataDir string) string { return filepath.Join(dataDir, network) }
-func poolDir(dataDir string) string    { return filepath.Join(dataDir, "_pools", poolName) }
+func poolDir(dataDir string) string    { return dapools.PoolDir(dataDir, poolName) }
 
 // subjects lists, in table order, what the harness measures. host-local's
 // path is "" when it is not installed.

@@ -12,22 +12,23 @@
 # LICENSE, docs/ (the reference pages the README links) and examples/.
 #
 # Reproducible: two runs from one commit give byte-identical tarballs. The
-# binaries are static (CGO_ENABLED=0), built with -trimpath, no VCS stamp
-# and an empty build ID, for the baseline of each architecture; the
-# archive is GNU tar with sorted names, the commit's time as every mtime,
-# owner and group 0, fixed modes, and gzip -n (no name, no timestamp).
+# binaries are built by the Makefile's one recipe (`make build` with
+# BINDIR set: static, -trimpath, no VCS stamp, an empty build ID) for the
+# baseline of each architecture; the archive is GNU tar with sorted names,
+# the commit's time as every mtime, owner and group 0, fixed modes, and
+# gzip -n (no name, no timestamp).
 #
-# `make release` runs it with the Makefile's VERSION, COMMIT and LDFLAGS;
-# run alone, it works them out the same way. SOURCE_DATE_EPOCH, when set,
-# replaces the commit time.
+# `make release` runs it with the Makefile's VERSION and COMMIT; run alone,
+# it works them out the same way. SOURCE_DATE_EPOCH, when set, replaces the
+# commit time. The make it runs inherits none of the calling make's
+# command-line variables (MAKEFLAGS), so a release is built one way only.
 set -eu
+unset MAKEFLAGS MFLAGS MAKELEVEL
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 dist=${1:-dist}
 VERSION=${VERSION:-$(git describe --tags --always --dirty 2>/dev/null || echo dev)}
 COMMIT=${COMMIT:-$(git rev-parse HEAD 2>/dev/null || echo unknown)}
-VPKG=${VPKG:-github.com/cniplugins/cniplugins/internal/version}
-LDFLAGS=${LDFLAGS:-"-s -w -buildid= -X $VPKG.Version=$VERSION -X $VPKG.Commit=$COMMIT"}
 epoch=${SOURCE_DATE_EPOCH:-$(git log -1 --format=%ct 2>/dev/null || echo 0)}
 
 case $VERSION in
@@ -56,22 +57,8 @@ tarballs=""
 for arch in amd64 arm64; do
 	stage=$work/$arch/$top
 	mkdir -p "$stage/examples" "$stage/docs"
-	for flavour in "" verbose full; do
-		out=$stage/cniplugins
-		flags=$LDFLAGS
-		pkg=./cmd/cniplugins
-		if [ -n "$flavour" ]; then
-			out=$out-$flavour
-		fi
-		# The verbose flavour is the lean main linked verbose; the full
-		# one's own main names its flavour.
-		case $flavour in
-		verbose) flags="$flags -X $VPKG.Flavour=verbose" ;;
-		full) pkg=./cmd/cniplugins-full ;;
-		esac
-		CGO_ENABLED=0 GOOS=linux GOARCH=$arch GOAMD64=v1 GOARM64=v8.0 \
-			go build -trimpath -buildvcs=false -ldflags "$flags" -o "$out" "$pkg"
-	done
+	GOOS=linux GOARCH=$arch GOAMD64=v1 GOARM64=v8.0 \
+		make --no-print-directory -C "$root" build BINDIR="$stage" VERSION="$VERSION" COMMIT="$COMMIT"
 	cp scripts/install-symlinks.sh README.md LICENSE "$stage/"
 	cp -R examples/. "$stage/examples/"
 	cp docs/*.md "$stage/docs/"

@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/cniplugins/cniplugins/internal/testdockerd"
+	"github.com/cniplugins/cniplugins/internal/testkit/testdockerd"
 )
 
 // dockerResult is `docker run --rm` wall time on each network.

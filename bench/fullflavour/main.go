@@ -17,23 +17,21 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"time"
 
 	"github.com/cniplugins/cniplugins/internal/benchstat"
-	"github.com/cniplugins/cniplugins/internal/testbin"
+	"github.com/cniplugins/cniplugins/internal/testkit"
 )
 
 func main() {
-	out := flag.String("out", "bench", "directory for FULL-FLAVOUR.md")
+	out := flag.String("out", "bench/results", "directory for FULL-FLAVOUR.md")
 	nExec := flag.Int("n", 200, "exec iterations per binary (VERSION, ADD+DEL)")
 	nInit := flag.Int("n-init", 15, "GODEBUG=inittrace=1 runs per binary")
 	nSocket := flag.Int("n-socket", 2000, "RequestAddress+ReleaseAddress pairs over the socket")
 	nDocker := flag.Int("n-docker", 15, "docker run --rm per network")
 	flag.Parse()
 
-	root := testbin.RepoRoot()
 	tmp, err := os.MkdirTemp("", "cnpd-bench-")
 	if err != nil {
 		fatalf("%v", err)
@@ -42,7 +40,7 @@ func main() {
 	var r report
 	r.started, r.loadBefore = time.Now(), loadAvg()
 	logf("building the lean and the full binary")
-	bins, err := buildFlavours(root, tmp)
+	bins, err := buildFlavours(tmp)
 	if err != nil {
 		fatalf("%v", err)
 	}
@@ -74,22 +72,18 @@ type flavourBin struct {
 	name, bin, cniDir string
 }
 
-// buildFlavours builds both as the Makefile does (static, stripped) and
-// installs each with install-symlinks.sh into its own bin dir.
-func buildFlavours(root, tmp string) ([2]flavourBin, error) {
+// buildFlavours builds both with the Makefile's recipe (static, stripped)
+// and installs each with install-symlinks.sh into its own bin dir.
+func buildFlavours(tmp string) ([2]flavourBin, error) {
 	var out [2]flavourBin
-	for i, f := range []struct{ name, pkg string }{{"lean", "./cmd/cniplugins"}, {"full", "./cmd/cniplugins-full"}} {
-		b := flavourBin{name: f.name, bin: filepath.Join(tmp, f.name, "cniplugins"), cniDir: filepath.Join(tmp, f.name+"-bin")}
-		cmd := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w -buildid=", "-o", b.bin, f.pkg)
-		cmd.Dir = root
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if o, err := cmd.CombinedOutput(); err != nil {
-			return out, fmt.Errorf("go build %s: %v\n%s", f.pkg, err, o)
-		}
-		inst := exec.Command(filepath.Join(root, "scripts", "install-symlinks.sh"), b.cniDir)
-		inst.Env = append(os.Environ(), "CNIPLUGINS_BIN="+b.bin)
-		if o, err := inst.CombinedOutput(); err != nil {
-			return out, fmt.Errorf("install-symlinks.sh: %v\n%s", err, o)
+	dir := filepath.Join(tmp, "build")
+	if err := testkit.MakeIn(dir, nil, testkit.Binary(""), testkit.Binary("full")); err != nil {
+		return out, err
+	}
+	for i, f := range []struct{ name, flavour string }{{"lean", ""}, {"full", "full"}} {
+		b := flavourBin{name: f.name, bin: filepath.Join(dir, testkit.Binary(f.flavour)), cniDir: filepath.Join(tmp, f.name+"-bin")}
+		if err := testkit.Install(b.bin, b.cniDir); err != nil {
+			return out, err
 		}
 		out[i] = b
 	}

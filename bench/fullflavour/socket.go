@@ -15,7 +15,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/cniplugins/cniplugins/internal/testdockerd"
+	"github.com/cniplugins/cniplugins/internal/testkit/testdockerd"
 )
 
 // driverProc is a running docker-ipam.

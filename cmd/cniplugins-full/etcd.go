@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/cniplugins/cniplugins/internal/alloc"
 	"github.com/cniplugins/cniplugins/internal/daetcd"
@@ -33,7 +34,22 @@ func (etcdBackend) Shared() bool { return true }
 
 func (b etcdBackend) Leases(f ops.LeaseFilter) ([]ops.Lease, error) {
 	ls, err := b.ad.Leases(daetcd.Filter{Node: f.Node, Network: f.Network, Pool: f.Pool, Container: f.Container})
-	return leasesOf(ls), err
+	if err != nil {
+		return nil, err
+	}
+	nodes, err := b.ad.Nodes()
+	if err != nil {
+		return nil, err
+	}
+	seen := map[string]time.Time{}
+	for _, n := range nodes {
+		seen[n.Name] = n.LastSeen.UTC()
+	}
+	out := leasesOf(ls)
+	for i := range out {
+		out[i].NodeSeen = seen[out[i].Node]
+	}
+	return out, nil
 }
 
 // Release frees one claim. With Node, it first reads the claim and
@@ -67,6 +83,11 @@ func (b etcdBackend) Release(q ops.ReleaseRequest) (ops.Lease, error) {
 func (b etcdBackend) GC(q ops.GCRequest) ([]ops.Lease, error) {
 	if err := q.Validate(); err != nil {
 		return nil, err
+	}
+	if q.Apply && !q.Force {
+		if err := b.ad.CheckGone(q.Node, q.DeadAfter); err != nil {
+			return nil, err
+		}
 	}
 	ls, err := b.ad.GC(q.Node, daetcd.Filter{Network: q.Network, Pool: q.Pool}, q.Keep, q.Apply)
 	return leasesOf(ls), err

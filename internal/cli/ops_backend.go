@@ -3,6 +3,7 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -40,7 +41,9 @@ func (b *backendFlags) add(c *cobra.Command, open func(ops.EtcdConfig) (ops.Back
 	f.StringSliceVar(&b.etcd.Endpoints, "etcd", nil, etcdUsage)
 	f.StringVar(&b.node, "node", "", "with --etcd: "+nodeUsage)
 	f.StringVar(&b.etcd.Prefix, "prefix", "", "with --etcd: key prefix (ipam.etcd.prefix; default /cniplugins/)")
-	f.DurationVar(&b.etcd.Timeout, "timeout", 0, "with --etcd: how long to wait for etcd (ipam.etcd.timeout; default 5s)")
+	// An operator's listing reads whole prefixes (every node's index keys)
+	// that no CNI command reads: more time than a plugin's default.
+	f.DurationVar(&b.etcd.Timeout, "timeout", 30*time.Second, "with --etcd: how long to wait for etcd (as ipam.etcd.timeout)")
 	f.StringVar(&b.etcd.CAFile, "cacert", "", "with --etcd: CA bundle to verify the members (ipam.etcd.tls.caFile)")
 	f.StringVar(&b.etcd.CertFile, "cert", "", "with --etcd: client certificate (ipam.etcd.tls.certFile)")
 	f.StringVar(&b.etcd.KeyFile, "key", "", "with --etcd: client key (ipam.etcd.tls.keyFile)")

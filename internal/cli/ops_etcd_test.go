@@ -55,8 +55,8 @@ func TestEtcdFlagsReachTheBackend(t *testing.T) {
 		t.Fatalf("leases: exit %d %s; conf %+v filter %+v", exit, errs, rec.conf, rec.filter)
 	}
 	lines := strings.Split(strings.TrimSpace(out), "\n")
-	if len(lines) != 3 || strings.Join(strings.Fields(lines[0]), " ") != "ADDRESS NETWORK POOL CONTAINER IFNAME OWNER SINCE NODE" ||
-		strings.Join(strings.Fields(lines[2]), " ") != "- blue p1 c2 eth0 marker 2026-11-23T06:00:00Z host-a" {
+	if len(lines) != 3 || strings.Join(strings.Fields(lines[0]), " ") != "ADDRESS NETWORK POOL CONTAINER IFNAME OWNER SINCE NODE NODE-SEEN" ||
+		strings.Join(strings.Fields(lines[2]), " ") != "- blue p1 c2 eth0 marker 2026-11-23T06:00:00Z host-a -" {
 		t.Errorf("leases table:\n%s", out)
 	}
 

@@ -3,6 +3,7 @@ package cli
 import (
 	"fmt"
 	"os"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -31,7 +32,9 @@ changes nothing without --apply.
 With --etcd (full flavour), collect ipam-da-etcd's claims of --node (a node
 that is gone for good) instead, optionally only of --network or --pool; the
 keep list may then be empty (release every claim of that node). Another
-node's claims are never touched.
+node's claims are never touched. --apply refuses while --node was seen alive
+(an ADD, DEL, GC or STATUS from it) within --dead-after; --force skips that
+check, and says so.
 With --cri (full flavour), the live attachments are the CRI runtime's own:
 every sandbox it lists as READY keeps its reservations, in every network and
 pool under the data dir (or, with --etcd, among --node's claims); any other
@@ -82,6 +85,12 @@ releases nothing. The Docker driver's reservations are never touched.`,
 					return err
 				}
 			}
+			if !shared && (cmd.Flags().Changed("dead-after") || r.Force) {
+				return fmt.Errorf("--dead-after and --force go with --etcd")
+			}
+			if r.Force && r.Apply {
+				fmt.Fprintf(cmd.ErrOrStderr(), "--force: not checking when node %s was last seen; releasing its claims as if it were gone for good\n", bf.node)
+			}
 			r.Node = bf.node
 			leases, err := b.GC(r)
 			verb := "would release"
@@ -106,6 +115,8 @@ releases nothing. The Docker driver's reservations are never touched.`,
 	c.Flags().StringArrayVar(&keep, "keep", nil, "a live attachment CONTAINERID[@IFNAME] (repeatable)")
 	c.Flags().StringVar(&keepFile, "keep-file", "", "a file with one CONTAINERID[@IFNAME] per line ('#' comments)")
 	c.Flags().BoolVar(&r.Apply, "apply", false, "release; without it, only print the plan")
+	c.Flags().DurationVar(&r.DeadAfter, "dead-after", 24*time.Hour, "with --etcd: refuse to --apply while --node was seen alive within this long")
+	c.Flags().BoolVar(&r.Force, "force", false, "with --etcd: --apply even if --node was seen alive within --dead-after")
 	cri.add(c, f.CRI)
 	return c
 }

@@ -59,7 +59,7 @@ func writeLeases(cmd *cobra.Command, leases []ops.Lease, out outputFlags, nodes 
 	}
 	header := []string{"ADDRESS", "NETWORK", "POOL", "CONTAINER", "IFNAME", "OWNER", "SINCE"}
 	if nodes {
-		header = append(header, "NODE")
+		header = append(header, "NODE", "NODE-SEEN")
 	}
 	rows := make([][]string, len(leases))
 	for i, l := range leases {
@@ -69,7 +69,11 @@ func writeLeases(cmd *cobra.Command, leases []ops.Lease, out outputFlags, nodes 
 		}
 		rows[i] = []string{l.Address, l.Network, l.Pool, l.ContainerID, l.IfName, l.Owner, since}
 		if nodes {
-			rows[i] = append(rows[i], l.Node)
+			seen := "-"
+			if !l.NodeSeen.IsZero() {
+				seen = l.NodeSeen.Format(time.RFC3339)
+			}
+			rows[i] = append(rows[i], l.Node, seen)
 		}
 	}
 	return ops.WriteTable(w, header, rows, out.noHeaders)

@@ -9,8 +9,8 @@ import (
 	"testing"
 
 	"github.com/cniplugins/cniplugins/internal/alloc"
-	"github.com/cniplugins/cniplugins/internal/etcdtest"
 	"github.com/cniplugins/cniplugins/internal/plugin"
+	"github.com/cniplugins/cniplugins/internal/testkit/etcdtest"
 )
 
 var cluster *etcdtest.Cluster

@@ -39,6 +39,7 @@ type claimStore struct {
 	marker int64 // mod revision of the marker in our index key that the claim takes over (0: none)
 
 	sent     []byte // the record of the last claim sent: ours if it is found later
+	inFlight bool   // a claim may still commit: cancel must fence it
 	sentAddr netip.Addr
 	taken    map[netip.Addr]bool
 	sawTaken int64 // the revision at which a candidate was first seen taken
@@ -73,7 +74,11 @@ func (s *claimStore) Reserve(_ alloc.Attachment, ip netip.Addr) (bool, error) {
 			Then: []etcdkv.Op{etcdkv.Put(addrK, val), etcdkv.Put(slotK, val), op.touch()},
 			Else: holders,
 		})
+		if err != nil && !errors.Is(err, etcdkv.ErrOutcomeUnknown) && !s.inFlight {
+			s.sent = nil // refused for sure: nothing of it to undo
+		}
 		if errors.Is(err, etcdkv.ErrOutcomeUnknown) {
+			s.inFlight = true
 			// Fence it instead: a marker in the index key, through another
 			// member, and the copy in flight can never commit; or the
 			// index key shows that it already did.

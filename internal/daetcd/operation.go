@@ -102,8 +102,8 @@ func (op *operation) readAttachment(scopes []alloc.Scope) (*etcdkv.Response, err
 }
 
 // release is the exact delete of one claim found through its index key
-// kv: both keys go, in one transaction, only while both still hold what
-// was read, so a late copy of it can delete nothing a later ADD wrote. A
+// kv: both keys go, in one transaction, only while both are still as
+// read, so a late copy of it can delete nothing a later ADD wrote. A
 // failed ADD's marker (no address) is just deleted. When markHere, the
 // same transaction records on the range set's exhaustion mark that an
 // address was freed (see freed); otherwise the caller does, once per mark.
@@ -112,8 +112,11 @@ func (op *operation) release(s alloc.Scope, kv etcdkv.KV, markHere bool) etcdkv.
 	t := etcdkv.Txn{If: []etcdkv.Cmp{etcdkv.ModIs(slotK, kv.ModRevision)}, Then: []etcdkv.Op{etcdkv.Delete(slotK)}}
 	if r, ok := decodeRecord(kv.Value); ok && !r.cancelled() {
 		if ip, err := parseAddr(r.Address); err == nil {
+			// The claim was written in the transaction that wrote its
+			// index key, so both carry one revision: comparing it is as
+			// exact as comparing the value, and a tenth of the bytes.
 			addrK := op.keys.addrKey(s, ip)
-			t.If = append(t.If, etcdkv.ValueIs(addrK, kv.Value))
+			t.If = append(t.If, etcdkv.ModIs(addrK, kv.ModRevision))
 			t.Then = append(t.Then, etcdkv.Delete(addrK))
 			if markHere {
 				t.Then = append(t.Then, freed(op.keys.markOf(s, slotK)))

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/cniplugins/cniplugins/internal/plugin"
-	"github.com/cniplugins/cniplugins/internal/plugin/plugintest"
+	"github.com/cniplugins/cniplugins/internal/testkit/plugintest"
 )
 
 var fuzzCommands = []string{plugin.CmdAdd, plugin.CmdDel, plugin.CmdCheck, plugin.CmdGC, plugin.CmdStatus}

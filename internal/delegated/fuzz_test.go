@@ -10,8 +10,8 @@ import (
 	"github.com/cniplugins/cniplugins/internal/delegated"
 	"github.com/cniplugins/cniplugins/internal/dsselect"
 	"github.com/cniplugins/cniplugins/internal/plugin"
-	"github.com/cniplugins/cniplugins/internal/plugin/plugintest"
 	"github.com/cniplugins/cniplugins/internal/registry"
+	"github.com/cniplugins/cniplugins/internal/testkit/plugintest"
 )
 
 var fuzzCommands = []string{plugin.CmdAdd, plugin.CmdDel, plugin.CmdCheck, plugin.CmdGC, plugin.CmdStatus}

@@ -6,8 +6,8 @@ import (
 	"testing"
 
 	"github.com/cniplugins/cniplugins/internal/plugin"
-	"github.com/cniplugins/cniplugins/internal/plugin/plugintest"
 	"github.com/cniplugins/cniplugins/internal/pool"
+	"github.com/cniplugins/cniplugins/internal/testkit/plugintest"
 )
 
 var fuzzCommands = []string{plugin.CmdAdd, plugin.CmdDel, plugin.CmdCheck, plugin.CmdGC, plugin.CmdStatus}

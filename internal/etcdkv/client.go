@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"net/http/httptrace"
@@ -59,6 +60,17 @@ func New(cfg Config) *Client {
 	c.order = c.memory.order(cfg.Endpoints, cfg.First, time.Now())
 	c.token = c.memory.Token
 	return c
+}
+
+// Fork returns a client for the same cluster and deadline that may be used
+// concurrently with c: its own failover state, the same connections. Many
+// transactions in flight at once are what lets etcd commit them in one
+// disk write.
+func (c *Client) Fork() *Client {
+	f := *c
+	f.memory = c.memory.clone()
+	f.tlsFailed = maps.Clone(c.tlsFailed)
+	return &f
 }
 
 // Extend gives cleanup after a failure a little time past the deadline:
@@ -134,6 +146,7 @@ func (c *Client) do(path string, in, out any, resend bool) error {
 			// request was all written (an idle connection it dropped),
 			// so it never read the request.
 			if !resend && sent && !errors.Is(err, syscall.EPIPE) {
+				c.next++ // whatever the caller sends next goes elsewhere
 				return c.outcomeUnknown(ep, err.Error())
 			}
 			c.next++
@@ -168,6 +181,7 @@ func (c *Client) do(path string, in, out any, resend bool) error {
 			c.pause(attempt)
 		case kind == mayCommit && !resend:
 			c.failed(ep)
+			c.next++
 			return c.outcomeUnknown(ep, ge.Error)
 		case kind == mayCommit:
 			c.failed(ep)

@@ -22,6 +22,9 @@ var (
 	// ErrOutcomeUnknown: a TxnOnce write may have been applied, or may
 	// still be (code 11).
 	ErrOutcomeUnknown = errors.New("etcd write outcome unknown")
+	// errTooLarge: the gateway refused an answer as too large (List then
+	// asks for smaller pages).
+	errTooLarge = errors.New("etcd message too large")
 )
 
 // gRPC status codes the gateway reports.
@@ -102,8 +105,8 @@ func refusal(kind errorKind, ep, path, user, msg string) error {
 		return cnierr.New(cnierr.CodeIO, "etcd's database is full (mvcc: database space exceeded)",
 			"endpoint=%s: %s; compact and defragment etcd, or raise its --quota-backend-bytes, then disarm the NOSPACE alarm", ep, msg)
 	case tooLarge:
-		return cnierr.New(cnierr.CodeIO, "etcd refused a message as too large",
-			"endpoint=%s path=%s: %s; the gateway of etcd 3.4 before 3.4.17 answers at most 4 MiB, and a request may be at most --max-request-bytes", ep, path, msg)
+		return cnierr.Wrap(cnierr.New(cnierr.CodeIO, "etcd refused a message as too large",
+			"endpoint=%s path=%s: %s; the gateway of etcd 3.4 before 3.4.17 answers at most 4 MiB, and a request may be at most --max-request-bytes", ep, path, msg), errTooLarge)
 	case badCredentials, staleToken:
 		return cnierr.New(cnierr.CodeInvalidConfig, "etcd refused the credentials", "ipam.etcd.username=%q endpoint=%s: %s", user, ep, msg)
 	case notGateway:

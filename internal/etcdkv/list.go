@@ -1,34 +1,46 @@
 package etcdkv
 
 import (
+	"errors"
 	"slices"
 	"strings"
 
 	"github.com/cniplugins/cniplugins/internal/cnierr"
 )
 
-// pageSize bounds one page of List: small enough for every gateway's
-// answer limit (4 MiB before etcd 3.4.17) with owner records of a few
-// hundred bytes, large enough that 100,000 keys take a hundred round trips.
-const pageSize = 1000
+// Page sizes: as large as fits comfortably in the 4 MiB answer of etcd
+// 3.4's gateway before 3.4.17 (owner records are a few hundred bytes),
+// because etcd 3.4 walks the whole rest of the range for every page, so
+// a listing costs about keys² / page. An answer refused as too large
+// halves the page.
+const (
+	pageSize     = 4000
+	keysPageSize = 10000
+	minPageSize  = 50
+)
 
 // List reads every key under prefix, page by page, all at the revision of
 // the first page, so the listing is one consistent view however long it
 // is. keysOnly leaves the values out.
 func (c *Client) List(prefix string, keysOnly bool) ([]KV, error) {
 	var out []KV
-	end := PrefixEnd(prefix)
-	req := wireRange{Key: []byte(prefix), RangeEnd: end, Limit: pageSize, KeysOnly: keysOnly}
+	req := wireRange{Key: []byte(prefix), RangeEnd: PrefixEnd(prefix), Limit: pageSize, KeysOnly: keysOnly}
+	if keysOnly {
+		req.Limit = keysPageSize
+	}
 	for restarted := false; ; {
 		var page wireRangeResponse
 		err := c.do("/v3/kv/range", req, &page, true)
-		if err != nil && !restarted && compacted(err) {
+		switch {
+		case err != nil && errors.Is(err, errTooLarge) && req.Limit > minPageSize:
+			req.Limit /= 2
+			continue
+		case err != nil && !restarted && compacted(err):
 			// The revision was compacted between two pages: start again
 			// at the newest.
 			restarted, out, req.Key, req.Revision = true, nil, []byte(prefix), 0
 			continue
-		}
-		if err != nil {
+		case err != nil:
 			return nil, err
 		}
 		out = append(out, kvs(page.Kvs)...)

@@ -11,7 +11,7 @@ import (
 
 // rangeServer serves /v3/kv/range over keys at revision rev, as etcd
 // does: limit, a continuation key, and a revision that may be compacted.
-func rangeServer(t *testing.T, keys []string, rev int64, compactOnce bool) *member {
+func rangeServer(t *testing.T, keys []string, rev int64, compactOnce bool, maxKvs int) *member {
 	sort.Strings(keys)
 	return newMemberFunc(t, func(_ int, r *http.Request, body string) answer {
 		var req wireRange
@@ -41,6 +41,9 @@ func rangeServer(t *testing.T, keys []string, rev int64, compactOnce bool) *memb
 			}
 			page.Kvs = append(page.Kvs, kv)
 		}
+		if maxKvs > 0 && len(page.Kvs) > maxKvs {
+			return tooLong
+		}
 		b, _ := json.Marshal(page)
 		return answer{status: 200, body: string(b)}
 	})
@@ -56,14 +59,16 @@ func TestListPages(t *testing.T) {
 		name      string
 		compact   bool
 		keysOnly  bool
+		maxKvs    int
 		wantPages int
 	}{
-		{"three pages at one revision", false, false, 3},
-		{"keys only", false, true, 3},
-		{"compacted between pages: starts again", true, false, 5},
+		{"three pages at one revision", false, false, 0, 3},
+		{"keys only: larger pages", false, true, 0, 1},
+		{"compacted between pages: starts again", true, false, 0, 5},
+		{"answers too large: smaller pages", false, false, 1500, 2 + 9},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			m := rangeServer(t, append([]string(nil), keys...), 42, tc.compact)
+			m := rangeServer(t, append([]string(nil), keys...), 42, tc.compact, tc.maxKvs)
 			got, err := client(t, 2*time.Second, m).List("/p/", tc.keysOnly)
 			if err != nil {
 				t.Fatal(err)

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"maps"
 	"os"
 	"path/filepath"
 	"time"
@@ -59,6 +60,12 @@ func (m *memory) order(eps []string, first int, now time.Time) []string {
 		}
 	}
 	return append(fresh, stale...)
+}
+
+// clone is a copy that saves nowhere: a forked client's failures are
+// its own.
+func (m *memory) clone() *memory {
+	return &memory{Avoid: maps.Clone(m.Avoid), Token: m.Token}
 }
 
 // avoid notes a failure of ep and saves the file.

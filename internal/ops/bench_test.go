@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cniplugins/cniplugins/internal/testbin"
+	"github.com/cniplugins/cniplugins/internal/testkit"
 )
 
 // bigFill is a data dir holding one network with 60,000 reservations,
@@ -123,7 +123,7 @@ func BenchmarkPools60k(b *testing.B) {
 // /dev/null: the figure README quotes.
 func BenchmarkExec60k(b *testing.B) {
 	dataDir, conf := fillBig(b)
-	bin, err := testbin.Build(b.TempDir(), "")
+	bin, err := testkit.Build(b.TempDir(), "")
 	if err != nil {
 		b.Fatal(err)
 	}

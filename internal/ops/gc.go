@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/netip"
 	"strings"
+	"time"
 
 	"github.com/cniplugins/cniplugins/internal/alloc"
 	"github.com/cniplugins/cniplugins/internal/hostlocal"
@@ -21,6 +22,10 @@ type GCRequest struct {
 	// Node is a shared Backend's only and required there: the host whose
 	// claims to collect (Network and Pool are then optional filters).
 	Node string
+	// DeadAfter (shared Backend, Apply): refuse while Node was seen alive
+	// more recently than this, unless Force.
+	DeadAfter time.Duration
+	Force     bool
 }
 
 // GC returns the reservations the rules release: only planned without

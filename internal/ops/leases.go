@@ -26,6 +26,9 @@ type Lease struct {
 	// Node is the host that holds it; only a shared Backend (--etcd)
 	// records one.
 	Node string `json:"node,omitempty"`
+	// NodeSeen is when that node last ran an ADD, DEL, GC or STATUS
+	// (zero when unknown: it has not since this was recorded).
+	NodeSeen time.Time `json:"nodeSeen,omitzero"`
 	// Problem says why the file is not a well-formed reservation ("" when
 	// it is); fsck reports the same.
 	Problem string `json:"problem"`

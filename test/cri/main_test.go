@@ -20,8 +20,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cniplugins/cniplugins/internal/etcdtest"
-	"github.com/cniplugins/cniplugins/internal/testbin"
+	"github.com/cniplugins/cniplugins/internal/testkit"
+	"github.com/cniplugins/cniplugins/internal/testkit/etcdtest"
 )
 
 var (
@@ -57,10 +57,10 @@ func run(m *testing.M) int {
 	}
 	defer os.RemoveAll(root)
 	fail := func(err error) int { fmt.Fprintln(os.Stderr, err); return 1 }
-	bin, err := testbin.Build(root, "full")
+	bin, err := testkit.Build(root, "full")
 	if err == nil {
 		binDir = filepath.Join(root, "bin")
-		err = testbin.Install(bin, binDir)
+		err = testkit.Install(bin, binDir)
 	}
 	if err == nil {
 		err = linkUpstream(binDir, "bridge", "loopback", "host-local")

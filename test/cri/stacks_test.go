@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cniplugins/cniplugins/internal/testbin"
+	"github.com/cniplugins/cniplugins/internal/testkit/testbin"
 )
 
 // stack is one network under its own containerd: the tenants network with

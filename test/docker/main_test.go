@@ -15,8 +15,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cniplugins/cniplugins/internal/testbin"
-	"github.com/cniplugins/cniplugins/internal/testdockerd"
+	"github.com/cniplugins/cniplugins/internal/testkit"
+	"github.com/cniplugins/cniplugins/internal/testkit/testdockerd"
 )
 
 // The package's fixture: one dockerd, one driver, one bin dir. Subnets
@@ -72,12 +72,12 @@ func run(m *testing.M) int {
 }
 
 func setUp(root string) error {
-	bin, err := testbin.Build(root, "full")
+	bin, err := testkit.Build(root, "full")
 	if err != nil {
 		return err
 	}
 	binDir = filepath.Join(root, "cni-bin")
-	if err := testbin.Install(bin, binDir); err != nil {
+	if err := testkit.Install(bin, binDir); err != nil {
 		return err
 	}
 	dataDir = filepath.Join(root, "data")

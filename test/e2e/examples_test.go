@@ -10,14 +10,14 @@ import (
 
 	"github.com/containernetworking/cni/libcni"
 
-	"github.com/cniplugins/cniplugins/internal/testbin"
+	"github.com/cniplugins/cniplugins/internal/testkit"
 )
 
 // Every example parses as libcni parses it, explains itself, and names
 // only plugins that exist: ours in the installed bin dir, the others in
 // Debian's upstream plugin dir. Needs no root.
 func TestExamplesParseAndNameInstalledPlugins(t *testing.T) {
-	dir := filepath.Join(testbin.RepoRoot(), "examples")
+	dir := filepath.Join(testkit.RepoRoot(), "examples")
 	files, err := filepath.Glob(filepath.Join(dir, "*.conflist"))
 	if err != nil || len(files) < 5 {
 		t.Fatalf("examples/*.conflist: %v %v, want the five documented examples", files, err)

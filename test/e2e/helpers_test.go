@@ -25,7 +25,7 @@ import (
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
 
-	"github.com/cniplugins/cniplugins/internal/testbin"
+	"github.com/cniplugins/cniplugins/internal/testkit"
 )
 
 // The private test ranges: every address a test hands to a plugin must lie
@@ -199,7 +199,7 @@ func (e *env) mustDel(list *libcni.NetworkConfigList, r *libcni.RuntimeConf) {
 // example changed and the test must follow.
 func (e *env) example(file string, oldNew ...string) map[string]any {
 	e.t.Helper()
-	b, err := os.ReadFile(filepath.Join(testbin.RepoRoot(), "examples", file))
+	b, err := os.ReadFile(filepath.Join(testkit.RepoRoot(), "examples", file))
 	if err != nil {
 		e.t.Fatal(err)
 	}

@@ -1,13 +1,20 @@
 package etcd
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
+	"io"
+	"log"
+	"net/http"
+	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/cniplugins/cniplugins/internal/etcdtest"
+	"github.com/cniplugins/cniplugins/internal/testkit/etcdtest"
 )
 
 // chainConf is ipam-delegated → ipam-ds-static → ipam-da-etcd: the
@@ -106,6 +113,27 @@ func TestTLS(t *testing.T) {
 		t.Logf("%s: %s (%s) after %v", name, e.Msg, e.Details, time.Since(start))
 	}
 	wantCode(t, run1("ADD", "tls2", conf(map[string]string{"caFile": "/nonexistent/ca.pem"})), 7)
+
+	// One member whose certificate does not verify (an impostor, a
+	// wrong name, an expired certificate) is skipped like any failing
+	// member; 7 comes only when none verifies, and names each.
+	impostor := httptest.NewUnstartedServer(http.NotFoundHandler())
+	impostor.Config.ErrorLog = log.New(io.Discard, "", 0)
+	impostor.StartTLS()
+	defer impostor.Close()
+	eps := append([]string{impostor.URL}, tc.Endpoints()...)
+	mixed := mustJSON(t, map[string]any{"cniVersion": "1.1.0", "name": "tls-net", "ipam": map[string]any{
+		"type": "ipam-da-etcd", "dataDir": h.dir, "ranges": v4Ranges("10.214.21.0/24"),
+		"etcd": map[string]any{"endpoints": eps, "prefix": prefix(t), "nodeName": nodeFirst("tls", 0, len(eps)), "timeout": "3s",
+			"tls": map[string]string{"caFile": f.CA, "certFile": f.ClientCert, "keyFile": f.ClientKey}}}})
+	r3, _ := mustAdd(t, "tls3", mixed)
+	mustRun(t, "DEL", "tls3", withPrev(t, mixed, r3.Stdout))
+	e := wantCode(t, run1("ADD", "tls2", conf(map[string]string{"caFile": f.OtherCA, "certFile": f.ClientCert, "keyFile": f.ClientKey})), 7)
+	for _, ep := range tc.Endpoints() {
+		if !strings.Contains(e.Details, ep+": ") {
+			t.Errorf("7 does not name member %s: %s", ep, e.Details)
+		}
+	}
 	mustRun(t, "DEL", "tls1", withPrev(t, good, r.Stdout))
 	if ks := stateKeys(t, tc); len(ks) != 0 {
 		t.Fatalf("keys left: %v", ks)
@@ -149,6 +177,56 @@ func TestAuth(t *testing.T) {
 		return mustJSON(t, map[string]any{"cniVersion": "1.1.0", "name": "auth-net", "ipam": ipam})
 	}
 	r, _ := mustAdd(t, "au1", conf("rootpw", nil))
+	// The token is kept between execs (no bcrypt and raft write per ADD),
+	// and replaced when an auth change makes it old.
+	token := func() string {
+		h := sha256.New()
+		for _, s := range append([]string{"root", "rootpw"}, ac.Endpoints()...) {
+			h.Write([]byte(s + "\x00"))
+		}
+		b, err := os.ReadFile(filepath.Join("/run/cniplugins/etcd", hex.EncodeToString(h.Sum(nil)[:12])+".json"))
+		if err != nil {
+			t.Fatalf("the client's memory: %v", err)
+		}
+		var m struct{ Token string }
+		_ = json.Unmarshal(b, &m)
+		return m.Token
+	}
+	t1 := token()
+	r4, _ := mustAdd(t, "au4", conf("rootpw", nil))
+	if t1 == "" || token() != t1 {
+		t.Errorf("token %q then %q: the second exec authenticated again", t1, token())
+	}
+	// A token older than an auth change (a user or role changed while
+	// the request was on its way; any change, with JWT tokens) is
+	// refused with ErrAuthOldRevision: the client authenticates again
+	// and the command goes through.
+	var ps []*faultProxy
+	for _, ep := range ac.Endpoints() {
+		ps = append(ps, newFaultProxy(t, ep))
+	}
+	for _, p := range ps {
+		p.on(func(r request) bool { return r.txn() && r.puts() }, answerOwn, 1).
+			answering(400, gatewayError(3, "etcdserver: revision of auth store is old"))
+	}
+	viaProxies := func() []byte {
+		if err := os.WriteFile(pwFile, []byte("rootpw\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		e := map[string]any{"endpoints": urls(ps...), "prefix": prefix(t), "nodeName": h.node, "username": "root", "passwordFile": pwFile}
+		ipam := map[string]any{"type": "ipam-da-etcd", "dataDir": h.dir, "ranges": v4Ranges("10.214.23.0/24"), "etcd": e}
+		return mustJSON(t, map[string]any{"cniVersion": "1.1.0", "name": "auth-net", "ipam": ipam})
+	}
+	r5, _ := mustAdd(t, "au5", viaProxies())
+	auths := 0
+	for _, p := range ps {
+		auths += len(p.requests(func(r request) bool { return r.Path == "/v3/auth/authenticate" }))
+	}
+	if auths != 2 {
+		t.Errorf("%d token requests, want 2: the first, and one after the old revision", auths)
+	}
+	mustRun(t, "DEL", "au4", withPrev(t, conf("rootpw", nil), r4.Stdout))
+	mustRun(t, "DEL", "au5", withPrev(t, viaProxies(), r5.Stdout))
 	e := wantCode(t, run1("ADD", "au2", conf("wrong", nil)), 7)
 	if !strings.Contains(e.Details, "root") {
 		t.Errorf("error does not name the user: %s", e.Details)

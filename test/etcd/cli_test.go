@@ -5,20 +5,25 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cniplugins/cniplugins/internal/testbin"
+	"github.com/cniplugins/cniplugins/internal/testkit/testbin"
 )
 
 // cli runs `cniplugins ARGS... --etcd ENDPOINTS --prefix P` with the
 // test's cluster and prefix: the full flavour installed under the
 // binary's name, the local commands with etcd as their backend.
 func cli(t *testing.T, args ...string) testbin.Reply {
-	argv := append(args, "--etcd", strings.Join(cluster.Endpoints(), ","), "--prefix", prefix(t))
+	return cliThrough(t, cluster.Endpoints(), args...)
+}
+
+// cliThrough is cli against the endpoints eps.
+func cliThrough(t *testing.T, eps []string, args ...string) testbin.Reply {
+	argv := append(args, "--etcd", strings.Join(eps, ","), "--prefix", prefix(t))
 	return testbin.Run(testbin.Call{Plugin: "cniplugins", Path: binDir, Argv: argv})
 }
 
 // leaseOut is the leases JSON schema, the local one plus node.
 type leaseOut struct {
-	Address, Pool, Network, Node, ContainerID, IfName, Owner, Since, Problem string
+	Address, Pool, Network, Node, ContainerID, IfName, Owner, Since, NodeSeen, Problem string
 }
 
 func cliLeases(t *testing.T, args ...string) []leaseOut {
@@ -52,13 +57,13 @@ func TestCLIForAGoneNode(t *testing.T) {
 	}
 	gone := cliLeases(t, "--node", "host-a")
 	if len(gone) != 3 || gone[0].Node != "host-a" || gone[0].Pool != "shared" || gone[0].Network != "etcd-net" || gone[0].Owner != "cni" ||
-		!strings.HasPrefix(gone[0].Since, "20") || gone[0].Problem != "" {
+		!strings.HasPrefix(gone[0].Since, "20") || gone[0].Problem != "" || !strings.HasPrefix(gone[0].NodeSeen, "20") {
 		t.Fatalf("host-a's leases: %+v", gone)
 	}
 	t.Logf("leases:\n%s", cli(t, "leases").Stdout)
 	table := cli(t, "leases", "--node", "host-b")
 	header := strings.Fields(strings.SplitN(string(table.Stdout), "\n", 2)[0])
-	if table.Exit != 0 || strings.Join(header, " ") != "ADDRESS NETWORK POOL CONTAINER IFNAME OWNER SINCE NODE" ||
+	if table.Exit != 0 || strings.Join(header, " ") != "ADDRESS NETWORK POOL CONTAINER IFNAME OWNER SINCE NODE NODE-SEEN" ||
 		!strings.Contains(string(table.Stdout), bAddr[0].String()) || strings.Contains(string(table.Stdout), "host-a") {
 		t.Fatalf("table: %s %s", table.Stdout, table.Stderr)
 	}
@@ -73,7 +78,14 @@ func TestCLIForAGoneNode(t *testing.T) {
 	if ls := cliLeases(t, "--node", "host-a"); len(ls) != 3 {
 		t.Fatal("the plan released something")
 	}
-	if r := cli(t, "gc", "--node", "host-a", "--keep", "a2", "--apply"); r.Exit != 0 || strings.Count(string(r.Stdout), "released") != 2 {
+	// host-a ran its ADDs a moment ago: it is not gone, whatever the
+	// operator believes, until --dead-after has passed or --force says so.
+	if r := cli(t, "gc", "--node", "host-a", "--keep", "a2", "--apply"); r.Exit != 1 || !strings.Contains(string(r.Stderr), "seen alive") ||
+		!strings.Contains(string(r.Stderr), "--dead-after 24h0m0s") || len(cliLeases(t, "--node", "host-a")) != 3 {
+		t.Fatalf("gc --apply of a node seen alive: exit %d %s %s", r.Exit, r.Stdout, r.Stderr)
+	}
+	if r := cli(t, "gc", "--node", "host-a", "--keep", "a2", "--apply", "--force"); r.Exit != 0 || strings.Count(string(r.Stdout), "released") != 2 ||
+		!strings.Contains(string(r.Stderr), "--force: not checking") {
 		t.Fatalf("gc --apply: %s %s", r.Stdout, r.Stderr)
 	} else {
 		t.Logf("gc --apply:\n%s", r.Stdout)

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cniplugins/cniplugins/internal/testbin"
+	"github.com/cniplugins/cniplugins/internal/testkit/testbin"
 )
 
 // sharedPool is the one pool two hosts allocate from.

@@ -18,8 +18,9 @@ import (
 	"github.com/containernetworking/cni/pkg/types"
 	current "github.com/containernetworking/cni/pkg/types/100"
 
-	"github.com/cniplugins/cniplugins/internal/etcdtest"
-	"github.com/cniplugins/cniplugins/internal/testbin"
+	"github.com/cniplugins/cniplugins/internal/testkit"
+	"github.com/cniplugins/cniplugins/internal/testkit/etcdtest"
+	"github.com/cniplugins/cniplugins/internal/testkit/testbin"
 )
 
 var (
@@ -37,10 +38,10 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(root)
-	bin, err := testbin.Build(root, "full")
+	bin, err := testkit.Build(root, "full")
 	if err == nil {
 		binDir = filepath.Join(root, "cni-bin")
-		err = testbin.Install(bin, binDir)
+		err = testkit.Install(bin, binDir)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cniplugins/cniplugins/internal/testbin"
+	"github.com/cniplugins/cniplugins/internal/testkit"
 )
 
 // networkPackages may never enter the lean binary: each would cost every
@@ -23,7 +23,7 @@ var networkPackages = []string{"net/http", "google.golang.org/grpc", "go.etcd.io
 func goCmd(t *testing.T, args ...string) string {
 	t.Helper()
 	cmd := exec.Command("go", args...)
-	cmd.Dir = testbin.RepoRoot()
+	cmd.Dir = testkit.RepoRoot()
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("go %s: %v\n%s", strings.Join(args, " "), err, out)
@@ -57,11 +57,11 @@ func TestLeanMainImportsNoNetworkPackage(t *testing.T) {
 // The binaries: symbols (go tool nm) and module list (go version -m).
 func TestBinariesLinkWhatTheirFlavourSays(t *testing.T) {
 	dir := t.TempDir()
-	lean, err := testbin.Build(dir, "")
+	lean, err := testkit.Build(dir, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	full, err := testbin.Build(dir, "full")
+	full, err := testkit.Build(dir, "full")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,11 +113,11 @@ func sideBySide(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
 	for _, f := range []string{"", "full"} {
-		if _, err := testbin.Build(dir, f); err != nil {
+		if _, err := testkit.Build(dir, f); err != nil {
 			t.Fatal(err)
 		}
 	}
-	script, err := os.ReadFile(filepath.Join(testbin.RepoRoot(), "scripts", "install-symlinks.sh"))
+	script, err := os.ReadFile(filepath.Join(testkit.RepoRoot(), "scripts", "install-symlinks.sh"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cniplugins/cniplugins/internal/testbin"
+	"github.com/cniplugins/cniplugins/internal/testkit/testbin"
 )
 
 // setup is one way of reaching the allocator: ipam-da-pools standalone

@@ -17,8 +17,8 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/cniplugins/cniplugins/internal/plugin/plugintest"
-	"github.com/cniplugins/cniplugins/internal/testbin"
+	"github.com/cniplugins/cniplugins/internal/testkit/plugintest"
+	"github.com/cniplugins/cniplugins/internal/testkit/testbin"
 )
 
 // call is one invocation for container id on eth0.

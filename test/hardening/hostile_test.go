@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cniplugins/cniplugins/internal/plugin/plugintest"
-	"github.com/cniplugins/cniplugins/internal/testbin"
+	"github.com/cniplugins/cniplugins/internal/testkit/plugintest"
+	"github.com/cniplugins/cniplugins/internal/testkit/testbin"
 )
 
 // In hostile configs, @DATA@ is the case's dataDir and @ROOT@ its sandbox.

@@ -11,7 +11,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/cniplugins/cniplugins/internal/testbin"
+	"github.com/cniplugins/cniplugins/internal/testkit/testbin"
 )
 
 // binDir is the CNI bin dir the tests exec from.

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cniplugins/cniplugins/internal/testbin"
+	"github.com/cniplugins/cniplugins/internal/testkit/testbin"
 )
 
 // TestStressSharedPool: 32 workers run 500 mixed ADD, DEL, CHECK and

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cniplugins/cniplugins/internal/testbin"
+	"github.com/cniplugins/cniplugins/internal/testkit/testbin"
 )
 
 const upstreamHostLocal = "/usr/lib/cni/host-local"

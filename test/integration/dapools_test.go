@@ -10,7 +10,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/cniplugins/cniplugins/internal/testbin"
+	"github.com/cniplugins/cniplugins/internal/testkit/testbin"
 )
 
 // ipResult is the part of a result these tests look at.

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cniplugins/cniplugins/internal/testbin"
+	"github.com/cniplugins/cniplugins/internal/testkit/testbin"
 )
 
 // argsNetwork is one network whose pools ipam-ds-args picks: tenants by

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cniplugins/cniplugins/internal/testbin"
+	"github.com/cniplugins/cniplugins/internal/testkit/testbin"
 )
 
 // hostLocal turns a call of ours into the same call of Debian's host-local.

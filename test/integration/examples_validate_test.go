@@ -4,14 +4,14 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/cniplugins/cniplugins/internal/testbin"
+	"github.com/cniplugins/cniplugins/internal/testkit"
 )
 
 // Every shipped example validates, all of them at once: an operator may
 // install several into one conf dir, and `validate` then also checks that
 // no two of them define one pool differently.
 func TestExamplesValidateTogether(t *testing.T) {
-	files, err := filepath.Glob(filepath.Join(testbin.RepoRoot(), "examples", "*.conflist"))
+	files, err := filepath.Glob(filepath.Join(testkit.RepoRoot(), "examples", "*.conflist"))
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no example conflists: %v", err)
 	}

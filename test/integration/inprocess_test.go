@@ -6,7 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cniplugins/cniplugins/internal/testbin"
+	"github.com/cniplugins/cniplugins/internal/testkit"
+	"github.com/cniplugins/cniplugins/internal/testkit/testbin"
 )
 
 // The in-process and exec paths give byte-identical results and state, and
@@ -15,7 +16,7 @@ func TestInProcessAndExecDelegationAgree(t *testing.T) {
 	// The verbose flavour, with all its personalities, so that its debug
 	// log shows which path ran.
 	dir := t.TempDir()
-	if err := testbin.Install(verboseBin, dir); err != nil {
+	if err := testkit.Install(verboseBin, dir); err != nil {
 		t.Fatal(err)
 	}
 	run := func(forceExec bool) (string, string, string) {

@@ -9,7 +9,8 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/cniplugins/cniplugins/internal/testbin"
+	"github.com/cniplugins/cniplugins/internal/testkit"
+	"github.com/cniplugins/cniplugins/internal/testkit/testbin"
 )
 
 // binDir is the CNI bin dir the tests exec from: the freshly built binary
@@ -28,7 +29,7 @@ func run(m *testing.M) int {
 	if err == nil {
 		defer setup.Cleanup()
 		binDir = setup.BinDir
-		verboseBin, err = testbin.Build(setup.Root, "verbose")
+		verboseBin, err = testkit.Build(setup.Root, "verbose")
 	}
 	if err == nil {
 		err = installDelegates(binDir)
@@ -41,7 +42,7 @@ func run(m *testing.M) int {
 }
 
 func installDelegates(dir string) error {
-	script := filepath.Join(testbin.RepoRoot(), "test", "integration", "testdata", "delegate.sh")
+	script := filepath.Join(testkit.RepoRoot(), "test", "integration", "testdata", "delegate.sh")
 	for _, name := range []string{"test-select", "test-passcod", "test-alloc", "test-fail", "test-crash", "test-garbage", "test-status"} {
 		if err := os.Symlink(script, filepath.Join(dir, name)); err != nil {
 			return err

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cniplugins/cniplugins/internal/testbin"
+	"github.com/cniplugins/cniplugins/internal/testkit/testbin"
 )
 
 var updateGolden = flag.Bool("update", false, "rewrite the golden files of the operators' CLI tests")

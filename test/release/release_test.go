@@ -26,7 +26,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cniplugins/cniplugins/internal/testbin"
+	"github.com/cniplugins/cniplugins/internal/testkit"
+	"github.com/cniplugins/cniplugins/internal/testkit/testbin"
 )
 
 var arches = []string{"amd64", "arm64"}
@@ -35,16 +36,7 @@ var arches = []string{"amd64", "arm64"}
 // of the Makefile's variables inherited from the environment.
 func makeRelease(t *testing.T, dist string) {
 	t.Helper()
-	cmd := exec.Command("make", "--no-print-directory", "release", "DIST="+dist)
-	cmd.Dir = testbin.RepoRoot()
-	for _, kv := range os.Environ() {
-		switch strings.SplitN(kv, "=", 2)[0] {
-		case "VERSION", "COMMIT", "LDFLAGS", "VPKG", "DIST", "SOURCE_DATE_EPOCH", "MAKEFLAGS":
-			continue
-		}
-		cmd.Env = append(cmd.Env, kv)
-	}
-	if out, err := cmd.CombinedOutput(); err != nil {
+	if out, err := testkit.Make("release", "DIST="+dist).CombinedOutput(); err != nil {
 		t.Fatalf("make release DIST=%s: %v\n%s", dist, err, out)
 	}
 }
@@ -52,7 +44,7 @@ func makeRelease(t *testing.T, dist string) {
 // git runs git in the repository; "" when git cannot answer.
 func git(args ...string) string {
 	cmd := exec.Command("git", args...)
-	cmd.Dir = testbin.RepoRoot()
+	cmd.Dir = testkit.RepoRoot()
 	out, err := cmd.Output()
 	if err != nil {
 		return ""
@@ -122,7 +114,7 @@ func TestRelease(t *testing.T) {
 	if _, err := exec.LookPath("make"); err != nil {
 		t.Fatal("make is not installed; the release is built with `make release`")
 	}
-	root := testbin.RepoRoot()
+	root := testkit.RepoRoot()
 	dist := filepath.Join(t.TempDir(), "dist")
 	makeRelease(t, dist)
 

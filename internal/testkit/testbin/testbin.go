@@ -1,68 +1,25 @@
-// Package testbin builds the real cniplugins binary, installs it the way an
-// operator does (scripts/install-symlinks.sh) and execs it the way a CNI
-// runtime does: environment variables plus the config on stdin. Every
-// integration, end-to-end, hardening and benchmark test goes through it, so
-// what they exercise is the shipped artefact, not a test double.
+// Package testbin execs the real cniplugins binary the way a CNI runtime
+// does (environment variables plus the config on stdin), after Installed
+// built it with the Makefile's recipe and installed it the way an operator
+// does (see the testkit package), and gives tests network namespaces to
+// exec it in. Every integration, end-to-end, hardening and benchmark test
+// goes through it, so what they exercise is the shipped artefact, not a
+// test double.
 package testbin
 
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 
 	"github.com/containernetworking/cni/pkg/types"
 
-	"github.com/cniplugins/cniplugins/internal/version"
+	"github.com/cniplugins/cniplugins/internal/testkit"
 )
-
-// RepoRoot is the module root, found from this file's location.
-func RepoRoot() string {
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Dir(filepath.Dir(filepath.Dir(file)))
-}
-
-// Build compiles cmd/cniplugins into dir and returns the binary's path.
-// flavour "verbose" builds the verbose flavour, "full" cmd/cniplugins-full.
-func Build(dir, flavour string) (string, error) {
-	out := filepath.Join(dir, "cniplugins")
-	ldflags := "-X github.com/cniplugins/cniplugins/internal/version.Version=test"
-	pkg := "./cmd/cniplugins"
-	if flavour != "" {
-		out += "-" + flavour
-	}
-	// As the Makefile: verbose is the lean main linked verbose, full has
-	// a main of its own that names its flavour.
-	switch flavour {
-	case version.FlavourVerbose:
-		ldflags += " -X github.com/cniplugins/cniplugins/internal/version.Flavour=" + flavour
-	case version.FlavourFull:
-		pkg = "./cmd/cniplugins-full"
-	}
-	cmd := exec.Command("go", "build", "-trimpath", "-ldflags", ldflags, "-o", out, pkg)
-	cmd.Dir = RepoRoot()
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if b, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build: %v\n%s", err, b)
-	}
-	return out, nil
-}
-
-// Install runs scripts/install-symlinks.sh for binary into a new directory
-// and returns it: the CNI_PATH the tests exec from.
-func Install(binary, dir string) error {
-	cmd := exec.Command(filepath.Join(RepoRoot(), "scripts", "install-symlinks.sh"), dir)
-	cmd.Env = append(os.Environ(), "CNIPLUGINS_BIN="+binary)
-	if b, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("install-symlinks.sh: %v\n%s", err, b)
-	}
-	return nil
-}
 
 // Call is one plugin invocation as a runtime makes it.
 type Call struct {
@@ -155,8 +112,8 @@ func Installed(prefix string) (Setup, error) {
 		return Setup{}, err
 	}
 	s := Setup{Root: root, BinDir: filepath.Join(root, "cni-bin")}
-	if s.Bin, err = Build(root, ""); err == nil {
-		err = Install(s.Bin, s.BinDir)
+	if s.Bin, err = testkit.Build(root, ""); err == nil {
+		err = testkit.Install(s.Bin, s.BinDir)
 	}
 	if err != nil {
 		s.Cleanup()

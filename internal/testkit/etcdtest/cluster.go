@@ -249,6 +249,23 @@ func (m *Member) Kill() {
 	<-exited
 }
 
+// Pause SIGSTOPs the member: its sockets stay open and accept
+// connections, and nothing answers (a hung process, a black hole).
+func (m *Member) Pause() error { return m.signal(syscall.SIGSTOP) }
+
+// Resume SIGCONTs a paused member.
+func (m *Member) Resume() error { return m.signal(syscall.SIGCONT) }
+
+func (m *Member) signal(sig syscall.Signal) error {
+	m.mu.Lock()
+	cmd := m.cmd
+	m.mu.Unlock()
+	if cmd == nil {
+		return fmt.Errorf("member %s is not running", m.Name)
+	}
+	return cmd.Process.Signal(sig)
+}
+
 // Restart starts a killed member again on the same ports and data.
 func (m *Member) Restart() error {
 	if m.Running() {
@@ -310,11 +327,24 @@ type status struct {
 // Post sends one v3 gateway request to the member and decodes the answer
 // into out (nil to discard it).
 func (c *Cluster) Post(m *Member, path string, in, out any) error {
+	return c.PostAuth(m, "", path, in, out)
+}
+
+// PostAuth is Post with an auth token.
+func (c *Cluster) PostAuth(m *Member, token, path string, in, out any) error {
 	body, err := json.Marshal(in)
 	if err != nil {
 		return err
 	}
-	resp, err := c.client.Post(m.ClientURL+path, "application/json", bytes.NewReader(body))
+	req, err := http.NewRequest(http.MethodPost, m.ClientURL+path, bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if token != "" {
+		req.Header.Set("Authorization", token)
+	}
+	resp, err := c.client.Do(req)
 	if err != nil {
 		return err
 	}
@@ -403,17 +433,8 @@ func (c *Cluster) Keys(prefix string) ([]string, error) {
 }
 
 // Values reads every key under prefix with its value.
+// Any running member that answers will do (one may be paused).
 func (c *Cluster) Values(prefix string) (map[string]string, error) {
-	var m *Member
-	for _, x := range c.Members {
-		if x.Running() {
-			m = x
-			break
-		}
-	}
-	if m == nil {
-		return nil, errors.New("no member running")
-	}
 	var resp struct {
 		Kvs []struct {
 			Key   []byte `json:"key"`
@@ -422,7 +443,15 @@ func (c *Cluster) Values(prefix string) (map[string]string, error) {
 	}
 	end := []byte(prefix)
 	end[len(end)-1]++
-	if err := c.Post(m, "/v3/kv/range", map[string]any{"key": []byte(prefix), "range_end": end}, &resp); err != nil {
+	err := errors.New("no member running")
+	for _, m := range c.Members {
+		if m.Running() {
+			if err = c.Post(m, "/v3/kv/range", map[string]any{"key": []byte(prefix), "range_end": end}, &resp); err == nil {
+				break
+			}
+		}
+	}
+	if err != nil {
 		return nil, err
 	}
 	out := make(map[string]string, len(resp.Kvs))
