@@ -1,0 +1,208 @@
+package alloc
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net/netip"
+	"strings"
+	"time"
+
+	"github.com/cniplugins/cniplugins/internal/cnierr"
+	"github.com/cniplugins/cniplugins/internal/netconf"
+)
+
+// Sticky addresses: an attachment with a stable key (a StatefulSet pod's
+// namespace/name, a VM's own ID) gets the same address back whatever its
+// container ID, on any node the store is shared with. What a key holds is
+// a Hold, one per scope (network or pool) and interface; the rules here
+// are the same for every store, the stores keep the records.
+//
+//	ADD, key K:  K's hold reserved by another container ID  → 105
+//	             K's hold reserved or held                    → that address
+//	             no hold (or it expired)                      → allocate, then record it
+//	DEL:         the reservation becomes a hold until now + holdFor
+//	GC:          frees holds past their expiry, whatever the attachments say
+
+// Where a key comes from, in ipam.sticky.by.
+const (
+	StickyByPod        = "pod"        // K8S_POD_NAMESPACE/K8S_POD_NAME
+	StickyByAnnotation = "annotation" // the pod annotation cniplugins.io/sticky-key
+	StickyByArg        = "arg"        // CNI_ARGS CNIPLUGINS_STICKY_KEY
+
+	ArgStickyKey        = "CNIPLUGINS_STICKY_KEY"
+	AnnotationStickyKey = "cniplugins.io/sticky-key"
+	argPodNamespace     = "K8S_POD_NAMESPACE"
+	argPodName          = "K8S_POD_NAME"
+	podAnnotationsCap   = "io.kubernetes.cri.pod-annotations"
+
+	// DefaultHoldFor is how long a DEL'd key keeps its address when
+	// ipam.sticky.holdFor is not given.
+	DefaultHoldFor = 30 * time.Minute
+	maxStickyKey   = 253
+)
+
+// StickyKeys is ipam.sticky as written.
+type StickyKeys struct {
+	By      []string `json:"by"`
+	HoldFor string   `json:"holdFor"`
+}
+
+// Sticky is ipam.sticky validated. HoldFor 0 means until an operator
+// releases the hold.
+type Sticky struct {
+	By      []string
+	HoldFor time.Duration
+}
+
+// ParseSticky validates ipam.sticky; nil is sticky off (a selector may
+// still pass a key, which then holds for DefaultHoldFor).
+func ParseSticky(k *StickyKeys) (Sticky, error) {
+	s := Sticky{HoldFor: DefaultHoldFor}
+	if k == nil {
+		return s, nil
+	}
+	if len(k.By) == 0 {
+		return s, cnierr.MissingConfig("ipam.sticky.by")
+	}
+	for i, by := range k.By {
+		switch by {
+		case StickyByPod, StickyByAnnotation, StickyByArg:
+		default:
+			return s, cnierr.InvalidConfig(fmt.Sprintf("ipam.sticky.by[%d]", i), by, `must be "pod", "annotation" or "arg"`)
+		}
+	}
+	s.By = k.By
+	if k.HoldFor != "" {
+		d, err := time.ParseDuration(k.HoldFor)
+		if k.HoldFor == "0" {
+			d, err = 0, nil
+		}
+		if err != nil || d < 0 {
+			return s, cnierr.InvalidConfig("ipam.sticky.holdFor", k.HoldFor, `must be a duration like "30m", or "0" for until released`)
+		}
+		s.HoldFor = d
+	}
+	return s, nil
+}
+
+// ArgKeys are the CNI_ARGS keys stickiness reads: accepted by every
+// allocator whether or not it is sticky, as runtimes send them anyway.
+func StickyArgKeys() []string { return []string{argPodNamespace, argPodName, ArgStickyKey} }
+
+// StickyKey is the attachment's stable key: the one a selector passed on
+// in prevResult ("sticky": {"key": K}) first, then the sources of s.By in
+// order; "" when none gives one (the attachment then allocates as if
+// nothing were sticky). A malformed key is code 7 naming where it came
+// from.
+func StickyKey(conf *netconf.Envelope, cniArgs []netconf.CNIArg, s Sticky) (string, error) {
+	if conf.HasPrevResult() {
+		var prev struct {
+			Sticky *struct {
+				Key string `json:"key"`
+			} `json:"sticky"`
+		}
+		if err := json.Unmarshal(conf.PrevResult, &prev); err == nil && prev.Sticky != nil && prev.Sticky.Key != "" {
+			return prev.Sticky.Key, validStickyKey("prevResult.sticky.key", prev.Sticky.Key)
+		}
+	}
+	for _, by := range s.By {
+		key, field := "", ""
+		switch by {
+		case StickyByPod:
+			ns, _ := netconf.Lookup(cniArgs, argPodNamespace)
+			name, _ := netconf.Lookup(cniArgs, argPodName)
+			if ns != "" && name != "" {
+				key, field = ns+"/"+name, "CNI_ARGS "+argPodNamespace+"/"+argPodName
+			}
+		case StickyByAnnotation:
+			var rc struct {
+				Annotations map[string]string `json:"io.kubernetes.cri.pod-annotations"`
+			}
+			if err := conf.DecodeRuntimeConfig(&rc); err != nil {
+				return "", err
+			}
+			key, field = rc.Annotations[AnnotationStickyKey], `runtimeConfig["`+podAnnotationsCap+`"]["`+AnnotationStickyKey+`"]`
+		case StickyByArg:
+			key, _ = netconf.Lookup(cniArgs, ArgStickyKey)
+			field = "CNI_ARGS " + ArgStickyKey
+		}
+		if key != "" {
+			return key, validStickyKey(field, key)
+		}
+	}
+	return "", nil
+}
+
+// validStickyKey: a key is printable and bounded; stores never use it as
+// a name (StickyID is), so '/' and the like are fine.
+func validStickyKey(field, key string) error {
+	if len(key) > maxStickyKey || strings.ContainsFunc(key, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
+		return cnierr.InvalidConfig(field, key, fmt.Sprintf("a sticky key is printable and at most %d bytes", maxStickyKey))
+	}
+	return nil
+}
+
+// StickyID names a key's hold for one interface where stores need a name
+// (a file, a key segment): a hash, so that no key can reach outside its
+// place, of fixed length.
+func StickyID(key, ifname string) string {
+	h := sha256.Sum256([]byte(key + "\x00" + ifname))
+	return hex.EncodeToString(h[:16])
+}
+
+// Hold is what a sticky key holds in one scope for one interface, as the
+// stores record it.
+type Hold struct {
+	Key     string `json:"key"`
+	IfName  string `json:"ifname"`
+	Address string `json:"address"`
+	Network string `json:"network"`
+	// Owner is the container ID whose reservation it is, "" while the
+	// address is held for the key (after a DEL).
+	Owner string `json:"owner,omitempty"`
+	// LastOwner is the last container ID that held it.
+	LastOwner string `json:"lastOwner"`
+	// Expires ends a hold (Owner ""); zero means until released.
+	Expires time.Time `json:"expires,omitzero"`
+}
+
+// Held reports a hold with no reservation behind it.
+func (h Hold) Held() bool { return h.Owner == "" }
+
+// Expired reports a hold whose time is over at now.
+func (h Hold) Expired(now time.Time) bool {
+	return h.Held() && !h.Expires.IsZero() && !now.Before(h.Expires)
+}
+
+// Release turns a reservation into a hold for s.HoldFor from now.
+func (h Hold) Release(s Sticky, now time.Time) Hold {
+	h.LastOwner, h.Owner, h.Expires = h.Owner, "", time.Time{}
+	if s.HoldFor > 0 {
+		h.Expires = now.Add(s.HoldFor).UTC().Truncate(time.Second)
+	}
+	return h
+}
+
+// StickyAddr decides an ADD of container cid with the key's hold h (nil:
+// none): the address to reserve again, or the zero Addr to allocate as
+// usual. requested is the address asked for in this target, if any.
+func StickyAddr(h *Hold, cid string, requested netip.Addr, now time.Time) (netip.Addr, error) {
+	if h == nil || h.Expired(now) {
+		return netip.Addr{}, nil
+	}
+	addr, err := netip.ParseAddr(h.Address)
+	if err != nil {
+		return netip.Addr{}, nil // a record without a usable address holds nothing
+	}
+	if !h.Held() && h.Owner != cid {
+		return netip.Addr{}, cnierr.New(cnierr.CodeStickyHeld, fmt.Sprintf("sticky key %s is held by live attachment %s", h.Key, h.Owner),
+			"key=%q address=%s containerID=%s ifname=%s: the old attachment is not deleted yet; retry", h.Key, addr, h.Owner, h.IfName)
+	}
+	if requested.IsValid() && requested != addr {
+		return netip.Addr{}, cnierr.New(cnierr.CodeAddrUnavailable, "requested address differs from the sticky key's",
+			"requested=%s key=%q holds %s", requested, h.Key, addr)
+	}
+	return addr, nil
+}

@@ -1,0 +1,130 @@
+package alloc
+
+import (
+	"net/netip"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cniplugins/cniplugins/internal/cnierr"
+	"github.com/cniplugins/cniplugins/internal/netconf"
+)
+
+func TestParseSticky(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		k       *StickyKeys
+		want    Sticky
+		wantErr string
+	}{
+		{"absent", nil, Sticky{HoldFor: DefaultHoldFor}, ""},
+		{"pod, default hold", &StickyKeys{By: []string{"pod"}}, Sticky{By: []string{"pod"}, HoldFor: DefaultHoldFor}, ""},
+		{"forever", &StickyKeys{By: []string{"arg", "pod"}, HoldFor: "0"}, Sticky{By: []string{"arg", "pod"}}, ""},
+		{"an hour", &StickyKeys{By: []string{"annotation"}, HoldFor: "1h"}, Sticky{By: []string{"annotation"}, HoldFor: time.Hour}, ""},
+		{"no by", &StickyKeys{HoldFor: "1h"}, Sticky{}, "ipam.sticky.by"},
+		{"unknown source", &StickyKeys{By: []string{"pod", "label"}}, Sticky{}, "ipam.sticky.by[1]"},
+		{"bad duration", &StickyKeys{By: []string{"pod"}, HoldFor: "soon"}, Sticky{}, "ipam.sticky.holdFor"},
+		{"negative", &StickyKeys{By: []string{"pod"}, HoldFor: "-1m"}, Sticky{}, "ipam.sticky.holdFor"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := ParseSticky(tc.k)
+			if tc.wantErr != "" {
+				if e := cnierr.As(err); e == nil || e.Code != cnierr.CodeInvalidConfig || !strings.Contains(e.Msg+e.Details, tc.wantErr) {
+					t.Fatalf("err = %v, want 7 naming %s", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil || got.HoldFor != tc.want.HoldFor || strings.Join(got.By, ",") != strings.Join(tc.want.By, ",") {
+				t.Fatalf("got %+v %v, want %+v", got, err, tc.want)
+			}
+		})
+	}
+}
+
+func TestStickyKey(t *testing.T) {
+	pod := []netconf.CNIArg{{Key: "K8S_POD_NAMESPACE", Value: "db"}, {Key: "K8S_POD_NAME", Value: "pg-0"}, {Key: "CNIPLUGINS_STICKY_KEY", Value: "vm-7"}}
+	annotated := `{"cniVersion":"1.1.0","name":"n","ipam":{},"runtimeConfig":{"io.kubernetes.cri.pod-annotations":{"cniplugins.io/sticky-key":"tenant/a"}}}`
+	fromSelector := `{"cniVersion":"1.1.0","name":"n","ipam":{},"prevResult":{"cniVersion":"1.1.0","sticky":{"key":"sel/key"}}}`
+	plain := `{"cniVersion":"1.1.0","name":"n","ipam":{}}`
+	for _, tc := range []struct {
+		name    string
+		conf    string
+		args    []netconf.CNIArg
+		by      []string
+		want    string
+		wantErr bool
+	}{
+		{"pod", plain, pod, []string{"pod"}, "db/pg-0", false},
+		{"first found wins", annotated, pod, []string{"annotation", "pod"}, "tenant/a", false},
+		{"arg", plain, pod, []string{"arg", "pod"}, "vm-7", false},
+		{"annotation missing, then pod", plain, pod, []string{"annotation", "pod"}, "db/pg-0", false},
+		{"nothing found", plain, nil, []string{"pod", "arg"}, "", false},
+		{"pod needs both", plain, pod[1:2], []string{"pod"}, "", false},
+		{"the selector's key first", fromSelector, pod, []string{"pod"}, "sel/key", false},
+		{"the selector's key without ipam.sticky", fromSelector, nil, nil, "sel/key", false},
+		{"off", plain, pod, nil, "", false},
+		{"control character", plain, []netconf.CNIArg{{Key: "CNIPLUGINS_STICKY_KEY", Value: "a\x01b"}}, []string{"arg"}, "", true},
+		{"too long", plain, []netconf.CNIArg{{Key: "CNIPLUGINS_STICKY_KEY", Value: strings.Repeat("k", 254)}}, []string{"arg"}, "", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			conf, err := netconf.Parse([]byte(tc.conf))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := StickyKey(conf, tc.args, Sticky{By: tc.by})
+			if tc.wantErr {
+				if cnierr.Code(err) != cnierr.CodeInvalidConfig {
+					t.Fatalf("err = %v, want 7", err)
+				}
+				return
+			}
+			if err != nil || got != tc.want {
+				t.Fatalf("key = %q %v, want %q", got, err, tc.want)
+			}
+		})
+	}
+}
+
+func TestStickyAddr(t *testing.T) {
+	now := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+	a := netip.MustParseAddr("10.0.0.7")
+	held := &Hold{Key: "db/pg-0", IfName: "eth0", Address: a.String(), LastOwner: "old", Expires: now.Add(time.Minute)}
+	reserved := &Hold{Key: "db/pg-0", IfName: "eth0", Address: a.String(), Owner: "live"}
+	for _, tc := range []struct {
+		name      string
+		h         *Hold
+		cid       string
+		requested netip.Addr
+		want      netip.Addr
+		wantCode  uint
+	}{
+		{"no hold", nil, "new", netip.Addr{}, netip.Addr{}, 0},
+		{"held: given again to a new container", held, "new", netip.Addr{}, a, 0},
+		{"held, asked for by address", held, "new", a, a, 0},
+		{"held, another address asked for", held, "new", netip.MustParseAddr("10.0.0.8"), netip.Addr{}, cnierr.CodeAddrUnavailable},
+		{"expired: allocate as usual", &Hold{Key: "k", Address: a.String(), Expires: now}, "new", netip.Addr{}, netip.Addr{}, 0},
+		{"held until released", &Hold{Key: "k", Address: a.String()}, "new", netip.Addr{}, a, 0},
+		{"reserved by a live container", reserved, "new", netip.Addr{}, netip.Addr{}, cnierr.CodeStickyHeld},
+		{"reserved by this container (a retried ADD)", reserved, "live", netip.Addr{}, a, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := StickyAddr(tc.h, tc.cid, tc.requested, now)
+			if cnierr.Code(err) != tc.wantCode || got != tc.want {
+				t.Fatalf("got %s %v, want %s code %d", got, err, tc.want, tc.wantCode)
+			}
+			if tc.wantCode == cnierr.CodeStickyHeld && !strings.Contains(cnierr.As(err).Msg, "sticky key db/pg-0 is held by live attachment live") {
+				t.Errorf("105 says %q", cnierr.As(err).Msg)
+			}
+		})
+	}
+	r := reserved.Release(Sticky{HoldFor: time.Hour}, now)
+	if !r.Held() || r.LastOwner != "live" || !r.Expires.Equal(now.Add(time.Hour)) || r.Expired(now) || !r.Expired(now.Add(time.Hour)) {
+		t.Errorf("release: %+v", r)
+	}
+	if f := reserved.Release(Sticky{}, now); !f.Expires.IsZero() || f.Expired(now.Add(1000*time.Hour)) {
+		t.Errorf("holdFor 0 must hold until released: %+v", f)
+	}
+	if StickyID("k", "eth0") == StickyID("k", "net1") || len(StickyID("a/../b", "eth0")) != 32 {
+		t.Error("StickyID must differ per interface and be a fixed-length name")
+	}
+}
