@@ -3,6 +3,7 @@ package dapools
 import (
 	"net/netip"
 	"strings"
+	"time"
 
 	"github.com/containernetworking/cni/pkg/types"
 
@@ -36,21 +37,28 @@ func cmdAdd(req *plugin.Request) (types.Result, error) {
 		return nil, err
 	}
 	att := c.attachment(req)
+	now := time.Now()
 	var u undo
 	for i, t := range targets {
 		d := st.disks[dirs[i]]
 		err := u.saveCursor(d, t.RangeID)
 		var addr netip.Prefix
 		var gw netip.Addr
-		if err == nil {
+		switch {
+		case err != nil:
+		case c.stickyKey != "":
+			addr, gw, err = c.allocateSticky(d, att, t, &u, now)
+		default:
 			addr, gw, err = t.Allocator(d).Allocate(att, t.RangeID, t.Set, t.Requested, t.Label)
+			if err == nil {
+				u.reservedIn(d, addr.Addr())
+			}
 		}
 		if err != nil {
 			u.run(att, req.Log)
 			st.closeLogged(req.Log)
 			return nil, err
 		}
-		u.reservedIn(d, addr.Addr())
 		res.IPs = append(res.IPs, alloc.IPConfig(addr, gw))
 		req.Log.Debug("allocated", logging.String("target", t.Label), logging.Stringer("address", addr))
 	}

@@ -34,6 +34,8 @@ const (
 type ipamConf struct {
 	DataDir     string `json:"dataDir"`
 	LockTimeout string `json:"lockTimeout"`
+	// Sticky is ipam.sticky (see alloc.ParseSticky).
+	Sticky *alloc.StickyKeys `json:"sticky"`
 }
 
 // config is everything ipam-da-pools needs, validated.
@@ -41,6 +43,9 @@ type config struct {
 	*alloc.Config
 	dataDir     string
 	lockTimeout time.Duration
+	sticky      alloc.Sticky
+	// stickyKey is the attachment's sticky key, "" when it has none.
+	stickyKey string
 }
 
 // parseConfig reads and validates everything before anything touches disk.
@@ -64,6 +69,14 @@ func parseConfig(conf *netconf.Envelope, cniArgs []netconf.CNIArg, needRanges bo
 		return nil, err
 	}
 	if c.Config, err = keys.Parse(conf, cniArgs, needRanges); err != nil {
+		return nil, err
+	}
+	if c.sticky, err = alloc.ParseSticky(ipam.Sticky); err != nil {
+		return nil, err
+	}
+	// DEL and GC never need the key (DEL finds holds by attachment), so
+	// a malformed one must not fail them.
+	if c.stickyKey, err = alloc.StickyKey(conf, cniArgs, c.sticky); err != nil && needRanges {
 		return nil, err
 	}
 	return c, nil

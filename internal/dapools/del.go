@@ -2,6 +2,7 @@ package dapools
 
 import (
 	"errors"
+	"time"
 
 	"github.com/cniplugins/cniplugins/internal/alloc"
 	"github.com/cniplugins/cniplugins/internal/logging"
@@ -26,8 +27,18 @@ func cmdDel(req *plugin.Request) error {
 		return err
 	}
 	att := c.attachment(req)
+	now := time.Now()
 	var errs []error
 	for _, dir := range st.order {
+		held, err := c.releaseHolds(st.disks[dir], att, now)
+		if err != nil {
+			// Releasing the rest would free what the key holds.
+			errs = append(errs, err)
+			continue
+		}
+		if len(held) > 0 {
+			req.Log.Debug("held for the sticky key", logging.String("dir", dir), logging.Any("addresses", held))
+		}
 		released, err := alloc.Release(st.disks[dir], att, hints)
 		errs = append(errs, err)
 		req.Log.Debug("released", logging.String("dir", dir), logging.Any("addresses", released))

@@ -2,6 +2,7 @@ package dapools
 
 import (
 	"errors"
+	"time"
 
 	"github.com/cniplugins/cniplugins/internal/alloc"
 	"github.com/cniplugins/cniplugins/internal/logging"
@@ -25,8 +26,17 @@ func cmdGC(req *plugin.Request) error {
 	if err != nil {
 		return err
 	}
+	now := time.Now()
 	var errs []error
 	for _, dir := range st.order {
+		freed, held, err := st.disks[dir].GCHolds(keep, c.sticky, now)
+		errs = append(errs, err)
+		if len(freed)+len(held) > 0 {
+			req.Log.Info("gc of sticky holds", logging.String("dir", dir), logging.Any("expired", freed), logging.Any("held", held))
+		}
+		if err != nil {
+			continue // alloc.GC would free what failed to become a hold
+		}
 		released, err := alloc.GC(st.disks[dir], keep)
 		errs = append(errs, err)
 		if len(released) > 0 {

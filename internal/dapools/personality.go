@@ -38,7 +38,7 @@ func Personality() plugin.Personality {
 			GC:     plugin.NoResult(cmdGC),
 			Status: plugin.NoResult(cmdStatus),
 		},
-		ArgKeys:  alloc.ArgKeys,
+		ArgKeys:  argKeys,
 		Validate: validate,
 	}
 }
@@ -57,4 +57,10 @@ func validate(conf *netconf.Envelope) error {
 	}
 	_, err = c.Targets()
 	return err
+}
+
+// argKeys are the engine's CNI_ARGS keys and stickiness's.
+func argKeys(conf *netconf.Envelope) ([]string, error) {
+	keys, err := alloc.ArgKeys(conf)
+	return append(keys, alloc.StickyArgKeys()...), err
 }

@@ -221,7 +221,7 @@ func readEntries(dir string) (entries, error) {
 			e.reservations = append(e.reservations, namedAddr{name, ip, de.Type().IsRegular()})
 		} else if id, ok := cursorID(name); ok {
 			e.cursors = append(e.cursors, namedCursor{name, id})
-		} else if name != lockName {
+		} else if name != lockName && name != stickyDirName {
 			e.other = append(e.other, name)
 		}
 	}

@@ -1,0 +1,190 @@
+package integration
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cniplugins/cniplugins/internal/alloc"
+	"github.com/cniplugins/cniplugins/internal/testkit/testbin"
+)
+
+// stickyNet is a standalone ipam-da-pools network with ipam.sticky by pod.
+type stickyNet struct{ dataDir, holdFor string }
+
+func (n stickyNet) conf(extra string) []byte {
+	return fmt.Appendf(nil, `{"cniVersion":"1.1.0","name":"sticky","ipam":{"type":"ipam-da-pools","dataDir":%q,
+		"ranges":[[{"subnet":"10.88.0.0/28"}]],"sticky":{"by":["pod","arg"],"holdFor":%q}}%s}`, n.dataDir, n.holdFor, extra)
+}
+
+func (n stickyNet) dir() string { return filepath.Join(n.dataDir, "sticky") }
+
+// podCall is cmd for container id of pod ns/name.
+func (n stickyNet) podCall(cmd, id, pod string) testbin.Call {
+	c := call("ipam-da-pools", cmd, id, n.conf(""))
+	if pod != "" {
+		c.Args = "K8S_POD_NAMESPACE=default;K8S_POD_NAME=" + pod
+	}
+	return c
+}
+
+func (n stickyNet) add(t *testing.T, id, pod string) string {
+	t.Helper()
+	return parseResult(t, testbin.MustSucceed(t, n.podCall("ADD", id, pod)).Stdout).IPs[0].Address
+}
+
+func (n stickyNet) gc(t *testing.T, valid ...string) {
+	t.Helper()
+	var refs []string
+	for _, id := range valid {
+		refs = append(refs, fmt.Sprintf(`{"containerID":%q,"ifname":"eth0"}`, id))
+	}
+	testbin.MustSucceed(t, call("ipam-da-pools", "GC", "", n.conf(`,"cni.dev/valid-attachments":[`+strings.Join(refs, ",")+`]`)))
+}
+
+// file is the content of a state directory file, "" when missing.
+func (n stickyNet) file(name string) string {
+	b, _ := os.ReadFile(filepath.Join(n.dir(), name))
+	return string(b)
+}
+
+func (n stickyNet) hold(t *testing.T, pod string) *alloc.Hold {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(n.dir(), "_sticky", alloc.StickyID("default/"+pod, "eth0")+".json"))
+	if os.IsNotExist(err) {
+		return nil
+	}
+	var h alloc.Hold
+	if err != nil || json.Unmarshal(b, &h) != nil {
+		t.Fatalf("hold record of %s: %s %v", pod, b, err)
+	}
+	return &h
+}
+
+func wantCode(t *testing.T, c testbin.Call, code uint, in string) {
+	t.Helper()
+	e := testbin.Run(c).Err()
+	if e == nil || e.Code != code || !strings.Contains(e.Msg+" "+e.Details, in) {
+		t.Errorf("%s %s: got %+v, want code %d mentioning %q", c.Command, c.ContainerID, e, code, in)
+	}
+}
+
+func TestStickyRecreateKeepsAddress(t *testing.T) {
+	n := stickyNet{t.TempDir(), "30m"}
+	first := n.add(t, "c1", "web-0")
+	n.add(t, "other", "web-1") // the next address, so that round robin would move on
+	// The old pod is not deleted yet: 105, never a second address.
+	wantCode(t, n.podCall("ADD", "c2", "web-0"), 105, "c1")
+	testbin.MustSucceed(t, n.podCall("DEL", "c1", "")) // DEL without the pod's args
+	ip := strings.TrimSuffix(first, "/28")
+	id := alloc.StickyID("default/web-0", "eth0")
+	if got := n.file(ip); got != "_sticky\r\n"+id {
+		t.Errorf("held file = %q", got)
+	}
+	if h := n.hold(t, "web-0"); h == nil || !h.Held() || h.LastOwner != "c1" || h.Expires.Before(time.Now().Add(29*time.Minute)) {
+		t.Errorf("hold after DEL = %+v", h)
+	}
+	// A pod without a key does not get it; round robin skips it.
+	for i := range 3 {
+		if got := n.add(t, fmt.Sprint("plain-", i), ""); got == first {
+			t.Fatalf("held address %s handed to a pod without the key", got)
+		}
+	}
+	// A requested address that differs: 101 naming the held one.
+	c := n.podCall("ADD", "c2", "web-0")
+	c.Args += ";IP=10.88.0.14"
+	wantCode(t, c, 101, ip)
+	if got := n.add(t, "c2", "web-0"); got != first {
+		t.Errorf("recreated pod got %s, want %s", got, first)
+	}
+	if got := n.file(ip); got != "c2\r\neth0" {
+		t.Errorf("file after re-ADD = %q", got)
+	}
+	if h := n.hold(t, "web-0"); h == nil || h.Owner != "c2" {
+		t.Errorf("record after re-ADD = %+v", h)
+	}
+	// CHECK and a duplicate ADD behave as without stickiness.
+	wantCode(t, n.podCall("ADD", "c2", "web-0"), 102, ip)
+	// A key from CNI_ARGS CNIPLUGINS_STICKY_KEY works too (the "arg" source).
+	c = call("ipam-da-pools", "ADD", "vm-run-1", n.conf(""))
+	c.Args = "CNIPLUGINS_STICKY_KEY=vm-42"
+	vm := parseResult(t, testbin.MustSucceed(t, c).Stdout).IPs[0].Address
+	testbin.MustSucceed(t, call("ipam-da-pools", "DEL", "vm-run-1", n.conf("")))
+	c.ContainerID = "vm-run-2"
+	if got := parseResult(t, testbin.MustSucceed(t, c).Stdout).IPs[0].Address; got != vm {
+		t.Errorf("VM got %s after restart, want %s", got, vm)
+	}
+}
+
+func TestStickyExpiry(t *testing.T) {
+	n := stickyNet{t.TempDir(), "1s"}
+	first := n.add(t, "c1", "web-0")
+	testbin.MustSucceed(t, n.podCall("DEL", "c1", "web-0"))
+	n.gc(t) // not expired: kept whatever the valid attachments say
+	if n.hold(t, "web-0") == nil {
+		t.Fatal("GC freed an unexpired hold")
+	}
+	time.Sleep(2100 * time.Millisecond)
+	n.gc(t)
+	ip := strings.TrimSuffix(first, "/28")
+	if n.hold(t, "web-0") != nil || n.file(ip) != "" {
+		t.Errorf("expired hold not freed: record %+v, file %q", n.hold(t, "web-0"), n.file(ip))
+	}
+	// An expired hold found by ADD before any GC is freed and replaced.
+	n.add(t, "c2", "web-1")
+	testbin.MustSucceed(t, n.podCall("DEL", "c2", ""))
+	time.Sleep(1100 * time.Millisecond)
+	got := n.add(t, "c3", "web-1")
+	if h := n.hold(t, "web-1"); h == nil || h.Owner != "c3" || h.Address+"/28" != got {
+		t.Errorf("record after ADD over an expired hold = %+v (got %s)", h, got)
+	}
+	if entries := reservationNames(t, n.dir()); len(entries) != 1 {
+		t.Errorf("reservations = %v, want only %s", entries, got)
+	}
+}
+
+func reservationNames(t *testing.T, dir string) []string {
+	t.Helper()
+	var out []string
+	for _, f := range strings.Fields(reservations(t, dir)) {
+		if !strings.HasPrefix(f, "_") {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+func TestStickyGC(t *testing.T) {
+	n := stickyNet{t.TempDir(), "0"}
+	a := n.add(t, "c1", "web-0")
+	b := n.add(t, "c2", "web-1")
+	plain := n.add(t, "c3", "")
+	// c1 is still valid; c2 and c3 are gone. c2's key keeps its address as
+	// a hold (holdFor "0": until released), c3's is freed.
+	n.gc(t, "c1")
+	if got := n.file(strings.TrimSuffix(a, "/28")); got != "c1\r\neth0" {
+		t.Errorf("live pod's file = %q", got)
+	}
+	if h := n.hold(t, "web-1"); h == nil || !h.Held() || !h.Expires.IsZero() || h.LastOwner != "c2" {
+		t.Errorf("gone pod's record = %+v", h)
+	}
+	if got := n.file(strings.TrimSuffix(plain, "/28")); got != "" {
+		t.Errorf("keyless gone pod's file = %q", got)
+	}
+	// Nothing valid: the live pod's reservation becomes a hold too, and
+	// holds with holdFor 0 never expire.
+	n.gc(t)
+	n.gc(t)
+	for _, pod := range []string{"web-0", "web-1"} {
+		if h := n.hold(t, pod); h == nil || !h.Held() {
+			t.Errorf("%s record after GC = %+v", pod, h)
+		}
+	}
+	if got := n.add(t, "c4", "web-1"); got != b {
+		t.Errorf("web-1 got %s after GC, want %s", got, b)
+	}
+}
