@@ -82,6 +82,53 @@
 // address whose file is missing or owned by someone else is dropped from
 // the entry (its bucket is rewritten) and never released.
 //
+// # Sticky holds
+//
+// An address a sticky key keeps (see alloc.Hold) has a record beside the
+// reservations, and, while no container has it, a file of owner kind
+// "sticky" (host-local and older versions see it taken, never free; GC's
+// keep rule never frees '_' owners):
+//
+//	_sticky/<ID>.json    the alloc.Hold record of one key and interface
+//	                     (ID = alloc.StickyID), written to a temporary
+//	                     file, fsynced and renamed into place; it exists
+//	                     while the key has an address in D
+//	<ip>                 "_sticky\r\n<ID>" while held; the container's
+//	                     usual content while reserved
+//
+// Every change happens under D's lock and writes one of the two files at
+// a time, in this order:
+//
+//	ADD, new address      reservation file, then record (owner = container)
+//	ADD, held address     record (owner = container, expiry kept), then file
+//	DEL / GC of the owner record (held, expiry), then file "_sticky <ID>"
+//	expiry, release       file removed, then record removed
+//	failed ADD            claimed: file back to "_sticky", then the record;
+//	                      new: record removed, then the reservation
+//
+// and a record is always read against its address's file (judge, the
+// reconciliation rule):
+//
+//	file "_sticky <ID>"                     held (an unfinished claim is undone:
+//	                                        the expiry it kept still applies)
+//	file of the record's owner              reserved by it
+//	file of the lastOwner, record held      reserved by lastOwner (an unfinished
+//	                                        DEL; its retry finishes it)
+//	no file, or anyone else's               stale: the record holds nothing,
+//	                                        and the next ADD, GC or fsck
+//	                                        --repair of that key drops it
+//
+// So a kill -9 between two writes leaves either a state one of the
+// operations also leaves when it completes, or a plain reservation of a
+// failed ADD (which the runtime's DEL frees), or a stale record: an
+// address is never both held and handed out (a file has one owner, and a
+// record counts only when its file agrees), and no key loses an address
+// it held. A "_sticky" file without a record (left by hand, never by this
+// order) stays taken until fsck --repair frees it. DEL finds an
+// attachment's holds by listing _sticky/ (DEL may come without the key):
+// one failed open where nothing is sticky, a read of each record (and its
+// address file) where something is.
+//
 // # Exhaustion
 //
 // When an ADD finds a range set full, its ID is recorded on a second line
