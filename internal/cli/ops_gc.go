@@ -17,6 +17,7 @@ func (f Flavour) gcCmd() *cobra.Command {
 		r        ops.GCRequest
 		keep     []string
 		keepFile string
+		holdFor  string
 		cri      criFlags
 	)
 	c := &cobra.Command{
@@ -91,6 +92,13 @@ releases nothing. The Docker driver's reservations are never touched.`,
 			if r.Force && r.Apply {
 				fmt.Fprintf(cmd.ErrOrStderr(), "--force: not checking when node %s was last seen; releasing its claims as if it were gone for good\n", bf.node)
 			}
+			if cmd.Flags().Changed("hold-for") {
+				st, err := alloc.ParseSticky(&alloc.StickyKeys{By: []string{alloc.StickyByArg}, HoldFor: holdFor})
+				if err != nil {
+					return fmt.Errorf("invalid --hold-for %q: a duration like 30m, or 0 for until released", holdFor)
+				}
+				r.HoldFor = &st.HoldFor
+			}
 			r.Node = bf.node
 			leases, err := b.GC(r)
 			verb := "would release"
@@ -116,6 +124,7 @@ releases nothing. The Docker driver's reservations are never touched.`,
 	c.Flags().StringVar(&keepFile, "keep-file", "", "a file with one CONTAINERID[@IFNAME] per line ('#' comments)")
 	c.Flags().BoolVar(&r.Apply, "apply", false, "release; without it, only print the plan")
 	c.Flags().DurationVar(&r.DeadAfter, "dead-after", 24*time.Hour, "with --etcd: refuse to --apply while --node was seen alive within this long")
+	c.Flags().StringVar(&holdFor, "hold-for", "30m", "how long a gone container's address stays held for its sticky key (0: until released)")
 	c.Flags().BoolVar(&r.Force, "force", false, "with --etcd: --apply even if --node was seen alive within --dead-after")
 	cri.add(c, f.CRI)
 	return c

@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"slices"
+	"strconv"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -61,6 +63,11 @@ func writeLeases(cmd *cobra.Command, leases []ops.Lease, out outputFlags, nodes 
 	if nodes {
 		header = append(header, "NODE", "NODE-SEEN")
 	}
+	// Sticky columns appear once any address is kept for a sticky key.
+	sticky := slices.ContainsFunc(leases, func(l ops.Lease) bool { return l.StickyKey != "" })
+	if sticky {
+		header = append(header, "STICKY-KEY", "LAST-OWNER", "EXPIRES")
+	}
 	rows := make([][]string, len(leases))
 	for i, l := range leases {
 		since := ""
@@ -75,6 +82,25 @@ func writeLeases(cmd *cobra.Command, leases []ops.Lease, out outputFlags, nodes 
 			}
 			rows[i] = append(rows[i], l.Node, seen)
 		}
+		if sticky {
+			expires := "-"
+			switch {
+			case !l.Expires.IsZero():
+				expires = l.Expires.Format(time.RFC3339)
+			case l.StickyKey != "" && l.ContainerID == "":
+				expires = "never"
+			}
+			rows[i] = append(rows[i], printableKey(l.StickyKey), l.LastOwner, expires)
+		}
 	}
 	return ops.WriteTable(w, header, rows, out.noHeaders)
+}
+
+// printableKey is a sticky key for a table cell: keys are printable, but
+// may hold spaces.
+func printableKey(k string) string {
+	if k == "" {
+		return "-"
+	}
+	return strconv.Quote(k)
 }

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -85,6 +86,8 @@ size, used, free, percent used, and whether STATUS reports it exhausted.
 			case ops.FormatProm:
 				return ops.WriteProm(w, us)
 			}
+			// HELD (sticky holds, part of USED) appears once anything is held.
+			held := slices.ContainsFunc(us, func(u ops.Usage) bool { return u.Held > 0 })
 			rows := make([][]string, len(us))
 			for i, u := range us {
 				set, exhausted := "", "no"
@@ -96,8 +99,15 @@ size, used, free, percent used, and whether STATUS reports it exhausted.
 				}
 				rows[i] = []string{u.Kind, u.Name, set, u.Ranges, strconv.FormatUint(u.Size, 10), strconv.FormatUint(u.Used, 10),
 					strconv.FormatUint(u.Free, 10), strconv.FormatFloat(u.Percent, 'f', 1, 64) + "%", ops.Bar(u.Percent), exhausted, strings.Join(u.Networks, ",")}
+				if held {
+					rows[i] = slices.Insert(rows[i], 6, strconv.FormatUint(u.Held, 10))
+				}
 			}
-			return ops.WriteTable(w, []string{"KIND", "NAME", "SET", "RANGES", "SIZE", "USED", "FREE", "USED%", "USAGE", "EXHAUSTED", "NETWORKS"}, rows, out.noHeaders)
+			header := []string{"KIND", "NAME", "SET", "RANGES", "SIZE", "USED", "FREE", "USED%", "USAGE", "EXHAUSTED", "NETWORKS"}
+			if held {
+				header = slices.Insert(header, 6, "HELD")
+			}
+			return ops.WriteTable(w, header, rows, out.noHeaders)
 		},
 	}
 	st.dataDir = ""

@@ -15,32 +15,45 @@ func (f Flavour) releaseCmd() *cobra.Command {
 		r  ops.ReleaseRequest
 	)
 	c := &cobra.Command{
-		Use:   "release ADDRESS (--network N | --pool P)",
+		Use:   "release (ADDRESS | --sticky-key K) (--network N | --pool P)",
 		Short: "Free one reservation (a leak) under the state directory's lock",
 		Long: `Free one reservation, under the state directory's lock and exactly as a plugin's
 DEL would: the index is updated and stays valid, so the next plugin run does not
 rebuild it. Refuses when the address is not reserved, or when --container
 (and --ifname) do not name its owner.
+With --sticky-key instead of an address, free what that sticky key holds
+(of --ifname only, when given) now, rather than when its hold expires:
+refused while a container has the key's address.
 With --etcd (full flavour), release an ipam-da-etcd claim instead (both of
 its keys, in one transaction comparing the owner); --node then refuses
 unless that node holds it.`,
-		Args: cobra.ExactArgs(1),
+		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ip, err := netip.ParseAddr(args[0])
-			if err != nil || ip.Zone() != "" {
-				return fmt.Errorf("invalid address %q", args[0])
+			var ip netip.Addr
+			switch {
+			case (len(args) == 1) == (r.StickyKey != ""):
+				return fmt.Errorf("name exactly one of ADDRESS or --sticky-key")
+			case len(args) == 1:
+				var err error
+				ip, err = netip.ParseAddr(args[0])
+				if err != nil || ip.Zone() != "" {
+					return fmt.Errorf("invalid address %q", args[0])
+				}
+				ip = ip.Unmap()
+			case r.Container != "":
+				return fmt.Errorf("--sticky-key frees holds, which no container has: drop --container")
 			}
 			if (r.Network == "") == (r.Pool == "") {
 				return fmt.Errorf("name exactly one of --network or --pool")
 			}
-			if r.IfName != "" && r.Container == "" {
+			if r.IfName != "" && r.Container == "" && r.StickyKey == "" {
 				return fmt.Errorf("--ifname needs --container")
 			}
 			b, err := bf.backend(cmd)
 			if err != nil {
 				return err
 			}
-			r.Addr, r.Node = ip.Unmap(), bf.node
+			r.Addr, r.Node = ip, bf.node
 			l, err := b.Release(r)
 			if err != nil {
 				return err
@@ -57,7 +70,8 @@ unless that node holds it.`,
 	c.Flags().StringVar(&r.Network, "network", "", "the network whose state directory holds the address")
 	c.Flags().StringVar(&r.Pool, "pool", "", "the pool whose state directory holds the address")
 	c.Flags().StringVar(&r.Container, "container", "", "refuse unless this container ID holds the address")
-	c.Flags().StringVar(&r.IfName, "ifname", "", "with --container: refuse unless this interface holds it")
+	c.Flags().StringVar(&r.IfName, "ifname", "", "with --container: refuse unless this interface holds it; with --sticky-key: that interface's hold only")
+	c.Flags().StringVar(&r.StickyKey, "sticky-key", "", "free the holds of this sticky key instead of an address")
 	c.Flags().BoolVar(&r.DryRun, "dry-run", false, "check and print, change nothing")
 	return c
 }

@@ -34,6 +34,10 @@ type Health struct {
 	// Unknown are files in the directory that are neither the lock, a
 	// cursor nor a reservation. They are reported, never touched.
 	Unknown []string
+	// Holds are the sticky hold records, judged against their files
+	// (HoldEntry.Stale); Orphans the held files no valid record names.
+	Holds   []HoldEntry
+	Orphans []netip.Addr
 }
 
 // Examine checks dir under its lock (the lock is held for this one
@@ -69,6 +73,9 @@ func Examine(dir string, lockTimeout time.Duration) (*Health, error) {
 		}
 	}
 	if h.Stale, err = d.staleScratch(); err != nil {
+		return nil, err
+	}
+	if h.Holds, h.Orphans, err = d.holdProblems(h.Reservations); err != nil {
 		return nil, err
 	}
 	for _, name := range slices.Sorted(slices.Values(ents.other)) {
@@ -126,6 +133,11 @@ func (d *Disk) repair(dropCursors []int) ([]string, error) {
 		d.dirty = true // the index directory's mtime moved: re-stamp
 		d.tmpFor = nil
 		done = append(done, "removed "+p)
+	}
+	fixed, err := d.repairHolds(time.Now())
+	done = append(done, fixed...)
+	if err != nil {
+		return done, err
 	}
 	for _, id := range dropCursors {
 		p := d.cursorPath(id)

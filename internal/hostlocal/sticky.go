@@ -366,3 +366,66 @@ func (d *Disk) GCHolds(keep func(alloc.Attachment) bool, s alloc.Sticky, now tim
 	}
 	return freed, held, errors.Join(errs...)
 }
+
+// holdProblems is fsck's view of D's holds: every record judged, and the
+// held files ("_sticky <ID>") that no valid record names.
+func (d stateDir) holdProblems(rs []Reservation) ([]HoldEntry, []netip.Addr, error) {
+	holds, err := d.listHolds()
+	if err != nil {
+		return nil, nil, err
+	}
+	valid := map[netip.Addr]bool{}
+	for _, e := range holds {
+		if e.Stale == "" {
+			valid[e.Addr] = true
+		}
+	}
+	var orphans []netip.Addr
+	for _, r := range rs {
+		if _, ok := StickyIDOf(r.Owner); ok && !valid[r.Addr] {
+			orphans = append(orphans, r.Addr)
+		}
+	}
+	return holds, orphans, nil
+}
+
+// repairHolds drops stale records, frees expired holds (as GC would) and
+// frees held files without a record (nothing can ever claim them).
+func (d *Disk) repairHolds(now time.Time) ([]string, error) {
+	rs, err := ReadReservations(d.dir)
+	if err != nil {
+		return nil, err
+	}
+	holds, orphans, err := d.holdProblems(rs)
+	if err != nil {
+		return nil, err
+	}
+	var done []string
+	for _, e := range holds {
+		switch {
+		case e.Stale != "":
+			if err := d.DropHold(e.ID); err != nil {
+				return done, err
+			}
+			done = append(done, "removed "+d.holdPath(e.ID))
+		case e.Expired(now):
+			if _, err := d.FreeHold(e); err != nil {
+				return done, err
+			}
+			done = append(done, "freed the expired hold of "+e.Address)
+		}
+	}
+	for _, ip := range orphans {
+		owner, ok, err := d.Owner(ip)
+		if err != nil {
+			return done, err
+		}
+		if ok {
+			if _, err := alloc.Free(d, owner, []netip.Addr{ip}); err != nil {
+				return done, err
+			}
+			done = append(done, "freed "+ip.String()+", held without a record")
+		}
+	}
+	return done, nil
+}

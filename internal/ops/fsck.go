@@ -141,6 +141,19 @@ func findings(d StateDir, h *hostlocal.Health, sets []addrspace.RangeSet) ([]Fin
 			add(SeverityProblem, path, fmt.Sprintf("reserved by %s but outside every configured range", describeOwner(r.Owner)), "")
 		}
 	}
+	now := time.Now()
+	for _, e := range h.Holds {
+		path := filepath.Join(d.Path, "_sticky", e.ID+".json")
+		switch {
+		case e.Stale != "":
+			add(SeverityProblem, path, "sticky hold record of key "+printable(fmt.Sprintf("%q", e.Key))+" holds nothing: "+e.Stale, repairRemove)
+		case e.Expired(now):
+			add(SeverityNote, path, fmt.Sprintf("sticky hold of %s for key %q expired at %s; GC frees it", e.Address, e.Key, e.Expires.Format(time.RFC3339)), "free it, as GC would")
+		}
+	}
+	for _, ip := range h.Orphans {
+		add(SeverityProblem, filepath.Join(d.Path, ip.String()), "held for a sticky key, but no hold record names it: it can never be handed out", "free it")
+	}
 	for _, c := range h.Cursors {
 		path := filepath.Join(d.Path, fmt.Sprintf("last_reserved_ip.%d", c.RangeID))
 		switch {

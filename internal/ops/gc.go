@@ -26,6 +26,9 @@ type GCRequest struct {
 	// more recently than this, unless Force.
 	DeadAfter time.Duration
 	Force     bool
+	// HoldFor is how long a gone container's address stays held for its
+	// sticky key (0: until released); nil is alloc.DefaultHoldFor.
+	HoldFor *time.Duration
 }
 
 // GC returns the reservations the rules release: only planned without
@@ -43,15 +46,33 @@ func (b Local) GC(r GCRequest) ([]Lease, error) {
 		network = d.Name
 	}
 	keep := alloc.NewKeepSet(network, r.Keep)
+	sticky := alloc.Sticky{HoldFor: alloc.DefaultHoldFor}
+	if r.HoldFor != nil {
+		sticky.HoldFor = *r.HoldFor
+	}
+	now := time.Now()
 	out := []Lease{}
 	if !r.Apply {
 		rs, err := hostlocal.ReadReservations(d.Path)
 		if err != nil {
 			return nil, err
 		}
+		holds, err := validHolds(d.Path)
+		if err != nil {
+			return nil, err
+		}
 		for _, res := range rs {
+			// A sticky key's reservation becomes a hold, an expired hold
+			// is freed, an unexpired one stays.
+			l := withHold(leaseOf(d, res), holds)
+			if h, ok := holds[l.Address]; ok {
+				if h.Expired(now) {
+					out = append(out, l)
+				}
+				continue
+			}
 			if !keep.Keeps(res.Owner) {
-				out = append(out, leaseOf(d, res))
+				out = append(out, l)
 			}
 		}
 		return out, nil
@@ -61,15 +82,24 @@ func (b Local) GC(r GCRequest) ([]Lease, error) {
 		return nil, err
 	}
 	all, err := disk.All()
+	holds := map[string]hostlocal.HoldEntry{}
+	if err == nil {
+		holds, err = validHolds(d.Path)
+	}
 	var released []netip.Addr
 	if err == nil {
-		released, err = alloc.GC(disk, keep.Keeps)
+		released, _, err = disk.GCHolds(keep.Keeps, sticky, now)
+	}
+	if err == nil {
+		var more []netip.Addr
+		more, err = alloc.GC(disk, keep.Keeps)
+		released = append(released, more...)
 	}
 	if cerr := disk.Close(); err == nil {
 		err = cerr
 	}
 	for _, ip := range released {
-		out = append(out, leaseOf(d, hostlocal.Reservation{Addr: ip, Owner: all[ip], Problem: all[ip].Problem()}))
+		out = append(out, withHold(leaseOf(d, hostlocal.Reservation{Addr: ip, Owner: all[ip], Problem: all[ip].Problem()}), holds))
 	}
 	return out, err
 }

@@ -32,6 +32,13 @@ type Lease struct {
 	// Problem says why the file is not a well-formed reservation ("" when
 	// it is); fsck reports the same.
 	Problem string `json:"problem"`
+	// StickyKey is the sticky key the address is kept for, when one is:
+	// reserved by ContainerID, or held (Owner "sticky", ContainerID ""
+	// and IfName the key's interface) until Expires (zero: until
+	// released) after LastOwner's DEL.
+	StickyKey string    `json:"stickyKey,omitempty"`
+	LastOwner string    `json:"lastOwner,omitempty"`
+	Expires   time.Time `json:"expires,omitzero"`
 }
 
 // LeaseFilter narrows a listing; empty fields match everything.
@@ -64,8 +71,12 @@ func (b Local) Leases(f LeaseFilter) ([]Lease, error) {
 		if err != nil {
 			return nil, err
 		}
+		holds, err := validHolds(d.Path)
+		if err != nil {
+			return nil, err
+		}
 		for _, r := range rs {
-			l := leaseOf(d, r)
+			l := withHold(leaseOf(d, r), holds)
 			if (f.Network == "" || l.Network == f.Network) && strings.HasPrefix(l.ContainerID, f.Container) {
 				out = append(out, l)
 			}
@@ -90,6 +101,35 @@ func leaseOf(d StateDir, r hostlocal.Reservation) Lease {
 	return l
 }
 
+// validHolds maps the addresses of dir that sticky keys keep to their
+// records.
+func validHolds(dir string) (map[string]hostlocal.HoldEntry, error) {
+	hs, err := hostlocal.ReadHolds(dir)
+	out := map[string]hostlocal.HoldEntry{}
+	for _, e := range hs {
+		if e.Stale == "" {
+			out[e.Addr.String()] = e
+		}
+	}
+	return out, err
+}
+
+// withHold adds what a sticky key's record says to l.
+func withHold(l Lease, holds map[string]hostlocal.HoldEntry) Lease {
+	e, ok := holds[l.Address]
+	if !ok {
+		return l
+	}
+	l.StickyKey, l.LastOwner, l.Expires = e.Key, e.LastOwner, e.Expires.UTC()
+	if e.Held() && l.Owner == "sticky" {
+		l.ContainerID, l.IfName = "", e.IfName
+		if l.Network == "" {
+			l.Network = e.Network
+		}
+	}
+	return l
+}
+
 // Describe is l in one line for release and gc reports, printable.
 func (l Lease) Describe() string {
 	where := "network " + l.Network
@@ -100,8 +140,14 @@ func (l Lease) Describe() string {
 		}
 	}
 	who := "container " + l.ContainerID
+	if l.ContainerID == "" && l.StickyKey != "" {
+		who = "held, last container " + l.LastOwner
+	}
 	if l.IfName != "" {
 		who += " ifname " + l.IfName
+	}
+	if l.StickyKey != "" {
+		who += ", sticky key " + l.StickyKey
 	}
 	if l.Node != "" {
 		who = "node " + l.Node + ", " + who

@@ -67,6 +67,10 @@ type ReleaseRequest struct {
 	IfName    string // when set (with Container), must be the owner's ifname
 	DryRun    bool
 	Node      string // a shared Backend's only: refuse unless this host holds it
+	// StickyKey, instead of Addr, frees the holds of that sticky key (of
+	// IfName only, when set) in the directory; a key whose address a
+	// container still has is refused.
+	StickyKey string
 }
 
 // Release frees r.Addr under the directory's lock, as a plugin's DEL
@@ -78,6 +82,9 @@ func (b Local) Release(r ReleaseRequest) (Lease, error) {
 	d, err := b.existingDir(r.Target)
 	if err != nil {
 		return Lease{}, err
+	}
+	if r.StickyKey != "" {
+		return b.releaseSticky(d, r)
 	}
 	if !r.Addr.IsValid() {
 		return Lease{}, fmt.Errorf("no address given")
@@ -100,7 +107,16 @@ func (b Local) Release(r ReleaseRequest) (Lease, error) {
 	if err == nil {
 		err = r.check(d, owner, ok)
 	}
-	if err == nil {
+	var held *hostlocal.HoldEntry
+	if id, sticky := hostlocal.StickyIDOf(owner); err == nil && sticky {
+		held, err = disk.Hold(id)
+	}
+	switch {
+	case err != nil:
+	case held != nil && held.Stale == "":
+		// A held address goes with its record (file first, then record).
+		_, err = disk.FreeHold(*held)
+	default:
 		// Free releases exactly this address, only while owner holds it,
 		// and clears the exhaustion mark as any release does.
 		_, err = alloc.Free(disk, owner, []netip.Addr{r.Addr})
@@ -124,4 +140,68 @@ func (r ReleaseRequest) check(d StateDir, owner alloc.Attachment, reserved bool)
 		return fmt.Errorf("%s in %s is held by interface %q of container %q, not %q", r.Addr, d.Label(), owner.IfName, owner.ContainerID, r.IfName)
 	}
 	return nil
+}
+
+// releaseSticky frees every hold of r.StickyKey (and r.IfName) in d: the
+// address file, then the record, as an expiry does. A key whose address
+// a container has is refused: delete that container, or release the
+// address itself.
+func (b Local) releaseSticky(d StateDir, r ReleaseRequest) (Lease, error) {
+	match := func(e hostlocal.HoldEntry) bool {
+		return e.Stale == "" && e.Key == r.StickyKey && (r.IfName == "" || e.IfName == r.IfName)
+	}
+	leaseOfHold := func(e hostlocal.HoldEntry) Lease {
+		l := Lease{Address: e.Address, Network: e.Network, IfName: e.IfName, Owner: "sticky", StickyKey: e.Key, LastOwner: e.LastOwner, Expires: e.Expires.UTC()}
+		if d.Kind == "pool" {
+			l.Pool = d.Name
+		} else {
+			l.Network = d.Name
+		}
+		return l
+	}
+	var found []hostlocal.HoldEntry
+	check := func(holds []hostlocal.HoldEntry) error {
+		found = found[:0]
+		for _, e := range holds {
+			if !match(e) {
+				continue
+			}
+			if !e.Held() {
+				return fmt.Errorf("sticky key %q in %s: %s is reserved by container %s; delete it first, or release the address", r.StickyKey, d.Label(), e.Address, e.Owner)
+			}
+			found = append(found, e)
+		}
+		if len(found) == 0 {
+			return fmt.Errorf("sticky key %q holds no address in %s", r.StickyKey, d.Label())
+		}
+		return nil
+	}
+	if r.DryRun {
+		holds, err := hostlocal.ReadHolds(d.Path)
+		if err == nil {
+			err = check(holds)
+		}
+		if err != nil {
+			return Lease{}, err
+		}
+		return leaseOfHold(found[0]), nil
+	}
+	disk, err := hostlocal.Open(d.Path, b.LockTimeout)
+	if err != nil {
+		return Lease{}, err
+	}
+	holds, err := disk.Holds()
+	if err == nil {
+		err = check(holds)
+	}
+	for i := 0; err == nil && i < len(found); i++ {
+		_, err = disk.FreeHold(found[i])
+	}
+	if cerr := disk.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return Lease{}, err
+	}
+	return leaseOfHold(found[0]), nil
 }

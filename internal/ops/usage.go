@@ -26,8 +26,11 @@ type Usage struct {
 	Dir      string   `json:"dir"`
 	// Size counts the addresses that can be handed out (gateways
 	// excluded); it saturates at 2^64-1 for huge IPv6 ranges.
-	Size    uint64  `json:"size"`
-	Used    uint64  `json:"used"`
+	Size uint64 `json:"size"`
+	Used uint64 `json:"used"`
+	// Held counts the used addresses that sticky keys hold with no
+	// container (after a DEL); Used - Held are in use.
+	Held    uint64  `json:"held"`
 	Free    uint64  `json:"free"`
 	Percent float64 `json:"percentUsed"` // 0-100, two decimals
 	// Exhausted is what STATUS answers on: an ADD found it full and
@@ -66,6 +69,7 @@ func Usages(nets []Network) ([]Usage, error) {
 		}
 	}
 	used := map[string][]netip.Addr{}
+	held := map[string]map[string]hostlocal.HoldEntry{}
 	full := map[string][]int{}
 	for i := range out {
 		u := &out[i]
@@ -78,6 +82,14 @@ func Usages(nets []Network) ([]Usage, error) {
 			used[u.Dir] = addrs
 			if full[u.Dir], err = hostlocal.Exhausted(u.Dir); err != nil {
 				return nil, err
+			}
+			if held[u.Dir], err = validHolds(u.Dir); err != nil {
+				return nil, err
+			}
+		}
+		for _, e := range held[u.Dir] {
+			if e.Held() && u.set.Contains(e.Addr) && !u.exclude.Contains(e.Addr) {
+				u.Held++
 			}
 		}
 		for _, ip := range addrs {
