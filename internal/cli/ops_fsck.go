@@ -29,8 +29,11 @@ func fsckCmd() *cobra.Command {
 cursors parseable, the index consistent with the files, no stale scratch files;
 with --conf-dir or --conf, also reservations and cursors inside the configured
 ranges. Each directory is examined under its lock, one at a time.
---repair rebuilds indexes, removes stale scratch files and bad cursors, and
-never deletes a reservation.
+Sticky hold records are checked against their address files (a record that
+holds nothing, a held file without a record, an expired hold).
+--repair rebuilds indexes, removes stale scratch files and bad cursors, drops
+hold records that hold nothing, frees expired holds (as GC would) and held
+files without a record, and never deletes a reservation.
 Exit status: 0 nothing wrong remains (none found, or all repaired); 1 problems
 remain; 2 fsck could not check everything (bad arguments, a missing data dir,
 a lock not obtained, an unreadable config): what it printed is what it checked.`,
@@ -52,7 +55,7 @@ a lock not obtained, an unreadable config): what it printed is what it checked.`
 	o.st.add(c, true)
 	o.out.add(c)
 	o.conf.add(c)
-	c.Flags().BoolVar(&o.repair, "repair", false, "rebuild indexes, remove stale scratch files and bad cursors (never a reservation)")
+	c.Flags().BoolVar(&o.repair, "repair", false, "rebuild indexes, remove stale scratch files and bad cursors, drop stale hold records, free expired or unrecorded holds (never a reservation)")
 	return c
 }
 

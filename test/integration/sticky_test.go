@@ -188,3 +188,97 @@ func TestStickyGC(t *testing.T) {
 		t.Errorf("web-1 got %s after GC, want %s", got, b)
 	}
 }
+
+// The operators' CLI on local state with holds: leases, pools (table,
+// JSON, Prometheus), release --sticky-key, gc and fsck.
+func TestStickyOperatorsCLI(t *testing.T) {
+	n := stickyNet{t.TempDir(), "0"}
+	conf := filepath.Join(t.TempDir(), "sticky.conflist")
+	ipam := strings.TrimSuffix(strings.SplitN(string(n.conf("")), `"ipam":`, 2)[1], "}")
+	if err := os.WriteFile(conf, fmt.Appendf(nil, `{"cniVersion":"1.1.0","name":"sticky","plugins":[{"type":"bridge","ipam":%s}]}`, ipam), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cli := func(want int, args ...string) string {
+		t.Helper()
+		r := cliRun(args...)
+		if r.Exit != want {
+			t.Fatalf("cniplugins %s: exit %d, want %d\n%s%s", strings.Join(args, " "), r.Exit, want, r.Stdout, r.Stderr)
+		}
+		return string(r.Stdout)
+	}
+	a := strings.TrimSuffix(n.add(t, "c1", "web-0"), "/28")
+	b := strings.TrimSuffix(n.add(t, "c2", "web-1"), "/28")
+	n.add(t, "c3", "")
+	testbin.MustSucceed(t, n.podCall("DEL", "c1", ""))
+
+	var leases []map[string]any
+	if err := json.Unmarshal([]byte(cli(0, "leases", "--data-dir", n.dataDir, "-o", "json")), &leases); err != nil {
+		t.Fatal(err)
+	}
+	byAddr := map[string]map[string]any{}
+	for _, l := range leases {
+		byAddr[l["address"].(string)] = l
+	}
+	if l := byAddr[a]; l["owner"] != "sticky" || l["stickyKey"] != "default/web-0" || l["lastOwner"] != "c1" || l["containerID"] != "" || l["ifname"] != "eth0" || l["expires"] != nil {
+		t.Errorf("held lease = %v", l)
+	}
+	if l := byAddr[b]; l["owner"] != "cni" || l["stickyKey"] != "default/web-1" || l["containerID"] != "c2" {
+		t.Errorf("reserved sticky lease = %v", l)
+	}
+	if out := cli(0, "leases", "--data-dir", n.dataDir); !strings.Contains(out, "STICKY-KEY") || !strings.Contains(out, `"default/web-0"  c1`) {
+		t.Errorf("leases table:\n%s", out)
+	}
+	var usage []map[string]any
+	if err := json.Unmarshal([]byte(cli(0, "pools", "--conf", conf, "-o", "json")), &usage); err != nil {
+		t.Fatal(err)
+	}
+	if len(usage) != 1 || usage[0]["used"] != 3.0 || usage[0]["held"] != 1.0 {
+		t.Errorf("pools = %v", usage)
+	}
+	if out := cli(0, "pools", "--conf", conf, "-o", "prom"); !strings.Contains(out, `cniplugins_ipam_held_addresses{kind="range-set",name="sticky",range_set="0",networks="sticky"} 1`) {
+		t.Errorf("prom:\n%s", out)
+	}
+	if out := cli(0, "pools", "--conf", conf); !strings.Contains(out, "HELD") {
+		t.Errorf("pools table:\n%s", out)
+	}
+	cli(0, "fsck", "--data-dir", n.dataDir)
+
+	// release --sticky-key: refused while a container has the address.
+	if r := cliRun("release", "--sticky-key", "default/web-1", "--network", "sticky", "--data-dir", n.dataDir); r.Exit == 0 || !strings.Contains(string(r.Stderr), "c2") {
+		t.Errorf("release of a reserved key: exit %d %s", r.Exit, r.Stderr)
+	}
+	if out := cli(0, "release", "--sticky-key", "default/web-0", "--network", "sticky", "--data-dir", n.dataDir); !strings.Contains(out, "released "+a) {
+		t.Errorf("release: %s", out)
+	}
+	if n.file(a) != "" || n.hold(t, "web-0") != nil {
+		t.Errorf("after release: file %q, record %+v", n.file(a), n.hold(t, "web-0"))
+	}
+	// gc: c2 gone with a key → held (not released); c3 gone → released.
+	out := cli(0, "gc", "--network", "sticky", "--keep", "none", "--data-dir", n.dataDir, "--apply")
+	if strings.Contains(out, b) || !strings.Contains(out, "released") {
+		t.Errorf("gc: %s", out)
+	}
+	if h := n.hold(t, "web-1"); h == nil || !h.Held() || !h.Expires.After(time.Now().Add(29*time.Minute)) {
+		t.Errorf("after gc: %+v", h)
+	}
+	// fsck: a held file without a record, and a record of nothing.
+	orphan := filepath.Join(n.dir(), "10.88.0.13")
+	if err := os.WriteFile(orphan, []byte("_sticky\r\n"+strings.Repeat("ab", 16)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	stale := filepath.Join(n.dir(), "_sticky", alloc.StickyID("gone", "eth0")+".json")
+	if err := os.WriteFile(stale, []byte(`{"key":"gone","ifname":"eth0","address":"10.88.0.12","network":"sticky","lastOwner":"x"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out := cli(1, "fsck", "--data-dir", n.dataDir); !strings.Contains(out, "no hold record") || !strings.Contains(out, "holds nothing") {
+		t.Errorf("fsck:\n%s", out)
+	}
+	cli(0, "fsck", "--data-dir", n.dataDir, "--repair")
+	cli(0, "fsck", "--data-dir", n.dataDir)
+	if _, err := os.Stat(orphan); !os.IsNotExist(err) {
+		t.Errorf("orphan held file not freed: %v", err)
+	}
+	if n.hold(t, "web-1") == nil {
+		t.Error("fsck --repair dropped a valid hold")
+	}
+}
