@@ -98,7 +98,7 @@ func TestCrashConsistencySticky(t *testing.T) {
 	type att struct{ id, key, ifname string }
 	var (
 		tried   = map[string]bool{}
-		live    []att // possibly holding an address: ADD succeeded or was killed
+		live    []att                 // possibly holding an address: ADD succeeded or was killed
 		told    = map[string]string{} // key@ifname → the address an ADD answered
 		next    int
 		stats   = map[string]int{}
