@@ -75,7 +75,7 @@ func (c *config) allocateSticky(d *hostlocal.Disk, att alloc.Attachment, t alloc
 // key holds becomes a hold until now + holdFor (record first, then the
 // file). alloc.Release then no longer sees those files as att's.
 func (c *config) releaseHolds(d *hostlocal.Disk, att alloc.Attachment, now time.Time) ([]netip.Addr, error) {
-	holds, err := d.HoldsOf(att)
+	holds, err := c.holdsOf(d, att)
 	if err != nil {
 		return nil, err
 	}
@@ -90,4 +90,32 @@ func (c *config) releaseHolds(d *hostlocal.Disk, att alloc.Attachment, now time.
 		held = append(held, e.Addr)
 	}
 	return held, nil
+}
+
+// holdsOf finds the records of att's reservations. An attachment that
+// holds nothing here has none (one index lookup); with the key at hand
+// (runtimes usually send DEL the ADD's arguments) the records are read by
+// ID; only when that does not account for every address (no key, or
+// reservations older than the key) are all records listed.
+func (c *config) holdsOf(d *hostlocal.Disk, att alloc.Attachment) ([]hostlocal.HoldEntry, error) {
+	addrs, err := d.ByAttachment(att)
+	if err != nil || len(addrs) == 0 {
+		return nil, err
+	}
+	if c.stickyKey != "" {
+		var found []hostlocal.HoldEntry
+		for n := range addrs {
+			e, err := d.Hold(c.holdID(att.IfName, alloc.Target{RangeID: n}))
+			if err != nil {
+				return nil, err
+			}
+			if e != nil && e.Stale == "" && !e.Held() && e.Owner == att.ContainerID && e.IfName == att.IfName {
+				found = append(found, *e)
+			}
+		}
+		if len(found) == len(addrs) {
+			return found, nil
+		}
+	}
+	return d.HoldsOf(att)
 }
