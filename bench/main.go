@@ -39,6 +39,7 @@ type options struct {
 	tmp        string // this run's directory under tmpBase
 	flags      string // as given, for the report
 	etcdOnly   bool   // only the ipam-da-etcd scenario (etcd.go)
+	stickyOnly bool   // only the sticky scenario (sticky.go)
 	log        io.Writer
 }
 
@@ -70,6 +71,7 @@ func main() {
 	flag.StringVar(&o.tmpBase, "tmp", "", "directory for state directories and binaries (default $TMPDIR); use the file system the runtime would")
 	flag.StringVar(&o.hostLocal, "host-local", upstreamHostLocal, "the upstream host-local plugin to compare with")
 	flag.BoolVar(&o.etcdOnly, "etcd-only", false, "run only the ipam-da-etcd scenario and print its section (RESULTS.md is not written)")
+	flag.BoolVar(&o.stickyOnly, "sticky-only", false, "run only the sticky-addresses scenario and print its section (RESULTS.md is not written)")
 	flag.Parse()
 	o.flags = flagsString()
 	if o.n < 1 {
@@ -88,6 +90,10 @@ func main() {
 		fatalf("%v", err)
 	}
 	r.elapsed = time.Since(start)
+	if o.stickyOnly {
+		fmt.Print(r.sticky.markdown(r.fs.fsType))
+		return
+	}
 	if o.etcdOnly {
 		fmt.Print(r.etcd.markdown(r.machine.nproc))
 		if msg := r.etcd.failure(); msg != "" {
@@ -146,6 +152,9 @@ func runBench(o *options) (*results, error) {
 	if o.etcdOnly {
 		return r, measureEtcd(o, root, r)
 	}
+	if o.stickyOnly {
+		return r, measureSticky(o, r)
+	}
 	if r.bins.hostLocal == "" {
 		r.note(fmt.Sprintf("%s is not installed (apt-get install -y containernetworking-plugins): its columns say n/a and the targets relative to it cannot be evaluated.", o.hostLocal))
 	}
@@ -176,6 +185,10 @@ func runBench(o *options) (*results, error) {
 	measureConcurrency(o, active, r)
 	o.logf("latency: fills %v, n=%d (n=%d above 10,000)", o.fills, o.n, o.nLarge)
 	if err := measureLatency(o, active, r.formats, r); err != nil {
+		return nil, err
+	}
+	o.logf("sticky: ipam-da-pools with ipam.sticky off and on")
+	if err := measureSticky(o, r); err != nil {
 		return nil, err
 	}
 	o.logf("ipam-da-etcd: latency beside ipam-da-pools, and 2 hosts × 32 concurrent ADDs")

@@ -24,6 +24,7 @@ type results struct {
 	startup    []*startup
 	syscalls   map[string]map[string]syscallCount // subject → ADD/DEL → counts
 	etcd       *etcdResult                        // the ipam-da-etcd scenario (etcd.go)
+	sticky     *stickyResult                      // the sticky scenario (sticky.go)
 	notes      []string
 	elapsed    time.Duration
 }
@@ -77,6 +78,9 @@ func (r *results) markdown() string {
 	r.startupTable(w)
 	r.boundTable(w)
 	r.syscallTable(w)
+	if r.sticky != nil {
+		w("%s", r.sticky.markdown(r.fs.fsType))
+	}
 	if r.etcd != nil {
 		w("%s", r.etcd.markdown(r.machine.nproc))
 	}

@@ -1,0 +1,115 @@
+package main
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/cniplugins/cniplugins/internal/alloc"
+	"github.com/cniplugins/cniplugins/internal/benchstat"
+)
+
+// The sticky scenario: ipam-da-pools standalone with ipam.sticky off and
+// on, side by side in one run (taking turns, each on its own state
+// directory), each iteration an ADD of a fresh container followed by its
+// DEL. "recreate" cycles over stickyKeys keys, so after the first round
+// every ADD gives a held address to a new container ID (a StatefulSet's
+// pods coming back); "new key" gives every ADD a key never seen (an
+// allocation plus a hold record; the holds pile up, one per iteration).
+
+const stickyKeys = 16
+
+// stickyResult is the scenario's measurements, by "<variant> <op>".
+type stickyResult struct {
+	n       int
+	samples map[string][]time.Duration
+}
+
+var stickyVariants = []string{"off", "recreate", "new key"}
+
+func measureSticky(o *options, r *results) error {
+	res := &stickyResult{n: o.n, samples: map[string][]time.Duration{}}
+	r.sticky = res
+	lean := filepath.Join(r.bins.cniDir, "ipam-da-pools")
+	sub := func(variant string) subject {
+		ipam := rangesIPAM("ipam-da-pools")
+		if variant != "off" {
+			ipam["sticky"] = map[string]any{"by": []string{"arg"}, "holdFor": "30m"}
+		}
+		return subject{key: variant, label: variant, path: lean, cniPath: r.bins.cniDir, ipam: ipam, stateDir: networkDir}
+	}
+	one := func(variant string, i int, tag string) ([2]outcome, error) {
+		s := sub(variant)
+		dataDir := filepath.Join(o.tmp, "sticky-"+strings.ReplaceAll(variant, " ", "-"))
+		cid := containerID(fmt.Sprintf("%s-%d-%s", tag, i, s.key))
+		var env []string
+		switch variant {
+		case "recreate":
+			env = []string{"CNI_ARGS=" + alloc.ArgStickyKey + fmt.Sprintf("=bench/set-%d", i%stickyKeys)}
+		case "new key":
+			env = []string{"CNI_ARGS=" + alloc.ArgStickyKey + fmt.Sprintf("=bench/%s-%d", tag, i)}
+		}
+		add := s.call("ADD", cid, dataDir, nil)
+		add.env = env
+		a, err := mustRun(add)
+		if err != nil {
+			return [2]outcome{}, err
+		}
+		del := s.call("DEL", cid, dataDir, a.stdout)
+		del.env = env
+		d, err := mustRun(del)
+		return [2]outcome{a, d}, err
+	}
+	for w := 0; w < max(1, o.warmup)+stickyKeys; w++ {
+		for _, v := range stickyVariants {
+			if _, err := one(v, w, "sticky-warm"); err != nil {
+				return err
+			}
+		}
+	}
+	o.logf("sticky: latency, n=%d, sticky off and on alternating", o.n)
+	for i := 0; i < o.n; i++ {
+		for j := range stickyVariants {
+			v := stickyVariants[(i+j)%len(stickyVariants)]
+			ds, err := one(v, i, "sticky-lat")
+			if err != nil {
+				return err
+			}
+			for k, op := range latencyOps {
+				res.samples[v+" "+op] = append(res.samples[v+" "+op], ds[k].dur)
+			}
+		}
+	}
+	return nil
+}
+
+// ratio is variant's median of op over sticky off's.
+func (s *stickyResult) ratio(variant, op string) float64 {
+	on, off := summarise(s.samples[variant+" "+op]), summarise(s.samples["off "+op])
+	return benchstat.Ratio(benchstat.MS(on.median), benchstat.MS(off.median))
+}
+
+func (s *stickyResult) markdown(fsType string) string {
+	var b strings.Builder
+	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
+	w("## ipam-da-pools with sticky addresses\n\n")
+	w("ipam-da-pools standalone with `ipam.sticky` off and on (`by: [arg]`, a key in CNI_ARGS), taking turns in one run, each on its own state directory on %s; each iteration ADDs a fresh container ID and DELs it (prevResult = the ADD's result). *recreate*: %d keys in turn, so every ADD gives a held address to a new container ID; *new key*: a key never seen (allocation plus an fsync'd hold record; holds pile up). Median / p99 in ms, n = %d.\n\n", fsType, stickyKeys, s.n)
+	w("| op | sticky off | recreate | new key | recreate ÷ off | new key ÷ off | target ADD ≤ 1.05× |\n| --- | ---: | ---: | ---: | ---: | ---: | --- |\n")
+	for _, op := range latencyOps {
+		cell := func(v string) string {
+			m := summarise(s.samples[v+" "+op])
+			return num(benchstat.MS(m.median)) + " / " + num(benchstat.MS(m.p99))
+		}
+		verdict := ""
+		if op == "ADD" {
+			verdict = "**met**"
+			if !(s.ratio("recreate", op) <= 1.05 && s.ratio("new key", op) <= 1.05) {
+				verdict = "**not met**"
+			}
+		}
+		w("| %s | %s | %s | %s | %s | %s | %s |\n", op, cell("off"), cell("recreate"), cell("new key"), fmtRatio(s.ratio("recreate", op)), fmtRatio(s.ratio("new key", op)), verdict)
+	}
+	w("\n")
+	return b.String()
+}
