@@ -282,3 +282,74 @@ func TestStickyOperatorsCLI(t *testing.T) {
 		t.Error("fsck --repair dropped a valid hold")
 	}
 }
+
+// A failed ADD leaves nothing behind: a fresh allocation's record and
+// reservation go, a claimed hold goes back to held exactly as it was.
+func TestStickyFailedAddLeavesNothing(t *testing.T) {
+	dataDir := t.TempDir()
+	conf := fmt.Appendf(nil, `{"cniVersion":"1.1.0","name":"dual","ipam":{"type":"ipam-da-pools","dataDir":%q,
+		"ranges":[[{"subnet":"10.89.0.0/28"}],[{"subnet":"fd89::/120"}]],"sticky":{"by":["arg"],"holdFor":"1h"}}}`, dataDir)
+	dir := filepath.Join(dataDir, "dual")
+	add := func(id, key, ip string) testbin.Reply {
+		c := call("ipam-da-pools", "ADD", id, conf)
+		c.Args = "CNIPLUGINS_STICKY_KEY=" + key
+		if ip != "" {
+			c.Args += ";IP=" + ip
+		}
+		return testbin.Run(c)
+	}
+	snapshot := func() string {
+		var out []string
+		for _, sub := range []string{".", "_sticky"} {
+			des, _ := os.ReadDir(filepath.Join(dir, sub))
+			for _, de := range des {
+				if de.IsDir() || strings.HasPrefix(de.Name(), ".") || strings.HasPrefix(de.Name(), "last_reserved") {
+					continue
+				}
+				b, _ := os.ReadFile(filepath.Join(dir, sub, de.Name()))
+				out = append(out, sub+"/"+de.Name()+"="+string(b))
+			}
+		}
+		return strings.Join(out, "\n")
+	}
+	r := add("c1", "vm-1", "")
+	if r.Exit != 0 {
+		t.Fatalf("ADD: %s", r.Stdout)
+	}
+	res := parseResult(t, r.Stdout)
+	if len(res.IPs) != 2 {
+		t.Fatalf("dual-stack ADD: %s", r.Stdout)
+	}
+	v6 := strings.TrimSuffix(res.IPs[1].Address, "/120")
+	// A new key whose second target fails (its requested address is
+	// taken): nothing of it remains.
+	before := snapshot()
+	if e := add("c2", "vm-2", v6).Err(); e == nil || e.Code != 101 {
+		t.Fatalf("ADD with a taken address: %+v", e)
+	}
+	if got := snapshot(); got != before {
+		t.Errorf("failed ADD of a new key left:\n%s\nwant:\n%s", got, before)
+	}
+	// A held key whose ADD fails on the second target: both holds as they were.
+	testbin.MustSucceed(t, call("ipam-da-pools", "DEL", "c1", conf))
+	if e := add("c3", "other", "").Err(); e != nil {
+		t.Fatal(e)
+	}
+	before = snapshot()
+	if !strings.Contains(before, "_sticky\r\n") {
+		t.Fatalf("no held files after DEL:\n%s", before)
+	}
+	c := call("ipam-da-pools", "ADD", "c4", conf)
+	c.Args = "CNIPLUGINS_STICKY_KEY=vm-1;IP=" + strings.TrimSuffix(res.IPs[0].Address, "/28") + ",fd89::99"
+	if e := testbin.Run(c).Err(); e == nil || e.Code != 101 || !strings.Contains(e.Details, v6) {
+		t.Fatalf("ADD with a second address differing from the held one: %+v, want 101 naming %s", e, v6)
+	}
+	if got := snapshot(); got != before {
+		t.Errorf("failed ADD of a held key changed the state:\n%s\nwant:\n%s", got, before)
+	}
+	// And the key gets both its addresses back.
+	r = add("c5", "vm-1", "")
+	if got := parseResult(t, r.Stdout).addrs(); got != res.addrs() {
+		t.Errorf("key vm-1 got %s, want %s", got, res.addrs())
+	}
+}
