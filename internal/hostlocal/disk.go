@@ -137,20 +137,7 @@ func (d *Disk) Reserve(a alloc.Attachment, ip netip.Addr) (bool, error) {
 }
 
 // Owner implements alloc.Ledger by reading ip's file.
-func (d *Disk) Owner(ip netip.Addr) (alloc.Attachment, bool, error) {
-	path, err := d.addrPath(ip)
-	if err != nil {
-		return alloc.Attachment{}, false, err
-	}
-	data, err := readSmall(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return alloc.Attachment{}, false, nil
-	}
-	if err != nil {
-		return alloc.Attachment{}, false, cnierr.IO("read", path, err)
-	}
-	return parseReservation(data), true, nil
-}
+func (d *Disk) Owner(ip netip.Addr) (alloc.Attachment, bool, error) { return readOwner(d.stateDir, ip) }
 
 // Release implements alloc.Ledger; the file's content, not the index, decides
 // ownership.

@@ -120,6 +120,7 @@ func (d stateDir) judgeHold(id string, h *alloc.Hold) (*HoldEntry, error) {
 	return e, nil
 }
 
+// readOwner reads who ip's file names, if it exists.
 func readOwner(d stateDir, ip netip.Addr) (alloc.Attachment, bool, error) {
 	path, err := d.addrPath(ip)
 	if err != nil {
