@@ -284,7 +284,9 @@ func (d stateDir) staleScratch() ([]string, error) {
 			stale = append(stale, p)
 		}
 	}
-	return stale, nil
+	// A hold record's temporary file exists only inside PutHold.
+	holdTmps, _ := filepath.Glob(filepath.Join(d.stickyDir(), ".*.tmp"))
+	return append(stale, holdTmps...), nil
 }
 
 func isHex(s string) bool {

@@ -270,13 +270,19 @@ func TestStickyOperatorsCLI(t *testing.T) {
 	if err := os.WriteFile(stale, []byte(`{"key":"gone","ifname":"eth0","address":"10.88.0.12","network":"sticky","lastOwner":"x"}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if out := cli(1, "fsck", "--data-dir", n.dataDir); !strings.Contains(out, "no hold record") || !strings.Contains(out, "holds nothing") {
+	tmp := filepath.Join(n.dir(), "_sticky", "."+alloc.StickyID("gone", "eth0")+".tmp")
+	if err := os.WriteFile(tmp, []byte(`{"key":`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out := cli(1, "fsck", "--data-dir", n.dataDir); !strings.Contains(out, "no hold record") || !strings.Contains(out, "holds nothing") || !strings.Contains(out, ".tmp") {
 		t.Errorf("fsck:\n%s", out)
 	}
 	cli(0, "fsck", "--data-dir", n.dataDir, "--repair")
 	cli(0, "fsck", "--data-dir", n.dataDir)
-	if _, err := os.Stat(orphan); !os.IsNotExist(err) {
-		t.Errorf("orphan held file not freed: %v", err)
+	for _, p := range []string{orphan, stale, tmp} {
+		if _, err := os.Stat(p); !os.IsNotExist(err) {
+			t.Errorf("%s not repaired: %v", p, err)
+		}
 	}
 	if n.hold(t, "web-1") == nil {
 		t.Error("fsck --repair dropped a valid hold")
