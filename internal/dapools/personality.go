@@ -59,8 +59,19 @@ func validate(conf *netconf.Envelope) error {
 	return err
 }
 
-// argKeys are the engine's CNI_ARGS keys and stickiness's.
+// argKeys are the engine's CNI_ARGS keys, plus stickiness's when
+// ipam.sticky is configured: without it, CNI_ARGS are judged exactly as
+// host-local judges them (K8S_POD_NAME without IgnoreUnknown is code 4).
 func argKeys(conf *netconf.Envelope) ([]string, error) {
 	keys, err := alloc.ArgKeys(conf)
-	return append(keys, alloc.StickyArgKeys()...), err
+	if err != nil {
+		return nil, err
+	}
+	var ipam struct {
+		Sticky *alloc.StickyKeys `json:"sticky"`
+	}
+	if err := conf.DecodeIPAM(&ipam); err == nil && ipam.Sticky != nil {
+		keys = append(keys, alloc.StickyArgKeys()...)
+	}
+	return keys, nil
 }
