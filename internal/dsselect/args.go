@@ -31,7 +31,13 @@ func argsArgKeys(conf *netconf.Envelope) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	return append(c.argKeys(), chainArgKeys()...), nil
+	keys := c.argKeys()
+	for _, k := range chainArgKeys() {
+		if !slices.Contains(keys, k) {
+			keys = append(keys, k)
+		}
+	}
+	return keys, nil
 }
 
 // argsValidate checks ipam-ds-args' keys as ADD would, without looking at

@@ -257,9 +257,23 @@ func TestArgsConfigRejects(t *testing.T) {
 
 func TestArgsArgKeys(t *testing.T) {
 	keys, err := argsArgKeys(argsEnvelope(t, `"rules":[{"args":{"NOMAD_JOB_ID":"x","TIER":"*"},"pools":["a"]},{"args":{"TIER":"y"},"pools":["a"]}]`, input{}))
-	want := []string{"K8S_POD_NAMESPACE", "NOMAD_NAMESPACE", "K8S_POD_NAME", "NOMAD_JOB_ID", "TIER", "IP"}
+	want := []string{"K8S_POD_NAMESPACE", "NOMAD_NAMESPACE", "K8S_POD_NAME", "NOMAD_JOB_ID", "TIER", "IP", "CNIPLUGINS_STICKY_KEY"}
 	if err != nil || !reflect.DeepEqual(keys, want) {
 		t.Errorf("ArgKeys = %v, %v; want %v", keys, err, want)
+	}
+	// The allocator's sticky-key source passes a selector without
+	// IgnoreUnknown, as IP does: the chain hands both the same CNI_ARGS.
+	conf := `{"cniVersion":"1.1.0","name":"n","ipam":{"type":"ipam-ds-args","defaultPools":["d"]}}`
+	for _, p := range []plugin.Personality{Args(), Static()} {
+		c := conf
+		if p.Name == StaticName {
+			c = strings.Replace(conf, `"type":"ipam-ds-args","defaultPools":["d"]`, `"type":"ipam-ds-static","pools":[{"name":"d","subnet":"10.211.1.0/24"}]`, 1)
+		}
+		var stdout, stderr bytes.Buffer
+		env := []string{"CNI_COMMAND=ADD", "CNI_PATH=/opt/cni/bin", "CNI_CONTAINERID=c1", "CNI_IFNAME=eth0", "CNI_NETNS=/x", "CNI_ARGS=CNIPLUGINS_STICKY_KEY=vm-7;IP=10.211.1.9"}
+		if exit := plugin.Run(p, plugin.IO{Environ: env, Stdin: strings.NewReader(c), Stdout: &stdout, Stderr: &stderr}); exit != 0 {
+			t.Errorf("%s with CNIPLUGINS_STICKY_KEY: exit %d, %s", p.Name, exit, stdout.String())
+		}
 	}
 }
 

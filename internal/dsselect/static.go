@@ -9,6 +9,7 @@ import (
 	"github.com/containernetworking/cni/pkg/types"
 	current "github.com/containernetworking/cni/pkg/types/100"
 
+	"github.com/cniplugins/cniplugins/internal/alloc"
 	"github.com/cniplugins/cniplugins/internal/netconf"
 	"github.com/cniplugins/cniplugins/internal/plugin"
 	"github.com/cniplugins/cniplugins/internal/pool"
@@ -38,9 +39,9 @@ func Static() plugin.Personality {
 // chainArgKeys are the CNI_ARGS keys every selector accepts besides those
 // its own config names: a chain hands one CNI_ARGS to all its delegates,
 // so a selector must let through what the allocator after it reads (IP,
-// host-local's requested addresses), or a runtime's IP=… would fail in
-// the selector before reaching the allocator.
-func chainArgKeys() []string { return []string{"IP"} }
+// host-local's requested addresses; the sticky keys' sources), or a
+// runtime's IP=… would fail in the selector before reaching the allocator.
+func chainArgKeys() []string { return append([]string{"IP"}, alloc.StickyArgKeys()...) }
 
 func staticPools(conf *netconf.Envelope) ([]pool.Pool, error) {
 	var ipam struct {
