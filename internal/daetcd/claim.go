@@ -66,8 +66,9 @@ func (s *claimStore) Reserve(_ alloc.Attachment, ip netip.Addr) (bool, error) {
 	addrK, slotK := op.keys.addrKey(s.scope, ip), op.slotKey(s.scope, s.slot)
 	s.sent, s.sentAddr = val, ip
 	for try := 0; try < 8; try++ {
-		// Not TxnOnce's to re-send: with the index key absent again (a
-		// DEL), a late copy would claim an address for a gone container.
+		// TxnOnce: its condition (keys absent) is true again after a
+		// DEL, so a late copy would claim an address for a gone
+		// container; it is never sent twice.
 		holders := []etcdkv.Op{etcdkv.Get(addrK), etcdkv.Get(slotK), etcdkv.Get(op.keys.nodeKey(op.node))}
 		resp, err := op.cl.TxnOnce(etcdkv.Txn{
 			If:   append([]etcdkv.Cmp{etcdkv.Absent(addrK), s.slotFree(slotK)}, op.sameMachine()...),

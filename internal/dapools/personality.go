@@ -59,9 +59,11 @@ func validate(conf *netconf.Envelope) error {
 	return err
 }
 
-// argKeys are the engine's CNI_ARGS keys, plus stickiness's when
-// ipam.sticky is configured: without it, CNI_ARGS are judged exactly as
-// host-local judges them (K8S_POD_NAME without IgnoreUnknown is code 4).
+// argKeys are the engine's CNI_ARGS keys, plus stickiness's (runtimes
+// send them anyway, and a chain hands its one CNI_ARGS to every delegate)
+// except standalone without ipam.sticky: a drop-in host-local judges
+// CNI_ARGS exactly as host-local does (K8S_POD_NAME without IgnoreUnknown
+// is code 4).
 func argKeys(conf *netconf.Envelope) ([]string, error) {
 	keys, err := alloc.ArgKeys(conf)
 	if err != nil {
@@ -70,7 +72,8 @@ func argKeys(conf *netconf.Envelope) ([]string, error) {
 	var ipam struct {
 		Sticky *alloc.StickyKeys `json:"sticky"`
 	}
-	if err := conf.DecodeIPAM(&ipam); err == nil && ipam.Sticky != nil {
+	standalone, _ := alloc.Standalone(conf, Name)
+	if err := conf.DecodeIPAM(&ipam); err == nil && (ipam.Sticky != nil || !standalone) {
 		keys = append(keys, alloc.StickyArgKeys()...)
 	}
 	return keys, nil
