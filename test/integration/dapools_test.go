@@ -140,6 +140,8 @@ func TestPoolModeTwoNetworksShareOnePool(t *testing.T) {
 	}
 }
 
+// reservations lists the reservation files of dir (not the lock, cursors
+// or the _sticky hold records).
 func reservations(t *testing.T, dir string) string {
 	t.Helper()
 	entries, err := os.ReadDir(dir)
@@ -148,7 +150,7 @@ func reservations(t *testing.T, dir string) string {
 	}
 	var ips []string
 	for _, e := range entries {
-		if n := e.Name(); n != "lock" && !strings.HasPrefix(n, "last_reserved_ip") {
+		if n := e.Name(); n != "lock" && !strings.HasPrefix(n, "last_reserved_ip") && !strings.HasPrefix(n, "_") {
 			ips = append(ips, n)
 		}
 	}

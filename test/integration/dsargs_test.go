@@ -350,4 +350,15 @@ func TestDSArgsStickyWithDAPools(t *testing.T) {
 	del := c
 	del.Command = "DEL"
 	testbin.MustSucceed(t, del)
+	// The selector's key made it sticky: held after DEL, and the pod
+	// recreated under a new container ID gets it back.
+	held, err := os.ReadFile(filepath.Join(dataDir, "_pools", "db", addr.Addr().String()))
+	if err != nil || !strings.HasPrefix(string(held), "_sticky\r\n") {
+		t.Fatalf("after DEL: %q %v, want the address held", held, err)
+	}
+	again := c
+	again.ContainerID = "pg0-recreated"
+	if got := onlyAddr(t, testbin.MustSucceed(t, again).Stdout); got != addr {
+		t.Errorf("recreated pod got %s, want %s", got, addr)
+	}
 }
