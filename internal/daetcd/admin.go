@@ -3,6 +3,7 @@ package daetcd
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/netip"
 	"slices"
 	"strings"
@@ -60,6 +61,12 @@ type Lease struct {
 	Record
 	Scope alloc.Scope `json:"-"`
 	key   etcdkv.KV
+	// Held is a sticky key's hold (sticky.go): no container, the
+	// address kept for the key (Record.StickyKey) until HoldExpires
+	// (zero: until released); Node is the one that held it last.
+	Held        bool
+	HoldExpires time.Time
+	LastOwner   string
 }
 
 // Filter selects leases; empty fields match everything.
@@ -82,7 +89,10 @@ func (a *Admin) Leases(f Filter) ([]Lease, error) {
 	if err != nil {
 		return nil, err
 	}
-	var out []Lease
+	out, err := a.holds(f)
+	if err != nil {
+		return nil, err
+	}
 	for _, kv := range kvs {
 		l, ok := a.lease(kv)
 		if !ok || (f.Network != "" && l.Network != f.Network) || (f.Pool != "" && l.Scope.Pool != f.Pool) ||
@@ -206,6 +216,24 @@ func (a *Admin) GC(node string, f Filter, keep []alloc.Attachment, apply bool) (
 		perScope[l.Scope] = append(perScope[l.Scope], a.op.release(l.Scope, l.key, false))
 		marks[a.op.keys.markOf(l.Scope, string(l.key.Key))] = true
 	}
+	// Expired holds go too, whichever node held them last (sticky.go);
+	// unexpired ones stay whatever keep says.
+	holdScopes, err := a.holdScopes(f)
+	if err != nil {
+		return nil, err
+	}
+	var expired []etcdkv.Txn
+	for _, s := range holdScopes {
+		txns, m, hls, err := a.op.expiredHolds(s, f.Network)
+		if err != nil {
+			return nil, err
+		}
+		expired = append(expired, txns...)
+		maps.Copy(marks, m)
+		for _, hl := range hls {
+			plan = append(plan, hl.lease())
+		}
+	}
 	if !apply {
 		return plan, nil
 	}
@@ -213,6 +241,9 @@ func (a *Admin) GC(node string, f Filter, keep []alloc.Attachment, apply bool) (
 		if err := a.op.commitBatches(txns, marks); err != nil {
 			return plan, err
 		}
+	}
+	if err := a.op.commitBatches(expired, marks); err != nil {
+		return plan, err
 	}
 	return plan, nil
 }
@@ -259,4 +290,33 @@ func (a *Admin) CheckGone(node string, deadAfter time.Duration) error {
 		}
 	}
 	return nil
+}
+
+// holdScopes are the scopes with holds that f selects.
+func (a *Admin) holdScopes(f Filter) ([]alloc.Scope, error) {
+	if f.Pool != "" {
+		return []alloc.Scope{{Pool: f.Pool}}, nil
+	}
+	prefix := a.op.keys.prefix + "sticky/"
+	kvs, err := a.op.cl.List(prefix, true)
+	if err != nil {
+		return nil, err
+	}
+	seen := map[alloc.Scope]bool{}
+	var out []alloc.Scope
+	for _, kv := range kvs {
+		parts := strings.Split(string(kv.Key[len(prefix):]), "/")
+		if len(parts) != 4 {
+			continue
+		}
+		s := alloc.Scope{Pool: parts[1]}
+		if parts[0] == "net" {
+			s = alloc.Scope{Network: parts[1]}
+		}
+		if !seen[s] {
+			seen[s] = true
+			out = append(out, s)
+		}
+	}
+	return out, nil
 }

@@ -32,6 +32,12 @@ type Lease struct {
 	// Problem says why the file is not a well-formed reservation ("" when
 	// it is); fsck reports the same.
 	Problem string `json:"problem"`
+	// A sticky key's hold (Owner "sticky"): the key, until when the
+	// address is kept for it (zero: until released) and the container
+	// that held it last.
+	StickyKey   string    `json:"stickyKey,omitempty"`
+	HoldExpires time.Time `json:"holdExpires,omitzero"`
+	LastOwner   string    `json:"lastOwner,omitempty"`
 }
 
 // LeaseFilter narrows a listing; empty fields match everything.
