@@ -209,7 +209,7 @@ func (a *Admin) GC(node string, f Filter, keep []alloc.Attachment, apply bool) (
 	perScope := map[alloc.Scope][]etcdkv.Txn{}
 	marks := unmark{}
 	for _, l := range leases {
-		if keeps(l.attachment()) {
+		if l.Held || keeps(l.attachment()) { // holds: only expired ones go, below
 			continue
 		}
 		plan = append(plan, l)
