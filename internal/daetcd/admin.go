@@ -120,12 +120,7 @@ func (a *Admin) lease(kv etcdkv.KV) (Lease, bool) {
 		return Lease{}, false
 	}
 	l := Lease{Record: r, key: kv}
-	switch parts[1] {
-	case "pool":
-		l.Scope.Pool = parts[2]
-	case "net":
-		l.Scope.Network = parts[2]
-	default:
+	if l.Scope, ok = parseScope(parts[1], parts[2]); !ok {
 		return Lease{}, false
 	}
 	return l, true
@@ -309,14 +304,21 @@ func (a *Admin) holdScopes(f Filter) ([]alloc.Scope, error) {
 		if len(parts) != 4 {
 			continue
 		}
-		s := alloc.Scope{Pool: parts[1]}
-		if parts[0] == "net" {
-			s = alloc.Scope{Network: parts[1]}
-		}
-		if !seen[s] {
+		if s, ok := parseScope(parts[0], parts[1]); ok && !seen[s] {
 			seen[s] = true
 			out = append(out, s)
 		}
 	}
 	return out, nil
+}
+
+// parseScope is the scope a key names as <pool|net>/<name>.
+func parseScope(kind, name string) (alloc.Scope, bool) {
+	switch kind {
+	case "pool":
+		return alloc.Scope{Pool: name}, true
+	case "net":
+		return alloc.Scope{Network: name}, true
+	}
+	return alloc.Scope{}, false
 }

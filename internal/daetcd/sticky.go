@@ -323,12 +323,7 @@ func (a *Admin) holds(f Filter) ([]Lease, error) {
 			continue
 		}
 		hl := holdLease{h: h, kv: kv}
-		switch parts[0] {
-		case "pool":
-			hl.scope.Pool = parts[1]
-		case "net":
-			hl.scope.Network = parts[1]
-		default:
+		if hl.scope, ok = parseScope(parts[0], parts[1]); !ok {
 			continue
 		}
 		if (f.Node != "" && h.LastNode != f.Node) || (f.Network != "" && h.Network != f.Network) ||

@@ -59,13 +59,7 @@ func prevOf(addr netip.Addr) string {
 	return fmt.Sprintf(`"prevResult":{"cniVersion":"1.1.0","ips":[{"address":"%s/24"}]}`, addr)
 }
 
-func stickyAdmin(t *testing.T) *Admin {
-	a, err := NewAdmin(AdminConfig{Endpoints: cluster.Endpoints(), Prefix: "/sticky-test/" + t.Name() + "/"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return a
-}
+func stickyAdmin(t *testing.T) *Admin { return adminAt(t, "/sticky-test/") }
 
 func TestStickyRescheduleAndLive(t *testing.T) {
 	needCluster(t)
