@@ -63,9 +63,8 @@ func ParseSticky(k *StickyKeys) (Sticky, error) {
 	if k == nil {
 		return s, nil
 	}
-	if len(k.By) == 0 {
-		return s, cnierr.MissingConfig("ipam.sticky.by")
-	}
+	// An empty by takes keys from a selector alone (ipam-ds-args rules
+	// with "sticky": true), with this holdFor.
 	for i, by := range k.By {
 		switch by {
 		case StickyByPod, StickyByAnnotation, StickyByArg:

@@ -21,7 +21,7 @@ func TestParseSticky(t *testing.T) {
 		{"pod, default hold", &StickyKeys{By: []string{"pod"}}, Sticky{By: []string{"pod"}, HoldFor: DefaultHoldFor}, ""},
 		{"forever", &StickyKeys{By: []string{"arg", "pod"}, HoldFor: "0"}, Sticky{By: []string{"arg", "pod"}}, ""},
 		{"an hour", &StickyKeys{By: []string{"annotation"}, HoldFor: "1h"}, Sticky{By: []string{"annotation"}, HoldFor: time.Hour}, ""},
-		{"no by", &StickyKeys{HoldFor: "1h"}, Sticky{}, "ipam.sticky.by"},
+		{"no by: the selector's keys only", &StickyKeys{HoldFor: "1h"}, Sticky{HoldFor: time.Hour}, ""},
 		{"unknown source", &StickyKeys{By: []string{"pod", "label"}}, Sticky{}, "ipam.sticky.by[1]"},
 		{"bad duration", &StickyKeys{By: []string{"pod"}, HoldFor: "soon"}, Sticky{}, "ipam.sticky.holdFor"},
 		{"negative", &StickyKeys{By: []string{"pod"}, HoldFor: "-1m"}, Sticky{}, "ipam.sticky.holdFor"},

@@ -258,3 +258,44 @@ func assertCalls(t *testing.T, got, want []call) {
 		t.Errorf("calls:\n got %v\nwant %v", got, want)
 	}
 }
+
+// recordExec prints out for delegate "a" on every command and records
+// what every delegate got as prevResult.
+type recordExec struct {
+	out  string
+	prev map[string]string // "name CMD" -> prevResult as received
+}
+
+func (r *recordExec) Run(_ context.Context, d Delegate, cmd string, stdin []byte) ([]byte, error) {
+	var conf struct {
+		PrevResult json.RawMessage `json:"prevResult"`
+	}
+	if err := json.Unmarshal(stdin, &conf); err != nil {
+		return nil, err
+	}
+	r.prev[d.Name+" "+cmd] = string(conf.PrevResult)
+	if d.Name == "a" {
+		return []byte(r.out), nil
+	}
+	return result(d.Name), nil
+}
+
+// A key the chain knows nothing about (a selector's "sticky") reaches the
+// next delegate's prevResult byte for byte, on ADD and on DEL.
+func TestChainKeepsUnknownResultKeys(t *testing.T) {
+	sel := `{"cniVersion":"1.0.0","pools":[{"name":"db"}],"sticky":{"key":"db/pg-0"}}`
+	r := &recordExec{out: sel + "\n", prev: map[string]string{}}
+	c := newTestChain(t, &fakeExec{}, false)
+	c.Exec, c.Delegates = r, c.Delegates[:2]
+	if _, err := c.Add(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Each(context.Background(), "DEL"); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"b ADD", "b DEL"} {
+		if r.prev[k] != sel {
+			t.Errorf("%s got prevResult %s, want %s", k, r.prev[k], sel)
+		}
+	}
+}

@@ -5,7 +5,6 @@ import (
 
 	"github.com/cniplugins/cniplugins/internal/netconf"
 	"github.com/cniplugins/cniplugins/internal/plugin"
-	"github.com/cniplugins/cniplugins/internal/pool"
 )
 
 // ArgsName is ipam-ds-args' personality name.
@@ -32,7 +31,13 @@ func argsArgKeys(conf *netconf.Envelope) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	return append(c.argKeys(), chainArgKeys()...), nil
+	keys := c.argKeys()
+	for _, k := range chainArgKeys() {
+		if !slices.Contains(keys, k) {
+			keys = append(keys, k)
+		}
+	}
+	return keys, nil
 }
 
 // argsValidate checks ipam-ds-args' keys as ADD would, without looking at
@@ -43,15 +48,15 @@ func argsValidate(conf *netconf.Envelope) error {
 }
 
 // argsAttached serves ADD and CHECK: the pools this attachment's inputs
-// select.
-func argsAttached(req *plugin.Request) ([]pool.Pool, error) {
+// select, and its sticky key when the matching rule is sticky.
+func argsAttached(req *plugin.Request) (choice, error) {
 	c, err := parseArgsConfig(req.Conf)
 	if err != nil {
-		return nil, err
+		return choice{}, err
 	}
 	a, err := normalise(req.Args.IfName, req.CNIArgs, req.Conf)
 	if err != nil {
-		return nil, err
+		return choice{}, err
 	}
 	return c.choose(a)
 }
@@ -60,10 +65,20 @@ func argsAttached(req *plugin.Request) ([]pool.Pool, error) {
 // names. A runtime's DEL may carry fewer args or annotations than its ADD
 // did, so matching again could miss the pool that holds the address; GC
 // and STATUS concern the whole network and have no attachment at all.
-func argsEvery(req *plugin.Request) ([]pool.Pool, error) {
+// DEL still carries the sticky key when what it presents matches a sticky
+// rule (best effort: the allocator finds the attachment's reservations by
+// container ID whatever DEL carries, and input that ADD would have refused
+// never fails a DEL).
+func argsEvery(req *plugin.Request) (choice, error) {
 	c, err := parseArgsConfig(req.Conf)
 	if err != nil {
-		return nil, err
+		return choice{}, err
 	}
-	return slices.Clone(c.catalogue), nil
+	ch := choice{pools: slices.Clone(c.catalogue)}
+	if req.Command == plugin.CmdDel {
+		if a, err := normalise(req.Args.IfName, req.CNIArgs, req.Conf); err == nil {
+			ch.stickyKey = c.match(a).stickyKey(a)
+		}
+	}
+	return ch, nil
 }

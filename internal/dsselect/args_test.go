@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cniplugins/cniplugins/internal/alloc"
 	"github.com/cniplugins/cniplugins/internal/cnierr"
 	"github.com/cniplugins/cniplugins/internal/netconf"
 	"github.com/cniplugins/cniplugins/internal/plugin"
@@ -42,10 +43,25 @@ func argsEnvelope(t *testing.T, ipam string, in input) *netconf.Envelope {
 // ("name" or "name=ip"), or the error.
 func chooseFor(t *testing.T, ipam string, in input) ([]string, error) {
 	t.Helper()
+	ch, err := chooseIn(t, ipam, in)
+	var names []string
+	for _, p := range ch.pools {
+		if p.RequestedIP != "" {
+			names = append(names, p.Name+"="+p.RequestedIP)
+		} else {
+			names = append(names, p.Name)
+		}
+	}
+	return names, err
+}
+
+// chooseIn is ADD's choice for in, or the error.
+func chooseIn(t *testing.T, ipam string, in input) (choice, error) {
+	t.Helper()
 	env := argsEnvelope(t, ipam, in)
 	c, err := parseArgsConfig(env)
 	if err != nil {
-		return nil, err
+		return choice{}, err
 	}
 	keys, err := argsArgKeys(env)
 	if err != nil {
@@ -61,18 +77,9 @@ func chooseFor(t *testing.T, ipam string, in input) ([]string, error) {
 	}
 	a, err := normalise(ifname, cniArgs, env)
 	if err != nil {
-		return nil, err
+		return choice{}, err
 	}
-	pools, err := c.choose(a)
-	var names []string
-	for _, p := range pools {
-		if p.RequestedIP != "" {
-			names = append(names, p.Name+"="+p.RequestedIP)
-		} else {
-			names = append(names, p.Name)
-		}
-	}
-	return names, err
+	return c.choose(a)
 }
 
 func annotations(kv ...string) string {
@@ -250,9 +257,23 @@ func TestArgsConfigRejects(t *testing.T) {
 
 func TestArgsArgKeys(t *testing.T) {
 	keys, err := argsArgKeys(argsEnvelope(t, `"rules":[{"args":{"NOMAD_JOB_ID":"x","TIER":"*"},"pools":["a"]},{"args":{"TIER":"y"},"pools":["a"]}]`, input{}))
-	want := []string{"K8S_POD_NAMESPACE", "NOMAD_NAMESPACE", "K8S_POD_NAME", "NOMAD_JOB_ID", "TIER", "IP"}
+	want := []string{"K8S_POD_NAMESPACE", "NOMAD_NAMESPACE", "K8S_POD_NAME", "NOMAD_JOB_ID", "TIER", "IP", "CNIPLUGINS_STICKY_KEY"}
 	if err != nil || !reflect.DeepEqual(keys, want) {
 		t.Errorf("ArgKeys = %v, %v; want %v", keys, err, want)
+	}
+	// The allocator's sticky-key source passes a selector without
+	// IgnoreUnknown, as IP does: the chain hands both the same CNI_ARGS.
+	conf := `{"cniVersion":"1.1.0","name":"n","ipam":{"type":"ipam-ds-args","defaultPools":["d"]}}`
+	for _, p := range []plugin.Personality{Args(), Static()} {
+		c := conf
+		if p.Name == StaticName {
+			c = strings.Replace(conf, `"type":"ipam-ds-args","defaultPools":["d"]`, `"type":"ipam-ds-static","pools":[{"name":"d","subnet":"10.211.1.0/24"}]`, 1)
+		}
+		var stdout, stderr bytes.Buffer
+		env := []string{"CNI_COMMAND=ADD", "CNI_PATH=/opt/cni/bin", "CNI_CONTAINERID=c1", "CNI_IFNAME=eth0", "CNI_NETNS=/x", "CNI_ARGS=CNIPLUGINS_STICKY_KEY=vm-7;IP=10.211.1.9"}
+		if exit := plugin.Run(p, plugin.IO{Environ: env, Stdin: strings.NewReader(c), Stdout: &stdout, Stderr: &stderr}); exit != 0 {
+			t.Errorf("%s with CNIPLUGINS_STICKY_KEY: exit %d, %s", p.Name, exit, stdout.String())
+		}
 	}
 }
 
@@ -321,5 +342,163 @@ func TestArgsUnionOnDelGCStatus(t *testing.T) {
 		if exit, _, out := runArgs(t, cmd, bad, attach...); exit != 1 || out["code"] != float64(7) {
 			t.Errorf("%s with a malformed glob: exit %d, %v; want code 7", cmd, exit, out)
 		}
+	}
+}
+
+// sticky is a namespace-per-tenant config where only db's rule is sticky.
+const sticky = `"rules":[
+	{"namespace":"db","pools":[{"name":"db","subnet":"10.211.5.0/24"}],"podChoice":["db","db-fast"],"sticky":true},
+	{"namespace":"web","pools":["web"],"sticky":false},
+	{"namespace":"cache","podName":"redis-*","pools":["cache"],"sticky":null},
+	{"podName":"vm-*","pools":["vms"],"sticky":true}],
+	"defaultPools":["shared"],
+	"poolDefinitions":{"db-fast":[{"subnet":"10.211.6.0/24"}]}`
+
+// A sticky rule's attachments carry "<namespace>/<podName>", or, without
+// either, their cniplugins.io/sticky-key annotation; everything else none.
+func TestArgsStickyKey(t *testing.T) {
+	nomad := "IgnoreUnknown=true;NOMAD_NAMESPACE=db;NOMAD_JOB_ID=pg"
+	tests := []struct {
+		name string
+		in   input
+		want string // the sticky key, "" for none
+		pool string
+		code uint
+	}{
+		{name: "StatefulSet pod in a sticky namespace", in: input{cniArgs: k8sArgs("db", "pg-0")}, want: "db/pg-0", pool: "db"},
+		{name: "another interface, same key", in: input{cniArgs: k8sArgs("db", "pg-0"), ifname: "net1"}, want: "db/pg-0", pool: "db"},
+		{name: "the pod's choice keeps the key", in: input{cniArgs: k8sArgs("db", "pg-1"), runtimeConfig: annotations(annotationPools, "db-fast")},
+			want: "db/pg-1", pool: "db-fast"},
+		{name: "the annotation never replaces namespace/pod", in: input{cniArgs: k8sArgs("db", "pg-0"), runtimeConfig: annotations(alloc.AnnotationStickyKey, "db/pg-9")},
+			want: "db/pg-0", pool: "db"},
+		{name: "sticky false", in: input{cniArgs: k8sArgs("web", "web-0")}, pool: "web"},
+		{name: "sticky null", in: input{cniArgs: k8sArgs("cache", "redis-0")}, pool: "cache"},
+		{name: "no rule matches: defaults are never sticky", in: input{cniArgs: k8sArgs("other", "pg-0")}, pool: "shared"},
+		{name: "no pod name (Nomad): no key", in: input{cniArgs: nomad}, pool: "db"},
+		{name: "no pod name (Nomad), annotated", in: input{cniArgs: nomad, runtimeConfig: annotations(alloc.AnnotationStickyKey, "pg-primary")},
+			want: "pg-primary", pool: "db"},
+		{name: "no namespace (podman): no key", in: input{cniArgs: "IgnoreUnknown=1;K8S_POD_NAME=vm-1"}, pool: "vms"},
+		{name: "no namespace (podman), annotated", in: input{cniArgs: "IgnoreUnknown=1;K8S_POD_NAME=vm-1", runtimeConfig: annotations(alloc.AnnotationStickyKey, "vm-1-disk")},
+			want: "vm-1-disk", pool: "vms"},
+		{name: "an error is an error first", in: input{cniArgs: k8sArgs("db", "pg-0"), runtimeConfig: annotations(annotationPools, "web")}, code: 104},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ch, err := chooseIn(t, sticky, tt.in)
+			if code := cnierr.Code(err); code != tt.code {
+				t.Fatalf("code %d (%v), want %d", code, err, tt.code)
+			}
+			if tt.code != 0 {
+				return
+			}
+			if ch.stickyKey != tt.want || len(ch.pools) != 1 || ch.pools[0].Name != tt.pool {
+				t.Errorf("key %q, pools %v; want key %q, pool %s", ch.stickyKey, ch.pools, tt.want, tt.pool)
+			}
+		})
+	}
+}
+
+func TestArgsStickyRejects(t *testing.T) {
+	for _, tt := range []struct{ name, ipam string }{
+		{"a string", `"rules":[{"pools":["a"],"sticky":"true"}]`},
+		{"a number", `"rules":[{"pools":["a"],"sticky":1}]`},
+		{"an object", `"rules":[{"pools":["a"],"sticky":{"key":"x"}}]`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			e := cnierr.As(argsValidate(argsEnvelope(t, tt.ipam, input{})))
+			if e == nil || e.Code != 7 || !strings.Contains(e.Msg+" "+e.Details, "ipam.rules[0].sticky") {
+				t.Errorf("got %v; want code 7 naming ipam.rules[0].sticky", e)
+			}
+		})
+	}
+	// Misspelt, the key is unknown, never silently "not sticky".
+	e := cnierr.As(argsValidate(argsEnvelope(t, `"rules":[{"pools":["a"],"stikcy":true}]`, input{})))
+	if e == nil || e.Code != 7 || !strings.Contains(e.Msg+" "+e.Details, "ipam.rules[0].stikcy") || !strings.Contains(e.Msg+" "+e.Details, "sticky") {
+		t.Errorf("got %v; want code 7 naming ipam.rules[0].stikcy and listing sticky", e)
+	}
+}
+
+// The selection carries "sticky": {"key": …} beside pools on ADD and
+// CHECK, and on DEL when what DEL presents matches the sticky rule; GC and
+// STATUS, which concern no attachment, never.
+func TestArgsStickyResult(t *testing.T) {
+	conf := `{"cniVersion":"1.1.0","name":"n","ipam":{"type":"ipam-ds-args",` + sticky + `},
+		"prevResult":{"cniVersion":"1.1.0","ips":[{"address":"10.211.5.20/24"}]}}`
+	attach := []string{"CNI_CONTAINERID=c1", "CNI_IFNAME=eth0", "CNI_NETNS=/x"}
+	badIP := `,"runtimeConfig":` + annotations(annotationIP, "10.211.5.300") + `}`
+	for _, tc := range []struct {
+		name, cmd, conf string
+		env             []string
+		want            string // the "sticky" object as printed, "" for none
+	}{
+		{"ADD", "ADD", conf, append(attach, "CNI_ARGS="+k8sArgs("db", "pg-0")), `{"key":"db/pg-0"}`},
+		{"CHECK", "CHECK", conf, append(attach, "CNI_ARGS="+k8sArgs("db", "pg-0")), `{"key":"db/pg-0"}`},
+		{"ADD, not sticky", "ADD", conf, append(attach, "CNI_ARGS="+k8sArgs("web", "web-0")), ""},
+		{"DEL", "DEL", conf, append(attach, "CNI_ARGS="+k8sArgs("db", "pg-0")), `{"key":"db/pg-0"}`},
+		{"DEL without args", "DEL", conf, attach, ""},
+		{"DEL that ADD would refuse", "DEL", conf[:len(conf)-1] + badIP, append(attach, "CNI_ARGS="+k8sArgs("db", "pg-0")), ""},
+		{"GC", "GC", conf, nil, ""},
+		{"STATUS", "STATUS", conf, nil, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			exit, _, out := runArgs(t, tc.cmd, tc.conf, tc.env...)
+			if exit != 0 {
+				t.Fatalf("exit %d: %v", exit, out)
+			}
+			got := ""
+			if s, ok := out["sticky"]; ok {
+				b, _ := json.Marshal(s)
+				got = string(b)
+			}
+			if got != tc.want {
+				t.Errorf("sticky %s, want %q (result %v)", got, tc.want, out)
+			}
+			if _, ok := out["pools"]; !ok {
+				t.Errorf("no pools in %v", out)
+			}
+		})
+	}
+}
+
+// A selector without a key of its own passes prevResult's on, like the
+// addresses; its own wins.
+func TestStickyPassedOn(t *testing.T) {
+	prev := `"prevResult":{"cniVersion":"1.1.0","pools":[{"name":"x"}],"sticky":{"key":"vm-7"}}`
+	attach := []string{"CNI_CONTAINERID=c1", "CNI_IFNAME=eth0", "CNI_NETNS=/x"}
+	for _, tc := range []struct {
+		name string
+		p    plugin.Personality
+		conf string
+		env  []string
+		want string
+	}{
+		{"ipam-ds-static", Static(), `{"cniVersion":"1.1.0","name":"n","ipam":{"type":"ipam-ds-static","pools":[{"name":"a","subnet":"10.211.1.0/24"}]},` + prev + `}`, attach, "vm-7"},
+		{"ipam-ds-args, not sticky", Args(), `{"cniVersion":"1.1.0","name":"n","ipam":{"type":"ipam-ds-args",` + sticky + `},` + prev + `}`,
+			append(attach, "CNI_ARGS="+k8sArgs("web", "w")), "vm-7"},
+		{"ipam-ds-args, its own", Args(), `{"cniVersion":"1.1.0","name":"n","ipam":{"type":"ipam-ds-args",` + sticky + `},` + prev + `}`,
+			append(attach, "CNI_ARGS="+k8sArgs("db", "pg-0")), "db/pg-0"},
+		{"a malformed one is dropped", Static(), `{"cniVersion":"1.1.0","name":"n","ipam":{"type":"ipam-ds-static","pools":[{"name":"a","subnet":"10.211.1.0/24"}]},` +
+			strings.Replace(prev, `{"key":"vm-7"}`, `"vm-7"`, 1) + `}`, attach, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			env := append([]string{"CNI_COMMAND=ADD", "CNI_PATH=/opt/cni/bin"}, tc.env...)
+			if exit := plugin.Run(tc.p, plugin.IO{Environ: env, Stdin: strings.NewReader(tc.conf), Stdout: &stdout, Stderr: &stderr}); exit != 0 {
+				t.Fatalf("exit %d: %s", exit, stdout.String())
+			}
+			var out struct {
+				Sticky *struct{ Key string } `json:"sticky"`
+			}
+			if err := json.Unmarshal(stdout.Bytes(), &out); err != nil {
+				t.Fatal(err)
+			}
+			got := ""
+			if out.Sticky != nil {
+				got = out.Sticky.Key
+			}
+			if got != tc.want {
+				t.Errorf("sticky key %q, want %q (%s)", got, tc.want, stdout.String())
+			}
+		})
 	}
 }

@@ -36,6 +36,9 @@ type rule struct {
 	field     string // "ipam.rules[2]": how errors name the rule
 	pools     []pool.Pool
 	podChoice []string
+	// sticky: an attachment this rule selects for gets a sticky key
+	// (stickyKey), passed on to the allocator in the selection.
+	sticky bool
 
 	namespace, podName, ifname string // "" = not matched on
 	args, labels, annotations  map[string]string
@@ -46,6 +49,7 @@ type rule struct {
 type ruleJSON struct {
 	Pools       json.RawMessage   `json:"pools"`
 	PodChoice   []string          `json:"podChoice"`
+	Sticky      *bool             `json:"sticky"`
 	Namespace   *string           `json:"namespace"`
 	PodName     *string           `json:"podName"`
 	IfName      *string           `json:"ifname"`
@@ -56,7 +60,7 @@ type ruleJSON struct {
 
 // ruleKeys are the keys a rule may hold.
 func ruleKeys() []string {
-	return []string{"pools", "podChoice", "namespace", "podName", "ifname", "args", "labels", "annotations"}
+	return []string{"pools", "podChoice", "sticky", "namespace", "podName", "ifname", "args", "labels", "annotations"}
 }
 
 // rejectUnknownKeys names the first key of the object raw that is not in
@@ -142,7 +146,7 @@ func parseRule(field string, raw json.RawMessage) (rule, error) {
 	if err := rejectUnknownKeys(raw, field, ruleKeys()); err != nil {
 		return rule{}, err
 	}
-	r := rule{field: field, args: rj.Args, labels: rj.Labels, annotations: rj.Annotations}
+	r := rule{field: field, args: rj.Args, labels: rj.Labels, annotations: rj.Annotations, sticky: rj.Sticky != nil && *rj.Sticky}
 	var err error
 	if r.pools, err = pool.ParseRefs(rj.Pools, field+".pools"); err != nil {
 		return rule{}, err

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/cniplugins/cniplugins/internal/alloc"
 	"github.com/cniplugins/cniplugins/internal/cnierr"
 	"github.com/cniplugins/cniplugins/internal/netconf"
 	"github.com/cniplugins/cniplugins/internal/pool"
@@ -47,25 +48,57 @@ func glob(pattern, value string) bool {
 
 // choose is ADD's and CHECK's answer: the first matching rule's pools (or
 // the attachment's own choice, where that rule allows it), else the
-// defaults; then the cniplugins.io/ip addresses as requested-ip.
-func (c *argsConfig) choose(a attachment) ([]pool.Pool, error) {
-	pools, err := c.matchPools(a)
+// defaults; then the cniplugins.io/ip addresses as requested-ip; and the
+// sticky key when that rule is sticky.
+func (c *argsConfig) choose(a attachment) (choice, error) {
+	r := c.match(a)
+	pools, err := c.matchPools(r, a)
 	if err != nil {
-		return nil, err
+		return choice{}, err
 	}
-	return c.placeRequests(pools, a.requestedIPs)
+	if pools, err = c.placeRequests(pools, a.requestedIPs); err != nil {
+		return choice{}, err
+	}
+	return choice{pools: pools, stickyKey: r.stickyKey(a)}, nil
 }
 
-func (c *argsConfig) matchPools(a attachment) ([]pool.Pool, error) {
-	for _, r := range c.rules {
-		if r.matches(a) {
-			return c.applyChoice(r.field, r.pools, r.podChoice, a.choice)
+// match is the first rule matching a, nil when none does.
+func (c *argsConfig) match(a attachment) *rule {
+	for i := range c.rules {
+		if c.rules[i].matches(a) {
+			return &c.rules[i]
 		}
+	}
+	return nil
+}
+
+// matchPools is the pools of rule r (nil: the defaults) for a.
+func (c *argsConfig) matchPools(r *rule, a attachment) ([]pool.Pool, error) {
+	if r != nil {
+		return c.applyChoice(r.field, r.pools, r.podChoice, a.choice)
 	}
 	if c.defaults != nil {
 		return c.applyChoice("ipam.defaultPools", c.defaults, nil, a.choice)
 	}
 	return nil, cnierr.New(cnierr.CodeNoPoolSelected, "no rule selects a pool for this attachment", "%s", a.presented())
+}
+
+// stickyKey is the key a sticky rule gives a: "<namespace>/<podName>" (a
+// StatefulSet pod's name is stable, and unique in its namespace); for an
+// attachment that presents no namespace or no pod name, the annotation
+// cniplugins.io/sticky-key if it has one; else "" (not sticky). The pod's
+// author writes the annotation, so it never replaces a namespace and pod
+// name the runtime sent: in Kubernetes the key is not the pod's choice.
+// Nil (no rule matched: the defaults) or a rule without sticky: "".
+func (r *rule) stickyKey(a attachment) string {
+	switch {
+	case r == nil || !r.sticky:
+		return ""
+	case a.namespace != "" && a.podName != "":
+		return a.namespace + "/" + a.podName
+	default:
+		return a.annotations[alloc.AnnotationStickyKey]
+	}
 }
 
 // applyChoice honours the attachment's own choice only within allowed.

@@ -41,7 +41,7 @@ func ifaceWith(h hostNet) plugin.Personality {
 		}
 		return s.every(), nil
 	}
-	funcs := selectorFuncsBy(chooser{attached: fromHost, every: byName, status: fromHost})
+	funcs := selectorFuncsBy(chooser{attached: poolsOnly(fromHost), every: poolsOnly(byName), status: poolsOnly(fromHost)})
 	funcs.Status = statusNotAvailable(funcs.Status)
 	return plugin.Personality{
 		Name:    IfaceName,

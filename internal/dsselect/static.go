@@ -9,6 +9,7 @@ import (
 	"github.com/containernetworking/cni/pkg/types"
 	current "github.com/containernetworking/cni/pkg/types/100"
 
+	"github.com/cniplugins/cniplugins/internal/alloc"
 	"github.com/cniplugins/cniplugins/internal/netconf"
 	"github.com/cniplugins/cniplugins/internal/plugin"
 	"github.com/cniplugins/cniplugins/internal/pool"
@@ -38,9 +39,9 @@ func Static() plugin.Personality {
 // chainArgKeys are the CNI_ARGS keys every selector accepts besides those
 // its own config names: a chain hands one CNI_ARGS to all its delegates,
 // so a selector must let through what the allocator after it reads (IP,
-// host-local's requested addresses), or a runtime's IP=… would fail in
-// the selector before reaching the allocator.
-func chainArgKeys() []string { return []string{"IP"} }
+// host-local's requested addresses; the sticky keys' sources), or a
+// runtime's IP=… would fail in the selector before reaching the allocator.
+func chainArgKeys() []string { return append([]string{"IP"}, alloc.StickyArgKeys()...) }
 
 func staticPools(conf *netconf.Envelope) ([]pool.Pool, error) {
 	var ipam struct {
@@ -57,32 +58,47 @@ func staticPools(conf *netconf.Envelope) ([]pool.Pool, error) {
 // allocator's prevResult, which is how a DEL, GC or STATUS reaches the
 // allocator with the pools it concerns.
 func selectorFuncs(choose func(*plugin.Request) ([]pool.Pool, error)) plugin.Funcs {
-	return selectorFuncsBy(chooser{attached: choose, every: choose})
+	return selectorFuncsBy(chooser{attached: poolsOnly(choose), every: poolsOnly(choose)})
+}
+
+// choice is a selector's answer to one command: the pools, and the
+// attachment's sticky key when the selector makes it sticky ("" for none).
+type choice struct {
+	pools     []pool.Pool
+	stickyKey string
+}
+
+// poolsOnly is a pool choice that never makes an attachment sticky.
+func poolsOnly(choose func(*plugin.Request) ([]pool.Pool, error)) func(*plugin.Request) (choice, error) {
+	return func(req *plugin.Request) (choice, error) {
+		pools, err := choose(req)
+		return choice{pools: pools}, err
+	}
 }
 
 // chooser is a selector's pool choice per kind of command.
 type chooser struct {
 	// attached serves ADD and CHECK, which concern one attachment.
-	attached func(*plugin.Request) ([]pool.Pool, error)
+	attached func(*plugin.Request) (choice, error)
 	// every serves DEL, GC and STATUS: every pool the selector could have
 	// chosen: a DEL may carry less than its ADD did (CNI_ARGS or annotations
 	// dropped), and it must still free what the ADD reserved.
-	every func(*plugin.Request) ([]pool.Pool, error)
+	every func(*plugin.Request) (choice, error)
 	// status, when set, serves STATUS instead of every.
-	status func(*plugin.Request) ([]pool.Pool, error)
+	status func(*plugin.Request) (choice, error)
 }
 
 // selectorFuncsBy is selectorFuncs for a selector whose choice depends on
 // the attachment: ADD and CHECK answer with c.attached, DEL and GC with
 // c.every, STATUS with c.status or else c.every.
 func selectorFuncsBy(c chooser) plugin.Funcs {
-	answer := func(choose func(*plugin.Request) ([]pool.Pool, error)) plugin.Func {
+	answer := func(choose func(*plugin.Request) (choice, error)) plugin.Func {
 		return func(req *plugin.Request) (types.Result, error) {
-			pools, err := choose(req)
+			ch, err := choose(req)
 			if err != nil {
 				return nil, err
 			}
-			return selection(req, pools)
+			return selection(req, ch)
 		}
 	}
 	attached, every := answer(c.attached), answer(c.every)
@@ -94,8 +110,10 @@ func selectorFuncsBy(c chooser) plugin.Funcs {
 }
 
 // selection builds the result, copying prevResult.ips so that DEL and CHECK
-// reach the allocator with the addresses it handed out.
-func selection(req *plugin.Request, pools []pool.Pool) (types.Result, error) {
+// reach the allocator with the addresses it handed out. The sticky key is
+// the choice's own, else prevResult's (passed on like the addresses, for a
+// selector chained after another).
+func selection(req *plugin.Request, ch choice) (types.Result, error) {
 	res := &current.Result{CNIVersion: current.ImplementedSpecVersion}
 	prev, err := req.Conf.Result()
 	if err != nil {
@@ -108,5 +126,24 @@ func selection(req *plugin.Request, pools []pool.Pool) (types.Result, error) {
 			res.IPs = append(res.IPs, &c)
 		}
 	}
-	return &pool.Selection{Inner: res, Pools: pools}, nil
+	sel := &pool.Selection{Inner: res, Pools: ch.pools}
+	if ch.stickyKey != "" {
+		sel.Sticky = &pool.Sticky{Key: ch.stickyKey}
+	} else if prev != nil {
+		sel.Sticky = prevSticky(req.Conf)
+	}
+	return sel, nil
+}
+
+// prevSticky is prevResult's "sticky" object when it names a key, else
+// nil. A "sticky" of another shape is not passed on: the allocator would
+// ignore it too (alloc.StickyKey).
+func prevSticky(conf *netconf.Envelope) *pool.Sticky {
+	var prev struct {
+		Sticky *pool.Sticky `json:"sticky"`
+	}
+	if json.Unmarshal(conf.PrevResult, &prev) != nil || prev.Sticky == nil || prev.Sticky.Key == "" {
+		return nil
+	}
+	return prev.Sticky
 }

@@ -129,6 +129,10 @@ func (c *Client) unavailable() error {
 		return cnierr.Wrap(cnierr.New(cnierr.CodeTryAgainLater, "etcd unreachable",
 			"endpoints=%s: %v", eps, c.last), ErrUnreachable)
 	}
+	if c.last == nil { // every request was answered: there were too many for the time
+		return cnierr.Wrap(cnierr.New(cnierr.CodeTryAgainLater, "etcd answered too slowly for the command to finish in time",
+			"endpoints=%s timeout=%s: every request was answered, their sum took longer; raise the timeout", eps, c.cfg.Timeout), ErrNoQuorum)
+	}
 	return cnierr.Wrap(cnierr.New(cnierr.CodeTryAgainLater, "etcd did not answer in time (no quorum?)",
 		"endpoints=%s timeout=%s: %v", eps, c.cfg.Timeout, c.last), ErrNoQuorum)
 }

@@ -11,11 +11,19 @@ import (
 	"github.com/containernetworking/cni/pkg/version"
 )
 
-// Selection is a selector's answer: an IPAM result plus the pools array.
-// It converts between spec versions like any result and keeps its pools.
+// Selection is a selector's answer: an IPAM result plus the pools array,
+// and the attachment's sticky key when the selector makes it sticky. It
+// converts between spec versions like any result and keeps both.
 type Selection struct {
-	Inner types.Result
-	Pools []Pool
+	Inner  types.Result
+	Pools  []Pool
+	Sticky *Sticky
+}
+
+// Sticky is a selection's "sticky" object: the key the allocator holds
+// the attachment's addresses for (alloc.StickyKey reads it first).
+type Sticky struct {
+	Key string `json:"key"`
 }
 
 func (s *Selection) Version() string { return s.Inner.Version() }
@@ -31,7 +39,7 @@ func (s *Selection) GetAsVersion(v string) (types.Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Selection{Inner: inner, Pools: s.Pools}, nil
+	return &Selection{Inner: inner, Pools: s.Pools, Sticky: s.Sticky}, nil
 }
 
 // addressless: r holds no address and v is a version whose results need one.
@@ -43,7 +51,8 @@ func addressless(r types.Result, v string) bool {
 	return err == nil && len(cur.IPs) == 0
 }
 
-// MarshalJSON merges pools into the inner result's object.
+// MarshalJSON merges pools (and sticky, when set) into the inner result's
+// object.
 func (s *Selection) MarshalJSON() ([]byte, error) {
 	b, err := json.Marshal(s.Inner)
 	if err != nil {
@@ -55,6 +64,11 @@ func (s *Selection) MarshalJSON() ([]byte, error) {
 	}
 	if obj["pools"], err = json.Marshal(s.Pools); err != nil {
 		return nil, err
+	}
+	if s.Sticky != nil {
+		if obj["sticky"], err = json.Marshal(s.Sticky); err != nil {
+			return nil, err
+		}
 	}
 	return json.Marshal(obj)
 }

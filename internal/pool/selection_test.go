@@ -48,3 +48,28 @@ func TestSelectionVersions(t *testing.T) {
 		})
 	}
 }
+
+// The sticky key survives every conversion, and is printed only when set.
+func TestSelectionSticky(t *testing.T) {
+	for _, v := range []string{"1.1.0", "0.4.0", "0.2.0"} {
+		s := &Selection{Inner: &current.Result{CNIVersion: "1.1.0"}, Pools: []Pool{{Name: "p"}}, Sticky: &Sticky{Key: "db/pg-0"}}
+		conv, err := s.GetAsVersion(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var buf bytes.Buffer
+		if err := conv.PrintTo(&buf); err != nil {
+			t.Fatal(err)
+		}
+		var out struct {
+			Sticky json.RawMessage `json:"sticky"`
+		}
+		if err := json.Unmarshal(buf.Bytes(), &out); err != nil || string(out.Sticky) != `{"key":"db/pg-0"}` {
+			t.Errorf("%s: printed %s, want sticky {\"key\":\"db/pg-0\"}", v, buf.Bytes())
+		}
+	}
+	b, _ := json.Marshal(&Selection{Inner: &current.Result{CNIVersion: "1.1.0"}, Pools: []Pool{{Name: "p"}}})
+	if bytes.Contains(b, []byte("sticky")) {
+		t.Errorf("no key printed %s", b)
+	}
+}

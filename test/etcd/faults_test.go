@@ -338,7 +338,8 @@ func TestExhaustionMarks(t *testing.T) {
 // TestLargeListings (item 9): listings and scans page through etcd, so
 // they work on answers an old gateway would refuse (over 4 MiB): leases
 // of a node with 100,000 index keys, an ADD that reads a scope of 40,000
-// claims, and a GC that frees them all, each within its timeout.
+// claims, and a GC over those claims, each within its timeout (the
+// figures are logged; on an idle 2-vCPU machine each takes a few seconds).
 func TestLargeListings(t *testing.T) {
 	needCluster(t)
 	const bulk, crowd = 100000, 40000
@@ -394,7 +395,10 @@ func TestLargeListings(t *testing.T) {
 	pools := []map[string]any{{"name": "crowd", "subnet": "10.216.0.0/16", "rangeStart": base.String(), "rangeEnd": addr(crowd + 9).String()}}
 	adder := newHost(t, "adder")
 	start = time.Now()
-	r, got := mustAdd(t, "new", through(t, adder, urls(ps...), "5s", pools))
+	// Timeouts here are generous: what is tested is that the reads page
+	// (one read of a scope this large is refused, whatever the time), not
+	// how fast a shared machine runs them.
+	r, got := mustAdd(t, "new", through(t, adder, urls(ps...), "20s", pools))
 	t.Logf("ADD in a crowded scope: %s in %v", got[0], time.Since(start))
 	if got[0].Compare(addr(crowd)) < 0 {
 		t.Fatalf("ADD got %s, which was claimed", got[0])
@@ -417,7 +421,7 @@ func TestLargeListings(t *testing.T) {
 	}
 	gcHost := newHost(t, "gcnode")
 	start = time.Now()
-	mustRun(t, "GC", "", gcConf(t, through(t, gcHost, urls(ps...), "5s", pools), valid...))
+	mustRun(t, "GC", "", gcConf(t, through(t, gcHost, urls(ps...), "20s", pools), valid...))
 	t.Logf("GC over %d claims, %d freed, in %v", crowd, gone, time.Since(start))
 	vals, err := cluster.Values(p + "ip/")
 	if err != nil {
@@ -429,5 +433,5 @@ func TestLargeListings(t *testing.T) {
 	if _, ok := vals[p+"ip/pool/crowd/"+addr(crowd-1).String()]; ok {
 		t.Fatalf("the last container's claim survived GC")
 	}
-	mustRun(t, "DEL", "new", withPrev(t, through(t, adder, urls(ps...), "5s", pools), r.Stdout))
+	mustRun(t, "DEL", "new", withPrev(t, through(t, adder, urls(ps...), "20s", pools), r.Stdout))
 }

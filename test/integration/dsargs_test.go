@@ -283,3 +283,71 @@ func TestDSArgsCNIArgsKeys(t *testing.T) {
 		t.Errorf("an unknown key without IgnoreUnknown: %+v, want 4 naming it", e)
 	}
 }
+
+// ipam-delegated → ipam-ds-args → allocator: a rule with "sticky": true
+// (namespace db) hands the allocator "sticky": {"key": "<ns>/<pod>"} in
+// its prevResult, on ADD and DEL, whether the selector runs in-process or
+// is exec'd; a namespace whose rule is not sticky hands it none. The
+// allocator is test-echo, which records its prevResult.
+func TestDSArgsStickyKeyReachesAllocator(t *testing.T) {
+	var ipam map[string]any
+	if err := json.Unmarshal([]byte(`{"type":"ipam-delegated","delegates":["ipam-ds-args","test-echo"],
+		"rules":[
+			{"namespace":"db","sticky":true,"pools":[{"name":"db","subnet":"10.211.20.0/24"}]},
+			{"namespace":"*","pools":[{"name":"web","subnet":"10.211.21.0/24"}]}]}`), &ipam); err != nil {
+		t.Fatal(err)
+	}
+	network := map[string]any{"cniVersion": "1.1.0", "name": "stickynet", "ipam": ipam}
+	conf := invocation(network, annotated("team", "db"), nil)
+	dbPrev := `{"cniVersion":"1.1.0","pools":[{"name":"db","subnet":"10.211.20.0/24"}],"sticky":{"key":"db/pg-0"}}`
+	for _, mode := range []struct {
+		name string
+		env  []string
+	}{{"in-process", nil}, {"exec'd", []string{"CNIPLUGINS_EXEC_DELEGATES=1"}}} {
+		t.Run(mode.name, func(t *testing.T) {
+			rec := t.TempDir()
+			c := call("ipam-delegated", "ADD", "pg0", conf)
+			c.Args, c.Env = criArgs("db", "pg-0"), append([]string{"TEST_RECORD=" + rec}, mode.env...)
+			r := testbin.MustSucceed(t, c)
+			del := c
+			del.Command, del.Stdin = "DEL", withPrevResult(t, conf, r.Stdout)
+			testbin.MustSucceed(t, del)
+
+			web := c
+			web.ContainerID, web.Args = "web0", criArgs("web", "web-0")
+			testbin.MustSucceed(t, web)
+
+			want := []recorded{{"test-echo ADD", dbPrev}, {"test-echo DEL", compact([]byte(
+				`{"cniVersion":"1.1.0","ips":[{"address":"10.211.20.5/24"}],"pools":[{"name":"db","subnet":"10.211.20.0/24"},{"name":"web","subnet":"10.211.21.0/24"}],"sticky":{"key":"db/pg-0"}}`))},
+				{"test-echo ADD", `{"cniVersion":"1.1.0","pools":[{"name":"web","subnet":"10.211.21.0/24"}]}`}}
+			if got := readRecord(t, rec); fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Errorf("the allocator's prevResults:\n got %v\nwant %v", got, want)
+			}
+		})
+	}
+}
+
+// The same chain with the real allocator: a sticky rule's selection is
+// one ipam-da-pools accepts, ADD to DEL.
+func TestDSArgsStickyWithDAPools(t *testing.T) {
+	var ipam map[string]any
+	if err := json.Unmarshal([]byte(`{"type":"ipam-delegated","delegates":["ipam-ds-args","ipam-da-pools"],
+		"rules":[{"namespace":"db","sticky":true,"pools":[{"name":"db","subnet":"10.211.22.0/24"}]}]}`), &ipam); err != nil {
+		t.Fatal(err)
+	}
+	dataDir := t.TempDir()
+	ipam["dataDir"] = dataDir
+	conf := invocation(map[string]any{"cniVersion": "1.1.0", "name": "stickynet", "ipam": ipam}, nil, nil)
+	c := call("ipam-delegated", "ADD", "pg0", conf)
+	c.Args = criArgs("db", "pg-0")
+	addr := onlyAddr(t, testbin.MustSucceed(t, c).Stdout)
+	if !netip.MustParsePrefix("10.211.22.0/24").Contains(addr.Addr()) {
+		t.Errorf("address %s, want one of pool db", addr)
+	}
+	if got := poolReservations(t, dataDir); !reflect.DeepEqual(got, map[string][]string{"db": {addr.Addr().String()}}) {
+		t.Errorf("reservations %v", got)
+	}
+	del := c
+	del.Command = "DEL"
+	testbin.MustSucceed(t, del)
+}

@@ -43,7 +43,7 @@ func run(m *testing.M) int {
 
 func installDelegates(dir string) error {
 	script := filepath.Join(testkit.RepoRoot(), "test", "integration", "testdata", "delegate.sh")
-	for _, name := range []string{"test-select", "test-passcod", "test-alloc", "test-fail", "test-crash", "test-garbage", "test-status"} {
+	for _, name := range []string{"test-select", "test-passcod", "test-alloc", "test-echo", "test-fail", "test-crash", "test-garbage", "test-status"} {
 		if err := os.Symlink(script, filepath.Join(dir, name)); err != nil {
 			return err
 		}

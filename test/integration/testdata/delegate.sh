@@ -36,6 +36,11 @@ test-alloc/ADD)
 		;;
 	esac
 	;;
+test-echo/ADD)
+	# An allocator that takes whatever prevResult it gets (the calls
+	# record shows what that was) and answers one fixed address.
+	printf '{"cniVersion":"%s","ips":[{"address":"10.211.20.5/24"}]}\n' "$ver"
+	;;
 test-fail/ADD)
 	echo '{"cniVersion":"1.0.0","code":101,"msg":"requested address unavailable","details":"10.9.9.9"}'
 	exit 1
