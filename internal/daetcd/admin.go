@@ -148,6 +148,8 @@ func (a *Admin) Release(addr netip.Addr, s alloc.Scope, container, ifname string
 	switch {
 	case !ok:
 		return Lease{}, fmt.Errorf("%s is not claimed in %s", addr, scopePath(s))
+	case !valid && heldFor(kv.Value) != "":
+		return Lease{}, fmt.Errorf("%s in %s is held for sticky key %q: release the hold (--sticky-key)", addr, scopePath(s), heldFor(kv.Value))
 	case !valid:
 		return Lease{}, fmt.Errorf("%s in %s holds no owner record; refusing", addr, scopePath(s))
 	case container != "" && r.ContainerID != container:
@@ -169,6 +171,13 @@ func (a *Admin) Release(addr netip.Addr, s alloc.Scope, container, ifname string
 			txn.If = append(txn.If, etcdkv.ModIs(string(ikv.Key), ikv.ModRevision))
 			txn.Then = append(txn.Then, etcdkv.Delete(string(ikv.Key)))
 			marks[a.op.keys.markOf(s, string(ikv.Key))] = true
+			if r.Hold != "" {
+				// A sticky claim becomes a hold, as a DEL would make it
+				// (its key gets the address back); release --sticky-key
+				// frees the hold.
+				holdK := a.op.keys.holdKey(s, r.Hold, lastSegment(string(ikv.Key)))
+				txn.Then[0] = a.op.releaseSticky(s, r, string(kv.Key), holdK, []etcdkv.Cmp{etcdkv.ModIs(holdK, kv.ModRevision)}, "")
+			}
 		}
 	}
 	if dryRun {

@@ -118,6 +118,14 @@ func decodeHold(b []byte) (holdRecord, bool) {
 	return h, err == nil
 }
 
+// heldFor is the key a held claim's value is held for ("" if it is none).
+func heldFor(v []byte) string {
+	if h, ok := decodeHold(v); ok && h.Owner == "" {
+		return h.Key
+	}
+	return ""
+}
+
 // ownedPrefix is how the hold of this owner and address begins (a
 // quote in a value is escaped, so the first `,"key":` ends them).
 func ownedPrefix(node, cid, ifname, network, addr string) []byte {

@@ -286,3 +286,79 @@ func TestHoldRecord(t *testing.T) {
 		t.Fatal("a held claim decodes as an owner record")
 	}
 }
+
+// An operator's release of a live sticky claim (a leaked container)
+// leaves a hold, as a DEL would: the key's next ADD gets the address; a
+// held address is refused by release, naming the key.
+func TestStickyAdminRelease(t *testing.T) {
+	needCluster(t)
+	c := stickyCase{t: t, holdFor: "30m"}
+	a1, _ := c.add("host-a", "c1", "web-0")
+	ad := stickyAdmin(t)
+	if _, err := ad.Release(a1, alloc.Scope{Network: "net"}, "", "", false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ad.Release(a1, alloc.Scope{Network: "net"}, "", "", false); err == nil || !strings.Contains(err.Error(), `"ns/web-0"`) {
+		t.Fatalf("release of a held address: %v", err)
+	}
+	if a2, _ := c.add("host-b", "c2", "web-0"); a2 != a1 {
+		t.Fatalf("after release: %s, want %s", a2, a1)
+	}
+}
+
+// An ADD that took a hold over and then fails on another target puts the
+// hold back as held: the next ADD gets both addresses again.
+func TestStickyFailedAddRestoresHold(t *testing.T) {
+	needCluster(t)
+	run := func(cmd, cid, ips string) (string, int) {
+		conf := fmt.Sprintf(`{"cniVersion":"1.1.0","name":"net",%s"ipam":{"type":"ipam-da-etcd",
+			"etcd":{"endpoints":["%s"],"prefix":"/sticky-test/%s/","nodeName":"host-a"},
+			"sticky":{"by":["pod"]},
+			"ranges":[[{"subnet":"10.214.41.0/24"}],[{"subnet":"fd00:214:41::/64"}]]}}`,
+			ips, strings.Join(cluster.Endpoints(), `","`), t.Name())
+		var stdout, stderr bytes.Buffer
+		env := []string{"CNI_COMMAND=" + cmd, "CNI_CONTAINERID=" + cid, "CNI_IFNAME=eth0", "CNI_NETNS=/x", "CNI_PATH=/nonexistent",
+			"CNI_ARGS=K8S_POD_NAMESPACE=ns;K8S_POD_NAME=vm-0"}
+		code := plugin.Run(Personality(), plugin.IO{Environ: env, Stdin: strings.NewReader(conf), Stdout: &stdout, Stderr: &stderr})
+		return stdout.String(), code
+	}
+	first, code := run("ADD", "c1", "")
+	if code != 0 {
+		t.Fatal(first)
+	}
+	if out, code := run("DEL", "c1", ""); code != 0 {
+		t.Fatal(out)
+	}
+	// The v4 hold is taken over, then the v6 target's request differs
+	// from its hold: 101, and the v4 take-over is undone.
+	if out, code := run("ADD", "c2", `"runtimeConfig":{"ips":["fd00:214:41::99/64"]},`); code == 0 || !strings.Contains(out, `"code":101`) {
+		t.Fatalf("ADD with another v6 address: %s", out)
+	}
+	ls, err := stickyAdmin(t).Leases(Filter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	held := 0
+	for _, l := range ls {
+		if l.Held {
+			held++
+		}
+	}
+	if held != 2 {
+		t.Fatalf("after the failed ADD, %d holds: %+v", held, ls)
+	}
+	again, code := run("ADD", "c3", "")
+	if code != 0 {
+		t.Fatal(again)
+	}
+	ips := func(out string) string {
+		var b strings.Builder
+		for _, part := range strings.Split(out, `"address": "`)[1:] {
+			b.WriteString(part[:strings.IndexByte(part, '"')] + " ")
+		}
+		return b.String()
+	}
+	if ips(again) != ips(first) || ips(first) == "" {
+		t.Fatalf("after the failed ADD: %s, want %s", ips(again), ips(first))
+	}
+}
