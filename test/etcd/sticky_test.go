@@ -231,3 +231,55 @@ func TestStickyLateDelCopy(t *testing.T) {
 		t.Fatalf("after the second DEL: %v, want %v", ks, before)
 	}
 }
+
+// TestStickyUnansweredTakeOverIsFenced: the take-over of a hold is the
+// claim: its first copy is held on the way, the ADD fences it and takes
+// the hold over through another member; the late copy, delivered after,
+// changes nothing.
+func TestStickyUnansweredTakeOverIsFenced(t *testing.T) {
+	needCluster(t)
+	ps := proxies(t)
+	h := newHost(t, nodeFirst("fence-sticky", 0, 3))
+	conf := stickyConf(t, h, "30m", urls(ps...))
+	r1, a1 := stickyAdd(t, "c1", "web-0", conf)
+	stickyRun(t, "DEL", "c1", "web-0", withPrev(t, conf, r1.Stdout))
+	// The take-over compares the hold's revision (the first claim, which
+	// finds the hold, requires it absent: CREATE).
+	takeOver := func(r request) bool {
+		return r.txn() && r.putsUnder("/sticky/") && r.putsUnder("/ip/") && strings.Contains(r.Body, `"target":"MOD"`)
+	}
+	held := ps[0].on(takeOver, hold, 1)
+	r2, a2 := stickyAdd(t, "c2", "web-0", conf)
+	if a2 != a1 {
+		t.Fatalf("take-over got %s, want %s", a2, a1)
+	}
+	waitFor(t, held.arrived, time.Second, "the take-over's first copy")
+	kvs := func() string {
+		m, err := cluster.Values(prefix(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k := range m {
+			if strings.Contains(k, "/nodes/") || strings.Contains(k, "/full/") {
+				delete(m, k)
+			}
+		}
+		return fmt.Sprint(m)
+	}
+	want := kvs()
+	close(held.release)
+	waitFor(t, held.applied, 5*time.Second, "the late copy's delivery")
+	if got := kvs(); got != want {
+		t.Fatalf("after the late take-over copy:\n%s\nwant\n%s", got, want)
+	}
+	if n := len(ps[0].requests(takeOver)) + len(ps[1].requests(takeOver)) + len(ps[2].requests(takeOver)); n != 2 {
+		t.Errorf("%d take-overs sent, want 2: the lost one (never re-sent) and the one over the fence", n)
+	}
+	if n := len(keys(t)); n != 3 {
+		t.Fatalf("keys %v, want claim, index key and hold", keys(t))
+	}
+	stickyRun(t, "DEL", "c2", "web-0", withPrev(t, conf, r2.Stdout))
+	if _, a3 := stickyAdd(t, "c3", "web-0", conf); a3 != a1 {
+		t.Fatalf("after the fenced take-over: %s, want %s", a3, a1)
+	}
+}
