@@ -61,6 +61,21 @@ func prevOf(addr netip.Addr) string {
 
 func stickyAdmin(t *testing.T) *Admin { return adminAt(t, "/sticky-test/") }
 
+// heldLeases lists the test's leases, and the holds among them.
+func heldLeases(t *testing.T) (all, held []Lease) {
+	t.Helper()
+	all, err := stickyAdmin(t).Leases(Filter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range all {
+		if l.Held {
+			held = append(held, l)
+		}
+	}
+	return all, held
+}
+
 func TestStickyRescheduleAndLive(t *testing.T) {
 	needCluster(t)
 	c := stickyCase{t: t, holdFor: "30m"}
@@ -74,21 +89,12 @@ func TestStickyRescheduleAndLive(t *testing.T) {
 		t.Fatalf("ADD under a live old pod: %s", out)
 	}
 	c.ok("DEL", "host-a", "c1", "web-0", prevOf(a1)) // the one-round-trip DEL
-	ls, err := stickyAdmin(t).Leases(Filter{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	held := 0
-	for _, l := range ls {
-		if l.Held {
-			held++
-			if l.Address != a1.String() || l.StickyKey != "ns/web-0" || l.LastOwner != "c1" || l.Node != "host-a" || l.HoldExpires.IsZero() {
-				t.Fatalf("hold: %+v", l)
-			}
-		}
-	}
-	if held != 1 {
+	ls, holds := heldLeases(t)
+	if len(holds) != 1 {
 		t.Fatalf("holds: %+v", ls)
+	}
+	if l := holds[0]; l.Address != a1.String() || l.StickyKey != "ns/web-0" || l.LastOwner != "c1" || l.Node != "host-a" || l.HoldExpires.IsZero() {
+		t.Fatalf("hold: %+v", l)
 	}
 	// Another pod cannot get it meanwhile: fill the rest of the /24.
 	for i := range 260 {
@@ -334,17 +340,8 @@ func TestStickyFailedAddRestoresHold(t *testing.T) {
 	if out, code := run("ADD", "c2", `"runtimeConfig":{"ips":["fd00:214:41::99/64"]},`); code == 0 || !strings.Contains(out, `"code":101`) {
 		t.Fatalf("ADD with another v6 address: %s", out)
 	}
-	ls, err := stickyAdmin(t).Leases(Filter{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	held := 0
-	for _, l := range ls {
-		if l.Held {
-			held++
-		}
-	}
-	if held != 2 {
+	ls, holds := heldLeases(t)
+	if held := len(holds); held != 2 {
 		t.Fatalf("after the failed ADD, %d holds: %+v", held, ls)
 	}
 	again, code := run("ADD", "c3", "")

@@ -26,6 +26,22 @@ func stickyConf(t *testing.T, h host, holdFor string, eps []string) []byte {
 	return mustJSON(t, map[string]any{"cniVersion": "1.1.0", "name": "etcd-net", "ipam": ipam})
 }
 
+// stateValues is the test's keys and values but the nodes' records and
+// the exhaustion marks.
+func stateValues(t *testing.T) map[string]string {
+	t.Helper()
+	kvs, err := cluster.Values(prefix(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k := range kvs {
+		if strings.Contains(k, "/nodes/") || strings.Contains(k, "/full/") {
+			delete(kvs, k)
+		}
+	}
+	return kvs
+}
+
 func podArgs(pod string) string { return "K8S_POD_NAMESPACE=ns;K8S_POD_NAME=" + pod }
 
 func stickyCall(cmd, cid, pod string, conf []byte) testbin.Reply {
@@ -206,22 +222,10 @@ func TestStickyLateDelCopy(t *testing.T) {
 	if a2 != a1 {
 		t.Fatalf("re-ADD got %s, want the held %s", a2, a1)
 	}
-	vals := func() map[string]string {
-		kvs, err := cluster.Values(prefix(t))
-		if err != nil {
-			t.Fatal(err)
-		}
-		for k := range kvs {
-			if strings.Contains(k, "/nodes/") || strings.Contains(k, "/full/") {
-				delete(kvs, k)
-			}
-		}
-		return kvs
-	}
-	want := vals()
+	want := stateValues(t)
 	close(held.release)
 	waitFor(t, held.applied, 5*time.Second, "the late copy's delivery")
-	if got := vals(); len(got) != 3 || fmt.Sprint(got) != fmt.Sprint(want) {
+	if got := stateValues(t); len(got) != 3 || fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("after the late DEL copy:\n%v\nwant\n%v", got, want)
 	}
 	// Still live: another pod with the key gets 105; the DEL holds it again.
@@ -254,22 +258,10 @@ func TestStickyUnansweredTakeOverIsFenced(t *testing.T) {
 		t.Fatalf("take-over got %s, want %s", a2, a1)
 	}
 	waitFor(t, held.arrived, time.Second, "the take-over's first copy")
-	kvs := func() string {
-		m, err := cluster.Values(prefix(t))
-		if err != nil {
-			t.Fatal(err)
-		}
-		for k := range m {
-			if strings.Contains(k, "/nodes/") || strings.Contains(k, "/full/") {
-				delete(m, k)
-			}
-		}
-		return fmt.Sprint(m)
-	}
-	want := kvs()
+	want := fmt.Sprint(stateValues(t))
 	close(held.release)
 	waitFor(t, held.applied, 5*time.Second, "the late copy's delivery")
-	if got := kvs(); got != want {
+	if got := fmt.Sprint(stateValues(t)); got != want {
 		t.Fatalf("after the late take-over copy:\n%s\nwant\n%s", got, want)
 	}
 	if n := len(ps[0].requests(takeOver)) + len(ps[1].requests(takeOver)) + len(ps[2].requests(takeOver)); n != 2 {
