@@ -33,6 +33,11 @@ type etcdResult struct {
 const (
 	eLean = "ipam-da-pools"
 	eEtcd = "ipam-da-etcd"
+	// ipam-da-etcd with ipam.sticky: a new key per container (the hold
+	// created in the claim's transaction), and one key for every
+	// container (each ADD takes the hold the last DEL left over).
+	eStickyNew  = "ipam-da-etcd sticky, new key"
+	eStickyHeld = "ipam-da-etcd sticky, held key"
 )
 
 func measureEtcd(o *options, root string, r *results) error {
@@ -68,10 +73,16 @@ func measureEtcd(o *options, root string, r *results) error {
 			ipam: ipam, stateDir: func(string) string { return "" }}
 	}
 	subs := []subject{lean, etcdSub("/bench/latency/", "bench-a")}
+	for _, key := range []string{eStickyNew, eStickyHeld} {
+		st := etcdSub("/bench/latency/", "bench-a")
+		st.key, st.label = key, key
+		st.ipam["sticky"] = map[string]any{"by": []string{"arg"}, "holdFor": "30m"}
+		subs = append(subs, st)
+	}
 	dataDir := filepath.Join(o.tmp, "etcd-lean")
 	for w := 0; w < max(1, o.warmup); w++ {
 		for _, s := range subs {
-			if _, err := addDel(s, dataDir, fmt.Sprintf("etcd-warm-%d", w)); err != nil {
+			if _, err := stickyAddDel(s, dataDir, fmt.Sprintf("etcd-warm-%d", w)); err != nil {
 				return err
 			}
 		}
@@ -81,7 +92,7 @@ func measureEtcd(o *options, root string, r *results) error {
 	for i := 0; i < o.n; i++ {
 		for j := range subs {
 			s := subs[(i+j)%len(subs)]
-			ds, err := addDel(s, dataDir, fmt.Sprintf("etcd-lat-%d", i))
+			ds, err := stickyAddDel(s, dataDir, fmt.Sprintf("etcd-lat-%d", i))
 			if err != nil {
 				return err
 			}
@@ -100,6 +111,34 @@ func measureEtcd(o *options, root string, r *results) error {
 		res.conc.runs = append(res.conc.runs, etcdBurst(hosts, dataDir, round))
 	}
 	return nil
+}
+
+// stickyAddDel is addDel, with the sticky subjects' key in CNI_ARGS.
+func stickyAddDel(s subject, dataDir, tag string) ([2]outcome, error) {
+	var key string
+	switch s.key {
+	case eStickyNew:
+		key = tag
+	case eStickyHeld:
+		key = "held"
+	default:
+		return addDel(s, dataDir, tag)
+	}
+	env := []string{"CNI_ARGS=CNIPLUGINS_STICKY_KEY=" + key}
+	cid := containerID(tag + "-" + s.key)
+	c := s.call("ADD", cid, dataDir, nil)
+	c.env = env
+	a, err := mustRun(c)
+	if err != nil {
+		return [2]outcome{}, err
+	}
+	c = s.call("DEL", cid, dataDir, a.stdout)
+	c.env = env
+	d, err := mustRun(c)
+	if err != nil {
+		return [2]outcome{}, err
+	}
+	return [2]outcome{a, d}, nil
 }
 
 // etcdBurst starts every host's ADDs at once, each its own process.
@@ -148,6 +187,21 @@ func (e *etcdResult) markdown(nproc string) string {
 			verdict = "**not met**"
 		}
 		w("| %s | %s / %s | %s / %s | %s | %s |\n", op, num(benchstat.MS(lean.median)), num(benchstat.MS(lean.p99)), num(benchstat.MS(et.median)), num(benchstat.MS(et.p99)), fmtRatio(rt), verdict)
+	}
+	w("\nWith ipam.sticky (by CNI_ARGS %s), the same ADD/DEL: a new key per container, and one key for all (each ADD takes over the hold the last DEL left). Median / p99 in ms.\n\n", "CNIPLUGINS_STICKY_KEY")
+	w("| op | ipam-da-etcd | sticky, new key | ÷ off | target ≤ 1.05× | sticky, held key | ÷ off |\n| --- | ---: | ---: | ---: | --- | ---: | ---: |\n")
+	for _, op := range latencyOps {
+		off, nk, hk := summarise(e.samples[eEtcd+" "+op]), summarise(e.samples[eStickyNew+" "+op]), summarise(e.samples[eStickyHeld+" "+op])
+		rn, rh := benchstat.Ratio(benchstat.MS(nk.median), benchstat.MS(off.median)), benchstat.Ratio(benchstat.MS(hk.median), benchstat.MS(off.median))
+		verdict := "**met**"
+		switch {
+		case op != "ADD":
+			verdict = "(ADD only)"
+		case !(rn <= 1.05):
+			verdict = "**not met**"
+		}
+		w("| %s | %s / %s | %s / %s | %s | %s | %s / %s | %s |\n", op, num(benchstat.MS(off.median)), num(benchstat.MS(off.p99)),
+			num(benchstat.MS(nk.median)), num(benchstat.MS(nk.p99)), fmtRatio(rn), verdict, num(benchstat.MS(hk.median)), num(benchstat.MS(hk.p99)), fmtRatio(rh))
 	}
 	ops := etcdHosts * etcdPerHost
 	w("\n%d hosts × %d concurrent ADDs (%d processes started at once, distinct node names, one pool), %d rounds: ", etcdHosts, etcdPerHost, ops, len(e.conc.runs))

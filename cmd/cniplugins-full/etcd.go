@@ -112,5 +112,9 @@ func leaseOf(l daetcd.Lease) ops.Lease {
 	if l.Address == "" {
 		out.Owner = ops.OwnerMarker
 	}
+	out.StickyKey = l.StickyKey
+	if l.Held {
+		out.Owner, out.HoldExpires, out.LastOwner = "sticky", l.HoldExpires.UTC(), l.LastOwner
+	}
 	return out
 }

@@ -85,8 +85,8 @@ func writeLeases(cmd *cobra.Command, leases []ops.Lease, out outputFlags, nodes 
 		if sticky {
 			expires := "-"
 			switch {
-			case !l.Expires.IsZero():
-				expires = l.Expires.Format(time.RFC3339)
+			case !l.HoldExpires.IsZero():
+				expires = l.HoldExpires.Format(time.RFC3339)
 			case l.StickyKey != "" && l.ContainerID == "":
 				expires = "never"
 			}

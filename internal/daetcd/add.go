@@ -1,6 +1,9 @@
 package daetcd
 
 import (
+	"errors"
+	"net/netip"
+
 	"github.com/containernetworking/cni/pkg/types"
 
 	"github.com/cniplugins/cniplugins/internal/alloc"
@@ -20,13 +23,17 @@ func cmdAdd(req *plugin.Request) (types.Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	st, err := stickyOf(req.Conf, req.CNIArgs, op.ifname)
+	if err != nil {
+		return nil, err
+	}
 	claim := newClaimID()
 	att := alloc.Attachment{ContainerID: op.cid, IfName: op.ifname, Network: op.network}
 	var stores []*claimStore
 	for _, t := range targets {
-		s := op.claimStore(t, claim)
+		s := op.stickyStore(t, claim, st)
 		stores = append(stores, s)
-		addr, gw, err := t.Allocator(s).Allocate(att, t.RangeID, t.Set, t.Requested, t.Label)
+		addr, gw, err := s.allocate(t, att)
 		if err != nil {
 			op.cl.Extend()
 			if cerr := op.cancel(stores); cerr != nil {
@@ -39,4 +46,25 @@ func cmdAdd(req *plugin.Request) (types.Result, error) {
 		req.Log.Debug("allocated", logging.String("target", t.Label), logging.Stringer("address", addr))
 	}
 	return res, nil
+}
+
+// allocate runs the engine on one target. A sticky key's hold ends the
+// search (holdFound); the shared rules then name the address to take
+// over, or allocation starts again as usual once the hold is gone, or
+// the ADD fails with 105 or 101 (sticky.go).
+func (s *claimStore) allocate(t alloc.Target, att alloc.Attachment) (netip.Prefix, netip.Addr, error) {
+	requested := t.Requested
+	for try := 0; ; try++ {
+		addr, gw, err := t.Allocator(s).Allocate(att, t.RangeID, t.Set, requested, t.Label)
+		var hf *holdFound
+		if !errors.As(err, &hf) {
+			return addr, gw, err
+		}
+		if try == 8 {
+			return netip.Prefix{}, netip.Addr{}, errTooManyHolds(t.Label)
+		}
+		if requested, err = s.decide(hf, t.Requested); err != nil {
+			return netip.Prefix{}, netip.Addr{}, err
+		}
+	}
 }

@@ -3,6 +3,7 @@ package daetcd
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/netip"
 	"slices"
 	"strings"
@@ -60,6 +61,12 @@ type Lease struct {
 	Record
 	Scope alloc.Scope `json:"-"`
 	key   etcdkv.KV
+	// Held is a sticky key's hold (sticky.go): no container, the
+	// address kept for the key (Record.StickyKey) until HoldExpires
+	// (zero: until released); Node is the one that held it last.
+	Held        bool
+	HoldExpires time.Time
+	LastOwner   string
 }
 
 // Filter selects leases; empty fields match everything.
@@ -82,7 +89,10 @@ func (a *Admin) Leases(f Filter) ([]Lease, error) {
 	if err != nil {
 		return nil, err
 	}
-	var out []Lease
+	out, err := a.holds(f)
+	if err != nil {
+		return nil, err
+	}
 	for _, kv := range kvs {
 		l, ok := a.lease(kv)
 		if !ok || (f.Network != "" && l.Network != f.Network) || (f.Pool != "" && l.Scope.Pool != f.Pool) ||
@@ -110,12 +120,7 @@ func (a *Admin) lease(kv etcdkv.KV) (Lease, bool) {
 		return Lease{}, false
 	}
 	l := Lease{Record: r, key: kv}
-	switch parts[1] {
-	case "pool":
-		l.Scope.Pool = parts[2]
-	case "net":
-		l.Scope.Network = parts[2]
-	default:
+	if l.Scope, ok = parseScope(parts[1], parts[2]); !ok {
 		return Lease{}, false
 	}
 	return l, true
@@ -143,6 +148,8 @@ func (a *Admin) Release(addr netip.Addr, s alloc.Scope, container, ifname string
 	switch {
 	case !ok:
 		return Lease{}, fmt.Errorf("%s is not claimed in %s", addr, scopePath(s))
+	case !valid && heldFor(kv.Value) != "":
+		return Lease{}, fmt.Errorf("%s in %s is held for sticky key %q: release the hold (--sticky-key)", addr, scopePath(s), heldFor(kv.Value))
 	case !valid:
 		return Lease{}, fmt.Errorf("%s in %s holds no owner record; refusing", addr, scopePath(s))
 	case container != "" && r.ContainerID != container:
@@ -164,6 +171,13 @@ func (a *Admin) Release(addr netip.Addr, s alloc.Scope, container, ifname string
 			txn.If = append(txn.If, etcdkv.ModIs(string(ikv.Key), ikv.ModRevision))
 			txn.Then = append(txn.Then, etcdkv.Delete(string(ikv.Key)))
 			marks[a.op.keys.markOf(s, string(ikv.Key))] = true
+			if r.Hold != "" {
+				// A sticky claim becomes a hold, as a DEL would make it
+				// (its key gets the address back); release --sticky-key
+				// frees the hold.
+				holdK := a.op.keys.holdKey(s, r.Hold, lastSegment(string(ikv.Key)))
+				txn.Then[0] = a.op.releaseSticky(s, r, string(kv.Key), holdK, []etcdkv.Cmp{etcdkv.ModIs(holdK, kv.ModRevision)}, "")
+			}
 		}
 	}
 	if dryRun {
@@ -199,12 +213,30 @@ func (a *Admin) GC(node string, f Filter, keep []alloc.Attachment, apply bool) (
 	perScope := map[alloc.Scope][]etcdkv.Txn{}
 	marks := unmark{}
 	for _, l := range leases {
-		if keeps(l.attachment()) {
+		if l.Held || keeps(l.attachment()) { // holds: only expired ones go, below
 			continue
 		}
 		plan = append(plan, l)
 		perScope[l.Scope] = append(perScope[l.Scope], a.op.release(l.Scope, l.key, false))
 		marks[a.op.keys.markOf(l.Scope, string(l.key.Key))] = true
+	}
+	// Expired holds go too, whichever node held them last (sticky.go);
+	// unexpired ones stay whatever keep says.
+	holdScopes, err := a.holdScopes(f)
+	if err != nil {
+		return nil, err
+	}
+	var expired []etcdkv.Txn
+	for _, s := range holdScopes {
+		txns, m, hls, err := a.op.expiredHolds(s, f.Network)
+		if err != nil {
+			return nil, err
+		}
+		expired = append(expired, txns...)
+		maps.Copy(marks, m)
+		for _, hl := range hls {
+			plan = append(plan, hl.lease())
+		}
 	}
 	if !apply {
 		return plan, nil
@@ -213,6 +245,9 @@ func (a *Admin) GC(node string, f Filter, keep []alloc.Attachment, apply bool) (
 		if err := a.op.commitBatches(txns, marks); err != nil {
 			return plan, err
 		}
+	}
+	if err := a.op.commitBatches(expired, marks); err != nil {
+		return plan, err
 	}
 	return plan, nil
 }
@@ -259,4 +294,40 @@ func (a *Admin) CheckGone(node string, deadAfter time.Duration) error {
 		}
 	}
 	return nil
+}
+
+// holdScopes are the scopes with holds that f selects.
+func (a *Admin) holdScopes(f Filter) ([]alloc.Scope, error) {
+	if f.Pool != "" {
+		return []alloc.Scope{{Pool: f.Pool}}, nil
+	}
+	prefix := a.op.keys.prefix + "sticky/"
+	kvs, err := a.op.cl.List(prefix, true)
+	if err != nil {
+		return nil, err
+	}
+	seen := map[alloc.Scope]bool{}
+	var out []alloc.Scope
+	for _, kv := range kvs {
+		parts := strings.Split(string(kv.Key[len(prefix):]), "/")
+		if len(parts) != 4 {
+			continue
+		}
+		if s, ok := parseScope(parts[0], parts[1]); ok && !seen[s] {
+			seen[s] = true
+			out = append(out, s)
+		}
+	}
+	return out, nil
+}
+
+// parseScope is the scope a key names as <pool|net>/<name>.
+func parseScope(kind, name string) (alloc.Scope, bool) {
+	switch kind {
+	case "pool":
+		return alloc.Scope{Pool: name}, true
+	case "net":
+		return alloc.Scope{Network: name}, true
+	}
+	return alloc.Scope{}, false
 }

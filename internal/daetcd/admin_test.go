@@ -68,8 +68,11 @@ func runIn(t *testing.T, cmd, node, cid, scope string) []byte {
 	return stdout.Bytes()
 }
 
-func admin(t *testing.T) *Admin {
-	a, err := NewAdmin(AdminConfig{Endpoints: cluster.Endpoints(), Prefix: "/admin-test/" + t.Name() + "/"})
+func admin(t *testing.T) *Admin { return adminAt(t, "/admin-test/") }
+
+// adminAt is an Admin for the test's keys under base.
+func adminAt(t *testing.T, base string) *Admin {
+	a, err := NewAdmin(AdminConfig{Endpoints: cluster.Endpoints(), Prefix: base + t.Name() + "/"})
 	if err != nil {
 		t.Fatal(err)
 	}

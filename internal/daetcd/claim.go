@@ -5,6 +5,8 @@ import (
 	"errors"
 	"math"
 	"net/netip"
+	"slices"
+	"strconv"
 
 	"github.com/cniplugins/cniplugins/internal/addrspace"
 	"github.com/cniplugins/cniplugins/internal/alloc"
@@ -44,6 +46,11 @@ type claimStore struct {
 	taken    map[netip.Addr]bool
 	sawTaken int64 // the revision at which a candidate was first seen taken
 	scanned  bool
+
+	sticky   *stickyAtt // nil: not sticky (sticky.go)
+	holdK    string
+	take     *takeOver // the hold the next claim takes over
+	sentTake *takeOver // the one the last claim sent took over
 }
 
 // prefetchAfter: past this many taken candidates the pool is filling up,
@@ -54,25 +61,45 @@ func (op *operation) claimStore(t alloc.Target, claim string) *claimStore {
 	return &claimStore{op: op, scope: t.Scope, slot: t.RangeID, set: t.Set, claim: claim, label: t.Label, taken: map[netip.Addr]bool{}}
 }
 
+// stickyStore is claimStore for an attachment with a sticky key (nil: none).
+func (op *operation) stickyStore(t alloc.Target, claim string, st *stickyAtt) *claimStore {
+	s := op.claimStore(t, claim)
+	if st != nil {
+		s.sticky, s.holdK = st, op.keys.holdKey(t.Scope, st.id, strconv.Itoa(t.RangeID))
+	}
+	return s
+}
+
 // Reserve claims ip for the attachment; false when someone holds it.
 // The claim carries the operation's attachment, which is the one
 // Allocate passes.
 func (s *claimStore) Reserve(_ alloc.Attachment, ip netip.Addr) (bool, error) {
-	if s.taken[ip] {
+	if s.taken[ip] && s.take == nil {
 		return false, nil
 	}
 	op := s.op
-	val := op.record(s.scope, ip.String(), s.claim).encode()
+	val := s.sticky.mark(op.record(s.scope, ip.String(), s.claim)).encode()
 	addrK, slotK := op.keys.addrKey(s.scope, ip), op.slotKey(s.scope, s.slot)
-	s.sent, s.sentAddr = val, ip
+	s.sent, s.sentAddr, s.sentTake = val, ip, s.take
+	cond := []etcdkv.Cmp{etcdkv.Absent(addrK)}
+	then := []etcdkv.Op{etcdkv.Put(addrK, val), etcdkv.Put(slotK, val), op.touch()}
+	var readHold []etcdkv.Op
+	if s.sticky != nil {
+		var put etcdkv.Op
+		cond, put = s.holdOps(ip, addrK)
+		then = append(then, put)
+		readHold = []etcdkv.Op{etcdkv.Get(s.holdK)}
+	}
 	for try := 0; try < 8; try++ {
 		// TxnOnce: its condition (keys absent) is true again after a
 		// DEL, so a late copy would claim an address for a gone
 		// container; it is never sent twice.
-		holders := []etcdkv.Op{etcdkv.Get(addrK), etcdkv.Get(slotK), etcdkv.Get(op.keys.nodeKey(op.node))}
+		// A sticky claim also requires its hold key absent (or the
+		// hold it takes over unchanged) and puts it; its Else reads it.
+		holders := append([]etcdkv.Op{etcdkv.Get(addrK), etcdkv.Get(slotK), etcdkv.Get(op.keys.nodeKey(op.node))}, readHold...)
 		resp, err := op.cl.TxnOnce(etcdkv.Txn{
-			If:   append([]etcdkv.Cmp{etcdkv.Absent(addrK), s.slotFree(slotK)}, op.sameMachine()...),
-			Then: []etcdkv.Op{etcdkv.Put(addrK, val), etcdkv.Put(slotK, val), op.touch()},
+			If:   append(append(slices.Clip(cond), s.slotFree(slotK)), op.sameMachine()...),
+			Then: then,
 			Else: holders,
 		})
 		if err != nil && !errors.Is(err, etcdkv.ErrOutcomeUnknown) && !s.inFlight {
@@ -126,6 +153,15 @@ func (s *claimStore) Reserve(_ alloc.Attachment, ip netip.Addr) (bool, error) {
 			}
 		} else {
 			s.marker = 0
+		}
+		if s.sticky != nil {
+			hold, hasHold := resp.First(3)
+			if hasHold || s.take != nil {
+				// The key has a hold (or the one taken over changed or
+				// went): the search ends, cmdAdd applies the rules.
+				s.sent = nil
+				return false, &holdFound{kv: hold, found: hasHold}
+			}
 		}
 		if held {
 			if r, ok := decodeRecord(holder.Value); ok {
@@ -212,9 +248,13 @@ func (op *operation) cancel(stores []*claimStore) error {
 		slotK := op.slotKey(s.scope, s.slot)
 		marker := etcdkv.Put(slotK, op.record(s.scope, "", s.claim).encode())
 		// The claim committed: free its address, keep the marker.
+		addrK := op.keys.addrKey(s.scope, s.sentAddr)
 		committed := etcdkv.Txn{
 			If:   []etcdkv.Cmp{etcdkv.ValueIs(slotK, s.sent)},
-			Then: []etcdkv.Op{etcdkv.Delete(op.keys.addrKey(s.scope, s.sentAddr)), marker, freed(op.keys.fullKey(s.scope, s.slot))},
+			Then: []etcdkv.Op{etcdkv.Delete(addrK), marker, freed(op.keys.fullKey(s.scope, s.slot))},
+		}
+		if s.sticky != nil {
+			committed.Then = append([]etcdkv.Op{marker}, s.undoHold(addrK)...)
 		}
 		if s.marker != 0 { // it may still commit over the marker it took over: replace that one
 			committed.Else = []etcdkv.Op{etcdkv.Nested(etcdkv.Txn{If: []etcdkv.Cmp{etcdkv.ModIs(slotK, s.marker)}, Then: []etcdkv.Op{marker}})}

@@ -1,6 +1,8 @@
 package daetcd
 
 import (
+	"strconv"
+
 	"github.com/cniplugins/cniplugins/internal/alloc"
 	"github.com/cniplugins/cniplugins/internal/etcdkv"
 	"github.com/cniplugins/cniplugins/internal/plugin"
@@ -65,6 +67,10 @@ func (op *operation) delFromPrev(req *plugin.Request) (done bool, err error) {
 	if err != nil {
 		return false, nil
 	}
+	st, err := stickyOf(req.Conf, req.CNIArgs, op.ifname)
+	if err != nil {
+		return false, nil
+	}
 	var outer etcdkv.Txn
 	seen := map[string]bool{}
 	for _, a := range addrs {
@@ -77,15 +83,27 @@ func (op *operation) delFromPrev(req *plugin.Request) (done bool, err error) {
 			return false, nil // two addresses for one index key: not this attachment's result
 		}
 		seen[slotK] = true
-		r := op.record(t.Scope, a.String(), "")
+		r := st.mark(op.record(t.Scope, a.String(), ""))
 		lo, hi := r.ownerPrefix(), r.writtenBefore()
-		outer.Then = append(outer.Then, etcdkv.Nested(etcdkv.Txn{
+		release := etcdkv.Txn{
 			If: []etcdkv.Cmp{
 				etcdkv.ValueAbove(addrK, lo), etcdkv.ValueBelow(addrK, hi),
 				etcdkv.ValueAbove(slotK, lo), etcdkv.ValueBelow(slotK, hi),
 			},
 			Then: []etcdkv.Op{etcdkv.Delete(addrK), etcdkv.Delete(slotK), freed(op.keys.fullKey(t.Scope, t.RangeID))},
-		}))
+		}
+		if st != nil {
+			// The sticky record's range names its hold (Record.Hold
+			// first): the claim becomes a hold while the hold key is
+			// still this owner's for this address, as written with the
+			// claim; a plain record of this owner is left to the read
+			// path below, and so is a sticky one when no key is derivable.
+			holdK := op.keys.holdKey(t.Scope, st.id, strconv.Itoa(t.RangeID))
+			hp := ownedPrefix(op.node, op.cid, op.ifname, op.network, a.String())
+			release.Then = []etcdkv.Op{etcdkv.Delete(slotK), op.releaseSticky(t.Scope, r, addrK, holdK,
+				[]etcdkv.Cmp{etcdkv.ValueAbove(holdK, hp), etcdkv.ValueBelow(holdK, append(hp, 0xff))}, op.keys.fullKey(t.Scope, t.RangeID))}
+		}
+		outer.Then = append(outer.Then, etcdkv.Nested(release))
 	}
 	outer.Then = append(outer.Then, op.touch())
 	scopes := c.Scopes()

@@ -2,6 +2,7 @@ package daetcd
 
 import (
 	"errors"
+	"net/netip"
 	"slices"
 	"sync"
 
@@ -54,8 +55,46 @@ func cmdGC(req *plugin.Request) error {
 			req.Log.Info("gc releases", logging.String("address", r.Address), logging.String("containerID", r.ContainerID), logging.String("ifname", r.IfName))
 		}
 		errs = append(errs, op.commitBatches(txns, marks, op.sameMachine()...))
+		errs = append(errs, op.expireHolds(s, op.network))
 	}
 	return errors.Join(errs...)
+}
+
+// expireHolds frees the holds of network in scope s (every network's
+// when "") whose time is over, whichever node held them last: each hold
+// key and its address's claim go at the revision the release wrote them
+// (expireHold), so a hold taken over meanwhile is kept. Unexpired holds
+// stay whatever the valid attachments say.
+func (op *operation) expireHolds(s alloc.Scope, network string) error {
+	txns, marks, _, err := op.expiredHolds(s, network)
+	if err != nil {
+		return err
+	}
+	return op.commitBatches(txns, marks)
+}
+
+// expiredHolds plans expireHolds.
+func (op *operation) expiredHolds(s alloc.Scope, network string) ([]etcdkv.Txn, unmark, []holdLease, error) {
+	kvs, err := op.cl.List(op.keys.holdScope(s), false)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	var txns []etcdkv.Txn
+	var plan []holdLease
+	marks := unmark{}
+	for _, kv := range kvs {
+		h, ok := decodeHold(kv.Value)
+		if !ok || (network != "" && h.Network != network) || !h.alloc().Expired(op.now) {
+			continue
+		}
+		ip, _ := netip.ParseAddr(h.Address)
+		mark := op.keys.fullScope(s) + lastSegment(string(kv.Key))
+		txns = append(txns, expireHold(string(kv.Key), op.keys.addrKey(s, ip), kv.ModRevision, ""))
+		marks[mark] = true
+		plan = append(plan, holdLease{h: h, scope: s, kv: kv})
+		op.log.Info("gc frees an expired hold", logging.String("address", h.Address), logging.String("key", h.Key))
+	}
+	return txns, marks, plan, nil
 }
 
 // maxNested keeps a transaction within etcd's default --max-txn-ops (128

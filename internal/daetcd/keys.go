@@ -21,6 +21,7 @@ import (
 //	node/<node>/<scope>/<containerID>/<ifname>/<slot>
 //	                                            the attachment's index key, one per
 //	                                            range set (slot = its index) or pool (0)
+//	sticky/<scope>/<StickyID>/<slot>            a sticky key's hold (sticky.go)
 //	full/<scope>/<slot>                         an ADD found that range set or pool full
 //	                                            (empty: an address was freed since)
 //	nodes/<node>                                the machine that is the node, and when it
@@ -107,6 +108,10 @@ func (u unmark) ops() []etcdkv.Op {
 // holding one so that a claim of that ADD still in flight can never commit
 // later (its transaction requires the index key to be absent).
 type Record struct {
+	// Hold is the StickyID of a sticky attachment's key (sticky.go),
+	// first so that the one-round-trip DEL's ranges of a sticky and of a
+	// plain record never overlap.
+	Hold        string `json:"hold,omitempty"`
 	Node        string `json:"node"`
 	ContainerID string `json:"containerID"`
 	IfName      string `json:"ifname"`
@@ -115,18 +120,23 @@ type Record struct {
 	Pool        string `json:"pool,omitempty"`
 	Time        string `json:"time"`
 	Claim       string `json:"claim"` // the ADD that wrote it (random, per process)
+	// A sticky claim's key and ipam.sticky.holdFor: what any release
+	// (DEL, GC, an operator's) needs to turn it into a hold.
+	StickyKey string `json:"stickyKey,omitempty"`
+	HoldFor   string `json:"holdFor,omitempty"`
 }
 
 // ownerPrefix is how every record of this owner and address begins: the
 // fields up to the address, in Record's order.
 func (r Record) ownerPrefix() []byte {
 	b, _ := json.Marshal(struct {
+		Hold        string `json:"hold,omitempty"`
 		Node        string `json:"node"`
 		ContainerID string `json:"containerID"`
 		IfName      string `json:"ifname"`
 		Network     string `json:"network"`
 		Address     string `json:"address"`
-	}{r.Node, r.ContainerID, r.IfName, r.Network, r.Address})
+	}{r.Hold, r.Node, r.ContainerID, r.IfName, r.Network, r.Address})
 	return append(b[:len(b)-1], ',')
 }
 

@@ -117,9 +117,20 @@ func (op *operation) release(s alloc.Scope, kv etcdkv.KV, markHere bool) etcdkv.
 			// exact as comparing the value, and a tenth of the bytes.
 			addrK := op.keys.addrKey(s, ip)
 			t.If = append(t.If, etcdkv.ModIs(addrK, kv.ModRevision))
-			t.Then = append(t.Then, etcdkv.Delete(addrK))
+			mark := ""
 			if markHere {
-				t.Then = append(t.Then, freed(op.keys.markOf(s, slotK)))
+				mark = op.keys.markOf(s, slotK)
+			}
+			if r.Hold != "" {
+				// A sticky claim becomes a hold; its hold key was
+				// written with it, at the same revision (sticky.go).
+				holdK := op.keys.holdKey(s, r.Hold, lastSegment(slotK))
+				t.Then = append(t.Then, op.releaseSticky(s, r, addrK, holdK, []etcdkv.Cmp{etcdkv.ModIs(holdK, kv.ModRevision)}, mark))
+				return t
+			}
+			t.Then = append(t.Then, etcdkv.Delete(addrK))
+			if mark != "" {
+				t.Then = append(t.Then, freed(mark))
 			}
 		}
 	}

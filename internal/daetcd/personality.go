@@ -29,7 +29,7 @@ func Personality() plugin.Personality {
 			GC:     plugin.NoResult(cmdGC),
 			Status: plugin.NoResult(cmdStatus),
 		},
-		ArgKeys:  alloc.ArgKeys,
+		ArgKeys:  argKeys,
 		Validate: validate,
 	}
 }
@@ -38,6 +38,9 @@ func Personality() plugin.Personality {
 // ipam.etcd, then everything the engine would check.
 func validate(conf *netconf.Envelope) error {
 	if _, err := parseEtcd(conf, false); err != nil {
+		return err
+	}
+	if _, _, err := parseStickyConf(conf); err != nil {
 		return err
 	}
 	standalone, err := alloc.Standalone(conf, Name)

@@ -32,13 +32,14 @@ type Lease struct {
 	// Problem says why the file is not a well-formed reservation ("" when
 	// it is); fsck reports the same.
 	Problem string `json:"problem"`
-	// StickyKey is the sticky key the address is kept for, when one is:
-	// reserved by ContainerID, or held (Owner "sticky", ContainerID ""
-	// and IfName the key's interface) until Expires (zero: until
-	// released) after LastOwner's DEL.
-	StickyKey string    `json:"stickyKey,omitempty"`
-	LastOwner string    `json:"lastOwner,omitempty"`
-	Expires   time.Time `json:"expires,omitzero"`
+	// A sticky key's hold (Owner "sticky"): the key, until when the
+	// address is kept for it (zero: until released) and the container
+	// that held it last. Local state also names the key of an address a
+	// container has (StickyKey, with ContainerID set); a held address
+	// there has ContainerID "" and the key's interface as IfName.
+	StickyKey   string    `json:"stickyKey,omitempty"`
+	HoldExpires time.Time `json:"holdExpires,omitzero"`
+	LastOwner   string    `json:"lastOwner,omitempty"`
 }
 
 // LeaseFilter narrows a listing; empty fields match everything.
@@ -120,7 +121,7 @@ func withHold(l Lease, holds map[string]hostlocal.HoldEntry) Lease {
 	if !ok {
 		return l
 	}
-	l.StickyKey, l.LastOwner, l.Expires = e.Key, e.LastOwner, e.Expires.UTC()
+	l.StickyKey, l.LastOwner, l.HoldExpires = e.Key, e.LastOwner, e.Expires.UTC()
 	if e.Held() && l.Owner == "sticky" {
 		l.ContainerID, l.IfName = "", e.IfName
 		if l.Network == "" {

@@ -151,7 +151,7 @@ func (b Local) releaseSticky(d StateDir, r ReleaseRequest) (Lease, error) {
 		return e.Stale == "" && e.Key == r.StickyKey && (r.IfName == "" || e.IfName == r.IfName)
 	}
 	leaseOfHold := func(e hostlocal.HoldEntry) Lease {
-		l := Lease{Address: e.Address, Network: e.Network, IfName: e.IfName, Owner: "sticky", StickyKey: e.Key, LastOwner: e.LastOwner, Expires: e.Expires.UTC()}
+		l := Lease{Address: e.Address, Network: e.Network, IfName: e.IfName, Owner: "sticky", StickyKey: e.Key, LastOwner: e.LastOwner, HoldExpires: e.Expires.UTC()}
 		if d.Kind == "pool" {
 			l.Pool = d.Name
 		} else {

@@ -219,7 +219,7 @@ func TestStickyOperatorsCLI(t *testing.T) {
 	for _, l := range leases {
 		byAddr[l["address"].(string)] = l
 	}
-	if l := byAddr[a]; l["owner"] != "sticky" || l["stickyKey"] != "default/web-0" || l["lastOwner"] != "c1" || l["containerID"] != "" || l["ifname"] != "eth0" || l["expires"] != nil {
+	if l := byAddr[a]; l["owner"] != "sticky" || l["stickyKey"] != "default/web-0" || l["lastOwner"] != "c1" || l["containerID"] != "" || l["ifname"] != "eth0" || l["holdExpires"] != nil {
 		t.Errorf("held lease = %v", l)
 	}
 	if l := byAddr[b]; l["owner"] != "cni" || l["stickyKey"] != "default/web-1" || l["containerID"] != "c2" {

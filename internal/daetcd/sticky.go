@@ -1,0 +1,395 @@
+package daetcd
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/netip"
+	"strings"
+	"time"
+
+	"github.com/cniplugins/cniplugins/internal/alloc"
+	"github.com/cniplugins/cniplugins/internal/cnierr"
+	"github.com/cniplugins/cniplugins/internal/etcdkv"
+	"github.com/cniplugins/cniplugins/internal/netconf"
+)
+
+// Sticky addresses, cluster-wide (docs/etcd.md, "Sticky addresses"). A
+// sticky key K of an attachment (alloc.StickyKey) has one hold key per
+// scope, interface and range set or pool slot:
+//
+//	sticky/<scope>/<StickyID(K, ifname)>/<slot>
+//
+// holding a holdRecord. While the address is reserved, the hold names its
+// owner (node and container ID) and was written in the very transaction
+// that wrote the claim and the index key, so all three carry one mod
+// revision: "the hold's owner still has its claim" is exactly "the claim
+// key's mod revision is the hold's". After a DEL the claim key holds the
+// same holdRecord as the hold key (owner ""): the address stays taken,
+// by the key, not by a node; no index key. The claim's own Record names
+// the hold (Record.Hold, StickyKey, HoldFor), so every release (DEL's read
+// path, GC, an operator's gc --etcd) can turn it into a hold.
+//
+//	ADD, no hold:   the claim's transaction also requires the hold key
+//	                absent and puts it (no extra round trip); its Else reads it
+//	ADD, a hold:    read the claim key of its address; 105 while the owner
+//	                still has its claim (another container or node), 101 for
+//	                another requested address, else take it over: the claim
+//	                transaction with the hold's and the claim key's mod
+//	                revision in place of "absent"
+//	DEL:            claim → holdRecord, hold → holdRecord, index key deleted
+//	GC:             an expired hold's two keys go, each at its revision
+
+// stickyAtt is the sticky key of the attachment an ADD or DEL is for.
+type stickyAtt struct {
+	key     string
+	id      string // alloc.StickyID(key, ifname)
+	holdFor time.Duration
+}
+
+// parseStickyConf is ipam.sticky validated.
+func parseStickyConf(conf *netconf.Envelope) (*alloc.StickyKeys, alloc.Sticky, error) {
+	var ipam struct {
+		Sticky *alloc.StickyKeys `json:"sticky"`
+	}
+	if err := conf.DecodeIPAM(&ipam); err != nil {
+		return nil, alloc.Sticky{}, err
+	}
+	s, err := alloc.ParseSticky(ipam.Sticky)
+	return ipam.Sticky, s, err
+}
+
+// stickyOf is the attachment's sticky key, nil when it has none.
+func stickyOf(conf *netconf.Envelope, cniArgs []netconf.CNIArg, ifname string) (*stickyAtt, error) {
+	_, s, err := parseStickyConf(conf)
+	if err != nil {
+		return nil, err
+	}
+	key, err := alloc.StickyKey(conf, cniArgs, s)
+	if err != nil || key == "" {
+		return nil, err
+	}
+	return &stickyAtt{key: key, id: alloc.StickyID(key, ifname), holdFor: s.HoldFor}, nil
+}
+
+// argKeys: host-local's IP, and what stickiness reads.
+func argKeys(conf *netconf.Envelope) ([]string, error) {
+	keys, err := alloc.ArgKeys(conf)
+	return append(keys, alloc.StickyArgKeys()...), err
+}
+
+func (l layout) holdScope(s alloc.Scope) string { return l.prefix + "sticky/" + scopePath(s) + "/" }
+
+// holdKey is the hold of key id in scope for the range set or pool whose
+// index key ends in slot.
+func (l layout) holdKey(s alloc.Scope, id, slot string) string {
+	return l.holdScope(s) + id + "/" + slot
+}
+
+func lastSegment(key string) string { return key[strings.LastIndexByte(key, '/')+1:] }
+
+// holdRecord is the value of a hold key, and of the claim key of a held
+// address. Its first fields are the owner's, so that a DEL can compare
+// them as a prefix without reading.
+type holdRecord struct {
+	Node      string    `json:"node"`  // the owner's node, "" while held
+	Owner     string    `json:"owner"` // the owner's container ID, "" while held
+	IfName    string    `json:"ifname"`
+	Network   string    `json:"network"`
+	Address   string    `json:"address"`
+	Key       string    `json:"key"`
+	LastOwner string    `json:"lastOwner,omitempty"`
+	LastNode  string    `json:"lastNode,omitempty"`
+	Expires   time.Time `json:"expires,omitzero"` // while held; zero: until released
+	Time      string    `json:"time"`
+}
+
+func (h holdRecord) encode() []byte {
+	b, _ := json.Marshal(h)
+	return b
+}
+
+func decodeHold(b []byte) (holdRecord, bool) {
+	var h holdRecord
+	if json.Unmarshal(b, &h) != nil || h.Key == "" {
+		return h, false
+	}
+	_, err := netip.ParseAddr(h.Address)
+	return h, err == nil
+}
+
+// heldFor is the key a held claim's value is held for ("" if it is none).
+func heldFor(v []byte) string {
+	if h, ok := decodeHold(v); ok && h.Owner == "" {
+		return h.Key
+	}
+	return ""
+}
+
+// ownedPrefix is how the hold of this owner and address begins (a
+// quote in a value is escaped, so the first `,"key":` ends them).
+func ownedPrefix(node, cid, ifname, network, addr string) []byte {
+	b := holdRecord{Node: node, Owner: cid, IfName: ifname, Network: network, Address: addr}.encode()
+	return b[:bytes.Index(b, []byte(`,"key":`))+1]
+}
+
+// alloc is the hold as the shared rules see it; the owner is qualified
+// by its node, as a container ID is only unique per node.
+func (h holdRecord) alloc() alloc.Hold {
+	ah := alloc.Hold{Key: h.Key, IfName: h.IfName, Address: h.Address, Network: h.Network, LastOwner: h.LastOwner, Expires: h.Expires}
+	if h.Owner != "" {
+		ah.Owner = h.Node + "/" + h.Owner
+	}
+	return ah
+}
+
+// released is h held from now on for holdFor.
+func (h holdRecord) released(now time.Time, holdFor time.Duration) holdRecord {
+	if h.Owner != "" {
+		h.LastOwner, h.LastNode = h.Owner, h.Node
+		ah := alloc.Hold{Owner: h.Owner}.Release(alloc.Sticky{HoldFor: holdFor}, now)
+		h.Expires = ah.Expires
+	}
+	h.Node, h.Owner, h.Time = "", "", stamp(now)
+	return h
+}
+
+// heldOf is the hold a release of the sticky claim r leaves.
+func heldOf(r Record, now time.Time) holdRecord {
+	holdFor, err := time.ParseDuration(r.HoldFor)
+	if err != nil {
+		holdFor = alloc.DefaultHoldFor
+	}
+	h := holdRecord{Node: r.Node, Owner: r.ContainerID, IfName: r.IfName, Network: r.Network, Address: r.Address, Key: r.StickyKey}
+	return h.released(now, holdFor)
+}
+
+// stickyRecord marks a claim record as the sticky attachment's.
+func (st *stickyAtt) mark(r Record) Record {
+	if st != nil {
+		r.Hold, r.StickyKey, r.HoldFor = st.id, st.key, st.holdFor.String()
+	}
+	return r
+}
+
+// releaseSticky is what a release of sticky claim r does once its index
+// key is gone: the claim and the hold become the held record, while the
+// hold is still the one written with the claim (rev); otherwise (an
+// operator released the hold) the address is freed. mark, when not "",
+// is written freed with it.
+func (op *operation) releaseSticky(s alloc.Scope, r Record, addrK, holdK string, holdIf []etcdkv.Cmp, mark string) etcdkv.Op {
+	held := heldOf(r, op.now).encode()
+	free := []etcdkv.Op{etcdkv.Delete(addrK)}
+	if mark != "" {
+		free = append(free, freed(mark))
+	}
+	return etcdkv.Nested(etcdkv.Txn{
+		If:   holdIf,
+		Then: []etcdkv.Op{etcdkv.Put(addrK, held), etcdkv.Put(holdK, held)},
+		Else: free,
+	})
+}
+
+// holdFound ends a claim's search: the key has a hold (kv), or the hold
+// the search was taking over is gone (found false).
+type holdFound struct {
+	kv    etcdkv.KV
+	found bool
+}
+
+func (*holdFound) Error() string { return "the sticky key has a hold" }
+
+// takeOver is the hold an ADD takes over, as read.
+type takeOver struct {
+	rev  int64
+	hold holdRecord
+}
+
+// decide applies the shared rules to the hold the claim found: the
+// address to request (requested itself when the hold is gone, stale or
+// expired: allocate as usual), or 105/101. It costs one read (whether
+// the owner still has its claim) and, for an expired or stale hold, one
+// exact delete.
+func (s *claimStore) decide(hf *holdFound, requested netip.Addr) (netip.Addr, error) {
+	op := s.op
+	s.take = nil
+	if !hf.found {
+		return requested, nil
+	}
+	holdK, rev := string(hf.kv.Key), hf.kv.ModRevision
+	h, ok := decodeHold(hf.kv.Value)
+	if !ok {
+		return requested, op.dropHold(holdK, rev)
+	}
+	ip, _ := netip.ParseAddr(h.Address)
+	addrK := op.keys.addrKey(s.scope, ip)
+	resp, err := op.cl.Read(etcdkv.Get(addrK))
+	if err != nil {
+		return netip.Addr{}, err
+	}
+	if claim, ok := resp.First(0); !ok || claim.ModRevision != rev {
+		// The claim is no longer the one written with the hold: it was
+		// freed without it (an operator's release). The hold pins nothing.
+		return requested, op.dropHold(holdK, rev)
+	}
+	ah := h.alloc()
+	got, err := alloc.StickyAddr(&ah, op.node+"/"+op.cid, requested, op.now)
+	if err != nil {
+		return netip.Addr{}, err
+	}
+	if !got.IsValid() { // expired: free it, exactly, then allocate as usual
+		_, err := op.cl.Txn(expireHold(holdK, addrK, rev, op.keys.fullKey(s.scope, s.slot)))
+		return requested, err
+	}
+	s.take = &takeOver{rev: rev, hold: h}
+	return got, nil
+}
+
+// dropHold deletes a hold that pins no address, if it is still as read.
+func (op *operation) dropHold(holdK string, rev int64) error {
+	_, err := op.cl.Txn(etcdkv.Txn{If: []etcdkv.Cmp{etcdkv.ModIs(holdK, rev)}, Then: []etcdkv.Op{etcdkv.Delete(holdK)}})
+	return err
+}
+
+// expireHold frees a hold and its address: both keys go while both are
+// as the hold's release (or take-over) wrote them, at revision rev.
+func expireHold(holdK, addrK string, rev int64, mark string) etcdkv.Txn {
+	then := []etcdkv.Op{etcdkv.Delete(holdK), etcdkv.Nested(etcdkv.Txn{
+		If:   []etcdkv.Cmp{etcdkv.ModIs(addrK, rev)},
+		Then: []etcdkv.Op{etcdkv.Delete(addrK)},
+	})}
+	if mark != "" {
+		then = append(then, freed(mark))
+	}
+	return etcdkv.Txn{If: []etcdkv.Cmp{etcdkv.ModIs(holdK, rev)}, Then: then}
+}
+
+// holdOps are what the claim transaction of a sticky store adds: the
+// condition on the hold key (absent, or the hold being taken over with
+// its address's claim), the hold to put, and the read when it fails.
+func (s *claimStore) holdOps(ip netip.Addr, addrK string) (cond []etcdkv.Cmp, put etcdkv.Op) {
+	op := s.op
+	h := holdRecord{Node: op.node, Owner: op.cid, IfName: op.ifname, Network: op.network, Address: ip.String(), Key: s.sticky.key, Time: stamp(op.now)}
+	if t := s.take; t != nil {
+		h.LastOwner, h.LastNode = t.hold.LastOwner, t.hold.LastNode
+		if t.hold.Owner != "" {
+			h.LastOwner, h.LastNode = t.hold.Owner, t.hold.Node
+		}
+		cond = []etcdkv.Cmp{etcdkv.ModIs(s.holdK, t.rev), etcdkv.ModIs(addrK, t.rev)}
+	} else {
+		cond = []etcdkv.Cmp{etcdkv.Absent(addrK), etcdkv.Absent(s.holdK)}
+	}
+	return cond, etcdkv.Put(s.holdK, h.encode())
+}
+
+// undoHold is what cancelling a committed sticky claim does besides
+// writing its marker: a new hold goes with its address; a hold taken
+// over is held again, its address kept.
+func (s *claimStore) undoHold(addrK string) []etcdkv.Op {
+	t := s.sentTake
+	if t == nil {
+		return []etcdkv.Op{etcdkv.Delete(addrK), etcdkv.Delete(s.holdK), freed(s.op.keys.fullKey(s.scope, s.slot))}
+	}
+	held := t.hold.released(s.op.now, s.sticky.holdFor).encode()
+	return []etcdkv.Op{etcdkv.Put(addrK, held), etcdkv.Put(s.holdK, held)}
+}
+
+// errTooManyHolds: the hold kept changing under an ADD.
+func errTooManyHolds(label string) error {
+	return cnierr.New(cnierr.CodeTryAgainLater, "the sticky key's hold kept changing", "%s", label)
+}
+
+// holdLease is a hold as an operator sees it.
+type holdLease struct {
+	h     holdRecord
+	scope alloc.Scope
+	kv    etcdkv.KV
+}
+
+// lease is the hold as a Lease: owner kind sticky, no container.
+func (hl holdLease) lease() Lease {
+	l := Lease{
+		Record: Record{Node: hl.h.LastNode, IfName: hl.h.IfName, Network: hl.h.Network, Address: hl.h.Address,
+			Pool: hl.scope.Pool, Time: hl.h.Time, StickyKey: hl.h.Key},
+		Scope: hl.scope, Held: true, HoldExpires: hl.h.Expires, LastOwner: hl.h.LastOwner, key: hl.kv,
+	}
+	return l
+}
+
+// holds lists the held (not reserved) holds that f selects: by the node
+// and container that held them last.
+func (a *Admin) holds(f Filter) ([]Lease, error) {
+	kvs, err := a.op.cl.List(a.op.keys.prefix+"sticky/", false)
+	if err != nil {
+		return nil, err
+	}
+	var out []Lease
+	for _, kv := range kvs {
+		h, ok := decodeHold(kv.Value)
+		parts := strings.Split(strings.TrimPrefix(string(kv.Key), a.op.keys.prefix+"sticky/"), "/")
+		if !ok || h.Owner != "" || len(parts) != 4 {
+			continue
+		}
+		hl := holdLease{h: h, kv: kv}
+		if hl.scope, ok = parseScope(parts[0], parts[1]); !ok {
+			continue
+		}
+		if (f.Node != "" && h.LastNode != f.Node) || (f.Network != "" && h.Network != f.Network) ||
+			(f.Pool != "" && hl.scope.Pool != f.Pool) || (f.Container != "" && !strings.HasPrefix(h.LastOwner, f.Container)) {
+			continue
+		}
+		out = append(out, hl.lease())
+	}
+	return out, nil
+}
+
+// ReleaseHold frees sticky key's holds for ifname in scope s now, whatever
+// their expiry: a held address is freed (its hold key and claim, each at
+// the revision read); a hold whose address is still reserved loses only
+// its hold key, so the attachment's DEL frees the address instead of
+// holding it. It returns what it released; none is an error.
+func (a *Admin) ReleaseHold(key, ifname string, s alloc.Scope, dryRun bool) ([]Lease, error) {
+	prefix := a.op.keys.holdScope(s) + alloc.StickyID(key, ifname) + "/"
+	resp, err := a.op.cl.Read(etcdkv.GetPrefix(prefix))
+	if err != nil {
+		return nil, err
+	}
+	var out []Lease
+	var txns []etcdkv.Txn
+	for _, kv := range resp.KVs(0) {
+		h, ok := decodeHold(kv.Value)
+		if !ok || h.Key != key {
+			continue
+		}
+		hl := holdLease{h: h, scope: s, kv: kv}
+		l := hl.lease()
+		ip, _ := netip.ParseAddr(h.Address)
+		t := expireHold(string(kv.Key), a.op.keys.addrKey(s, ip), kv.ModRevision, a.op.keys.fullScope(s)+lastSegment(string(kv.Key)))
+		if h.Owner != "" {
+			l.Held, l.Node, l.ContainerID = false, h.Node, h.Owner
+			t = etcdkv.Txn{If: t.If, Then: []etcdkv.Op{etcdkv.Delete(string(kv.Key))}}
+		}
+		out = append(out, l)
+		txns = append(txns, t)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("sticky key %q (interface %s) has no hold in %s", key, ifname, scopePath(s))
+	}
+	if dryRun {
+		return out, nil
+	}
+	outer := etcdkv.Txn{}
+	for _, t := range txns {
+		outer.Then = append(outer.Then, etcdkv.Nested(t))
+	}
+	r, err := a.op.cl.Txn(outer)
+	if err != nil {
+		return nil, err
+	}
+	for i := range txns {
+		if n := r.Nested(i); n == nil || !n.Succeeded {
+			return nil, fmt.Errorf("sticky key %q changed while being released; try again", key)
+		}
+	}
+	return out, nil
+}
