@@ -94,7 +94,7 @@ func (s *stickyResult) markdown(fsType string) string {
 	var b strings.Builder
 	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
 	w("## ipam-da-pools with sticky addresses\n\n")
-	w("ipam-da-pools standalone with `ipam.sticky` off and on (`by: [arg]`, a key in CNI_ARGS), taking turns in one run, each on its own state directory on %s; each iteration ADDs a fresh container ID and DELs it (prevResult = the ADD's result). *recreate*: %d keys in turn, so every ADD gives a held address to a new container ID; *new key*: a key never seen (allocation plus an fsync'd hold record; holds pile up). Median / p99 in ms, n = %d.\n\n", fsType, stickyKeys, s.n)
+	w("ipam-da-pools standalone with `ipam.sticky` off and on (`by: [arg]`, a key in CNI_ARGS), taking turns in one run, each on its own state directory on %s; each iteration ADDs a fresh container ID and DELs it (prevResult = the ADD's result). *recreate*: %d keys in turn, so every ADD gives a held address to a new container ID; *new key*: a key never seen (allocation plus a hold record; holds pile up). Median / p99 in ms, n = %d.\n\n", fsType, stickyKeys, s.n)
 	w("| op | sticky off | recreate | new key | recreate ÷ off | new key ÷ off | target ADD ≤ 1.05× |\n| --- | ---: | ---: | ---: | ---: | ---: | --- |\n")
 	for _, op := range latencyOps {
 		cell := func(v string) string {

@@ -91,8 +91,9 @@
 //
 //	_sticky/<ID>.json    the alloc.Hold record of one key and interface
 //	                     (ID = alloc.StickyID), written to a temporary
-//	                     file, fsynced and renamed into place; it exists
-//	                     while the key has an address in D
+//	                     file renamed into place (not fsynced, as no
+//	                     reservation is); it exists while the key has an
+//	                     address in D
 //	<ip>                 "_sticky\r\n<ID>" while held; the container's
 //	                     usual content while reserved
 //

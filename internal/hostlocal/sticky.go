@@ -196,7 +196,11 @@ func (d *Disk) HoldsOf(a alloc.Attachment) ([]HoldEntry, error) {
 	return out, err
 }
 
-// PutHold writes record id atomically: a temporary file, fsync, rename.
+// PutHold writes record id atomically: a temporary file renamed into
+// place, so a killed process leaves the old record or the new one. No
+// fsync, as for reservations (diskfile.go): durability across power loss
+// is host-local's, and the record must not be surer than the file it
+// describes.
 func (d *Disk) PutHold(id string, h alloc.Hold) error {
 	if !validHoldID(id) {
 		return cnierr.New(cnierr.CodeInternal, "invalid hold ID", "id=%q", id)
@@ -216,9 +220,6 @@ func (d *Disk) PutHold(id string, h alloc.Hold) error {
 		return cnierr.IO("open", tmp, err)
 	}
 	err = pwriteAll(fd, data)
-	if err == nil {
-		err = syscall.Fsync(fd)
-	}
 	if cerr := syscall.Close(fd); err == nil {
 		err = cerr
 	}

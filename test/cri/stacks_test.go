@@ -22,7 +22,8 @@ type stack struct {
 }
 
 // tenantsIPAM is the network's ipam section: ipam-ds-args chooses the pool
-// (team-a may pick team-a-batch by annotation), allocator allocates from
+// (team-a may pick team-a-batch by annotation; namespace stateful's pods
+// keep their addresses by name), allocator allocates from
 // 10.<second>.0.0/16. etcd, when set, is the allocator's ipam.etcd.
 func tenantsIPAM(allocator string, second byte, etcd string) string {
 	pool := func(third int) string {
@@ -37,13 +38,14 @@ func tenantsIPAM(allocator string, second byte, etcd string) string {
   "delegates": ["ipam-ds-args", %q],
   "rules": [
     {"namespace": "team-a", "pools": ["team-a"], "podChoice": ["team-a", "team-a-batch"]},
-    {"namespace": "team-b", "pools": ["team-b"]}
+    {"namespace": "team-b", "pools": ["team-b"]},
+    {"namespace": "stateful", "pools": ["stateful"], "sticky": true}
   ],
   "defaultPools": ["others"],
-  "poolDefinitions": {"team-a": %s, "team-a-batch": %s, "team-b": %s, "others": %s},
+  "poolDefinitions": {"team-a": %s, "team-a-batch": %s, "team-b": %s, "others": %s, "stateful": %s},
   "routes": [{"dst": "0.0.0.0/0"}],
   "dataDir": %%q%s
-}`, allocator, pool(10), pool(11), pool(20), pool(40), extra)
+}`, allocator, pool(10), pool(11), pool(20), pool(40), pool(30), extra)
 }
 
 // forEachStack runs f as a subtest on every stack.
