@@ -60,6 +60,13 @@ func (b etcdBackend) Release(q ops.ReleaseRequest) (ops.Lease, error) {
 		return ops.Lease{}, err
 	}
 	s := alloc.Scope{Network: q.Network, Pool: q.Pool}
+	if q.StickyKey != "" {
+		ls, err := b.ad.ReleaseHold(q.StickyKey, q.IfName, s, q.DryRun)
+		if err != nil {
+			return ops.Lease{}, err
+		}
+		return leaseOf(ls[0]), nil
+	}
 	if q.Node != "" {
 		if err := daetcd.ValidNodeName("--node", q.Node); err != nil {
 			return ops.Lease{}, err

@@ -53,10 +53,6 @@ unless that node holds it.`,
 			if err != nil {
 				return err
 			}
-			if r.StickyKey != "" && b.Shared() {
-				// The etcd backend's Release takes addresses only.
-				return fmt.Errorf("--sticky-key acts on local state only; with --etcd, not yet")
-			}
 			r.Addr, r.Node = ip, bf.node
 			l, err := b.Release(r)
 			if err != nil {

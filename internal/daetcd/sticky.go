@@ -343,32 +343,36 @@ func (a *Admin) holds(f Filter) ([]Lease, error) {
 	return out, nil
 }
 
-// ReleaseHold frees sticky key's holds for ifname in scope s now, whatever
-// their expiry: a held address is freed (its hold key and claim, each at
-// the revision read); a hold whose address is still reserved loses only
-// its hold key, so the attachment's DEL frees the address instead of
-// holding it. It returns what it released; none is an error.
+// ReleaseHold frees sticky key's holds for ifname (every interface when
+// "") in scope s now, whatever their expiry: each held address is freed
+// (its hold key and claim, each at the revision read). While a container
+// has the key's address it refuses, as for local state: that
+// container's DEL would hold the address again. It returns what it
+// released; none is an error.
 func (a *Admin) ReleaseHold(key, ifname string, s alloc.Scope, dryRun bool) ([]Lease, error) {
-	prefix := a.op.keys.holdScope(s) + alloc.StickyID(key, ifname) + "/"
-	resp, err := a.op.cl.Read(etcdkv.GetPrefix(prefix))
+	prefix := a.op.keys.holdScope(s)
+	if ifname != "" {
+		prefix += alloc.StickyID(key, ifname) + "/"
+	}
+	kvs, err := a.op.cl.List(prefix, false)
 	if err != nil {
 		return nil, err
 	}
 	var out []Lease
 	var txns []etcdkv.Txn
-	for _, kv := range resp.KVs(0) {
+	for _, kv := range kvs {
 		h, ok := decodeHold(kv.Value)
-		if !ok || h.Key != key {
+		if !ok || h.Key != key || (ifname != "" && h.IfName != ifname) {
 			continue
+		}
+		if h.Owner != "" {
+			return nil, fmt.Errorf("sticky key %q in %s: %s is reserved by container %s on node %s; delete it first, or release the address",
+				key, scopePath(s), h.Address, h.Owner, h.Node)
 		}
 		hl := holdLease{h: h, scope: s, kv: kv}
 		l := hl.lease()
 		ip, _ := netip.ParseAddr(h.Address)
 		t := expireHold(string(kv.Key), a.op.keys.addrKey(s, ip), kv.ModRevision, a.op.keys.fullScope(s)+lastSegment(string(kv.Key)))
-		if h.Owner != "" {
-			l.Held, l.Node, l.ContainerID = false, h.Node, h.Owner
-			t = etcdkv.Txn{If: t.If, Then: []etcdkv.Op{etcdkv.Delete(string(kv.Key))}}
-		}
 		out = append(out, l)
 		txns = append(txns, t)
 	}
