@@ -432,6 +432,24 @@ func (c *Cluster) Keys(prefix string) ([]string, error) {
 	return slices.Sorted(maps.Keys(kvs)), nil
 }
 
+// Count counts the keys under prefix (etcd counts; nothing is sent back).
+func (c *Cluster) Count(prefix string) (int, error) {
+	var resp struct {
+		Count int `json:"count,string"`
+	}
+	end := []byte(prefix)
+	end[len(end)-1]++
+	err := errors.New("no member running")
+	for _, m := range c.Members {
+		if m.Running() {
+			if err = c.Post(m, "/v3/kv/range", map[string]any{"key": []byte(prefix), "range_end": end, "count_only": true}, &resp); err == nil {
+				break
+			}
+		}
+	}
+	return resp.Count, err
+}
+
 // Values reads every key under prefix with its value.
 // Any running member that answers will do (one may be paused).
 func (c *Cluster) Values(prefix string) (map[string]string, error) {
