@@ -1,6 +1,7 @@
 package alloc
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -96,7 +97,9 @@ func StickyArgKeys() []string { return []string{argPodNamespace, argPodName, Arg
 // nothing were sticky). A malformed key is code 7 naming where it came
 // from.
 func StickyKey(conf *netconf.Envelope, cniArgs []netconf.CNIArg, s Sticky) (string, error) {
-	if conf.HasPrevResult() {
+	// Most chains pass no key: a byte search spares them a second decode
+	// of prevResult on every ADD.
+	if conf.HasPrevResult() && bytes.Contains(conf.PrevResult, []byte(`"sticky"`)) {
 		var prev struct {
 			Sticky *struct {
 				Key string `json:"key"`
