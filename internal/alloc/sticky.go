@@ -2,10 +2,9 @@ package alloc
 
 import (
 	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"hash/fnv"
 	"net/netip"
 	"strings"
 	"time"
@@ -148,10 +147,26 @@ func validStickyKey(field, key string) error {
 
 // StickyID names a key's hold for one interface where stores need a name
 // (a file, a key segment): a hash, so that no key can reach outside its
-// place, of fixed length.
+// place, of fixed length. It is FNV-128a, not a cryptographic hash: the
+// lean binary links no crypto (the standard library's SHA-256 brings 28
+// packages of FIPS module whose initialisation every exec of every
+// personality would pay). A key crafted to collide with another finds a
+// record that is not its own; stores compare the record's key and
+// interface (Hold.For) and refuse it (StickyCollision), so a collision
+// costs the crafted key its stickiness, never another key's address.
 func StickyID(key, ifname string) string {
-	h := sha256.Sum256([]byte(key + "\x00" + ifname))
-	return hex.EncodeToString(h[:16])
+	h := fnv.New128a()
+	h.Write([]byte(key))
+	h.Write([]byte{0})
+	h.Write([]byte(ifname))
+	return fmt.Sprintf("%x", h.Sum(nil))
+}
+
+// StickyCollision is the error for a key whose StickyID names another
+// key's hold.
+func StickyCollision(key, ifname string, other Hold) error {
+	return cnierr.New(cnierr.CodeInvalidConfig, "sticky key collides with another key's hold",
+		"key=%q ifname=%s: its hold record belongs to key %q ifname %s (hashes collide); choose another key", key, ifname, other.Key, other.IfName)
 }
 
 // Hold is what a sticky key holds in one scope for one interface, as the
@@ -169,6 +184,10 @@ type Hold struct {
 	// Expires ends a hold (Owner ""); zero means until released.
 	Expires time.Time `json:"expires,omitzero"`
 }
+
+// For reports whether h is the hold of key on ifname (StickyID can
+// collide).
+func (h Hold) For(key, ifname string) bool { return h.Key == key && h.IfName == ifname }
 
 // Held reports a hold with no reservation behind it.
 func (h Hold) Held() bool { return h.Owner == "" }

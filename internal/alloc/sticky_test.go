@@ -124,7 +124,10 @@ func TestStickyAddr(t *testing.T) {
 	if f := reserved.Release(Sticky{}, now); !f.Expires.IsZero() || f.Expired(now.Add(1000*time.Hour)) {
 		t.Errorf("holdFor 0 must hold until released: %+v", f)
 	}
-	if StickyID("k", "eth0") == StickyID("k", "net1") || len(StickyID("a/../b", "eth0")) != 32 {
+	if !reserved.For("db/pg-0", "eth0") || reserved.For("db/pg-0", "net1") || reserved.For("db/pg-1", "eth0") {
+		t.Error("Hold.For must compare key and interface")
+	}
+	if StickyID("k", "eth0") == StickyID("k", "net1") || StickyID("ab", "c") == StickyID("a", "bc") || len(StickyID("a/../b", "eth0")) != 32 {
 		t.Error("StickyID must differ per interface and be a fixed-length name")
 	}
 }

@@ -221,6 +221,9 @@ func (s *claimStore) decide(hf *holdFound, requested netip.Addr) (netip.Addr, er
 	if !ok {
 		return requested, op.dropHold(holdK, rev)
 	}
+	if h.Key != s.sticky.key || h.IfName != op.ifname {
+		return netip.Addr{}, alloc.StickyCollision(s.sticky.key, op.ifname, h.alloc())
+	}
 	ip, _ := netip.ParseAddr(h.Address)
 	addrK := op.keys.addrKey(s.scope, ip)
 	resp, err := op.cl.Read(etcdkv.Get(addrK))

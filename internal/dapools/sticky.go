@@ -31,6 +31,9 @@ func (c *config) allocateSticky(d *hostlocal.Disk, att alloc.Attachment, t alloc
 	}
 	var h *alloc.Hold
 	if e != nil && e.Stale == "" {
+		if !e.For(c.stickyKey, att.IfName) {
+			return netip.Prefix{}, netip.Addr{}, alloc.StickyCollision(c.stickyKey, att.IfName, e.Hold)
+		}
 		h = &e.Hold
 	}
 	addr, err := alloc.StickyAddr(h, att.ContainerID, t.Requested, now)

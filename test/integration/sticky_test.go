@@ -359,3 +359,30 @@ func TestStickyFailedAddLeavesNothing(t *testing.T) {
 		t.Errorf("key vm-1 got %s, want %s", got, res.addrs())
 	}
 }
+
+// TestStickyKeyCollision: StickyID is not a cryptographic hash, so a key
+// may be crafted to collide with another's. Simulated here by moving
+// web-0's hold (record and held file) to web-1's ID: web-1's ADD finds a
+// record that is not its own and is refused (7), and web-0's hold and
+// address are left exactly as they were.
+func TestStickyKeyCollision(t *testing.T) {
+	n := stickyNet{dataDir: t.TempDir(), holdFor: "1h"}
+	a := n.add(t, "c1", "web-0")
+	testbin.MustSucceed(t, n.podCall("DEL", "c1", "web-0"))
+	ip := strings.Split(a, "/")[0]
+	id0, id1 := alloc.StickyID("default/web-0", "eth0"), alloc.StickyID("default/web-1", "eth0")
+	if err := os.Rename(filepath.Join(n.dir(), "_sticky", id0+".json"), filepath.Join(n.dir(), "_sticky", id1+".json")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(n.dir(), ip), []byte("_sticky\r\n"+id1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	record := n.file("_sticky/" + id1 + ".json")
+	wantCode(t, n.podCall("ADD", "c2", "web-1"), 7, "collides")
+	if got := n.file("_sticky/" + id1 + ".json"); got != record {
+		t.Errorf("the colliding ADD changed the other key's record:\n%s\nwas\n%s", got, record)
+	}
+	if got := n.file(ip); got != "_sticky\r\n"+id1 {
+		t.Errorf("the held address's file is now %q", got)
+	}
+}
