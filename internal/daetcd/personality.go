@@ -20,15 +20,9 @@ const Name = "ipam-da-etcd"
 // Personality returns ipam-da-etcd.
 func Personality() plugin.Personality {
 	return plugin.Personality{
-		Name:    Name,
-		Summary: "allocates one address per selected pool (or range set) from an etcd cluster shared by many hosts",
-		Funcs: plugin.Funcs{
-			Add:    cmdAdd,
-			Del:    plugin.NoResult(cmdDel),
-			Check:  plugin.NoResult(cmdCheck),
-			GC:     plugin.NoResult(cmdGC),
-			Status: plugin.NoResult(cmdStatus),
-		},
+		Name:     Name,
+		Summary:  "allocates one address per selected pool (or range set) from an etcd cluster shared by many hosts",
+		Funcs:    plugin.IPAMFuncs(cmdAdd, cmdDel, cmdCheck, cmdGC, cmdStatus),
 		ArgKeys:  argKeys,
 		Validate: validate,
 	}

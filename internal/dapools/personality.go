@@ -29,15 +29,9 @@ const Name = "ipam-da-pools"
 // Personality returns ipam-da-pools.
 func Personality() plugin.Personality {
 	return plugin.Personality{
-		Name:    Name,
-		Summary: "allocates one address per selected pool (or range set: a drop-in host-local) from local files under flock",
-		Funcs: plugin.Funcs{
-			Add:    cmdAdd,
-			Del:    plugin.NoResult(cmdDel),
-			Check:  plugin.NoResult(cmdCheck),
-			GC:     plugin.NoResult(cmdGC),
-			Status: plugin.NoResult(cmdStatus),
-		},
+		Name:     Name,
+		Summary:  "allocates one address per selected pool (or range set: a drop-in host-local) from local files under flock",
+		Funcs:    plugin.IPAMFuncs(cmdAdd, cmdDel, cmdCheck, cmdGC, cmdStatus),
 		ArgKeys:  argKeys,
 		Validate: validate,
 	}

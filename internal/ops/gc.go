@@ -53,18 +53,14 @@ func (b Local) GC(r GCRequest) ([]Lease, error) {
 	now := time.Now()
 	out := []Lease{}
 	if !r.Apply {
-		rs, err := hostlocal.ReadReservations(d.Path)
+		ls, rs, holds, err := readLeases(d)
 		if err != nil {
 			return nil, err
 		}
-		holds, err := validHolds(d.Path)
-		if err != nil {
-			return nil, err
-		}
-		for _, res := range rs {
+		for i, res := range rs {
 			// A sticky key's reservation becomes a hold, an expired hold
 			// is freed, an unexpired one stays.
-			l := withHold(leaseOf(d, res), holds)
+			l := ls[i]
 			if h, ok := holds[l.Address]; ok {
 				if h.Expired(now) {
 					out = append(out, l)

@@ -68,22 +68,34 @@ func (b Local) Leases(f LeaseFilter) ([]Lease, error) {
 		case f.Network != "" && d.Kind == "network" && d.Name != f.Network:
 			continue
 		}
-		rs, err := hostlocal.ReadReservations(d.Path)
+		ls, _, _, err := readLeases(d)
 		if err != nil {
 			return nil, err
 		}
-		holds, err := validHolds(d.Path)
-		if err != nil {
-			return nil, err
-		}
-		for _, r := range rs {
-			l := withHold(leaseOf(d, r), holds)
+		for _, l := range ls {
 			if (f.Network == "" || l.Network == f.Network) && strings.HasPrefix(l.ContainerID, f.Container) {
 				out = append(out, l)
 			}
 		}
 	}
 	return out, nil
+}
+
+// readLeases reads d's reservations without the lock, as leases with
+// what sticky keys' records say (ls[i] is rs[i]), and those records by
+// address.
+func readLeases(d StateDir) (ls []Lease, rs []hostlocal.Reservation, holds map[string]hostlocal.HoldEntry, err error) {
+	if rs, err = hostlocal.ReadReservations(d.Path); err != nil {
+		return nil, nil, nil, err
+	}
+	if holds, err = validHolds(d.Path); err != nil {
+		return nil, nil, nil, err
+	}
+	ls = make([]Lease, len(rs))
+	for i, r := range rs {
+		ls[i] = withHold(leaseOf(d, r), holds)
+	}
+	return ls, rs, holds, nil
 }
 
 func leaseOf(d StateDir, r hostlocal.Reservation) Lease {

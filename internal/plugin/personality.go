@@ -30,6 +30,12 @@ func NoResult(f func(*Request) error) Func {
 	return func(req *Request) (types.Result, error) { return nil, f(req) }
 }
 
+// IPAMFuncs are the commands of an IPAM plugin: ADD answers a result,
+// the others print nothing when they succeed.
+func IPAMFuncs(add Func, del, check, gc, status func(*Request) error) Funcs {
+	return Funcs{Add: add, Del: NoResult(del), Check: NoResult(check), GC: NoResult(gc), Status: NoResult(status)}
+}
+
 // Funcs holds a personality's commands. Every personality implements all
 // of them: the spec's commands are not optional for an IPAM plugin that may
 // sit anywhere in a delegate chain.
