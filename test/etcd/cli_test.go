@@ -94,7 +94,7 @@ func TestCLIForAGoneNode(t *testing.T) {
 	if len(left) != 1 || left[0].ContainerID != "a2" {
 		t.Fatalf("after gc: %+v", left)
 	}
-	for _, bad := range [][]string{{"release", left[0].Address, "--pool", "../shared"}, {"gc", "--node", "host-a", "--network", "etcd net"}} {
+	for _, bad := range [][]string{{"release", left[0].Address, "--pool", "../escape"}, {"gc", "--node", "host-a", "--network", "etcd net"}} {
 		if r := cli(t, bad...); r.Exit != 1 || !strings.Contains(string(r.Stderr), "invalid --") {
 			t.Fatalf("%v: exit %d %s %s", bad, r.Exit, r.Stdout, r.Stderr)
 		}
