@@ -180,5 +180,3 @@ func (r Record) Since() time.Time {
 	t, _ := time.Parse(time.RFC3339, r.Time)
 	return t
 }
-
-func itoa(n int64) string { return strconv.FormatInt(n, 10) }

@@ -189,7 +189,7 @@ func TestStickyExpiryGC(t *testing.T) {
 	}
 	// The runtime's GC frees expired holds whatever the node, and keeps
 	// the valid attachments'.
-	a1, _ = c.add("host-a", "c5", "web-0")
+	c.add("host-a", "c5", "web-0")
 	c.add("host-a", "c6", "web-1")
 	c.ok("DEL", "host-a", "c5", "web-0", "")
 	time.Sleep(4 * time.Second)
@@ -199,7 +199,7 @@ func TestStickyExpiryGC(t *testing.T) {
 		t.Fatalf("after GC: %+v", ls)
 	}
 	// An expired hold found by ADD: freed, then allocated as usual.
-	a1, _ = c.add("host-a", "c2", "web-0")
+	c.add("host-a", "c2", "web-0")
 	c.ok("DEL", "host-a", "c2", "web-0", "")
 	time.Sleep(4 * time.Second)
 	if _, out := c.add("host-b", "c3", "web-0"); !strings.Contains(out, "10.214.40.") {

@@ -80,12 +80,6 @@ func (m *member) sent() int {
 	return len(m.got)
 }
 
-func (m *member) requests() []string {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return append([]string(nil), m.got...)
-}
-
 const okTxn = `{"header":{"revision":"7"},"succeeded":true}`
 
 func ok() answer { return answer{status: 200, body: okTxn} }

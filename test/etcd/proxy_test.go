@@ -54,16 +54,6 @@ func (r request) putsUnder(s string) bool {
 	return false
 }
 
-// names reports whether the request names a key containing s.
-func (r request) names(s string) bool {
-	for _, k := range r.Keys {
-		if strings.Contains(k, s) {
-			return true
-		}
-	}
-	return false
-}
-
 type faultKind int
 
 const (
