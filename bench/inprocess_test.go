@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/cniplugins/cniplugins/internal/alloc"
 	"github.com/cniplugins/cniplugins/internal/dapools"
 	"github.com/cniplugins/cniplugins/internal/plugin"
 )
@@ -15,15 +16,34 @@ import (
 // result encoding) without exec, runtime start-up or a cold heap. Set
 // against the harness's per-exec ADD and DEL times it splits their cost
 // into "work" and "being a new process".
+//
+// The sticky variants are the exec harness's (sticky.go) in process:
+// "recreate" cycles over stickyKeys keys, "new key" never repeats one.
 func BenchmarkInProcessAddDel(b *testing.B) {
+	for _, variant := range stickyVariants {
+		b.Run("sticky "+variant, func(b *testing.B) { benchInProcess(b, variant) })
+	}
+}
+
+func benchInProcess(b *testing.B, variant string) {
 	s := subject{key: kStandalone, ipam: rangesIPAM("ipam-da-pools"), stateDir: networkDir}
+	if variant != "off" {
+		s.ipam["sticky"] = map[string]any{"by": []string{"arg"}}
+	}
 	dataDir := b.TempDir()
 	conf := s.conf(dataDir, nil)
-	run := func(cmd, cid string, stdin []byte) []byte {
+	run := func(cmd string, i int, stdin []byte) []byte {
+		args := ""
+		switch variant {
+		case "recreate":
+			args = fmt.Sprintf("%s=bench/set-%d", alloc.ArgStickyKey, (i+stickyKeys)%stickyKeys)
+		case "new key":
+			args = fmt.Sprintf("%s=bench/%d", alloc.ArgStickyKey, i)
+		}
 		var out, errb bytes.Buffer
 		pio := plugin.IO{
-			Environ: []string{"CNI_COMMAND=" + cmd, "CNI_CONTAINERID=" + cid, "CNI_NETNS=" + netnsPath,
-				"CNI_IFNAME=" + ifname, "CNI_PATH=/nonexistent"},
+			Environ: []string{"CNI_COMMAND=" + cmd, "CNI_CONTAINERID=" + containerID(fmt.Sprint("inproc-", i)),
+				"CNI_NETNS=" + netnsPath, "CNI_IFNAME=" + ifname, "CNI_PATH=/nonexistent", "CNI_ARGS=" + args},
 			Stdin: bytes.NewReader(stdin), Stdout: &out, Stderr: &errb,
 		}
 		if code := plugin.Run(dapools.Personality(), pio); code != 0 {
@@ -31,9 +51,13 @@ func BenchmarkInProcessAddDel(b *testing.B) {
 		}
 		return out.Bytes()
 	}
-	add := func(i int) []byte { return run("ADD", containerID(fmt.Sprint("inproc-", i)), conf) }
-	del := func(i int, res []byte) { run("DEL", containerID(fmt.Sprint("inproc-", i)), s.conf(dataDir, res)) }
-	del(-1, add(-1)) // creates the directory, the index and the recycled inodes
+	add := func(i int) []byte { return run("ADD", i, conf) }
+	del := func(i int, res []byte) { run("DEL", i, s.conf(dataDir, res)) }
+	// The first round creates the directory, the index, the recycled
+	// inodes and, for "recreate", every key's hold.
+	for i := -stickyKeys; i < 0; i++ {
+		del(i, add(i))
+	}
 	b.Run("ADD+DEL", func(b *testing.B) {
 		for i := 0; b.Loop(); i++ {
 			del(i, add(i))

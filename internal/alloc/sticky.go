@@ -2,6 +2,7 @@ package alloc
 
 import (
 	"bytes"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"hash/fnv"
@@ -159,7 +160,7 @@ func StickyID(key, ifname string) string {
 	h.Write([]byte(key))
 	h.Write([]byte{0})
 	h.Write([]byte(ifname))
-	return fmt.Sprintf("%x", h.Sum(nil))
+	return hex.EncodeToString(h.Sum(nil))
 }
 
 // StickyCollision is the error for a key whose StickyID names another
