@@ -182,6 +182,12 @@ type Hold struct {
 	Owner string `json:"owner,omitempty"`
 	// LastOwner is the last container ID that held it.
 	LastOwner string `json:"lastOwner"`
+	// HoldFor is ipam.sticky.holdFor at the ADD that reserved the address
+	// (time.Duration's String, "0s" for until released; "" in records
+	// written before it was kept: DefaultHoldFor). The record carries its
+	// own policy so that every release (DEL, GC, an operator's gc or
+	// release, which has no network config) holds for as long.
+	HoldFor string `json:"holdFor,omitempty"`
 	// Expires ends a hold (Owner ""); zero means until released.
 	Expires time.Time `json:"expires,omitzero"`
 }
@@ -198,13 +204,30 @@ func (h Hold) Expired(now time.Time) bool {
 	return h.Held() && !h.Expires.IsZero() && !now.Before(h.Expires)
 }
 
-// Release turns a reservation into a hold for s.HoldFor from now.
-func (h Hold) Release(s Sticky, now time.Time) Hold {
-	h.LastOwner, h.Owner, h.Expires = h.Owner, "", time.Time{}
-	if s.HoldFor > 0 {
-		h.Expires = now.Add(s.HoldFor).UTC().Truncate(time.Second)
-	}
+// Release turns a reservation into a hold from now for h.HoldFor.
+func (h Hold) Release(now time.Time) Hold {
+	h.LastOwner, h.Owner = h.Owner, ""
+	h.Expires = HoldExpiry(now, ParseHoldFor(h.HoldFor))
 	return h
+}
+
+// ParseHoldFor reads a record's holdFor; "" or a malformed one (a record
+// is not config: it is never refused) is DefaultHoldFor.
+func ParseHoldFor(s string) time.Duration {
+	d, err := time.ParseDuration(s)
+	if err != nil || d < 0 {
+		return DefaultHoldFor
+	}
+	return d
+}
+
+// HoldExpiry is when a hold made at now for holdFor ends, to the second;
+// zero (never) for holdFor 0.
+func HoldExpiry(now time.Time, holdFor time.Duration) time.Time {
+	if holdFor <= 0 {
+		return time.Time{}
+	}
+	return now.Add(holdFor).UTC().Truncate(time.Second)
 }
 
 // StickyAddr decides an ADD of container cid with the key's hold h (nil:

@@ -117,12 +117,25 @@ func TestStickyAddr(t *testing.T) {
 			}
 		})
 	}
-	r := reserved.Release(Sticky{HoldFor: time.Hour}, now)
-	if !r.Held() || r.LastOwner != "live" || !r.Expires.Equal(now.Add(time.Hour)) || r.Expired(now) || !r.Expired(now.Add(time.Hour)) {
-		t.Errorf("release: %+v", r)
-	}
-	if f := reserved.Release(Sticky{}, now); !f.Expires.IsZero() || f.Expired(now.Add(1000*time.Hour)) {
-		t.Errorf("holdFor 0 must hold until released: %+v", f)
+	for _, tc := range []struct {
+		holdFor string
+		want    time.Time // zero: until released
+	}{
+		{"1h0m0s", now.Add(time.Hour)},
+		{"0s", time.Time{}},
+		{"", now.Add(DefaultHoldFor)},     // a record from before holdFor was kept
+		{"soon", now.Add(DefaultHoldFor)}, // a record is never refused
+		{"-1h", now.Add(DefaultHoldFor)},
+	} {
+		live := *reserved
+		live.HoldFor = tc.holdFor
+		r := live.Release(now)
+		if !r.Held() || r.LastOwner != "live" || !r.Expires.Equal(tc.want) || r.Expired(now) {
+			t.Errorf("release with holdFor %q: %+v, want expiry %v", tc.holdFor, r, tc.want)
+		}
+		if r.Expired(now.Add(1000*time.Hour)) == tc.want.IsZero() {
+			t.Errorf("release with holdFor %q: expired at +1000h = %v", tc.holdFor, !tc.want.IsZero())
+		}
 	}
 	if !reserved.For("db/pg-0", "eth0") || reserved.For("db/pg-0", "net1") || reserved.For("db/pg-1", "eth0") {
 		t.Error("Hold.For must compare key and interface")

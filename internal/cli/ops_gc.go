@@ -17,7 +17,6 @@ func (f Flavour) gcCmd() *cobra.Command {
 		r        ops.GCRequest
 		keep     []string
 		keepFile string
-		holdFor  string
 		cri      criFlags
 	)
 	c := &cobra.Command{
@@ -27,7 +26,9 @@ func (f Flavour) gcCmd() *cobra.Command {
 is not kept: the CNI GC command's rules, with the list of live attachments given
 here. CID@IF keeps that attachment (and legacy id-only files of CID); a bare CID
 keeps every reservation of that container. Reservations of non-CNI owners (a
-container-ID field starting with '_') are always kept. With --pool, --network
+container-ID field starting with '_') are always kept. A sticky key's
+reservation is not released but becomes a hold (for the holdFor its ADD was
+configured with); holds past their expiry are released. With --pool, --network
 restricts it to the reservations recorded for that network. Prints the plan and
 changes nothing without --apply.
 With --etcd (full flavour), collect ipam-da-etcd's claims of --node (a node
@@ -40,7 +41,7 @@ With --cri (full flavour), the live attachments are the CRI runtime's own:
 every sandbox it lists as READY keeps its reservations, in every network and
 pool under the data dir (or, with --etcd, among --node's claims); any other
 CNI reservation older than --min-age is released, each through the same path
-as release. An endpoint that cannot be asked is an error (exit 2) that
+as release (a sticky key's reservation becomes a hold, as release makes it). An endpoint that cannot be asked is an error (exit 2) that
 releases nothing. The Docker driver's reservations are never touched.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -92,13 +93,6 @@ releases nothing. The Docker driver's reservations are never touched.`,
 			if r.Force && r.Apply {
 				fmt.Fprintf(cmd.ErrOrStderr(), "--force: not checking when node %s was last seen; releasing its claims as if it were gone for good\n", bf.node)
 			}
-			if cmd.Flags().Changed("hold-for") {
-				st, err := alloc.ParseSticky(&alloc.StickyKeys{By: []string{alloc.StickyByArg}, HoldFor: holdFor})
-				if err != nil {
-					return fmt.Errorf("invalid --hold-for %q: a duration like 30m, or 0 for until released", holdFor)
-				}
-				r.HoldFor = &st.HoldFor
-			}
 			r.Node = bf.node
 			leases, err := b.GC(r)
 			verb := "would release"
@@ -124,7 +118,6 @@ releases nothing. The Docker driver's reservations are never touched.`,
 	c.Flags().StringVar(&keepFile, "keep-file", "", "a file with one CONTAINERID[@IFNAME] per line ('#' comments)")
 	c.Flags().BoolVar(&r.Apply, "apply", false, "release; without it, only print the plan")
 	c.Flags().DurationVar(&r.DeadAfter, "dead-after", 24*time.Hour, "with --etcd: refuse to --apply while --node was seen alive within this long")
-	c.Flags().StringVar(&holdFor, "hold-for", "30m", "how long a gone container's address stays held for its sticky key (0: until released)")
 	c.Flags().BoolVar(&r.Force, "force", false, "with --etcd: --apply even if --node was seen alive within --dead-after")
 	cri.add(c, f.CRI)
 	return c

@@ -21,9 +21,11 @@ func (f Flavour) releaseCmd() *cobra.Command {
 DEL would: the index is updated and stays valid, so the next plugin run does not
 rebuild it. Refuses when the address is not reserved, or when --container
 (and --ifname) do not name its owner.
+A sticky key's reservation becomes a hold, as its DEL would make it: the key
+gets the address back, for the holdFor its ADD was configured with.
 With --sticky-key instead of an address, free what that sticky key holds
 (of --ifname only, when given) now, rather than when its hold expires:
-refused while a container has the key's address.
+refused while a container has the key's address (release that first).
 With --etcd (full flavour), release an ipam-da-etcd claim instead (both of
 its keys, in one transaction comparing the owner); --node then refuses
 unless that node holds it.`,
@@ -59,7 +61,12 @@ unless that node holds it.`,
 				return err
 			}
 			verb := "released"
-			if r.DryRun {
+			switch keyed := l.StickyKey != "" && l.ContainerID != ""; {
+			case keyed && r.DryRun:
+				verb = "would hold for its sticky key"
+			case keyed:
+				verb = "held for its sticky key"
+			case r.DryRun:
 				verb = "would release"
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "%s %s\n", verb, l.Describe())

@@ -147,8 +147,7 @@ func (h holdRecord) alloc() alloc.Hold {
 func (h holdRecord) released(now time.Time, holdFor time.Duration) holdRecord {
 	if h.Owner != "" {
 		h.LastOwner, h.LastNode = h.Owner, h.Node
-		ah := alloc.Hold{Owner: h.Owner}.Release(alloc.Sticky{HoldFor: holdFor}, now)
-		h.Expires = ah.Expires
+		h.Expires = alloc.HoldExpiry(now, holdFor)
 	}
 	h.Node, h.Owner, h.Time = "", "", stamp(now)
 	return h
@@ -156,12 +155,8 @@ func (h holdRecord) released(now time.Time, holdFor time.Duration) holdRecord {
 
 // heldOf is the hold a release of the sticky claim r leaves.
 func heldOf(r Record, now time.Time) holdRecord {
-	holdFor, err := time.ParseDuration(r.HoldFor)
-	if err != nil {
-		holdFor = alloc.DefaultHoldFor
-	}
 	h := holdRecord{Node: r.Node, Owner: r.ContainerID, IfName: r.IfName, Network: r.Network, Address: r.Address, Key: r.StickyKey}
-	return h.released(now, holdFor)
+	return h.released(now, alloc.ParseHoldFor(r.HoldFor))
 }
 
 // stickyRecord marks a claim record as the sticky attachment's.

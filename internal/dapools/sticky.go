@@ -47,7 +47,7 @@ func (c *config) allocateSticky(d *hostlocal.Disk, att alloc.Attachment, t alloc
 	}
 	if addr.IsValid() {
 		if r, ok := t.Set.RangeFor(addr); ok && r.Usable(addr) && addr != r.Gateway && !t.Exclude.Contains(addr) {
-			if err := d.ClaimHold(*e, att); err != nil {
+			if err := d.ClaimHold(*e, att, c.sticky.HoldFor.String()); err != nil {
 				return netip.Prefix{}, netip.Addr{}, err
 			}
 			u.claimed(d, *e)
@@ -66,7 +66,7 @@ func (c *config) allocateSticky(d *hostlocal.Disk, att alloc.Attachment, t alloc
 		return p, gw, err
 	}
 	u.reservedIn(d, p.Addr())
-	rec := alloc.Hold{Key: c.stickyKey, IfName: att.IfName, Address: p.Addr().String(), Network: c.Network, Owner: att.ContainerID}
+	rec := alloc.Hold{Key: c.stickyKey, IfName: att.IfName, Address: p.Addr().String(), Network: c.Network, Owner: att.ContainerID, HoldFor: c.sticky.HoldFor.String()}
 	if err := d.PutHold(id, rec); err != nil {
 		return p, gw, err
 	}
@@ -75,8 +75,9 @@ func (c *config) allocateSticky(d *hostlocal.Disk, att alloc.Attachment, t alloc
 }
 
 // releaseHolds is DEL's part for holds: every reservation of att that a
-// key holds becomes a hold until now + holdFor (record first, then the
-// file). alloc.Release then no longer sees those files as att's.
+// key holds becomes a hold until now + its record's holdFor (that of
+// the ADD; record first, then the file). alloc.Release then no longer
+// sees those files as att's.
 func (c *config) releaseHolds(d *hostlocal.Disk, att alloc.Attachment, now time.Time) ([]netip.Addr, error) {
 	holds, err := c.holdsOf(d, att)
 	if err != nil {
@@ -87,7 +88,7 @@ func (c *config) releaseHolds(d *hostlocal.Disk, att alloc.Attachment, now time.
 		if att.Network != "" && e.Network != "" && e.Network != att.Network {
 			continue
 		}
-		if err := d.MakeHold(e, e.Release(c.sticky, now)); err != nil {
+		if err := d.MakeHold(e, e.Release(now)); err != nil {
 			return held, err
 		}
 		held = append(held, e.Addr)

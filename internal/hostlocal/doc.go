@@ -90,8 +90,9 @@
 // keep rule never frees '_' owners):
 //
 //	_sticky/<ID>.json    the alloc.Hold record of one key and interface
-//	                     (ID = alloc.StickyID), written to a temporary
-//	                     file renamed into place (not fsynced, as no
+//	                     (ID = alloc.StickyID), replaced atomically by a
+//	                     rename from the index directory's spare
+//	                     (replaceRecycled; not fsynced, as no
 //	                     reservation is); it exists while the key has an
 //	                     address in D
 //	<ip>                 "_sticky\r\n<ID>" while held; the container's

@@ -284,9 +284,7 @@ func (d stateDir) staleScratch() ([]string, error) {
 			stale = append(stale, p)
 		}
 	}
-	// A hold record's temporary file exists only inside PutHold.
-	holdTmps, _ := filepath.Glob(filepath.Join(d.stickyDir(), ".*.tmp"))
-	return append(stale, holdTmps...), nil
+	return stale, nil
 }
 
 func isHex(s string) bool {

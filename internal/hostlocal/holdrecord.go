@@ -29,6 +29,9 @@ func encodeHold(h alloc.Hold) []byte {
 		field("owner", h.Owner)
 	}
 	field("lastOwner", h.LastOwner)
+	if h.HoldFor != "" {
+		field("holdFor", h.HoldFor)
+	}
 	if !h.Expires.IsZero() {
 		b = append(b, `,"expires":"`...)
 		b = h.Expires.AppendFormat(b, time.RFC3339Nano)

@@ -247,12 +247,13 @@ func (d *Disk) setOwner(ip netip.Addr, from, to alloc.Attachment) error {
 	return nil
 }
 
-// ClaimHold gives the held address of e to a: the record first (owner
-// a, the hold's expiry kept), then the file. A crash between leaves the
-// file "_sticky", which judge reads as still held.
-func (d *Disk) ClaimHold(e HoldEntry, a alloc.Attachment) error {
+// ClaimHold gives the held address of e to a, whose ADD holds for
+// holdFor (alloc.Hold.HoldFor): the record first (owner a, the hold's
+// expiry kept), then the file. A crash between leaves the file
+// "_sticky", which judge reads as still held.
+func (d *Disk) ClaimHold(e HoldEntry, a alloc.Attachment, holdFor string) error {
 	h := e.Hold
-	h.Owner, h.Network = a.ContainerID, a.Network
+	h.Owner, h.Network, h.HoldFor = a.ContainerID, a.Network, holdFor
 	if err := d.PutHold(e.ID, h); err != nil {
 		return err
 	}
@@ -312,11 +313,11 @@ func (d *Disk) FreeHold(e HoldEntry) (bool, error) {
 
 // GCHolds is GC's part for holds, before alloc.GC: it frees holds past
 // their expiry at now, turns the reservations of attachments keep
-// rejects into holds for s.HoldFor (rather than letting alloc.GC free
-// them), and drops stale records. Unexpired holds stay whatever keep
+// rejects into holds for their records' HoldFor (rather than letting
+// alloc.GC free them), and drops stale records. Unexpired holds stay whatever keep
 // says; their files are '_' owners, which alloc.KeepSet never frees. It
 // returns the addresses freed and those turned into holds.
-func (d *Disk) GCHolds(keep func(alloc.Attachment) bool, s alloc.Sticky, now time.Time) (freed, held []netip.Addr, err error) {
+func (d *Disk) GCHolds(keep func(alloc.Attachment) bool, now time.Time) (freed, held []netip.Addr, err error) {
 	all, err := d.listHolds()
 	if err != nil {
 		return nil, nil, err
@@ -341,7 +342,7 @@ func (d *Disk) GCHolds(keep func(alloc.Attachment) bool, s alloc.Sticky, now tim
 			if keep(owner) {
 				continue
 			}
-			if err := d.MakeHold(e, e.Release(s, now)); err != nil {
+			if err := d.MakeHold(e, e.Release(now)); err != nil {
 				errs = append(errs, err)
 				continue
 			}

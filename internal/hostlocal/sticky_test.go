@@ -77,17 +77,16 @@ func TestHoldLifecycle(t *testing.T) {
 	dir := t.TempDir()
 	rs := small(t)
 	ip := mustAlloc(t, diskHarness{dir}, cidA, rs)
-	s := alloc.Sticky{HoldFor: time.Minute}
 	now := time.Now()
 	stickyStep(t, dir, func(d *Disk) {
-		if err := d.PutHold(holdID, alloc.Hold{Key: "ns/web-0", IfName: "eth0", Address: ip.String(), Owner: cidA.ContainerID}); err != nil {
+		if err := d.PutHold(holdID, alloc.Hold{Key: "ns/web-0", IfName: "eth0", Address: ip.String(), Owner: cidA.ContainerID, HoldFor: "1m0s"}); err != nil {
 			t.Fatal(err)
 		}
 		hs, err := d.HoldsOf(cidA)
 		if err != nil || len(hs) != 1 {
 			t.Fatalf("HoldsOf = %v, %v", hs, err)
 		}
-		if err := d.MakeHold(hs[0], hs[0].Release(s, now)); err != nil {
+		if err := d.MakeHold(hs[0], hs[0].Release(now)); err != nil {
 			t.Fatal(err)
 		}
 	})
@@ -107,7 +106,7 @@ func TestHoldLifecycle(t *testing.T) {
 				t.Fatalf("ADD of %s: %s, %v", id, p, err)
 			}
 		}
-		if err := d.ClaimHold(*e, cidB); err != nil {
+		if err := d.ClaimHold(*e, cidB, "1m0s"); err != nil {
 			t.Fatal(err)
 		}
 	})
@@ -130,7 +129,7 @@ func TestHoldLifecycle(t *testing.T) {
 		if !e.Held() || e.Stale != "" {
 			t.Fatalf("after unclaim: %+v", e)
 		}
-		freed, held, err := d.GCHolds(nothingValid, s, now.Add(2*time.Minute))
+		freed, held, err := d.GCHolds(nothingValid, now.Add(2*time.Minute))
 		if err != nil || len(freed) != 1 || len(held) != 0 {
 			t.Fatalf("GCHolds = %v %v %v", freed, held, err)
 		}
@@ -185,7 +184,7 @@ func TestHoldInterrupted(t *testing.T) {
 				case tt.wantOwner != "-" && (e == nil || e.Stale != "" || e.Owner != tt.wantOwner):
 					t.Errorf("record %+v, want owner %q", e, tt.wantOwner)
 				}
-				_, _, err := d.GCHolds(nothingValid, alloc.Sticky{HoldFor: time.Hour}, time.Now())
+				_, _, err := d.GCHolds(nothingValid, time.Now())
 				if err != nil {
 					t.Fatal(err)
 				}

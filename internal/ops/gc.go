@@ -26,9 +26,6 @@ type GCRequest struct {
 	// more recently than this, unless Force.
 	DeadAfter time.Duration
 	Force     bool
-	// HoldFor is how long a gone container's address stays held for its
-	// sticky key (0: until released); nil is alloc.DefaultHoldFor.
-	HoldFor *time.Duration
 }
 
 // GC returns the reservations the rules release: only planned without
@@ -46,10 +43,6 @@ func (b Local) GC(r GCRequest) ([]Lease, error) {
 		network = d.Name
 	}
 	keep := alloc.NewKeepSet(network, r.Keep)
-	sticky := alloc.Sticky{HoldFor: alloc.DefaultHoldFor}
-	if r.HoldFor != nil {
-		sticky.HoldFor = *r.HoldFor
-	}
 	now := time.Now()
 	out := []Lease{}
 	if !r.Apply {
@@ -84,7 +77,7 @@ func (b Local) GC(r GCRequest) ([]Lease, error) {
 	}
 	var released []netip.Addr
 	if err == nil {
-		released, _, err = disk.GCHolds(keep.Keeps, sticky, now)
+		released, _, err = disk.GCHolds(keep.Keeps, now)
 	}
 	if err == nil {
 		var more []netip.Addr

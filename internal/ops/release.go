@@ -5,6 +5,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/containernetworking/cni/pkg/utils"
 
@@ -97,7 +98,8 @@ func (b Local) Release(r ReleaseRequest) (Lease, error) {
 		if err := r.check(d, res.Owner, ok); err != nil {
 			return Lease{}, err
 		}
-		return leaseOf(d, res), nil
+		holds, err := validHolds(d.Path)
+		return withHold(leaseOf(d, res), holds), err
 	}
 	disk, err := hostlocal.Open(d.Path, b.LockTimeout)
 	if err != nil {
@@ -107,15 +109,22 @@ func (b Local) Release(r ReleaseRequest) (Lease, error) {
 	if err == nil {
 		err = r.check(d, owner, ok)
 	}
-	var held *hostlocal.HoldEntry
+	var held, keyed *hostlocal.HoldEntry
 	if id, sticky := hostlocal.StickyIDOf(owner); err == nil && sticky {
 		held, err = disk.Hold(id)
+	} else if err == nil {
+		keyed, err = keyedReservation(disk, owner, r.Addr)
 	}
 	switch {
 	case err != nil:
 	case held != nil && held.Stale == "":
 		// A held address goes with its record (file first, then record).
 		_, err = disk.FreeHold(*held)
+	case keyed != nil:
+		// A sticky key's reservation becomes a hold, as its DEL would
+		// make it (the key gets the address back); release --sticky-key
+		// frees the hold.
+		err = disk.MakeHold(*keyed, keyed.Release(time.Now()))
 	default:
 		// Free releases exactly this address, only while owner holds it,
 		// and clears the exhaustion mark as any release does.
@@ -127,7 +136,23 @@ func (b Local) Release(r ReleaseRequest) (Lease, error) {
 	if err != nil {
 		return Lease{}, err
 	}
-	return leaseOf(d, hostlocal.Reservation{Addr: r.Addr, Owner: owner, Problem: owner.Problem()}), nil
+	l := leaseOf(d, hostlocal.Reservation{Addr: r.Addr, Owner: owner, Problem: owner.Problem()})
+	if keyed != nil {
+		l.StickyKey = keyed.Key
+	}
+	return l, nil
+}
+
+// keyedReservation is the record of the sticky key whose reservation
+// owner's ip is, nil when none.
+func keyedReservation(disk *hostlocal.Disk, owner alloc.Attachment, ip netip.Addr) (*hostlocal.HoldEntry, error) {
+	holds, err := disk.HoldsOf(owner)
+	for _, e := range holds {
+		if e.Addr == ip {
+			return &e, err
+		}
+	}
+	return nil, err
 }
 
 func (r ReleaseRequest) check(d StateDir, owner alloc.Attachment, reserved bool) error {
@@ -167,7 +192,7 @@ func (b Local) releaseSticky(d StateDir, r ReleaseRequest) (Lease, error) {
 				continue
 			}
 			if !e.Held() {
-				return fmt.Errorf("sticky key %q in %s: %s is reserved by container %s; delete it first, or release the address", r.StickyKey, d.Label(), e.Address, e.Owner)
+				return fmt.Errorf("sticky key %q in %s: %s is reserved by container %s; delete it first, or release the address (it becomes a hold), then the key", r.StickyKey, d.Label(), e.Address, e.Owner)
 			}
 			found = append(found, e)
 		}

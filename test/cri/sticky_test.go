@@ -2,8 +2,14 @@ package cri
 
 import (
 	"context"
+	"encoding/json"
+	"net/netip"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/cniplugins/cniplugins/internal/testkit/testbin"
 )
 
 // TestStickyPodKeepsItsAddress: a StatefulSet's pod removed and created
@@ -44,4 +50,72 @@ func TestStickyPodKeepsItsAddress(t *testing.T) {
 		}
 		// The pods go at cleanup, then the holds their removal leaves.
 	})
+}
+
+// TestStickyLeakBecomesAHoldUnderGC: a stateful pod whose sandbox vanished
+// without its DEL (a node crash, a runtime that lost it) leaves a keyed
+// reservation no sandbox owns. `gc --cri` turns it into a hold, as the
+// pod's DEL would have, rather than freeing it: the pod created again
+// under its name gets its address back.
+func TestStickyLeakBecomesAHoldUnderGC(t *testing.T) {
+	forEachStack(t, func(t *testing.T, s *stack) {
+		t.Cleanup(func() {
+			if _, stderr, code := s.cli(t, "release", "--sticky-key", "stateful/db-7", "--pool", "stateful"); code != 0 && !strings.Contains(stderr, "no hold") {
+				t.Errorf("release --sticky-key: exit %d: %s", code, stderr)
+			}
+		})
+		leaked := s.runtimeADD(t, "leaked-db-7", "K8S_POD_NAMESPACE=stateful;K8S_POD_NAME=db-7")
+		if out, stderr, code := s.gc(t, "--min-age", "0", "--apply"); code != 0 || !strings.Contains(out, leaked.String()) {
+			t.Fatalf("gc --cri --apply: exit %d, want %s listed:\n%s%s", code, leaked, out, stderr)
+		}
+		held := false
+		for _, l := range s.leases(t) {
+			held = held || (l.Address == leaked.String() && l.Owner == "sticky")
+		}
+		if !held {
+			t.Fatalf("after gc --cri the leaked sticky reservation %s is not held: %+v", leaked, s.leases(t))
+		}
+		p := s.c.mustRunPod(t, "stateful", "db-7", nil) // removed at cleanup, before the hold it leaves
+		if p.ip != leaked {
+			t.Errorf("db-7 re-created got %s, want its address %s back", p.ip, leaked)
+		}
+	})
+}
+
+// runtimeADD is an ADD of the stack's network's IPAM, exec'd as the
+// bridge plugin would exec it (its conflist entry with name and
+// cniVersion), for a container that no runtime knows: a leak.
+func (s *stack) runtimeADD(t *testing.T, cid, args string) netip.Addr {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(s.c.confDir, "10-"+s.c.net.name+".conflist"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var list struct {
+		CNIVersion string           `json:"cniVersion"`
+		Name       string           `json:"name"`
+		Plugins    []map[string]any `json:"plugins"`
+	}
+	if err := json.Unmarshal(raw, &list); err != nil || len(list.Plugins) == 0 {
+		t.Fatalf("conflist: %v", err)
+	}
+	conf := list.Plugins[0]
+	conf["name"], conf["cniVersion"] = list.Name, list.CNIVersion
+	stdin, err := json.Marshal(conf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ipam, _ := conf["ipam"].(map[string]any)
+	typ, _ := ipam["type"].(string)
+	r := testbin.MustSucceed(t, testbin.Call{Path: binDir, Plugin: typ, Command: "ADD", ContainerID: cid, IfName: "eth0",
+		Netns: "/var/run/netns/" + cid, Args: args, Stdin: stdin})
+	var res struct {
+		IPs []struct {
+			Address string `json:"address"`
+		} `json:"ips"`
+	}
+	if err := json.Unmarshal(r.Stdout, &res); err != nil || len(res.IPs) == 0 {
+		t.Fatalf("ADD result %s: %v", r.Stdout, err)
+	}
+	return netip.MustParsePrefix(res.IPs[0].Address).Addr()
 }

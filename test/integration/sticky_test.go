@@ -147,6 +147,25 @@ func TestStickyExpiry(t *testing.T) {
 	}
 }
 
+// A hold lasts the holdFor of the ADD that reserved the address, whatever
+// the config says at the DEL: the record carries it, so every release
+// (DEL, GC, an operator's gc or release) holds for as long.
+func TestStickyHoldForIsTheADDs(t *testing.T) {
+	added := stickyNet{t.TempDir(), "0"}
+	added.add(t, "c1", "web-0")
+	changed := stickyNet{added.dataDir, "1s"}
+	testbin.MustSucceed(t, changed.podCall("DEL", "c1", "web-0"))
+	if h := added.hold(t, "web-0"); h == nil || !h.Held() || !h.Expires.IsZero() {
+		t.Fatalf("after a DEL with holdFor 1s of an ADD with 0: %+v, want held until released", h)
+	}
+	// Claimed again under the new config: its next DEL holds for 1s.
+	changed.add(t, "c2", "web-0")
+	testbin.MustSucceed(t, changed.podCall("DEL", "c2", "web-0"))
+	if h := added.hold(t, "web-0"); h == nil || h.HoldFor != "1s" || h.Expires.IsZero() || h.Expires.After(time.Now().Add(2*time.Second)) {
+		t.Errorf("after the ADD and DEL with holdFor 1s: %+v", h)
+	}
+}
+
 func reservationNames(t *testing.T, dir string) []string {
 	t.Helper()
 	var out []string
@@ -258,8 +277,32 @@ func TestStickyOperatorsCLI(t *testing.T) {
 	if strings.Contains(out, b) || !strings.Contains(out, "released") {
 		t.Errorf("gc: %s", out)
 	}
-	if h := n.hold(t, "web-1"); h == nil || !h.Held() || !h.Expires.After(time.Now().Add(29*time.Minute)) {
+	// The hold lasts the holdFor its ADD was configured with ("0": until
+	// released), which the record carries: gc has no network config.
+	if h := n.hold(t, "web-1"); h == nil || !h.Held() || !h.Expires.IsZero() || h.HoldFor != "0s" {
 		t.Errorf("after gc: %+v", h)
+	}
+	// release of a keyed reservation: it becomes a hold too, as its DEL
+	// would make it; release --sticky-key then frees it.
+	c := strings.TrimSuffix(n.add(t, "c5", "web-2"), "/28")
+	if out := cli(0, "release", c, "--network", "sticky", "--data-dir", n.dataDir, "--dry-run"); !strings.Contains(out, "would hold for its sticky key "+c) || !strings.Contains(out, "sticky key default/web-2") {
+		t.Errorf("release --dry-run of a keyed reservation: %s", out)
+	}
+	if h := n.hold(t, "web-2"); h == nil || h.Held() {
+		t.Errorf("after a dry run: %+v", h)
+	}
+	if out := cli(0, "release", c, "--network", "sticky", "--data-dir", n.dataDir); !strings.Contains(out, "held for its sticky key "+c) {
+		t.Errorf("release of a keyed reservation: %s", out)
+	}
+	if h := n.hold(t, "web-2"); h == nil || !h.Held() || h.LastOwner != "c5" || !h.Expires.IsZero() || n.file(c) != "_sticky\r\n"+alloc.StickyID("default/web-2", "eth0") {
+		t.Errorf("after release: record %+v, file %q", h, n.file(c))
+	}
+	if got := n.add(t, "c6", "web-2"); got != c+"/28" {
+		t.Errorf("web-2 re-created after release: %s, want %s", got, c)
+	}
+	cli(0, "release", c, "--network", "sticky", "--data-dir", n.dataDir)
+	if out := cli(0, "release", "--sticky-key", "default/web-2", "--network", "sticky", "--data-dir", n.dataDir); !strings.Contains(out, "released "+c) || n.file(c) != "" || n.hold(t, "web-2") != nil {
+		t.Errorf("release --sticky-key after release: %s, file %q", out, n.file(c))
 	}
 	// fsck: a held file without a record, and a record of nothing.
 	orphan := filepath.Join(n.dir(), "10.88.0.13")
@@ -270,16 +313,12 @@ func TestStickyOperatorsCLI(t *testing.T) {
 	if err := os.WriteFile(stale, []byte(`{"key":"gone","ifname":"eth0","address":"10.88.0.12","network":"sticky","lastOwner":"x"}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	tmp := filepath.Join(n.dir(), "_sticky", "."+alloc.StickyID("gone", "eth0")+".tmp")
-	if err := os.WriteFile(tmp, []byte(`{"key":`), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if out := cli(1, "fsck", "--data-dir", n.dataDir); !strings.Contains(out, "no hold record") || !strings.Contains(out, "holds nothing") || !strings.Contains(out, ".tmp") {
+	if out := cli(1, "fsck", "--data-dir", n.dataDir); !strings.Contains(out, "no hold record") || !strings.Contains(out, "holds nothing") {
 		t.Errorf("fsck:\n%s", out)
 	}
 	cli(0, "fsck", "--data-dir", n.dataDir, "--repair")
 	cli(0, "fsck", "--data-dir", n.dataDir)
-	for _, p := range []string{orphan, stale, tmp} {
+	for _, p := range []string{orphan, stale} {
 		if _, err := os.Stat(p); !os.IsNotExist(err) {
 			t.Errorf("%s not repaired: %v", p, err)
 		}
