@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/cniplugins/cniplugins/internal/alloc"
+	"github.com/cniplugins/cniplugins/internal/etcdkv"
 	"github.com/cniplugins/cniplugins/internal/plugin"
 )
 
@@ -309,6 +310,40 @@ func TestStickyAdminRelease(t *testing.T) {
 	}
 	if a2, _ := c.add("host-b", "c2", "web-0"); a2 != a1 {
 		t.Fatalf("after release: %s, want %s", a2, a1)
+	}
+}
+
+// A held key's take-over is sent without reading its address's claim
+// first: the transaction compares the claim's revision with the hold's.
+// When that fails (the claim rewritten without its hold), the ADD reads,
+// finds the hold pins nothing, drops it and allocates as usual, never
+// taking the address whose claim is no longer the hold's.
+func TestStickyTakeOverChecksTheClaim(t *testing.T) {
+	needCluster(t)
+	c := stickyCase{t: t, holdFor: "30m"}
+	a1, _ := c.add("host-a", "c1", "web-0")
+	c.ok("DEL", "host-a", "c1", "web-0", prevOf(a1))
+	ad := stickyAdmin(t)
+	k := ad.op.keys.addrKey(alloc.Scope{Network: "net"}, a1)
+	resp, err := ad.op.cl.Read(etcdkv.Get(k))
+	if err != nil {
+		t.Fatal(err)
+	}
+	claim, ok := resp.First(0)
+	if !ok {
+		t.Fatalf("no claim key for the held %s", a1)
+	}
+	if _, err := ad.op.cl.Txn(etcdkv.Txn{Then: []etcdkv.Op{etcdkv.Put(k, claim.Value)}}); err != nil {
+		t.Fatal(err)
+	}
+	a2, _ := c.add("host-b", "c2", "web-0")
+	if a2 == a1 {
+		t.Fatalf("took over %s although its claim is no longer the hold's", a1)
+	}
+	// The key's hold is now a2's: its pod comes back to it.
+	c.ok("DEL", "host-b", "c2", "web-0", prevOf(a2))
+	if a3, _ := c.add("host-a", "c3", "web-0"); a3 != a2 {
+		t.Errorf("after the fallback the key holds %s, want %s", a3, a2)
 	}
 }
 
