@@ -203,6 +203,7 @@ func (e *etcdResult) markdown(nproc string) string {
 		w("| %s | %s / %s | %s / %s | %s | %s | %s / %s | %s |\n", op, num(benchstat.MS(off.median)), num(benchstat.MS(off.p99)),
 			num(benchstat.MS(nk.median)), num(benchstat.MS(nk.p99)), fmtRatio(rn), verdict, num(benchstat.MS(hk.median)), num(benchstat.MS(hk.p99)), fmtRatio(rh))
 	}
+	w("\nA new key's ADD is the plain ADD's one round trip (the hold is written in the claim's transaction). A held key's ADD is two, the floor for a cluster-wide hold: the first transaction, the same as a new key's, finds the hold, and the held address is only known from it, while a claim must name its address (docs/etcd.md, Sticky addresses).\n")
 	ops := etcdHosts * etcdPerHost
 	w("\n%d hosts × %d concurrent ADDs (%d processes started at once, distinct node names, one pool), %d rounds: ", etcdHosts, etcdPerHost, ops, len(e.conc.runs))
 	status := "all distinct, none failed"
