@@ -56,6 +56,15 @@ func (c stickyCase) ok(cmd, node, cid, pod, prev string) {
 	}
 }
 
+// held ADDs container cid of pod on node and DELs it (with prevResult):
+// the pod's address, now held for its key.
+func (c stickyCase) held(node, cid, pod string) netip.Addr {
+	c.t.Helper()
+	a, _ := c.add(node, cid, pod)
+	c.ok("DEL", node, cid, pod, prevOf(a))
+	return a
+}
+
 func prevOf(addr netip.Addr) string {
 	return fmt.Sprintf(`"prevResult":{"cniVersion":"1.1.0","ips":[{"address":"%s/24"}]}`, addr)
 }
@@ -136,8 +145,7 @@ func TestStickyRescheduleAndLive(t *testing.T) {
 func TestStickyRequestedConflict(t *testing.T) {
 	needCluster(t)
 	c := stickyCase{t: t, holdFor: "0"}
-	a1, _ := c.add("host-a", "c1", "db-0")
-	c.ok("DEL", "host-a", "c1", "db-0", prevOf(a1))
+	a1 := c.held("host-a", "c1", "db-0")
 	other := a1.Next()
 	conf := func(ip netip.Addr) (string, int) {
 		var stdout, stderr bytes.Buffer
@@ -172,8 +180,7 @@ func TestStickyRequestedConflict(t *testing.T) {
 func TestStickyExpiryGC(t *testing.T) {
 	needCluster(t)
 	c := stickyCase{t: t, holdFor: "3s"}
-	a1, _ := c.add("host-a", "c1", "web-0")
-	c.ok("DEL", "host-a", "c1", "web-0", prevOf(a1))
+	c.held("host-a", "c1", "web-0")
 	ad := stickyAdmin(t)
 	plan, err := ad.GC("host-a", Filter{}, nil, false)
 	if err != nil || len(plan) != 0 {
@@ -321,8 +328,7 @@ func TestStickyAdminRelease(t *testing.T) {
 func TestStickyTakeOverChecksTheClaim(t *testing.T) {
 	needCluster(t)
 	c := stickyCase{t: t, holdFor: "30m"}
-	a1, _ := c.add("host-a", "c1", "web-0")
-	c.ok("DEL", "host-a", "c1", "web-0", prevOf(a1))
+	a1 := c.held("host-a", "c1", "web-0")
 	ad := stickyAdmin(t)
 	k := ad.op.keys.addrKey(alloc.Scope{Network: "net"}, a1)
 	resp, err := ad.op.cl.Read(etcdkv.Get(k))
