@@ -41,8 +41,9 @@ With --cri (full flavour), the live attachments are the CRI runtime's own:
 every sandbox it lists as READY keeps its reservations, in every network and
 pool under the data dir (or, with --etcd, among --node's claims); any other
 CNI reservation older than --min-age is released, each through the same path
-as release (a sticky key's reservation becomes a hold, as release makes it). An endpoint that cannot be asked is an error (exit 2) that
-releases nothing. The Docker driver's reservations are never touched.`,
+as release (a sticky key's reservation becomes a hold, as release makes it).
+An endpoint that cannot be asked is an error (exit 2) that releases nothing.
+The Docker driver's reservations are never touched.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			b, err := bf.backend(cmd)
