@@ -59,34 +59,6 @@ func forEachStore(t *testing.T, f func(t *testing.T, h harness)) {
 	t.Run("disk", func(t *testing.T) { f(t, diskHarness{filepath.Join(t.TempDir(), "net")}) })
 }
 
-var (
-	cidA = alloc.Attachment{ContainerID: "cid-a", IfName: "eth0"}
-	cidB = alloc.Attachment{ContainerID: "cid-b", IfName: "eth0"}
-)
-
-// small is 10.0.0.0/29 with gateway .1: allocatable .2-.6.
-func small(t testing.TB) addrspace.RangeSet {
-	return mustSet(t, addrspace.RangeConfig{Subnet: "10.0.0.0/29"})
-}
-
-func mustAddr(s string) netip.Addr { return netip.MustParseAddr(s) }
-
-func mustSet(t testing.TB, cfgs ...addrspace.RangeConfig) addrspace.RangeSet {
-	t.Helper()
-	rs, err := addrspace.ParseRangeSet("test", cfgs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return rs
-}
-
-func assertCode(t *testing.T, err error, code uint) {
-	t.Helper()
-	if got := cnierr.Code(err); got != code {
-		t.Fatalf("error %v: code %d, want %d", err, got, code)
-	}
-}
-
 func allocate(t *testing.T, h harness, a alloc.Attachment, rangeID int, rs addrspace.RangeSet, req string) (netip.Prefix, netip.Addr, error) {
 	t.Helper()
 	var (
@@ -96,7 +68,7 @@ func allocate(t *testing.T, h harness, a alloc.Attachment, rangeID int, rs addrs
 	)
 	var want netip.Addr
 	if req != "" {
-		want = mustAddr(req)
+		want = netip.MustParseAddr(req)
 	}
 	h.with(t, func(al *alloc.Allocator, s alloc.Lister) { p, gw, err = al.Allocate(a, rangeID, rs, want, "ranges[0]") })
 	return p, gw, err
@@ -113,21 +85,21 @@ func mustAlloc(t *testing.T, h harness, a alloc.Attachment, rs addrspace.RangeSe
 
 func TestAllocateSequentialAndRoundRobin(t *testing.T) {
 	forEachStore(t, func(t *testing.T, h harness) {
-		rs := small(t)
-		p, gw, err := allocate(t, h, cidA, 0, rs, "")
-		if err != nil || p != netip.MustParsePrefix("10.0.0.2/29") || gw != mustAddr("10.0.0.1") {
+		rs := alloctest.Small(t)
+		p, gw, err := allocate(t, h, alloctest.CidA, 0, rs, "")
+		if err != nil || p != netip.MustParsePrefix("10.0.0.2/29") || gw != netip.MustParseAddr("10.0.0.1") {
 			t.Fatalf("first = %v %v %v", p, gw, err)
 		}
-		if got := mustAlloc(t, h, cidB, rs, ""); got != mustAddr("10.0.0.3") {
+		if got := mustAlloc(t, h, alloctest.CidB, rs, ""); got != netip.MustParseAddr("10.0.0.3") {
 			t.Fatalf("second = %v", got)
 		}
 		// Releasing .2 must not make it next: host-local round-robins.
-		h.with(t, func(al *alloc.Allocator, s alloc.Lister) { alloc.Release(s, cidA, nil) })
-		if got := mustAlloc(t, h, alloc.Attachment{ContainerID: "c", IfName: "eth0"}, rs, ""); got != mustAddr("10.0.0.4") {
+		h.with(t, func(al *alloc.Allocator, s alloc.Lister) { alloc.Release(s, alloctest.CidA, nil) })
+		if got := mustAlloc(t, h, alloc.Attachment{ContainerID: "c", IfName: "eth0"}, rs, ""); got != netip.MustParseAddr("10.0.0.4") {
 			t.Fatalf("third = %v", got)
 		}
 		h.with(t, func(_ *alloc.Allocator, s alloc.Lister) {
-			if last, _ := s.LastReserved(0); last != mustAddr("10.0.0.4") {
+			if last, _ := s.LastReserved(0); last != netip.MustParseAddr("10.0.0.4") {
 				t.Fatalf("cursor = %v", last)
 			}
 		})
@@ -136,12 +108,12 @@ func TestAllocateSequentialAndRoundRobin(t *testing.T) {
 
 func TestAllocateRequested(t *testing.T) {
 	forEachStore(t, func(t *testing.T, h harness) {
-		rs := small(t)
-		if got := mustAlloc(t, h, cidA, rs, "10.0.0.5"); got != mustAddr("10.0.0.5") {
+		rs := alloctest.Small(t)
+		if got := mustAlloc(t, h, alloctest.CidA, rs, "10.0.0.5"); got != netip.MustParseAddr("10.0.0.5") {
 			t.Fatalf("got %v", got)
 		}
 		h.with(t, func(_ *alloc.Allocator, s alloc.Lister) {
-			if last, _ := s.LastReserved(0); last != mustAddr("10.0.0.5") {
+			if last, _ := s.LastReserved(0); last != netip.MustParseAddr("10.0.0.5") {
 				t.Fatalf("requested reservation did not move the cursor: %v", last)
 			}
 		})
@@ -149,15 +121,15 @@ func TestAllocateRequested(t *testing.T) {
 			{"taken", "10.0.0.5"}, {"gateway", "10.0.0.1"}, {"outside", "10.0.1.5"}, {"broadcast", "10.0.0.7"}, {"wrong family", "fd00::5"},
 		} {
 			t.Run(tt.name, func(t *testing.T) {
-				_, _, err := allocate(t, h, cidB, 0, rs, tt.ip)
-				assertCode(t, err, cnierr.CodeAddrUnavailable)
+				_, _, err := allocate(t, h, alloctest.CidB, 0, rs, tt.ip)
+				alloctest.AssertCode(t, err, cnierr.CodeAddrUnavailable)
 				if d := cnierr.As(err).Details; !strings.Contains(d, tt.ip) || !strings.Contains(d, "ranges[0]") {
 					t.Fatalf("details %q do not name address and label", d)
 				}
 			})
 		}
 		// A requested address skips the duplicate check, like host-local.
-		if got := mustAlloc(t, h, cidA, rs, "10.0.0.6"); got != mustAddr("10.0.0.6") {
+		if got := mustAlloc(t, h, alloctest.CidA, rs, "10.0.0.6"); got != netip.MustParseAddr("10.0.0.6") {
 			t.Fatalf("got %v", got)
 		}
 	})
@@ -165,16 +137,16 @@ func TestAllocateRequested(t *testing.T) {
 
 func TestAllocateDuplicate(t *testing.T) {
 	forEachStore(t, func(t *testing.T, h harness) {
-		rs := small(t)
-		other := mustSet(t, addrspace.RangeConfig{Subnet: "10.1.0.0/29"})
-		ip := mustAlloc(t, h, cidA, rs, "")
-		_, _, err := allocate(t, h, cidA, 0, rs, "")
-		assertCode(t, err, cnierr.CodeDuplicateAttach)
+		rs := alloctest.Small(t)
+		other := alloctest.MustSet(t, addrspace.RangeConfig{Subnet: "10.1.0.0/29"})
+		ip := mustAlloc(t, h, alloctest.CidA, rs, "")
+		_, _, err := allocate(t, h, alloctest.CidA, 0, rs, "")
+		alloctest.AssertCode(t, err, cnierr.CodeDuplicateAttach)
 		if d := cnierr.As(err).Details; !strings.Contains(d, ip.String()) || !strings.Contains(d, "ranges[0]") {
 			t.Fatalf("details %q", d)
 		}
 		// Same attachment, another range set: fine. Another interface: fine.
-		if _, _, err := allocate(t, h, cidA, 1, other, ""); err != nil {
+		if _, _, err := allocate(t, h, alloctest.CidA, 1, other, ""); err != nil {
 			t.Fatal(err)
 		}
 		mustAlloc(t, h, alloc.Attachment{ContainerID: "cid-a", IfName: "eth1"}, rs, "")
@@ -182,18 +154,18 @@ func TestAllocateDuplicate(t *testing.T) {
 		legacy := alloc.Attachment{ContainerID: "cid-l"}
 		mustAlloc(t, h, legacy, rs, "")
 		_, _, err = allocate(t, h, alloc.Attachment{ContainerID: "cid-l", IfName: "eth0"}, 0, rs, "")
-		assertCode(t, err, cnierr.CodeDuplicateAttach)
+		alloctest.AssertCode(t, err, cnierr.CodeDuplicateAttach)
 	})
 }
 
 func TestAllocateExhaustion(t *testing.T) {
 	forEachStore(t, func(t *testing.T, h harness) {
-		rs := small(t)
+		rs := alloctest.Small(t)
 		for i := range 5 {
 			mustAlloc(t, h, alloc.Attachment{ContainerID: "c" + string(rune('0'+i)), IfName: "eth0"}, rs, "")
 		}
-		_, _, err := allocate(t, h, cidA, 3, rs, "")
-		assertCode(t, err, cnierr.CodePoolExhausted)
+		_, _, err := allocate(t, h, alloctest.CidA, 3, rs, "")
+		alloctest.AssertCode(t, err, cnierr.CodePoolExhausted)
 		if d := cnierr.As(err).Details; !strings.Contains(d, "ranges[0]") || !strings.Contains(d, rs.String()) {
 			t.Fatalf("details %q", d)
 		}
@@ -208,7 +180,7 @@ func TestAllocateExhaustion(t *testing.T) {
 		if got := h.exhausted(t); len(got) != 0 {
 			t.Fatalf("exhausted after release = %v", got)
 		}
-		if got := mustAlloc(t, h, cidA, rs, ""); got != mustAddr("10.0.0.4") {
+		if got := mustAlloc(t, h, alloctest.CidA, rs, ""); got != netip.MustParseAddr("10.0.0.4") {
 			t.Fatalf("got %v", got)
 		}
 	})
@@ -216,19 +188,19 @@ func TestAllocateExhaustion(t *testing.T) {
 
 func TestRelease(t *testing.T) {
 	forEachStore(t, func(t *testing.T, h harness) {
-		rs := small(t)
-		other := mustSet(t, addrspace.RangeConfig{Subnet: "fd00::/120"})
-		a1 := mustAlloc(t, h, cidA, rs, "")
-		p, _, err := allocate(t, h, cidA, 1, other, "")
+		rs := alloctest.Small(t)
+		other := alloctest.MustSet(t, addrspace.RangeConfig{Subnet: "fd00::/120"})
+		a1 := mustAlloc(t, h, alloctest.CidA, rs, "")
+		p, _, err := allocate(t, h, alloctest.CidA, 1, other, "")
 		if err != nil {
 			t.Fatal(err)
 		}
-		b := mustAlloc(t, h, cidB, rs, "")
+		b := mustAlloc(t, h, alloctest.CidB, rs, "")
 		// Legacy file of the same container must survive: an exact match exists.
 		l := mustAlloc(t, h, alloc.Attachment{ContainerID: "cid-a"}, rs, "10.0.0.6")
 		h.with(t, func(al *alloc.Allocator, s alloc.Lister) {
-			// The hint names b, which cidA does not own: it must stay.
-			rel, err := alloc.Release(s, cidA, []netip.Addr{b})
+			// The hint names b, which alloctest.CidA does not own: it must stay.
+			rel, err := alloc.Release(s, alloctest.CidA, []netip.Addr{b})
 			if err != nil || !slices.Equal(rel, []netip.Addr{a1, p.Addr()}) && !slices.Equal(rel, []netip.Addr{p.Addr(), a1}) {
 				t.Fatalf("released %v %v", rel, err)
 			}
@@ -240,7 +212,7 @@ func TestRelease(t *testing.T) {
 		})
 		h.with(t, func(al *alloc.Allocator, s alloc.Lister) {
 			// Nothing exact left: the legacy file goes.
-			if rel, err := alloc.Release(s, cidA, nil); err != nil || !slices.Equal(rel, []netip.Addr{l}) {
+			if rel, err := alloc.Release(s, alloctest.CidA, nil); err != nil || !slices.Equal(rel, []netip.Addr{l}) {
 				t.Fatalf("legacy release = %v %v", rel, err)
 			}
 			// Unknown attachment: no error.
@@ -253,17 +225,17 @@ func TestRelease(t *testing.T) {
 
 func TestCheck(t *testing.T) {
 	forEachStore(t, func(t *testing.T, h harness) {
-		rs := small(t)
-		a := mustAlloc(t, h, cidA, rs, "")
+		rs := alloctest.Small(t)
+		a := mustAlloc(t, h, alloctest.CidA, rs, "")
 		l := mustAlloc(t, h, alloc.Attachment{ContainerID: "cid-a"}, rs, "")
-		b := mustAlloc(t, h, cidB, rs, "")
+		b := mustAlloc(t, h, alloctest.CidB, rs, "")
 		h.with(t, func(al *alloc.Allocator, s alloc.Lister) {
-			if err := alloc.Check(s, cidA, []netip.Addr{a, l}); err != nil {
+			if err := alloc.Check(s, alloctest.CidA, []netip.Addr{a, l}); err != nil {
 				t.Fatal(err)
 			}
-			for _, bad := range []netip.Addr{b, mustAddr("10.0.0.6")} {
-				err := alloc.Check(s, cidA, []netip.Addr{a, bad})
-				assertCode(t, err, cnierr.CodeUnknownContainer)
+			for _, bad := range []netip.Addr{b, netip.MustParseAddr("10.0.0.6")} {
+				err := alloc.Check(s, alloctest.CidA, []netip.Addr{a, bad})
+				alloctest.AssertCode(t, err, cnierr.CodeUnknownContainer)
 				if !strings.Contains(cnierr.As(err).Details, bad.String()) {
 					t.Fatalf("details %q", cnierr.As(err).Details)
 				}
@@ -274,9 +246,9 @@ func TestCheck(t *testing.T) {
 
 func TestGC(t *testing.T) {
 	forEachStore(t, func(t *testing.T, h harness) {
-		rs := small(t)
-		keep := mustAlloc(t, h, cidA, rs, "")
-		drop := mustAlloc(t, h, cidB, rs, "")
+		rs := alloctest.Small(t)
+		keep := mustAlloc(t, h, alloctest.CidA, rs, "")
+		drop := mustAlloc(t, h, alloctest.CidB, rs, "")
 		legacyKeep := mustAlloc(t, h, alloc.Attachment{ContainerID: "cid-a"}, rs, "")
 		legacyDrop := mustAlloc(t, h, alloc.Attachment{ContainerID: "old"}, rs, "")
 		valid := func(a alloc.Attachment) bool { return a.ContainerID == "cid-a" }
@@ -286,7 +258,7 @@ func TestGC(t *testing.T) {
 				t.Fatalf("gc = %v %v", rel, err)
 			}
 			all, _ := s.All()
-			if len(all) != 2 || all[keep] != cidA || all[legacyKeep] != (alloc.Attachment{ContainerID: "cid-a"}) {
+			if len(all) != 2 || all[keep] != alloctest.CidA || all[legacyKeep] != (alloc.Attachment{ContainerID: "cid-a"}) {
 				t.Fatalf("left %v", all)
 			}
 			if last, _ := s.LastReserved(0); last != legacyDrop {
@@ -305,17 +277,17 @@ func TestGC(t *testing.T) {
 
 func TestRollback(t *testing.T) {
 	forEachStore(t, func(t *testing.T, h harness) {
-		rs := small(t)
-		v6 := mustSet(t, addrspace.RangeConfig{Subnet: "fd00::/120"})
-		earlier := mustAlloc(t, h, cidA, rs, "")
+		rs := alloctest.Small(t)
+		v6 := alloctest.MustSet(t, addrspace.RangeConfig{Subnet: "fd00::/120"})
+		earlier := mustAlloc(t, h, alloctest.CidA, rs, "")
 		var fresh netip.Addr
 		h.with(t, func(al *alloc.Allocator, s alloc.Lister) {
-			p, _, err := al.Allocate(cidA, 1, v6, netip.Addr{}, "ranges[1]")
+			p, _, err := al.Allocate(alloctest.CidA, 1, v6, netip.Addr{}, "ranges[1]")
 			if err != nil {
 				t.Fatal(err)
 			}
 			fresh = p.Addr()
-			if err := alloc.Rollback(s, cidA, []netip.Addr{fresh}); err != nil {
+			if err := alloc.Rollback(s, alloctest.CidA, []netip.Addr{fresh}); err != nil {
 				t.Fatal(err)
 			}
 		})
@@ -323,10 +295,10 @@ func TestRollback(t *testing.T) {
 			if _, ok, _ := s.Owner(fresh); ok {
 				t.Fatal("rolled back address still reserved")
 			}
-			if o, ok, _ := s.Owner(earlier); !ok || o != cidA {
+			if o, ok, _ := s.Owner(earlier); !ok || o != alloctest.CidA {
 				t.Fatal("rollback released an address the ADD did not reserve")
 			}
-			if got, _ := s.ByAttachment(cidA); !slices.Equal(got, []netip.Addr{earlier}) {
+			if got, _ := s.ByAttachment(alloctest.CidA); !slices.Equal(got, []netip.Addr{earlier}) {
 				t.Fatalf("index after rollback = %v", got)
 			}
 		})
@@ -335,7 +307,7 @@ func TestRollback(t *testing.T) {
 
 func TestAllocateExcluding(t *testing.T) {
 	forEachStore(t, func(t *testing.T, h harness) {
-		rs := small(t) // .2-.6, gateway .1
+		rs := alloctest.Small(t) // .2-.6, gateway .1
 		ex, err := addrspace.ParseExclusions("exclude", []string{"10.0.0.3", "10.0.0.5/32"})
 		if err != nil {
 			t.Fatal(err)
@@ -347,15 +319,15 @@ func TestAllocateExcluding(t *testing.T) {
 			)
 			var want netip.Addr
 			if req != "" {
-				want = mustAddr(req)
+				want = netip.MustParseAddr(req)
 			}
 			h.with(t, func(al *alloc.Allocator, s alloc.Lister) {
 				p, _, err = al.Excluding(ex).Allocate(a, 0, rs, want, "pool p")
 			})
 			return p.Addr(), err
 		}
-		_, err = allocEx(cidA, "10.0.0.5")
-		assertCode(t, err, cnierr.CodeAddrUnavailable)
+		_, err = allocEx(alloctest.CidA, "10.0.0.5")
+		alloctest.AssertCode(t, err, cnierr.CodeAddrUnavailable)
 		if e := cnierr.As(err); !strings.Contains(e.Msg, "excluded") || !strings.Contains(e.Details, "10.0.0.5") || !strings.Contains(e.Details, "pool p") {
 			t.Fatalf("error %q / %q", e.Msg, e.Details)
 		}
@@ -371,13 +343,13 @@ func TestAllocateExcluding(t *testing.T) {
 			t.Fatalf("allocated %v", got)
 		}
 		// Exhausted down to the excluded addresses: 100, never one of them.
-		_, err = allocEx(cidB, "")
-		assertCode(t, err, cnierr.CodePoolExhausted)
+		_, err = allocEx(alloctest.CidB, "")
+		alloctest.AssertCode(t, err, cnierr.CodePoolExhausted)
 		if got := h.exhausted(t); !slices.Equal(got, []int{0}) {
 			t.Fatalf("exhausted = %v", got)
 		}
 		// The same store without exclusions still hands them out.
-		if got := mustAlloc(t, h, cidB, rs, ""); got != mustAddr("10.0.0.3") {
+		if got := mustAlloc(t, h, alloctest.CidB, rs, ""); got != netip.MustParseAddr("10.0.0.3") {
 			t.Fatalf("unexcluded allocation = %v", got)
 		}
 	})

@@ -5,13 +5,14 @@ import (
 	"testing"
 
 	"github.com/cniplugins/cniplugins/internal/alloc"
+	"github.com/cniplugins/cniplugins/internal/alloc/alloctest"
 )
 
 // A pool directory shared by two networks: the allocator sees one
 // attachment whatever network it was recorded under.
 func TestNetworkTagIsNotIdentity(t *testing.T) {
 	forEachStore(t, func(t *testing.T, h harness) {
-		rs := small(t)
+		rs := alloctest.Small(t)
 		a := alloc.Attachment{ContainerID: "c", IfName: "eth0", Network: "net-a"}
 		ip := mustAlloc(t, h, a, rs, "")
 		h.with(t, func(al *alloc.Allocator, s alloc.Lister) {

@@ -55,33 +55,33 @@ func (c *claimOnly) MarkExhausted(id int) error {
 // A plain Store is searched from where it says, moves no cursor and
 // leaves duplicates to Reserve; exhaustion is still recorded.
 func TestAllocateOverPlainStore(t *testing.T) {
-	rs := small(t)
-	s := &claimOnly{held: map[netip.Addr]bool{}, start: mustAddr("10.0.0.4")}
+	rs := alloctest.Small(t)
+	s := &claimOnly{held: map[netip.Addr]bool{}, start: netip.MustParseAddr("10.0.0.4")}
 	al := alloc.New(s)
 	for _, want := range []string{"10.0.0.5", "10.0.0.6", "10.0.0.2", "10.0.0.3", "10.0.0.4"} {
-		p, gw, err := al.Allocate(cidA, 0, rs, netip.Addr{}, "r")
-		if err != nil || p.Addr() != mustAddr(want) || gw != mustAddr("10.0.0.1") {
+		p, gw, err := al.Allocate(alloctest.CidA, 0, rs, netip.Addr{}, "r")
+		if err != nil || p.Addr() != netip.MustParseAddr(want) || gw != netip.MustParseAddr("10.0.0.1") {
 			t.Fatalf("allocate = %v %v %v, want %s", p, gw, err, want)
 		}
 	}
-	_, _, err := al.Allocate(cidA, 3, rs, netip.Addr{}, "r")
-	assertCode(t, err, cnierr.CodePoolExhausted)
+	_, _, err := al.Allocate(alloctest.CidA, 3, rs, netip.Addr{}, "r")
+	alloctest.AssertCode(t, err, cnierr.CodePoolExhausted)
 	if !slices.Equal(s.exhausted, []int{3}) {
 		t.Errorf("exhausted = %v", s.exhausted)
 	}
-	if _, err := al.AllocateShared(cidA, 0, rs, netip.Addr{}, "r"); cnierr.Code(err) != cnierr.CodePoolExhausted {
+	if _, err := al.AllocateShared(alloctest.CidA, 0, rs, netip.Addr{}, "r"); cnierr.Code(err) != cnierr.CodePoolExhausted {
 		t.Errorf("shared on a full set: %v", err)
 	}
 	// Store failures come back as they are.
 	boom := errors.New("boom")
 	s.fail = boom
-	if _, _, err := al.Allocate(cidB, 0, mustSet(t, addrspace.RangeConfig{Subnet: "10.1.0.0/29"}), netip.Addr{}, "r"); !errors.Is(err, boom) {
+	if _, _, err := al.Allocate(alloctest.CidB, 0, alloctest.MustSet(t, addrspace.RangeConfig{Subnet: "10.1.0.0/29"}), netip.Addr{}, "r"); !errors.Is(err, boom) {
 		t.Errorf("reserve failure = %v", err)
 	}
-	if _, _, err := al.Allocate(cidB, 0, mustSet(t, addrspace.RangeConfig{Subnet: "10.1.0.0/29"}), mustAddr("10.1.0.3"), "r"); !errors.Is(err, boom) {
+	if _, _, err := al.Allocate(alloctest.CidB, 0, alloctest.MustSet(t, addrspace.RangeConfig{Subnet: "10.1.0.0/29"}), netip.MustParseAddr("10.1.0.3"), "r"); !errors.Is(err, boom) {
 		t.Errorf("requested reserve failure = %v", err)
 	}
-	if _, _, err := al.Allocate(cidB, 0, mustSet(t, addrspace.RangeConfig{Subnet: "10.1.0.0/30"}), netip.Addr{}, "r"); err == nil {
+	if _, _, err := al.Allocate(alloctest.CidB, 0, alloctest.MustSet(t, addrspace.RangeConfig{Subnet: "10.1.0.0/30"}), netip.Addr{}, "r"); err == nil {
 		t.Error("no error")
 	}
 }
@@ -91,8 +91,8 @@ func TestAllocateOverPlainStore(t *testing.T) {
 func TestAllocateUnrecordable(t *testing.T) {
 	m := alloctest.NewMemStore()
 	for _, a := range []alloc.Attachment{{}, {ContainerID: " x", IfName: "eth0"}, {ContainerID: "x", IfName: "eth\n0"}, {ContainerID: "x", Network: "a b"}} {
-		_, _, err := alloc.New(m).Allocate(a, 0, small(t), netip.Addr{}, "r")
-		assertCode(t, err, 4)
+		_, _, err := alloc.New(m).Allocate(a, 0, alloctest.Small(t), netip.Addr{}, "r")
+		alloctest.AssertCode(t, err, 4)
 	}
 	if all, _ := m.All(); len(all) != 0 {
 		t.Errorf("reserved %v", all)
@@ -118,16 +118,16 @@ func (f failing) ClearExhausted() error                               { return f
 func TestLedgerFailures(t *testing.T) {
 	boom := errors.New("boom")
 	l := failing{boom}
-	ips := []netip.Addr{mustAddr("10.0.0.2")}
+	ips := []netip.Addr{netip.MustParseAddr("10.0.0.2")}
 	checks := map[string]error{}
-	_, checks["Release"] = alloc.Release(l, cidA, ips)
-	checks["Check"] = alloc.Check(l, cidA, ips)
-	_, checks["HoldsAny"] = alloc.HoldsAny(l, cidA)
+	_, checks["Release"] = alloc.Release(l, alloctest.CidA, ips)
+	checks["Check"] = alloc.Check(l, alloctest.CidA, ips)
+	_, checks["HoldsAny"] = alloc.HoldsAny(l, alloctest.CidA)
 	_, checks["GC"] = alloc.GC(l, func(alloc.Attachment) bool { return false })
-	checks["Rollback"] = alloc.Rollback(l, cidA, ips)
-	_, checks["Free"] = alloc.Free(l, cidA, ips)
-	_, _, checks["Allocate"] = alloc.New(l).Allocate(cidA, 0, small(t), netip.Addr{}, "r")
-	_, _, checks["Allocate requested"] = alloc.New(l).Allocate(cidA, 0, small(t), mustAddr("10.0.0.2"), "r")
+	checks["Rollback"] = alloc.Rollback(l, alloctest.CidA, ips)
+	_, checks["Free"] = alloc.Free(l, alloctest.CidA, ips)
+	_, _, checks["Allocate"] = alloc.New(l).Allocate(alloctest.CidA, 0, alloctest.Small(t), netip.Addr{}, "r")
+	_, _, checks["Allocate requested"] = alloc.New(l).Allocate(alloctest.CidA, 0, alloctest.Small(t), netip.MustParseAddr("10.0.0.2"), "r")
 	for name, err := range checks {
 		if !errors.Is(err, boom) {
 			t.Errorf("%s: %v, want the store's error", name, err)
@@ -147,7 +147,7 @@ func (r releaseFails) Release(alloc.Attachment, netip.Addr) (bool, error) { retu
 func TestGCKeepsGoing(t *testing.T) {
 	m := alloctest.NewMemStore()
 	for _, ip := range []string{"10.0.0.2", "10.0.0.3"} {
-		if _, err := m.Reserve(cidA, mustAddr(ip)); err != nil {
+		if _, err := m.Reserve(alloctest.CidA, netip.MustParseAddr(ip)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -171,14 +171,14 @@ func (cursorAndReleaseFail) Release(alloc.Attachment, netip.Addr) (bool, error) 
 
 func TestAllocateCursorFailure(t *testing.T) {
 	m := alloctest.NewMemStore()
-	_, _, err := alloc.New(cursorFails{m}).Allocate(cidA, 0, small(t), netip.Addr{}, "r")
+	_, _, err := alloc.New(cursorFails{m}).Allocate(alloctest.CidA, 0, alloctest.Small(t), netip.Addr{}, "r")
 	if err == nil || err.Error() != "disk full" {
 		t.Errorf("err = %v", err)
 	}
 	if all, _ := m.All(); len(all) != 0 {
 		t.Errorf("left %v", all)
 	}
-	_, _, err = alloc.New(cursorAndReleaseFail{alloctest.NewMemStore()}).Allocate(cidA, 0, small(t), netip.Addr{}, "r")
+	_, _, err = alloc.New(cursorAndReleaseFail{alloctest.NewMemStore()}).Allocate(alloctest.CidA, 0, alloctest.Small(t), netip.Addr{}, "r")
 	if err == nil || !strings.Contains(err.Error(), "disk full") || !strings.Contains(err.Error(), "read-only") {
 		t.Errorf("err = %v", err)
 	}
@@ -219,9 +219,9 @@ func TestValidAttachments(t *testing.T) {
 		t.Errorf("null = %v, %v", got, err)
 	}
 	_, err = alloc.ValidAttachments(envelope(t, `{"cniVersion":"1.1.0","name":"n"}`))
-	assertCode(t, err, 7)
+	alloctest.AssertCode(t, err, 7)
 	_, err = alloc.ValidAttachments(envelope(t, `{"cniVersion":"1.1.0","name":"n","cni.dev/valid-attachments":{"a":1}}`))
-	assertCode(t, err, 7)
+	alloctest.AssertCode(t, err, 7)
 }
 
 func TestResult(t *testing.T) {
@@ -243,7 +243,7 @@ func TestResult(t *testing.T) {
 		!slices.Equal(res.DNS.Search, []string{"a.example", "b.example"}) || !slices.Equal(res.DNS.Options, []string{"ndots:2"}) || len(res.Routes) != 1 {
 		t.Errorf("result = %+v", res)
 	}
-	ipc := alloc.IPConfig(netip.MustParsePrefix("10.0.0.5/24"), mustAddr("10.0.0.1"))
+	ipc := alloc.IPConfig(netip.MustParsePrefix("10.0.0.5/24"), netip.MustParseAddr("10.0.0.1"))
 	if ipc.Address.String() != "10.0.0.5/24" || ipc.Gateway.String() != "10.0.0.1" {
 		t.Errorf("ipconfig = %+v", ipc)
 	}
@@ -257,14 +257,14 @@ func TestResult(t *testing.T) {
 	for _, bad := range []string{filepath.Join(dir, "missing"), dir, big} {
 		c.ResolvConf = bad
 		_, err := c.NewResult()
-		assertCode(t, err, 7)
+		alloctest.AssertCode(t, err, 7)
 	}
 }
 
 func TestPrevAddrs(t *testing.T) {
 	got, err := alloc.PrevAddrs(envelope(t, `{"cniVersion":"1.0.0","name":"n","prevResult":{"cniVersion":"1.0.0",
 		"ips":[{"address":"10.0.0.5/24"},{"address":"fd00::5/64"}]}}`))
-	if err != nil || !slices.Equal(got, []netip.Addr{mustAddr("10.0.0.5"), mustAddr("fd00::5")}) {
+	if err != nil || !slices.Equal(got, []netip.Addr{netip.MustParseAddr("10.0.0.5"), netip.MustParseAddr("fd00::5")}) {
 		t.Errorf("= %v, %v", got, err)
 	}
 	if got, err := alloc.PrevAddrs(envelope(t, `{"cniVersion":"1.0.0","name":"n"}`)); err != nil || got != nil {
@@ -298,7 +298,7 @@ func TestScopesAndPlacement(t *testing.T) {
 		t.Errorf("placed = %v %+v, %v", addrs, placed, err)
 	}
 	_, _, err = alloc.CheckList(prev("10.2.0.1/24"), ts)
-	assertCode(t, err, 3)
+	alloctest.AssertCode(t, err, 3)
 	if addrs, placed, err := alloc.CheckList(prev(), ts); err != nil || len(addrs)+len(placed) != 0 {
 		t.Errorf("nothing to check = %v %v %v", addrs, placed, err)
 	}
@@ -306,7 +306,7 @@ func TestScopesAndPlacement(t *testing.T) {
 	if err == nil {
 		t.Error("a broken prevResult was read")
 	}
-	if p, _, err := ts[0].Allocator(alloctest.NewMemStore()).Allocate(cidA, 0, ts[0].Set, netip.Addr{}, ts[0].Label); err != nil || p.Addr() != mustAddr("10.1.0.2") {
+	if p, _, err := ts[0].Allocator(alloctest.NewMemStore()).Allocate(alloctest.CidA, 0, ts[0].Set, netip.Addr{}, ts[0].Label); err != nil || p.Addr() != netip.MustParseAddr("10.1.0.2") {
 		t.Errorf("target allocator = %v, %v", p, err)
 	}
 
@@ -341,7 +341,7 @@ func TestStandalone(t *testing.T) {
 		}
 	}
 	_, err := alloc.Standalone(envelope(t, `{"cniVersion":"1.0.0","name":"n","ipam":{"type":7}}`), "me")
-	assertCode(t, err, 7)
+	alloctest.AssertCode(t, err, 7)
 }
 
 // The file's own ranges, as the operators' commands read a config.
@@ -358,9 +358,9 @@ func TestKeysRangeSets(t *testing.T) {
 	}
 	// A decoding error of the sections Parse reads itself.
 	_, err = alloc.Parse(envelope(t, `{"cniVersion":"1.0.0","name":"n","ipam":{"subnet":7}}`), nil, true)
-	assertCode(t, err, 7)
+	alloctest.AssertCode(t, err, 7)
 	_, err = alloc.Parse(envelope(t, `{"cniVersion":"1.0.0","name":"n","ipam":{},"runtimeConfig":{"ips":7}}`), nil, true)
-	assertCode(t, err, 7)
+	alloctest.AssertCode(t, err, 7)
 	_, err = alloc.Parse(envelope(t, `{"cniVersion":"1.0.0","name":"n","ipam":{}}`), nil, true)
-	assertCode(t, err, 7)
+	alloctest.AssertCode(t, err, 7)
 }

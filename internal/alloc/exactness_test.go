@@ -36,7 +36,7 @@ func TestNetworkAndBroadcastNeverHandedOut(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			rs := mustSet(t, tt.cfg)
+			rs := alloctest.MustSet(t, tt.cfg)
 			if got := rs[0].Warning() != ""; got != tt.warning {
 				t.Errorf("Warning() = %q, want one: %v", rs[0].Warning(), tt.warning)
 			}
@@ -50,7 +50,7 @@ func TestNetworkAndBroadcastNeverHandedOut(t *testing.T) {
 			}
 			al := alloc.New(alloctest.NewMemStore())
 			for _, s := range tt.refused {
-				if _, _, err := al.Allocate(cidA, 0, rs, mustAddr(s), "r"); err == nil || cnierr.Code(err) != 101 {
+				if _, _, err := al.Allocate(alloctest.CidA, 0, rs, netip.MustParseAddr(s), "r"); err == nil || cnierr.Code(err) != 101 {
 					t.Errorf("request %s: %v, want 101", s, err)
 				}
 			}
@@ -77,17 +77,17 @@ func TestNetworkAndBroadcastNeverHandedOut(t *testing.T) {
 // the range set that made it fail: nothing taken before the ADD was freed.
 func TestRollbackKeepsExhaustion(t *testing.T) {
 	forEachStore(t, func(t *testing.T, h harness) {
-		full := mustSet(t, addrspace.RangeConfig{Subnet: "10.9.0.0/30"}) // one address: .2
-		mustAllocID(t, h, cidB, 1, full)
+		full := alloctest.MustSet(t, addrspace.RangeConfig{Subnet: "10.9.0.0/30"}) // one address: .2
+		mustAllocID(t, h, alloctest.CidB, 1, full)
 		h.with(t, func(al *alloc.Allocator, s alloc.Lister) {
-			p, _, err := al.Allocate(cidA, 0, small(t), netip.Addr{}, "r0")
+			p, _, err := al.Allocate(alloctest.CidA, 0, alloctest.Small(t), netip.Addr{}, "r0")
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, _, err := al.Allocate(cidA, 1, full, netip.Addr{}, "r1"); cnierr.Code(err) != 100 {
+			if _, _, err := al.Allocate(alloctest.CidA, 1, full, netip.Addr{}, "r1"); cnierr.Code(err) != 100 {
 				t.Fatalf("want 100, got %v", err)
 			}
-			if err := alloc.Rollback(s, cidA, []netip.Addr{p.Addr()}); err != nil {
+			if err := alloc.Rollback(s, alloctest.CidA, []netip.Addr{p.Addr()}); err != nil {
 				t.Fatal(err)
 			}
 		})
@@ -102,13 +102,13 @@ func TestRollbackKeepsExhaustion(t *testing.T) {
 // holder's address is freed.
 func TestFreeClearsExhaustion(t *testing.T) {
 	forEachStore(t, func(t *testing.T, h harness) {
-		full := mustSet(t, addrspace.RangeConfig{Subnet: "10.9.0.0/30"}) // one address: .2
-		mustAllocID(t, h, cidB, 1, full)
+		full := alloctest.MustSet(t, addrspace.RangeConfig{Subnet: "10.9.0.0/30"}) // one address: .2
+		mustAllocID(t, h, alloctest.CidB, 1, full)
 		h.with(t, func(al *alloc.Allocator, s alloc.Lister) {
-			if _, _, err := al.Allocate(cidA, 1, full, netip.Addr{}, "r1"); cnierr.Code(err) != 100 {
+			if _, _, err := al.Allocate(alloctest.CidA, 1, full, netip.Addr{}, "r1"); cnierr.Code(err) != 100 {
 				t.Fatalf("want 100, got %v", err)
 			}
-			if got, err := alloc.Free(s, cidA, []netip.Addr{mustAddr("10.9.0.2")}); err != nil || len(got) != 0 {
+			if got, err := alloc.Free(s, alloctest.CidA, []netip.Addr{netip.MustParseAddr("10.9.0.2")}); err != nil || len(got) != 0 {
 				t.Fatalf("Free by a non-holder = %v, %v; want nothing freed", got, err)
 			}
 		})
@@ -116,7 +116,7 @@ func TestFreeClearsExhaustion(t *testing.T) {
 			t.Errorf("exhausted after a Free that freed nothing = %v, want [1]", got)
 		}
 		h.with(t, func(al *alloc.Allocator, s alloc.Lister) {
-			if got, err := alloc.Free(s, cidB, []netip.Addr{mustAddr("10.9.0.2")}); err != nil || !slices.Equal(got, []netip.Addr{mustAddr("10.9.0.2")}) {
+			if got, err := alloc.Free(s, alloctest.CidB, []netip.Addr{netip.MustParseAddr("10.9.0.2")}); err != nil || !slices.Equal(got, []netip.Addr{netip.MustParseAddr("10.9.0.2")}) {
 				t.Fatalf("Free by the holder = %v, %v", got, err)
 			}
 		})
@@ -138,19 +138,19 @@ func mustAllocID(t *testing.T, h harness, a alloc.Attachment, rangeID int, rs ad
 func TestHoldsAny(t *testing.T) {
 	forEachStore(t, func(t *testing.T, h harness) {
 		h.with(t, func(al *alloc.Allocator, s alloc.Lister) {
-			if ok, err := alloc.HoldsAny(s, cidA); ok || err != nil {
+			if ok, err := alloc.HoldsAny(s, alloctest.CidA); ok || err != nil {
 				t.Fatalf("empty store: %v, %v", ok, err)
 			}
-			if _, err := s.Reserve(cidA, mustAddr("192.0.2.9")); err != nil { // in no range
+			if _, err := s.Reserve(alloctest.CidA, netip.MustParseAddr("192.0.2.9")); err != nil { // in no range
 				t.Fatal(err)
 			}
-			if _, err := s.Reserve(alloc.Attachment{ContainerID: "old"}, mustAddr("192.0.2.10")); err != nil {
+			if _, err := s.Reserve(alloc.Attachment{ContainerID: "old"}, netip.MustParseAddr("192.0.2.10")); err != nil {
 				t.Fatal(err)
 			}
 		})
 		h.with(t, func(al *alloc.Allocator, s alloc.Lister) {
 			for a, want := range map[alloc.Attachment]bool{
-				cidA: true, cidB: false, {ContainerID: "old", IfName: "eth0"}: true,
+				alloctest.CidA: true, alloctest.CidB: false, {ContainerID: "old", IfName: "eth0"}: true,
 				{ContainerID: "cid-a", IfName: "eth1"}: false,
 			} {
 				if ok, err := alloc.HoldsAny(s, a); ok != want || err != nil {

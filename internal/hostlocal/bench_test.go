@@ -10,6 +10,7 @@ import (
 
 	"github.com/cniplugins/cniplugins/internal/addrspace"
 	"github.com/cniplugins/cniplugins/internal/alloc"
+	"github.com/cniplugins/cniplugins/internal/alloc/alloctest"
 )
 
 // prefill writes n reservations into a /16 exactly as host-local would
@@ -21,7 +22,7 @@ func prefill(b *testing.B, n int) (string, netip.Addr) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		b.Fatal(err)
 	}
-	ip := mustAddr("10.0.0.1")
+	ip := netip.MustParseAddr("10.0.0.1")
 	for i := range n {
 		ip = ip.Next()
 		writeForeign(b, dir, ip.String(), fmt.Sprintf("prefill-%d\r\neth0", i))
@@ -37,7 +38,7 @@ func prefill(b *testing.B, n int) (string, netip.Addr) {
 // one DEL (Open, Release, Close) against a directory already holding n
 // reservations. The cost must not depend on n.
 func BenchmarkAllocateRelease(b *testing.B) {
-	rs := mustSet(b, addrspace.RangeConfig{Subnet: "10.0.0.0/16"})
+	rs := alloctest.MustSet(b, addrspace.RangeConfig{Subnet: "10.0.0.0/16"})
 	for _, n := range []int{0, 10_000, 60_000} {
 		dir, cursor := prefill(b, n)
 		b.Run(fmt.Sprintf("n=%d", n), func(b *testing.B) {

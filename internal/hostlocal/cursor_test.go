@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/cniplugins/cniplugins/internal/alloc"
+	"github.com/cniplugins/cniplugins/internal/alloc/alloctest"
 )
 
 // A failed ADD puts back the cursors it moved, byte for byte, and removes
@@ -38,7 +39,7 @@ func TestCursorSaveRestore(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if _, _, err := al.Allocate(cidA, 0, small(t), netip.Addr{}, "r"); err != nil {
+				if _, _, err := al.Allocate(alloctest.CidA, 0, alloctest.Small(t), netip.Addr{}, "r"); err != nil {
 					t.Fatal(err)
 				}
 				if err := s.RestoreCursor(saved); err != nil {

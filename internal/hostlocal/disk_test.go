@@ -16,6 +16,7 @@ import (
 
 	"github.com/cniplugins/cniplugins/internal/addrspace"
 	"github.com/cniplugins/cniplugins/internal/alloc"
+	"github.com/cniplugins/cniplugins/internal/alloc/alloctest"
 	"github.com/cniplugins/cniplugins/internal/cnierr"
 )
 
@@ -65,8 +66,8 @@ func indexValid(t *testing.T, dir string) bool {
 func TestDiskExactBytes(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "net")
 	d := openT(t, dir)
-	rs := mustSet(t, addrspace.RangeConfig{Subnet: "203.0.113.0/24"})
-	v6 := mustSet(t, addrspace.RangeConfig{Subnet: "2001:db8:0:1::/64", RangeStart: "2001:db8:0:1::0a00"})
+	rs := alloctest.MustSet(t, addrspace.RangeConfig{Subnet: "203.0.113.0/24"})
+	v6 := alloctest.MustSet(t, addrspace.RangeConfig{Subnet: "2001:db8:0:1::/64", RangeStart: "2001:db8:0:1::0a00"})
 	al := alloc.New(d)
 	if _, _, err := al.Allocate(Attachment{ContainerID: "cid", IfName: "eth0"}, 0, rs, netip.Addr{}, "r"); err != nil {
 		t.Fatal(err)
@@ -179,8 +180,8 @@ func writeForeign(t testing.TB, dir, ip, content string) {
 func TestDiskRebuildAfterForeignChanges(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "net")
 	h := diskHarness{dir}
-	rs := small(t)
-	a := mustAlloc(t, h, cidA, rs)
+	rs := alloctest.Small(t)
+	a := mustAlloc(t, h, alloctest.CidA, rs)
 	if !indexValid(t, dir) {
 		t.Fatal("index not valid")
 	}
@@ -191,7 +192,7 @@ func TestDiskRebuildAfterForeignChanges(t *testing.T) {
 		t.Fatal("foreign create not detected")
 	}
 	_, err := allocate(t, h, Attachment{ContainerID: "cid-x", IfName: "eth1"}, 0, rs)
-	assertCode(t, err, cnierr.CodeDuplicateAttach)
+	alloctest.AssertCode(t, err, cnierr.CodeDuplicateAttach)
 	if got := indexEntry(t, dir, Attachment{ContainerID: "cid-x", IfName: "eth1"}); got != "10.0.0.5" {
 		t.Fatalf("rebuilt entry = %q", got)
 	}
@@ -203,7 +204,7 @@ func TestDiskRebuildAfterForeignChanges(t *testing.T) {
 	if indexValid(t, dir) {
 		t.Fatal("foreign remove not detected")
 	}
-	if _, err := allocate(t, h, cidA, 0, rs); err != nil {
+	if _, err := allocate(t, h, alloctest.CidA, 0, rs); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -211,12 +212,12 @@ func TestDiskRebuildAfterForeignChanges(t *testing.T) {
 func TestDiskStaleEntryIgnored(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "net")
 	h := diskHarness{dir}
-	rs := small(t)
-	b := mustAlloc(t, h, cidB, rs)
-	// Forge cidA's entry to claim b and a missing address, keeping the
+	rs := alloctest.Small(t)
+	b := mustAlloc(t, h, alloctest.CidB, rs)
+	// Forge alloctest.CidA's entry to claim b and a missing address, keeping the
 	// stamp valid so that only verification can catch it.
 	st, _ := readStamp(indexDir(dir))
-	setIndexEntry(t, dir, cidA, b.String()+" 10.0.0.6")
+	setIndexEntry(t, dir, alloctest.CidA, b.String()+" 10.0.0.6")
 	if err := os.Chtimes(indexDir(dir), time.Time{}, time.Unix(0, st.nanos)); err != nil {
 		t.Fatal(err)
 	}
@@ -224,17 +225,17 @@ func TestDiskStaleEntryIgnored(t *testing.T) {
 		t.Fatal("forgery invalidated the stamp; test is not testing verification")
 	}
 	h.with(t, func(al *alloc.Allocator, s *Disk) {
-		if rel, err := alloc.Release(s, cidA, nil); err != nil || len(rel) != 0 {
+		if rel, err := alloc.Release(s, alloctest.CidA, nil); err != nil || len(rel) != 0 {
 			t.Fatalf("released %v %v", rel, err)
 		}
-		if _, _, err := al.Allocate(cidA, 0, rs, netip.Addr{}, "r"); err != nil {
+		if _, _, err := al.Allocate(alloctest.CidA, 0, rs, netip.Addr{}, "r"); err != nil {
 			t.Fatalf("stale entry caused %v", err)
 		}
 	})
-	if o, ok, _ := (memHarnessOwner{dir}).owner(t, b); !ok || o != cidB {
+	if o, ok, _ := (memHarnessOwner{dir}).owner(t, b); !ok || o != alloctest.CidB {
 		t.Fatal("stale entry released another attachment's address")
 	}
-	if got := indexEntry(t, dir, cidA); got != "10.0.0.3" {
+	if got := indexEntry(t, dir, alloctest.CidA); got != "10.0.0.3" {
 		t.Fatalf("entry not rewritten: %q", got)
 	}
 }
@@ -250,8 +251,8 @@ func (m memHarnessOwner) owner(t *testing.T, ip netip.Addr) (Attachment, bool, e
 func TestDiskCrashLeftovers(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "net")
 	h := diskHarness{dir}
-	rs := small(t)
-	a := mustAlloc(t, h, cidA, rs)
+	rs := alloctest.Small(t)
+	a := mustAlloc(t, h, alloctest.CidA, rs)
 	idx := indexDir(dir)
 	parent, base := filepath.Split(idx)
 	// A crash mid-swap: the live index was renamed away, the new one
@@ -267,15 +268,15 @@ func TestDiskCrashLeftovers(t *testing.T) {
 		t.Fatal("half-swapped index looks valid")
 	}
 	h.with(t, func(al *alloc.Allocator, s *Disk) {
-		if got, _ := s.ByAttachment(cidA); !slices.Equal(got, []netip.Addr{a}) {
+		if got, _ := s.ByAttachment(alloctest.CidA); !slices.Equal(got, []netip.Addr{a}) {
 			t.Fatalf("after half swap: %v", got)
 		}
 	})
 	// Killed ADD: scratch file with content, linked or not.
 	writeForeign(t, idx, scratchName, "cid-z\r\neth0")
 	writeForeign(t, idx, cursorOld, "10.0.0")
-	_, err := allocate(t, h, cidA, 0, rs)
-	assertCode(t, err, cnierr.CodeDuplicateAttach)
+	_, err := allocate(t, h, alloctest.CidA, 0, rs)
+	alloctest.AssertCode(t, err, cnierr.CodeDuplicateAttach)
 	for _, p := range []string{filepath.Join(parent, "."+base+".old"), filepath.Join(parent, "."+base+".new"),
 		filepath.Join(idx, scratchName), filepath.Join(idx, cursorOld)} {
 		if exists(p) {
@@ -284,7 +285,7 @@ func TestDiskCrashLeftovers(t *testing.T) {
 	}
 	// A garbled stamp (killed mid-write) is just invalid.
 	writeForeign(t, idx, stampName, "17")
-	if got := mustAlloc(t, h, cidB, rs); got != mustAddr("10.0.0.3") {
+	if got := mustAlloc(t, h, alloctest.CidB, rs); got != netip.MustParseAddr("10.0.0.3") {
 		t.Fatalf("got %v", got)
 	}
 	if !indexValid(t, dir) {
@@ -295,12 +296,12 @@ func TestDiskCrashLeftovers(t *testing.T) {
 func TestDiskUntrustedFallsBackToScan(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "net")
 	h := diskHarness{dir}
-	rs := small(t)
-	mustAlloc(t, h, cidA, rs)
+	rs := alloctest.Small(t)
+	mustAlloc(t, h, alloctest.CidA, rs)
 	writeForeign(t, indexDir(dir), stampName, "untrusted\n")
 	writeForeign(t, dir, "10.0.0.6", "cid-x\r\neth0")
 	_, err := allocate(t, h, Attachment{ContainerID: "cid-x", IfName: "eth0"}, 0, rs)
-	assertCode(t, err, cnierr.CodeDuplicateAttach)
+	alloctest.AssertCode(t, err, cnierr.CodeDuplicateAttach)
 	h.with(t, func(al *alloc.Allocator, s *Disk) {
 		if rel, err := alloc.Release(s, Attachment{ContainerID: "cid-x", IfName: "eth0"}, nil); err != nil || len(rel) != 1 {
 			t.Fatalf("release %v %v", rel, err)
@@ -317,11 +318,11 @@ func TestDiskUntrustedFallsBackToScan(t *testing.T) {
 func TestDiskUnindexableAttachment(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "net")
 	h := diskHarness{dir}
-	rs := small(t)
+	rs := alloctest.Small(t)
 	odd := Attachment{ContainerID: "has@at", IfName: "eth0"}
 	ip := mustAlloc(t, h, odd, rs)
 	_, err := allocate(t, h, odd, 0, rs)
-	assertCode(t, err, cnierr.CodeDuplicateAttach)
+	alloctest.AssertCode(t, err, cnierr.CodeDuplicateAttach)
 	h.with(t, func(al *alloc.Allocator, s *Disk) {
 		if rel, err := alloc.Release(s, odd, nil); err != nil || !slices.Equal(rel, []netip.Addr{ip}) {
 			t.Fatalf("release %v %v", rel, err)
@@ -345,10 +346,10 @@ func TestDiskUnindexableAttachment(t *testing.T) {
 func TestDiskExhaustedInvalidatedByForeignRelease(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "net")
 	h := diskHarness{dir}
-	rs := mustSet(t, addrspace.RangeConfig{Subnet: "10.0.0.0/30"}) // only .2
-	ip := mustAlloc(t, h, cidA, rs)
-	_, err := allocate(t, h, cidB, 0, rs)
-	assertCode(t, err, cnierr.CodePoolExhausted)
+	rs := alloctest.MustSet(t, addrspace.RangeConfig{Subnet: "10.0.0.0/30"}) // only .2
+	ip := mustAlloc(t, h, alloctest.CidA, rs)
+	_, err := allocate(t, h, alloctest.CidB, 0, rs)
+	alloctest.AssertCode(t, err, cnierr.CodePoolExhausted)
 	if ids, _ := Exhausted(dir); !slices.Equal(ids, []int{0}) {
 		t.Fatalf("exhausted = %v", ids)
 	}
@@ -374,7 +375,7 @@ func TestDiskLockTimeout(t *testing.T) {
 	}
 	start := time.Now()
 	_, err = Open(dir, 50*time.Millisecond)
-	assertCode(t, err, cnierr.CodeTryAgainLater)
+	alloctest.AssertCode(t, err, cnierr.CodeTryAgainLater)
 	if d := cnierr.As(err).Details; !strings.Contains(d, dir) || !strings.Contains(d, "50ms") {
 		t.Fatalf("details %q", d)
 	}
@@ -390,7 +391,7 @@ func TestDiskIOErrorsAreCode5(t *testing.T) {
 	file := filepath.Join(base, "file")
 	writeForeign(t, base, "file", "")
 	_, err := Open(filepath.Join(file, "net"), time.Second)
-	assertCode(t, err, cnierr.CodeIO)
+	alloctest.AssertCode(t, err, cnierr.CodeIO)
 	if !errors.Is(err, syscall.ENOTDIR) {
 		t.Fatalf("cause lost: %v", err)
 	}
@@ -398,7 +399,7 @@ func TestDiskIOErrorsAreCode5(t *testing.T) {
 
 func TestDiskConcurrentOpeners(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "net")
-	rs := mustSet(t, addrspace.RangeConfig{Subnet: "10.0.0.0/24"})
+	rs := alloctest.MustSet(t, addrspace.RangeConfig{Subnet: "10.0.0.0/24"})
 	const n = 40
 	got := make([]netip.Addr, n)
 	errs := make([]error, n)
@@ -440,7 +441,7 @@ func TestDiskConcurrentOpeners(t *testing.T) {
 func TestDiskRecycledInodesStayPrivate(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "net")
 	h := diskHarness{dir}
-	rs := small(t)
+	rs := alloctest.Small(t)
 	for i := range 12 {
 		a := Attachment{ContainerID: fmt.Sprintf("c%d", i), IfName: "eth0"}
 		ip := mustAlloc(t, h, a, rs)
@@ -493,7 +494,7 @@ func TestDiskRebuildWritesBuckets(t *testing.T) {
 		t.Fatal(err)
 	}
 	const n = 5000
-	ip := mustAddr("10.0.0.1")
+	ip := netip.MustParseAddr("10.0.0.1")
 	addrs := make([]netip.Addr, n)
 	for i := range n {
 		ip = ip.Next()
@@ -560,8 +561,8 @@ func TestDiskRebuildWritesBuckets(t *testing.T) {
 func TestDiskOldLayoutRebuilt(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "net")
 	h := diskHarness{dir}
-	rs := small(t)
-	a := mustAlloc(t, h, cidA, rs)
+	rs := alloctest.Small(t)
+	a := mustAlloc(t, h, alloctest.CidA, rs)
 	idx := indexDir(dir)
 	st, _ := readStamp(idx)
 	des, _ := os.ReadDir(idx)
@@ -579,12 +580,12 @@ func TestDiskOldLayoutRebuilt(t *testing.T) {
 	if !indexValid(t, dir) {
 		t.Fatal("old layout does not look valid; test is not testing the layout check")
 	}
-	_, err := allocate(t, h, cidA, 0, rs)
-	assertCode(t, err, cnierr.CodeDuplicateAttach)
+	_, err := allocate(t, h, alloctest.CidA, 0, rs)
+	alloctest.AssertCode(t, err, cnierr.CodeDuplicateAttach)
 	if exists(filepath.Join(idx, "cid-a@eth0")) || !exists(filepath.Join(idx, bucketName(0))) {
 		t.Fatal("old layout not replaced")
 	}
-	if got := indexEntry(t, dir, cidA); got != a.String() {
+	if got := indexEntry(t, dir, alloctest.CidA); got != a.String() {
 		t.Fatalf("entry = %q", got)
 	}
 }

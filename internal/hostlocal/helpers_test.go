@@ -7,7 +7,6 @@ import (
 
 	"github.com/cniplugins/cniplugins/internal/addrspace"
 	"github.com/cniplugins/cniplugins/internal/alloc"
-	"github.com/cniplugins/cniplugins/internal/cnierr"
 )
 
 // Attachment is short for the tests, which name many.
@@ -26,34 +25,6 @@ func (h diskHarness) with(t *testing.T, f func(al *alloc.Allocator, d *Disk)) {
 	f(alloc.New(d), d)
 	if err := d.Close(); err != nil {
 		t.Fatal(err)
-	}
-}
-
-var (
-	cidA = Attachment{ContainerID: "cid-a", IfName: "eth0"}
-	cidB = Attachment{ContainerID: "cid-b", IfName: "eth0"}
-)
-
-// small is 10.0.0.0/29 with gateway .1: allocatable .2-.6.
-func small(t testing.TB) addrspace.RangeSet {
-	return mustSet(t, addrspace.RangeConfig{Subnet: "10.0.0.0/29"})
-}
-
-func mustAddr(s string) netip.Addr { return netip.MustParseAddr(s) }
-
-func mustSet(t testing.TB, cfgs ...addrspace.RangeConfig) addrspace.RangeSet {
-	t.Helper()
-	rs, err := addrspace.ParseRangeSet("test", cfgs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return rs
-}
-
-func assertCode(t *testing.T, err error, code uint) {
-	t.Helper()
-	if got := cnierr.Code(err); got != code {
-		t.Fatalf("error %v: code %d, want %d", err, got, code)
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 
 	"github.com/cniplugins/cniplugins/internal/addrspace"
 	"github.com/cniplugins/cniplugins/internal/alloc"
+	"github.com/cniplugins/cniplugins/internal/alloc/alloctest"
 	"github.com/cniplugins/cniplugins/internal/cnierr"
 )
 
@@ -47,11 +48,11 @@ func TestInteropWithRealHostLocal(t *testing.T) {
 	dir := filepath.Join(dataDir, "net")
 	h := diskHarness{dir}
 	const subnet = "10.7.0.0/29"
-	rs := mustSet(t, addrspace.RangeConfig{Subnet: subnet})
+	rs := alloctest.MustSet(t, addrspace.RangeConfig{Subnet: subnet})
 	hl := Attachment{ContainerID: "cid-hl", IfName: "eth0"}
 
 	// We allocate first; host-local must continue our round robin.
-	if got := mustAlloc(t, h, cidA, rs); got != mustAddr("10.7.0.2") {
+	if got := mustAlloc(t, h, alloctest.CidA, rs); got != netip.MustParseAddr("10.7.0.2") {
 		t.Fatalf("we got %v", got)
 	}
 	if out := runHostLocal(t, dataDir, "ADD", hl, subnet); !strings.Contains(out, `"10.7.0.3/29"`) {
@@ -62,17 +63,17 @@ func TestInteropWithRealHostLocal(t *testing.T) {
 	if cnierr.Code(err) != cnierr.CodeDuplicateAttach {
 		t.Fatalf("duplicate of host-local's allocation: %v", err)
 	}
-	if got := mustAlloc(t, h, cidB, rs); got != mustAddr("10.7.0.4") {
+	if got := mustAlloc(t, h, alloctest.CidB, rs); got != netip.MustParseAddr("10.7.0.4") {
 		t.Fatalf("we got %v after host-local", got)
 	}
 	// host-local's CHECK and DEL find what we wrote.
-	runHostLocal(t, dataDir, "DEL", cidB, subnet)
+	runHostLocal(t, dataDir, "DEL", alloctest.CidB, subnet)
 	if exists(filepath.Join(dir, "10.7.0.4")) {
 		t.Fatal("host-local DEL did not release our reservation")
 	}
-	// Our index must not still believe cidB holds 10.7.0.4.
+	// Our index must not still believe alloctest.CidB holds 10.7.0.4.
 	h.with(t, func(al *alloc.Allocator, s *Disk) {
-		if got, _ := s.ByAttachment(cidB); len(got) != 0 {
+		if got, _ := s.ByAttachment(alloctest.CidB); len(got) != 0 {
 			t.Fatalf("index still lists %v", got)
 		}
 		if rel, err := alloc.Release(s, hl, nil); err != nil || len(rel) != 1 || rel[0] != netip.MustParseAddr("10.7.0.3") {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/cniplugins/cniplugins/internal/alloc"
+	"github.com/cniplugins/cniplugins/internal/alloc/alloctest"
 )
 
 var holdID = alloc.StickyID("ns/web-0", "eth0")
@@ -75,14 +76,14 @@ func mustHold(t *testing.T, d *Disk) *HoldEntry {
 // follows every file rewrite, and the address is never free meanwhile.
 func TestHoldLifecycle(t *testing.T) {
 	dir := t.TempDir()
-	rs := small(t)
-	ip := mustAlloc(t, diskHarness{dir}, cidA, rs)
+	rs := alloctest.Small(t)
+	ip := mustAlloc(t, diskHarness{dir}, alloctest.CidA, rs)
 	now := time.Now()
 	stickyStep(t, dir, func(d *Disk) {
-		if err := d.PutHold(holdID, alloc.Hold{Key: "ns/web-0", IfName: "eth0", Address: ip.String(), Owner: cidA.ContainerID, HoldFor: "1m0s"}); err != nil {
+		if err := d.PutHold(holdID, alloc.Hold{Key: "ns/web-0", IfName: "eth0", Address: ip.String(), Owner: alloctest.CidA.ContainerID, HoldFor: "1m0s"}); err != nil {
 			t.Fatal(err)
 		}
-		hs, err := d.HoldsOf(cidA)
+		hs, err := d.HoldsOf(alloctest.CidA)
 		if err != nil || len(hs) != 1 {
 			t.Fatalf("HoldsOf = %v, %v", hs, err)
 		}
@@ -92,11 +93,11 @@ func TestHoldLifecycle(t *testing.T) {
 	})
 	stickyStep(t, dir, func(d *Disk) {
 		e := mustHold(t, d)
-		if e.Stale != "" || !e.Held() || e.LastOwner != cidA.ContainerID {
+		if e.Stale != "" || !e.Held() || e.LastOwner != alloctest.CidA.ContainerID {
 			t.Fatalf("after DEL: %+v", e)
 		}
-		if got, _ := d.ByAttachment(cidA); len(got) != 0 {
-			t.Errorf("index still gives %v to %v", got, cidA)
+		if got, _ := d.ByAttachment(alloctest.CidA); len(got) != 0 {
+			t.Errorf("index still gives %v to %v", got, alloctest.CidA)
 		}
 		// Round robin skips it: the range's other addresses go first.
 		al := alloc.New(d)
@@ -106,21 +107,21 @@ func TestHoldLifecycle(t *testing.T) {
 				t.Fatalf("ADD of %s: %s, %v", id, p, err)
 			}
 		}
-		if err := d.ClaimHold(*e, cidB, "1m0s"); err != nil {
+		if err := d.ClaimHold(*e, alloctest.CidB, "1m0s"); err != nil {
 			t.Fatal(err)
 		}
 	})
 	stickyStep(t, dir, func(d *Disk) {
-		if got, _ := d.ByAttachment(cidB); len(got) != 1 || got[0] != ip {
+		if got, _ := d.ByAttachment(alloctest.CidB); len(got) != 1 || got[0] != ip {
 			t.Errorf("index after claim: %v", got)
 		}
 		e := mustHold(t, d)
-		if e.Owner != cidB.ContainerID {
+		if e.Owner != alloctest.CidB.ContainerID {
 			t.Fatalf("after claim: %+v", e)
 		}
 		held := *e
 		held.Owner = ""
-		if err := d.Unclaim(held, cidB); err != nil {
+		if err := d.Unclaim(held, alloctest.CidB); err != nil {
 			t.Fatal(err)
 		}
 	})
@@ -145,7 +146,7 @@ func TestHoldLifecycle(t *testing.T) {
 // Each write order, interrupted after its first write (what kill -9
 // between the two leaves), reads back as a consistent state.
 func TestHoldInterrupted(t *testing.T) {
-	ip := mustAddr("10.0.0.2")
+	ip := netip.MustParseAddr("10.0.0.2")
 	rec := func(owner, last string) alloc.Hold {
 		return alloc.Hold{Key: "ns/web-0", IfName: "eth0", Address: ip.String(), Owner: owner, LastOwner: last}
 	}

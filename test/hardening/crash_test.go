@@ -104,8 +104,7 @@ func (w *crashWorld) round(jobs []job) {
 		go func() {
 			defer wg.Done()
 			if j.kill {
-				time.Sleep(delay)
-				_ = p.cmd.Process.Kill()
+				p.killAfter(delay)
 			}
 			o := p.wait(t)
 			mu.Lock()

@@ -16,6 +16,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/cniplugins/cniplugins/internal/testkit/plugintest"
 	"github.com/cniplugins/cniplugins/internal/testkit/testbin"
@@ -74,6 +75,12 @@ type outcome struct {
 	exit   int
 	stdout []byte
 	err    *plugintest.ErrorOutput
+}
+
+// killAfter is kill -9 of p once d has passed, wherever it is by then.
+func (p *proc) killAfter(d time.Duration) {
+	time.Sleep(d)
+	_ = p.cmd.Process.Kill()
 }
 
 // wait waits for p and checks the output contract of a run that was not

@@ -147,8 +147,7 @@ func TestCrashConsistencySticky(t *testing.T) {
 			go func() {
 				defer wg.Done()
 				if j.kill {
-					time.Sleep(delay)
-					_ = p.cmd.Process.Kill()
+					p.killAfter(delay)
 				}
 				o := p.wait(t)
 				mu.Lock()
