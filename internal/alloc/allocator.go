@@ -107,22 +107,9 @@ func (al *Allocator) moveCursor(a Attachment, rangeID int, ip netip.Addr) error 
 }
 
 func (al *Allocator) reserveRequested(a Attachment, rs addrspace.RangeSet, ip netip.Addr, label string) (netip.Addr, addrspace.Range, error) {
-	r, ok := rs.RangeFor(ip)
-	if !ok || ip.Zone() != "" {
-		return netip.Addr{}, addrspace.Range{}, cnierr.New(cnierr.CodeAddrUnavailable, "requested address not in range set",
-			"address=%s %s=%s", ip, label, rs)
-	}
-	if ip == r.Gateway {
-		return netip.Addr{}, addrspace.Range{}, cnierr.New(cnierr.CodeAddrUnavailable, "requested address is the gateway",
-			"address=%s %s=%s", ip, label, rs)
-	}
-	if !r.Usable(ip) {
-		return netip.Addr{}, addrspace.Range{}, cnierr.New(cnierr.CodeAddrUnavailable, "requested address is the network or broadcast address",
-			"address=%s %s=%s", ip, label, rs)
-	}
-	if al.exclude.Contains(ip) {
-		return netip.Addr{}, addrspace.Range{}, cnierr.New(cnierr.CodeAddrUnavailable, "requested address is excluded",
-			"address=%s %s=%s", ip, label, rs)
+	r, err := al.usable(rs, ip, label)
+	if err != nil {
+		return netip.Addr{}, addrspace.Range{}, err
 	}
 	ok, err := al.store.Reserve(a, ip)
 	if err != nil {
@@ -133,6 +120,31 @@ func (al *Allocator) reserveRequested(a Attachment, rs addrspace.RangeSet, ip ne
 			"address=%s %s=%s", ip, label, rs)
 	}
 	return ip, r, nil
+}
+
+// usable is the range of ip in rs when ip may be handed out at all: in
+// the range set, neither gateway nor network or broadcast address, not
+// excluded. A requested address and a sticky key's held one pass the
+// same checks (101 otherwise).
+func (al *Allocator) usable(rs addrspace.RangeSet, ip netip.Addr, label string) (addrspace.Range, error) {
+	r, ok := rs.RangeFor(ip)
+	if !ok || ip.Zone() != "" {
+		return addrspace.Range{}, cnierr.New(cnierr.CodeAddrUnavailable, "requested address not in range set",
+			"address=%s %s=%s", ip, label, rs)
+	}
+	if ip == r.Gateway {
+		return addrspace.Range{}, cnierr.New(cnierr.CodeAddrUnavailable, "requested address is the gateway",
+			"address=%s %s=%s", ip, label, rs)
+	}
+	if !r.Usable(ip) {
+		return addrspace.Range{}, cnierr.New(cnierr.CodeAddrUnavailable, "requested address is the network or broadcast address",
+			"address=%s %s=%s", ip, label, rs)
+	}
+	if al.exclude.Contains(ip) {
+		return addrspace.Range{}, cnierr.New(cnierr.CodeAddrUnavailable, "requested address is excluded",
+			"address=%s %s=%s", ip, label, rs)
+	}
+	return r, nil
 }
 
 // checkDuplicate refuses a second address from the same range set: the

@@ -204,8 +204,8 @@ func (h Hold) Expired(now time.Time) bool {
 	return h.Held() && !h.Expires.IsZero() && !now.Before(h.Expires)
 }
 
-// Release turns a reservation into a hold from now for h.HoldFor.
-func (h Hold) Release(now time.Time) Hold {
+// HeldFrom is h, a reservation, turned into a hold from now for h.HoldFor.
+func (h Hold) HeldFrom(now time.Time) Hold {
 	h.LastOwner, h.Owner = h.Owner, ""
 	h.Expires = HoldExpiry(now, ParseHoldFor(h.HoldFor))
 	return h

@@ -136,9 +136,6 @@ func (d *Disk) Reserve(a alloc.Attachment, ip netip.Addr) (bool, error) {
 	return true, nil
 }
 
-// Owner implements alloc.Ledger by reading ip's file.
-func (d *Disk) Owner(ip netip.Addr) (alloc.Attachment, bool, error) { return readOwner(d.stateDir, ip) }
-
 // Release implements alloc.Ledger; the file's content, not the index, decides
 // ownership.
 func (d *Disk) Release(a alloc.Attachment, ip netip.Addr) (bool, error) {

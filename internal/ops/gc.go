@@ -71,13 +71,13 @@ func (b Local) GC(r GCRequest) ([]Lease, error) {
 		return nil, err
 	}
 	all, err := disk.All()
-	holds := map[string]hostlocal.HoldEntry{}
+	holds := map[string]alloc.HoldRecord{}
 	if err == nil {
 		holds, err = validHolds(d.Path)
 	}
 	var released []netip.Addr
 	if err == nil {
-		released, _, err = disk.GCHolds(keep.Keeps, now)
+		released, _, err = alloc.GCHolds(disk, keep.Keeps, now)
 	}
 	if err == nil {
 		var more []netip.Addr

@@ -109,26 +109,9 @@ func (b Local) Release(r ReleaseRequest) (Lease, error) {
 	if err == nil {
 		err = r.check(d, owner, ok)
 	}
-	var held, keyed *hostlocal.HoldEntry
-	if id, sticky := hostlocal.StickyIDOf(owner); err == nil && sticky {
-		held, err = disk.Hold(id)
-	} else if err == nil {
-		keyed, err = keyedReservation(disk, owner, r.Addr)
-	}
-	switch {
-	case err != nil:
-	case held != nil && held.Stale == "":
-		// A held address goes with its record (file first, then record).
-		_, err = disk.FreeHold(*held)
-	case keyed != nil:
-		// A sticky key's reservation becomes a hold, as its DEL would
-		// make it (the key gets the address back); release --sticky-key
-		// frees the hold.
-		err = disk.MakeHold(*keyed, keyed.Release(time.Now()))
-	default:
-		// Free releases exactly this address, only while owner holds it,
-		// and clears the exhaustion mark as any release does.
-		_, err = alloc.Free(disk, owner, []netip.Addr{r.Addr})
+	var keyed *alloc.HoldRecord
+	if err == nil {
+		keyed, err = alloc.ReleaseAddr(disk, owner, r.Addr, time.Now())
 	}
 	if cerr := disk.Close(); err == nil {
 		err = cerr
@@ -141,18 +124,6 @@ func (b Local) Release(r ReleaseRequest) (Lease, error) {
 		l.StickyKey = keyed.Key
 	}
 	return l, nil
-}
-
-// keyedReservation is the record of the sticky key whose reservation
-// owner's ip is, nil when none.
-func keyedReservation(disk *hostlocal.Disk, owner alloc.Attachment, ip netip.Addr) (*hostlocal.HoldEntry, error) {
-	holds, err := disk.HoldsOf(owner)
-	for _, e := range holds {
-		if e.Addr == ip {
-			return &e, err
-		}
-	}
-	return nil, err
 }
 
 func (r ReleaseRequest) check(d StateDir, owner alloc.Attachment, reserved bool) error {
@@ -172,10 +143,7 @@ func (r ReleaseRequest) check(d StateDir, owner alloc.Attachment, reserved bool)
 // a container has is refused: delete that container, or release the
 // address itself.
 func (b Local) releaseSticky(d StateDir, r ReleaseRequest) (Lease, error) {
-	match := func(e hostlocal.HoldEntry) bool {
-		return e.Stale == "" && e.Key == r.StickyKey && (r.IfName == "" || e.IfName == r.IfName)
-	}
-	leaseOfHold := func(e hostlocal.HoldEntry) Lease {
+	leaseOfHold := func(e alloc.HoldRecord) Lease {
 		l := Lease{Address: e.Address, Network: e.Network, IfName: e.IfName, Owner: "sticky", StickyKey: e.Key, LastOwner: e.LastOwner, HoldExpires: e.Expires.UTC()}
 		if d.Kind == "pool" {
 			l.Pool = d.Name
@@ -184,27 +152,11 @@ func (b Local) releaseSticky(d StateDir, r ReleaseRequest) (Lease, error) {
 		}
 		return l
 	}
-	var found []hostlocal.HoldEntry
-	check := func(holds []hostlocal.HoldEntry) error {
-		found = found[:0]
-		for _, e := range holds {
-			if !match(e) {
-				continue
-			}
-			if !e.Held() {
-				return fmt.Errorf("sticky key %q in %s: %s is reserved by container %s; delete it first, or release the address (it becomes a hold), then the key", r.StickyKey, d.Label(), e.Address, e.Owner)
-			}
-			found = append(found, e)
-		}
-		if len(found) == 0 {
-			return fmt.Errorf("sticky key %q holds no address in %s", r.StickyKey, d.Label())
-		}
-		return nil
-	}
+	var found []alloc.HoldRecord
 	if r.DryRun {
 		holds, err := hostlocal.ReadHolds(d.Path)
 		if err == nil {
-			err = check(holds)
+			found, err = alloc.KeyHolds(holds, r.StickyKey, r.IfName, d.Label())
 		}
 		if err != nil {
 			return Lease{}, err
@@ -215,13 +167,7 @@ func (b Local) releaseSticky(d StateDir, r ReleaseRequest) (Lease, error) {
 	if err != nil {
 		return Lease{}, err
 	}
-	holds, err := disk.Holds()
-	if err == nil {
-		err = check(holds)
-	}
-	for i := 0; err == nil && i < len(found); i++ {
-		_, err = disk.FreeHold(found[i])
-	}
+	found, err = alloc.ReleaseKey(disk, r.StickyKey, r.IfName, d.Label())
 	if cerr := disk.Close(); err == nil {
 		err = cerr
 	}
