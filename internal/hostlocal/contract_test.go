@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cniplugins/cniplugins/internal/alloc"
 	"github.com/cniplugins/cniplugins/internal/alloc/alloctest"
 )
 
@@ -14,7 +13,7 @@ import (
 func TestStoreContract(t *testing.T) {
 	alloctest.RunStoreContract(t, alloctest.Caps{Cursor: true}, func(t *testing.T) alloctest.Subject {
 		dir := filepath.Join(t.TempDir(), "p")
-		return alloctest.Engine{Open: func() (alloc.Lister, func() error, error) {
+		return alloctest.Engine{Open: func() (alloctest.Store, func() error, error) {
 			d, err := Open(dir, time.Second)
 			if err != nil {
 				return nil, nil, err

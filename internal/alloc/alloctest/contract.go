@@ -23,6 +23,11 @@ type Subject interface {
 	Check(c Call, ips []netip.Addr) error
 	// GC releases what no attachment of live owns, at now.
 	GC(live []alloc.Attachment, now time.Time) error
+	// ReleaseKey is an operator's release of key's holds (on ifname,
+	// every interface when "").
+	ReleaseKey(key, ifname string, now time.Time) error
+	// ReleaseAddr is an operator's release of the address ip.
+	ReleaseAddr(ip netip.Addr, now time.Time) error
 }
 
 // Call is who a command is for: the attachment, its sticky key ("" for
@@ -275,5 +280,3 @@ func plainContract() []Case {
 		}},
 	}
 }
-
-func stickyContract() []Case { return nil }

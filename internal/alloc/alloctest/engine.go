@@ -9,20 +9,27 @@ import (
 	"github.com/cniplugins/cniplugins/internal/cnierr"
 )
 
-// Engine is the Subject of a Lister driven by the engine's functions, as
+// Store is what ipam-da-pools' state directories are: a Lister that
+// keeps holds.
+type Store interface {
+	alloc.Lister
+	alloc.HoldStore
+}
+
+// Engine is the Subject of a Store driven by the engine's functions, as
 // ipam-da-pools drives its state directories: Open gives the store for
 // one command and the function that ends it (a disk store's Close).
 type Engine struct {
-	Open func() (alloc.Lister, func() error, error)
+	Open func() (Store, func() error, error)
 }
 
 // Mem is the Engine over one MemStore.
 func Mem() Engine {
 	m := NewMemStore()
-	return Engine{Open: func() (alloc.Lister, func() error, error) { return m, func() error { return nil }, nil }}
+	return Engine{Open: func() (Store, func() error, error) { return m, func() error { return nil }, nil }}
 }
 
-func (e Engine) with(f func(alloc.Lister) error) error {
+func (e Engine) with(f func(Store) error) error {
 	l, done, err := e.Open()
 	if err != nil {
 		return err
@@ -30,19 +37,22 @@ func (e Engine) with(f func(alloc.Lister) error) error {
 	return errors.Join(f(l), done())
 }
 
-// Add implements Subject.
+// Add implements Subject: with a key, the store must be a HoldStore.
 func (e Engine) Add(c Call, targets []alloc.Target) ([]netip.Prefix, error) {
 	var out []netip.Prefix
-	err := e.with(func(l alloc.Lister) error {
+	err := e.with(func(l Store) error {
+		var u alloc.Undo
 		for _, t := range targets {
-			p, _, err := t.Allocator(l).Allocate(c.Att, t.RangeID, t.Set, t.Requested, t.Label)
+			var p netip.Prefix
+			var err error
+			if c.Key != "" {
+				p, _, err = alloc.AllocateKeyed(l, c.Att, t, alloc.Keyed{Key: c.Key, HoldFor: c.HoldFor}, c.Now, &u)
+			} else if p, _, err = t.Allocator(l).Allocate(c.Att, t.RangeID, t.Set, t.Requested, t.Label); err == nil {
+				u.Reserved(l, p.Addr())
+			}
 			if err != nil {
-				reserved := make([]netip.Addr, len(out))
-				for i, p := range out {
-					reserved[i] = p.Addr()
-				}
 				out = nil
-				return errors.Join(err, alloc.Rollback(l, c.Att, reserved))
+				return errors.Join(err, u.Run(c.Att))
 			}
 			out = append(out, p)
 		}
@@ -51,9 +61,12 @@ func (e Engine) Add(c Call, targets []alloc.Target) ([]netip.Prefix, error) {
 	return out, err
 }
 
-// Del implements Subject.
+// Del implements Subject: a key's reservations become holds first.
 func (e Engine) Del(c Call, hints []netip.Addr) error {
-	return e.with(func(l alloc.Lister) error {
+	return e.with(func(l Store) error {
+		if _, err := alloc.HoldOnDel(l, c.Att, c.Key, c.Now); err != nil {
+			return err
+		}
 		_, err := alloc.Release(l, c.Att, hints)
 		return err
 	})
@@ -62,7 +75,7 @@ func (e Engine) Del(c Call, hints []netip.Addr) error {
 // Check implements Subject; without addresses the attachment must own
 // one.
 func (e Engine) Check(c Call, ips []netip.Addr) error {
-	return e.with(func(l alloc.Lister) error {
+	return e.with(func(l Store) error {
 		if len(ips) > 0 {
 			return alloc.Check(l, c.Att, ips)
 		}
@@ -74,10 +87,35 @@ func (e Engine) Check(c Call, ips []netip.Addr) error {
 	})
 }
 
-// GC implements Subject.
-func (e Engine) GC(live []alloc.Attachment, _ time.Time) error {
-	return e.with(func(l alloc.Lister) error {
-		_, err := alloc.GC(l, alloc.NewKeepSet("net", live).Keeps)
+// GC implements Subject: holds first, so that a gone container's keyed
+// reservation becomes a hold rather than being freed.
+func (e Engine) GC(live []alloc.Attachment, now time.Time) error {
+	return e.with(func(l Store) error {
+		keep := alloc.NewKeepSet("net", live).Keeps
+		if _, _, err := alloc.GCHolds(l, keep, now); err != nil {
+			return err
+		}
+		_, err := alloc.GC(l, keep)
+		return err
+	})
+}
+
+// ReleaseKey implements Subject.
+func (e Engine) ReleaseKey(key, ifname string, _ time.Time) error {
+	return e.with(func(l Store) error {
+		_, err := alloc.ReleaseKey(l, key, ifname, "the contract's scope")
+		return err
+	})
+}
+
+// ReleaseAddr implements Subject.
+func (e Engine) ReleaseAddr(ip netip.Addr, now time.Time) error {
+	return e.with(func(l Store) error {
+		owner, ok, err := l.Owner(ip)
+		if err != nil || !ok {
+			return errors.Join(err, errors.New("not reserved"))
+		}
+		_, err = alloc.ReleaseAddr(l, owner, ip, now)
 		return err
 	})
 }
