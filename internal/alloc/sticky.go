@@ -87,8 +87,8 @@ func ParseSticky(k *StickyKeys) (Sticky, error) {
 	return s, nil
 }
 
-// ArgKeys are the CNI_ARGS keys stickiness reads: accepted by every
-// allocator whether or not it is sticky, as runtimes send them anyway.
+// StickyArgKeys are the CNI_ARGS keys stickiness reads (see ArgKeys for
+// when an allocator accepts them).
 func StickyArgKeys() []string { return []string{argPodNamespace, argPodName, ArgStickyKey} }
 
 // StickyKey is the attachment's stable key: the one a selector passed on

@@ -23,7 +23,7 @@ func Personality() plugin.Personality {
 		Name:     Name,
 		Summary:  "allocates one address per selected pool (or range set) from an etcd cluster shared by many hosts",
 		Funcs:    plugin.IPAMFuncs(cmdAdd, cmdDel, cmdCheck, cmdGC, cmdStatus),
-		ArgKeys:  argKeys,
+		ArgKeys:  alloc.ArgKeys,
 		Validate: validate,
 	}
 }

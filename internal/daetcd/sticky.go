@@ -72,12 +72,6 @@ func stickyOf(conf *netconf.Envelope, cniArgs []netconf.CNIArg, ifname string) (
 	return &stickyAtt{key: key, id: alloc.StickyID(key, ifname), holdFor: s.HoldFor}, nil
 }
 
-// argKeys: host-local's IP, and what stickiness reads.
-func argKeys(conf *netconf.Envelope) ([]string, error) {
-	keys, err := alloc.ArgKeys(conf)
-	return append(keys, alloc.StickyArgKeys()...), err
-}
-
 func (l layout) holdScope(s alloc.Scope) string { return l.prefix + "sticky/" + scopePath(s) + "/" }
 
 // holdKey is the hold of key id in scope for the range set or pool whose
