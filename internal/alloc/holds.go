@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"net/netip"
 	"time"
+
+	"github.com/cniplugins/cniplugins/internal/addrspace"
+	"github.com/cniplugins/cniplugins/internal/cnierr"
 )
 
 // The sticky state machine over a HoldStore (the rules are in sticky.go).
@@ -20,13 +23,50 @@ type Keyed struct {
 	HoldFor time.Duration
 }
 
-// AllocateKeyed is one target's ADD for an attachment with sticky key k
-// (StickyAddr decides): the key's held address again, when it still
-// passes every check a requested address must (range, gateway, network
-// and broadcast, exclusion); otherwise a fresh allocation whose record is
-// written after the reservation. A hold that fails those checks (the
-// configuration dropped or excluded its address), or that expired, is
-// freed first. What it did goes into u for the ADD's rollback.
+// holdAction is what an ADD does with its key's hold (decideHold).
+type holdAction int
+
+const (
+	allocateAnew holdAction = iota // no hold: allocate, then record
+	takeItOver                     // the held address, to this attachment
+	endItFirst                     // free the hold, then allocate anew
+	ownAlready                     // this container has it: a duplicate ADD (102)
+)
+
+// decideHold applies the rules to h, the hold of key for attachment a
+// (owner: a's container as the store names it) in target t, nil when
+// there is none. A held address is taken over only when it passes every
+// check a requested address must (range, gateway, network and broadcast,
+// exclusion): a hold whose address the configuration has since dropped or
+// excluded is freed and a new address allocated, as is an expired one.
+// 105 for a live owner, 101 for a request of another address.
+func decideHold(al *Allocator, h *Hold, key string, a Attachment, owner string, t Target, now time.Time) (holdAction, netip.Addr, addrspace.Range, error) {
+	if h == nil {
+		return allocateAnew, netip.Addr{}, addrspace.Range{}, nil
+	}
+	if !h.For(key, a.IfName) {
+		return 0, netip.Addr{}, addrspace.Range{}, StickyCollision(key, a.IfName, *h)
+	}
+	addr, err := StickyAddr(h, owner, t.Requested, now)
+	switch {
+	case err != nil:
+		return 0, netip.Addr{}, addrspace.Range{}, err
+	case !addr.IsValid():
+		return endItFirst, netip.Addr{}, addrspace.Range{}, nil
+	case !h.Held():
+		return ownAlready, addr, addrspace.Range{}, nil
+	}
+	r, err := al.usable(t.Set, addr, t.Label)
+	if err != nil {
+		return endItFirst, addr, addrspace.Range{}, nil
+	}
+	return takeItOver, addr, r, nil
+}
+
+// AllocateKeyed is one target's ADD in a HoldStore for an attachment with
+// sticky key k (decideHold decides): the key's held address again, or a
+// fresh allocation whose record is written after the reservation. What it
+// did goes into u for the ADD's rollback.
 func AllocateKeyed(hs HoldStore, a Attachment, t Target, k Keyed, now time.Time, u *Undo) (netip.Prefix, netip.Addr, error) {
 	id := HoldID(k.Key, a.IfName, t.RangeID)
 	e, err := LookupHold(hs, id)
@@ -35,30 +75,22 @@ func AllocateKeyed(hs HoldStore, a Attachment, t Target, k Keyed, now time.Time,
 	}
 	var h *Hold
 	if e != nil && e.Stale == "" {
-		if !e.For(k.Key, a.IfName) {
-			return netip.Prefix{}, netip.Addr{}, StickyCollision(k.Key, a.IfName, e.Hold)
-		}
 		h = &e.Hold
 	}
-	addr, err := StickyAddr(h, a.ContainerID, t.Requested, now)
-	if err != nil {
-		return netip.Prefix{}, netip.Addr{}, err
-	}
 	al := t.Allocator(hs)
-	if addr.IsValid() && !e.Held() {
-		// Reserved by this very container: a duplicate ADD (102).
-		return al.Allocate(a, t.RangeID, t.Set, t.Requested, t.Label)
-	}
-	if addr.IsValid() {
-		if r, err := al.usable(t.Set, addr, t.Label); err == nil {
-			if err := takeOver(hs, *e, a, k.HoldFor); err != nil {
-				return netip.Prefix{}, netip.Addr{}, err
-			}
-			u.tookOver(hs, *e)
-			return netip.PrefixFrom(addr, r.Subnet.Bits()), r.Gateway, nil
+	action, addr, r, err := decideHold(al, h, k.Key, a, a.ContainerID, t, now)
+	switch {
+	case err != nil:
+		return netip.Prefix{}, netip.Addr{}, err
+	case action == takeItOver:
+		if err := takeOver(hs, *e, a, k.HoldFor); err != nil {
+			return netip.Prefix{}, netip.Addr{}, err
 		}
-	}
-	if h != nil {
+		u.tookOver(hs, *e)
+		return netip.PrefixFrom(addr, r.Subnet.Bits()), r.Gateway, nil
+	case action == ownAlready:
+		return al.Allocate(a, t.RangeID, t.Set, t.Requested, t.Label)
+	case action == endItFirst:
 		if _, err := EndHold(hs, *e); err != nil {
 			return netip.Prefix{}, netip.Addr{}, err
 		}
@@ -74,6 +106,72 @@ func AllocateKeyed(hs HoldStore, a Attachment, t Target, k Keyed, now time.Time,
 	}
 	u.recorded(hs, id)
 	return p, gw, nil
+}
+
+// HoldClaimer is a Store whose Reserve claims a keyed attachment's hold
+// in the same transaction as the address (etcd: one round trip for a new
+// key), and so meets the key's hold only there: Reserve then returns a
+// *HoldFound, the search ends, and AllocateClaimed applies the rules
+// through these calls before searching again.
+type HoldClaimer interface {
+	Store
+	// Found reads what the engine needs of the hold f found: nil when it
+	// pins nothing (the store has dropped it). The store keeps it for
+	// TakeOver and FreeFound.
+	Found(f *HoldFound) (*Hold, error)
+	// TakeOver makes the next Reserve take the found hold over, exactly
+	// as found.
+	TakeOver()
+	// FreeFound frees the found hold and its address, exactly as found.
+	FreeFound() error
+}
+
+// HoldFound is Reserve's outcome when a keyed claim met its key's hold:
+// Ref is the store's own reference to what it found, nil when the hold
+// the claim was taking over changed or went.
+type HoldFound struct{ Ref any }
+
+func (*HoldFound) Error() string { return "the sticky key has a hold" }
+
+// maxHoldChanges bounds how often a hold may change under one ADD.
+const maxHoldChanges = 8
+
+// AllocateClaimed is one target's ADD in a HoldClaimer for an attachment
+// with sticky key key (owner: its container as the store names holds'
+// owners): the search as usual, and each hold it meets decided by the
+// same rules as AllocateKeyed's, until a claim succeeds. A hold that keeps
+// changing under the ADD is code 11.
+func AllocateClaimed(s HoldClaimer, a Attachment, owner string, t Target, key string, now time.Time) (netip.Prefix, netip.Addr, error) {
+	al := t.Allocator(s)
+	requested := t.Requested
+	for try := 0; ; try++ {
+		p, gw, err := al.Allocate(a, t.RangeID, t.Set, requested, t.Label)
+		var f *HoldFound
+		if !errors.As(err, &f) {
+			return p, gw, err
+		}
+		if try == maxHoldChanges {
+			return netip.Prefix{}, netip.Addr{}, cnierr.New(cnierr.CodeTryAgainLater, "the sticky key's hold kept changing", "%s", t.Label)
+		}
+		requested = t.Requested
+		h, err := s.Found(f)
+		if err != nil {
+			return netip.Prefix{}, netip.Addr{}, err
+		}
+		action, addr, _, err := decideHold(al, h, key, a, owner, t, now)
+		switch {
+		case err != nil:
+			return netip.Prefix{}, netip.Addr{}, err
+		case action == endItFirst:
+			if err := s.FreeFound(); err != nil {
+				return netip.Prefix{}, netip.Addr{}, err
+			}
+		case action == takeItOver, action == ownAlready:
+			// ownAlready: the claim's own duplicate check answers (102).
+			s.TakeOver()
+			requested = addr
+		}
+	}
 }
 
 // takeOver gives e's held address to a, whose ADD holds for holdFor: the
@@ -230,20 +328,20 @@ func GCHolds(hs HoldStore, keep func(Attachment) bool, now time.Time) (freed, he
 	return freed, held, errors.Join(errs...)
 }
 
-// ReleaseAddr is an operator's release of ip, reserved by owner: a held
-// address goes with its record; a key's reservation becomes a hold, as
-// its DEL would make it (the key gets the address back; releasing the key
-// frees it); anything else is freed. keyed is the key's record when it
-// was one.
-func ReleaseAddr(hs HoldStore, owner Attachment, ip netip.Addr, now time.Time) (keyed *HoldRecord, err error) {
+// ReleaseAddr is an operator's release of ip, reserved by owner, in the
+// scope where names: a key's reservation becomes a hold, as its DEL would
+// make it (the key gets the address back; releasing the key frees it);
+// an address held for a key is refused (HeldForKey); anything else,
+// including a held address no record names, is freed. keyed is the
+// key's record when it was one.
+func ReleaseAddr(hs HoldStore, owner Attachment, ip netip.Addr, where string, now time.Time) (keyed *HoldRecord, err error) {
 	if id, ok := HoldIDOf(owner); ok {
 		e, err := LookupHold(hs, id)
-		if err == nil && e != nil && e.Stale == "" {
-			_, err = EndHold(hs, *e)
-			return nil, err
-		}
 		if err != nil {
 			return nil, err
+		}
+		if e != nil && e.Stale == "" {
+			return nil, HeldForKey(ip, where, e.Key)
 		}
 	} else {
 		records, err := KeyedOf(hs, owner)
@@ -258,6 +356,12 @@ func ReleaseAddr(hs HoldStore, owner Attachment, ip netip.Addr, now time.Time) (
 	}
 	_, err = Free(hs, owner, []netip.Addr{ip})
 	return nil, err
+}
+
+// HeldForKey refuses an operator's release of an address held for key: a
+// hold ends early by releasing its key, which says whose address it is.
+func HeldForKey(ip netip.Addr, where, key string) error {
+	return fmt.Errorf("%s in %s is held for sticky key %q: release the hold (--sticky-key)", ip, where, key)
 }
 
 // KeyHolds are the holds of key (on ifname, every interface when "")

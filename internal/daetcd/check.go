@@ -1,6 +1,8 @@
 package daetcd
 
 import (
+	"net/netip"
+
 	"github.com/cniplugins/cniplugins/internal/alloc"
 	"github.com/cniplugins/cniplugins/internal/cnierr"
 	"github.com/cniplugins/cniplugins/internal/etcdkv"
@@ -22,6 +24,12 @@ func cmdCheck(req *plugin.Request) error {
 	if len(addrs) == 0 {
 		return op.checkHoldsAny(c.Scopes())
 	}
+	return op.check(addrs, placed)
+}
+
+// check verifies that each address, placed in its target, is claimed by
+// the operation's attachment on this node and network.
+func (op *operation) check(addrs []netip.Addr, placed []alloc.Target) error {
 	reads := make([]etcdkv.Op, len(addrs))
 	for i, a := range addrs {
 		reads[i] = etcdkv.Get(op.keys.addrKey(placed[i].Scope, a))

@@ -21,6 +21,12 @@ func cmdDel(req *plugin.Request) error {
 	if done, err := op.delFromPrev(req); done || err != nil {
 		return err
 	}
+	return op.del(scopes)
+}
+
+// del is DEL's exact read path: one read of the attachment's index keys
+// in each scope, one transaction releasing what they name.
+func (op *operation) del(scopes []alloc.Scope) error {
 	resp, err := op.readAttachment(scopes)
 	if err != nil {
 		return err

@@ -27,6 +27,12 @@ func cmdGC(req *plugin.Request) error {
 	if err != nil {
 		return err
 	}
+	return op.gc(c.Scopes(), alloc.NewKeepSet(op.network, valid))
+}
+
+// gc releases this node's claims of the operation's network in scopes
+// that keep rejects, and the network's expired holds there.
+func (op *operation) gc(scopes []alloc.Scope, keep alloc.KeepSet) error {
 	node, err := op.cl.Read(etcdkv.Get(op.keys.nodeKey(op.node)))
 	if err != nil {
 		return err
@@ -35,9 +41,8 @@ func cmdGC(req *plugin.Request) error {
 	if err := op.ensureNode(kv, found); err != nil {
 		return err
 	}
-	keep := alloc.NewKeepSet(op.network, valid)
 	var errs []error
-	for _, s := range c.Scopes() {
+	for _, s := range scopes {
 		kvs, err := op.cl.List(op.keys.nodeScope(op.node, s), false)
 		if err != nil {
 			errs = append(errs, err)
@@ -52,7 +57,7 @@ func cmdGC(req *plugin.Request) error {
 			}
 			txns = append(txns, op.release(s, kv, false))
 			marks[op.keys.markOf(s, string(kv.Key))] = true
-			req.Log.Info("gc releases", logging.String("address", r.Address), logging.String("containerID", r.ContainerID), logging.String("ifname", r.IfName))
+			op.log.Info("gc releases", logging.String("address", r.Address), logging.String("containerID", r.ContainerID), logging.String("ifname", r.IfName))
 		}
 		errs = append(errs, op.commitBatches(txns, marks, op.sameMachine()...))
 		errs = append(errs, op.expireHolds(s, op.network))

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/cniplugins/cniplugins/internal/alloc"
-	"github.com/cniplugins/cniplugins/internal/cnierr"
 	"github.com/cniplugins/cniplugins/internal/etcdkv"
 	"github.com/cniplugins/cniplugins/internal/netconf"
 )
@@ -179,69 +178,59 @@ func (op *operation) releaseSticky(s alloc.Scope, r Record, addrK, holdK string,
 	})
 }
 
-// holdFound ends a claim's search: the key has a hold (kv), or the hold
-// the search was taking over is gone (found false).
-type holdFound struct {
-	kv    etcdkv.KV
-	found bool
-}
-
-func (*holdFound) Error() string { return "the sticky key has a hold" }
-
 // takeOver is the hold an ADD takes over, as read.
 type takeOver struct {
 	rev  int64
 	hold holdRecord
 }
 
-// decide applies the shared rules to the hold the claim found: the
-// address to request (requested itself when the hold is gone, stale or
-// expired: allocate as usual), or 105/101. A hold with an owner costs one
+// Found implements alloc.HoldClaimer: the hold the claim met, for the
+// engine's rules; nil (after an exact delete) when the record is
+// unreadable or its address's claim is no longer the one written with it
+// (an operator freed it without the hold). A hold with an owner costs one
 // read (whether the owner still has its claim); so does a held one whose
 // take-over failed. Otherwise no read: the take-over's transaction
 // compares the claim's revision with the hold's (holdOps), which is the
 // same check, so a StatefulSet pod's return costs one round trip less.
-// An expired or stale hold costs one exact delete.
-func (s *claimStore) decide(hf *holdFound, requested netip.Addr) (netip.Addr, error) {
+func (s *claimStore) Found(f *alloc.HoldFound) (*alloc.Hold, error) {
 	op := s.op
 	tried := s.sentTake
-	s.take = nil
-	if !hf.found {
-		return requested, nil
-	}
-	holdK, rev := string(hf.kv.Key), hf.kv.ModRevision
-	h, ok := decodeHold(hf.kv.Value)
+	s.take, s.found = nil, nil
+	kv, ok := f.Ref.(etcdkv.KV)
 	if !ok {
-		return requested, op.dropHold(holdK, rev)
+		return nil, nil
 	}
-	if h.Key != s.sticky.key || h.IfName != op.ifname {
-		return netip.Addr{}, alloc.StickyCollision(s.sticky.key, op.ifname, h.alloc())
+	holdK, rev := string(kv.Key), kv.ModRevision
+	h, ok := decodeHold(kv.Value)
+	if !ok {
+		return nil, op.dropHold(holdK, rev)
 	}
-	ip, _ := netip.ParseAddr(h.Address)
-	addrK := op.keys.addrKey(s.scope, ip)
 	if h.Owner != "" || (tried != nil && tried.rev == rev) {
-		resp, err := op.cl.Read(etcdkv.Get(addrK))
+		ip, _ := netip.ParseAddr(h.Address)
+		resp, err := op.cl.Read(etcdkv.Get(op.keys.addrKey(s.scope, ip)))
 		if err != nil {
-			return netip.Addr{}, err
+			return nil, err
 		}
 		if claim, ok := resp.First(0); !ok || claim.ModRevision != rev {
-			// The claim is no longer the one written with the hold: it
-			// was freed without it (an operator's release). The hold pins
-			// nothing.
-			return requested, op.dropHold(holdK, rev)
+			return nil, op.dropHold(holdK, rev)
 		}
 	}
+	s.found = &takeOver{rev: rev, hold: h}
 	ah := h.alloc()
-	got, err := alloc.StickyAddr(&ah, op.node+"/"+op.cid, requested, op.now)
-	if err != nil {
-		return netip.Addr{}, err
-	}
-	if !got.IsValid() { // expired: free it, exactly, then allocate as usual
-		_, err := op.cl.Txn(expireHold(holdK, addrK, rev, op.keys.fullKey(s.scope, s.slot)))
-		return requested, err
-	}
-	s.take = &takeOver{rev: rev, hold: h}
-	return got, nil
+	return &ah, nil
+}
+
+// TakeOver implements alloc.HoldClaimer.
+func (s *claimStore) TakeOver() { s.take = s.found }
+
+// FreeFound implements alloc.HoldClaimer: the hold key and its address's
+// claim go, each only at the revision found.
+func (s *claimStore) FreeFound() error {
+	t := s.found
+	s.found = nil
+	ip, _ := netip.ParseAddr(t.hold.Address)
+	_, err := s.op.cl.Txn(expireHold(s.holdK, s.op.keys.addrKey(s.scope, ip), t.rev, s.op.keys.fullKey(s.scope, s.slot)))
+	return err
 }
 
 // dropHold deletes a hold that pins no address, if it is still as read.
@@ -266,9 +255,9 @@ func expireHold(holdK, addrK string, rev int64, mark string) etcdkv.Txn {
 // holdOps are what the claim transaction of a sticky store adds: the
 // condition on the hold key (absent, or the hold being taken over with
 // its address's claim), the hold to put, and the read when it fails.
-func (s *claimStore) holdOps(ip netip.Addr, addrK string) (cond []etcdkv.Cmp, put etcdkv.Op) {
+func (s *claimStore) holdOps(a alloc.Attachment, ip netip.Addr, addrK string) (cond []etcdkv.Cmp, put etcdkv.Op) {
 	op := s.op
-	h := holdRecord{Node: op.node, Owner: op.cid, IfName: op.ifname, Network: op.network, Address: ip.String(), Key: s.sticky.key, Time: stamp(op.now)}
+	h := holdRecord{Node: op.node, Owner: a.ContainerID, IfName: a.IfName, Network: a.Network, Address: ip.String(), Key: s.sticky.key, Time: stamp(op.now)}
 	if t := s.take; t != nil {
 		h.LastOwner, h.LastNode = t.hold.LastOwner, t.hold.LastNode
 		if t.hold.Owner != "" {
@@ -291,11 +280,6 @@ func (s *claimStore) undoHold(addrK string) []etcdkv.Op {
 	}
 	held := t.hold.released(s.op.now, s.sticky.holdFor).encode()
 	return []etcdkv.Op{etcdkv.Put(addrK, held), etcdkv.Put(s.holdK, held)}
-}
-
-// errTooManyHolds: the hold kept changing under an ADD.
-func errTooManyHolds(label string) error {
-	return cnierr.New(cnierr.CodeTryAgainLater, "the sticky key's hold kept changing", "%s", label)
 }
 
 // holdLease is a hold as an operator sees it.

@@ -99,6 +99,9 @@ func (b Local) Release(r ReleaseRequest) (Lease, error) {
 			return Lease{}, err
 		}
 		holds, err := validHolds(d.Path)
+		if h, held := holds[r.Addr.String()]; held && h.Held() {
+			return Lease{}, alloc.HeldForKey(r.Addr, d.Label(), h.Key)
+		}
 		return withHold(leaseOf(d, res), holds), err
 	}
 	disk, err := hostlocal.Open(d.Path, b.LockTimeout)
@@ -111,7 +114,7 @@ func (b Local) Release(r ReleaseRequest) (Lease, error) {
 	}
 	var keyed *alloc.HoldRecord
 	if err == nil {
-		keyed, err = alloc.ReleaseAddr(disk, owner, r.Addr, time.Now())
+		keyed, err = alloc.ReleaseAddr(disk, owner, r.Addr, d.Label(), time.Now())
 	}
 	if cerr := disk.Close(); err == nil {
 		err = cerr

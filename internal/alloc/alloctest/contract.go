@@ -225,11 +225,10 @@ func plainContract() []Case {
 			}
 		}},
 		{"a failed ADD leaves nothing", func(t *testing.T, s Subject, _ Caps) {
-			mustAdd(t, s, call("b"), second(t)) // b's second target is b's own
-			ip := mustAdd(t, s, call("a"), target(t, "10.0.0.4"))
-			// c asks for a's address in the second target: the ADD fails there
 			tg := second(t)
-			tg.Requested = addr("10.1.0.2")
+			tg.Requested = mustAdd(t, s, call("b"), second(t))
+			ip := mustAdd(t, s, call("a"), target(t, "10.0.0.4"))
+			// c asks for b's address in the second target: the ADD fails there
 			_, err := add(t, s, call("c"), target(t, ""), tg)
 			AssertCode(t, err, cnierr.CodeAddrUnavailable)
 			if err := s.Check(call("c"), nil); cnierr.Code(err) != cnierr.CodeUnknownContainer {

@@ -115,7 +115,7 @@ func (e Engine) ReleaseAddr(ip netip.Addr, now time.Time) error {
 		if err != nil || !ok {
 			return errors.Join(err, errors.New("not reserved"))
 		}
-		_, err = alloc.ReleaseAddr(l, owner, ip, now)
+		_, err = alloc.ReleaseAddr(l, owner, ip, "the contract's scope", now)
 		return err
 	})
 }

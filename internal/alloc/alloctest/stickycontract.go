@@ -2,6 +2,7 @@ package alloctest
 
 import (
 	"net/netip"
+	"strings"
 	"testing"
 	"time"
 
@@ -181,12 +182,12 @@ func stickyContract() []Case {
 				t.Errorf("K got %s, want %s", got, ip)
 			}
 		}},
-		{"sticky: an operator's release of a held address frees it", func(t *testing.T, s Subject, _ Caps) {
+		{"sticky: an operator's release of a held address is refused: the key is released instead", func(t *testing.T, s Subject, _ Caps) {
 			ip := heldByK(t, s, target(t, ""))
-			if err := s.ReleaseAddr(ip, epoch); err != nil {
-				t.Fatal(err)
+			if err := s.ReleaseAddr(ip, epoch); err == nil || !strings.Contains(err.Error(), `"`+keyK+`"`) {
+				t.Fatalf("release of a held address: %v", err)
 			}
-			free(t, s, ip)
+			notFree(t, s, ip)
 		}},
 		{"sticky: a held address the config now excludes is freed, and K gets another", func(t *testing.T, s Subject, _ Caps) {
 			ip := heldByK(t, s, target(t, ""))
@@ -207,10 +208,10 @@ func stickyContract() []Case {
 			free(t, s, ip)
 		}},
 		{"sticky: a failed ADD gives a taken-over hold back", func(t *testing.T, s Subject, _ Caps) {
-			mustAdd(t, s, call("x"), second(t))
+			xs := mustAdd(t, s, call("x"), second(t))
 			ip := heldByK(t, s, target(t, ""))
 			tg := second(t)
-			tg.Requested = addr("10.1.0.2") // x's: the second target fails
+			tg.Requested = xs // x's: the second target fails
 			c := sticky("b", 0)
 			_, err := add(t, s, c, target(t, ""), tg)
 			AssertCode(t, err, cnierr.CodeAddrUnavailable)
@@ -220,9 +221,8 @@ func stickyContract() []Case {
 			}
 		}},
 		{"sticky: a failed ADD of a new key leaves no hold", func(t *testing.T, s Subject, _ Caps) {
-			mustAdd(t, s, call("x"), second(t))
 			tg := second(t)
-			tg.Requested = addr("10.1.0.2")
+			tg.Requested = mustAdd(t, s, call("x"), second(t))
 			_, err := add(t, s, sticky("b", 0), target(t, "10.0.0.4"), tg)
 			AssertCode(t, err, cnierr.CodeAddrUnavailable)
 			free(t, s, addr("10.0.0.4"))
