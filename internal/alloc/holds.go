@@ -34,20 +34,20 @@ const (
 )
 
 // decideHold applies the rules to h, the hold of key for attachment a
-// (owner: a's container as the store names it) in target t, nil when
-// there is none. A held address is taken over only when it passes every
+// (whose container is on node, "" where holds are one node's) in target
+// t, nil when there is none. A held address is taken over only when it passes every
 // check a requested address must (range, gateway, network and broadcast,
 // exclusion): a hold whose address the configuration has since dropped or
 // excluded is freed and a new address allocated, as is an expired one.
 // 105 for a live owner, 101 for a request of another address.
-func decideHold(al *Allocator, h *Hold, key string, a Attachment, owner string, t Target, now time.Time) (holdAction, netip.Addr, addrspace.Range, error) {
+func decideHold(al *Allocator, h *Hold, key string, a Attachment, node string, t Target, now time.Time) (holdAction, netip.Addr, addrspace.Range, error) {
 	if h == nil {
 		return allocateAnew, netip.Addr{}, addrspace.Range{}, nil
 	}
 	if !h.For(key, a.IfName) {
 		return 0, netip.Addr{}, addrspace.Range{}, StickyCollision(key, a.IfName, *h)
 	}
-	addr, err := StickyAddr(h, owner, t.Requested, now)
+	addr, err := StickyAddr(h, node, a.ContainerID, t.Requested, now)
 	switch {
 	case err != nil:
 		return 0, netip.Addr{}, addrspace.Range{}, err
@@ -78,7 +78,7 @@ func AllocateKeyed(hs HoldStore, a Attachment, t Target, k Keyed, now time.Time,
 		h = &e.Hold
 	}
 	al := t.Allocator(hs)
-	action, addr, r, err := decideHold(al, h, k.Key, a, a.ContainerID, t, now)
+	action, addr, r, err := decideHold(al, h, k.Key, a, "", t, now)
 	switch {
 	case err != nil:
 		return netip.Prefix{}, netip.Addr{}, err
@@ -136,12 +136,11 @@ func (*HoldFound) Error() string { return "the sticky key has a hold" }
 // maxHoldChanges bounds how often a hold may change under one ADD.
 const maxHoldChanges = 8
 
-// AllocateClaimed is one target's ADD in a HoldClaimer for an attachment
-// with sticky key key (owner: its container as the store names holds'
-// owners): the search as usual, and each hold it meets decided by the
+// AllocateClaimed is one target's ADD in a HoldClaimer for attachment a,
+// on node, with sticky key key: the search as usual, and each hold it meets decided by the
 // same rules as AllocateKeyed's, until a claim succeeds. A hold that keeps
 // changing under the ADD is code 11.
-func AllocateClaimed(s HoldClaimer, a Attachment, owner string, t Target, key string, now time.Time) (netip.Prefix, netip.Addr, error) {
+func AllocateClaimed(s HoldClaimer, a Attachment, node string, t Target, key string, now time.Time) (netip.Prefix, netip.Addr, error) {
 	al := t.Allocator(s)
 	requested := t.Requested
 	for try := 0; ; try++ {
@@ -158,7 +157,7 @@ func AllocateClaimed(s HoldClaimer, a Attachment, owner string, t Target, key st
 		if err != nil {
 			return netip.Prefix{}, netip.Addr{}, err
 		}
-		action, addr, _, err := decideHold(al, h, key, a, owner, t, now)
+		action, addr, _, err := decideHold(al, h, key, a, node, t, now)
 		switch {
 		case err != nil:
 			return netip.Prefix{}, netip.Addr{}, err
@@ -212,7 +211,7 @@ func ToHold(hs HoldStore, e HoldRecord, now time.Time) error {
 	if !ok || owner.ContainerID != e.Owner || owner.IfName != e.IfName {
 		return nil // judged a moment ago under the store's lock; cannot happen
 	}
-	if err := hs.WriteHold(e.ID, e.Hold.HeldFrom(now)); err != nil {
+	if err := hs.WriteHold(e.ID, e.HeldFrom(now)); err != nil {
 		return err
 	}
 	return hs.Reassign(e.Addr, owner, HoldOwner(e.ID))

@@ -108,7 +108,7 @@ func TestStickyAddr(t *testing.T) {
 		{"reserved by this container (a retried ADD)", reserved, "live", netip.Addr{}, a, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := StickyAddr(tc.h, tc.cid, tc.requested, now)
+			got, err := StickyAddr(tc.h, "", tc.cid, tc.requested, now)
 			if cnierr.Code(err) != tc.wantCode || got != tc.want {
 				t.Fatalf("got %s %v, want %s code %d", got, err, tc.want, tc.wantCode)
 			}

@@ -56,7 +56,7 @@ func (op *operation) add(targets []alloc.Target, st *stickyAtt) ([]allocated, er
 		var a allocated
 		var err error
 		if st != nil {
-			a.addr, a.gw, err = alloc.AllocateClaimed(s, att, op.node+"/"+op.cid, t, st.key, op.now)
+			a.addr, a.gw, err = alloc.AllocateClaimed(s, att, op.node, t, st.key, op.now)
 		} else {
 			a.addr, a.gw, err = t.Allocator(s).Allocate(att, t.RangeID, t.Set, t.Requested, t.Label)
 		}

@@ -89,7 +89,7 @@ func (op *operation) expiredHolds(s alloc.Scope, network string) ([]etcdkv.Txn, 
 	marks := unmark{}
 	for _, kv := range kvs {
 		h, ok := decodeHold(kv.Value)
-		if !ok || (network != "" && h.Network != network) || !h.alloc().Expired(op.now) {
+		if !ok || (network != "" && h.Network != network) || !h.Expired(op.now) {
 			continue
 		}
 		ip, _ := netip.ParseAddr(h.Address)

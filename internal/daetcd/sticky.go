@@ -1,7 +1,6 @@
 package daetcd
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"net/netip"
@@ -19,12 +18,12 @@ import (
 //
 //	sticky/<scope>/<StickyID(K, ifname)>/<slot>
 //
-// holding a holdRecord. While the address is reserved, the hold names its
+// holding an alloc.Hold. While the address is reserved, the hold names its
 // owner (node and container ID) and was written in the very transaction
 // that wrote the claim and the index key, so all three carry one mod
 // revision: "the hold's owner still has its claim" is exactly "the claim
 // key's mod revision is the hold's". After a DEL the claim key holds the
-// same holdRecord as the hold key (owner ""): the address stays taken,
+// same record as the hold key (owner ""): the address stays taken,
 // by the key, not by a node; no index key. The claim's own Record names
 // the hold (Record.Hold, StickyKey, HoldFor), so every release (DEL's read
 // path, GC, an operator's gc --etcd) can turn it into a hold.
@@ -36,7 +35,7 @@ import (
 //	                another requested address, else take it over: the claim
 //	                transaction with the hold's and the claim key's mod
 //	                revision in place of "absent"
-//	DEL:            claim → holdRecord, hold → holdRecord, index key deleted
+//	DEL:            claim → the held record, hold → the same, index key deleted
 //	GC:             an expired hold's two keys go, each at its revision
 
 // stickyAtt is the sticky key of the attachment an ADD or DEL is for.
@@ -81,29 +80,16 @@ func (l layout) holdKey(s alloc.Scope, id, slot string) string {
 
 func lastSegment(key string) string { return key[strings.LastIndexByte(key, '/')+1:] }
 
-// holdRecord is the value of a hold key, and of the claim key of a held
-// address. Its first fields are the owner's, so that a DEL can compare
-// them as a prefix without reading.
-type holdRecord struct {
-	Node      string    `json:"node"`  // the owner's node, "" while held
-	Owner     string    `json:"owner"` // the owner's container ID, "" while held
-	IfName    string    `json:"ifname"`
-	Network   string    `json:"network"`
-	Address   string    `json:"address"`
-	Key       string    `json:"key"`
-	LastOwner string    `json:"lastOwner,omitempty"`
-	LastNode  string    `json:"lastNode,omitempty"`
-	Expires   time.Time `json:"expires,omitzero"` // while held; zero: until released
-	Time      string    `json:"time"`
-}
+// A hold key's value, and the claim key's of a held address, is the
+// engine's record, alloc.Hold (Node and LastNode set: a container ID is
+// only unique per node), encoded by alloc.Hold.AppendJSON. Its first
+// fields name the owner and the address (alloc.OwnerPrefix), so that a
+// DEL can compare them without reading.
 
-func (h holdRecord) encode() []byte {
-	b, _ := json.Marshal(h)
-	return b
-}
+func encodeHold(h alloc.Hold) []byte { return h.AppendJSON(make([]byte, 0, 256)) }
 
-func decodeHold(b []byte) (holdRecord, bool) {
-	var h holdRecord
+func decodeHold(b []byte) (alloc.Hold, bool) {
+	var h alloc.Hold
 	if json.Unmarshal(b, &h) != nil || h.Key == "" {
 		return h, false
 	}
@@ -113,43 +99,29 @@ func decodeHold(b []byte) (holdRecord, bool) {
 
 // heldFor is the key a held claim's value is held for ("" if it is none).
 func heldFor(v []byte) string {
-	if h, ok := decodeHold(v); ok && h.Owner == "" {
+	if h, ok := decodeHold(v); ok && h.Held() {
 		return h.Key
 	}
 	return ""
 }
 
-// ownedPrefix is how the hold of this owner and address begins (a
-// quote in a value is escaped, so the first `,"key":` ends them).
+// ownedPrefix is how the hold of this owner and address begins, up to
+// the comma before its next field.
 func ownedPrefix(node, cid, ifname, network, addr string) []byte {
-	b := holdRecord{Node: node, Owner: cid, IfName: ifname, Network: network, Address: addr}.encode()
-	return b[:bytes.Index(b, []byte(`,"key":`))+1]
+	return append(alloc.OwnerPrefix(node, cid, ifname, network, addr), ',')
 }
 
-// alloc is the hold as the shared rules see it; the owner is qualified
-// by its node, as a container ID is only unique per node.
-func (h holdRecord) alloc() alloc.Hold {
-	ah := alloc.Hold{Key: h.Key, IfName: h.IfName, Address: h.Address, Network: h.Network, LastOwner: h.LastOwner, Expires: h.Expires}
-	if h.Owner != "" {
-		ah.Owner = h.Node + "/" + h.Owner
-	}
-	return ah
-}
-
-// released is h held from now on for holdFor.
-func (h holdRecord) released(now time.Time, holdFor time.Duration) holdRecord {
-	if h.Owner != "" {
-		h.LastOwner, h.LastNode = h.Owner, h.Node
-		h.Expires = alloc.HoldExpiry(now, holdFor)
-	}
-	h.Node, h.Owner, h.Time = "", "", stamp(now)
+// released is h held from now on (alloc.Hold.HeldFrom), stamped.
+func released(h alloc.Hold, now time.Time) alloc.Hold {
+	h = h.HeldFrom(now)
+	h.Time = stamp(now)
 	return h
 }
 
 // heldOf is the hold a release of the sticky claim r leaves.
-func heldOf(r Record, now time.Time) holdRecord {
-	h := holdRecord{Node: r.Node, Owner: r.ContainerID, IfName: r.IfName, Network: r.Network, Address: r.Address, Key: r.StickyKey}
-	return h.released(now, alloc.ParseHoldFor(r.HoldFor))
+func heldOf(r Record, now time.Time) alloc.Hold {
+	return released(alloc.Hold{Node: r.Node, Owner: r.ContainerID, IfName: r.IfName, Network: r.Network, Address: r.Address,
+		Key: r.StickyKey, HoldFor: r.HoldFor}, now)
 }
 
 // stickyRecord marks a claim record as the sticky attachment's.
@@ -166,7 +138,7 @@ func (st *stickyAtt) mark(r Record) Record {
 // operator released the hold) the address is freed. mark, when not "",
 // is written freed with it.
 func (op *operation) releaseSticky(s alloc.Scope, r Record, addrK, holdK string, holdIf []etcdkv.Cmp, mark string) etcdkv.Op {
-	held := heldOf(r, op.now).encode()
+	held := encodeHold(heldOf(r, op.now))
 	free := []etcdkv.Op{etcdkv.Delete(addrK)}
 	if mark != "" {
 		free = append(free, freed(mark))
@@ -181,7 +153,7 @@ func (op *operation) releaseSticky(s alloc.Scope, r Record, addrK, holdK string,
 // takeOver is the hold an ADD takes over, as read.
 type takeOver struct {
 	rev  int64
-	hold holdRecord
+	hold alloc.Hold
 }
 
 // Found implements alloc.HoldClaimer: the hold the claim met, for the
@@ -216,8 +188,7 @@ func (s *claimStore) Found(f *alloc.HoldFound) (*alloc.Hold, error) {
 		}
 	}
 	s.found = &takeOver{rev: rev, hold: h}
-	ah := h.alloc()
-	return &ah, nil
+	return &h, nil
 }
 
 // TakeOver implements alloc.HoldClaimer.
@@ -257,7 +228,8 @@ func expireHold(holdK, addrK string, rev int64, mark string) etcdkv.Txn {
 // its address's claim), the hold to put, and the read when it fails.
 func (s *claimStore) holdOps(a alloc.Attachment, ip netip.Addr, addrK string) (cond []etcdkv.Cmp, put etcdkv.Op) {
 	op := s.op
-	h := holdRecord{Node: op.node, Owner: a.ContainerID, IfName: a.IfName, Network: a.Network, Address: ip.String(), Key: s.sticky.key, Time: stamp(op.now)}
+	h := alloc.Hold{Node: op.node, Owner: a.ContainerID, IfName: a.IfName, Network: a.Network, Address: ip.String(), Key: s.sticky.key,
+		HoldFor: s.sticky.holdFor.String(), Time: stamp(op.now)}
 	if t := s.take; t != nil {
 		h.LastOwner, h.LastNode = t.hold.LastOwner, t.hold.LastNode
 		if t.hold.Owner != "" {
@@ -267,7 +239,7 @@ func (s *claimStore) holdOps(a alloc.Attachment, ip netip.Addr, addrK string) (c
 	} else {
 		cond = []etcdkv.Cmp{etcdkv.Absent(addrK), etcdkv.Absent(s.holdK)}
 	}
-	return cond, etcdkv.Put(s.holdK, h.encode())
+	return cond, etcdkv.Put(s.holdK, encodeHold(h))
 }
 
 // undoHold is what cancelling a committed sticky claim does besides
@@ -278,13 +250,17 @@ func (s *claimStore) undoHold(addrK string) []etcdkv.Op {
 	if t == nil {
 		return []etcdkv.Op{etcdkv.Delete(addrK), etcdkv.Delete(s.holdK), freed(s.op.keys.fullKey(s.scope, s.slot))}
 	}
-	held := t.hold.released(s.op.now, s.sticky.holdFor).encode()
+	h := t.hold
+	if !h.Held() {
+		h.HoldFor = s.sticky.holdFor.String()
+	}
+	held := encodeHold(released(h, s.op.now))
 	return []etcdkv.Op{etcdkv.Put(addrK, held), etcdkv.Put(s.holdK, held)}
 }
 
 // holdLease is a hold as an operator sees it.
 type holdLease struct {
-	h     holdRecord
+	h     alloc.Hold
 	scope alloc.Scope
 	kv    etcdkv.KV
 }

@@ -99,7 +99,7 @@ func (d *Disk) WriteHold(id string, h alloc.Hold) error {
 		return cnierr.IO("create", dir, err)
 	}
 	d.dirty = true
-	return d.replaceRecycled(d.holdPath(id), string(encodeHold(h)))
+	return d.replaceRecycled(d.holdPath(id), string(h.AppendJSON(make([]byte, 0, 192))))
 }
 
 // RemoveHold implements alloc.HoldStore.
