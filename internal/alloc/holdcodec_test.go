@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"testing"
 	"time"
-
 )
 
 // FuzzEncodeHold: the hand-written record encoder writes what

@@ -208,7 +208,9 @@ func (h Hold) For(key, ifname string) bool { return h.Key == key && h.IfName == 
 func (h Hold) Held() bool { return h.Owner == "" }
 
 // OwnedBy reports a reservation of container cid on node.
-func (h Hold) OwnedBy(node, cid string) bool { return h.Owner != "" && h.Owner == cid && h.Node == node }
+func (h Hold) OwnedBy(node, cid string) bool {
+	return h.Owner != "" && h.Owner == cid && h.Node == node
+}
 
 // owner names the reservation's attachment in messages.
 func (h Hold) owner() string {
