@@ -374,7 +374,7 @@ func KeyHolds(records []HoldRecord, key, ifname, where string) ([]HoldRecord, er
 			continue
 		}
 		if !e.Held() {
-			return nil, fmt.Errorf("sticky key %q in %s: %s is reserved by container %s; delete it first, or release the address (it becomes a hold), then the key", key, where, e.Address, e.Owner)
+			return nil, fmt.Errorf("sticky key %q in %s: %s is reserved by container %s; delete it first, or release the address (it becomes a hold), then the key", key, where, e.Address, e.owner())
 		}
 		found = append(found, e)
 	}

@@ -304,10 +304,9 @@ func (a *Admin) holds(f Filter) ([]Lease, error) {
 
 // ReleaseHold frees sticky key's holds for ifname (every interface when
 // "") in scope s now, whatever their expiry: each held address is freed
-// (its hold key and claim, each at the revision read). While a container
-// has the key's address it refuses, as for local state: that
-// container's DEL would hold the address again. It returns what it
-// released; none is an error.
+// (its hold key and claim, each at the revision read). Which, and when it
+// refuses, is the engine's rule for every store (alloc.KeyHolds). It
+// returns what it released.
 func (a *Admin) ReleaseHold(key, ifname string, s alloc.Scope, dryRun bool) ([]Lease, error) {
 	prefix := a.op.keys.holdScope(s)
 	if ifname != "" {
@@ -317,26 +316,26 @@ func (a *Admin) ReleaseHold(key, ifname string, s alloc.Scope, dryRun bool) ([]L
 	if err != nil {
 		return nil, err
 	}
+	// The engine's rule (alloc.KeyHolds) decides, over the hold keys read.
+	var records []alloc.HoldRecord
+	byKey := map[string]etcdkv.KV{}
+	for _, kv := range kvs {
+		if h, ok := decodeHold(kv.Value); ok {
+			records = append(records, alloc.HoldRecord{ID: string(kv.Key), Hold: h})
+			byKey[string(kv.Key)] = kv
+		}
+	}
+	found, err := alloc.KeyHolds(records, key, ifname, scopePath(s))
+	if err != nil {
+		return nil, err
+	}
 	var out []Lease
 	var txns []etcdkv.Txn
-	for _, kv := range kvs {
-		h, ok := decodeHold(kv.Value)
-		if !ok || h.Key != key || (ifname != "" && h.IfName != ifname) {
-			continue
-		}
-		if h.Owner != "" {
-			return nil, fmt.Errorf("sticky key %q in %s: %s is reserved by container %s on node %s; delete it first, or release the address",
-				key, scopePath(s), h.Address, h.Owner, h.Node)
-		}
-		hl := holdLease{h: h, scope: s, kv: kv}
-		l := hl.lease()
-		ip, _ := netip.ParseAddr(h.Address)
-		t := expireHold(string(kv.Key), a.op.keys.addrKey(s, ip), kv.ModRevision, a.op.keys.fullScope(s)+lastSegment(string(kv.Key)))
-		out = append(out, l)
-		txns = append(txns, t)
-	}
-	if len(out) == 0 {
-		return nil, fmt.Errorf("sticky key %q (interface %s) has no hold in %s", key, ifname, scopePath(s))
+	for _, e := range found {
+		kv := byKey[e.ID]
+		ip, _ := netip.ParseAddr(e.Address)
+		out = append(out, holdLease{h: e.Hold, scope: s, kv: kv}.lease())
+		txns = append(txns, expireHold(e.ID, a.op.keys.addrKey(s, ip), kv.ModRevision, a.op.keys.fullScope(s)+lastSegment(e.ID)))
 	}
 	if dryRun {
 		return out, nil
