@@ -62,14 +62,14 @@ func (al *Allocator) Allocate(a Attachment, rangeID int, rs addrspace.RangeSet, 
 }
 
 // AllocateShared reserves an address of rs for an owner that legitimately
-// holds many addresses of one range set at once, such as the Docker IPAM
+// owns many addresses of one range set at once, such as the Docker IPAM
 // driver (one owner per Docker pool, see internal/dockeripam): exactly
 // requested when it is valid, else the next free one. It is Allocate
 // without the duplicate check (for a CNI attachment a second address is a
 // duplicate ADD, 102; for such an owner it is the normal case), and all
 // or nothing: if the cursor cannot be moved, the reservation is undone
 // before the error is returned. Release such addresses one by one with
-// Rollback, never with Release, which frees everything the owner holds.
+// Rollback, never with Release, which frees everything the owner owns.
 // The store's Reserve refuses an owner that cannot be recorded.
 func (al *Allocator) AllocateShared(a Attachment, rangeID int, rs addrspace.RangeSet, requested netip.Addr, label string) (netip.Prefix, error) {
 	ip, r, err := al.reserve(a, rangeID, rs, requested, label)
@@ -155,7 +155,7 @@ func (al *Allocator) checkDuplicate(a Attachment, rs addrspace.RangeSet, label s
 	if al.ledger == nil {
 		return nil
 	}
-	held, err := heldBy(al.ledger, a)
+	held, err := ownedBy(al.ledger, a)
 	if err != nil {
 		return err
 	}

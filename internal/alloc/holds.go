@@ -190,7 +190,7 @@ func takeOver(hs HoldStore, e HoldRecord, a Attachment, holdFor time.Duration) e
 // then the record (the order takeOver's crash case already covers).
 func giveBack(hs HoldStore, e HoldRecord, a Attachment) error {
 	owner, ok, err := hs.Owner(e.Addr)
-	if err != nil || !ok || !a.Holds(owner) {
+	if err != nil || !ok || !a.Owns(owner) {
 		return err
 	}
 	if err := hs.Reassign(e.Addr, owner, HoldOwner(e.ID)); err != nil {

@@ -22,7 +22,7 @@ func cmdCheck(req *plugin.Request) error {
 		return err
 	}
 	if len(addrs) == 0 {
-		return op.checkHoldsAny(c.Scopes())
+		return op.checkOwnsAny(c.Scopes())
 	}
 	return op.check(addrs, placed)
 }
@@ -49,7 +49,7 @@ func (op *operation) check(addrs []netip.Addr, placed []alloc.Target) error {
 	return nil
 }
 
-func (op *operation) checkHoldsAny(scopes []alloc.Scope) error {
+func (op *operation) checkOwnsAny(scopes []alloc.Scope) error {
 	resp, err := op.readAttachment(scopes)
 	if err != nil {
 		return err

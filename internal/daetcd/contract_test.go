@@ -53,7 +53,7 @@ func (e etcdSubject) Del(c alloctest.Call, _ []netip.Addr) error {
 func (e etcdSubject) Check(c alloctest.Call, ips []netip.Addr) error {
 	op := e.op(c)
 	if len(ips) == 0 {
-		return op.checkHoldsAny([]alloc.Scope{contractScope})
+		return op.checkOwnsAny([]alloc.Scope{contractScope})
 	}
 	placed := make([]alloc.Target, len(ips))
 	for i := range placed {

@@ -24,7 +24,7 @@ func cmdCheck(req *plugin.Request) error {
 		return err
 	}
 	if len(addrs) == 0 {
-		return checkHoldsAny(req, c)
+		return checkOwnsAny(req, c)
 	}
 	perDir := map[string][]netip.Addr{}
 	for i, a := range addrs {
@@ -52,10 +52,10 @@ func cmdCheck(req *plugin.Request) error {
 	return nil
 }
 
-// checkHoldsAny is host-local's CHECK, for a runtime that sends no
+// checkOwnsAny is host-local's CHECK, for a runtime that sends no
 // addresses to verify: the attachment must hold some address in every
 // state directory the config allocates from (standalone: the network's).
-func checkHoldsAny(req *plugin.Request, c *config) error {
+func checkOwnsAny(req *plugin.Request, c *config) error {
 	if err := requireStateDirs(c.dirs(), c.attachment(req)); err != nil {
 		return err
 	}
@@ -66,7 +66,7 @@ func checkHoldsAny(req *plugin.Request, c *config) error {
 	defer st.close()
 	att := c.attachment(req)
 	for _, dir := range st.order {
-		ok, err := alloc.HoldsAny(st.disks[dir], att)
+		ok, err := alloc.OwnsAny(st.disks[dir], att)
 		if err != nil {
 			return err
 		}

@@ -140,7 +140,7 @@ func (d *Disk) Reserve(a alloc.Attachment, ip netip.Addr) (bool, error) {
 // ownership.
 func (d *Disk) Release(a alloc.Attachment, ip netip.Addr) (bool, error) {
 	owner, ok, err := d.Owner(ip)
-	if err != nil || !ok || !a.Holds(owner) {
+	if err != nil || !ok || !a.Owns(owner) {
 		return false, err
 	}
 	// Moving the file out of D is as atomic as unlinking it, and keeps

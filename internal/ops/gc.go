@@ -16,7 +16,7 @@ import (
 // (alloc.KeepSet) with the list of live attachments given by the
 // operator.
 type GCRequest struct {
-	Target
+	Location
 	Keep  []alloc.Attachment
 	Apply bool
 	// Node is a shared Backend's only and required there: the host whose
@@ -34,7 +34,7 @@ type GCRequest struct {
 // only the reservations recorded for that network are candidates, as in
 // that network's CNI GC; with --pool alone, every network's are.
 func (b Local) GC(r GCRequest) ([]Lease, error) {
-	d, err := b.existingDir(r.Target)
+	d, err := b.existingDir(r.Location)
 	if err != nil {
 		return nil, err
 	}

@@ -16,9 +16,9 @@ import (
 	"github.com/cniplugins/cniplugins/internal/pool"
 )
 
-// Target names a network or a pool (or, both set, a network's
+// Location names a network or a pool (or, both set, a network's
 // reservations in a pool).
-type Target struct {
+type Location struct {
 	Network string
 	Pool    string
 }
@@ -26,7 +26,7 @@ type Target struct {
 // Validate checks each name that is set, on its own: they become paths
 // in a data dir and key segments in etcd, so every backend applies the
 // same rules.
-func (t Target) Validate() error {
+func (t Location) Validate() error {
 	if t.Pool != "" {
 		if err := pool.ValidName("--pool", t.Pool); err != nil {
 			return err
@@ -41,7 +41,7 @@ func (t Target) Validate() error {
 // existingDir is t's state directory under the data dir (the pool's when
 // Pool is set, else the network's), which must exist: a plugin's Open
 // creates a missing state directory, an operator's typo must not.
-func (b Local) existingDir(t Target) (StateDir, error) {
+func (b Local) existingDir(t Location) (StateDir, error) {
 	if err := t.Validate(); err != nil {
 		return StateDir{}, err
 	}
@@ -62,7 +62,7 @@ func (b Local) existingDir(t Target) (StateDir, error) {
 
 // ReleaseRequest frees one reservation.
 type ReleaseRequest struct {
-	Target
+	Location
 	Addr      netip.Addr
 	Container string // when set, must be the owner's container ID exactly
 	IfName    string // when set (with Container), must be the owner's ifname
@@ -80,7 +80,7 @@ type ReleaseRequest struct {
 // and, when asked, held by the named container. It returns the lease as
 // it was. A dry run reads without the lock and changes nothing.
 func (b Local) Release(r ReleaseRequest) (Lease, error) {
-	d, err := b.existingDir(r.Target)
+	d, err := b.existingDir(r.Location)
 	if err != nil {
 		return Lease{}, err
 	}

@@ -79,7 +79,7 @@ func (e Engine) Check(c Call, ips []netip.Addr) error {
 		if len(ips) > 0 {
 			return alloc.Check(l, c.Att, ips)
 		}
-		owns, err := alloc.HoldsAny(l, c.Att)
+		owns, err := alloc.OwnsAny(l, c.Att)
 		if err == nil && !owns {
 			return cnierr.New(cnierr.CodeUnknownContainer, "attachment owns no address", "containerID=%s", c.Att.ContainerID)
 		}

@@ -79,7 +79,7 @@ func (m *MemStore) Owner(ip netip.Addr) (alloc.Attachment, bool, error) {
 
 // Release implements alloc.Ledger.
 func (m *MemStore) Release(a alloc.Attachment, ip netip.Addr) (bool, error) {
-	if owner, ok := m.res[ip]; !ok || !a.Holds(owner) {
+	if owner, ok := m.res[ip]; !ok || !a.Owns(owner) {
 		return false, nil
 	}
 	delete(m.res, ip)
