@@ -12,6 +12,7 @@ import (
 	"github.com/cniplugins/cniplugins/internal/addrspace"
 	"github.com/cniplugins/cniplugins/internal/cnierr"
 	"github.com/cniplugins/cniplugins/internal/netconf"
+	"github.com/cniplugins/cniplugins/internal/plugin"
 	"github.com/cniplugins/cniplugins/internal/pool"
 )
 
@@ -209,3 +210,10 @@ func (c *Config) PoolMode() bool { return c.Pools != nil }
 
 // DefinedPools lists, sorted, the pools of ipam.poolDefinitions.
 func (c *Config) DefinedPools() []string { return slices.Sorted(maps.Keys(c.PoolDefs)) }
+
+// Personality is an allocator of this engine named name: its commands,
+// its `cniplugins validate` check, and the CNI_ARGS every allocator
+// accepts (ArgKeys).
+func Personality(name, summary string, f plugin.Funcs, validate func(*netconf.Envelope) error) plugin.Personality {
+	return plugin.Personality{Name: name, Summary: summary, Funcs: f, ArgKeys: ArgKeys, Validate: validate}
+}

@@ -17,14 +17,7 @@ func cmdCheck(req *plugin.Request) error {
 	if err != nil {
 		return err
 	}
-	addrs, placed, err := alloc.CheckList(req.Conf, targets)
-	if err != nil {
-		return err
-	}
-	if len(addrs) == 0 {
-		return op.checkOwnsAny(c.Scopes())
-	}
-	return op.check(addrs, placed)
+	return alloc.CheckPrev(req.Conf, targets, func() error { return op.checkOwnsAny(c.Scopes()) }, op.check)
 }
 
 // check verifies that each address, placed in its target, is claimed by

@@ -19,13 +19,12 @@ func cmdCheck(req *plugin.Request) error {
 	if err != nil {
 		return err
 	}
-	addrs, placed, err := alloc.CheckList(req.Conf, targets)
-	if err != nil {
-		return err
-	}
-	if len(addrs) == 0 {
-		return checkOwnsAny(req, c)
-	}
+	return alloc.CheckPrev(req.Conf, targets, func() error { return checkOwnsAny(req, c) },
+		func(addrs []netip.Addr, placed []alloc.Target) error { return checkAddrs(req, c, addrs, placed) })
+}
+
+// checkAddrs verifies each address in the state directory of its target.
+func checkAddrs(req *plugin.Request, c *config, addrs []netip.Addr, placed []alloc.Target) error {
 	perDir := map[string][]netip.Addr{}
 	for i, a := range addrs {
 		dir := c.dir(placed[i].Scope)

@@ -28,13 +28,8 @@ const Name = "ipam-da-pools"
 
 // Personality returns ipam-da-pools.
 func Personality() plugin.Personality {
-	return plugin.Personality{
-		Name:     Name,
-		Summary:  "allocates one address per selected pool (or range set: a drop-in host-local) from local files under flock",
-		Funcs:    plugin.IPAMFuncs(cmdAdd, cmdDel, cmdCheck, cmdGC, cmdStatus),
-		ArgKeys:  alloc.ArgKeys,
-		Validate: validate,
-	}
+	return alloc.Personality(Name, "allocates one address per selected pool (or range set: a drop-in host-local) from local files under flock",
+		plugin.IPAMFuncs(cmdAdd, cmdDel, cmdCheck, cmdGC, cmdStatus), validate)
 }
 
 // validate is ADD's parse without the disk: standalone (ipam.type is this
