@@ -2,7 +2,6 @@ package ociimage
 
 import (
 	"encoding/json"
-	"fmt"
 	"io"
 	"os"
 	"time"
@@ -11,6 +10,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
+
+	"github.com/cniplugins/cniplugins/internal/install"
 )
 
 // Annotations that name the image when the archive is loaded:
@@ -54,21 +55,8 @@ func WriteArchive(idx v1.ImageIndex, s Spec, dst string) (v1.Hash, error) {
 	if err := p.WriteFile("manifest.json", manifest, 0o644); err != nil {
 		return v1.Hash{}, err
 	}
-	tmp := dst + ".tmp"
-	out, err := os.Create(tmp)
-	if err != nil {
+	if err := install.ReplaceFile(dst, 0o644, func(w io.Writer) error { return packDir(w, dir, s.Epoch) }); err != nil {
 		return v1.Hash{}, err
-	}
-	err = packDir(out, dir, s.Epoch)
-	if cerr := out.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, dst)
-	}
-	if err != nil {
-		_ = os.Remove(tmp)
-		return v1.Hash{}, fmt.Errorf("write %s: %w", dst, err)
 	}
 	return digest, nil
 }
