@@ -22,7 +22,7 @@
 # gzip -n (no name, no timestamp).
 #
 # The images are OCI image indexes (linux/amd64 and linux/arm64) in OCI
-# layout archives, built from the same binaries by tools/ociimage (see
+# layout archives, built from the same binaries by internal/tools/ociimage (see
 # internal/ociimage): one layer with the binary, one symlink per
 # personality and examples/, every timestamp the commit's.
 #
@@ -91,7 +91,7 @@ for arch in amd64 arm64; do
 done
 # The builder runs on this machine, whatever GOOS/GOARCH say.
 # shellcheck disable=SC2086 # the arguments have no spaces
-env -u GOOS -u GOARCH go run ./tools/ociimage -out "$dist" -version "$VERSION" -commit "$COMMIT" -epoch "$epoch" -examples examples $bins
+env -u GOOS -u GOARCH go run ./internal/tools/ociimage -out "$dist" -version "$VERSION" -commit "$COMMIT" -epoch "$epoch" -examples examples $bins
 [ -n "$tarballs" ] || exit 0
 files="$files cniplugins-$VERSION.oci.tar cniplugins-full-$VERSION.oci.tar"
 # shellcheck disable=SC2086 # the names have no spaces

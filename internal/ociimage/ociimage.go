@@ -6,7 +6,7 @@
 //
 // Reproducible: every timestamp is the commit's, entries are sorted, owner
 // and group are 0, modes are fixed, and gzip writes no name or time, so one
-// commit gives one digest. It is a build tool's library (tools/ociimage and
+// commit gives one digest. It is a build tool's library (internal/tools/ociimage and
 // the tests link it); neither binary does.
 package ociimage
 

@@ -5,7 +5,7 @@ import (
 	"testing"
 )
 
-// The image builder of `make image` (tools/ociimage, internal/ociimage and
+// The image builder of `make image` (internal/tools/ociimage, internal/ociimage and
 // go-containerregistry, which brings net/http and crypto) is a build
 // tool: neither binary may link it.
 func TestNoBinaryLinksTheImageBuilder(t *testing.T) {
