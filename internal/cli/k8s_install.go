@@ -45,8 +45,8 @@ Without --watch, exit (an init container). With --watch, stay: install the
 ConfigMap's files again every --interval when they change (a ConfigMap update
 swaps its ..data link), keep what is installed when an update does not
 validate, and exit 0 on SIGTERM, leaving everything installed.
-With --gc-cri (full flavour, with --watch), run gc --cri --apply against that
-runtime socket when the watch starts and every --gc-interval: every CNI
+With --gc-cri (full flavour), run gc --cri --apply against that runtime socket
+after the install, and with --watch every --gc-interval: every CNI
 reservation under --data-dir (or, with --etcd, among --node's claims) that no
 READY sandbox owns and that is older than --gc-min-age is released, each one
 logged.`,
@@ -68,9 +68,6 @@ logged.`,
 				if o.GC, err = f.k8sGC(cmd, &bf, criSocket, criTimeout, minAge); err != nil {
 					return err
 				}
-				if !o.Watch {
-					return errors.New("--gc-cri runs in the watch: add --watch")
-				}
 			}
 			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 			defer stop()
@@ -84,7 +81,7 @@ logged.`,
 	fl.StringVar(&o.Confs.NetDir, "net-dir", k8sNetDir, "the node's CNI configuration directory (net.d), as mounted")
 	fl.BoolVar(&o.Watch, "watch", false, "stay after installing: follow --conf-source, run the GC loop, exit on SIGTERM")
 	fl.DurationVar(&o.Interval, "interval", 10*time.Second, "with --watch: how often to look for changes in --conf-source")
-	usage := "with --watch: reconcile the node's reservations against this CRI runtime's live sandboxes (unix socket path or unix:// URL)"
+	usage := "reconcile the node's reservations against this CRI runtime's live sandboxes (unix socket path or unix:// URL)"
 	if f.CRI == nil {
 		usage += " (full flavour only: cniplugins-full)"
 	}

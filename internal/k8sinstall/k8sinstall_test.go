@@ -197,18 +197,23 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 }
 
 // Without Watch, Run installs the binary, its links and the ConfigMap's
-// files, and returns.
+// files, runs GC once (whose error is logged, not returned), and returns.
 func TestRunOnce(t *testing.T) {
 	binDir, netDir := filepath.Join(t.TempDir(), "bin"), t.TempDir()
 	cm := newConfigMap(t, map[string]string{"10-tenants.conflist": goodConf})
 	var log bytes.Buffer
+	gcRuns := 0
 	err := Run(context.Background(), Options{
 		Install: install.Options{Dir: binDir, Binary: binary(t, "v1"), Names: []string{"ipam-a", "ipam-b"}},
 		Confs:   Confs{Source: cm.dir, NetDir: netDir, Validate: validJSON},
+		GC:      func(io.Writer) error { gcRuns++; return fmt.Errorf("runtime away") },
 		Log:     &log,
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if gcRuns != 1 || !strings.Contains(log.String(), "gc: runtime away") {
+		t.Errorf("GC ran %d times, log %q; want once, its error logged", gcRuns, log.String())
 	}
 	if got := listDir(t, binDir); !slices.Equal(got, []string{"cniplugins", "ipam-a", "ipam-b"}) {
 		t.Errorf("bin dir holds %v", got)

@@ -22,7 +22,8 @@ type Options struct {
 	Interval time.Duration
 	// GC, when set (the full flavour's `gc --cri`), releases the node's
 	// leaked reservations and reports each one on the log; it runs once
-	// when the watch starts, then every GCInterval.
+	// after the install, then (with Watch) every GCInterval. Its errors
+	// are logged: they never undo or fail the install.
 	GC         func(log io.Writer) error
 	GCInterval time.Duration
 	// Log gets one line per change, error and GC report.
@@ -38,6 +39,12 @@ func Run(ctx context.Context, o Options) error {
 	if o.Log == nil {
 		o.Log = io.Discard
 	}
+	if o.Watch && o.Confs.Source != "" && o.Interval <= 0 {
+		return fmt.Errorf("invalid interval %s: want more than 0", o.Interval)
+	}
+	if o.Watch && o.GC != nil && o.GCInterval <= 0 {
+		return fmt.Errorf("invalid GC interval %s: want more than 0", o.GCInterval)
+	}
 	o.Install.Out = o.Log
 	if err := install.Run(o.Install); err != nil {
 		return err
@@ -45,27 +52,23 @@ func Run(ctx context.Context, o Options) error {
 	if err := o.installConfs(); err != nil {
 		return err
 	}
+	if o.GC != nil {
+		o.gc()
+	}
 	if !o.Watch {
 		return nil
 	}
 	var confTick, gcTick <-chan time.Time
 	if o.Confs.Source != "" {
-		if o.Interval <= 0 {
-			return fmt.Errorf("invalid interval %s: want more than 0", o.Interval)
-		}
 		t := time.NewTicker(o.Interval)
 		defer t.Stop()
 		confTick = t.C
 		fmt.Fprintf(o.Log, "watching %s every %s\n", o.Confs.Source, o.Interval)
 	}
 	if o.GC != nil {
-		if o.GCInterval <= 0 {
-			return fmt.Errorf("invalid GC interval %s: want more than 0", o.GCInterval)
-		}
 		t := time.NewTicker(o.GCInterval)
 		defer t.Stop()
 		gcTick = t.C
-		o.gc()
 	}
 	for {
 		select {
