@@ -15,45 +15,24 @@ import (
 
 	"github.com/cniplugins/cniplugins/internal/install"
 	"github.com/cniplugins/cniplugins/internal/ops"
+	"github.com/cniplugins/cniplugins/internal/testkit"
+	"github.com/cniplugins/cniplugins/internal/testkit/k8smanifest"
 )
 
-// configMap lays dir out as the kubelet mounts a ConfigMap: the keys are
-// symlinks through ..data to a timestamped directory, and an update
-// writes a new directory and swaps ..data to it.
-type configMap struct {
-	dir string
-	gen int
-}
-
-func newConfigMap(t *testing.T, files map[string]string) *configMap {
+// configMap mounts files as the kubelet mounts a ConfigMap.
+func newConfigMap(t *testing.T, files map[string]string) *k8smanifest.ConfigMapVolume {
 	t.Helper()
-	c := &configMap{dir: t.TempDir()}
-	c.update(t, files)
-	for name := range files {
-		if err := os.Symlink(filepath.Join("..data", name), filepath.Join(c.dir, name)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return c
-}
-
-func (c *configMap) update(t *testing.T, files map[string]string) {
-	t.Helper()
-	c.gen++
-	gen := fmt.Sprintf("..2026_11_26_13_00_%02d.%d", c.gen, c.gen)
-	if err := os.Mkdir(filepath.Join(c.dir, gen), 0o755); err != nil {
+	v, err := k8smanifest.NewConfigMapVolume(t.TempDir(), files)
+	if err != nil {
 		t.Fatal(err)
 	}
-	for name, body := range files {
-		if err := os.WriteFile(filepath.Join(c.dir, gen, name), []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	tmp := filepath.Join(c.dir, "..data_tmp")
-	if err := os.Symlink(gen, tmp); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Rename(tmp, filepath.Join(c.dir, "..data")); err != nil {
+	return v
+}
+
+// update swaps the ConfigMap's content.
+func update(t *testing.T, v *k8smanifest.ConfigMapVolume, files map[string]string) {
+	t.Helper()
+	if err := v.Update(files); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -78,20 +57,6 @@ func readFile(t *testing.T, path string) string {
 	return string(b)
 }
 
-// listDir is dir's names, sorted.
-func listDir(t *testing.T, dir string) []string {
-	t.Helper()
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var names []string
-	for _, e := range entries {
-		names = append(names, e.Name())
-	}
-	return names
-}
-
 // The ConfigMap's configuration files are installed under their names,
 // only when they differ; its other entries and net.d's other files are
 // never touched; an update that does not validate leaves the installed
@@ -103,7 +68,7 @@ func TestConfsInstall(t *testing.T) {
 	if err := os.WriteFile(other, []byte("someone else's"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	c := Confs{Source: cm.dir, NetDir: netDir, Validate: validJSON}
+	c := Confs{Source: cm.Dir, NetDir: netDir, Validate: validJSON}
 	written, err := c.Install()
 	if err != nil || !slices.Equal(written, []string{filepath.Join(netDir, "10-tenants.conflist")}) {
 		t.Fatalf("first install wrote %v (%v)", written, err)
@@ -120,12 +85,12 @@ func TestConfsInstall(t *testing.T) {
 	}
 
 	changed := strings.Replace(goodConf, "10.1.0.0/24", "10.2.0.0/24", 1)
-	cm.update(t, map[string]string{"10-tenants.conflist": changed, "README": "not a conf"})
+	update(t, cm, map[string]string{"10-tenants.conflist": changed, "README": "not a conf"})
 	if written, err := c.Install(); err != nil || len(written) != 1 || readFile(t, installed) != changed {
 		t.Errorf("after the update: wrote %v (%v), installed %q", written, err, readFile(t, installed))
 	}
 
-	cm.update(t, map[string]string{"10-tenants.conflist": "not json", "README": "not a conf"})
+	update(t, cm, map[string]string{"10-tenants.conflist": "not json", "README": "not a conf"})
 	written, err = c.Install()
 	if err == nil || !strings.Contains(err.Error(), "10-tenants.conflist not installed") || !strings.Contains(err.Error(), "not a JSON object") || len(written) != 0 {
 		t.Errorf("an invalid update: wrote %v, error %v; want nothing written and an error naming the file and the problem", written, err)
@@ -136,22 +101,22 @@ func TestConfsInstall(t *testing.T) {
 	if got := readFile(t, other); got != "someone else's" {
 		t.Errorf("another file of net.d changed: %q", got)
 	}
-	if got := listDir(t, netDir); !slices.Equal(got, []string{"05-other.conflist", "10-tenants.conflist"}) {
+	if got := testkit.DirNames(t, netDir); !slices.Equal(got, []string{"05-other.conflist", "10-tenants.conflist"}) {
 		t.Errorf("net.d holds %v", got)
 	}
 }
 
 func TestConfsRefuseOversizeAndSpecialFiles(t *testing.T) {
 	cm := newConfigMap(t, map[string]string{"10-big.conflist": "{" + strings.Repeat(" ", maxConfSize) + "}"})
-	if err := os.Mkdir(filepath.Join(cm.dir, "20-dir.conf"), 0o755); err != nil {
+	if err := os.Mkdir(filepath.Join(cm.Dir, "20-dir.conf"), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	netDir := t.TempDir()
-	written, err := Confs{Source: cm.dir, NetDir: netDir}.Install()
+	written, err := Confs{Source: cm.Dir, NetDir: netDir}.Install()
 	if err == nil || !strings.Contains(err.Error(), "larger than") || len(written) != 0 {
 		t.Errorf("wrote %v, error %v; want the oversize file refused", written, err)
 	}
-	if got := listDir(t, netDir); len(got) != 0 {
+	if got := testkit.DirNames(t, netDir); len(got) != 0 {
 		t.Errorf("net.d holds %v", got)
 	}
 }
@@ -205,7 +170,7 @@ func TestRunOnce(t *testing.T) {
 	gcRuns := 0
 	err := Run(context.Background(), Options{
 		Install: install.Options{Dir: binDir, Binary: binary(t, "v1"), Names: []string{"ipam-a", "ipam-b"}},
-		Confs:   Confs{Source: cm.dir, NetDir: netDir, Validate: validJSON},
+		Confs:   Confs{Source: cm.Dir, NetDir: netDir, Validate: validJSON},
 		GC:      func(io.Writer) error { gcRuns++; return fmt.Errorf("runtime away") },
 		Log:     &log,
 	})
@@ -215,7 +180,7 @@ func TestRunOnce(t *testing.T) {
 	if gcRuns != 1 || !strings.Contains(log.String(), "gc: runtime away") {
 		t.Errorf("GC ran %d times, log %q; want once, its error logged", gcRuns, log.String())
 	}
-	if got := listDir(t, binDir); !slices.Equal(got, []string{"cniplugins", "ipam-a", "ipam-b"}) {
+	if got := testkit.DirNames(t, binDir); !slices.Equal(got, []string{"cniplugins", "ipam-a", "ipam-b"}) {
 		t.Errorf("bin dir holds %v", got)
 	}
 	if readFile(t, filepath.Join(binDir, "ipam-a")) != "v1" || readFile(t, filepath.Join(netDir, "10-tenants.conflist")) != goodConf {
@@ -231,7 +196,7 @@ func TestRunOnce(t *testing.T) {
 	bad := newConfigMap(t, map[string]string{"10-bad.conflist": "nope"})
 	err = Run(context.Background(), Options{
 		Install: install.Options{Dir: binDir, Binary: binary(t, "v1"), Names: []string{"ipam-a", "ipam-b"}},
-		Confs:   Confs{Source: bad.dir, NetDir: netDir, Validate: validJSON},
+		Confs:   Confs{Source: bad.Dir, NetDir: netDir, Validate: validJSON},
 	})
 	if err == nil || !strings.Contains(err.Error(), "10-bad.conflist not installed") {
 		t.Errorf("an invalid ConfigMap: %v", err)
@@ -255,7 +220,7 @@ func TestRunWatch(t *testing.T) {
 	go func() {
 		done <- Run(ctx, Options{
 			Install:  install.Options{Dir: binDir, Binary: binary(t, "v1"), Names: []string{"ipam-a"}},
-			Confs:    Confs{Source: cm.dir, NetDir: netDir, Validate: validJSON},
+			Confs:    Confs{Source: cm.Dir, NetDir: netDir, Validate: validJSON},
 			Watch:    true,
 			Interval: 20 * time.Millisecond,
 			GC: func(w io.Writer) error {
@@ -272,9 +237,9 @@ func TestRunWatch(t *testing.T) {
 	installed := filepath.Join(netDir, "10-tenants.conflist")
 	waitFor(t, "the first install", func() bool { b, _ := os.ReadFile(installed); return string(b) == goodConf })
 	changed := strings.Replace(goodConf, "tenants", "tenants-2", 1)
-	cm.update(t, map[string]string{"10-tenants.conflist": changed})
+	update(t, cm, map[string]string{"10-tenants.conflist": changed})
 	waitFor(t, "the update to be installed", func() bool { b, _ := os.ReadFile(installed); return string(b) == changed })
-	cm.update(t, map[string]string{"10-tenants.conflist": "broken"})
+	update(t, cm, map[string]string{"10-tenants.conflist": "broken"})
 	waitFor(t, "the broken update to be refused", func() bool { return strings.Contains(log.String(), "the installed configuration stays") })
 	waitFor(t, "three GC passes", func() bool { mu.Lock(); defer mu.Unlock(); return runs >= 3 })
 	cancel()
@@ -289,7 +254,7 @@ func TestRunWatch(t *testing.T) {
 	if got := readFile(t, installed); got != changed {
 		t.Errorf("installed %q, want the last valid update", got)
 	}
-	if got := listDir(t, binDir); !slices.Equal(got, []string{"cniplugins", "ipam-a"}) {
+	if got := testkit.DirNames(t, binDir); !slices.Equal(got, []string{"cniplugins", "ipam-a"}) {
 		t.Errorf("after stopping, the bin dir holds %v", got)
 	}
 	if !strings.Contains(log.String(), "gc pass 1\n") || !strings.Contains(log.String(), "stopping") {

@@ -18,19 +18,14 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/cniplugins/cniplugins/internal/testkit"
+	"github.com/cniplugins/cniplugins/internal/testkit/k8smanifest"
 )
-
-func dir() string { return filepath.Join(testkit.RepoRoot(), "deploy", "kubernetes") }
 
 // decode reads one manifest strictly into v.
 func decode(t *testing.T, name string, v any) {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(dir(), name))
-	if err != nil {
+	if err := k8smanifest.Decode(name, v); err != nil {
 		t.Fatal(err)
-	}
-	if err := yaml.UnmarshalStrict(b, v); err != nil {
-		t.Fatalf("%s does not decode strictly: %v", name, err)
 	}
 }
 
@@ -67,7 +62,7 @@ func TestKustomization(t *testing.T) {
 	}
 	// Every manifest of the directory is a resource, and every resource
 	// is there.
-	files, err := filepath.Glob(filepath.Join(dir(), "*.yaml"))
+	files, err := filepath.Glob(filepath.Join(k8smanifest.Dir(), "*.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
