@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -27,42 +26,25 @@ import (
 // the DaemonSet runs it.
 const imageRepo = "cnpcri.test/cniplugins-full"
 
-// testImages caches each version's image archive: built once per run.
-var testImages = struct {
-	sync.Mutex
-	archives map[string]string
-}{archives: map[string]string{}}
-
 // imageOf builds the full flavour's image of binary, tagged version, with
 // the builder of `make image` (for this machine's architecture only), and
 // returns its archive. The test binaries keep their symbol table; nothing
 // else differs from the release's.
 func imageOf(t *testing.T, binary, version string) string {
 	t.Helper()
-	testImages.Lock()
-	defer testImages.Unlock()
-	if a, ok := testImages.archives[version]; ok {
-		return a
-	}
-	names := personalities(t, binary)
 	s := ociimage.Spec{
 		Repository: imageRepo, Version: version, Commit: "test", Epoch: time.Unix(0, 0),
-		Binaries: map[string]string{runtime.GOARCH: binary}, Names: names,
+		Binaries: map[string]string{runtime.GOARCH: binary}, Names: personalities(t, binary),
 		Examples: filepath.Join(testkit.RepoRoot(), "examples"),
 	}
 	idx, err := ociimage.Build(s)
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir, err := os.MkdirTemp("", "cnpcri-image-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	archive := filepath.Join(dir, version+".oci.tar")
+	archive := filepath.Join(t.TempDir(), version+".oci.tar")
 	if _, err := ociimage.WriteArchive(idx, s, archive); err != nil {
 		t.Fatal(err)
 	}
-	testImages.archives[version] = archive
 	return archive
 }
 
