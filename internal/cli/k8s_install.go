@@ -89,7 +89,7 @@ logged.`,
 	fl.DurationVar(&o.GCInterval, "gc-interval", time.Hour, "with --gc-cri: time between two reconciles")
 	fl.DurationVar(&minAge, "gc-min-age", ops.DefaultMinAge, "with --gc-cri: release only reservations older than this (an ADD in flight is younger)")
 	fl.DurationVar(&criTimeout, "gc-cri-timeout", 10*time.Second, "with --gc-cri: how long to wait for the runtime's answer")
-	bf.add(c, f.Etcd, true, "with --gc-cri: this node's name, whose claims are reconciled (required with --etcd)")
+	bf.add(c, f.Etcd, true, "this node's name, whose claims --gc-cri reconciles (required)")
 	return c
 }
 
