@@ -124,6 +124,9 @@ type Record struct {
 	// (DEL, GC, an operator's) needs to turn it into a hold.
 	StickyKey string `json:"stickyKey,omitempty"`
 	HoldFor   string `json:"holdFor,omitempty"`
+	// Released marks the fence a release leaves in the index key (see
+	// fence.go): no address, nothing held.
+	Released bool `json:"released,omitempty"`
 }
 
 // ownerPrefix is how every record of this owner and address begins: the
@@ -166,8 +169,12 @@ func (r Record) attachment() alloc.Attachment {
 	return alloc.Attachment{ContainerID: r.ContainerID, IfName: r.IfName, Network: r.Network}
 }
 
-// cancelled reports a failed ADD's marker.
+// cancelled reports a record without an address: a failed ADD's marker,
+// or a release's fence (released).
 func (r Record) cancelled() bool { return r.Address == "" }
+
+// released reports the fence a release leaves (fence.go).
+func (r Record) released() bool { return r.Released }
 
 // owns reports whether the record is this attachment's on this node and
 // network: who may release or check it.

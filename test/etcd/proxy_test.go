@@ -57,13 +57,13 @@ func (r request) putsUnder(s string) bool {
 type faultKind int
 
 const (
-	pass       faultKind = iota
-	hold                 // never answer; deliver when release is closed, if it is
-	delay                // deliver after d, then answer
-	loseAnswer           // deliver, then cut the connection instead of answering
-	reset                // cut the connection without delivering
-	answerOwn            // answer status/body without delivering
-	capAnswer            // deliver; an answer over 4 MiB becomes the error of etcd 3.4's gateway before 3.4.17
+	pass       faultKind = iota // deliver and answer; a rule's applied closes once the first answer came
+	hold                        // never answer; deliver when release is closed, if it is
+	delay                       // deliver after d, then answer
+	loseAnswer                  // deliver, then cut the connection instead of answering
+	reset                       // cut the connection without delivering
+	answerOwn                   // answer status/body without delivering
+	capAnswer                   // deliver; an answer over 4 MiB becomes the error of etcd 3.4's gateway before 3.4.17
 )
 
 // rule applies its fault to the next n requests that match (n = 0: all).
@@ -74,9 +74,9 @@ type rule struct {
 	d       time.Duration
 	status  int
 	body    string
-	arrived chan struct{} // closed when the first request matched (hold)
+	arrived chan struct{} // closed when the first request matched (hold, pass)
 	release chan struct{} // close to deliver the held requests late
-	applied chan struct{} // closed once a held request was delivered
+	applied chan struct{} // closed once a held request was delivered (pass: once the member answered it)
 
 	hits int
 }
@@ -189,7 +189,13 @@ func (p *faultProxy) serve(w http.ResponseWriter, hr *http.Request) {
 		_, _ = w.Write([]byte(r.body))
 		return
 	}
+	if kind == pass && first {
+		close(r.arrived)
+	}
 	status, data, err := p.deliver(hr, body)
+	if kind == pass && first {
+		close(r.applied)
+	}
 	if err != nil {
 		cut(w)
 		return
