@@ -431,6 +431,9 @@ func (f *Fake) rangeOp(q rangeReq) respMap {
 func (f *Fake) header() header { return header{"revision": strconv.FormatInt(f.rev, 10)} }
 
 func (f *Fake) revoke(id int64) {
+	if id == 0 {
+		return
+	}
 	delete(f.leases, id)
 	changed := false
 	for k, v := range f.kvs {
