@@ -103,9 +103,9 @@ func (m *memory) avoid(ep string, now time.Time, d time.Duration) {
 
 // update applies change to this exec's memory and to the file's current
 // contents, which it then writes whole (rename), readable by root alone:
-// it holds a token. An exclusive lock on a file beside it orders
-// concurrent updates; without one (any failure) the change is this
-// exec's alone.
+// it holds a token. An exclusive lock on one file in the directory (for
+// every cluster's file: updates are rare and short) orders concurrent
+// updates; without it (any failure) the change is this exec's alone.
 func (m *memory) update(change func(*memory)) {
 	change(m)
 	if m.path == "" {
@@ -115,7 +115,7 @@ func (m *memory) update(change func(*memory)) {
 	if os.MkdirAll(dir, 0o700) != nil {
 		return
 	}
-	lock, err := os.OpenFile(m.path+".lock", os.O_CREATE|os.O_RDWR, 0o600)
+	lock, err := os.OpenFile(filepath.Join(dir, ".lock"), os.O_CREATE|os.O_RDWR, 0o600)
 	if err != nil {
 		return
 	}
