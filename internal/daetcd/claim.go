@@ -93,9 +93,10 @@ func (s *claimStore) Reserve(_ alloc.Attachment, ip netip.Addr) (bool, error) {
 		readHold = []etcdkv.Op{etcdkv.Get(s.holdK)}
 	}
 	for try := 0; try < 8; try++ {
-		// TxnOnce: its condition (keys absent) is true again after a
-		// DEL, so a late copy would claim an address for a gone
-		// container; it is never sent twice.
+		// TxnOnce: its condition (keys absent) is what this ADD's own
+		// fence or undo changes, so a second copy could claim after
+		// them; it is never sent twice. A copy that etcd applies after
+		// the attachment's DEL finds the release's fence (fence.go).
 		// A sticky claim also requires its hold key absent (or the
 		// hold it takes over unchanged) and puts it; its Else reads it.
 		holders := append([]etcdkv.Op{etcdkv.Get(addrK), etcdkv.Get(slotK), etcdkv.Get(op.keys.nodeKey(op.node))}, readHold...)

@@ -30,21 +30,50 @@ func (op *operation) del(req *plugin.Request, scopes []alloc.Scope) error {
 		return err
 	}
 	var txns []etcdkv.Txn
+	fenced := false
 	for i, s := range scopes {
 		for _, kv := range resp.KVs(i) {
 			// The index key is the attachment's on this node; in a pool
 			// shared by several networks it must also be this network's.
 			// A fence is what an earlier release left: nothing to free.
-			if r, ok := decodeRecord(kv.Value); ok && (r.Network != op.network || r.released()) {
+			r, ok := decodeRecord(kv.Value)
+			if ok && r.Network != op.network {
+				continue
+			}
+			if ok && r.released() {
+				fenced = true
 				continue
 			}
 			txns = append(txns, op.release(s, kv, true))
 		}
 	}
-	if len(txns) == 0 {
-		return nil
+	if len(txns) == 0 && !fenced {
+		return op.fenceUnknown(req)
 	}
 	return op.commit(txns, op.touch())
+}
+
+// fenceUnknown is DEL of an attachment that holds nothing here: it fences
+// the index keys its config places, while they are absent. A failed ADD
+// whose fence and undo etcd refused (no quorum for the rest of its time)
+// leaves nothing, and its claim may still be in flight: it must not
+// commit after the runtime's DEL for that ADD. A config without ranges
+// places no key: nothing is written.
+func (op *operation) fenceUnknown(req *plugin.Request) error {
+	c, err := alloc.Parse(req.Conf, req.CNIArgs, true)
+	if err != nil {
+		return nil
+	}
+	targets, err := c.AddTargets()
+	if err != nil {
+		return nil
+	}
+	var txns []etcdkv.Txn
+	for _, t := range targets {
+		slotK := op.slotKey(t.Scope, t.RangeID)
+		txns = append(txns, etcdkv.Txn{If: []etcdkv.Cmp{etcdkv.Absent(slotK)}, Then: []etcdkv.Op{op.retire(slotK, op.record(t.Scope, "", ""))}})
+	}
+	return op.commit(txns)
 }
 
 // delFromPrev is DEL in one round trip when prevResult lists the

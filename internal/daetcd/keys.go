@@ -20,7 +20,8 @@ import (
 //	ip/net/<network>/<address>                  (standalone: the network is the scope)
 //	node/<node>/<scope>/<containerID>/<ifname>/<slot>
 //	                                            the attachment's index key, one per
-//	                                            range set (slot = its index) or pool (0)
+//	                                            range set (slot = its index) or pool (0);
+//	                                            after a release, its fence (fence.go)
 //	sticky/<scope>/<StickyID>/<slot>            a sticky key's hold (sticky.go)
 //	full/<scope>/<slot>                         an ADD found that range set or pool full
 //	                                            (empty: an address was freed since)

@@ -116,3 +116,27 @@ func runningMember(t *testing.T) *etcdtest.Member {
 	t.Fatal("no member answers")
 	return nil
 }
+
+// TestUnknownAttachmentDelFences: an ADD's claim is held on its way, and
+// etcd refuses both the ADD's fence and its undo, so the ADD fails and
+// leaves nothing in etcd while its claim is still in flight. The
+// runtime's DEL for the failed ADD finds nothing to free; it fences the
+// index key all the same, and the claim, delivered after it, claims
+// nothing.
+func TestUnknownAttachmentDelFences(t *testing.T) {
+	needCluster(t)
+	ps := proxies(t)[:2]
+	h := newHost(t, nodeFirst("undo-refused", 0, 2))
+	conf := through(t, h, urls(ps...), "2s", sharedPool("10.214.54.0/24"))
+	held := ps[0].on(claimPut, hold, 1)
+	ps[1].on(func(r request) bool { return r.txn() && r.putsUnder("/node/") && !r.putsUnder("/ip/") }, answerOwn, 2).
+		answering(400, gatewayError(3, "etcdserver: injected refusal"))
+	e := wantCode(t, run1("ADD", "c1", conf), 5)
+	t.Logf("ADD: %s (%s)", e.Msg, e.Details)
+	waitFor(t, held.arrived, time.Second, "the claim's first copy")
+	mustRun(t, "DEL", "c1", conf)
+	close(held.release)
+	waitFor(t, held.applied, 5*time.Second, "the late claim's delivery")
+	wantNoKeys(t)
+	wantFencesExpire(t, 1)
+}
