@@ -5,6 +5,7 @@
 #   make unit      the unit tests alone: no root, no daemons, seconds
 #   make lint      gofmt, go vet, staticcheck
 #   make bench     the benchmark harness (see bench/)
+#   make chaos     the etcd chaos test for CHAOSTIME per seed (CHAOSSEEDS)
 #   make fuzz      every fuzz target for FUZZTIME each
 #   make release   reproducible tarballs and images in dist/
 #   make image     the OCI images alone (lean and full, amd64 and arm64)
@@ -116,6 +117,16 @@ bench:
 	go run ./bench -out bench/results $(BENCHFLAGS)
 	go run ./bench/fullflavour -out bench/results $(FULLBENCHFLAGS)
 	go test -count=1 ./test/cri -run TestRunPodSandboxLatency -cri.n $(CRIBENCHN) -cri.out $(CURDIR)/bench/results/CRI.md
+
+# The etcd chaos test (test/etcd TestChaos) for longer than `make test`
+# runs it: faults for CHAOSTIME per seed, CHAOSSEEDS one after the other.
+CHAOSTIME ?= 10m
+CHAOSSEEDS ?= 1,2,3
+
+.PHONY: chaos
+chaos:
+	scripts/test-deps.sh
+	go test -count=1 -timeout 0 -v ./test/etcd -run '^TestChaos$$' -chaos.time $(CHAOSTIME) -chaos.seeds $(CHAOSSEEDS)
 
 # Fuzzing: every FuzzXxx target for FUZZTIME each (see scripts/fuzz.sh);
 # `make test` runs each for FUZZRUNS inputs.
