@@ -8,27 +8,36 @@ import (
 	"github.com/cniplugins/cniplugins/internal/alloc"
 	"github.com/cniplugins/cniplugins/internal/alloc/alloctest"
 	"github.com/cniplugins/cniplugins/internal/etcdkv"
+	"github.com/cniplugins/cniplugins/internal/etcdkv/etcdkvfake"
 )
 
 // The etcd store under the engine's contract: each call is one
-// operation of node-a, as an exec of the plugin would make it.
+// operation of node-a, as an exec of the plugin would make it; over the
+// in-memory etcd (no etcd binary), and once more over a real cluster.
 func TestStoreContract(t *testing.T) {
+	alloctest.RunStoreContract(t, alloctest.Caps{}, func(t *testing.T) alloctest.Subject {
+		return etcdSubject{t: t, endpoints: []string{etcdkvfake.New(t).URL()}, prefix: "/contract/"}
+	})
+}
+
+func TestStoreContractOnACluster(t *testing.T) {
 	needCluster(t)
 	alloctest.RunStoreContract(t, alloctest.Caps{}, func(t *testing.T) alloctest.Subject {
-		return etcdSubject{t: t, prefix: "/contract-test/" + t.Name() + "/"}
+		return etcdSubject{t: t, endpoints: cluster.Endpoints(), prefix: "/contract-test/" + t.Name() + "/"}
 	})
 }
 
 type etcdSubject struct {
-	t      *testing.T
-	prefix string
+	t         *testing.T
+	endpoints []string
+	prefix    string
 }
 
 // contractScope is alloctest's: the pool every target is in.
 var contractScope = alloc.Scope{Pool: "p"}
 
 func (e etcdSubject) op(c alloctest.Call) *operation {
-	cl := etcdkv.New(etcdkv.Config{Endpoints: cluster.Endpoints(), Timeout: 10 * time.Second})
+	cl := etcdkv.New(etcdkv.Config{Endpoints: e.endpoints, Timeout: 10 * time.Second})
 	return &operation{cl: cl, keys: layout{prefix: e.prefix}, node: "node-a", machine: "contract-machine", hostname: "h",
 		network: c.Att.Network, cid: c.Att.ContainerID, ifname: c.Att.IfName, now: c.Now}
 }
@@ -47,7 +56,11 @@ func (e etcdSubject) Add(c alloctest.Call, targets []alloc.Target) ([]netip.Pref
 }
 
 func (e etcdSubject) Del(c alloctest.Call, _ []netip.Addr) error {
-	return e.op(c).del([]alloc.Scope{contractScope})
+	op := e.op(c)
+	return op.fenced(func() error {
+		_, err := op.delRead([]alloc.Scope{contractScope})
+		return err
+	})
 }
 
 func (e etcdSubject) Check(c alloctest.Call, ips []netip.Addr) error {
@@ -68,7 +81,7 @@ func (e etcdSubject) GC(live []alloc.Attachment, now time.Time) error {
 }
 
 func (e etcdSubject) admin(now time.Time) *Admin {
-	a, err := NewAdmin(AdminConfig{Endpoints: cluster.Endpoints(), Prefix: e.prefix})
+	a, err := NewAdmin(AdminConfig{Endpoints: e.endpoints, Prefix: e.prefix})
 	if err != nil {
 		e.t.Fatal(err)
 	}

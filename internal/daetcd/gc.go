@@ -14,10 +14,11 @@ import (
 
 // cmdGC (spec 1.1) releases this node's claims of this network whose
 // attachment is not in cni.dev/valid-attachments (alloc.KeepSet, the
-// rule every GC follows), failed ADDs' markers included. It reads this
-// node's index keys of each scope, page by page, so another node's claims
-// are never even looked at, and it frees nothing unless the node is this
-// machine (node.go). It keeps going after errors.
+// rule every GC follows), failed ADDs' markers included, leaving fences
+// as DEL does (fence.go). It reads this node's index keys of each scope,
+// page by page, so another node's claims are never even looked at, and it
+// frees nothing unless the node is this machine (node.go). It keeps going
+// after errors.
 func cmdGC(req *plugin.Request) error {
 	c, op, err := begin(req, false) // GC has no attachment: op's is empty
 	if err != nil {
@@ -31,7 +32,8 @@ func cmdGC(req *plugin.Request) error {
 }
 
 // gc releases this node's claims of the operation's network in scopes
-// that keep rejects, and the network's expired holds there.
+// that keep rejects, leaving fences, and the network's expired holds
+// there.
 func (op *operation) gc(scopes []alloc.Scope, keep alloc.KeepSet) error {
 	node, err := op.cl.Read(etcdkv.Get(op.keys.nodeKey(op.node)))
 	if err != nil {
@@ -41,6 +43,11 @@ func (op *operation) gc(scopes []alloc.Scope, keep alloc.KeepSet) error {
 	if err := op.ensureNode(kv, found); err != nil {
 		return err
 	}
+	return op.fenced(func() error { return op.collect(scopes, keep) })
+}
+
+// collect is gc's releases, under the host's lease for fences.
+func (op *operation) collect(scopes []alloc.Scope, keep alloc.KeepSet) error {
 	var errs []error
 	for _, s := range scopes {
 		kvs, err := op.cl.List(op.keys.nodeScope(op.node, s), false)
@@ -52,7 +59,7 @@ func (op *operation) gc(scopes []alloc.Scope, keep alloc.KeepSet) error {
 		marks := unmark{}
 		for _, kv := range kvs {
 			r, ok := decodeRecord(kv.Value)
-			if !ok || r.Network != op.network || keep.Keeps(r.attachment()) {
+			if !ok || r.released() || r.Network != op.network || keep.Keeps(r.attachment()) {
 				continue
 			}
 			txns = append(txns, op.release(s, kv, false))
