@@ -65,26 +65,37 @@ func newSide(plugin string, conf func([]map[string]string) map[string]any) *side
 	return &side{plugin: plugin, conf: conf, live: map[string]liveAtt{}, held: map[string]netip.Addr{}}
 }
 
+// usable are diffNet's addresses an allocator may hand out.
+func usable() []netip.Addr {
+	var out []netip.Addr
+	for a := netip.MustParseAddr("10.214.90.2"); diffNet.Contains(a.Next()); a = a.Next() {
+		out = append(out, a)
+	}
+	return out
+}
+
 // ranges is the range set without the dropped addresses: one range per
 // run of addresses left.
 func (s *side) ranges() []map[string]string {
 	var out []map[string]string
-	var start netip.Addr
-	for a := netip.MustParseAddr("10.214.90.2"); a.Compare(netip.MustParseAddr("10.214.90.7")) < 0; a = a.Next() {
-		if slices.Contains(s.dropped, a) || a == netip.MustParseAddr("10.214.90.6").Next() {
-			if start.IsValid() {
-				out = append(out, map[string]string{"subnet": diffNet.String(), "rangeStart": start.String(), "rangeEnd": a.Prev().String(), "gateway": "10.214.90.1"})
-				start = netip.Addr{}
-			}
+	var start, last netip.Addr
+	flush := func() {
+		if start.IsValid() {
+			out = append(out, map[string]string{"subnet": diffNet.String(), "rangeStart": start.String(), "rangeEnd": last.String(), "gateway": "10.214.90.1"})
+		}
+		start = netip.Addr{}
+	}
+	for _, a := range usable() {
+		if slices.Contains(s.dropped, a) {
+			flush()
 			continue
 		}
 		if !start.IsValid() {
 			start = a
 		}
+		last = a
 	}
-	if start.IsValid() {
-		out = append(out, map[string]string{"subnet": diffNet.String(), "rangeStart": start.String(), "rangeEnd": "10.214.90.6", "gateway": "10.214.90.1"})
-	}
+	flush()
 	return out
 }
 
@@ -101,15 +112,6 @@ func (s *side) taken(a netip.Addr) bool {
 		}
 	}
 	return slices.Contains(s.dropped, a)
-}
-
-func (s *side) keyOwner(key string) (string, bool) {
-	for cid, l := range s.live {
-		if l.key == key && key != "" {
-			return cid, true
-		}
-	}
-	return "", false
 }
 
 // step is one operation, the same on both sides.
@@ -348,7 +350,7 @@ func (s *side) release(cid string) {
 // freeOfBoth is the lowest address free in s and in other; the zero
 // Addr when there is none (the ADD then asks for nothing).
 func (s *side) freeOfBoth(other *side) netip.Addr {
-	for a := netip.MustParseAddr("10.214.90.2"); a.Compare(netip.MustParseAddr("10.214.90.7")) < 0; a = a.Next() {
+	for _, a := range usable() {
 		if !s.taken(a) && !other.taken(a) {
 			return a
 		}
