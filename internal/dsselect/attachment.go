@@ -8,6 +8,7 @@ import (
 
 	"github.com/cniplugins/cniplugins/internal/cnierr"
 	"github.com/cniplugins/cniplugins/internal/netconf"
+	"github.com/cniplugins/cniplugins/internal/pool"
 )
 
 // What runtimes pass, by name. containerd's CRI plugin and CRI-O set the
@@ -24,6 +25,13 @@ const (
 	annotationIP    = "cniplugins.io/ip"
 
 	annotationsField = `runtimeConfig["` + podAnnotationsCap + `"]`
+
+	// maxListed bounds every list an attachment presents (the pools it
+	// asks for, the addresses it requests): a selection holds at most
+	// pool.MaxPerAttachment pools and one address per pool, so a longer
+	// list could never be granted, and refusing it after reading that many
+	// entries keeps the work of a hostile annotation or args.cni small.
+	maxListed = pool.MaxPerAttachment
 )
 
 // attachment is what one invocation says about the thing being attached,
@@ -94,7 +102,11 @@ func normalise(ifname string, cniArgs []netconf.CNIArg, conf *netconf.Envelope) 
 		}
 	}
 	if v, ok := a.annotations[annotationPools]; ok {
-		for _, name := range splitList(v) {
+		names, err := splitList(fmt.Sprintf(`%s["%s"]`, annotationsField, annotationPools), v)
+		if err != nil {
+			return a, err
+		}
+		for _, name := range names {
 			a.choice = appendAsked(a.choice, askedPool{name, "annotation " + annotationPools})
 		}
 	}
@@ -102,7 +114,11 @@ func normalise(ifname string, cniArgs []netconf.CNIArg, conf *netconf.Envelope) 
 		a.choice = appendAsked(a.choice, askedPool{name, "args.cni.pools"})
 	}
 	if v, ok := a.annotations[annotationIP]; ok {
-		for _, s := range splitList(v) {
+		ips, err := splitList(fmt.Sprintf(`%s["%s"]`, annotationsField, annotationIP), v)
+		if err != nil {
+			return a, err
+		}
+		for _, s := range ips {
 			ip, err := netip.ParseAddr(s)
 			if err != nil || ip.Zone() != "" {
 				return a, cnierr.InvalidConfig(fmt.Sprintf(`%s["%s"]`, annotationsField, annotationIP), s, "not an IP address")
@@ -127,6 +143,9 @@ func (a *attachment) readCNISection(raw json.RawMessage) ([]string, error) {
 	if err := netconf.Decode(raw, "args.cni", &all); err != nil {
 		return nil, err
 	}
+	if len(typed.Pools) > maxListed {
+		return nil, tooMany("args.cni.pools", fmt.Sprintf("%d names", len(typed.Pools)))
+	}
 	for i, l := range typed.Labels {
 		if l.Key == "" {
 			return nil, cnierr.InvalidConfig(fmt.Sprintf("args.cni.labels[%d].key", i), `""`, "empty label key")
@@ -146,6 +165,8 @@ func (a *attachment) readCNISection(raw json.RawMessage) ([]string, error) {
 	return typed.Pools, nil
 }
 
+// appendAsked adds p unless list asks for its pool already: a linear scan,
+// which the lists' bound (maxListed each) keeps small.
 func appendAsked(list []askedPool, p askedPool) []askedPool {
 	for _, q := range list {
 		if q.name == p.name {
@@ -155,15 +176,29 @@ func appendAsked(list []askedPool, p askedPool) []askedPool {
 	return append(list, p)
 }
 
-// splitList splits a comma-separated annotation value, dropping blanks.
-func splitList(s string) []string {
+// splitList splits a comma-separated annotation value, dropping blanks;
+// more than maxListed entries is code 7 naming field, found without
+// reading past the first entry too many.
+func splitList(field, s string) ([]string, error) {
 	var out []string
-	for _, part := range strings.Split(s, ",") {
-		if part = strings.TrimSpace(part); part != "" {
-			out = append(out, part)
+	for rest := s; rest != ""; {
+		var part string
+		part, rest, _ = strings.Cut(rest, ",")
+		if part = strings.TrimSpace(part); part == "" {
+			continue
 		}
+		if len(out) == maxListed {
+			return nil, tooMany(field, fmt.Sprintf("%d bytes", len(s)))
+		}
+		out = append(out, part)
 	}
-	return out
+	return out, nil
+}
+
+// tooMany is the refusal of a list longer than maxListed; size says how
+// long it was, never what it holds, which can be large.
+func tooMany(field, size string) error {
+	return cnierr.InvalidConfig(field, size, fmt.Sprintf("more than %d entries", maxListed))
 }
 
 // presented describes the attachment for code 103's details: what a
