@@ -38,13 +38,14 @@ const (
 // in one shape whatever runtime sent it. Rules match against this alone,
 // so each runtime's quirks live in normalise and nowhere else.
 type attachment struct {
-	namespace string // K8S_POD_NAMESPACE, else NOMAD_NAMESPACE
+	namespace string // namespaceOf: the runtime's namespace key
 	podName   string // K8S_POD_NAME (podman: the container name)
 	ifname    string // CNI_IFNAME
 
 	// args is CNI_ARGS plus the string values of args.cni (Multus
 	// cni-args); a CNI_ARGS key wins, since the runtime sets those and the
-	// pod's author sets args.cni.
+	// pod's author sets args.cni. The identity keys (identityKeys) come
+	// from CNI_ARGS alone.
 	args        map[string]string
 	labels      map[string]string // args.cni.labels (CONVENTIONS.md)
 	annotations map[string]string // the pod-annotations capability
@@ -71,14 +72,20 @@ type cniSection struct {
 // normalise reads the attachment out of CNI_IFNAME, CNI_ARGS, args.cni and
 // runtimeConfig. Malformed input of the config (a label that is not a
 // key/value object, an unparsable cniplugins.io/ip) is code 7 naming it.
+// Who the attachment is (identityKeys) is never the pod author's to say:
+// a second, different value of one of those keys is code 7 naming both
+// (conflicting), wherever it comes from.
 func normalise(ifname string, cniArgs []netconf.CNIArg, conf *netconf.Envelope) (attachment, error) {
 	a := attachment{ifname: ifname, args: map[string]string{}}
 	for _, kv := range cniArgs {
+		if old, set := a.args[kv.Key]; set && old != kv.Value && isIdentityKey(kv.Key) {
+			return a, conflicting("CNI_ARGS "+kv.Key, old, "CNI_ARGS "+kv.Key, kv.Value)
+		}
 		a.args[kv.Key] = kv.Value // the last assignment wins, as in netconf.Lookup
 	}
-	a.namespace = a.args[argNamespace]
-	if a.namespace == "" {
-		a.namespace = a.args[argNomadNamespace]
+	var err error
+	if a.namespace, err = namespaceOf(a.args, namespaceFromEither); err != nil {
+		return a, err
 	}
 	a.podName = a.args[argPodName]
 
@@ -155,12 +162,17 @@ func (a *attachment) readCNISection(raw json.RawMessage) ([]string, error) {
 		}
 		a.labels[l.Key] = l.Value
 	}
-	for k, v := range all {
+	for _, k := range sortedKeys(all) {
 		var s string
-		if _, set := a.args[k]; set || json.Unmarshal(v, &s) != nil {
-			continue // CNI_ARGS wins; non-strings are not arguments
+		if json.Unmarshal(all[k], &s) != nil {
+			continue // non-strings are not arguments
 		}
-		a.args[k] = s
+		if isIdentityKey(k) && s != a.args[k] {
+			return nil, conflicting("args.cni."+k, s, "CNI_ARGS "+k, a.args[k])
+		}
+		if _, set := a.args[k]; !set {
+			a.args[k] = s // CNI_ARGS wins
+		}
 	}
 	return typed.Pools, nil
 }
