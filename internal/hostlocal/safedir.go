@@ -32,38 +32,35 @@ const (
 	modePrivate    = 0o600 // lock, index buckets, stamp
 )
 
-// unsafeDir is code 7: a directory that someone other than the user
-// the plugin runs as could change (or a symbolic link, or not a
-// directory), refused before anything is read or written below it. (A
-// file where a directory belongs is code 5, as any ENOTDIR.)
-func unsafeDir(path, reason string) error {
+// unsafeDir is code 7: a directory (or the lock file) that someone other
+// than uid, the user the plugin runs as, could change, or a symbolic link,
+// refused before anything is read or written below it. (A file where a
+// directory belongs is code 5, as any ENOTDIR.)
+func unsafeDir(path, reason string, uid int) error {
 	return cnierr.New(cnierr.CodeInvalidConfig, "state directory not safe to use",
 		"%s %s: the data directory (ipam.dataDir) and every directory below it must be real directories owned by uid %d, the user this plugin runs as, and writable by no one else",
-		path, reason, os.Geteuid())
+		path, reason, uid)
 }
 
-// checkDir judges fi, path's Lstat or Fstat, for uid.
-func checkDir(path string, fi fs.FileInfo, uid int) error { return SafeDir(path, fi, uid) }
-
-// SafeDir judges fi, the Lstat of directory path, for uid: code 7 unless
-// a real directory owned by uid that no one else may write.
+// SafeDir judges fi, the Lstat (or Fstat) of directory path, for uid:
+// code 7 unless a real directory owned by uid that no one else may write.
 func SafeDir(path string, fi fs.FileInfo, uid int) error {
 	st, _ := fi.Sys().(*syscall.Stat_t)
 	switch {
 	case fi.Mode()&fs.ModeSymlink != 0:
-		return unsafeDir(path, "is a symbolic link")
+		return unsafeDir(path, "is a symbolic link", uid)
 	case !fi.IsDir():
 		return cnierr.IO("open", path, syscall.ENOTDIR) // a mistake, not an attack
 	case st == nil || int(st.Uid) != uid:
-		return unsafeDir(path, "is owned by another user")
+		return unsafeDir(path, "is owned by another user", uid)
 	case fi.Mode().Perm()&0o022 != 0:
-		return unsafeDir(path, "is writable by group or others (mode "+fi.Mode().Perm().String()+")")
+		return unsafeDir(path, "is writable by group or others (mode "+fi.Mode().Perm().String()+")", uid)
 	}
 	return nil
 }
 
 // CheckDir checks that the existing directory path is safe for uid (see
-// checkDir); a missing one is fs.ErrNotExist, unwrapped.
+// SafeDir); a missing one is fs.ErrNotExist, unwrapped.
 func CheckDir(path string, uid int) error {
 	fi, err := os.Lstat(path)
 	if err != nil {
@@ -72,7 +69,7 @@ func CheckDir(path string, uid int) error {
 		}
 		return cnierr.IO("stat", path, err)
 	}
-	return checkDir(path, fi, uid)
+	return SafeDir(path, fi, uid)
 }
 
 // EnsureDir creates path with mode when it is missing (its parents too,
@@ -97,14 +94,14 @@ func openDir(path string, uid int) (*os.File, error) {
 	fd, err := openRetry(path, syscall.O_RDONLY|syscall.O_DIRECTORY, 0)
 	if err != nil {
 		if errors.Is(err, syscall.ELOOP) || errors.Is(err, syscall.ENOTDIR) {
-			return nil, unsafeDir(path, "is a symbolic link or not a directory")
+			return nil, unsafeDir(path, "is a symbolic link or not a directory", uid)
 		}
 		return nil, err
 	}
 	f := os.NewFile(uintptr(fd), path)
 	fi, err := f.Stat()
 	if err == nil {
-		err = checkDir(path, fi, uid)
+		err = SafeDir(path, fi, uid)
 	}
 	if err != nil {
 		f.Close()

@@ -106,7 +106,7 @@ func (d stateDir) dirMtime(p string) (int64, error) {
 	if err != nil {
 		return 0, cnierr.IO("stat", p, err)
 	}
-	if err := checkDir(p, fi, d.uid); err != nil {
+	if err := SafeDir(p, fi, d.uid); err != nil {
 		return 0, err
 	}
 	return fi.ModTime().UnixNano(), nil
