@@ -88,7 +88,7 @@ func ownLock(fd int, path string, uid int) error {
 	switch {
 	case st.Mode&syscall.S_IFMT != syscall.S_IFREG:
 		return unsafeDir(path, "is not a regular file", uid)
-	case int(st.Uid) != uid:
+	case !trustedOwner(st.Uid, uid):
 		return unsafeDir(path, "is owned by another user", uid)
 	case st.Mode&0o777 != modePrivate:
 		if err := syscall.Fchmod(fd, modePrivate); err != nil {

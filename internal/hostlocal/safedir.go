@@ -38,12 +38,14 @@ const (
 // directory belongs is code 5, as any ENOTDIR.)
 func unsafeDir(path, reason string, uid int) error {
 	return cnierr.New(cnierr.CodeInvalidConfig, "state directory not safe to use",
-		"%s %s: the data directory (ipam.dataDir) and every directory below it must be real directories owned by uid %d, the user this plugin runs as, and writable by no one else",
+		"%s %s: the data directory (ipam.dataDir) and every directory below it must be real directories owned by uid %d, the user this plugin runs as, or by root, and writable by no one else",
 		path, reason, uid)
 }
 
 // SafeDir judges fi, the Lstat (or Fstat) of directory path, for uid:
-// code 7 unless a real directory owned by uid that no one else may write.
+// code 7 unless a real directory owned by uid (or root, who is trusted
+// anyway: a rootless plugin or an operator's read view may read root's
+// state) that no one else may write.
 func SafeDir(path string, fi fs.FileInfo, uid int) error {
 	st, _ := fi.Sys().(*syscall.Stat_t)
 	switch {
@@ -51,7 +53,7 @@ func SafeDir(path string, fi fs.FileInfo, uid int) error {
 		return unsafeDir(path, "is a symbolic link", uid)
 	case !fi.IsDir():
 		return cnierr.IO("open", path, syscall.ENOTDIR) // a mistake, not an attack
-	case st == nil || int(st.Uid) != uid:
+	case st == nil || !trustedOwner(st.Uid, uid):
 		return unsafeDir(path, "is owned by another user", uid)
 	case fi.Mode().Perm()&0o022 != 0:
 		return unsafeDir(path, "is writable by group or others (mode "+fi.Mode().Perm().String()+")", uid)
@@ -119,3 +121,6 @@ func readDir(path string, uid int) ([]os.DirEntry, error) {
 	defer f.Close()
 	return f.ReadDir(-1)
 }
+
+// trustedOwner: a file of owner may be relied on by uid.
+func trustedOwner(owner uint32, uid int) bool { return owner == 0 || int(owner) == uid }

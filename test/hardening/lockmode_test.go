@@ -2,10 +2,13 @@ package hardening
 
 import (
 	"bufio"
+	"bytes"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/cniplugins/cniplugins/internal/testkit/testbin"
@@ -84,4 +87,41 @@ func TestLockNotHoldableByOthers(t *testing.T) {
 func withPrevResult(t *testing.T, conf, result []byte) []byte {
 	t.Helper()
 	return append(conf[:len(conf)-1], fmt.Appendf(nil, `,"prevResult":%s}`, result)...)
+}
+
+// A plugin run by an unprivileged user (a rootless runtime) allocates in a
+// data directory of its own as root's does in root's: the directories it
+// checks are that user's, and what it creates is the user's alone.
+func TestRootlessDataDir(t *testing.T) {
+	u := newLocalUser(t)
+	// The installed binary must be reachable by the user: its bin dir's
+	// parent is a private temporary directory of root's.
+	if err := os.Chmod(filepath.Dir(binDir), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	dataDir := filepath.Join(reachableDir(t), "user")
+	if err := os.Mkdir(dataDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(dataDir, u.uid, u.gid); err != nil {
+		t.Fatal(err)
+	}
+	s := chainSetup(dataDir, "rootless", "r", "10.211.52.0/24", "")
+	c := call(s.plugin, "ADD", "rootless-1", s.conf(""))
+	cmd := u.command(filepath.Join(binDir, c.Plugin))
+	cmd.Env, cmd.Stdin = c.Environ(), bytes.NewReader(c.Stdin)
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("ADD as %s: %v\n%s", u.name, err, out)
+	}
+	lock, err := os.Lstat(filepath.Join(s.stateOf(dataDir), "lock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := lock.Sys().(*syscall.Stat_t); int(st.Uid) != u.uid || lock.Mode() != 0o600 {
+		t.Errorf("lock: owner %d mode %v; want %d, 0600", st.Uid, lock.Mode(), u.uid)
+	}
+	if addr := firstAddr(t, out); !strings.HasPrefix(addr, "10.211.52.") {
+		t.Errorf("ADD as %s: %s", u.name, addr)
+	}
 }
