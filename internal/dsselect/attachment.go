@@ -218,6 +218,18 @@ func tooMany(field, size string) error {
 // can be long, and what an operator needs is which keys were there.
 func (a attachment) presented() string {
 	return fmt.Sprintf("namespace=%q podName=%q ifname=%q args=[%s] labels=[%s] annotations=[%s]",
-		a.namespace, a.podName, a.ifname,
-		strings.Join(sortedKeys(a.args), " "), strings.Join(sortedKeys(a.labels), " "), strings.Join(sortedKeys(a.annotations), " "))
+		a.namespace, a.podName, a.ifname, keyList(a.args), keyList(a.labels), keyList(a.annotations))
+}
+
+// maxKeysShown bounds the keys presented names per map: a pod's author
+// may send thousands, and the error would repeat them all.
+const maxKeysShown = 32
+
+// keyList is m's keys, sorted, the first maxKeysShown of them.
+func keyList(m map[string]string) string {
+	keys := sortedKeys(m)
+	if len(keys) > maxKeysShown {
+		return strings.Join(keys[:maxKeysShown], " ") + fmt.Sprintf(" ... (%d more)", len(keys)-maxKeysShown)
+	}
+	return strings.Join(keys, " ")
 }

@@ -65,6 +65,17 @@ func TestHugePoolsAnnotation(t *testing.T) {
 	if got := readState(t, dataDir+"/_pools/a", true); len(got) != 0 {
 		t.Errorf("DEL with the annotation left %v", got)
 	}
+	// 20,000 annotation keys that match no rule: code 103 names a few.
+	many := map[string]string{}
+	for i := range 20000 {
+		many[fmt.Sprintf("k%05d", i)] = ""
+	}
+	other := call("ipam-delegated", "ADD", "many", tenantConf(dataDir, many))
+	other.Args = "IgnoreUnknown=1;K8S_POD_NAMESPACE=tenant-z;K8S_POD_NAME=p-0"
+	r = testbin.Run(other)
+	if e := r.Err(); e == nil || e.Code != 103 || !strings.Contains(e.Details, "(19968 more)") || len(r.Stdout) > 4096 {
+		t.Errorf("ADD with 20,000 annotations matching no rule: %d bytes %.300s; want 103 naming 32 keys", len(r.Stdout), r.Stdout)
+	}
 }
 
 // BenchmarkHostileAnnotation is the CPU (user + system, from the exec'd
