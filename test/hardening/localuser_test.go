@@ -2,6 +2,7 @@ package hardening
 
 import (
 	"fmt"
+	"hash/fnv"
 	"os"
 	"os/exec"
 	"os/user"
@@ -24,7 +25,10 @@ func newLocalUser(t *testing.T) localUser {
 	if os.Geteuid() != 0 {
 		t.Skip("SKIP: creating an unprivileged user to attack with needs root")
 	}
-	name := fmt.Sprintf("cnisec%d", os.Getpid()%1000000)
+	// Unique per process and test, at most 32 characters (useradd's limit).
+	h := fnv.New32a()
+	h.Write([]byte(t.Name()))
+	name := fmt.Sprintf("cnisec%d-%08x", os.Getpid()%1000000, h.Sum32())
 	if out, err := exec.Command("useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", "--user-group", name).CombinedOutput(); err != nil {
 		t.Fatalf("useradd %s: %v\n%s", name, err, out)
 	}
