@@ -47,12 +47,12 @@ func (d stateDir) ReadHold(id string) (*alloc.Hold, error) {
 
 // HoldIDs implements alloc.HoldReader.
 func (d stateDir) HoldIDs() ([]string, error) {
-	des, err := os.ReadDir(d.stickyDir())
+	des, err := readDir(d.stickyDir(), d.uid)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, cnierr.IO("read", d.stickyDir(), err)
+		return nil, readError(d.stickyDir(), err)
 	}
 	var ids []string
 	for _, de := range des {
@@ -84,6 +84,29 @@ func (d stateDir) Owner(ip netip.Addr) (alloc.Attachment, bool, error) {
 // operators' read view (leases, pools).
 func ReadHolds(dir string) ([]alloc.HoldRecord, error) { return alloc.ListHolds(newStateDir(dir)) }
 
+// ReadHold implements alloc.HoldReader once D's _sticky is checked.
+func (d *Disk) ReadHold(id string) (*alloc.Hold, error) {
+	if err := d.checkSticky(); errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	} else if err != nil {
+		return nil, err
+	}
+	return d.stateDir.ReadHold(id)
+}
+
+// checkSticky checks D's _sticky (safedir.go) once per Open, before a
+// record is read or written by name; fs.ErrNotExist when there is none.
+func (d *Disk) checkSticky() error {
+	if d.stickyChecked {
+		return nil
+	}
+	if err := CheckDir(d.stickyDir(), d.uid); err != nil {
+		return err
+	}
+	d.stickyChecked = true
+	return nil
+}
+
 // WriteHold implements alloc.HoldStore, through replaceRecycled: a killed
 // process leaves the old record or the new one, and no fresh inode is
 // renamed over the old record (ext4 made that 7% of an exec'd sticky
@@ -94,9 +117,13 @@ func (d *Disk) WriteHold(id string, h alloc.Hold) error {
 	if !alloc.ValidHoldID(id) {
 		return cnierr.New(cnierr.CodeInternal, "invalid hold ID", "id=%q", id)
 	}
-	dir := d.stickyDir()
-	if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
-		return cnierr.IO("create", dir, err)
+	if err := d.checkSticky(); errors.Is(err, os.ErrNotExist) {
+		if err := EnsureDir(d.stickyDir(), modePrivateDir, d.uid); err != nil {
+			return err
+		}
+		d.stickyChecked = true
+	} else if err != nil {
+		return err
 	}
 	d.dirty = true
 	return d.replaceRecycled(d.holdPath(id), string(h.AppendJSON(make([]byte, 0, 192))))
@@ -104,6 +131,11 @@ func (d *Disk) WriteHold(id string, h alloc.Hold) error {
 
 // RemoveHold implements alloc.HoldStore.
 func (d *Disk) RemoveHold(id string) error {
+	if err := d.checkSticky(); errors.Is(err, os.ErrNotExist) {
+		return nil
+	} else if err != nil {
+		return err
+	}
 	if err := os.Remove(d.holdPath(id)); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return cnierr.IO("remove", d.holdPath(id), err)
 	}
