@@ -31,12 +31,18 @@ const (
 	StickyByPod        = "pod"        // K8S_POD_NAMESPACE/K8S_POD_NAME
 	StickyByAnnotation = "annotation" // the pod annotation cniplugins.io/sticky-key
 	StickyByArg        = "arg"        // CNI_ARGS CNIPLUGINS_STICKY_KEY
+	StickyByKubevirt   = "kubevirt"   // K8S_POD_NAMESPACE and the annotation kubevirt.io/domain
 
 	ArgStickyKey        = "CNIPLUGINS_STICKY_KEY"
 	AnnotationStickyKey = "cniplugins.io/sticky-key"
-	argPodNamespace     = "K8S_POD_NAMESPACE"
-	argPodName          = "K8S_POD_NAME"
-	podAnnotationsCap   = "io.kubernetes.cri.pod-annotations"
+	// AnnotationKubevirtDomain is the VMI's name on each of its
+	// virt-launcher pods; AnnotationMigrationJob the migration a target
+	// pod was started for (a pod keeps it after the migration).
+	AnnotationKubevirtDomain = "kubevirt.io/domain"
+	AnnotationMigrationJob   = "kubevirt.io/migrationJobName"
+	argPodNamespace          = "K8S_POD_NAMESPACE"
+	argPodName               = "K8S_POD_NAME"
+	podAnnotationsCap        = "io.kubernetes.cri.pod-annotations"
 
 	// DefaultHoldFor is how long a DEL'd key keeps its address when
 	// ipam.sticky.holdFor is not given.
@@ -68,9 +74,9 @@ func ParseSticky(k *StickyKeys) (Sticky, error) {
 	// with "sticky": true), with this holdFor.
 	for i, by := range k.By {
 		switch by {
-		case StickyByPod, StickyByAnnotation, StickyByArg:
+		case StickyByPod, StickyByAnnotation, StickyByArg, StickyByKubevirt:
 		default:
-			return s, cnierr.InvalidConfig(fmt.Sprintf("ipam.sticky.by[%d]", i), by, `must be "pod", "annotation" or "arg"`)
+			return s, cnierr.InvalidConfig(fmt.Sprintf("ipam.sticky.by[%d]", i), by, `must be "pod", "annotation", "arg" or "kubevirt"`)
 		}
 	}
 	s.By = k.By
@@ -109,6 +115,7 @@ func StickyKey(conf *netconf.Envelope, cniArgs []netconf.CNIArg, s Sticky) (stri
 			return prev.Sticky.Key, validStickyKey("prevResult.sticky.key", prev.Sticky.Key)
 		}
 	}
+	var annotations map[string]string
 	for _, by := range s.By {
 		key, field := "", ""
 		switch by {
@@ -118,14 +125,19 @@ func StickyKey(conf *netconf.Envelope, cniArgs []netconf.CNIArg, s Sticky) (stri
 			if ns != "" && name != "" {
 				key, field = ns+"/"+name, "CNI_ARGS "+argPodNamespace+"/"+argPodName
 			}
-		case StickyByAnnotation:
-			var rc struct {
-				Annotations map[string]string `json:"io.kubernetes.cri.pod-annotations"`
+		case StickyByAnnotation, StickyByKubevirt:
+			if annotations == nil {
+				var err error
+				if annotations, err = PodAnnotations(conf); err != nil {
+					return "", err
+				}
 			}
-			if err := conf.DecodeRuntimeConfig(&rc); err != nil {
-				return "", err
+			if by == StickyByAnnotation {
+				key, field = annotations[AnnotationStickyKey], annotationField(AnnotationStickyKey)
+				break
 			}
-			key, field = rc.Annotations[AnnotationStickyKey], `runtimeConfig["`+podAnnotationsCap+`"]["`+AnnotationStickyKey+`"]`
+			ns, _ := netconf.Lookup(cniArgs, argPodNamespace)
+			key, field = KubevirtKey(ns, annotations), annotationField(AnnotationKubevirtDomain)
 		case StickyByArg:
 			key, _ = netconf.Lookup(cniArgs, ArgStickyKey)
 			field = "CNI_ARGS " + ArgStickyKey
@@ -135,6 +147,54 @@ func StickyKey(conf *netconf.Envelope, cniArgs []netconf.CNIArg, s Sticky) (stri
 		}
 	}
 	return "", nil
+}
+
+// PodAnnotations are the pod's annotations, as the runtime passes them
+// through the io.kubernetes.cri.pod-annotations capability (empty, never
+// nil, without them).
+func PodAnnotations(conf *netconf.Envelope) (map[string]string, error) {
+	var rc struct {
+		Annotations map[string]string `json:"io.kubernetes.cri.pod-annotations"`
+	}
+	if err := conf.DecodeRuntimeConfig(&rc); err != nil {
+		return nil, err
+	}
+	if rc.Annotations == nil {
+		return map[string]string{}, nil
+	}
+	return rc.Annotations, nil
+}
+
+func annotationField(name string) string {
+	return `runtimeConfig["` + podAnnotationsCap + `"]["` + name + `"]`
+}
+
+// KubevirtKey is a KubeVirt VM's key, "<namespace>/vm/<domain>": every
+// virt-launcher pod of the VM carries its domain (the VMI's name), and
+// the runtime vouches for the namespace. A pod name has no '/', so no
+// pod's "<namespace>/<podName>" is ever a VM's key. "" without either.
+func KubevirtKey(namespace string, annotations map[string]string) string {
+	domain := annotations[AnnotationKubevirtDomain]
+	if namespace == "" || domain == "" {
+		return ""
+	}
+	return namespace + "/vm/" + domain
+}
+
+// MigrationName is the live migration a keyed attachment's pod was
+// started for (the annotation kubevirt.io/migrationJobName), "" for none:
+// such an ADD may share its key's address with the one live attachment
+// that has it (docs/sticky.md, KubeVirt live migration).
+func MigrationName(conf *netconf.Envelope) (string, error) {
+	annotations, err := PodAnnotations(conf)
+	if err != nil {
+		return "", err
+	}
+	name := annotations[AnnotationMigrationJob]
+	if name == "" {
+		return "", nil
+	}
+	return name, validStickyKey(annotationField(AnnotationMigrationJob), name)
 }
 
 // validStickyKey: a key is printable and bounded; stores never use it as
