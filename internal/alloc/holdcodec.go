@@ -30,6 +30,12 @@ func (h Hold) AppendJSON(b []byte) []byte {
 	if h.Time != "" {
 		b = appendField(b, "time", h.Time)
 	}
+	for _, f := range [...]struct{ name, v string }{{"migration", h.Migration}, {"secondNode", h.SecondNode}, {"second", h.Second},
+		{"secondMigration", h.SecondMigration}} {
+		if f.v != "" {
+			b = appendField(b, f.name, f.v)
+		}
+	}
 	return append(b, '}')
 }
 

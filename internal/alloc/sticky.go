@@ -258,11 +258,41 @@ type Hold struct {
 	Expires time.Time `json:"expires,omitzero"`
 	// Time is when the record was written, where a store keeps it (etcd).
 	Time string `json:"time,omitempty"`
+	// Migration is the owner's migration name (MigrationName) at its ADD.
+	Migration string `json:"migration,omitempty"`
+	// SecondNode, Second and SecondMigration are a live migration's
+	// target: a second attachment (same interface and network) that
+	// shares the owner's address while both run, with the migration it
+	// was started for. Never more than two: a record has one Second.
+	SecondNode      string `json:"secondNode,omitempty"`
+	Second          string `json:"second,omitempty"`
+	SecondMigration string `json:"secondMigration,omitempty"`
 }
 
 // For reports whether h is the hold of key on ifname (StickyID can
 // collide).
 func (h Hold) For(key, ifname string) bool { return h.Key == key && h.IfName == ifname }
+
+// SecondIs reports that the migration target of h is container cid on
+// node.
+func (h Hold) SecondIs(node, cid string) bool {
+	return h.Second != "" && h.Second == cid && h.SecondNode == node
+}
+
+// HandedOver is h once its owner has gone and its migration target owns
+// the address alone: the target is the owner, with its migration name
+// (the source of a next migration carries it), the source the last owner.
+func (h Hold) HandedOver() Hold {
+	h.LastOwner, h.LastNode = h.Owner, h.Node
+	h.Owner, h.Node, h.Migration = h.Second, h.SecondNode, h.SecondMigration
+	return h.WithoutSecond()
+}
+
+// WithoutSecond is h with no migration target.
+func (h Hold) WithoutSecond() Hold {
+	h.Second, h.SecondNode, h.SecondMigration = "", "", ""
+	return h
+}
 
 // Held reports a hold with no reservation behind it.
 func (h Hold) Held() bool { return h.Owner == "" }
@@ -278,6 +308,14 @@ func (h Hold) owner() string {
 		return h.Node + "/" + h.Owner
 	}
 	return h.Owner
+}
+
+// second names the migration target in messages.
+func (h Hold) second() string {
+	if h.SecondNode != "" {
+		return h.SecondNode + "/" + h.Second
+	}
+	return h.Second
 }
 
 // Expired reports a hold whose time is over at now.

@@ -45,7 +45,7 @@ func (e etcdSubject) op(c alloctest.Call) *operation {
 func (e etcdSubject) Add(c alloctest.Call, targets []alloc.Target) ([]netip.Prefix, error) {
 	var st *stickyAtt
 	if c.Key != "" {
-		st = &stickyAtt{key: c.Key, id: alloc.StickyID(c.Key, c.Att.IfName), holdFor: c.HoldFor}
+		st = &stickyAtt{key: c.Key, id: alloc.StickyID(c.Key, c.Att.IfName), holdFor: c.HoldFor, migration: c.Migration}
 	}
 	got, err := e.op(c).add(targets, st)
 	var out []netip.Prefix

@@ -40,9 +40,10 @@ import (
 
 // stickyAtt is the sticky key of the attachment an ADD or DEL is for.
 type stickyAtt struct {
-	key     string
-	id      string // alloc.StickyID(key, ifname)
-	holdFor time.Duration
+	key       string
+	id        string // alloc.StickyID(key, ifname)
+	holdFor   time.Duration
+	migration string // alloc.MigrationName
 }
 
 // parseStickyConf is ipam.sticky validated.
@@ -67,7 +68,8 @@ func stickyOf(conf *netconf.Envelope, cniArgs []netconf.CNIArg, ifname string) (
 	if err != nil || key == "" {
 		return nil, err
 	}
-	return &stickyAtt{key: key, id: alloc.StickyID(key, ifname), holdFor: s.HoldFor}, nil
+	mig, err := alloc.MigrationName(conf)
+	return &stickyAtt{key: key, id: alloc.StickyID(key, ifname), holdFor: s.HoldFor, migration: mig}, err
 }
 
 func (l layout) holdScope(s alloc.Scope) string { return l.prefix + "sticky/" + scopePath(s) + "/" }
@@ -148,6 +150,23 @@ func (op *operation) releaseSticky(s alloc.Scope, r Record, addrK, holdK string,
 		Then: []etcdkv.Op{etcdkv.Put(addrK, held), etcdkv.Put(holdK, held)},
 		Else: free,
 	})
+}
+
+// requireSource refuses a migration target whose key has no hold in t's
+// scope before its claim could allocate one (the engine's rule,
+// alloc.NoMigrationSource): one read, for migration targets only.
+func (s *claimStore) requireSource(t alloc.Target) error {
+	if s.sticky == nil || s.sticky.migration == "" {
+		return nil
+	}
+	resp, err := s.op.cl.Read(etcdkv.Get(s.holdK))
+	if err != nil {
+		return err
+	}
+	if _, ok := resp.First(0); ok {
+		return nil
+	}
+	return alloc.NoMigrationSource(s.sticky.key, s.sticky.migration, t)
 }
 
 // takeOver is the hold an ADD takes over, as read.
