@@ -183,23 +183,21 @@ func (e HoldRecord) secondAtt(owner Attachment) Attachment {
 
 // SecondsOf lists the records whose migration target a is.
 func SecondsOf(r HoldReader, a Attachment) ([]HoldRecord, error) {
-	all, err := ListHolds(r)
-	var out []HoldRecord
-	for _, e := range all {
-		if e.SecondOf(a) {
-			out = append(out, e)
-		}
-	}
-	return out, err
+	return holdsWhere(r, func(e HoldRecord) bool { return e.SecondOf(a) })
 }
 
 // KeyedOf lists the records of a's reservations: how DEL, GC and an
 // operator's release find what a key holds through its attachment.
 func KeyedOf(r HoldReader, a Attachment) ([]HoldRecord, error) {
+	return holdsWhere(r, func(e HoldRecord) bool { return e.Keyed(a) })
+}
+
+// holdsWhere lists the judged records that match.
+func holdsWhere(r HoldReader, match func(HoldRecord) bool) ([]HoldRecord, error) {
 	all, err := ListHolds(r)
 	var out []HoldRecord
 	for _, e := range all {
-		if e.Keyed(a) {
+		if match(e) {
 			out = append(out, e)
 		}
 	}
