@@ -78,8 +78,8 @@ func TestStaleScratch(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	writePrivate(filepath.Join(idx, scratchName), "x")
-	writePrivate(filepath.Join(idx, cursorSpare), "y")
+	writeFile(filepath.Join(idx, scratchName), "x")
+	writeFile(filepath.Join(idx, cursorSpare), "y")
 	d := stateDir{dir: dir, idx: idx}
 	if stale, err := d.staleScratch(); err != nil || len(stale) != 0 {
 		t.Fatalf("spares reported stale: %v %v", stale, err)
@@ -87,7 +87,7 @@ func TestStaleScratch(t *testing.T) {
 	if err := os.Link(filepath.Join(idx, scratchName), filepath.Join(dir, "10.0.0.9")); err != nil {
 		t.Fatal(err)
 	}
-	writePrivate(filepath.Join(idx, cursorOld), "z")
+	writeFile(filepath.Join(idx, cursorOld), "z")
 	if err := os.Mkdir(filepath.Join(filepath.Dir(idx), ".net.old"), 0o755); err != nil {
 		t.Fatal(err)
 	}
