@@ -1,0 +1,109 @@
+package integration
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/cniplugins/cniplugins/internal/testkit/testbin"
+)
+
+// kubevirtNet is a standalone ipam-da-pools network whose VMs are keyed
+// by "kubevirt", held until released.
+type kubevirtNet struct{ dataDir string }
+
+// call is cmd for virt-launcher container id of VM domain in namespace
+// vms, started for migration mig ("" for none).
+func (n kubevirtNet) call(cmd, id, domain, mig string) testbin.Call {
+	annotations := fmt.Sprintf(`{"kubevirt.io/domain":%q`, domain)
+	if mig != "" {
+		annotations += fmt.Sprintf(`,"kubevirt.io/migrationJobName":%q`, mig)
+	}
+	conf := fmt.Appendf(nil, `{"cniVersion":"1.1.0","name":"vms","ipam":{"type":"ipam-da-pools","dataDir":%q,
+		"ranges":[[{"subnet":"10.89.0.0/28"}]],"sticky":{"by":["kubevirt"],"holdFor":"0"}},
+		"runtimeConfig":{"io.kubernetes.cri.pod-annotations":%s}}}`, n.dataDir, annotations)
+	c := call("ipam-da-pools", cmd, id, conf)
+	c.Args = "IgnoreUnknown=1;K8S_POD_NAMESPACE=vms;K8S_POD_NAME=virt-launcher-" + id
+	return c
+}
+
+func (n kubevirtNet) add(t *testing.T, id, domain, mig string) string {
+	t.Helper()
+	return parseResult(t, testbin.MustSucceed(t, n.call("ADD", id, domain, mig)).Stdout).IPs[0].Address
+}
+
+func (n kubevirtNet) del(t *testing.T, id, domain, mig string) {
+	t.Helper()
+	testbin.MustSucceed(t, n.call("DEL", id, domain, mig))
+}
+
+// check asserts that container id has addr (CHECK with it as prevResult).
+func (n kubevirtNet) check(t *testing.T, id, domain, addr string, want bool) {
+	t.Helper()
+	c := n.call("CHECK", id, domain, "")
+	c.Stdin = []byte(strings.Replace(string(c.Stdin), `"runtimeConfig"`,
+		fmt.Sprintf(`"prevResult":{"cniVersion":"1.1.0","ips":[{"address":%q}]},"runtimeConfig"`, addr), 1))
+	if got := testbin.Run(c).Err() == nil; got != want {
+		t.Errorf("CHECK of %s for %s: has it %v, want %v", addr, id, got, want)
+	}
+}
+
+// A VM keeps its address through live migrations on ipam-da-pools: the
+// whole sequence, each step a real exec.
+func TestKubevirtLiveMigration(t *testing.T) {
+	n := kubevirtNet{t.TempDir()}
+	ip := n.add(t, "src", "pg", "")
+	// A migration target shares it while the source runs.
+	if got := n.add(t, "tgt1", "pg", "mig-1"); got != ip {
+		t.Fatalf("the target got %s, want the source's %s", got, ip)
+	}
+	n.check(t, "src", "pg", ip, true)
+	n.check(t, "tgt1", "pg", ip, true)
+	// A third pod is refused, and its rollback DEL releases nothing.
+	wantCode(t, n.call("ADD", "third", "pg", "mig-2"), 105, "two live attachments")
+	n.del(t, "third", "pg", "mig-2")
+	wantCode(t, n.call("ADD", "third", "pg", ""), 105, "pg")
+	n.del(t, "third", "pg", "")
+	n.check(t, "src", "pg", ip, true)
+	n.check(t, "tgt1", "pg", ip, true)
+	// The migration fails: the target's DEL leaves the source the owner.
+	n.del(t, "tgt1", "pg", "mig-1")
+	n.check(t, "src", "pg", ip, true)
+	n.check(t, "tgt1", "pg", ip, false)
+	// A new migration; it succeeds: the source's DEL leaves the target it.
+	if got := n.add(t, "tgt2", "pg", "mig-2"); got != ip {
+		t.Fatalf("the second target got %s, want %s", got, ip)
+	}
+	n.del(t, "src", "pg", "")
+	n.check(t, "tgt2", "pg", ip, true)
+	if got, _ := os.ReadFile(filepath.Join(n.dataDir, "vms", strings.TrimSuffix(ip, "/28"))); string(got) != "tgt2\r\neth0" {
+		t.Errorf("the address's reservation after the handover: %q", got)
+	}
+	// A second migration whose source carries the first one's name: a
+	// target with that same name waits, one with its own name shares.
+	wantCode(t, n.call("ADD", "tgt3", "pg", "mig-2"), 105, "pg")
+	if got := n.add(t, "tgt3", "pg", "mig-3"); got != ip {
+		t.Fatalf("the next migration's target got %s, want %s", got, ip)
+	}
+	n.del(t, "tgt2", "pg", "mig-2")
+	n.check(t, "tgt3", "pg", ip, true)
+	// An unrelated pod, another VM, and a target of a VM that holds
+	// nothing never get the address.
+	for i := range 4 {
+		id := fmt.Sprint("web-", i)
+		if got := n.add(t, id, "", ""); got == ip {
+			t.Fatalf("%s handed to the keyless %s", ip, id)
+		}
+	}
+	if got := n.add(t, "other-vm", "other", ""); got == ip {
+		t.Fatalf("%s handed to another VM", ip)
+	}
+	wantCode(t, n.call("ADD", "ghost", "none", "mig-9"), 107, "none")
+	// Deleted, the VM's address is held until its key is released.
+	n.del(t, "tgt3", "pg", "mig-3")
+	if got := n.add(t, "restart", "pg", ""); got != ip {
+		t.Errorf("the VM got %s after a restart, want %s", got, ip)
+	}
+}
