@@ -3,9 +3,7 @@ package alloc
 import (
 	"encoding/json"
 	"fmt"
-	"maps"
 	"net/netip"
-	"slices"
 
 	"github.com/containernetworking/cni/pkg/types"
 
@@ -185,6 +183,3 @@ func (k Keys) standaloneRanges(runtimeRanges [][]addrspace.RangeConfig) ([]addrs
 // PoolMode reports whether a selector's prevResult.pools drives the
 // allocation.
 func (c *Config) PoolMode() bool { return c.Pools != nil }
-
-// DefinedPools lists, sorted, the pools of ipam.poolDefinitions.
-func (c *Config) DefinedPools() []string { return slices.Sorted(maps.Keys(c.PoolDefs)) }
