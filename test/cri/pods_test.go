@@ -99,18 +99,18 @@ func leaseOf(ls []lease, id string) (lease, bool) {
 
 // network writes one conflist into containerd's conf dir: bridge with
 // ipam-delegated → ipam-ds-args → ipam-da-pools and the pod-annotations
-// capability, as in the README's Kubernetes example. containerd 1.6 loads
+// capability, as in the README's Kubernetes example. containerd loads
 // one network (the first file by name) and reloads on change.
 type network struct {
 	name, bridge, dataDir string
 }
 
 // writeNetwork writes n's conflist into confDir before containerd starts,
-// so its CRI plugin loads it at start-up. ipam is the bridge's ipam
-// section, a format string taking the data dir.
-func writeNetwork(confDir string, n network, ipam string) error {
+// so its CRI plugin loads it at start-up, in the version(s) rel takes.
+// ipam is the bridge's ipam section, a format string taking the data dir.
+func writeNetwork(confDir string, rel *release, n network, ipam string) error {
 	conf := fmt.Sprintf(`{
-  "cniVersion": "1.0.0",
+  %s,
   "name": %q,
   "plugins": [
     {
@@ -120,7 +120,7 @@ func writeNetwork(confDir string, n network, ipam string) error {
     },
     {"type": "loopback"}
   ]
-}`, n.name, n.bridge, fmt.Sprintf(ipam, n.dataDir))
+}`, rel.cniVersion, n.name, n.bridge, fmt.Sprintf(ipam, n.dataDir))
 	return os.WriteFile(filepath.Join(confDir, "10-"+n.name+".conflist"), []byte(conf), 0o644)
 }
 
