@@ -43,7 +43,7 @@ func startContainerd(root string, rel *release, n network, ipam string, env ...s
 	if err := os.MkdirAll(c.confDir, 0o755); err != nil {
 		return nil, err
 	}
-	if err := writeNetwork(c.confDir, rel, n, ipam); err != nil {
+	if err := writeNetwork(c.confDir, n, ipam); err != nil {
 		return nil, err
 	}
 	conf := fmt.Sprintf(rel.config, filepath.Join(root, "root"), filepath.Join(root, "state"), c.sock, c.sock+".ttrpc", pauseImage, rel.cniBin, c.confDir)

@@ -74,7 +74,7 @@ func TestRunPodSandboxLatency(t *testing.T) {
 	t.Log("\n" + report)
 	if *latencyOut != "" {
 		head := "# RunPodSandbox through containerd's CRI\n\nWritten by `make bench` (`go test ./test/cri -run TestRunPodSandboxLatency -cri.n N -cri.out FILE`): the kubelet's RunPodSandbox against private containerd daemons " +
-			"(Debian's 1.6 with a 1.0.0 conflist and Debian's plugins; 2.x with a conflist offering 1.1.0 and upstream plugins v1.9.1), bridge conflist, the chain against upstream host-local on each, pods started and removed one at a time, the four networks taking turns.\n\n"
+			"(Debian's 1.6 with Debian's plugins, reading the conflist's cniVersion 1.0.0; 2.x with upstream plugins v1.9.1, picking 1.1.0 from its cniVersions), bridge conflist, the chain against upstream host-local on each, pods started and removed one at a time, the four networks taking turns.\n\n"
 		if err := os.WriteFile(*latencyOut, []byte(head+report), 0o644); err != nil {
 			t.Fatal(err)
 		}

@@ -128,7 +128,7 @@ func run(m *testing.M) int {
 		return fail(err)
 	}
 	for _, r := range rels {
-		fmt.Fprintf(os.Stderr, "test/cri: %s (%s), CNI plugins from %s, conflist %s\n", r.label, r.bin("containerd"), r.upstream, r.cniVersion)
+		fmt.Fprintf(os.Stderr, "test/cri: %s (%s), CNI plugins from %s\n", r.label, r.bin("containerd"), r.upstream)
 	}
 	return m.Run()
 }

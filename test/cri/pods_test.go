@@ -106,11 +106,15 @@ type network struct {
 }
 
 // writeNetwork writes n's conflist into confDir before containerd starts,
-// so its CRI plugin loads it at start-up, in the version(s) rel takes.
-// ipam is the bridge's ipam section, a format string taking the data dir.
-func writeNetwork(confDir string, rel *release, n network, ipam string) error {
+// so its CRI plugin loads it at start-up. One conflist serves both
+// releases, as docs/kubernetes.md advises: containerd 1.6's libcni reads
+// cniVersion alone (it refuses anything newer than 1.0.0); 2.x picks the
+// highest of cniVersions it knows, 1.1.0, and with it STATUS. ipam is the
+// bridge's ipam section, a format string taking the data dir.
+func writeNetwork(confDir string, n network, ipam string) error {
 	conf := fmt.Sprintf(`{
-  %s,
+  "cniVersion": "1.0.0",
+  "cniVersions": ["1.0.0", "1.1.0"],
   "name": %q,
   "plugins": [
     {
@@ -120,7 +124,7 @@ func writeNetwork(confDir string, rel *release, n network, ipam string) error {
     },
     {"type": "loopback"}
   ]
-}`, rel.cniVersion, n.name, n.bridge, fmt.Sprintf(ipam, n.dataDir))
+}`, n.name, n.bridge, fmt.Sprintf(ipam, n.dataDir))
 	return os.WriteFile(filepath.Join(confDir, "10-"+n.name+".conflist"), []byte(conf), 0o644)
 }
 

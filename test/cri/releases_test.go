@@ -21,10 +21,6 @@ type release struct {
 	// cniBin is the CNI bin dir; upstream is where its upstream plugins
 	// come from.
 	cniBin, upstream string
-	// cniVersion is the conflist's version key(s): 1.6's libcni refuses a
-	// conflist newer than 1.0.0; 2.x picks the highest of cniVersions, so
-	// 1.1.0 and with it STATUS.
-	cniVersion string
 	// config is the config.toml template (see containerdConfig).
 	config string
 }
@@ -41,8 +37,8 @@ const (
 // with upstream plugins v1.9.1.
 func releases(root, bin string) ([]*release, error) {
 	rels := []*release{
-		{short: "1.6", upstream: "/usr/lib/cni", cniVersion: `"cniVersion": "1.0.0"`, config: configV2},
-		{short: "2.4", dir: containerd2Dir, upstream: plugins2Dir, cniVersion: `"cniVersion": "1.0.0", "cniVersions": ["1.0.0", "1.1.0"]`, config: configV3},
+		{short: "1.6", upstream: "/usr/lib/cni", config: configV2},
+		{short: "2.4", dir: containerd2Dir, upstream: plugins2Dir, config: configV3},
 	}
 	for _, r := range rels {
 		for _, b := range []string{"containerd", "ctr", "containerd-shim-runc-v2"} {
