@@ -60,9 +60,11 @@ install: build
 # takes longer.
 FUZZRUNS ?= 20000x
 
+# scripts/gotest.sh prints every skipped test with its reason and closes
+# with "tests: N passed, N failed, N skipped" (a plain go test hides skips).
 test: build
 	scripts/test-deps.sh
-	go test -count=1 ./...
+	scripts/gotest.sh
 	scripts/fuzz.sh $(FUZZRUNS)
 
 # Every package under internal/ holds pure-logic tests (table-driven, fake

@@ -18,7 +18,13 @@ command -v ping >/dev/null 2>&1 || need="$need iputils-ping"
 command -v podman >/dev/null 2>&1 || need="$need podman"
 command -v runc >/dev/null 2>&1 || need="$need runc"
 [ -x /usr/sbin/dockerd ] && [ -x /usr/bin/docker ] || need="$need docker.io"
-[ -x /bin/busybox ] || need="$need busybox-static"
+# The test images are /bin/busybox imported as it is, so it must be the
+# static build: Debian's plain busybox package also provides /bin/busybox,
+# dynamically linked, and no image made of it runs (ldd fails on a static
+# executable).
+if [ ! -x /bin/busybox ] || ldd /bin/busybox >/dev/null 2>&1; then
+	need="$need busybox-static"
+fi
 # containerd (with its ctr) and runc: test/cri runs a private containerd and
 # drives its CRI as the kubelet does.
 command -v containerd >/dev/null 2>&1 || need="$need containerd"

@@ -54,9 +54,13 @@ func TestNetworkAndBroadcastNeverHandedOut(t *testing.T) {
 					t.Errorf("request %s: %v, want 101", s, err)
 				}
 			}
-			// Round robin until full: exactly the lap, then 100.
+			// Round robin until full: exactly the lap, then 100. Bounded by
+			// the lap: one allocation past it that succeeds is the failure.
 			var got []string
 			for i := 0; ; i++ {
+				if i > len(tt.lap) {
+					t.Fatalf("still allocating after %d addresses (%v), want 100 after the lap of %d", i, got, len(tt.lap))
+				}
 				p, _, err := al.Allocate(alloc.Attachment{ContainerID: "c" + string(rune('a'+i)), IfName: "eth0"}, 0, rs, netip.Addr{}, "r")
 				if err != nil {
 					if cnierr.Code(err) != 100 {

@@ -221,13 +221,18 @@ func ParseHoldFor(s string) time.Duration {
 	return d
 }
 
-// HoldExpiry is when a hold made at now for holdFor ends, to the second;
-// zero (never) for holdFor 0.
+// HoldExpiry is when a hold made at now for holdFor ends; zero (never)
+// for holdFor 0. It is rounded up to the whole second, never down: records
+// and listings show seconds, and a hold must last at least its holdFor.
 func HoldExpiry(now time.Time, holdFor time.Duration) time.Time {
 	if holdFor <= 0 {
 		return time.Time{}
 	}
-	return now.Add(holdFor).UTC().Truncate(time.Second)
+	end := now.Add(holdFor).UTC()
+	if whole := end.Truncate(time.Second); whole.Before(end) {
+		return whole.Add(time.Second)
+	}
+	return end
 }
 
 // StickyAddr decides an ADD of container cid with the key's hold h (nil:

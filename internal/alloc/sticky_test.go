@@ -144,3 +144,41 @@ func TestStickyAddr(t *testing.T) {
 		t.Error("StickyID must differ per interface and be a fixed-length name")
 	}
 }
+
+// A hold lasts at least its holdFor, whatever the sub-second part of the
+// moment it was made: the expiry is rounded up to the second, never down.
+func TestHoldExpiryLastsAtLeastHoldFor(t *testing.T) {
+	base := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	tests := []struct {
+		name    string
+		offset  time.Duration // below the second
+		holdFor time.Duration
+		want    time.Time
+	}{
+		{"on the second", 0, time.Second, base.Add(time.Second)},
+		{"just after the second", time.Nanosecond, time.Second, base.Add(2 * time.Second)},
+		{"half a second in", 500 * time.Millisecond, time.Second, base.Add(2 * time.Second)},
+		{"just before the next", 999 * time.Millisecond, 3 * time.Second, base.Add(4 * time.Second)},
+		{"a sub-second holdFor", 200 * time.Millisecond, 300 * time.Millisecond, base.Add(time.Second)},
+		{"until released", 500 * time.Millisecond, 0, time.Time{}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			now := base.Add(tc.offset)
+			got := HoldExpiry(now, tc.holdFor)
+			if !got.Equal(tc.want) {
+				t.Fatalf("HoldExpiry(%s, %s) = %s, want %s", now.Format(time.RFC3339Nano), tc.holdFor, got, tc.want)
+			}
+			if tc.holdFor == 0 {
+				return
+			}
+			h := Hold{Key: "k", Owner: "c1", HoldFor: tc.holdFor.String()}.Release(now)
+			if h.Expired(now.Add(tc.holdFor - time.Nanosecond)) {
+				t.Errorf("hold made at %s for %s expired %s later (expires %s)", now.Format(time.RFC3339Nano), tc.holdFor, tc.holdFor-time.Nanosecond, h.Expires.Format(time.RFC3339Nano))
+			}
+			if !h.Expired(tc.want) {
+				t.Errorf("hold not expired at its expiry %s", tc.want)
+			}
+		})
+	}
+}

@@ -10,14 +10,18 @@ import (
 
 	"github.com/cniplugins/cniplugins/internal/alloc"
 	"github.com/cniplugins/cniplugins/internal/plugin"
+	"github.com/cniplugins/cniplugins/internal/testkit"
 	"github.com/cniplugins/cniplugins/internal/testkit/etcdtest"
 )
 
-var cluster *etcdtest.Cluster
+var (
+	cluster *etcdtest.Cluster
+	missing error // why no etcd cluster can run here
+)
 
 func TestMain(m *testing.M) {
-	if err := etcdtest.Available(); err != nil {
-		fmt.Fprintln(os.Stderr, "SKIPPING the tests that need etcd:", err)
+	if missing = etcdtest.Available(); missing != nil {
+		fmt.Fprintln(os.Stderr, "no etcd here:", missing)
 		os.Exit(m.Run())
 	}
 	var err error
@@ -31,9 +35,8 @@ func TestMain(m *testing.M) {
 }
 
 func needCluster(t *testing.T) {
-	if cluster == nil {
-		t.Skip("SKIP: no etcd server installed (scripts/test-deps.sh installs etcd-server)")
-	}
+	t.Helper()
+	testkit.NeedComponent(t, missing)
 }
 
 // add runs ADD in-process (plugin.Run, exactly what an exec does) for

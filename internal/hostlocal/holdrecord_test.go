@@ -21,7 +21,7 @@ func FuzzEncodeHold(f *testing.F) {
 		}
 		want, err := json.Marshal(h)
 		if err != nil {
-			t.Skip("encoding/json refuses it too")
+			return // encoding/json refuses it too: nothing to compare
 		}
 		if got := encodeHold(h); string(got) != string(want) {
 			t.Fatalf("encodeHold(%+v)\n got %s\nwant %s", h, got, want)

@@ -14,6 +14,7 @@ import (
 	"github.com/cniplugins/cniplugins/internal/alloc"
 	"github.com/cniplugins/cniplugins/internal/alloc/alloctest"
 	"github.com/cniplugins/cniplugins/internal/cnierr"
+	"github.com/cniplugins/cniplugins/internal/testkit"
 )
 
 // upstreamHostLocal is where Debian's containernetworking-plugins installs
@@ -41,9 +42,8 @@ func runHostLocal(t *testing.T, dataDir, cmd string, a Attachment, subnet string
 }
 
 func TestInteropWithRealHostLocal(t *testing.T) {
-	if _, err := os.Stat(upstreamHostLocal); err != nil {
-		t.Skip("upstream host-local not installed")
-	}
+	_, missing := os.Stat(upstreamHostLocal)
+	testkit.NeedComponent(t, missing)
 	dataDir := t.TempDir()
 	dir := filepath.Join(dataDir, "net")
 	h := diskHarness{dir}

@@ -16,6 +16,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"testing"
 )
 
 // module is the go.mod directive that marks the repository root.
@@ -113,4 +114,20 @@ func Install(binary, dir string) error {
 		return fmt.Errorf("install-symlinks.sh: %v\n%s", err, b)
 	}
 	return nil
+}
+
+// NeedComponent stops t when a component that scripts/test-deps.sh
+// installs is unusable (err non-nil). As root, where `make test` runs
+// test-deps.sh and so has installed it, that is a failure: a suite that
+// skips what it was meant to run passes untested. Without root (a
+// developer who cannot apt-get install) it skips, saying why.
+func NeedComponent(t testing.TB, err error) {
+	t.Helper()
+	if err == nil {
+		return
+	}
+	if os.Geteuid() == 0 {
+		t.Fatalf("%v (scripts/test-deps.sh installs it; as root this test fails rather than skip)", err)
+	}
+	t.Skipf("SKIPPING: %v (not root: run scripts/test-deps.sh as root to install it)", err)
 }

@@ -23,12 +23,12 @@ import (
 // stay inside 10.213.0.0/16 and fd00:213::/48; Docker networks and their
 // bridges are named cnpd-*.
 var (
-	skipReason string
-	daemon     *testdockerd.Daemon
-	drv        *driver
-	binDir     string
-	dataDir    string
-	image      = "cnpd-busybox"
+	unusable error // why no private dockerd can run here
+	daemon   *testdockerd.Daemon
+	drv      *driver
+	binDir   string
+	dataDir  string
+	image    = "cnpd-busybox"
 )
 
 // config: "shared" is the pool a Docker network and CNI ADDs share;
@@ -49,7 +49,8 @@ func TestMain(m *testing.M) { os.Exit(run(m)) }
 
 func run(m *testing.M) int {
 	if err := testdockerd.Usable(); err != nil {
-		skipReason = "no private dockerd possible here: " + err.Error()
+		unusable = fmt.Errorf("no private dockerd possible here: %w", err)
+		fmt.Fprintln(os.Stderr, unusable)
 		return m.Run()
 	}
 	root, err := os.MkdirTemp("", "cnpd-docker-")
@@ -115,15 +116,14 @@ func tearDown() {
 	}
 }
 
-// needDocker skips without a private dockerd. Tests that only add
+// needDocker stops a test without a private dockerd: a failure as root,
+// where scripts/test-deps.sh installed it, a skip otherwise. Tests that only add
 // networks and containers of their own run in parallel; the one that
 // restarts the driver and dockerd runs alone (Go runs the sequential
 // tests before releasing the parallel ones).
 func needDocker(t *testing.T) {
 	t.Helper()
-	if skipReason != "" {
-		t.Skip(skipReason)
-	}
+	testkit.NeedComponent(t, unusable)
 }
 
 // driver is the docker-ipam process under test.

@@ -227,6 +227,9 @@ func TestExclusion(t *testing.T) {
 	}
 	got := map[netip.Addr]bool{}
 	for i := 0; ; i++ {
+		if i > 7 {
+			t.Fatalf("still allocating after %d addresses (%v): 7 are allocatable", i, got)
+		}
 		r := run1("ADD", fmt.Sprintf("x%d", i), conf)
 		if r.Exit != 0 {
 			wantCode(t, r, 100)

@@ -335,7 +335,7 @@ func TestStoppedLockHolder(t *testing.T) {
 					start := time.Now()
 					r := testbin.Run(call(s.plugin, cmd, fmt.Sprintf("blocked-%d", i), s.conf("")))
 					took := time.Since(start)
-					if code(r) != 11 || took < lockTimeout || took > lockTimeout+5*time.Second {
+					if code(r) != 11 || took < lockTimeout || took > lockTimeout+execMargin {
 						t.Errorf("%s while the lock is held: code %d after %v, want 11 after ~%v: %s", cmd, code(r), took, lockTimeout, r.Stdout)
 					}
 				}()
@@ -367,7 +367,7 @@ func TestStoppedLockHolder(t *testing.T) {
 			_ = p.cmd.Process.Signal(syscall.SIGSTOP)
 			start := time.Now()
 			r = testbin.Run(call(s.plugin, "ADD", "beside-stopped", s.conf("")))
-			if c := code(r); (c != 0 && c != 11) || time.Since(start) > lockTimeout+5*time.Second {
+			if c := code(r); (c != 0 && c != 11) || time.Since(start) > lockTimeout+execMargin {
 				t.Fatalf("ADD beside a stopped process: code %d after %v: %s", c, time.Since(start), r.Stdout)
 			}
 			_ = p.cmd.Process.Kill()

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cniplugins/cniplugins/internal/testkit"
 	"github.com/cniplugins/cniplugins/internal/testkit/testbin"
 )
 
@@ -15,9 +16,8 @@ const upstreamHostLocal = "/usr/lib/cni/host-local"
 
 func needHostLocal(t *testing.T) {
 	t.Helper()
-	if _, err := os.Stat(upstreamHostLocal); err != nil {
-		t.Skipf("SKIPPING host-local compatibility: %s not installed (apt-get install containernetworking-plugins; make test does it)", upstreamHostLocal)
-	}
+	_, err := os.Stat(upstreamHostLocal)
+	testkit.NeedComponent(t, err)
 }
 
 // op is one step of a sequence a runtime could send.

@@ -287,6 +287,9 @@ func TestHostLocalConfigsAccepted(t *testing.T) {
 	}
 	var got []string
 	for i := 0; ; i++ {
+		if i > 5 {
+			t.Fatalf("still allocating after %v: the range has 5 addresses to hand out", got)
+		}
 		r := testbin.Run(call("ipam-da-pools", "ADD", fmt.Sprintf("e%d", i), edge))
 		lines := strings.Count(string(r.Stderr), "\n")
 		if strings.Count(string(r.Stderr), "never handed out") != 1 || (r.Exit == 0 && lines != 1) {

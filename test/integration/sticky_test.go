@@ -120,15 +120,26 @@ func TestStickyRecreateKeepsAddress(t *testing.T) {
 	}
 }
 
+// TestStickyExpiry: a hold outlives a GC made within its holdFor and is
+// freed by the first GC (or ADD) after its recorded expiry. The waits read
+// the record's expiry instead of guessing: holdFor 5s leaves a GC exec
+// started right after the DEL a margin of seconds, and the expiry is
+// waited for, never raced.
 func TestStickyExpiry(t *testing.T) {
-	n := stickyNet{t.TempDir(), "1s"}
+	const holdFor = 5 * time.Second
+	n := stickyNet{t.TempDir(), holdFor.String()}
 	first := n.add(t, "c1", "web-0")
+	deleted := time.Now()
 	testbin.MustSucceed(t, n.podCall("DEL", "c1", "web-0"))
-	n.gc(t) // not expired: kept whatever the valid attachments say
-	if n.hold(t, "web-0") == nil {
-		t.Fatal("GC freed an unexpired hold")
+	n.gc(t) // within holdFor: kept whatever the valid attachments say
+	h := n.hold(t, "web-0")
+	if h == nil {
+		t.Fatalf("GC freed a hold %s after its DEL, holdFor %s", time.Since(deleted), holdFor)
 	}
-	time.Sleep(2100 * time.Millisecond)
+	if h.Expires.Before(deleted.Add(holdFor)) {
+		t.Fatalf("hold expires at %s, before its DEL (%s) + holdFor %s", h.Expires, deleted, holdFor)
+	}
+	waitPast(h.Expires)
 	n.gc(t)
 	ip := strings.TrimSuffix(first, "/28")
 	if n.hold(t, "web-0") != nil || n.file(ip) != "" {
@@ -137,7 +148,11 @@ func TestStickyExpiry(t *testing.T) {
 	// An expired hold found by ADD before any GC is freed and replaced.
 	n.add(t, "c2", "web-1")
 	testbin.MustSucceed(t, n.podCall("DEL", "c2", ""))
-	time.Sleep(1100 * time.Millisecond)
+	h = n.hold(t, "web-1")
+	if h == nil {
+		t.Fatal("no hold after DEL")
+	}
+	waitPast(h.Expires)
 	got := n.add(t, "c3", "web-1")
 	if h := n.hold(t, "web-1"); h == nil || h.Owner != "c3" || h.Address+"/28" != got {
 		t.Errorf("record after ADD over an expired hold = %+v (got %s)", h, got)
@@ -146,6 +161,9 @@ func TestStickyExpiry(t *testing.T) {
 		t.Errorf("reservations = %v, want only %s", entries, got)
 	}
 }
+
+// waitPast sleeps until the wall clock is past t.
+func waitPast(t time.Time) { time.Sleep(time.Until(t) + 10*time.Millisecond) }
 
 // A hold lasts the holdFor of the ADD that reserved the address, whatever
 // the config says at the DEL: the record carries it, so every release
@@ -161,6 +179,7 @@ func TestStickyHoldForIsTheADDs(t *testing.T) {
 	// Claimed again under the new config: its next DEL holds for 1s.
 	changed.add(t, "c2", "web-0")
 	testbin.MustSucceed(t, changed.podCall("DEL", "c2", "web-0"))
+	// The DEL ran before now: 1s rounded up to the second ends within 2s.
 	if h := added.hold(t, "web-0"); h == nil || h.HoldFor != "1s" || h.Expires.IsZero() || h.Expires.After(time.Now().Add(2*time.Second)) {
 		t.Errorf("after the ADD and DEL with holdFor 1s: %+v", h)
 	}
