@@ -5,7 +5,8 @@
 # netns), ping (the end-to-end tests ping their own bridge's gateway), and
 # Debian's docker.io with busybox-static (test/docker runs the full
 # flavour's docker-ipam under a private dockerd, on an image imported from
-# busybox-static), and containerd (test/cri).
+# busybox-static), and containerd (test/cri; containerd 2.x and upstream
+# plugins that speak CNI 1.1.0 are built from the Go module proxy, below).
 # Go modules are fetched by `go mod download`. Does nothing when everything
 # is already there; needs root for apt.
 set -eu
@@ -78,12 +79,15 @@ build_once() { # name module version tags package...
 	for p in "$@"; do pkgs="$pkgs $module/$p@$version"; done
 	# Outside this module (cd /): go install PKG@VERSION builds the
 	# package's own module as released, leaving go.mod untouched.
-	(cd / && GOBIN=$tmp CGO_ENABLED=0 GOFLAGS= go install -trimpath -tags "$tags" $pkgs)
+	if ! (cd / && GOBIN=$tmp CGO_ENABLED=0 GOFLAGS= go install -trimpath -tags "$tags" $pkgs); then
+		rm -rf "$tmp"
+		echo "test-deps.sh: building $name $version failed" >&2
+		return 1
+	fi
 	touch "$tmp/.complete"
 	rm -rf "$dir"
 	mv "$tmp" "$dir"
 }
-mkdir -p "$(dirname "$runtime_dir")"
 [ "$(id -u)" -ne 0 ] || mkdir -p "$runtime_dir"
 build_once containerd github.com/containerd/containerd/v2 v2.4.2 "no_btrfs no_devmapper no_zfs" \
 	cmd/containerd cmd/containerd-shim-runc-v2 cmd/ctr
