@@ -282,19 +282,12 @@ func (c *argsConfig) sets() [][]string {
 			out = append(out, names)
 		}
 	}
-	names := func(pools []pool.Pool) []string {
-		out := make([]string, len(pools))
-		for i, p := range pools {
-			out[i] = p.Name
-		}
-		return out
-	}
 	for _, r := range c.rules {
-		add(names(r.pools)...)
+		add(pool.Names(r.pools)...)
 		for _, name := range r.podChoice {
 			add(name)
 		}
 	}
-	add(names(c.defaults)...)
+	add(pool.Names(c.defaults)...)
 	return out
 }

@@ -40,12 +40,13 @@ func ChoicesFromPrevResult(conf *netconf.Envelope, pools []Pool) ([][]string, er
 	if len(choices) > MaxChoices {
 		return nil, cnierr.InvalidConfig("prevResult.choices", fmt.Sprintf("%d sets", len(choices)), fmt.Sprintf("at most %d sets", MaxChoices))
 	}
+	names := Names(pools)
 	for i, set := range choices {
 		if len(set) == 0 {
 			return nil, cnierr.InvalidConfig(fmt.Sprintf("prevResult.choices[%d]", i), "[]", "must name at least one pool")
 		}
 		for j, name := range set {
-			if !slices.ContainsFunc(pools, func(p Pool) bool { return p.Name == name }) {
+			if !slices.Contains(names, name) {
 				return nil, cnierr.InvalidConfig(fmt.Sprintf("prevResult.choices[%d][%d]", i, j), name, "names no pool of prevResult.pools")
 			}
 		}
