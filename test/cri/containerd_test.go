@@ -23,6 +23,7 @@ type containerd struct {
 	net                      network
 	root, sock, confDir, log string
 	cmd                      *exec.Cmd
+	exited                   chan struct{} // closed once cmd has exited and been waited for
 	conn                     *grpc.ClientConn
 	rt                       runtimeapi.RuntimeServiceClient
 }
@@ -79,14 +80,22 @@ func (c *containerd) start() error {
 	c.cmd.Stdout, c.cmd.Stderr = logf, logf
 	c.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := c.cmd.Start(); err != nil {
-		return fmt.Errorf("start containerd: %w", err)
+		return fmt.Errorf("start %s: %w", c.rel.label, err)
 	}
+	exited, cmd := make(chan struct{}), c.cmd
+	go func() { _ = cmd.Wait(); close(exited) }()
+	c.exited = exited
 	return nil
 }
 
 func (c *containerd) ready() error {
 	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
+		select {
+		case <-c.exited:
+			return fmt.Errorf("%s exited at start-up; its log: %s", c.rel.label, c.tail())
+		default:
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		_, err := c.rt.Version(ctx, &runtimeapi.VersionRequest{})
 		cancel()
@@ -110,7 +119,7 @@ func (c *containerd) restart() error {
 func (c *containerd) kill() {
 	if c.cmd != nil && c.cmd.Process != nil {
 		_ = c.cmd.Process.Signal(syscall.SIGKILL)
-		_ = c.cmd.Wait()
+		<-c.exited
 	}
 	c.cmd = nil
 }
@@ -130,13 +139,11 @@ func (c *containerd) stop() {
 	}
 	if c.cmd != nil && c.cmd.Process != nil {
 		_ = c.cmd.Process.Signal(syscall.SIGTERM)
-		done := make(chan struct{})
-		go func() { _ = c.cmd.Wait(); close(done) }()
 		select {
-		case <-done:
+		case <-c.exited:
 		case <-time.After(15 * time.Second):
 			_ = c.cmd.Process.Signal(syscall.SIGKILL)
-			<-done
+			<-c.exited
 		}
 	}
 	if c.conn != nil {
