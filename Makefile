@@ -5,8 +5,10 @@
 #   make unit      the unit tests alone: no root, no daemons, seconds
 #   make lint      gofmt, go vet, staticcheck
 #   make bench     the benchmark harness (see bench/)
+#   make chaos     the etcd chaos test for CHAOSTIME per seed (CHAOSSEEDS)
 #   make fuzz      every fuzz target for FUZZTIME each
-#   make release   reproducible tarballs in dist/
+#   make release   reproducible tarballs and images in dist/
+#   make image     the OCI images alone (lean and full, amd64 and arm64)
 
 # The one build recipe: `make build`, `make release` (scripts/release.sh),
 # the tests and the benchmark (internal/testkit.MakeIn) all build through
@@ -83,13 +85,20 @@ clean:
 
 FORCE:
 
-# Release: reproducible tarballs for linux/amd64 and linux/arm64 plus
-# SHA256SUMS in $(DIST) (see scripts/release.sh).
+# Release: reproducible tarballs for linux/amd64 and linux/arm64, the OCI
+# images of both flavours, and SHA256SUMS in $(DIST) (see scripts/release.sh).
 DIST ?= dist
 
-.PHONY: release
+.PHONY: release image
 release:
 	VERSION='$(VERSION)' COMMIT='$(COMMIT)' scripts/release.sh '$(DIST)'
+
+# The images of the release without its tarballs:
+# $(DIST)/cniplugins-$(VERSION).oci.tar and cniplugins-full-$(VERSION).oci.tar,
+# OCI layout archives for `ctr images import`, `docker load` or
+# `skopeo copy oci-archive:...` (see docs/kubernetes.md).
+image:
+	VERSION='$(VERSION)' COMMIT='$(COMMIT)' scripts/release.sh --image-only '$(DIST)'
 
 # make bench [BENCHFLAGS='-fill60k -n 300']: exec-level benchmark against
 # upstream host-local and an exec floor; writes bench/results/RESULTS.md and
@@ -108,6 +117,16 @@ bench:
 	go run ./bench -out bench/results $(BENCHFLAGS)
 	go run ./bench/fullflavour -out bench/results $(FULLBENCHFLAGS)
 	go test -count=1 ./test/cri -run TestRunPodSandboxLatency -cri.n $(CRIBENCHN) -cri.out $(CURDIR)/bench/results/CRI.md
+
+# The etcd chaos test (test/etcd TestChaos) for longer than `make test`
+# runs it: faults for CHAOSTIME per seed, CHAOSSEEDS one after the other.
+CHAOSTIME ?= 10m
+CHAOSSEEDS ?= 1,2,3
+
+.PHONY: chaos
+chaos:
+	scripts/test-deps.sh
+	go test -count=1 -timeout 0 -v ./test/etcd -run '^TestChaos$$' -chaos.time $(CHAOSTIME) -chaos.seeds $(CHAOSSEEDS)
 
 # Fuzzing: every FuzzXxx target for FUZZTIME each (see scripts/fuzz.sh);
 # `make test` runs each for FUZZRUNS inputs.

@@ -116,7 +116,7 @@ func (a *Admin) Leases(f Filter) ([]Lease, error) {
 func (a *Admin) lease(kv etcdkv.KV) (Lease, bool) {
 	parts := strings.Split(strings.TrimPrefix(string(kv.Key), a.op.keys.prefix+"node/"), "/")
 	r, ok := decodeRecord(kv.Value)
-	if len(parts) != 6 || !ok {
+	if len(parts) != 6 || !ok || r.released() { // a fence holds nothing
 		return Lease{}, false
 	}
 	l := Lease{Record: r, key: kv}

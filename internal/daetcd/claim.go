@@ -27,10 +27,11 @@ import (
 //	                                 put both, with the owner record
 //	else:                            read both and the node (the holder, in the same round trip)
 //
-// The index-key condition is the duplicate check, atomic with the claim
-// (a separate read before it would add a round trip and still be a
-// check-then-act): an attachment can never hold two addresses of one
-// range set or pool, however its ADDs race or are retried.
+// A node's first claim registers the node in the same transaction
+// (registering). The index-key condition is the duplicate check, atomic
+// with the claim (a separate read before it would add a round trip and
+// still be a check-then-act): an attachment can never hold two addresses
+// of one range set or pool, however its ADDs race or are retried.
 type claimStore struct {
 	op     *operation
 	scope  alloc.Scope
@@ -82,7 +83,7 @@ func (s *claimStore) Reserve(_ alloc.Attachment, ip netip.Addr) (bool, error) {
 	addrK, slotK := op.keys.addrKey(s.scope, ip), op.slotKey(s.scope, s.slot)
 	s.sent, s.sentAddr, s.sentTake = val, ip, s.take
 	cond := []etcdkv.Cmp{etcdkv.Absent(addrK)}
-	then := []etcdkv.Op{etcdkv.Put(addrK, val), etcdkv.Put(slotK, val), op.touch()}
+	then := []etcdkv.Op{etcdkv.Put(addrK, val), etcdkv.Put(slotK, val)}
 	var readHold []etcdkv.Op
 	if s.sticky != nil {
 		var put etcdkv.Op
@@ -91,17 +92,15 @@ func (s *claimStore) Reserve(_ alloc.Attachment, ip netip.Addr) (bool, error) {
 		readHold = []etcdkv.Op{etcdkv.Get(s.holdK)}
 	}
 	for try := 0; try < 8; try++ {
-		// TxnOnce: its condition (keys absent) is true again after a
-		// DEL, so a late copy would claim an address for a gone
-		// container; it is never sent twice.
+		// TxnOnce: its condition (keys absent) is what this ADD's own
+		// fence or undo changes, so a second copy could claim after
+		// them; it is never sent twice. A copy that etcd applies after
+		// the attachment's DEL finds the release's fence (fence.go).
 		// A sticky claim also requires its hold key absent (or the
 		// hold it takes over unchanged) and puts it; its Else reads it.
 		holders := append([]etcdkv.Op{etcdkv.Get(addrK), etcdkv.Get(slotK), etcdkv.Get(op.keys.nodeKey(op.node))}, readHold...)
-		resp, err := op.cl.TxnOnce(etcdkv.Txn{
-			If:   append(append(slices.Clip(cond), s.slotFree(slotK)), op.sameMachine()...),
-			Then: then,
-			Else: holders,
-		})
+		resp, err := op.cl.TxnOnce(op.registering(append(slices.Clip(cond), s.slotFree(slotK)), then, holders))
+		resp = registered(resp)
 		if err != nil && !errors.Is(err, etcdkv.ErrOutcomeUnknown) && !s.inFlight {
 			s.sent = nil // refused for sure: nothing of it to undo
 		}

@@ -10,14 +10,18 @@ import (
 
 // cmdDel releases everything the attachment holds in the scopes the
 // config touches: one read of its index keys, one transaction deleting
-// each claim with its index key, guarded by their exact revisions and
-// values. It needs no ranges, and an unknown attachment is not an error.
+// each claim and fencing its index key (fence.go), guarded by their exact
+// revisions and values. It needs no ranges, and an unknown attachment is
+// not an error.
 func cmdDel(req *plugin.Request) error {
 	c, op, err := begin(req, false)
 	if err != nil {
 		return err
 	}
-	scopes := c.Scopes()
+	return op.fenced(func() error { return op.del(req, c.Scopes()) })
+}
+
+func (op *operation) del(req *plugin.Request, scopes []alloc.Scope) error {
 	if done, err := op.delFromPrev(req); done || err != nil {
 		return err
 	}
@@ -26,20 +30,50 @@ func cmdDel(req *plugin.Request) error {
 		return err
 	}
 	var txns []etcdkv.Txn
+	fenced := false
 	for i, s := range scopes {
 		for _, kv := range resp.KVs(i) {
 			// The index key is the attachment's on this node; in a pool
 			// shared by several networks it must also be this network's.
-			if r, ok := decodeRecord(kv.Value); ok && r.Network != op.network {
+			// A fence is what an earlier release left: nothing to free.
+			r, ok := decodeRecord(kv.Value)
+			if ok && r.Network != op.network {
+				continue
+			}
+			if ok && r.released() {
+				fenced = true
 				continue
 			}
 			txns = append(txns, op.release(s, kv, true))
 		}
 	}
-	if len(txns) == 0 {
-		return nil
+	if len(txns) == 0 && !fenced {
+		return op.fenceUnknown(req)
 	}
 	return op.commit(txns, op.touch())
+}
+
+// fenceUnknown is DEL of an attachment that holds nothing here: it fences
+// the index keys its config places, while they are absent. A failed ADD
+// whose fence and undo etcd refused (no quorum for the rest of its time)
+// leaves nothing, and its claim may still be in flight: it must not
+// commit after the runtime's DEL for that ADD. A config without ranges
+// places no key: nothing is written.
+func (op *operation) fenceUnknown(req *plugin.Request) error {
+	c, err := alloc.Parse(req.Conf, req.CNIArgs, true)
+	if err != nil {
+		return nil
+	}
+	targets, err := c.AddTargets()
+	if err != nil {
+		return nil
+	}
+	var txns []etcdkv.Txn
+	for _, t := range targets {
+		slotK := op.slotKey(t.Scope, t.RangeID)
+		txns = append(txns, etcdkv.Txn{If: []etcdkv.Cmp{etcdkv.Absent(slotK)}, Then: []etcdkv.Op{op.retire(slotK, op.record(t.Scope, "", ""))}})
+	}
+	return op.commit(txns)
 }
 
 // delFromPrev is DEL in one round trip when prevResult lists the
@@ -90,7 +124,7 @@ func (op *operation) delFromPrev(req *plugin.Request) (done bool, err error) {
 				etcdkv.ValueAbove(addrK, lo), etcdkv.ValueBelow(addrK, hi),
 				etcdkv.ValueAbove(slotK, lo), etcdkv.ValueBelow(slotK, hi),
 			},
-			Then: []etcdkv.Op{etcdkv.Delete(addrK), etcdkv.Delete(slotK), freed(op.keys.fullKey(t.Scope, t.RangeID))},
+			Then: []etcdkv.Op{etcdkv.Delete(addrK), op.retire(slotK, r), freed(op.keys.fullKey(t.Scope, t.RangeID))},
 		}
 		if st != nil {
 			// The sticky record's range names its hold (Record.Hold
@@ -100,7 +134,7 @@ func (op *operation) delFromPrev(req *plugin.Request) (done bool, err error) {
 			// path below, and so is a sticky one when no key is derivable.
 			holdK := op.keys.holdKey(t.Scope, st.id, strconv.Itoa(t.RangeID))
 			hp := ownedPrefix(op.node, op.cid, op.ifname, op.network, a.String())
-			release.Then = []etcdkv.Op{etcdkv.Delete(slotK), op.releaseSticky(t.Scope, r, addrK, holdK,
+			release.Then = []etcdkv.Op{op.retire(slotK, r), op.releaseSticky(t.Scope, r, addrK, holdK,
 				[]etcdkv.Cmp{etcdkv.ValueAbove(holdK, hp), etcdkv.ValueBelow(holdK, append(hp, 0xff))}, op.keys.fullKey(t.Scope, t.RangeID))}
 		}
 		outer.Then = append(outer.Then, etcdkv.Nested(release))
@@ -117,7 +151,7 @@ func (op *operation) delFromPrev(req *plugin.Request) (done bool, err error) {
 	}
 	for i := range scopes {
 		for _, kv := range resp.KVs(first + i) {
-			if r, ok := decodeRecord(kv.Value); !ok || r.Network == op.network {
+			if r, ok := decodeRecord(kv.Value); !ok || (r.Network == op.network && !r.released()) {
 				return false, nil
 			}
 		}

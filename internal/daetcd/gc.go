@@ -14,10 +14,11 @@ import (
 
 // cmdGC (spec 1.1) releases this node's claims of this network whose
 // attachment is not in cni.dev/valid-attachments (alloc.KeepSet, the
-// rule every GC follows), failed ADDs' markers included. It reads this
-// node's index keys of each scope, page by page, so another node's claims
-// are never even looked at, and it frees nothing unless the node is this
-// machine (node.go). It keeps going after errors.
+// rule every GC follows), failed ADDs' markers included, leaving fences
+// as DEL does (fence.go). It reads this node's index keys of each scope,
+// page by page, so another node's claims are never even looked at, and it
+// frees nothing unless the node is this machine (node.go). It keeps going
+// after errors.
 func cmdGC(req *plugin.Request) error {
 	c, op, err := begin(req, false) // GC has no attachment: op's is empty
 	if err != nil {
@@ -36,8 +37,12 @@ func cmdGC(req *plugin.Request) error {
 		return err
 	}
 	keep := alloc.NewKeepSet(op.network, valid)
+	return op.fenced(func() error { return op.gc(req, c.Scopes(), keep) })
+}
+
+func (op *operation) gc(req *plugin.Request, scopes []alloc.Scope, keep alloc.KeepSet) error {
 	var errs []error
-	for _, s := range c.Scopes() {
+	for _, s := range scopes {
 		kvs, err := op.cl.List(op.keys.nodeScope(op.node, s), false)
 		if err != nil {
 			errs = append(errs, err)
@@ -47,7 +52,7 @@ func cmdGC(req *plugin.Request) error {
 		marks := unmark{}
 		for _, kv := range kvs {
 			r, ok := decodeRecord(kv.Value)
-			if !ok || r.Network != op.network || keep.Keeps(r.attachment()) {
+			if !ok || r.released() || r.Network != op.network || keep.Keeps(r.attachment()) {
 				continue
 			}
 			txns = append(txns, op.release(s, kv, false))

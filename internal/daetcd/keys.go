@@ -20,7 +20,8 @@ import (
 //	ip/net/<network>/<address>                  (standalone: the network is the scope)
 //	node/<node>/<scope>/<containerID>/<ifname>/<slot>
 //	                                            the attachment's index key, one per
-//	                                            range set (slot = its index) or pool (0)
+//	                                            range set (slot = its index) or pool (0);
+//	                                            after a release, its fence (fence.go)
 //	sticky/<scope>/<StickyID>/<slot>            a sticky key's hold (sticky.go)
 //	full/<scope>/<slot>                         an ADD found that range set or pool full
 //	                                            (empty: an address was freed since)
@@ -124,6 +125,9 @@ type Record struct {
 	// (DEL, GC, an operator's) needs to turn it into a hold.
 	StickyKey string `json:"stickyKey,omitempty"`
 	HoldFor   string `json:"holdFor,omitempty"`
+	// Released marks the fence a release leaves in the index key (see
+	// fence.go): no address, nothing held.
+	Released bool `json:"released,omitempty"`
 }
 
 // ownerPrefix is how every record of this owner and address begins: the
@@ -166,8 +170,12 @@ func (r Record) attachment() alloc.Attachment {
 	return alloc.Attachment{ContainerID: r.ContainerID, IfName: r.IfName, Network: r.Network}
 }
 
-// cancelled reports a failed ADD's marker.
+// cancelled reports a record without an address: a failed ADD's marker,
+// or a release's fence (released).
 func (r Record) cancelled() bool { return r.Address == "" }
+
+// released reports the fence a release leaves (fence.go).
+func (r Record) released() bool { return r.Released }
 
 // owns reports whether the record is this attachment's on this node and
 // network: who may release or check it.

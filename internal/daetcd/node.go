@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -142,4 +143,41 @@ func (op *operation) ensureNode(kv etcdkv.KV, found bool) error {
 	}
 	_, err = op.cl.Txn(etcdkv.Txn{Then: []etcdkv.Op{op.touch()}})
 	return err
+}
+
+// registering is a write of this node (conditions cond, operations then,
+// reads els when cond fails) in one round trip with the node's
+// registration: while the node has no record, the record is written with
+// it; otherwise the record must be this machine's (sameMachine) and the
+// write moves its last-seen time on. So a node's first ADD costs what
+// every later one does. registered unwraps the answer.
+func (op *operation) registering(cond []etcdkv.Cmp, then, els []etcdkv.Op) etcdkv.Txn {
+	k := op.keys.nodeKey(op.node)
+	return etcdkv.Txn{
+		If:   []etcdkv.Cmp{etcdkv.Absent(k)},
+		Then: []etcdkv.Op{etcdkv.Put(k, op.nodeRecord()), etcdkv.Nested(etcdkv.Txn{If: cond, Then: then, Else: els})},
+		Else: []etcdkv.Op{etcdkv.Nested(etcdkv.Txn{
+			If:   append(slices.Clip(cond), op.sameMachine()...),
+			Then: append(slices.Clip(then), op.touch()),
+			Else: els,
+		})},
+	}
+}
+
+// registered is the answer of the write that registering wrapped, at the
+// revision of the whole.
+func registered(resp *etcdkv.Response) *etcdkv.Response {
+	if resp == nil {
+		return nil
+	}
+	i := 0
+	if resp.Succeeded {
+		i = 1
+	}
+	in := resp.Nested(i)
+	if in == nil {
+		return &etcdkv.Response{Revision: resp.Revision}
+	}
+	in.Revision = resp.Revision
+	return in
 }

@@ -26,6 +26,7 @@ type operation struct {
 	ifname   string
 	now      time.Time
 	log      *logging.Logger
+	lease    int64 // the lease releases fence index keys with (fence.go); 0: they delete them
 }
 
 // begin is how every command starts: the engine's parse of the config
@@ -102,15 +103,17 @@ func (op *operation) readAttachment(scopes []alloc.Scope) (*etcdkv.Response, err
 }
 
 // release is the exact delete of one claim found through its index key
-// kv: both keys go, in one transaction, only while both are still as
-// read, so a late copy of it can delete nothing a later ADD wrote. A
-// failed ADD's marker (no address) is just deleted. When markHere, the
+// kv: the claim goes and the index key becomes the release's fence
+// (retire), in one transaction, only while both are still as read, so a
+// late copy of it can delete nothing a later ADD wrote. A failed ADD's
+// marker (no address) just becomes the fence. When markHere, the
 // same transaction records on the range set's exhaustion mark that an
 // address was freed (see freed); otherwise the caller does, once per mark.
 func (op *operation) release(s alloc.Scope, kv etcdkv.KV, markHere bool) etcdkv.Txn {
 	slotK := string(kv.Key)
-	t := etcdkv.Txn{If: []etcdkv.Cmp{etcdkv.ModIs(slotK, kv.ModRevision)}, Then: []etcdkv.Op{etcdkv.Delete(slotK)}}
-	if r, ok := decodeRecord(kv.Value); ok && !r.cancelled() {
+	r, ok := decodeRecord(kv.Value)
+	t := etcdkv.Txn{If: []etcdkv.Cmp{etcdkv.ModIs(slotK, kv.ModRevision)}, Then: []etcdkv.Op{op.retire(slotK, r)}}
+	if ok && !r.cancelled() {
 		if ip, err := parseAddr(r.Address); err == nil {
 			// The claim was written in the transaction that wrote its
 			// index key, so both carry one revision: comparing it is as

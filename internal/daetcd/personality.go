@@ -1,11 +1,11 @@
 // Package daetcd is ipam-da-etcd: the allocation engine of internal/alloc
 // (ipam-da-pools' inputs and rules) with its state in an etcd cluster
-// instead of local files, so that hosts sharing one
-// subnet (macvlan or ipvlan on a LAN, overlays, routed pod networks) never
-// hand out one address twice. Same inputs as ipam-da-pools; one key per
-// address, claimed by a create-if-absent transaction; no lock, no lease,
-// no per-pool document. It is part of the full flavour only: it links
-// net/http.
+// instead of local files, so that hosts sharing one subnet (macvlan or
+// ipvlan on a LAN, overlays, routed pod networks) never hand out one
+// address twice. Same inputs as ipam-da-pools; one key per address,
+// claimed by a create-if-absent transaction; no lock, no lease on a
+// claim, no per-pool document. It is part of the full flavour only: it
+// links net/http.
 package daetcd
 
 import (

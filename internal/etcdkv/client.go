@@ -132,7 +132,7 @@ func (c *Client) do(path string, in, out any, resend bool) error {
 		data, status, gotConn, sent, err := c.post(ep, path, body)
 		c.connected = c.connected || gotConn
 		if err != nil {
-			c.failed(ep)
+			c.failed(ep, avoidFor)
 			if tlsProblem(err) {
 				if c.tlsFailed == nil {
 					c.tlsFailed = map[string]error{}
@@ -176,18 +176,21 @@ func (c *Client) do(path string, in, out any, resend bool) error {
 				return err
 			}
 		case kind == notProposed:
-			c.failed(ep)
+			c.failed(ep, avoidRefusedFor)
 			c.next++
 			c.pause(attempt)
 		case kind == mayCommit && !resend:
-			c.failed(ep)
+			c.failed(ep, avoidRefusedFor)
 			c.next++
 			return c.outcomeUnknown(ep, ge.Error)
 		case kind == mayCommit:
-			c.failed(ep)
+			c.failed(ep, avoidRefusedFor)
 			c.next++
 			c.pause(attempt)
 		default:
+			if kind == leaseGone {
+				c.ForgetLease()
+			}
 			return refusal(kind, ep, path, c.cfg.Username, ge.Error)
 		}
 	}
@@ -235,8 +238,9 @@ func (c *Client) pause(attempt int) {
 	}
 }
 
-// failed remembers, for this exec and the next ones, that ep failed.
-func (c *Client) failed(ep string) { c.memory.avoid(ep, time.Now()) }
+// failed remembers, for this exec and the next ones, that ep failed, to
+// be avoided for d.
+func (c *Client) failed(ep string, d time.Duration) { c.memory.avoid(ep, time.Now(), d) }
 
 // authenticate exchanges username and password for a token (etcd's
 // simple or JWT tokens alike) and keeps it for the next execs.
@@ -252,8 +256,7 @@ func (c *Client) authenticate() error {
 		return credentialsError(c.cfg.Username, err)
 	}
 	c.token = out.Token
-	c.memory.Token = out.Token
-	c.memory.save()
+	c.memory.update(func(m *memory) { m.Token = out.Token })
 	return nil
 }
 

@@ -7,22 +7,34 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"slices"
+	"syscall"
 	"time"
 )
 
-// avoidFor is how long a member that failed stays at the end of the
-// order: long enough that a stopped member costs a burst of ADDs one
+// avoidFor is how long a member that did not answer stays at the end of
+// the order: long enough that a stopped member costs a burst of ADDs one
 // per-try timeout in all, short enough that a recovered one soon takes
-// its share again.
-const avoidFor = 30 * time.Second
+// its share again. A member that answered with a failure of its own (no
+// leader during an election, a dropped proposal) is avoided for less,
+// avoidRefusedFor, and tried before one that did not answer: it costs
+// the next command a round trip, not a per-try timeout.
+const (
+	avoidFor        = 30 * time.Second
+	avoidRefusedFor = 5 * time.Second
+)
 
 // memory is what a Client keeps between execs, in one small file per
-// cluster and user: the members that failed lately and the auth token.
-// It is a hint only: a missing, unreadable or stale file costs a retry,
-// never a wrong answer, so concurrent execs may overwrite each other.
+// cluster and user: the members that failed lately, the auth token and
+// the lease for expiring keys. It is a hint only: a missing, unreadable
+// or stale file costs a retry, never a wrong answer. Every change is a
+// read-modify-write of the file under a lock (update), so that concurrent
+// execs add to what each other learnt: a member one of them found stopped
+// is not forgotten because another saved its own view meanwhile.
 type memory struct {
 	Avoid map[string]time.Time `json:"avoid,omitempty"` // endpoint → until
 	Token string               `json:"token,omitempty"`
+	Lease heldLease            `json:"lease,omitzero"`
 
 	path string
 }
@@ -48,7 +60,8 @@ func loadMemory(cfg Config) *memory {
 }
 
 // order is the endpoints from first on, those avoided until after now
-// moved to the end (in their own order).
+// moved to the end, the one avoided longest (the worst failure, or the
+// latest) last.
 func (m *memory) order(eps []string, first int, now time.Time) []string {
 	var fresh, stale []string
 	for i := range eps {
@@ -59,40 +72,63 @@ func (m *memory) order(eps []string, first int, now time.Time) []string {
 			fresh = append(fresh, ep)
 		}
 	}
+	slices.SortStableFunc(stale, func(a, b string) int { return m.Avoid[a].Compare(m.Avoid[b]) })
 	return append(fresh, stale...)
 }
 
 // clone is a copy that saves nowhere: a forked client's failures are
 // its own.
 func (m *memory) clone() *memory {
-	return &memory{Avoid: maps.Clone(m.Avoid), Token: m.Token}
+	return &memory{Avoid: maps.Clone(m.Avoid), Token: m.Token, Lease: m.Lease}
 }
 
-// avoid notes a failure of ep and saves the file.
-func (m *memory) avoid(ep string, now time.Time) {
-	if m.Avoid == nil {
-		m.Avoid = map[string]time.Time{}
-	}
-	for k, until := range m.Avoid {
-		if now.After(until) {
-			delete(m.Avoid, k)
+// avoid notes a failure of ep, to be avoided for d; a longer avoidance
+// noted already stays.
+func (m *memory) avoid(ep string, now time.Time, d time.Duration) {
+	until := now.Add(d).Truncate(time.Second)
+	m.update(func(m *memory) {
+		if m.Avoid == nil {
+			m.Avoid = map[string]time.Time{}
 		}
-	}
-	m.Avoid[ep] = now.Add(avoidFor).Truncate(time.Second)
-	m.save()
+		for k, u := range m.Avoid {
+			if now.After(u) {
+				delete(m.Avoid, k)
+			}
+		}
+		if until.After(m.Avoid[ep]) {
+			m.Avoid[ep] = until
+		}
+	})
 }
 
-// save writes the file whole (rename), readable by root alone: it holds
-// a token.
-func (m *memory) save() {
+// update applies change to this exec's memory and to the file's current
+// contents, which it then writes whole (rename), readable by root alone:
+// it holds a token. An exclusive lock on one file in the directory (for
+// every cluster's file: updates are rare and short) orders concurrent
+// updates; without it (any failure) the change is this exec's alone.
+func (m *memory) update(change func(*memory)) {
+	change(m)
 	if m.path == "" {
 		return
 	}
-	b, _ := json.Marshal(m)
 	dir := filepath.Dir(m.path)
 	if os.MkdirAll(dir, 0o700) != nil {
 		return
 	}
+	lock, err := os.OpenFile(filepath.Join(dir, ".lock"), os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return
+	}
+	defer lock.Close() // and so unlocked
+	if syscall.Flock(int(lock.Fd()), syscall.LOCK_EX) != nil {
+		return
+	}
+	disk := &memory{}
+	if b, err := os.ReadFile(m.path); err == nil {
+		_ = json.Unmarshal(b, disk)
+	}
+	change(disk)
+	b, _ := json.Marshal(disk)
 	f, err := os.CreateTemp(dir, ".tmp-*")
 	if err != nil {
 		return

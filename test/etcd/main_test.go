@@ -215,8 +215,10 @@ func oneError(t *testing.T, r testbin.Reply) *types.Error {
 }
 
 // keys lists the test's keys in etcd that hold state: claims, index keys
-// and exhaustion marks that say full. Node records, and marks left empty
-// by a release (it writes them empty, not deletes them), hold none.
+// and exhaustion marks that say full. Node records, marks left empty by a
+// release (it writes them empty, not deletes them) and the fences a
+// release leaves in index keys (etcd deletes them with their lease) hold
+// none.
 func keys(t *testing.T) []string {
 	t.Helper()
 	return stateKeys(t, cluster)
@@ -231,12 +233,17 @@ func stateKeys(t *testing.T, c *etcdtest.Cluster) []string {
 	}
 	var ks []string
 	for _, k := range slices.Sorted(maps.Keys(kvs)) {
-		if rel := strings.TrimPrefix(k, prefix(t)); strings.HasPrefix(rel, "nodes/") || (strings.HasPrefix(rel, "full/") && kvs[k] == "") {
+		if rel := strings.TrimPrefix(k, prefix(t)); strings.HasPrefix(rel, "nodes/") || (strings.HasPrefix(rel, "full/") && kvs[k] == "") || isFence(rel, kvs[k]) {
 			continue
 		}
 		ks = append(ks, k)
 	}
 	return ks
+}
+
+// isFence reports the fence a release leaves in an index key.
+func isFence(rel, value string) bool {
+	return strings.HasPrefix(rel, "node/") && strings.Contains(value, `"released":true`)
 }
 
 func wantNoKeys(t *testing.T) {
@@ -254,4 +261,26 @@ func parallel(n int, f func(i int)) {
 		go func() { defer wg.Done(); f(i) }()
 	}
 	wg.Wait()
+}
+
+// leaderIndex is the index in cluster.Members of the member leading now.
+func leaderIndex(t *testing.T) int {
+	t.Helper()
+	leader, err := cluster.Leader()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return slices.Index(cluster.Members, leader)
+}
+
+// pause SIGSTOPs member i; it is resumed when the test ends, before
+// proxies made earlier close (a SIGCONT more is harmless).
+func pause(t *testing.T, i int) *etcdtest.Member {
+	t.Helper()
+	m := cluster.Members[i]
+	if err := m.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = m.Resume() })
+	return m
 }

@@ -27,9 +27,11 @@ type faultProxy struct {
 	http   *http.Client
 	done   chan struct{} // closed at cleanup: held requests are dropped
 
-	mu    sync.Mutex
-	rules []*rule
-	log   []request
+	mu      sync.Mutex
+	rules   []*rule
+	log     []request
+	chaos   func(request) *rule // a one-off fault for a request no rule matched (nil: none)
+	pending sync.WaitGroup      // late deliveries not made yet
 }
 
 // request is one request the proxy saw.
@@ -57,13 +59,15 @@ func (r request) putsUnder(s string) bool {
 type faultKind int
 
 const (
-	pass       faultKind = iota
-	hold                 // never answer; deliver when release is closed, if it is
-	delay                // deliver after d, then answer
-	loseAnswer           // deliver, then cut the connection instead of answering
-	reset                // cut the connection without delivering
-	answerOwn            // answer status/body without delivering
-	capAnswer            // deliver; an answer over 4 MiB becomes the error of etcd 3.4's gateway before 3.4.17
+	pass       faultKind = iota // deliver and answer; a rule's applied closes once the first answer came
+	hold                        // never answer; deliver when release is closed, if it is
+	delay                       // deliver after d, then answer
+	loseAnswer                  // deliver, then cut the connection instead of answering
+	reset                       // cut the connection without delivering
+	answerOwn                   // answer status/body without delivering
+	capAnswer                   // deliver; an answer over 4 MiB becomes the error of etcd 3.4's gateway before 3.4.17
+	late                        // cut the connection now, deliver after d (a late copy)
+	slowAnswer                  // deliver, answer after d
 )
 
 // rule applies its fault to the next n requests that match (n = 0: all).
@@ -74,9 +78,9 @@ type rule struct {
 	d       time.Duration
 	status  int
 	body    string
-	arrived chan struct{} // closed when the first request matched (hold)
+	arrived chan struct{} // closed when the first request matched (hold, pass)
 	release chan struct{} // close to deliver the held requests late
-	applied chan struct{} // closed once a held request was delivered
+	applied chan struct{} // closed once a held request was delivered (pass: once the member answered it)
 
 	hits int
 }
@@ -124,6 +128,18 @@ func (r *rule) answering(status int, body string) *rule { r.status, r.body = sta
 // after sets r's delay.
 func (r *rule) after(d time.Duration) *rule { r.d = d; return r }
 
+// setChaos makes f choose a one-off fault for each request no rule
+// matches (nil: none), and returns once late deliveries are made when f
+// is nil.
+func (p *faultProxy) setChaos(f func(request) *rule) {
+	p.mu.Lock()
+	p.chaos = f
+	p.mu.Unlock()
+	if f == nil {
+		p.pending.Wait()
+	}
+}
+
 // requests returns what the proxy saw that matches.
 func (p *faultProxy) requests(match func(request) bool) []request {
 	p.mu.Lock()
@@ -150,6 +166,12 @@ func (p *faultProxy) serve(w http.ResponseWriter, hr *http.Request) {
 			r, first = x, x.hits == 1
 			break
 		}
+	}
+	if r == nil && p.chaos != nil {
+		r = p.chaos(req)
+	}
+	if r != nil && r.kind == late {
+		p.pending.Add(1) // under the lock: setChaos(nil) waits for every one
 	}
 	p.mu.Unlock()
 	kind := pass
@@ -188,11 +210,35 @@ func (p *faultProxy) serve(w http.ResponseWriter, hr *http.Request) {
 		w.WriteHeader(r.status)
 		_, _ = w.Write([]byte(r.body))
 		return
+	case late:
+		cut(w)
+		copied := &http.Request{URL: hr.URL, Header: hr.Header.Clone()}
+		go func() {
+			defer p.pending.Done()
+			select {
+			case <-time.After(r.d):
+				_, _, _ = p.deliver(copied, body)
+			case <-p.done:
+			}
+		}()
+		return
+	}
+	if kind == pass && first {
+		close(r.arrived)
 	}
 	status, data, err := p.deliver(hr, body)
+	if kind == pass && first {
+		close(r.applied)
+	}
 	if err != nil {
 		cut(w)
 		return
+	}
+	if kind == slowAnswer {
+		select {
+		case <-time.After(r.d):
+		case <-p.done:
+		}
 	}
 	if kind == capAnswer && len(data) > 4<<20 {
 		status, data = 500, []byte(gatewayError(8, fmt.Sprintf("grpc: received message larger than max (%d vs. 4194304)", len(data))))

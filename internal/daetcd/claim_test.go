@@ -1,0 +1,111 @@
+package daetcd
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/cniplugins/cniplugins/internal/etcdkv/etcdkvfake"
+	"github.com/cniplugins/cniplugins/internal/plugin"
+)
+
+// These tests run ipam-da-etcd in-process against an in-memory etcd
+// (etcdkvfake): the rules of the claim transaction, with no etcd binary.
+
+// fakeNode runs commands as node "n1" against f, standalone on one /24,
+// returning stdout and the exit status. prev, when not nil, is the
+// prevResult.
+func fakeNode(t *testing.T, f *etcdkvfake.Fake) func(cmd, cid, cniArgs string, prev []byte) ([]byte, int) {
+	dir := t.TempDir()
+	idFile := filepath.Join(dir, "machine-id")
+	if err := os.WriteFile(idFile, []byte("0123456789abcdef0123456789abcdef\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return func(cmd, cid, cniArgs string, prev []byte) ([]byte, int) {
+		conf := map[string]any{"cniVersion": "1.1.0", "name": "fake-net", "ipam": map[string]any{
+			"type": "ipam-da-etcd", "dataDir": dir, "ranges": [][]map[string]any{{{"subnet": "10.214.60.0/24"}}},
+			"etcd": map[string]any{"endpoints": []string{f.URL()}, "prefix": "/u/", "nodeName": "n1", "machineIDFile": idFile}}}
+		if prev != nil {
+			conf["prevResult"] = json.RawMessage(prev)
+		}
+		stdin, _ := json.Marshal(conf)
+		env := []string{"CNI_COMMAND=" + cmd, "CNI_CONTAINERID=" + cid, "CNI_IFNAME=eth0", "CNI_NETNS=/x", "CNI_PATH=/nonexistent", "CNI_ARGS=" + cniArgs}
+		var stdout, stderr bytes.Buffer
+		code := plugin.Run(Personality(), plugin.IO{Environ: env, Stdin: bytes.NewReader(stdin), Stdout: &stdout, Stderr: &stderr})
+		return stdout.Bytes(), code
+	}
+}
+
+// claims lists the claim keys in f with their values.
+func claims(f *etcdkvfake.Fake) map[string]string { return f.Values("/u/ip/") }
+
+// TestOneClaimPerAddress: an address is claimed by one attachment only.
+// A second attachment requesting a claimed address gets 101 and the
+// first keeps it: the claim's transaction requires the address's key
+// absent, and nothing else would stop the second claim (its own index
+// key is absent too).
+func TestOneClaimPerAddress(t *testing.T) {
+	f := etcdkvfake.New(t)
+	run := fakeNode(t, f)
+	if out, code := run("ADD", "c1", "IP=10.214.60.5", nil); code != 0 || !strings.Contains(string(out), `"10.214.60.5/24"`) {
+		t.Fatalf("ADD c1: exit %d %s", code, out)
+	}
+	out, code := run("ADD", "c2", "IP=10.214.60.5", nil)
+	var e struct{ Code int }
+	if code == 0 || json.Unmarshal(out, &e) != nil || e.Code != 101 {
+		t.Fatalf("ADD c2 of c1's address: exit %d %s, want code 101", code, out)
+	}
+	cs := claims(f)
+	if v := cs["/u/ip/net/fake-net/10.214.60.5"]; len(cs) != 1 || !strings.Contains(v, `"containerID":"c1"`) {
+		t.Fatalf("claims %v, want 10.214.60.5 claimed by c1 alone", cs)
+	}
+	// Without a request, c2 gets another address.
+	if out, code := run("ADD", "c2", "", nil); code != 0 || strings.Contains(string(out), `"10.214.60.5/24"`) {
+		t.Fatalf("ADD c2: exit %d %s", code, out)
+	}
+	if cs := claims(f); len(cs) != 2 {
+		t.Fatalf("claims %v, want two", cs)
+	}
+}
+
+// TestLateClaimCopyAfterDel: a copy of an ADD's claim that etcd applies
+// after the attachment's DEL finds the release's fence and claims
+// nothing; the fence has a lease; a new ADD of the same attachment takes
+// the fence over.
+func TestLateClaimCopyAfterDel(t *testing.T) {
+	f := etcdkvfake.New(t)
+	run := fakeNode(t, f)
+	before := len(f.Requests())
+	res, code := run("ADD", "c1", "", nil)
+	if code != 0 {
+		t.Fatalf("ADD: exit %d %s", code, res)
+	}
+	claim := f.Requests()[before] // the ADD's one request
+	if _, code := run("DEL", "c1", "", res); code != 0 {
+		t.Fatal("DEL failed")
+	}
+	if status, body := f.Deliver(claim); status != 200 || !bytes.Contains(body, []byte(`"succeeded":false`)) {
+		t.Fatalf("the late claim copy: %d %s, want it refused by its conditions", status, body)
+	}
+	if cs := claims(f); len(cs) != 0 {
+		t.Fatalf("the late claim copy committed: %v", cs)
+	}
+	slot := "/u/node/n1/net/fake-net/c1/eth0/0"
+	lease := f.LeaseOf(slot)
+	if v := f.Values(slot)[slot]; !strings.Contains(v, `"released":true`) || lease == 0 {
+		t.Fatalf("index key after DEL: %q (lease %d), want a fence with a lease", v, lease)
+	}
+	if out, code := run("ADD", "c1", "", nil); code != 0 {
+		t.Fatalf("re-ADD: exit %d %s", code, out)
+	}
+	if cs := claims(f); len(cs) != 1 {
+		t.Fatalf("claims after the re-ADD: %v", cs)
+	}
+	f.ExpireLease(lease) // taken over: the fence's lease no longer holds the key
+	if cs := claims(f); len(cs) != 1 || len(f.Values(slot)) != 1 {
+		t.Fatalf("after the fence's lease ended: claims %v, index key %v", cs, f.Values(slot))
+	}
+}
