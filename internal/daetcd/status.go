@@ -11,10 +11,10 @@ import (
 // cmdStatus reads which range sets or pools of this network are
 // exhausted (an ADD found them full and nothing was released there
 // since) and answers alloc's verdict: 50 only when no ADD could be
-// served. It answers 50 too when etcd has no quorum: members answer but cannot serve a
-// linearizable read within the timeout. An etcd that nobody answers for
-// is code 11. The check is one read of the exhaustion targets and the
-// node's record, which is also the quorum probe.
+// served. It answers 50 too when etcd has no quorum: members answer but
+// cannot serve a linearizable read within the timeout. An etcd that
+// nobody answers for is code 11. The check is one read of the exhaustion
+// marks and the node's record, which is also the quorum probe.
 func cmdStatus(req *plugin.Request) error {
 	c, op, targets, err := beginTargets(req)
 	if err != nil {
