@@ -33,11 +33,13 @@ type AdminConfig struct {
 	Timeout                   time.Duration // 0: ipam.etcd's default
 	CAFile, CertFile, KeyFile string        // ipam.etcd.tls
 	Username, PasswordFile    string
+	AllowPasswordOverHTTP     bool // ipam.etcd.allowPasswordOverHTTP
 }
 
 // NewAdmin validates c exactly as ipam.etcd is validated.
 func NewAdmin(c AdminConfig) (*Admin, error) {
-	e := etcdConf{Endpoints: c.Endpoints, Prefix: c.Prefix, Username: c.Username, PasswordFile: c.PasswordFile}
+	e := etcdConf{Endpoints: c.Endpoints, Prefix: c.Prefix, Username: c.Username, PasswordFile: c.PasswordFile,
+		AllowPasswordOverHTTP: c.AllowPasswordOverHTTP}
 	if c.Timeout > 0 {
 		e.Timeout = c.Timeout.String()
 	}

@@ -54,7 +54,7 @@ func argsAttached(req *plugin.Request) (choice, error) {
 	if err != nil {
 		return choice{}, err
 	}
-	a, err := normalise(req.Args.IfName, req.CNIArgs, req.Conf)
+	a, err := c.attachment(req.Args.IfName, req.CNIArgs, req.Conf)
 	if err != nil {
 		return choice{}, err
 	}
@@ -81,7 +81,7 @@ func argsEvery(req *plugin.Request) (choice, error) {
 		ch.sets = c.sets()
 	}
 	if req.Command == plugin.CmdDel {
-		if a, err := normalise(req.Args.IfName, req.CNIArgs, req.Conf); err == nil {
+		if a, err := c.attachment(req.Args.IfName, req.CNIArgs, req.Conf); err == nil {
 			ch.stickyKey = c.match(a).stickyKey(a)
 		}
 	}

@@ -13,7 +13,7 @@
 // A state directory D (host-local's <dataDir>/<network>, or a pool's
 // <dataDir>/_pools/<pool>) holds, exactly as host-local writes them:
 //
-//	lock                 empty; BSD flock(2) serialises every writer
+//	lock                 empty, mode 0600; BSD flock(2) serialises every writer
 //	<ip>                 one per reservation, named by netip.Addr.String(),
 //	                     mode 0644, content "<containerID>\r\n<ifname>"
 //	                     (legacy files: "<containerID>" only)
@@ -38,6 +38,9 @@
 //	                             sorted by key: "<containerID>@<ifname> <ip>
 //	                             <ip>..." ("<containerID>@ <ip>..." legacy)
 //	    stamp                    validity stamp (see below)
+//	                             (the index directory is 0700, its
+//	                             buckets and stamp 0600; safedir.go says
+//	                             who must own every directory)
 //	    .tmp .tmpw .tmpw-old     scratch files for link/rename, and
 //	                             recycled inodes (see recycle.go)
 //

@@ -137,12 +137,12 @@ func readOwner(d stateDir, ip netip.Addr) (alloc.Attachment, bool, error) {
 
 // listHolds judges every record of D, sorted by ID.
 func (d stateDir) listHolds() ([]HoldEntry, error) {
-	des, err := os.ReadDir(d.stickyDir())
+	des, err := readDir(d.stickyDir(), d.uid)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, cnierr.IO("read", d.stickyDir(), err)
+		return nil, readError(d.stickyDir(), err)
 	}
 	var out []HoldEntry
 	for _, de := range des {
@@ -172,11 +172,29 @@ func ReadHolds(dir string) ([]HoldEntry, error) { return newStateDir(dir).listHo
 
 // Hold returns record id judged, nil when there is none.
 func (d *Disk) Hold(id string) (*HoldEntry, error) {
+	if err := d.checkSticky(); errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	} else if err != nil {
+		return nil, err
+	}
 	h, err := d.readHold(id)
 	if err != nil {
 		return nil, err
 	}
 	return d.judgeHold(id, h)
+}
+
+// checkSticky checks D's _sticky (safedir.go) once per Open, before a
+// record is read or written by name; fs.ErrNotExist when there is none.
+func (d *Disk) checkSticky() error {
+	if d.stickyChecked {
+		return nil
+	}
+	if err := CheckDir(d.stickyDir(), d.uid); err != nil {
+		return err
+	}
+	d.stickyChecked = true
+	return nil
 }
 
 // Holds lists every record of D, judged.
@@ -207,9 +225,13 @@ func (d *Disk) PutHold(id string, h alloc.Hold) error {
 	if !validHoldID(id) {
 		return cnierr.New(cnierr.CodeInternal, "invalid hold ID", "id=%q", id)
 	}
-	dir := d.stickyDir()
-	if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
-		return cnierr.IO("create", dir, err)
+	if err := d.checkSticky(); errors.Is(err, os.ErrNotExist) {
+		if err := EnsureDir(d.stickyDir(), modePrivateDir, d.uid); err != nil {
+			return err
+		}
+		d.stickyChecked = true
+	} else if err != nil {
+		return err
 	}
 	d.dirty = true
 	return d.replaceRecycled(d.holdPath(id), string(encodeHold(h)))
@@ -217,6 +239,11 @@ func (d *Disk) PutHold(id string, h alloc.Hold) error {
 
 // DropHold removes record id (a stale one, or one whose address is gone).
 func (d *Disk) DropHold(id string) error {
+	if err := d.checkSticky(); errors.Is(err, os.ErrNotExist) {
+		return nil
+	} else if err != nil {
+		return err
+	}
 	if err := os.Remove(d.holdPath(id)); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return cnierr.IO("remove", d.holdPath(id), err)
 	}
