@@ -41,8 +41,9 @@ func poolRange(second byte, third, first, last int) string {
 }
 
 // chainIPAM is an ipam section ipam-delegated → ipam-ds-args → allocator
-// with the given rules and pool definitions, pool others as the default;
-// a format string taking the data dir.
+// with the given rules and pool definitions, pool others as the default,
+// the namespace from containerd's K8S_POD_NAMESPACE as docs/ipam-ds-args.md
+// advises; a format string taking the data dir.
 func chainIPAM(allocator, etcd, rules, definitions string) string {
 	extra := ""
 	if etcd != "" {
@@ -51,6 +52,7 @@ func chainIPAM(allocator, etcd, rules, definitions string) string {
 	return fmt.Sprintf(`{
   "type": "ipam-delegated",
   "delegates": ["ipam-ds-args", %q],
+  "namespaceFrom": "kubernetes",
   "rules": [%s
   ],
   "defaultPools": ["others"],
