@@ -132,3 +132,18 @@ func PoolSource(p pool.Pool, field string, defs map[string]pool.Definition) (poo
 	}
 	return pool.Definition{Set: rs, Exclude: ex.Union(def.Exclude)}, true, nil
 }
+
+// CheckPrev is every allocator's CHECK: prevResult's addresses, each
+// placed in its target (CheckList) and verified by check; without
+// addresses, ownsAny says whether the attachment owns any (host-local's
+// CHECK).
+func CheckPrev(conf *netconf.Envelope, targets []Target, ownsAny func() error, check func(addrs []netip.Addr, placed []Target) error) error {
+	addrs, placed, err := CheckList(conf, targets)
+	if err != nil {
+		return err
+	}
+	if len(addrs) == 0 {
+		return ownsAny()
+	}
+	return check(addrs, placed)
+}

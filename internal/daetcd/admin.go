@@ -151,7 +151,7 @@ func (a *Admin) Release(addr netip.Addr, s alloc.Scope, container, ifname string
 	case !ok:
 		return Lease{}, fmt.Errorf("%s is not claimed in %s", addr, scopePath(s))
 	case !valid && heldFor(kv.Value) != "":
-		return Lease{}, fmt.Errorf("%s in %s is held for sticky key %q: release the hold (--sticky-key)", addr, scopePath(s), heldFor(kv.Value))
+		return Lease{}, alloc.HeldForKey(addr, scopePath(s), heldFor(kv.Value))
 	case !valid:
 		return Lease{}, fmt.Errorf("%s in %s holds no owner record; refusing", addr, scopePath(s))
 	case container != "" && r.ContainerID != container:

@@ -281,22 +281,22 @@ func TestHoldRecord(t *testing.T) {
 	if h.Owner != "" || h.Node != "" || h.LastOwner != "c" || h.LastNode != "n" || !h.Expires.Equal(time.Date(2026, 11, 25, 12, 30, 1, 0, time.UTC)) { // 30m after now, rounded up
 		t.Fatalf("held: %+v", h)
 	}
-	if !h.alloc().Held() || h.alloc().Expired(now) || !h.alloc().Expired(now.Add(time.Hour)) {
-		t.Fatalf("rules: %+v", h.alloc())
+	if !h.Held() || h.Expired(now) || !h.Expired(now.Add(time.Hour)) {
+		t.Fatalf("rules: %+v", h)
 	}
 	if h0 := heldOf(Record{ContainerID: "c", HoldFor: "0s"}, now); !h0.Expires.IsZero() {
 		t.Fatalf("holdFor 0: %+v", h0)
 	}
-	owned := holdRecord{Node: "n", Owner: "c", IfName: "eth0", Network: "net", Address: "10.0.0.5", Key: "k", Time: "t"}
-	if a := owned.alloc(); a.Owner != "n/c" {
-		t.Fatalf("owner not qualified by node: %+v", a)
+	owned := alloc.Hold{Node: "n", Owner: "c", IfName: "eth0", Network: "net", Address: "10.0.0.5", Key: "k", Time: "t"}
+	if !owned.OwnedBy("n", "c") || owned.OwnedBy("m", "c") {
+		t.Fatalf("owner not qualified by node: %+v", owned)
 	}
 	p := ownedPrefix("n", "c", "eth0", "net", "10.0.0.5")
-	v := owned.encode()
-	if !bytes.HasPrefix(v, p) || bytes.HasPrefix(h.encode(), p) || bytes.HasPrefix(holdRecord{Node: "n", Owner: "c2", IfName: "eth0", Network: "net", Address: "10.0.0.5", Key: "k"}.encode(), p) {
+	v := encodeHold(owned)
+	if !bytes.HasPrefix(v, p) || bytes.HasPrefix(encodeHold(h), p) || bytes.HasPrefix(encodeHold(alloc.Hold{Node: "n", Owner: "c2", IfName: "eth0", Network: "net", Address: "10.0.0.5", Key: "k"}), p) {
 		t.Fatalf("ownedPrefix %s of %s", p, v)
 	}
-	if _, ok := decodeRecord(h.encode()); ok {
+	if _, ok := decodeRecord(encodeHold(h)); ok {
 		t.Fatal("a held claim decodes as an owner record")
 	}
 }

@@ -139,6 +139,9 @@ func load(req *plugin.Request) (*config, []alloc.Target, error) {
 	return c, ts, err
 }
 
+// keyed is the attachment's sticky key with this config's holdFor.
+func (c *config) keyed() alloc.Keyed { return alloc.Keyed{Key: c.stickyKey, HoldFor: c.sticky.HoldFor} }
+
 // dir is the state directory of scope s: host-local's for the network,
 // or the pool's, shared by every network that selects it so that no two
 // of them can hold one address.

@@ -151,14 +151,11 @@ func (d *Disk) Reserve(a alloc.Attachment, ip netip.Addr) (bool, error) {
 	return true, nil
 }
 
-// Owner implements alloc.Ledger by reading ip's file.
-func (d *Disk) Owner(ip netip.Addr) (alloc.Attachment, bool, error) { return readOwner(d.stateDir, ip) }
-
 // Release implements alloc.Ledger; the file's content, not the index, decides
 // ownership.
 func (d *Disk) Release(a alloc.Attachment, ip netip.Addr) (bool, error) {
 	owner, ok, err := d.Owner(ip)
-	if err != nil || !ok || !a.Holds(owner) {
+	if err != nil || !ok || !a.Owns(owner) {
 		return false, err
 	}
 	// Moving the file out of D is as atomic as unlinking it, and keeps

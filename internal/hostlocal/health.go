@@ -35,8 +35,8 @@ type Health struct {
 	// cursor nor a reservation. They are reported, never touched.
 	Unknown []string
 	// Holds are the sticky hold records, judged against their files
-	// (HoldEntry.Stale); Orphans the held files no valid record names.
-	Holds   []HoldEntry
+	// (alloc.HoldRecord.Stale); Orphans the held files no valid record names.
+	Holds   []alloc.HoldRecord
 	Orphans []netip.Addr
 }
 

@@ -34,7 +34,7 @@ func (d *Disk) rebuild() error {
 		return cnierr.IO("create", fresh, err)
 	}
 	// At most numBuckets files, whatever the number of attachments:
-	// creating an inode is what a rebuild used to spend its time on.
+	// creating inodes is where a rebuild's time would go.
 	// b00 is always written, even empty: it marks the bucket layout (see
 	// bucketFormat).
 	for n, b := range d.buckets {

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/cniplugins/cniplugins/internal/addrspace"
+	"github.com/cniplugins/cniplugins/internal/alloc"
 	"github.com/cniplugins/cniplugins/internal/hostlocal"
 )
 
@@ -69,7 +70,7 @@ func Usages(nets []Network) ([]Usage, error) {
 		}
 	}
 	used := map[string][]netip.Addr{}
-	held := map[string]map[string]hostlocal.HoldEntry{}
+	held := map[string]map[string]alloc.HoldRecord{}
 	full := map[string][]int{}
 	for i := range out {
 		u := &out[i]
