@@ -3,9 +3,7 @@ package alloc
 import (
 	"encoding/json"
 	"fmt"
-	"maps"
 	"net/netip"
-	"slices"
 
 	"github.com/containernetworking/cni/pkg/types"
 
@@ -207,9 +205,6 @@ func (k Keys) standaloneRanges(runtimeRanges [][]addrspace.RangeConfig) ([]addrs
 // PoolMode reports whether a selector's prevResult.pools drives the
 // allocation.
 func (c *Config) PoolMode() bool { return c.Pools != nil }
-
-// DefinedPools lists, sorted, the pools of ipam.poolDefinitions.
-func (c *Config) DefinedPools() []string { return slices.Sorted(maps.Keys(c.PoolDefs)) }
 
 // Personality is an allocator of this engine named name: its commands,
 // its `cniplugins validate` check, and the CNI_ARGS every allocator

@@ -80,15 +80,6 @@ func (c *Config) Targets() ([]Target, error) {
 	return out, nil
 }
 
-// WithDefinedPools is what STATUS reports exhaustion of: targets, and
-// every pool of ipam.poolDefinitions whether a selector names it or not.
-func (c *Config) WithDefinedPools(targets []Target) []Target {
-	for _, name := range c.DefinedPools() {
-		targets = append(targets, Target{Label: "pool " + name, Scope: Scope{Pool: name}})
-	}
-	return targets
-}
-
 // TargetFor is the target whose range set holds a.
 func TargetFor(targets []Target, a netip.Addr) (Target, bool) {
 	for _, t := range targets {
