@@ -288,6 +288,21 @@ func (h Hold) HandedOver() Hold {
 	return h.WithoutSecond()
 }
 
+// SecondProblem says why h's migration target is not one any ADD writes
+// ("" when it is, or h has none): fsck's check.
+func (h Hold) SecondProblem() string {
+	switch {
+	case h.Second == "" || h.Held():
+		return ""
+	case h.Second == h.Owner && h.SecondNode == h.Node:
+		return "names its owner as its migration target"
+	}
+	if p := (Attachment{ContainerID: h.Second, IfName: h.IfName}).Problem(); p != "" {
+		return "names a migration target that " + p
+	}
+	return ""
+}
+
 // WithoutSecond is h with no migration target.
 func (h Hold) WithoutSecond() Hold {
 	h.Second, h.SecondNode, h.SecondMigration = "", "", ""

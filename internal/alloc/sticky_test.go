@@ -187,3 +187,30 @@ func TestHoldExpiryLastsAtLeastHoldFor(t *testing.T) {
 		})
 	}
 }
+
+// fsck's check of a migration target: none, a valid one, or why not.
+func TestSecondProblem(t *testing.T) {
+	base := Hold{Owner: "src", IfName: "eth0", Key: "vms/vm/pg", Address: "10.0.0.2"}
+	for _, tc := range []struct {
+		second string
+		node   string
+		want   string
+	}{
+		{"", "", ""},
+		{"tgt", "", ""},
+		{"src", "", "its owner"},
+		{"src", "node-b", ""},
+		{"bad id!", "", "migration target that"},
+	} {
+		h := base
+		h.Second, h.SecondNode = tc.second, tc.node
+		if got := h.SecondProblem(); (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
+			t.Errorf("second %q on %q: %q, want %q", tc.second, tc.node, got, tc.want)
+		}
+	}
+	held := base
+	held.Owner, held.Second = "", "src"
+	if p := held.SecondProblem(); p != "" {
+		t.Errorf("a held record's second: %q", p)
+	}
+}

@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -106,4 +107,65 @@ func TestKubevirtLiveMigration(t *testing.T) {
 	if got := n.add(t, "restart", "pg", ""); got != ip {
 		t.Errorf("the VM got %s after a restart, want %s", got, ip)
 	}
+}
+
+// leaseOf is `cniplugins leases -o json`'s entry for ip.
+func (n kubevirtNet) leaseOf(t *testing.T, ip string) map[string]any {
+	t.Helper()
+	out := cliRun("leases", "--data-dir", n.dataDir, "-o", "json")
+	if out.Exit != 0 {
+		t.Fatalf("leases: %d %s", out.Exit, out.Stderr)
+	}
+	var leases []map[string]any
+	if err := json.Unmarshal(out.Stdout, &leases); err != nil {
+		t.Fatalf("leases: %v %s", err, out.Stdout)
+	}
+	for _, l := range leases {
+		if l["address"] == strings.TrimSuffix(ip, "/28") {
+			return l
+		}
+	}
+	t.Fatalf("no lease of %s in %s", ip, out.Stdout)
+	return nil
+}
+
+// The operators see and handle a migration's second owner: leases names
+// it, release --container of the target ends its share, release of the
+// address hands it to the target, fsck finds nothing wrong throughout.
+func TestKubevirtMigrationOperators(t *testing.T) {
+	n := kubevirtNet{t.TempDir()}
+	ip := n.add(t, "src", "pg", "")
+	n.add(t, "tgt1", "pg", "mig-1")
+	fsckClean := func() {
+		t.Helper()
+		if out := cliRun("fsck", "--data-dir", n.dataDir); out.Exit != 0 {
+			t.Errorf("fsck during a migration: %d %s %s", out.Exit, out.Stdout, out.Stderr)
+		}
+	}
+	fsckClean()
+	if l := n.leaseOf(t, ip); l["containerID"] != "src" || l["secondOwner"] != "tgt1" || l["secondMigration"] != "mig-1" {
+		t.Errorf("lease during the migration: %v", l)
+	}
+	if out := cliRun("leases", "--data-dir", n.dataDir); !strings.Contains(string(out.Stdout), "SECOND-OWNER") || !strings.Contains(string(out.Stdout), "tgt1") {
+		t.Errorf("leases' table shows no second owner:\n%s", out.Stdout)
+	}
+	addr := strings.TrimSuffix(ip, "/28")
+	if out := cliRun("release", addr, "--data-dir", n.dataDir, "--network", "vms", "--container", "tgt1"); out.Exit != 0 || !strings.Contains(string(out.Stdout), "share") {
+		t.Fatalf("release of the target's share: %d %s %s", out.Exit, out.Stdout, out.Stderr)
+	}
+	n.check(t, "src", "pg", ip, true)
+	n.check(t, "tgt1", "pg", ip, false)
+	if l := n.leaseOf(t, ip); l["secondOwner"] != nil {
+		t.Errorf("lease after the share ended: %v", l)
+	}
+	n.add(t, "tgt2", "pg", "mig-2")
+	if out := cliRun("release", addr, "--data-dir", n.dataDir, "--network", "vms"); out.Exit != 0 || !strings.Contains(string(out.Stdout), "migration target") {
+		t.Fatalf("release of the shared address: %d %s %s", out.Exit, out.Stdout, out.Stderr)
+	}
+	n.check(t, "tgt2", "pg", ip, true)
+	n.check(t, "src", "pg", ip, false)
+	if l := n.leaseOf(t, ip); l["containerID"] != "tgt2" || l["secondOwner"] != nil {
+		t.Errorf("lease after the handover: %v", l)
+	}
+	fsckClean()
 }
