@@ -181,6 +181,10 @@ type HoldClaimer interface {
 	TakeOver()
 	// FreeFound frees the found hold and its address, exactly as found.
 	FreeFound() error
+	// Share makes a the found hold's second (migration) owner, for
+	// migration mig, while the hold and its owner's claim are exactly as
+	// found: false, nothing written, when they changed.
+	Share(a Attachment, mig string) (bool, error)
 }
 
 // HoldFound is Reserve's outcome when a keyed claim met its key's hold:
@@ -219,8 +223,17 @@ func AllocateClaimed(s HoldClaimer, a Attachment, node string, t Target, key, mi
 		case err != nil:
 			return netip.Prefix{}, netip.Addr{}, err
 		case action == addSecond:
-			return netip.Prefix{}, netip.Addr{}, cnierr.New(cnierr.CodeStickyHeld, fmt.Sprintf("sticky key %s is held by live attachment %s", key, h.owner()),
-				"key=%q address=%s: this store keeps one owner per address, so a migration target waits for its source's DEL; retry", key, addr)
+			r, err := al.usable(t.Set, addr, t.Label)
+			if err != nil {
+				return netip.Prefix{}, netip.Addr{}, err
+			}
+			ok, err := s.Share(a, mig)
+			if err != nil {
+				return netip.Prefix{}, netip.Addr{}, err
+			}
+			if ok {
+				return netip.PrefixFrom(addr, r.Subnet.Bits()), r.Gateway, nil
+			}
 		case action == endItFirst:
 			if err := s.FreeFound(); err != nil {
 				return netip.Prefix{}, netip.Addr{}, err

@@ -244,7 +244,16 @@ type Hold struct {
 	IfName  string `json:"ifname"`
 	Network string `json:"network"`
 	Address string `json:"address"`
-	Key     string `json:"key"`
+	// SecondNode, Second and SecondMigration are a live migration's
+	// target: a second attachment (same interface and network) that
+	// shares the owner's address while both run, with the migration it
+	// was started for. Never more than two: a record has one Second. They
+	// follow the address, so that a record with a second owner never
+	// begins as one without (a store compares prefixes, OwnerPrefix).
+	SecondNode      string `json:"secondNode,omitempty"`
+	Second          string `json:"second,omitempty"`
+	SecondMigration string `json:"secondMigration,omitempty"`
+	Key             string `json:"key"`
 	// LastOwner and LastNode are the last attachment that had it.
 	LastOwner string `json:"lastOwner,omitempty"`
 	LastNode  string `json:"lastNode,omitempty"`
@@ -260,13 +269,6 @@ type Hold struct {
 	Time string `json:"time,omitempty"`
 	// Migration is the owner's migration name (MigrationName) at its ADD.
 	Migration string `json:"migration,omitempty"`
-	// SecondNode, Second and SecondMigration are a live migration's
-	// target: a second attachment (same interface and network) that
-	// shares the owner's address while both run, with the migration it
-	// was started for. Never more than two: a record has one Second.
-	SecondNode      string `json:"secondNode,omitempty"`
-	Second          string `json:"second,omitempty"`
-	SecondMigration string `json:"secondMigration,omitempty"`
 }
 
 // For reports whether h is the hold of key on ifname (StickyID can

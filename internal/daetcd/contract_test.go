@@ -16,7 +16,7 @@ import (
 // in-memory etcd (no etcd binary). contract_cluster_test.go runs it once
 // more over a real cluster.
 func TestStoreContract(t *testing.T) {
-	alloctest.RunStoreContract(t, alloctest.Caps{}, func(t *testing.T) alloctest.Subject {
+	alloctest.RunStoreContract(t, alloctest.Caps{Migration: true}, func(t *testing.T) alloctest.Subject {
 		return etcdSubject{t: t, endpoints: []string{etcdkvfake.New(t).URL()}, prefix: "/contract/"}
 	})
 }

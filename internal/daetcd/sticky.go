@@ -129,7 +129,7 @@ func heldOf(r Record, now time.Time) alloc.Hold {
 // stickyRecord marks a claim record as the sticky attachment's.
 func (st *stickyAtt) mark(r Record) Record {
 	if st != nil {
-		r.Hold, r.StickyKey, r.HoldFor = st.id, st.key, st.holdFor.String()
+		r.Hold, r.StickyKey, r.HoldFor, r.Migration = st.id, st.key, st.holdFor.String(), st.migration
 	}
 	return r
 }
@@ -171,8 +171,9 @@ func (s *claimStore) requireSource(t alloc.Target) error {
 
 // takeOver is the hold an ADD takes over, as read.
 type takeOver struct {
-	rev  int64
-	hold alloc.Hold
+	rev   int64
+	hold  alloc.Hold
+	claim []byte // its address's claim, when the hold has an owner
 }
 
 // Found implements alloc.HoldClaimer: the hold the claim met, for the
@@ -202,9 +203,12 @@ func (s *claimStore) Found(f *alloc.HoldFound) (*alloc.Hold, error) {
 		if err != nil {
 			return nil, err
 		}
-		if claim, ok := resp.First(0); !ok || claim.ModRevision != rev {
+		claim, ok := resp.First(0)
+		if !ok || claim.ModRevision != rev {
 			return nil, op.dropHold(holdK, rev)
 		}
+		s.found = &takeOver{rev: rev, hold: h, claim: claim.Value}
+		return &h, nil
 	}
 	s.found = &takeOver{rev: rev, hold: h}
 	return &h, nil
@@ -248,7 +252,7 @@ func expireHold(holdK, addrK string, rev int64, mark string) etcdkv.Txn {
 func (s *claimStore) holdOps(a alloc.Attachment, ip netip.Addr, addrK string) (cond []etcdkv.Cmp, put etcdkv.Op) {
 	op := s.op
 	h := alloc.Hold{Node: op.node, Owner: a.ContainerID, IfName: a.IfName, Network: a.Network, Address: ip.String(), Key: s.sticky.key,
-		HoldFor: s.sticky.holdFor.String(), Time: stamp(op.now)}
+		HoldFor: s.sticky.holdFor.String(), Time: stamp(op.now), Migration: s.sticky.migration}
 	if t := s.take; t != nil {
 		h.LastOwner, h.LastNode = t.hold.LastOwner, t.hold.LastNode
 		if t.hold.Owner != "" {
