@@ -149,6 +149,9 @@ func TestKubevirtMigrationOperators(t *testing.T) {
 	if out := cliRun("leases", "--data-dir", n.dataDir); !strings.Contains(string(out.Stdout), "SECOND-OWNER") || !strings.Contains(string(out.Stdout), "tgt1") {
 		t.Errorf("leases' table shows no second owner:\n%s", out.Stdout)
 	}
+	if got := n.migrating(t); got != 1 {
+		t.Errorf("pools counts %v addresses migrating, want 1", got)
+	}
 	addr := strings.TrimSuffix(ip, "/28")
 	if out := cliRun("release", addr, "--data-dir", n.dataDir, "--network", "vms", "--container", "tgt1"); out.Exit != 0 || !strings.Contains(string(out.Stdout), "share") {
 		t.Fatalf("release of the target's share: %d %s %s", out.Exit, out.Stdout, out.Stderr)
@@ -168,4 +171,33 @@ func TestKubevirtMigrationOperators(t *testing.T) {
 		t.Errorf("lease after the handover: %v", l)
 	}
 	fsckClean()
+	if got := n.migrating(t); got != 0 {
+		t.Errorf("pools counts %v addresses migrating after the handover, want 0", got)
+	}
+}
+
+// migrating is `cniplugins pools -o json`'s count of addresses two
+// owners share, the network's conflist in a conf dir of its own.
+func (n kubevirtNet) migrating(t *testing.T) float64 {
+	t.Helper()
+	confDir := t.TempDir()
+	var ipam map[string]any
+	var conf struct {
+		IPAM map[string]any `json:"ipam"`
+	}
+	if err := json.Unmarshal(n.call("ADD", "x", "pg", "").Stdin, &conf); err != nil {
+		t.Fatal(err)
+	}
+	ipam = conf.IPAM
+	list, _ := json.Marshal(map[string]any{"cniVersion": "1.0.0", "name": "vms", "plugins": []any{map[string]any{"type": "bridge", "ipam": ipam}}})
+	if err := os.WriteFile(filepath.Join(confDir, "10-vms.conflist"), list, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := cliRun("pools", "--conf-dir", confDir, "-o", "json")
+	var us []map[string]any
+	if err := json.Unmarshal(out.Stdout, &us); err != nil || len(us) != 1 {
+		t.Fatalf("pools: %d %v %s %s", out.Exit, err, out.Stdout, out.Stderr)
+	}
+	m, _ := us[0]["migrating"].(float64)
+	return m
 }
