@@ -374,7 +374,7 @@ func HoldOnDel(hs HoldStore, a Attachment, key string, now time.Time) ([]netip.A
 	if owns, err := hs.ByAttachment(a); err != nil || len(owns) > 0 {
 		return held, err
 	}
-	seconds, err := SecondsOf(hs, a)
+	seconds, err := sharedBy(hs, a, key)
 	for i := 0; err == nil && i < len(seconds); i++ {
 		err = DropSecond(hs, seconds[i])
 	}
@@ -404,6 +404,27 @@ func keyedRecords(hs HoldStore, a Attachment, key string) ([]HoldRecord, error) 
 		}
 	}
 	return KeyedOf(hs, a)
+}
+
+// sharedBy finds the records whose migration target a is: with the key,
+// by ID (its records are one per range set, from the first on), so that
+// the second DEL a runtime sends for every pod (containerd's
+// RemovePodSandbox) reads a record, not the directory; else by listing.
+func sharedBy(hs HoldStore, a Attachment, key string) ([]HoldRecord, error) {
+	if key == "" {
+		return SecondsOf(hs, a)
+	}
+	var found []HoldRecord
+	for n := 0; n < maxRangeSets; n++ {
+		e, err := LookupHold(hs, HoldID(key, a.IfName, n))
+		if err != nil || e == nil {
+			return found, err
+		}
+		if e.SecondOf(a) {
+			found = append(found, *e)
+		}
+	}
+	return found, nil
 }
 
 // GCHolds is GC's part for holds, before GC: it frees holds past their

@@ -95,6 +95,22 @@ func migrationContract() []Case {
 				t.Errorf("the next target got %s, want %s", got, ip)
 			}
 		}},
+		{"migration: DELs without the key act on their own attachments all the same", func(t *testing.T, s Subject, caps Caps) {
+			ip, ok := migrated(t, s, caps)
+			if !ok {
+				return
+			}
+			mustDel(t, s, call("b"))
+			owns(t, s, "a", ip)
+			AssertCode(t, s.Check(call("b"), []netip.Addr{ip}), cnierr.CodeUnknownContainer)
+			if got := mustAdd(t, s, migrant("c", "m2"), target(t, "")); got != ip {
+				t.Fatalf("the next target got %s, want %s", got, ip)
+			}
+			mustDel(t, s, call("a"))
+			owns(t, s, "c", ip)
+			mustDel(t, s, call("c"))
+			notFree(t, s, ip)
+		}},
 		{"migration: succeeded: the source's DEL leaves the target the owner; a second migration's source carries the first name", func(t *testing.T, s Subject, caps Caps) {
 			ip, ok := migrated(t, s, caps)
 			if !ok {
