@@ -23,7 +23,13 @@ import (
 //	ADD, key K:  K's hold reserved by another container ID  → 105
 //	             K's hold reserved or held                    → that address
 //	             no hold (or it expired)                      → allocate, then record it
-//	DEL:         the reservation becomes a hold until now + holdFor
+//	             K's hold reserved by one live owner, the ADD a
+//	             migration target (MigrationName other than the owner's) → that
+//	             address, shared: the record's second owner; never a third
+//	             a migration target whose K holds no address             → 107
+//	DEL:         the reservation becomes a hold until now + holdFor; the
+//	             owner's with a second owner hands it over; the second
+//	             owner's ends its share
 //	GC:          frees holds past their expiry, whatever the attachments say
 
 // Where a key comes from, in ipam.sticky.by.
