@@ -156,7 +156,7 @@ func (op *operation) delFromPrev(req *plugin.Request) (done bool, err error) {
 			// Only a hold of one owner: its key follows the address at
 			// once. One a migration's target shares (migration.go) is
 			// left to the read path, which hands the address over.
-			alone := append(hp, `"key":`...)
+			alone := append(slices.Clip(hp), `"key":`...)
 			release.If = append(release.If, etcdkv.ValueAbove(holdK, alone), etcdkv.ValueBelow(holdK, append(slices.Clip(alone), 0xff)))
 			release.Then = []etcdkv.Op{op.retire(slotK, r), op.releaseSticky(t.Scope, r, addrK, holdK,
 				[]etcdkv.Cmp{etcdkv.ValueAbove(holdK, hp), etcdkv.ValueBelow(holdK, append(hp, 0xff))}, op.keys.fullKey(t.Scope, t.RangeID))}
