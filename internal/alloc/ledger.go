@@ -92,10 +92,15 @@ func Check(l Ledger, a Attachment, ips []netip.Addr) error {
 }
 
 // OwnsAny reports whether a (or an id-only legacy reservation of its
-// container) owns any address in l, whatever its range: host-local's
+// container) owns any address in l, whatever its range, or, in a ledger
+// that keeps holds, shares one as a migration target: host-local's
 // CHECK when the runtime gives no addresses to verify.
 func OwnsAny(l Ledger, a Attachment) (bool, error) {
 	held, err := ownedBy(l, a)
+	if hr, holds := l.(HoldReader); err == nil && len(held) == 0 && holds {
+		shared, err := SecondsOf(hr, a)
+		return len(shared) > 0, err
+	}
 	return len(held) > 0, err
 }
 

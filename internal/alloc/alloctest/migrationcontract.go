@@ -54,6 +54,9 @@ func migrationContract() []Case {
 			}
 			owns(t, s, "a", ip)
 			owns(t, s, "b", ip)
+			if err := s.Check(call("b"), nil); err != nil {
+				t.Errorf("CHECK without addresses of the target: %v", err)
+			}
 			_, err := add(t, s, migrant("c", "m2"), target(t, ""))
 			AssertCode(t, err, cnierr.CodeStickyHeld)
 			_, err = add(t, s, sticky("d", 0), target(t, ""))
