@@ -354,7 +354,18 @@ func EndHold(hs HoldStore, e HoldRecord) (bool, error) {
 // ends, the owner keeping the address; anything else owns nothing, and
 // its DEL (a refused ADD's rollback) changes nothing.
 func HoldOnDel(hs HoldStore, a Attachment, key string, now time.Time) ([]netip.Addr, error) {
-	records, err := keyedRecords(hs, a, key)
+	addrs, err := hs.ByAttachment(a)
+	if err != nil {
+		return nil, err
+	}
+	if len(addrs) == 0 {
+		seconds, err := sharedBy(hs, a, key)
+		for i := 0; err == nil && i < len(seconds); i++ {
+			err = DropSecond(hs, seconds[i])
+		}
+		return nil, err
+	}
+	records, err := keyedRecords(hs, a, key, len(addrs))
 	if err != nil {
 		return nil, err
 	}
@@ -368,29 +379,15 @@ func HoldOnDel(hs HoldStore, a Attachment, key string, now time.Time) ([]netip.A
 		}
 		held = append(held, e.Addr)
 	}
-	if len(records) > 0 {
-		return held, nil
-	}
-	if owns, err := hs.ByAttachment(a); err != nil || len(owns) > 0 {
-		return held, err
-	}
-	seconds, err := sharedBy(hs, a, key)
-	for i := 0; err == nil && i < len(seconds); i++ {
-		err = DropSecond(hs, seconds[i])
-	}
-	return held, err
+	return held, nil
 }
 
-// keyedRecords finds the records of a's reservations: none without one
-// (one index lookup), by ID with the key, else by listing.
-func keyedRecords(hs HoldStore, a Attachment, key string) ([]HoldRecord, error) {
-	addrs, err := hs.ByAttachment(a)
-	if err != nil || len(addrs) == 0 {
-		return nil, err
-	}
+// keyedRecords finds the records of a's reservations (count addresses),
+// by ID with the key, else by listing.
+func keyedRecords(hs HoldStore, a Attachment, key string, count int) ([]HoldRecord, error) {
 	if key != "" {
 		var found []HoldRecord
-		for n := range addrs {
+		for n := range count {
 			e, err := LookupHold(hs, HoldID(key, a.IfName, n))
 			if err != nil {
 				return nil, err
@@ -399,7 +396,7 @@ func keyedRecords(hs HoldStore, a Attachment, key string) ([]HoldRecord, error) 
 				found = append(found, *e)
 			}
 		}
-		if len(found) == len(addrs) {
+		if len(found) == count {
 			return found, nil
 		}
 	}
