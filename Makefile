@@ -7,7 +7,8 @@
 #   make bench     the benchmark harness (see bench/)
 #   make chaos     the etcd chaos test for CHAOSTIME per seed (CHAOSSEEDS)
 #   make fuzz      every fuzz target for FUZZTIME each
-#   make release   reproducible tarballs in dist/
+#   make release   reproducible tarballs and images in dist/
+#   make image     the OCI images alone (lean and full, amd64 and arm64)
 
 # The one build recipe: `make build`, `make release` (scripts/release.sh),
 # the tests and the benchmark (internal/testkit.MakeIn) all build through
@@ -84,13 +85,20 @@ clean:
 
 FORCE:
 
-# Release: reproducible tarballs for linux/amd64 and linux/arm64 plus
-# SHA256SUMS in $(DIST) (see scripts/release.sh).
+# Release: reproducible tarballs for linux/amd64 and linux/arm64, the OCI
+# images of both flavours, and SHA256SUMS in $(DIST) (see scripts/release.sh).
 DIST ?= dist
 
-.PHONY: release
+.PHONY: release image
 release:
 	VERSION='$(VERSION)' COMMIT='$(COMMIT)' scripts/release.sh '$(DIST)'
+
+# The images of the release without its tarballs:
+# $(DIST)/cniplugins-$(VERSION).oci.tar and cniplugins-full-$(VERSION).oci.tar,
+# OCI layout archives for `ctr images import`, `docker load` or
+# `skopeo copy oci-archive:...` (see docs/kubernetes.md).
+image:
+	VERSION='$(VERSION)' COMMIT='$(COMMIT)' scripts/release.sh --image-only '$(DIST)'
 
 # make bench [BENCHFLAGS='-fill60k -n 300']: exec-level benchmark against
 # upstream host-local and an exec floor; writes bench/results/RESULTS.md and
@@ -100,8 +108,8 @@ release:
 BENCHFLAGS ?=
 FULLBENCHFLAGS ?=
 
-# RunPodSandbox through a private containerd's CRI, the chain against
-# host-local (root): bench/results/CRI.md.
+# RunPodSandbox through private containerd daemons' CRI (1.6 and 2.x),
+# the chain against host-local on each (root): bench/results/CRI.md.
 CRIBENCHN ?= 40
 
 .PHONY: bench

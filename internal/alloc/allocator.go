@@ -62,14 +62,14 @@ func (al *Allocator) Allocate(a Attachment, rangeID int, rs addrspace.RangeSet, 
 }
 
 // AllocateShared reserves an address of rs for an owner that legitimately
-// holds many addresses of one range set at once, such as the Docker IPAM
+// owns many addresses of one range set at once, such as the Docker IPAM
 // driver (one owner per Docker pool, see internal/dockeripam): exactly
 // requested when it is valid, else the next free one. It is Allocate
 // without the duplicate check (for a CNI attachment a second address is a
 // duplicate ADD, 102; for such an owner it is the normal case), and all
 // or nothing: if the cursor cannot be moved, the reservation is undone
 // before the error is returned. Release such addresses one by one with
-// Rollback, never with Release, which frees everything the owner holds.
+// Rollback, never with Release, which frees everything the owner owns.
 // The store's Reserve refuses an owner that cannot be recorded.
 func (al *Allocator) AllocateShared(a Attachment, rangeID int, rs addrspace.RangeSet, requested netip.Addr, label string) (netip.Prefix, error) {
 	ip, r, err := al.reserve(a, rangeID, rs, requested, label)
@@ -107,22 +107,9 @@ func (al *Allocator) moveCursor(a Attachment, rangeID int, ip netip.Addr) error 
 }
 
 func (al *Allocator) reserveRequested(a Attachment, rs addrspace.RangeSet, ip netip.Addr, label string) (netip.Addr, addrspace.Range, error) {
-	r, ok := rs.RangeFor(ip)
-	if !ok || ip.Zone() != "" {
-		return netip.Addr{}, addrspace.Range{}, cnierr.New(cnierr.CodeAddrUnavailable, "requested address not in range set",
-			"address=%s %s=%s", ip, label, rs)
-	}
-	if ip == r.Gateway {
-		return netip.Addr{}, addrspace.Range{}, cnierr.New(cnierr.CodeAddrUnavailable, "requested address is the gateway",
-			"address=%s %s=%s", ip, label, rs)
-	}
-	if !r.Usable(ip) {
-		return netip.Addr{}, addrspace.Range{}, cnierr.New(cnierr.CodeAddrUnavailable, "requested address is the network or broadcast address",
-			"address=%s %s=%s", ip, label, rs)
-	}
-	if al.exclude.Contains(ip) {
-		return netip.Addr{}, addrspace.Range{}, cnierr.New(cnierr.CodeAddrUnavailable, "requested address is excluded",
-			"address=%s %s=%s", ip, label, rs)
+	r, err := al.usable(rs, ip, label)
+	if err != nil {
+		return netip.Addr{}, addrspace.Range{}, err
 	}
 	ok, err := al.store.Reserve(a, ip)
 	if err != nil {
@@ -135,6 +122,31 @@ func (al *Allocator) reserveRequested(a Attachment, rs addrspace.RangeSet, ip ne
 	return ip, r, nil
 }
 
+// usable is the range of ip in rs when ip may be handed out at all: in
+// the range set, neither gateway nor network or broadcast address, not
+// excluded. A requested address and a sticky key's held one pass the
+// same checks (101 otherwise).
+func (al *Allocator) usable(rs addrspace.RangeSet, ip netip.Addr, label string) (addrspace.Range, error) {
+	r, ok := rs.RangeFor(ip)
+	if !ok || ip.Zone() != "" {
+		return addrspace.Range{}, cnierr.New(cnierr.CodeAddrUnavailable, "requested address not in range set",
+			"address=%s %s=%s", ip, label, rs)
+	}
+	if ip == r.Gateway {
+		return addrspace.Range{}, cnierr.New(cnierr.CodeAddrUnavailable, "requested address is the gateway",
+			"address=%s %s=%s", ip, label, rs)
+	}
+	if !r.Usable(ip) {
+		return addrspace.Range{}, cnierr.New(cnierr.CodeAddrUnavailable, "requested address is the network or broadcast address",
+			"address=%s %s=%s", ip, label, rs)
+	}
+	if al.exclude.Contains(ip) {
+		return addrspace.Range{}, cnierr.New(cnierr.CodeAddrUnavailable, "requested address is excluded",
+			"address=%s %s=%s", ip, label, rs)
+	}
+	return r, nil
+}
+
 // checkDuplicate refuses a second address from the same range set: the
 // CNI spec forbids duplicate ADDs, and legacy id-only files count because
 // they are the same container as far as an old host-local knew. A store
@@ -143,7 +155,7 @@ func (al *Allocator) checkDuplicate(a Attachment, rs addrspace.RangeSet, label s
 	if al.ledger == nil {
 		return nil
 	}
-	held, err := heldBy(al.ledger, a)
+	held, err := ownedBy(al.ledger, a)
 	if err != nil {
 		return err
 	}

@@ -6,7 +6,7 @@ import (
 	"github.com/containernetworking/cni/pkg/utils"
 )
 
-// Attachment identifies who holds a reservation: the CNI container ID and
+// Attachment identifies who owns a reservation: the CNI container ID and
 // interface name. IfName == "" is a legacy reservation written by a
 // host-local older than 0.8, which recorded only the container ID.
 //
@@ -25,12 +25,12 @@ func (a Attachment) Key() Attachment { return Attachment{ContainerID: a.Containe
 // Is reports whether a and b are the same attachment.
 func (a Attachment) Is(b Attachment) bool { return a.Key() == b.Key() }
 
-// Holds reports whether a reservation recorded for owner may be released
+// Owns reports whether a reservation recorded for owner may be released
 // or checked on a's behalf: the same attachment and, where both name one,
 // the same network. A runtime that wrongly reuses (container ID, ifname)
 // on a second network sharing the pool gets 102 on ADD, and its rollback
 // DEL must not free the first network's address.
-func (a Attachment) Holds(owner Attachment) bool {
+func (a Attachment) Owns(owner Attachment) bool {
 	return a.Is(owner) && (a.Network == "" || owner.Network == "" || a.Network == owner.Network)
 }
 

@@ -3,15 +3,14 @@ package alloc
 import (
 	"encoding/json"
 	"fmt"
-	"maps"
 	"net/netip"
-	"slices"
 
 	"github.com/containernetworking/cni/pkg/types"
 
 	"github.com/cniplugins/cniplugins/internal/addrspace"
 	"github.com/cniplugins/cniplugins/internal/cnierr"
 	"github.com/cniplugins/cniplugins/internal/netconf"
+	"github.com/cniplugins/cniplugins/internal/plugin"
 	"github.com/cniplugins/cniplugins/internal/pool"
 )
 
@@ -25,8 +24,29 @@ const maxRangeSets = pool.MaxPerAttachment
 // addresses.
 const argIP = "IP"
 
-// ArgKeys are the CNI_ARGS keys every allocator of this engine reads.
-func ArgKeys(*netconf.Envelope) ([]string, error) { return []string{argIP}, nil }
+// ArgKeys are the CNI_ARGS keys an allocator of this engine accepts:
+// host-local's IP, and stickiness's (StickyArgKeys) when ipam.sticky is
+// configured or the allocator runs in ipam-delegated's chain (runtimes
+// send them anyway, and a chain hands its one CNI_ARGS to every
+// delegate). Otherwise CNI_ARGS are judged exactly as host-local judges
+// them, K8S_POD_NAME without IgnoreUnknown being code 4: ipam-da-pools
+// is a drop-in host-local under any name, and ipam-da-etcd follows the
+// same rule rather than a second one.
+func ArgKeys(conf *netconf.Envelope) ([]string, error) {
+	keys := []string{argIP}
+	var ipam struct {
+		Type   string      `json:"type"`
+		Sticky *StickyKeys `json:"sticky"`
+	}
+	if err := conf.DecodeIPAM(&ipam); err == nil && (ipam.Sticky != nil || ipam.Type == chainType) {
+		keys = append(keys, StickyArgKeys()...)
+	}
+	return keys, nil
+}
+
+// chainType is ipam-delegated's ipam type (internal/delegated.Name; the
+// engine does not depend on the chain's package).
+const chainType = "ipam-delegated"
 
 // Standalone reports whether conf names the personality name as its ipam
 // type, host-local's place in a network config, where the ranges must be
@@ -186,5 +206,9 @@ func (k Keys) standaloneRanges(runtimeRanges [][]addrspace.RangeConfig) ([]addrs
 // allocation.
 func (c *Config) PoolMode() bool { return c.Pools != nil }
 
-// DefinedPools lists, sorted, the pools of ipam.poolDefinitions.
-func (c *Config) DefinedPools() []string { return slices.Sorted(maps.Keys(c.PoolDefs)) }
+// Personality is an allocator of this engine named name: its commands,
+// its `cniplugins validate` check, and the CNI_ARGS every allocator
+// accepts (ArgKeys).
+func Personality(name, summary string, f plugin.Funcs, validate func(*netconf.Envelope) error) plugin.Personality {
+	return plugin.Personality{Name: name, Summary: summary, Funcs: f, ArgKeys: ArgKeys, Validate: validate}
+}

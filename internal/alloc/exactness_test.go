@@ -137,12 +137,12 @@ func mustAllocID(t *testing.T, h harness, a alloc.Attachment, rangeID int, rs ad
 	}
 }
 
-// HoldsAny is host-local's CHECK without addresses: any reservation of the
+// OwnsAny is host-local's CHECK without addresses: any reservation of the
 // attachment counts, whatever its range, and so does an id-only legacy one.
-func TestHoldsAny(t *testing.T) {
+func TestOwnsAny(t *testing.T) {
 	forEachStore(t, func(t *testing.T, h harness) {
 		h.with(t, func(al *alloc.Allocator, s alloc.Lister) {
-			if ok, err := alloc.HoldsAny(s, alloctest.CidA); ok || err != nil {
+			if ok, err := alloc.OwnsAny(s, alloctest.CidA); ok || err != nil {
 				t.Fatalf("empty store: %v, %v", ok, err)
 			}
 			if _, err := s.Reserve(alloctest.CidA, netip.MustParseAddr("192.0.2.9")); err != nil { // in no range
@@ -157,8 +157,8 @@ func TestHoldsAny(t *testing.T) {
 				alloctest.CidA: true, alloctest.CidB: false, {ContainerID: "old", IfName: "eth0"}: true,
 				{ContainerID: "cid-a", IfName: "eth1"}: false,
 			} {
-				if ok, err := alloc.HoldsAny(s, a); ok != want || err != nil {
-					t.Errorf("HoldsAny(%v) = %v, %v; want %v", a, ok, err, want)
+				if ok, err := alloc.OwnsAny(s, a); ok != want || err != nil {
+					t.Errorf("OwnsAny(%v) = %v, %v; want %v", a, ok, err, want)
 				}
 			}
 		})

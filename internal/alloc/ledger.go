@@ -9,9 +9,9 @@ import (
 	"github.com/cniplugins/cniplugins/internal/cnierr"
 )
 
-// heldBy is what a holds, plus what id-only legacy reservations of its
+// ownedBy is what a owns, plus what id-only legacy reservations of its
 // container hold.
-func heldBy(l Ledger, a Attachment) ([]netip.Addr, error) {
+func ownedBy(l Ledger, a Attachment) ([]netip.Addr, error) {
 	held, err := l.ByAttachment(a)
 	if err != nil || a.IfName == "" {
 		return held, err
@@ -20,7 +20,7 @@ func heldBy(l Ledger, a Attachment) ([]netip.Addr, error) {
 	return append(held, legacy...), err
 }
 
-// Release frees everything a holds in l: the hint addresses (usually from
+// Release frees everything a owns in l: the hint addresses (usually from
 // prevResult) and whatever the ledger's index knows. Only exact owners
 // match; if nothing did, id-only legacy reservations of a's container are
 // released instead, as host-local's DEL does. An unknown attachment is not
@@ -75,7 +75,7 @@ func Check(l Ledger, a Attachment, ips []netip.Addr) error {
 		if err != nil {
 			return err
 		}
-		if !ok || (!a.Holds(owner) && !owner.Is(a.Legacy())) {
+		if !ok || (!a.Owns(owner) && !owner.Is(a.Legacy())) {
 			return cnierr.New(cnierr.CodeUnknownContainer, "address not reserved for this attachment",
 				"address=%s containerID=%s ifname=%s", ip, a.ContainerID, a.IfName)
 		}
@@ -83,11 +83,11 @@ func Check(l Ledger, a Attachment, ips []netip.Addr) error {
 	return nil
 }
 
-// HoldsAny reports whether a (or an id-only legacy reservation of its
-// container) holds any address in l, whatever its range: host-local's
+// OwnsAny reports whether a (or an id-only legacy reservation of its
+// container) owns any address in l, whatever its range: host-local's
 // CHECK when the runtime gives no addresses to verify.
-func HoldsAny(l Ledger, a Attachment) (bool, error) {
-	held, err := heldBy(l, a)
+func OwnsAny(l Ledger, a Attachment) (bool, error) {
+	held, err := ownedBy(l, a)
 	return len(held) > 0, err
 }
 
@@ -121,7 +121,7 @@ func GC(l Lister, keep func(Attachment) bool) ([]netip.Addr, error) {
 }
 
 // Rollback undoes a failed ADD: it frees exactly the addresses that ADD
-// reserved (and only while a still holds them). host-local's rollback
+// reserved (and only while a still owns them). host-local's rollback
 // releases by ID and so also frees addresses a held from other range sets
 // before the ADD; we must not. Exhaustion records stay: freeing what this
 // ADD took returns nothing that was taken before it, and the range set
@@ -131,7 +131,7 @@ func Rollback(l Ledger, a Attachment, reserved []netip.Addr) error {
 	return err
 }
 
-// Free releases exactly ips, each only while a holds it: an operator's
+// Free releases exactly ips, each only while a owns it: an operator's
 // release of a leak, the Docker driver's ReleaseAddress. Unlike Rollback
 // it returns addresses taken before, so, as after any DEL, a range set
 // recorded as full may not be any more: the exhaustion records go.

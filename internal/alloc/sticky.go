@@ -87,8 +87,8 @@ func ParseSticky(k *StickyKeys) (Sticky, error) {
 	return s, nil
 }
 
-// ArgKeys are the CNI_ARGS keys stickiness reads: accepted by every
-// allocator whether or not it is sticky, as runtimes send them anyway.
+// StickyArgKeys are the CNI_ARGS keys stickiness reads (see ArgKeys for
+// when an allocator accepts them).
 func StickyArgKeys() []string { return []string{argPodNamespace, argPodName, ArgStickyKey} }
 
 // StickyKey is the attachment's stable key: the one a selector passed on
@@ -170,26 +170,34 @@ func StickyCollision(key, ifname string, other Hold) error {
 		"key=%q ifname=%s: its hold record belongs to key %q ifname %s (hashes collide); choose another key", key, ifname, other.Key, other.IfName)
 }
 
-// Hold is what a sticky key holds in one scope for one interface, as the
-// stores record it.
+// Hold is what a sticky key holds in one scope for one interface: the
+// one record every store keeps (a file on local state, a hold key and a
+// held claim in etcd), encoded by AppendJSON. Its first fields name the
+// owner and the address, so that a store can compare a value with an
+// owner's prefix (OwnerPrefix) without reading it.
 type Hold struct {
-	Key     string `json:"key"`
+	// Node and Owner are the attachment that has the address (Node only
+	// where holds are shared by nodes: a container ID is unique per node);
+	// both "" while the address is held for the key (after a DEL).
+	Node    string `json:"node,omitempty"`
+	Owner   string `json:"owner,omitempty"`
 	IfName  string `json:"ifname"`
-	Address string `json:"address"`
 	Network string `json:"network"`
-	// Owner is the container ID whose reservation it is, "" while the
-	// address is held for the key (after a DEL).
-	Owner string `json:"owner,omitempty"`
-	// LastOwner is the last container ID that held it.
-	LastOwner string `json:"lastOwner"`
+	Address string `json:"address"`
+	Key     string `json:"key"`
+	// LastOwner and LastNode are the last attachment that had it.
+	LastOwner string `json:"lastOwner,omitempty"`
+	LastNode  string `json:"lastNode,omitempty"`
 	// HoldFor is ipam.sticky.holdFor at the ADD that reserved the address
 	// (time.Duration's String, "0s" for until released; "" in records
-	// written before it was kept: DefaultHoldFor). The record carries its
-	// own policy so that every release (DEL, GC, an operator's gc or
-	// release, which has no network config) holds for as long.
+	// without it: DefaultHoldFor). The record carries its own policy so
+	// that every release (DEL, GC, an operator's gc or release, which has
+	// no network config) holds for as long.
 	HoldFor string `json:"holdFor,omitempty"`
 	// Expires ends a hold (Owner ""); zero means until released.
 	Expires time.Time `json:"expires,omitzero"`
+	// Time is when the record was written, where a store keeps it (etcd).
+	Time string `json:"time,omitempty"`
 }
 
 // For reports whether h is the hold of key on ifname (StickyID can
@@ -199,14 +207,32 @@ func (h Hold) For(key, ifname string) bool { return h.Key == key && h.IfName == 
 // Held reports a hold with no reservation behind it.
 func (h Hold) Held() bool { return h.Owner == "" }
 
+// OwnedBy reports a reservation of container cid on node.
+func (h Hold) OwnedBy(node, cid string) bool {
+	return h.Owner != "" && h.Owner == cid && h.Node == node
+}
+
+// owner names the reservation's attachment in messages.
+func (h Hold) owner() string {
+	if h.Node != "" {
+		return h.Node + "/" + h.Owner
+	}
+	return h.Owner
+}
+
 // Expired reports a hold whose time is over at now.
 func (h Hold) Expired(now time.Time) bool {
 	return h.Held() && !h.Expires.IsZero() && !now.Before(h.Expires)
 }
 
-// Release turns a reservation into a hold from now for h.HoldFor.
-func (h Hold) Release(now time.Time) Hold {
-	h.LastOwner, h.Owner = h.Owner, ""
+// HeldFrom is h held from now on: a reservation becomes a hold for its
+// HoldFor, its owner the last one; a hold stays as it is (its expiry
+// runs on).
+func (h Hold) HeldFrom(now time.Time) Hold {
+	if h.Held() {
+		return h
+	}
+	h.LastOwner, h.LastNode, h.Owner, h.Node = h.Owner, h.Node, "", ""
 	h.Expires = HoldExpiry(now, ParseHoldFor(h.HoldFor))
 	return h
 }
@@ -235,10 +261,11 @@ func HoldExpiry(now time.Time, holdFor time.Duration) time.Time {
 	return end
 }
 
-// StickyAddr decides an ADD of container cid with the key's hold h (nil:
-// none): the address to reserve again, or the zero Addr to allocate as
-// usual. requested is the address asked for in this target, if any.
-func StickyAddr(h *Hold, cid string, requested netip.Addr, now time.Time) (netip.Addr, error) {
+// StickyAddr decides an ADD of container cid on node (node "" where
+// holds are one node's) with the key's hold h (nil: none): the address to
+// reserve again, or the zero Addr to allocate as usual. requested is the
+// address asked for in this target, if any.
+func StickyAddr(h *Hold, node, cid string, requested netip.Addr, now time.Time) (netip.Addr, error) {
 	if h == nil || h.Expired(now) {
 		return netip.Addr{}, nil
 	}
@@ -246,9 +273,9 @@ func StickyAddr(h *Hold, cid string, requested netip.Addr, now time.Time) (netip
 	if err != nil {
 		return netip.Addr{}, nil // a record without a usable address holds nothing
 	}
-	if !h.Held() && h.Owner != cid {
-		return netip.Addr{}, cnierr.New(cnierr.CodeStickyHeld, fmt.Sprintf("sticky key %s is held by live attachment %s", h.Key, h.Owner),
-			"key=%q address=%s containerID=%s ifname=%s: the old attachment is not deleted yet; retry", h.Key, addr, h.Owner, h.IfName)
+	if !h.Held() && !h.OwnedBy(node, cid) {
+		return netip.Addr{}, cnierr.New(cnierr.CodeStickyHeld, fmt.Sprintf("sticky key %s is held by live attachment %s", h.Key, h.owner()),
+			"key=%q address=%s containerID=%s ifname=%s: the old attachment is not deleted yet; retry", h.Key, addr, h.owner(), h.IfName)
 	}
 	if requested.IsValid() && requested != addr {
 		return netip.Addr{}, cnierr.New(cnierr.CodeAddrUnavailable, "requested address differs from the sticky key's",

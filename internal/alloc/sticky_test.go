@@ -108,7 +108,7 @@ func TestStickyAddr(t *testing.T) {
 		{"reserved by this container (a retried ADD)", reserved, "live", netip.Addr{}, a, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := StickyAddr(tc.h, tc.cid, tc.requested, now)
+			got, err := StickyAddr(tc.h, "", tc.cid, tc.requested, now)
 			if cnierr.Code(err) != tc.wantCode || got != tc.want {
 				t.Fatalf("got %s %v, want %s code %d", got, err, tc.want, tc.wantCode)
 			}
@@ -129,7 +129,7 @@ func TestStickyAddr(t *testing.T) {
 	} {
 		live := *reserved
 		live.HoldFor = tc.holdFor
-		r := live.Release(now)
+		r := live.HeldFrom(now)
 		if !r.Held() || r.LastOwner != "live" || !r.Expires.Equal(tc.want) || r.Expired(now) {
 			t.Errorf("release with holdFor %q: %+v, want expiry %v", tc.holdFor, r, tc.want)
 		}
@@ -172,7 +172,7 @@ func TestHoldExpiryLastsAtLeastHoldFor(t *testing.T) {
 			if tc.holdFor == 0 {
 				return
 			}
-			h := Hold{Key: "k", Owner: "c1", HoldFor: tc.holdFor.String()}.Release(now)
+			h := Hold{Key: "k", Owner: "c1", HoldFor: tc.holdFor.String()}.HeldFrom(now)
 			if h.Expired(now.Add(tc.holdFor - time.Nanosecond)) {
 				t.Errorf("hold made at %s for %s expired %s later (expires %s)", now.Format(time.RFC3339Nano), tc.holdFor, tc.holdFor-time.Nanosecond, h.Expires.Format(time.RFC3339Nano))
 			}

@@ -28,11 +28,11 @@ type Store interface {
 // Ledger, checks duplicates and moves the cursor itself.
 type Ledger interface {
 	Store
-	// Owner returns who holds ip, if anyone.
+	// Owner returns who reserved ip, if anyone.
 	Owner(ip netip.Addr) (Attachment, bool, error)
-	// Release frees ip if and only if it is held by exactly a.
+	// Release frees ip if and only if it is reserved by exactly a.
 	Release(a Attachment, ip netip.Addr) (bool, error)
-	// ByAttachment returns the addresses held by exactly a (legacy
+	// ByAttachment returns the addresses reserved by exactly a (legacy
 	// reservations only for a with IfName == "").
 	ByAttachment(a Attachment) ([]netip.Addr, error)
 	// SetLastReserved moves the cursor of range set rangeID.
@@ -42,7 +42,7 @@ type Ledger interface {
 	ClearExhausted() error
 }
 
-// Lister is a Ledger that can list every reservation it holds: GC's
+// Lister is a Ledger that can list every reservation it keeps: GC's
 // input. A store that reads its owners some narrower way (by node, by
 // attachment) collects garbage without the engine.
 type Lister interface {

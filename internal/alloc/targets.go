@@ -80,15 +80,6 @@ func (c *Config) Targets() ([]Target, error) {
 	return out, nil
 }
 
-// WithDefinedPools is what STATUS reports exhaustion of: targets, and
-// every pool of ipam.poolDefinitions whether a selector names it or not.
-func (c *Config) WithDefinedPools(targets []Target) []Target {
-	for _, name := range c.DefinedPools() {
-		targets = append(targets, Target{Label: "pool " + name, Scope: Scope{Pool: name}})
-	}
-	return targets
-}
-
 // TargetFor is the target whose range set holds a.
 func TargetFor(targets []Target, a netip.Addr) (Target, bool) {
 	for _, t := range targets {
@@ -140,4 +131,19 @@ func PoolSource(p pool.Pool, field string, defs map[string]pool.Definition) (poo
 		return pool.Definition{}, false, err
 	}
 	return pool.Definition{Set: rs, Exclude: ex.Union(def.Exclude)}, true, nil
+}
+
+// CheckPrev is every allocator's CHECK: prevResult's addresses, each
+// placed in its target (CheckList) and verified by check; without
+// addresses, ownsAny says whether the attachment owns any (host-local's
+// CHECK).
+func CheckPrev(conf *netconf.Envelope, targets []Target, ownsAny func() error, check func(addrs []netip.Addr, placed []Target) error) error {
+	addrs, placed, err := CheckList(conf, targets)
+	if err != nil {
+		return err
+	}
+	if len(addrs) == 0 {
+		return ownsAny()
+	}
+	return check(addrs, placed)
 }

@@ -32,7 +32,7 @@ func (f Flavour) runCLI(args []string, pio plugin.IO) int {
 	root.SetIn(pio.Stdin)
 	root.SetOut(pio.Stdout)
 	root.SetErr(pio.Stderr)
-	root.AddCommand(f.versionCmd(), f.listCmd(), f.installCmd())
+	root.AddCommand(f.versionCmd(), f.listCmd(), f.installCmd(), f.k8sInstallCmd())
 	root.AddCommand(f.opsCommands()...)
 	if f.Commands != nil {
 		root.AddCommand(f.Commands()...)

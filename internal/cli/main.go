@@ -46,8 +46,8 @@ type Flavour struct {
 // main starts from it too, as FlavourFull.
 func Lean(name string) Flavour { return Flavour{Name: name, Registry: registry.Lean()} }
 
-// Target is what an argv resolves to.
-type Target struct {
+// Resolution is what an argv resolves to.
+type Resolution struct {
 	Personality *plugin.Personality // nil: the CLI (or an unknown name)
 	CLIArgs     []string            // arguments for the CLI
 	Unknown     string              // a name that is neither
@@ -56,23 +56,23 @@ type Target struct {
 // Resolve applies, in order: the link's own name (argv[0], not its
 // target); the busybox fallback `cniplugins NAME`; the CLI when called by
 // the binary's own name; otherwise an unknown personality.
-func (f Flavour) Resolve(argv []string) Target {
+func (f Flavour) Resolve(argv []string) Resolution {
 	if len(argv) == 0 {
-		return Target{CLIArgs: nil}
+		return Resolution{CLIArgs: nil}
 	}
 	base := filepath.Base(argv[0])
 	if p, ok := f.Registry.Lookup(base); ok {
-		return Target{Personality: &p}
+		return Resolution{Personality: &p}
 	}
 	if len(argv) > 1 {
 		if p, ok := f.Registry.Lookup(argv[1]); ok {
-			return Target{Personality: &p}
+			return Resolution{Personality: &p}
 		}
 	}
 	if isBinaryName(base) {
-		return Target{CLIArgs: argv[1:]}
+		return Resolution{CLIArgs: argv[1:]}
 	}
-	return Target{Unknown: base}
+	return Resolution{Unknown: base}
 }
 
 // Main runs one process's worth of work and returns its exit code.

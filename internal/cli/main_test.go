@@ -76,6 +76,8 @@ func TestMainExitCodesAndStreams(t *testing.T) {
 		{argv: []string{"cniplugins", "gc", "--cri", "/run/containerd/containerd.sock"}, exit: 2, stderr: "--cri needs the full flavour: run cniplugins-full", noStdout: true},
 		{argv: []string{"cniplugins", "gc", "--cri", "/run/x.sock", "--pool", "p"}, exit: 1, stderr: "drop --network, --pool, --keep", noStdout: true},
 		{argv: []string{"cniplugins", "gc", "--pool", "p", "--keep", "c", "--min-age", "1m"}, exit: 1, stderr: "-o and --min-age go with --cri", noStdout: true},
+		// k8s-install's GC loop is gc --cri: the lean image says where it lives, before installing anything.
+		{argv: []string{"cniplugins", "k8s-install", "--bin-dir", "/nonexistent/cniplugins-test", "--watch", "--gc-cri", "/run/x.sock"}, exit: 2, stderr: "--gc-cri needs the full flavour: run the cniplugins-full image", noStdout: true},
 		// fsck: 2 when it cannot check, apart from 1 (problems remain).
 		{argv: []string{"cniplugins", "fsck", "--data-dir", "/nonexistent/cniplugins-test"}, exit: 2, stderr: "does not exist", noStdout: true},
 		{argv: []string{"cniplugins", "fsck", "--bogus"}, exit: 2, stderr: "unknown flag", noStdout: true},

@@ -25,7 +25,7 @@ type backendFlags struct {
 
 // etcdOnly are the flags that mean nothing without --etcd.
 func etcdOnly() []string {
-	return []string{"node", "prefix", "timeout", "cacert", "cert", "key", "user", "password-file"}
+	return []string{"node", "prefix", "timeout", "cacert", "cert", "key", "user", "password-file", "allow-password-over-http"}
 }
 
 // add gives c the flags of both backends; lock adds --lock-timeout (the
@@ -49,6 +49,7 @@ func (b *backendFlags) add(c *cobra.Command, open func(ops.EtcdConfig) (ops.Back
 	f.StringVar(&b.etcd.KeyFile, "key", "", "with --etcd: client key (ipam.etcd.tls.keyFile)")
 	f.StringVar(&b.etcd.Username, "user", "", "with --etcd: etcd user name (ipam.etcd.username)")
 	f.StringVar(&b.etcd.PasswordFile, "password-file", "", "with --etcd: file holding the user's password (ipam.etcd.passwordFile)")
+	f.BoolVar(&b.etcd.AllowPasswordOverHTTP, "allow-password-over-http", false, "with --etcd: send --user's password to a non-loopback http:// endpoint in clear (ipam.etcd.allowPasswordOverHTTP)")
 	if open == nil {
 		for _, n := range etcdOnly() {
 			_ = f.MarkHidden(n)

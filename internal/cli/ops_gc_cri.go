@@ -44,12 +44,11 @@ func (f *criFlags) run(cmd *cobra.Command, live liveSandboxes, b ops.Backend, r 
 	if f.minAge < 0 {
 		return fmt.Errorf("invalid --min-age %s: want 0 or more", f.minAge)
 	}
-	sandboxes, err := live(f.endpoint, f.timeout)
-	if err != nil {
-		return exitError{2, fmt.Errorf("%w; nothing released", err)}
+	r.MinAge = f.minAge
+	stale, nLive, err := reconcile(live, f.endpoint, f.timeout, b, r)
+	if errors.As(err, new(exitError)) {
+		return err
 	}
-	r.Live, r.MinAge, r.Now = sandboxes, f.minAge, time.Now()
-	stale, err := ops.LiveGC(b, r)
 	if werr := writeLiveGC(cmd, stale, f.out); err == nil {
 		err = werr
 	}
@@ -57,9 +56,24 @@ func (f *criFlags) run(cmd *cobra.Command, live liveSandboxes, b ops.Backend, r 
 		return err
 	}
 	if !r.Apply {
-		fmt.Fprintf(cmd.ErrOrStderr(), "%d live sandboxes; %d to release; nothing changed (run again with --apply)\n", len(sandboxes), len(stale))
+		fmt.Fprintf(cmd.ErrOrStderr(), "%d live sandboxes; %d to release; nothing changed (run again with --apply)\n", nLive, len(stale))
 	}
 	return nil
+}
+
+// reconcile is gc --cri's work, also k8s-install's GC loop: ask the
+// runtime at endpoint for its live sandboxes, then (with r.Apply) release
+// every stale reservation of b. It returns the stale ones and how many
+// sandboxes were live. A runtime that cannot be asked releases nothing
+// (an exitError 2: never "no sandbox, so everything is stale").
+func reconcile(live liveSandboxes, endpoint string, timeout time.Duration, b ops.Backend, r ops.LiveGCRequest) ([]ops.LiveGCLease, int, error) {
+	sandboxes, err := live(endpoint, timeout)
+	if err != nil {
+		return nil, 0, exitError{2, fmt.Errorf("%w; nothing released", err)}
+	}
+	r.Live, r.Now = sandboxes, time.Now()
+	stale, err := ops.LiveGC(b, r)
+	return stale, len(sandboxes), err
 }
 
 func writeLiveGC(cmd *cobra.Command, stale []ops.LiveGCLease, out outputFlags) error {

@@ -1,7 +1,6 @@
 package daetcd
 
 import (
-	"errors"
 	"net/netip"
 
 	"github.com/containernetworking/cni/pkg/types"
@@ -27,44 +26,49 @@ func cmdAdd(req *plugin.Request) (types.Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	claim := newClaimID()
-	att := alloc.Attachment{ContainerID: op.cid, IfName: op.ifname, Network: op.network}
-	var stores []*claimStore
-	for _, t := range targets {
-		s := op.stickyStore(t, claim, st)
-		stores = append(stores, s)
-		addr, gw, err := s.allocate(t, att)
-		if err != nil {
-			op.cl.Extend()
-			if cerr := op.cancel(stores); cerr != nil {
-				req.Log.Error("undoing the failed ADD's claims failed; the runtime's DEL or GC will remove them",
-					logging.Error(cerr))
-			}
-			return nil, err
-		}
-		res.IPs = append(res.IPs, alloc.IPConfig(addr, gw))
-		req.Log.Debug("allocated", logging.String("target", t.Label), logging.Stringer("address", addr))
+	allocated, err := op.add(targets, st)
+	if err != nil {
+		return nil, err
+	}
+	for i, a := range allocated {
+		res.IPs = append(res.IPs, alloc.IPConfig(a.addr, a.gw))
+		req.Log.Debug("allocated", logging.String("target", targets[i].Label), logging.Stringer("address", a.addr))
 	}
 	return res, nil
 }
 
-// allocate runs the engine on one target. A sticky key's hold ends the
-// search (holdFound); the shared rules then name the address to take
-// over, or allocation starts again as usual once the hold is gone, or
-// the ADD fails with 105 or 101 (sticky.go).
-func (s *claimStore) allocate(t alloc.Target, att alloc.Attachment) (netip.Prefix, netip.Addr, error) {
-	requested := t.Requested
-	for try := 0; ; try++ {
-		addr, gw, err := t.Allocator(s).Allocate(att, t.RangeID, t.Set, requested, t.Label)
-		var hf *holdFound
-		if !errors.As(err, &hf) {
-			return addr, gw, err
+// allocated is one target's address and gateway.
+type allocated struct {
+	addr netip.Prefix
+	gw   netip.Addr
+}
+
+// add allocates one address per target for the operation's attachment
+// (with sticky key st, nil for none), all or nothing.
+func (op *operation) add(targets []alloc.Target, st *stickyAtt) ([]allocated, error) {
+	claim := newClaimID()
+	att := op.attachment()
+	var stores []*claimStore
+	var out []allocated
+	for _, t := range targets {
+		s := op.stickyStore(t, claim, st)
+		stores = append(stores, s)
+		var a allocated
+		var err error
+		if st != nil {
+			a.addr, a.gw, err = alloc.AllocateClaimed(s, att, op.node, t, st.key, op.now)
+		} else {
+			a.addr, a.gw, err = t.Allocator(s).Allocate(att, t.RangeID, t.Set, t.Requested, t.Label)
 		}
-		if try == 8 {
-			return netip.Prefix{}, netip.Addr{}, errTooManyHolds(t.Label)
+		if err != nil {
+			op.cl.Extend()
+			if cerr := op.cancel(stores); cerr != nil {
+				op.log.Error("undoing the failed ADD's claims failed; the runtime's DEL or GC will remove them",
+					logging.Error(cerr))
+			}
+			return nil, err
 		}
-		if requested, err = s.decide(hf, t.Requested); err != nil {
-			return netip.Prefix{}, netip.Addr{}, err
-		}
+		out = append(out, a)
 	}
+	return out, nil
 }

@@ -33,11 +33,13 @@ type AdminConfig struct {
 	Timeout                   time.Duration // 0: ipam.etcd's default
 	CAFile, CertFile, KeyFile string        // ipam.etcd.tls
 	Username, PasswordFile    string
+	AllowPasswordOverHTTP     bool // ipam.etcd.allowPasswordOverHTTP
 }
 
 // NewAdmin validates c exactly as ipam.etcd is validated.
 func NewAdmin(c AdminConfig) (*Admin, error) {
-	e := etcdConf{Endpoints: c.Endpoints, Prefix: c.Prefix, Username: c.Username, PasswordFile: c.PasswordFile}
+	e := etcdConf{Endpoints: c.Endpoints, Prefix: c.Prefix, Username: c.Username, PasswordFile: c.PasswordFile,
+		AllowPasswordOverHTTP: c.AllowPasswordOverHTTP}
 	if c.Timeout > 0 {
 		e.Timeout = c.Timeout.String()
 	}
@@ -149,7 +151,7 @@ func (a *Admin) Release(addr netip.Addr, s alloc.Scope, container, ifname string
 	case !ok:
 		return Lease{}, fmt.Errorf("%s is not claimed in %s", addr, scopePath(s))
 	case !valid && heldFor(kv.Value) != "":
-		return Lease{}, fmt.Errorf("%s in %s is held for sticky key %q: release the hold (--sticky-key)", addr, scopePath(s), heldFor(kv.Value))
+		return Lease{}, alloc.HeldForKey(addr, scopePath(s), heldFor(kv.Value))
 	case !valid:
 		return Lease{}, fmt.Errorf("%s in %s holds no owner record; refusing", addr, scopePath(s))
 	case container != "" && r.ContainerID != container:

@@ -1,6 +1,8 @@
 package daetcd
 
 import (
+	"net/netip"
+
 	"github.com/cniplugins/cniplugins/internal/alloc"
 	"github.com/cniplugins/cniplugins/internal/cnierr"
 	"github.com/cniplugins/cniplugins/internal/etcdkv"
@@ -15,13 +17,12 @@ func cmdCheck(req *plugin.Request) error {
 	if err != nil {
 		return err
 	}
-	addrs, placed, err := alloc.CheckList(req.Conf, targets)
-	if err != nil {
-		return err
-	}
-	if len(addrs) == 0 {
-		return op.checkHoldsAny(c.Scopes())
-	}
+	return alloc.CheckPrev(req.Conf, targets, func() error { return op.checkOwnsAny(c.Scopes()) }, op.check)
+}
+
+// check verifies that each address, placed in its target, is claimed by
+// the operation's attachment on this node and network.
+func (op *operation) check(addrs []netip.Addr, placed []alloc.Target) error {
 	reads := make([]etcdkv.Op, len(addrs))
 	for i, a := range addrs {
 		reads[i] = etcdkv.Get(op.keys.addrKey(placed[i].Scope, a))
@@ -41,7 +42,7 @@ func cmdCheck(req *plugin.Request) error {
 	return nil
 }
 
-func (op *operation) checkHoldsAny(scopes []alloc.Scope) error {
+func (op *operation) checkOwnsAny(scopes []alloc.Scope) error {
 	resp, err := op.readAttachment(scopes)
 	if err != nil {
 		return err

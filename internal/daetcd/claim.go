@@ -41,8 +41,9 @@ type claimStore struct {
 	label  string
 	marker int64 // mod revision of the marker in our index key that the claim takes over (0: none)
 
-	sent     []byte // the record of the last claim sent: ours if it is found later
-	inFlight bool   // a claim may still commit: cancel must fence it
+	att      alloc.Attachment // who the claims are for (Reserve's)
+	sent     []byte           // the record of the last claim sent: ours if it is found later
+	inFlight bool             // a claim may still commit: cancel must fence it
 	sentAddr netip.Addr
 	taken    map[netip.Addr]bool
 	sawTaken int64 // the revision at which a candidate was first seen taken
@@ -50,16 +51,20 @@ type claimStore struct {
 
 	sticky   *stickyAtt // nil: not sticky (sticky.go)
 	holdK    string
+	found    *takeOver // the hold the last claim met (alloc.HoldClaimer)
 	take     *takeOver // the hold the next claim takes over
 	sentTake *takeOver // the one the last claim sent took over
 }
+
+var _ alloc.HoldClaimer = (*claimStore)(nil)
 
 // prefetchAfter: past this many taken candidates the pool is filling up,
 // and one read of its keys is cheaper than a transaction per taken address.
 const prefetchAfter = 4
 
 func (op *operation) claimStore(t alloc.Target, claim string) *claimStore {
-	return &claimStore{op: op, scope: t.Scope, slot: t.RangeID, set: t.Set, claim: claim, label: t.Label, taken: map[netip.Addr]bool{}}
+	return &claimStore{op: op, scope: t.Scope, slot: t.RangeID, set: t.Set, claim: claim, label: t.Label, taken: map[netip.Addr]bool{},
+		att: op.attachment()}
 }
 
 // stickyStore is claimStore for an attachment with a sticky key (nil: none).
@@ -71,23 +76,25 @@ func (op *operation) stickyStore(t alloc.Target, claim string, st *stickyAtt) *c
 	return s
 }
 
-// Reserve claims ip for the attachment; false when someone holds it.
-// The claim carries the operation's attachment, which is the one
-// Allocate passes.
-func (s *claimStore) Reserve(_ alloc.Attachment, ip netip.Addr) (bool, error) {
+// Reserve claims ip for a on this node (its claim record, index key and,
+// when sticky, hold); false when someone holds it. One claimStore serves
+// one attachment: a failed ADD's cancel undoes the claims of the last
+// attachment it reserved for.
+func (s *claimStore) Reserve(a alloc.Attachment, ip netip.Addr) (bool, error) {
 	if s.taken[ip] && s.take == nil {
 		return false, nil
 	}
 	op := s.op
-	val := s.sticky.mark(op.record(s.scope, ip.String(), s.claim)).encode()
-	addrK, slotK := op.keys.addrKey(s.scope, ip), op.slotKey(s.scope, s.slot)
+	s.att = a
+	val := s.sticky.mark(op.recordOf(a, s.scope, ip.String(), s.claim)).encode()
+	addrK, slotK := op.keys.addrKey(s.scope, ip), s.slotKey()
 	s.sent, s.sentAddr, s.sentTake = val, ip, s.take
 	cond := []etcdkv.Cmp{etcdkv.Absent(addrK)}
 	then := []etcdkv.Op{etcdkv.Put(addrK, val), etcdkv.Put(slotK, val)}
 	var readHold []etcdkv.Op
 	if s.sticky != nil {
 		var put etcdkv.Op
-		cond, put = s.holdOps(ip, addrK)
+		cond, put = s.holdOps(a, ip, addrK)
 		then = append(then, put)
 		readHold = []etcdkv.Op{etcdkv.Get(s.holdK)}
 	}
@@ -112,7 +119,7 @@ func (s *claimStore) Reserve(_ alloc.Attachment, ip netip.Addr) (bool, error) {
 			op.log.Warn("claim unanswered; fencing it", logging.String("address", ip.String()), logging.Error(err))
 			resp, err = op.cl.Txn(etcdkv.Txn{
 				If:   []etcdkv.Cmp{s.slotFree(slotK)},
-				Then: []etcdkv.Op{etcdkv.Put(slotK, op.record(s.scope, "", s.claim).encode())},
+				Then: []etcdkv.Op{etcdkv.Put(slotK, op.recordOf(a, s.scope, "", s.claim).encode())},
 				Else: holders,
 			})
 			if err == nil && resp.Succeeded {
@@ -144,7 +151,7 @@ func (s *claimStore) Reserve(_ alloc.Attachment, ip netip.Addr) (bool, error) {
 			if !r.cancelled() {
 				s.sent = nil // definitely not ours: nothing to undo
 				return false, cnierr.New(cnierr.CodeDuplicateAttach, "attachment already holds an address",
-					"address=%s %s containerID=%s ifname=%s", r.Address, s.label, op.cid, op.ifname)
+					"address=%s %s containerID=%s ifname=%s", r.Address, s.label, a.ContainerID, a.IfName)
 			}
 			if slot.ModRevision != s.marker {
 				s.marker = slot.ModRevision // a failed ADD's marker: take it over, exactly this one
@@ -157,9 +164,13 @@ func (s *claimStore) Reserve(_ alloc.Attachment, ip netip.Addr) (bool, error) {
 			hold, hasHold := resp.First(3)
 			if hasHold || s.take != nil {
 				// The key has a hold (or the one taken over changed or
-				// went): the search ends, cmdAdd applies the rules.
+				// went): the search ends, the engine applies the rules.
 				s.sent = nil
-				return false, &holdFound{kv: hold, found: hasHold}
+				f := &alloc.HoldFound{}
+				if hasHold {
+					f.Ref = hold
+				}
+				return false, f
 			}
 		}
 		if held {
@@ -173,6 +184,11 @@ func (s *claimStore) Reserve(_ alloc.Attachment, ip netip.Addr) (bool, error) {
 		}
 	}
 	return false, cnierr.New(cnierr.CodeTryAgainLater, "claim kept conflicting", "address=%s %s", ip, s.label)
+}
+
+// slotKey is the index key of the attachment Reserve claims for.
+func (s *claimStore) slotKey() string {
+	return s.op.keys.slotKey(s.op.node, s.scope, s.att.ContainerID, s.att.IfName, s.slot)
 }
 
 // slotFree is the claim's condition on the index key: absent, or still
@@ -244,8 +260,8 @@ func (op *operation) cancel(stores []*claimStore) error {
 		if s.sent == nil {
 			continue
 		}
-		slotK := op.slotKey(s.scope, s.slot)
-		marker := etcdkv.Put(slotK, op.record(s.scope, "", s.claim).encode())
+		slotK := s.slotKey()
+		marker := etcdkv.Put(slotK, op.recordOf(s.att, s.scope, "", s.claim).encode())
 		// The claim committed: free its address, keep the marker.
 		addrK := op.keys.addrKey(s.scope, s.sentAddr)
 		committed := etcdkv.Txn{

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"hash/fnv"
+	"net/netip"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -37,6 +38,9 @@ type etcdConf struct {
 	Username     string          `json:"username"`
 	PasswordFile string          `json:"passwordFile"`
 	Password     json.RawMessage `json:"password"` // refused: never inline
+	// AllowPasswordOverHTTP is the operator's explicit consent to send
+	// username and password to a non-loopback http:// endpoint in clear.
+	AllowPasswordOverHTTP bool `json:"allowPasswordOverHTTP"`
 	// MachineIDFile names the file holding this machine's unique ID
 	// (node.go); the default is systemd's /etc/machine-id.
 	MachineIDFile string `json:"machineIDFile"`
@@ -110,7 +114,37 @@ func (e *etcdConf) validate(resolveNode bool) (*etcdConfig, error) {
 	if (e.Username == "") != (e.PasswordFile == "") {
 		return nil, cnierr.InvalidConfig("ipam.etcd.username", e.Username, "username and passwordFile go together")
 	}
+	if err := e.checkPasswordTransport(c.endpoints); err != nil {
+		return nil, err
+	}
 	return c, nil
+}
+
+// checkPasswordTransport refuses to send a password in clear: etcd's
+// Authenticate call carries it as it is, so over http:// anyone on the
+// path reads it. A loopback endpoint never leaves the machine; anything
+// else needs https:// or the operator's allowPasswordOverHTTP.
+func (e *etcdConf) checkPasswordTransport(endpoints []string) error {
+	if e.Username == "" || e.AllowPasswordOverHTTP {
+		return nil
+	}
+	for _, ep := range endpoints {
+		u, _ := url.Parse(ep) // parseEndpoints has checked it
+		if u.Scheme == "http" && !loopbackHost(u.Hostname()) {
+			return cnierr.InvalidConfig("ipam.etcd.allowPasswordOverHTTP", ep,
+				"username and passwordFile over an http:// endpoint would send the password in clear: use https:// or set allowPasswordOverHTTP to true")
+		}
+	}
+	return nil
+}
+
+// loopbackHost: an IP literal of the loopback network, or localhost.
+func loopbackHost(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.Unmap().IsLoopback()
 }
 
 func parseEndpoints(field string, eps []string) ([]string, error) {

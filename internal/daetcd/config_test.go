@@ -44,6 +44,9 @@ func TestParseEtcd(t *testing.T) {
 		{"timeout too long", `,"etcd":{"endpoints":["http://e:2379"],"timeout":"1h"}`, "ipam.etcd.timeout", nil},
 		{"inline password", `,"etcd":{"endpoints":["http://e:2379"],"username":"u","password":"secret"}`, "ipam.etcd.password", nil},
 		{"username without passwordFile", `,"etcd":{"endpoints":["http://e:2379"],"username":"u"}`, "ipam.etcd.username", nil},
+		{"password over http://", `,"etcd":{"endpoints":["https://a:2379","http://e:2379"],"username":"u","passwordFile":"/pw"}`, "ipam.etcd.allowPasswordOverHTTP", nil},
+		{"password over http://, opted in", `,"etcd":{"endpoints":["http://e:2379"],"username":"u","passwordFile":"/pw","allowPasswordOverHTTP":true,"nodeName":"n"}`, "", func(c *etcdConfig) bool { return c.username == "u" }},
+		{"password over https:// and loopback http://", `,"etcd":{"endpoints":["https://e:2379","http://127.0.0.1:2379","http://[::1]:2379","http://localhost:2379"],"username":"u","passwordFile":"/pw","nodeName":"n"}`, "", func(c *etcdConfig) bool { return len(c.endpoints) == 4 }},
 		{"cert without key", `,"etcd":{"endpoints":["https://e:2379"],"tls":{"certFile":"/c.pem"}}`, "ipam.etcd.tls", nil},
 		{"wrong type", `,"etcd":{"endpoints":"http://e:2379"}`, "ipam.etcd.endpoints", nil},
 	}

@@ -25,9 +25,20 @@ func (op *operation) del(req *plugin.Request, scopes []alloc.Scope) error {
 	if done, err := op.delFromPrev(req); done || err != nil {
 		return err
 	}
+	found, err := op.delRead(scopes)
+	if err != nil || found {
+		return err
+	}
+	return op.fenceUnknown(req)
+}
+
+// delRead is DEL's exact read path: one read of the attachment's index
+// keys in each scope, one transaction releasing what they name. found is
+// false when the attachment has nothing here, not even a fence.
+func (op *operation) delRead(scopes []alloc.Scope) (found bool, err error) {
 	resp, err := op.readAttachment(scopes)
 	if err != nil {
-		return err
+		return false, err
 	}
 	var txns []etcdkv.Txn
 	fenced := false
@@ -47,10 +58,10 @@ func (op *operation) del(req *plugin.Request, scopes []alloc.Scope) error {
 			txns = append(txns, op.release(s, kv, true))
 		}
 	}
-	if len(txns) == 0 && !fenced {
-		return op.fenceUnknown(req)
+	if len(txns) == 0 {
+		return fenced, nil
 	}
-	return op.commit(txns, op.touch())
+	return true, op.commit(txns, op.touch())
 }
 
 // fenceUnknown is DEL of an attachment that holds nothing here: it fences

@@ -28,6 +28,13 @@ func cmdGC(req *plugin.Request) error {
 	if err != nil {
 		return err
 	}
+	return op.gc(c.Scopes(), alloc.NewKeepSet(op.network, valid))
+}
+
+// gc releases this node's claims of the operation's network in scopes
+// that keep rejects, leaving fences, and the network's expired holds
+// there.
+func (op *operation) gc(scopes []alloc.Scope, keep alloc.KeepSet) error {
 	node, err := op.cl.Read(etcdkv.Get(op.keys.nodeKey(op.node)))
 	if err != nil {
 		return err
@@ -36,11 +43,11 @@ func cmdGC(req *plugin.Request) error {
 	if err := op.ensureNode(kv, found); err != nil {
 		return err
 	}
-	keep := alloc.NewKeepSet(op.network, valid)
-	return op.fenced(func() error { return op.gc(req, c.Scopes(), keep) })
+	return op.fenced(func() error { return op.collect(scopes, keep) })
 }
 
-func (op *operation) gc(req *plugin.Request, scopes []alloc.Scope, keep alloc.KeepSet) error {
+// collect is gc's releases, under the host's lease for fences.
+func (op *operation) collect(scopes []alloc.Scope, keep alloc.KeepSet) error {
 	var errs []error
 	for _, s := range scopes {
 		kvs, err := op.cl.List(op.keys.nodeScope(op.node, s), false)
@@ -57,7 +64,7 @@ func (op *operation) gc(req *plugin.Request, scopes []alloc.Scope, keep alloc.Ke
 			}
 			txns = append(txns, op.release(s, kv, false))
 			marks[op.keys.markOf(s, string(kv.Key))] = true
-			req.Log.Info("gc releases", logging.String("address", r.Address), logging.String("containerID", r.ContainerID), logging.String("ifname", r.IfName))
+			op.log.Info("gc releases", logging.String("address", r.Address), logging.String("containerID", r.ContainerID), logging.String("ifname", r.IfName))
 		}
 		errs = append(errs, op.commitBatches(txns, marks, op.sameMachine()...))
 		errs = append(errs, op.expireHolds(s, op.network))
@@ -89,7 +96,7 @@ func (op *operation) expiredHolds(s alloc.Scope, network string) ([]etcdkv.Txn, 
 	marks := unmark{}
 	for _, kv := range kvs {
 		h, ok := decodeHold(kv.Value)
-		if !ok || (network != "" && h.Network != network) || !h.alloc().Expired(op.now) {
+		if !ok || (network != "" && h.Network != network) || !h.Expired(op.now) {
 			continue
 		}
 		ip, _ := netip.ParseAddr(h.Address)

@@ -80,10 +80,20 @@ func newClaimID() string {
 
 // record is this attachment's owner record for an address of scope.
 func (op *operation) record(s alloc.Scope, addr, claim string) Record {
+	return op.recordOf(op.attachment(), s, addr, claim)
+}
+
+// recordOf is a's owner record, on this node, for an address of scope.
+func (op *operation) recordOf(a alloc.Attachment, s alloc.Scope, addr, claim string) Record {
 	return Record{
-		Node: op.node, ContainerID: op.cid, IfName: op.ifname, Network: op.network,
+		Node: op.node, ContainerID: a.ContainerID, IfName: a.IfName, Network: a.Network,
 		Address: addr, Pool: s.Pool, Time: stamp(op.now), Claim: claim,
 	}
+}
+
+// attachment is who the operation is for.
+func (op *operation) attachment() alloc.Attachment {
+	return alloc.Attachment{ContainerID: op.cid, IfName: op.ifname, Network: op.network}
 }
 
 // slotKey is this attachment's index key in scope.

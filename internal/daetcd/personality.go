@@ -19,13 +19,8 @@ const Name = "ipam-da-etcd"
 
 // Personality returns ipam-da-etcd.
 func Personality() plugin.Personality {
-	return plugin.Personality{
-		Name:     Name,
-		Summary:  "allocates one address per selected pool (or range set) from an etcd cluster shared by many hosts",
-		Funcs:    plugin.IPAMFuncs(cmdAdd, cmdDel, cmdCheck, cmdGC, cmdStatus),
-		ArgKeys:  argKeys,
-		Validate: validate,
-	}
+	return alloc.Personality(Name, "allocates one address per selected pool (or range set) from an etcd cluster shared by many hosts",
+		plugin.IPAMFuncs(cmdAdd, cmdDel, cmdCheck, cmdGC, cmdStatus), validate)
 }
 
 // validate is ADD's parse without etcd, the disk or the host name:

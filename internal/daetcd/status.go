@@ -8,21 +8,21 @@ import (
 	"github.com/cniplugins/cniplugins/internal/plugin"
 )
 
-// cmdStatus answers 50 while a range set or pool this network allocates
-// from is exhausted (an ADD found it full and nothing was released there
-// since), or when etcd has no quorum: members answer but cannot serve a
-// linearizable read within the timeout. An etcd that nobody answers for
-// is code 11. The check is one read of the exhaustion marks and the
-// node's record, which is also the quorum probe.
+// cmdStatus reads which range sets or pools of this network are
+// exhausted (an ADD found them full and nothing was released there
+// since) and answers alloc's verdict: 50 only when no ADD could be
+// served. It answers 50 too when etcd has no quorum: members answer but
+// cannot serve a linearizable read within the timeout. An etcd that
+// nobody answers for is code 11. The check is one read of the exhaustion
+// marks and the node's record, which is also the quorum probe.
 func cmdStatus(req *plugin.Request) error {
 	c, op, targets, err := beginTargets(req)
 	if err != nil {
 		return err
 	}
-	marks := c.WithDefinedPools(targets)
-	reads := make([]etcdkv.Op, 0, len(marks)+1)
-	for _, m := range marks {
-		reads = append(reads, etcdkv.Get(op.keys.fullKey(m.Scope, m.RangeID)))
+	reads := make([]etcdkv.Op, 0, len(targets)+1)
+	for _, t := range targets {
+		reads = append(reads, etcdkv.Get(op.keys.fullKey(t.Scope, t.RangeID)))
 	}
 	resp, err := op.cl.Read(append(reads, etcdkv.Get(op.keys.nodeKey(op.node)))...)
 	if errors.Is(err, etcdkv.ErrNoQuorum) {
@@ -32,14 +32,14 @@ func cmdStatus(req *plugin.Request) error {
 	if err != nil {
 		return err
 	}
-	node, found := resp.First(len(marks))
+	node, found := resp.First(len(targets))
 	if err := op.ensureNode(node, found); err != nil {
 		return err
 	}
-	for i, m := range marks {
-		if kv, ok := resp.First(i); ok && len(kv.Value) > 0 { // empty: freed since
-			return cnierr.New(cnierr.CodeNotAvailable, "address pool exhausted", "%s", m.Label)
-		}
+	full := make([]bool, len(targets))
+	for i := range targets {
+		kv, ok := resp.First(i)
+		full[i] = ok && len(kv.Value) > 0 // empty: freed since
 	}
-	return nil
+	return c.Status(req.Conf, targets, full)
 }

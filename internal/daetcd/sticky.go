@@ -1,7 +1,6 @@
 package daetcd
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"net/netip"
@@ -9,7 +8,6 @@ import (
 	"time"
 
 	"github.com/cniplugins/cniplugins/internal/alloc"
-	"github.com/cniplugins/cniplugins/internal/cnierr"
 	"github.com/cniplugins/cniplugins/internal/etcdkv"
 	"github.com/cniplugins/cniplugins/internal/netconf"
 )
@@ -20,12 +18,12 @@ import (
 //
 //	sticky/<scope>/<StickyID(K, ifname)>/<slot>
 //
-// holding a holdRecord. While the address is reserved, the hold names its
+// holding an alloc.Hold. While the address is reserved, the hold names its
 // owner (node and container ID) and was written in the very transaction
 // that wrote the claim and the index key, so all three carry one mod
 // revision: "the hold's owner still has its claim" is exactly "the claim
 // key's mod revision is the hold's". After a DEL the claim key holds the
-// same holdRecord as the hold key (owner ""): the address stays taken,
+// same record as the hold key (owner ""): the address stays taken,
 // by the key, not by a node; no index key. The claim's own Record names
 // the hold (Record.Hold, StickyKey, HoldFor), so every release (DEL's read
 // path, GC, an operator's gc --etcd) can turn it into a hold.
@@ -37,7 +35,7 @@ import (
 //	                another requested address, else take it over: the claim
 //	                transaction with the hold's and the claim key's mod
 //	                revision in place of "absent"
-//	DEL:            claim → holdRecord, hold → holdRecord, index key deleted
+//	DEL:            claim → the held record, hold → the same, index key deleted
 //	GC:             an expired hold's two keys go, each at its revision
 
 // stickyAtt is the sticky key of the attachment an ADD or DEL is for.
@@ -72,12 +70,6 @@ func stickyOf(conf *netconf.Envelope, cniArgs []netconf.CNIArg, ifname string) (
 	return &stickyAtt{key: key, id: alloc.StickyID(key, ifname), holdFor: s.HoldFor}, nil
 }
 
-// argKeys: host-local's IP, and what stickiness reads.
-func argKeys(conf *netconf.Envelope) ([]string, error) {
-	keys, err := alloc.ArgKeys(conf)
-	return append(keys, alloc.StickyArgKeys()...), err
-}
-
 func (l layout) holdScope(s alloc.Scope) string { return l.prefix + "sticky/" + scopePath(s) + "/" }
 
 // holdKey is the hold of key id in scope for the range set or pool whose
@@ -88,29 +80,16 @@ func (l layout) holdKey(s alloc.Scope, id, slot string) string {
 
 func lastSegment(key string) string { return key[strings.LastIndexByte(key, '/')+1:] }
 
-// holdRecord is the value of a hold key, and of the claim key of a held
-// address. Its first fields are the owner's, so that a DEL can compare
-// them as a prefix without reading.
-type holdRecord struct {
-	Node      string    `json:"node"`  // the owner's node, "" while held
-	Owner     string    `json:"owner"` // the owner's container ID, "" while held
-	IfName    string    `json:"ifname"`
-	Network   string    `json:"network"`
-	Address   string    `json:"address"`
-	Key       string    `json:"key"`
-	LastOwner string    `json:"lastOwner,omitempty"`
-	LastNode  string    `json:"lastNode,omitempty"`
-	Expires   time.Time `json:"expires,omitzero"` // while held; zero: until released
-	Time      string    `json:"time"`
-}
+// A hold key's value, and the claim key's of a held address, is the
+// engine's record, alloc.Hold (Node and LastNode set: a container ID is
+// only unique per node), encoded by alloc.Hold.AppendJSON. Its first
+// fields name the owner and the address (alloc.OwnerPrefix), so that a
+// DEL can compare them without reading.
 
-func (h holdRecord) encode() []byte {
-	b, _ := json.Marshal(h)
-	return b
-}
+func encodeHold(h alloc.Hold) []byte { return h.AppendJSON(make([]byte, 0, 256)) }
 
-func decodeHold(b []byte) (holdRecord, bool) {
-	var h holdRecord
+func decodeHold(b []byte) (alloc.Hold, bool) {
+	var h alloc.Hold
 	if json.Unmarshal(b, &h) != nil || h.Key == "" {
 		return h, false
 	}
@@ -120,43 +99,29 @@ func decodeHold(b []byte) (holdRecord, bool) {
 
 // heldFor is the key a held claim's value is held for ("" if it is none).
 func heldFor(v []byte) string {
-	if h, ok := decodeHold(v); ok && h.Owner == "" {
+	if h, ok := decodeHold(v); ok && h.Held() {
 		return h.Key
 	}
 	return ""
 }
 
-// ownedPrefix is how the hold of this owner and address begins (a
-// quote in a value is escaped, so the first `,"key":` ends them).
+// ownedPrefix is how the hold of this owner and address begins, up to
+// the comma before its next field.
 func ownedPrefix(node, cid, ifname, network, addr string) []byte {
-	b := holdRecord{Node: node, Owner: cid, IfName: ifname, Network: network, Address: addr}.encode()
-	return b[:bytes.Index(b, []byte(`,"key":`))+1]
+	return append(alloc.OwnerPrefix(node, cid, ifname, network, addr), ',')
 }
 
-// alloc is the hold as the shared rules see it; the owner is qualified
-// by its node, as a container ID is only unique per node.
-func (h holdRecord) alloc() alloc.Hold {
-	ah := alloc.Hold{Key: h.Key, IfName: h.IfName, Address: h.Address, Network: h.Network, LastOwner: h.LastOwner, Expires: h.Expires}
-	if h.Owner != "" {
-		ah.Owner = h.Node + "/" + h.Owner
-	}
-	return ah
-}
-
-// released is h held from now on for holdFor.
-func (h holdRecord) released(now time.Time, holdFor time.Duration) holdRecord {
-	if h.Owner != "" {
-		h.LastOwner, h.LastNode = h.Owner, h.Node
-		h.Expires = alloc.HoldExpiry(now, holdFor)
-	}
-	h.Node, h.Owner, h.Time = "", "", stamp(now)
+// released is h held from now on (alloc.Hold.HeldFrom), stamped.
+func released(h alloc.Hold, now time.Time) alloc.Hold {
+	h = h.HeldFrom(now)
+	h.Time = stamp(now)
 	return h
 }
 
 // heldOf is the hold a release of the sticky claim r leaves.
-func heldOf(r Record, now time.Time) holdRecord {
-	h := holdRecord{Node: r.Node, Owner: r.ContainerID, IfName: r.IfName, Network: r.Network, Address: r.Address, Key: r.StickyKey}
-	return h.released(now, alloc.ParseHoldFor(r.HoldFor))
+func heldOf(r Record, now time.Time) alloc.Hold {
+	return released(alloc.Hold{Node: r.Node, Owner: r.ContainerID, IfName: r.IfName, Network: r.Network, Address: r.Address,
+		Key: r.StickyKey, HoldFor: r.HoldFor}, now)
 }
 
 // stickyRecord marks a claim record as the sticky attachment's.
@@ -173,7 +138,7 @@ func (st *stickyAtt) mark(r Record) Record {
 // operator released the hold) the address is freed. mark, when not "",
 // is written freed with it.
 func (op *operation) releaseSticky(s alloc.Scope, r Record, addrK, holdK string, holdIf []etcdkv.Cmp, mark string) etcdkv.Op {
-	held := heldOf(r, op.now).encode()
+	held := encodeHold(heldOf(r, op.now))
 	free := []etcdkv.Op{etcdkv.Delete(addrK)}
 	if mark != "" {
 		free = append(free, freed(mark))
@@ -185,69 +150,58 @@ func (op *operation) releaseSticky(s alloc.Scope, r Record, addrK, holdK string,
 	})
 }
 
-// holdFound ends a claim's search: the key has a hold (kv), or the hold
-// the search was taking over is gone (found false).
-type holdFound struct {
-	kv    etcdkv.KV
-	found bool
-}
-
-func (*holdFound) Error() string { return "the sticky key has a hold" }
-
 // takeOver is the hold an ADD takes over, as read.
 type takeOver struct {
 	rev  int64
-	hold holdRecord
+	hold alloc.Hold
 }
 
-// decide applies the shared rules to the hold the claim found: the
-// address to request (requested itself when the hold is gone, stale or
-// expired: allocate as usual), or 105/101. A hold with an owner costs one
+// Found implements alloc.HoldClaimer: the hold the claim met, for the
+// engine's rules; nil (after an exact delete) when the record is
+// unreadable or its address's claim is no longer the one written with it
+// (an operator freed it without the hold). A hold with an owner costs one
 // read (whether the owner still has its claim); so does a held one whose
 // take-over failed. Otherwise no read: the take-over's transaction
 // compares the claim's revision with the hold's (holdOps), which is the
 // same check, so a StatefulSet pod's return costs one round trip less.
-// An expired or stale hold costs one exact delete.
-func (s *claimStore) decide(hf *holdFound, requested netip.Addr) (netip.Addr, error) {
+func (s *claimStore) Found(f *alloc.HoldFound) (*alloc.Hold, error) {
 	op := s.op
 	tried := s.sentTake
-	s.take = nil
-	if !hf.found {
-		return requested, nil
-	}
-	holdK, rev := string(hf.kv.Key), hf.kv.ModRevision
-	h, ok := decodeHold(hf.kv.Value)
+	s.take, s.found = nil, nil
+	kv, ok := f.Ref.(etcdkv.KV)
 	if !ok {
-		return requested, op.dropHold(holdK, rev)
+		return nil, nil
 	}
-	if h.Key != s.sticky.key || h.IfName != op.ifname {
-		return netip.Addr{}, alloc.StickyCollision(s.sticky.key, op.ifname, h.alloc())
+	holdK, rev := string(kv.Key), kv.ModRevision
+	h, ok := decodeHold(kv.Value)
+	if !ok {
+		return nil, op.dropHold(holdK, rev)
 	}
-	ip, _ := netip.ParseAddr(h.Address)
-	addrK := op.keys.addrKey(s.scope, ip)
 	if h.Owner != "" || (tried != nil && tried.rev == rev) {
-		resp, err := op.cl.Read(etcdkv.Get(addrK))
+		ip, _ := netip.ParseAddr(h.Address)
+		resp, err := op.cl.Read(etcdkv.Get(op.keys.addrKey(s.scope, ip)))
 		if err != nil {
-			return netip.Addr{}, err
+			return nil, err
 		}
 		if claim, ok := resp.First(0); !ok || claim.ModRevision != rev {
-			// The claim is no longer the one written with the hold: it
-			// was freed without it (an operator's release). The hold pins
-			// nothing.
-			return requested, op.dropHold(holdK, rev)
+			return nil, op.dropHold(holdK, rev)
 		}
 	}
-	ah := h.alloc()
-	got, err := alloc.StickyAddr(&ah, op.node+"/"+op.cid, requested, op.now)
-	if err != nil {
-		return netip.Addr{}, err
-	}
-	if !got.IsValid() { // expired: free it, exactly, then allocate as usual
-		_, err := op.cl.Txn(expireHold(holdK, addrK, rev, op.keys.fullKey(s.scope, s.slot)))
-		return requested, err
-	}
-	s.take = &takeOver{rev: rev, hold: h}
-	return got, nil
+	s.found = &takeOver{rev: rev, hold: h}
+	return &h, nil
+}
+
+// TakeOver implements alloc.HoldClaimer.
+func (s *claimStore) TakeOver() { s.take = s.found }
+
+// FreeFound implements alloc.HoldClaimer: the hold key and its address's
+// claim go, each only at the revision found.
+func (s *claimStore) FreeFound() error {
+	t := s.found
+	s.found = nil
+	ip, _ := netip.ParseAddr(t.hold.Address)
+	_, err := s.op.cl.Txn(expireHold(s.holdK, s.op.keys.addrKey(s.scope, ip), t.rev, s.op.keys.fullKey(s.scope, s.slot)))
+	return err
 }
 
 // dropHold deletes a hold that pins no address, if it is still as read.
@@ -272,9 +226,10 @@ func expireHold(holdK, addrK string, rev int64, mark string) etcdkv.Txn {
 // holdOps are what the claim transaction of a sticky store adds: the
 // condition on the hold key (absent, or the hold being taken over with
 // its address's claim), the hold to put, and the read when it fails.
-func (s *claimStore) holdOps(ip netip.Addr, addrK string) (cond []etcdkv.Cmp, put etcdkv.Op) {
+func (s *claimStore) holdOps(a alloc.Attachment, ip netip.Addr, addrK string) (cond []etcdkv.Cmp, put etcdkv.Op) {
 	op := s.op
-	h := holdRecord{Node: op.node, Owner: op.cid, IfName: op.ifname, Network: op.network, Address: ip.String(), Key: s.sticky.key, Time: stamp(op.now)}
+	h := alloc.Hold{Node: op.node, Owner: a.ContainerID, IfName: a.IfName, Network: a.Network, Address: ip.String(), Key: s.sticky.key,
+		HoldFor: s.sticky.holdFor.String(), Time: stamp(op.now)}
 	if t := s.take; t != nil {
 		h.LastOwner, h.LastNode = t.hold.LastOwner, t.hold.LastNode
 		if t.hold.Owner != "" {
@@ -284,7 +239,7 @@ func (s *claimStore) holdOps(ip netip.Addr, addrK string) (cond []etcdkv.Cmp, pu
 	} else {
 		cond = []etcdkv.Cmp{etcdkv.Absent(addrK), etcdkv.Absent(s.holdK)}
 	}
-	return cond, etcdkv.Put(s.holdK, h.encode())
+	return cond, etcdkv.Put(s.holdK, encodeHold(h))
 }
 
 // undoHold is what cancelling a committed sticky claim does besides
@@ -295,18 +250,17 @@ func (s *claimStore) undoHold(addrK string) []etcdkv.Op {
 	if t == nil {
 		return []etcdkv.Op{etcdkv.Delete(addrK), etcdkv.Delete(s.holdK), freed(s.op.keys.fullKey(s.scope, s.slot))}
 	}
-	held := t.hold.released(s.op.now, s.sticky.holdFor).encode()
+	h := t.hold
+	if !h.Held() {
+		h.HoldFor = s.sticky.holdFor.String()
+	}
+	held := encodeHold(released(h, s.op.now))
 	return []etcdkv.Op{etcdkv.Put(addrK, held), etcdkv.Put(s.holdK, held)}
-}
-
-// errTooManyHolds: the hold kept changing under an ADD.
-func errTooManyHolds(label string) error {
-	return cnierr.New(cnierr.CodeTryAgainLater, "the sticky key's hold kept changing", "%s", label)
 }
 
 // holdLease is a hold as an operator sees it.
 type holdLease struct {
-	h     holdRecord
+	h     alloc.Hold
 	scope alloc.Scope
 	kv    etcdkv.KV
 }
@@ -350,10 +304,9 @@ func (a *Admin) holds(f Filter) ([]Lease, error) {
 
 // ReleaseHold frees sticky key's holds for ifname (every interface when
 // "") in scope s now, whatever their expiry: each held address is freed
-// (its hold key and claim, each at the revision read). While a container
-// has the key's address it refuses, as for local state: that
-// container's DEL would hold the address again. It returns what it
-// released; none is an error.
+// (its hold key and claim, each at the revision read). Which, and when it
+// refuses, is the engine's rule for every store (alloc.KeyHolds). It
+// returns what it released.
 func (a *Admin) ReleaseHold(key, ifname string, s alloc.Scope, dryRun bool) ([]Lease, error) {
 	prefix := a.op.keys.holdScope(s)
 	if ifname != "" {
@@ -363,26 +316,26 @@ func (a *Admin) ReleaseHold(key, ifname string, s alloc.Scope, dryRun bool) ([]L
 	if err != nil {
 		return nil, err
 	}
+	// The engine's rule (alloc.KeyHolds) decides, over the hold keys read.
+	var records []alloc.HoldRecord
+	byKey := map[string]etcdkv.KV{}
+	for _, kv := range kvs {
+		if h, ok := decodeHold(kv.Value); ok {
+			records = append(records, alloc.HoldRecord{ID: string(kv.Key), Hold: h})
+			byKey[string(kv.Key)] = kv
+		}
+	}
+	found, err := alloc.KeyHolds(records, key, ifname, scopePath(s))
+	if err != nil {
+		return nil, err
+	}
 	var out []Lease
 	var txns []etcdkv.Txn
-	for _, kv := range kvs {
-		h, ok := decodeHold(kv.Value)
-		if !ok || h.Key != key || (ifname != "" && h.IfName != ifname) {
-			continue
-		}
-		if h.Owner != "" {
-			return nil, fmt.Errorf("sticky key %q in %s: %s is reserved by container %s on node %s; delete it first, or release the address",
-				key, scopePath(s), h.Address, h.Owner, h.Node)
-		}
-		hl := holdLease{h: h, scope: s, kv: kv}
-		l := hl.lease()
-		ip, _ := netip.ParseAddr(h.Address)
-		t := expireHold(string(kv.Key), a.op.keys.addrKey(s, ip), kv.ModRevision, a.op.keys.fullScope(s)+lastSegment(string(kv.Key)))
-		out = append(out, l)
-		txns = append(txns, t)
-	}
-	if len(out) == 0 {
-		return nil, fmt.Errorf("sticky key %q (interface %s) has no hold in %s", key, ifname, scopePath(s))
+	for _, e := range found {
+		kv := byKey[e.ID]
+		ip, _ := netip.ParseAddr(e.Address)
+		out = append(out, holdLease{h: e.Hold, scope: s, kv: kv}.lease())
+		txns = append(txns, expireHold(e.ID, a.op.keys.addrKey(s, ip), kv.ModRevision, a.op.keys.fullScope(s)+lastSegment(e.ID)))
 	}
 	if dryRun {
 		return out, nil

@@ -47,11 +47,11 @@ func cmdAdd(req *plugin.Request) (types.Result, error) {
 		switch {
 		case err != nil:
 		case c.stickyKey != "":
-			addr, gw, err = c.allocateSticky(d, att, t, &u, now)
+			addr, gw, err = alloc.AllocateKeyed(d, att, t, c.keyed(), now, &u.Undo)
 		default:
 			addr, gw, err = t.Allocator(d).Allocate(att, t.RangeID, t.Set, t.Requested, t.Label)
 			if err == nil {
-				u.reservedIn(d, addr.Addr())
+				u.Reserved(d, addr.Addr())
 			}
 		}
 		if err != nil {

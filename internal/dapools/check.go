@@ -19,13 +19,12 @@ func cmdCheck(req *plugin.Request) error {
 	if err != nil {
 		return err
 	}
-	addrs, placed, err := alloc.CheckList(req.Conf, targets)
-	if err != nil {
-		return err
-	}
-	if len(addrs) == 0 {
-		return checkHoldsAny(req, c)
-	}
+	return alloc.CheckPrev(req.Conf, targets, func() error { return checkOwnsAny(req, c) },
+		func(addrs []netip.Addr, placed []alloc.Target) error { return checkAddrs(req, c, addrs, placed) })
+}
+
+// checkAddrs verifies each address in the state directory of its target.
+func checkAddrs(req *plugin.Request, c *config, addrs []netip.Addr, placed []alloc.Target) error {
 	perDir := map[string][]netip.Addr{}
 	for i, a := range addrs {
 		dir := c.dir(placed[i].Scope)
@@ -52,10 +51,10 @@ func cmdCheck(req *plugin.Request) error {
 	return nil
 }
 
-// checkHoldsAny is host-local's CHECK, for a runtime that sends no
+// checkOwnsAny is host-local's CHECK, for a runtime that sends no
 // addresses to verify: the attachment must hold some address in every
 // state directory the config allocates from (standalone: the network's).
-func checkHoldsAny(req *plugin.Request, c *config) error {
+func checkOwnsAny(req *plugin.Request, c *config) error {
 	if err := requireStateDirs(c.dirs(), c.attachment(req)); err != nil {
 		return err
 	}
@@ -66,7 +65,7 @@ func checkHoldsAny(req *plugin.Request, c *config) error {
 	defer st.close()
 	att := c.attachment(req)
 	for _, dir := range st.order {
-		ok, err := alloc.HoldsAny(st.disks[dir], att)
+		ok, err := alloc.OwnsAny(st.disks[dir], att)
 		if err != nil {
 			return err
 		}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/cniplugins/cniplugins/internal/alloc"
 	"github.com/cniplugins/cniplugins/internal/cnierr"
+	"github.com/cniplugins/cniplugins/internal/hostlocal"
 	"github.com/cniplugins/cniplugins/internal/netconf"
 	"github.com/cniplugins/cniplugins/internal/plugin"
 )
@@ -87,7 +88,9 @@ func parseConfig(conf *netconf.Envelope, cniArgs []netconf.CNIArg, needRanges bo
 // later as an I/O error (code 5) when it is a mistake in the config, and a
 // symbolic link would let whoever controls it redirect every state
 // directory (and the removals GC makes there) to another place, a change
-// the flock and the index stamps cannot notice. A missing dataDir is
+// the flock and the index stamps cannot notice. Nor may anyone but the
+// user the plugin runs as be able to change it (hostlocal.SafeDir). A
+// missing dataDir is
 // created on first use, as host-local does.
 func dataDir(dir string) (string, error) {
 	if dir == "" {
@@ -110,7 +113,8 @@ func dataDir(dir string) (string, error) {
 	case !fi.IsDir():
 		return "", cnierr.InvalidConfig("ipam.dataDir", dir, "is not a directory")
 	}
-	return dir, nil
+	// Someone else able to change it could plant what root then follows.
+	return dir, hostlocal.SafeDir(dir, fi, os.Geteuid())
 }
 
 func lockTimeout(s string) (time.Duration, error) {
@@ -134,6 +138,9 @@ func load(req *plugin.Request) (*config, []alloc.Target, error) {
 	ts, err := c.Targets()
 	return c, ts, err
 }
+
+// keyed is the attachment's sticky key with this config's holdFor.
+func (c *config) keyed() alloc.Keyed { return alloc.Keyed{Key: c.stickyKey, HoldFor: c.sticky.HoldFor} }
 
 // dir is the state directory of scope s: host-local's for the network,
 // or the pool's, shared by every network that selects it so that no two

@@ -30,7 +30,7 @@ func cmdDel(req *plugin.Request) error {
 	now := time.Now()
 	var errs []error
 	for _, dir := range st.order {
-		held, err := c.releaseHolds(st.disks[dir], att, now)
+		held, err := alloc.HoldOnDel(st.disks[dir], att, c.stickyKey, now)
 		if err != nil {
 			// Releasing the rest would free what the key holds.
 			errs = append(errs, err)

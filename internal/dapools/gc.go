@@ -29,7 +29,7 @@ func cmdGC(req *plugin.Request) error {
 	now := time.Now()
 	var errs []error
 	for _, dir := range st.order {
-		freed, held, err := st.disks[dir].GCHolds(keep, now)
+		freed, held, err := alloc.GCHolds(st.disks[dir], keep, now)
 		errs = append(errs, err)
 		if len(freed)+len(held) > 0 {
 			req.Log.Info("gc of sticky holds", logging.String("dir", dir), logging.Any("expired", freed), logging.Any("held", held))

@@ -28,13 +28,8 @@ const Name = "ipam-da-pools"
 
 // Personality returns ipam-da-pools.
 func Personality() plugin.Personality {
-	return plugin.Personality{
-		Name:     Name,
-		Summary:  "allocates one address per selected pool (or range set: a drop-in host-local) from local files under flock",
-		Funcs:    plugin.IPAMFuncs(cmdAdd, cmdDel, cmdCheck, cmdGC, cmdStatus),
-		ArgKeys:  argKeys,
-		Validate: validate,
-	}
+	return alloc.Personality(Name, "allocates one address per selected pool (or range set: a drop-in host-local) from local files under flock",
+		plugin.IPAMFuncs(cmdAdd, cmdDel, cmdCheck, cmdGC, cmdStatus), validate)
 }
 
 // validate is ADD's parse without the disk: standalone (ipam.type is this
@@ -52,28 +47,3 @@ func validate(conf *netconf.Envelope) error {
 	_, err = c.Targets()
 	return err
 }
-
-// argKeys are the engine's CNI_ARGS keys, plus stickiness's when
-// ipam.sticky is configured or inside ipam-delegated's chain (runtimes
-// send them anyway, and a chain hands its one CNI_ARGS to every
-// delegate). Otherwise, as a drop-in host-local (under any name), CNI_ARGS
-// are judged exactly as host-local judges them: K8S_POD_NAME without
-// IgnoreUnknown is code 4.
-func argKeys(conf *netconf.Envelope) ([]string, error) {
-	keys, err := alloc.ArgKeys(conf)
-	if err != nil {
-		return nil, err
-	}
-	var ipam struct {
-		Type   string            `json:"type"`
-		Sticky *alloc.StickyKeys `json:"sticky"`
-	}
-	if err := conf.DecodeIPAM(&ipam); err == nil && (ipam.Sticky != nil || ipam.Type == delegatedName) {
-		keys = append(keys, alloc.StickyArgKeys()...)
-	}
-	return keys, nil
-}
-
-// delegatedName is ipam-delegated's ipam type (internal/delegated.Name;
-// the allocator does not depend on the chain's package).
-const delegatedName = "ipam-delegated"

@@ -1,33 +1,30 @@
 package dapools
 
 import (
-	"path/filepath"
 	"slices"
 
-	"github.com/cniplugins/cniplugins/internal/cnierr"
 	"github.com/cniplugins/cniplugins/internal/hostlocal"
 	"github.com/cniplugins/cniplugins/internal/plugin"
 )
 
-// cmdStatus answers 50 (plugin not available) while a range set or pool
-// this network allocates from is exhausted: an ADD found it full and
-// nothing has been released there since. The rule needs no scan: the
-// exhaustion marks live beside the index and are trusted only while the
-// index is (another writer's release invalidates them).
+// cmdStatus reads which range sets or pools of this network are
+// exhausted (an ADD found them full and nothing has been released there
+// since) and answers alloc's verdict: 50 only when no ADD could be
+// served. The rule needs no scan: the exhaustion marks live beside the
+// index and are trusted only while the index is (another writer's
+// release invalidates them).
 func cmdStatus(req *plugin.Request) error {
 	c, targets, err := load(req)
 	if err != nil {
 		return err
 	}
-	for _, t := range c.WithDefinedPools(targets) {
-		dir := c.dir(t.Scope)
-		full, err := hostlocal.Exhausted(dir)
+	full := make([]bool, len(targets))
+	for i, t := range targets {
+		marks, err := hostlocal.Exhausted(c.dir(t.Scope))
 		if err != nil {
 			return err
 		}
-		if slices.Contains(full, t.RangeID) {
-			return cnierr.New(cnierr.CodeNotAvailable, "address pool exhausted", "%s in %s", t.Label, filepath.Base(dir))
-		}
+		full[i] = slices.Contains(marks, t.RangeID)
 	}
-	return nil
+	return c.Status(req.Conf, targets, full)
 }

@@ -134,7 +134,7 @@ func (d *Driver) ReleaseAddress(r ReleaseAddressRequest) error {
 		return err
 	}
 	owner, held, err := disk.Owner(ip)
-	if err == nil && held && attachment(r.PoolID).Holds(owner) {
+	if err == nil && held && attachment(r.PoolID).Owns(owner) {
 		_, err = alloc.Free(disk, attachment(r.PoolID), []netip.Addr{ip})
 	}
 	err = errors.Join(err, disk.Close())
@@ -143,7 +143,7 @@ func (d *Driver) ReleaseAddress(r ReleaseAddressRequest) error {
 		return err
 	case !held:
 		return fmt.Errorf("address %s is not reserved in pool %s", ip, p.Pool)
-	case !attachment(r.PoolID).Holds(owner):
+	case !attachment(r.PoolID).Owns(owner):
 		return fmt.Errorf("address %s is not held by Docker pool %s (owner %s/%s)", ip, r.PoolID, owner.ContainerID, owner.IfName)
 	}
 	d.log.Info("address released", logging.String("poolID", r.PoolID), logging.Stringer("address", ip))

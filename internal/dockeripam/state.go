@@ -4,10 +4,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"syscall"
+
+	"github.com/cniplugins/cniplugins/internal/hostlocal"
 )
 
 // stateDirName holds the driver's own state beside the CNI state
@@ -53,14 +56,17 @@ type stateStore struct {
 func openStateStore(dataDir string) (*stateStore, *state, error) {
 	dir := filepath.Join(dataDir, stateDirName)
 	// dataDir as ipam-da-pools creates it; the driver's own directory
-	// readable by root alone.
-	if err := os.MkdirAll(dataDir, 0o755); err != nil {
+	// readable by root alone. Both only the driver's user may change
+	// (hostlocal.SafeDir), and nothing below them is opened through a
+	// symbolic link.
+	uid := os.Geteuid()
+	if err := hostlocal.EnsureDir(dataDir, 0o755, uid); err != nil {
 		return nil, nil, fmt.Errorf("data directory: %w", err)
 	}
-	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+	if err := hostlocal.EnsureDir(dir, 0o700, uid); err != nil {
 		return nil, nil, fmt.Errorf("state directory: %w", err)
 	}
-	lock, err := os.OpenFile(filepath.Join(dir, "lock"), os.O_RDONLY|os.O_CREATE, 0o600)
+	lock, err := os.OpenFile(filepath.Join(dir, "lock"), os.O_RDONLY|os.O_CREATE|syscall.O_NOFOLLOW, 0o600)
 	if err != nil {
 		return nil, nil, fmt.Errorf("state lock: %w", err)
 	}
@@ -83,7 +89,7 @@ func openStateStore(dataDir string) (*stateStore, *state, error) {
 func (s *stateStore) path() string { return filepath.Join(s.dir, "state.json") }
 
 func (s *stateStore) load() (*state, error) {
-	b, err := os.ReadFile(s.path())
+	b, err := readNoFollow(s.path())
 	if errors.Is(err, fs.ErrNotExist) {
 		return &state{Version: stateVersion, Pools: map[string]*poolState{}}, nil
 	}
@@ -111,7 +117,7 @@ func (s *stateStore) save(st *state) error {
 		return err
 	}
 	tmp := s.path() + ".tmp"
-	if err := os.WriteFile(tmp, append(b, '\n'), 0o600); err != nil {
+	if err := writeNoFollow(tmp, append(b, '\n')); err != nil {
 		return fmt.Errorf("write state: %w", err)
 	}
 	if err := os.Rename(tmp, s.path()); err != nil {
@@ -121,3 +127,28 @@ func (s *stateStore) save(st *state) error {
 }
 
 func (s *stateStore) close() error { return s.lock.Close() }
+
+// readNoFollow is os.ReadFile of a file that is not a symbolic link.
+func readNoFollow(path string) ([]byte, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(f)
+}
+
+// writeNoFollow is os.WriteFile (mode 0600) of a file that is not a
+// symbolic link: one planted at path fails the write (ELOOP) rather than
+// redirect it.
+func writeNoFollow(path string, b []byte) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|syscall.O_NOFOLLOW, 0o600)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(b)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}

@@ -75,7 +75,7 @@ func chooseIn(t *testing.T, ipam string, in input) (choice, error) {
 	if ifname == "" {
 		ifname = "eth0"
 	}
-	a, err := normalise(ifname, cniArgs, env)
+	a, err := c.attachment(ifname, cniArgs, env)
 	if err != nil {
 		return choice{}, err
 	}
@@ -116,8 +116,8 @@ func TestArgsRuleMatching(t *testing.T) {
 		{name: "namespace (K8S)", ipam: tenants, in: input{cniArgs: k8sArgs("tenant-b", "p")}, want: []string{"b"}},
 		{name: "namespace (Nomad)", ipam: `"rules":[{"namespace":"prod","pools":["p"]}]`,
 			in: input{cniArgs: "IgnoreUnknown=true;NOMAD_REGION=global;NOMAD_NAMESPACE=prod;NOMAD_JOB_ID=web"}, want: []string{"p"}},
-		{name: "K8S namespace wins over Nomad's", ipam: `"rules":[{"namespace":"k","pools":["k"]},{"namespace":"n","pools":["n"]}]`,
-			in: input{cniArgs: "K8S_POD_NAMESPACE=k;NOMAD_NAMESPACE=n"}, want: []string{"k"}},
+		{name: "K8S and Nomad namespaces that differ are refused, neither preferred", ipam: `"rules":[{"namespace":"k","pools":["k"]},{"namespace":"n","pools":["n"]}]`,
+			in: input{cniArgs: "K8S_POD_NAMESPACE=k;NOMAD_NAMESPACE=n"}, code: 7},
 		{name: "podName glob", ipam: `"rules":[{"podName":"web-*","pools":["web"]},{"podName":"db-?","pools":["db"]}]`,
 			in: input{cniArgs: "IgnoreUnknown=1;K8S_POD_NAME=db-1"}, want: []string{"db"}},
 		{name: "character class", ipam: `"rules":[{"podName":"[a-c]*","pools":["abc"]}],"defaultPools":["other"]`,
@@ -132,8 +132,10 @@ func TestArgsRuleMatching(t *testing.T) {
 			in: input{cniArgs: "K8S_POD_NAME=x"}, want: []string{"d"}},
 		{name: "args from Multus args.cni", ipam: `"rules":[{"args":{"tier":"gold"},"pools":["gold"]}]`,
 			in: input{args: `{"cni":{"tier":"gold"}}`}, want: []string{"gold"}},
-		{name: "CNI_ARGS wins over args.cni", ipam: `"rules":[{"args":{"K8S_POD_NAME":"evil"},"pools":["x"]}],"defaultPools":["d"]`,
-			in: input{cniArgs: "K8S_POD_NAME=good", args: `{"cni":{"K8S_POD_NAME":"evil"}}`}, want: []string{"d"}},
+		{name: "CNI_ARGS wins over args.cni", ipam: `"rules":[{"args":{"tier":"evil"},"pools":["x"]}],"defaultPools":["d"]`,
+			in: input{cniArgs: "IgnoreUnknown=1;tier=good", args: `{"cni":{"tier":"evil"}}`}, want: []string{"d"}},
+		{name: "a pod name in args.cni unlike CNI_ARGS' is refused", ipam: `"rules":[{"args":{"K8S_POD_NAME":"evil"},"pools":["x"]}],"defaultPools":["d"]`,
+			in: input{cniArgs: "K8S_POD_NAME=good", args: `{"cni":{"K8S_POD_NAME":"evil"}}`}, code: 7},
 		{name: "labels (CONVENTIONS.md)", ipam: `"rules":[{"labels":{"app":"db"},"pools":["db"]},{"pools":["rest"]}]`,
 			in: input{args: `{"cni":{"labels":[{"key":"tier","value":"x"},{"key":"app","value":"db"}]}}`}, want: []string{"db"}},
 		{name: "annotations", ipam: `"rules":[{"annotations":{"example.com/net":"fast*"},"pools":["fast"]},{"pools":["slow"]}]`,
@@ -322,6 +324,16 @@ func TestArgsUnionOnDelGCStatus(t *testing.T) {
 		// The default's bare "a" is rule 0's pool, ranges and all.
 		if p, _ := out["pools"].([]any); len(p) > 0 && p[0].(map[string]any)["subnet"] != "10.211.1.0/24" {
 			t.Errorf("%s: pool a = %v, want its definition from ipam.rules[0]", tc.cmd, p[0])
+		}
+		// STATUS alone names the sets an ADD can be given: each rule's
+		// pools, each pool a pod may choose, the defaults.
+		choices, _ := json.Marshal(out["choices"])
+		wantChoices := "null"
+		if tc.cmd == "STATUS" {
+			wantChoices = `[["a"],["a-fast"],["b"],["c"],["shared","a"]]`
+		}
+		if string(choices) != wantChoices {
+			t.Errorf("%s: choices %s, want %s", tc.cmd, choices, wantChoices)
 		}
 		if tc.cmd == "DEL" {
 			if ips, _ := json.Marshal(out["ips"]); string(ips) != `[{"address":"10.211.3.20/24"}]` {

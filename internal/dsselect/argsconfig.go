@@ -29,6 +29,8 @@ type argsConfig struct {
 	// definitions is ipam.poolDefinitions, read only to place the
 	// cniplugins.io/ip addresses of pools that carry no ranges inline.
 	definitions json.RawMessage
+	// namespaceFrom is ipam.namespaceFrom (identity.go).
+	namespaceFrom string
 }
 
 // rule is one entry of ipam.rules.
@@ -84,6 +86,7 @@ func parseArgsConfig(conf *netconf.Envelope) (*argsConfig, error) {
 		Rules           []json.RawMessage `json:"rules"`
 		DefaultPools    json.RawMessage   `json:"defaultPools"`
 		PoolDefinitions json.RawMessage   `json:"poolDefinitions"`
+		NamespaceFrom   string            `json:"namespaceFrom"`
 	}
 	if err := conf.DecodeIPAM(&ipam); err != nil {
 		return nil, err
@@ -96,7 +99,10 @@ func parseArgsConfig(conf *netconf.Envelope) (*argsConfig, error) {
 	if len(ipam.Rules) > maxRules {
 		return nil, cnierr.InvalidConfig("ipam.rules", len(ipam.Rules), fmt.Sprintf("more than %d rules", maxRules))
 	}
-	c := &argsConfig{definitions: ipam.PoolDefinitions}
+	if err := parseNamespaceFrom(ipam.NamespaceFrom); err != nil {
+		return nil, err
+	}
+	c := &argsConfig{definitions: ipam.PoolDefinitions, namespaceFrom: ipam.NamespaceFrom}
 	cat := catalogue{}
 	for i, raw := range ipam.Rules {
 		r, err := parseRule(fmt.Sprintf("ipam.rules[%d]", i), raw)
@@ -245,6 +251,17 @@ func bare(p pool.Pool) bool {
 	return string(a) == string(b)
 }
 
+// attachment is what req presents, its namespace taken as
+// ipam.namespaceFrom says.
+func (c *argsConfig) attachment(ifname string, cniArgs []netconf.CNIArg, conf *netconf.Envelope) (attachment, error) {
+	a, err := normalise(ifname, cniArgs, conf)
+	if err != nil {
+		return a, err
+	}
+	a.namespace, err = namespaceOf(a.args, c.namespaceFrom)
+	return a, err
+}
+
 // argKeys is every CNI_ARGS key the config can look at.
 func (c *argsConfig) argKeys() []string {
 	keys := []string{argNamespace, argNomadNamespace, argPodName}
@@ -267,4 +284,27 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	slices.Sort(keys)
 	return keys
+}
+
+// sets lists, once each, the pool sets an ADD can be given: each rule's
+// pools, each pool a rule lets the attachment choose (the least it can
+// ask for is one of them), and the defaults.
+func (c *argsConfig) sets() [][]string {
+	var out [][]string
+	seen := map[string]bool{}
+	add := func(names ...string) {
+		key := strings.Join(names, "/") // "/" is in no pool name
+		if len(names) > 0 && !seen[key] {
+			seen[key] = true
+			out = append(out, names)
+		}
+	}
+	for _, r := range c.rules {
+		add(pool.Names(r.pools)...)
+		for _, name := range r.podChoice {
+			add(name)
+		}
+	}
+	add(pool.Names(c.defaults)...)
+	return out
 }

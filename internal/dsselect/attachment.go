@@ -8,6 +8,7 @@ import (
 
 	"github.com/cniplugins/cniplugins/internal/cnierr"
 	"github.com/cniplugins/cniplugins/internal/netconf"
+	"github.com/cniplugins/cniplugins/internal/pool"
 )
 
 // What runtimes pass, by name. containerd's CRI plugin and CRI-O set the
@@ -24,19 +25,27 @@ const (
 	annotationIP    = "cniplugins.io/ip"
 
 	annotationsField = `runtimeConfig["` + podAnnotationsCap + `"]`
+
+	// maxListed bounds every list an attachment presents (the pools it
+	// asks for, the addresses it requests): a selection holds at most
+	// pool.MaxPerAttachment pools and one address per pool, so a longer
+	// list could never be granted, and refusing it after reading that many
+	// entries keeps the work of a hostile annotation or args.cni small.
+	maxListed = pool.MaxPerAttachment
 )
 
 // attachment is what one invocation says about the thing being attached,
 // in one shape whatever runtime sent it. Rules match against this alone,
 // so each runtime's quirks live in normalise and nowhere else.
 type attachment struct {
-	namespace string // K8S_POD_NAMESPACE, else NOMAD_NAMESPACE
+	namespace string // namespaceOf: the runtime's namespace key
 	podName   string // K8S_POD_NAME (podman: the container name)
 	ifname    string // CNI_IFNAME
 
 	// args is CNI_ARGS plus the string values of args.cni (Multus
 	// cni-args); a CNI_ARGS key wins, since the runtime sets those and the
-	// pod's author sets args.cni.
+	// pod's author sets args.cni. The identity keys (identityKeys) come
+	// from CNI_ARGS alone.
 	args        map[string]string
 	labels      map[string]string // args.cni.labels (CONVENTIONS.md)
 	annotations map[string]string // the pod-annotations capability
@@ -63,14 +72,20 @@ type cniSection struct {
 // normalise reads the attachment out of CNI_IFNAME, CNI_ARGS, args.cni and
 // runtimeConfig. Malformed input of the config (a label that is not a
 // key/value object, an unparsable cniplugins.io/ip) is code 7 naming it.
+// Who the attachment is (identityKeys) is never the pod author's to say:
+// a second, different value of one of those keys is code 7 naming both
+// (conflicting), wherever it comes from.
 func normalise(ifname string, cniArgs []netconf.CNIArg, conf *netconf.Envelope) (attachment, error) {
 	a := attachment{ifname: ifname, args: map[string]string{}}
 	for _, kv := range cniArgs {
+		if old, set := a.args[kv.Key]; set && old != kv.Value && isIdentityKey(kv.Key) {
+			return a, conflicting("CNI_ARGS "+kv.Key, old, "CNI_ARGS "+kv.Key, kv.Value)
+		}
 		a.args[kv.Key] = kv.Value // the last assignment wins, as in netconf.Lookup
 	}
-	a.namespace = a.args[argNamespace]
-	if a.namespace == "" {
-		a.namespace = a.args[argNomadNamespace]
+	var err error
+	if a.namespace, err = namespaceOf(a.args, namespaceFromEither); err != nil {
+		return a, err
 	}
 	a.podName = a.args[argPodName]
 
@@ -94,7 +109,11 @@ func normalise(ifname string, cniArgs []netconf.CNIArg, conf *netconf.Envelope) 
 		}
 	}
 	if v, ok := a.annotations[annotationPools]; ok {
-		for _, name := range splitList(v) {
+		names, err := splitList(fmt.Sprintf(`%s["%s"]`, annotationsField, annotationPools), v)
+		if err != nil {
+			return a, err
+		}
+		for _, name := range names {
 			a.choice = appendAsked(a.choice, askedPool{name, "annotation " + annotationPools})
 		}
 	}
@@ -102,7 +121,11 @@ func normalise(ifname string, cniArgs []netconf.CNIArg, conf *netconf.Envelope) 
 		a.choice = appendAsked(a.choice, askedPool{name, "args.cni.pools"})
 	}
 	if v, ok := a.annotations[annotationIP]; ok {
-		for _, s := range splitList(v) {
+		ips, err := splitList(fmt.Sprintf(`%s["%s"]`, annotationsField, annotationIP), v)
+		if err != nil {
+			return a, err
+		}
+		for _, s := range ips {
 			ip, err := netip.ParseAddr(s)
 			if err != nil || ip.Zone() != "" {
 				return a, cnierr.InvalidConfig(fmt.Sprintf(`%s["%s"]`, annotationsField, annotationIP), s, "not an IP address")
@@ -127,6 +150,9 @@ func (a *attachment) readCNISection(raw json.RawMessage) ([]string, error) {
 	if err := netconf.Decode(raw, "args.cni", &all); err != nil {
 		return nil, err
 	}
+	if len(typed.Pools) > maxListed {
+		return nil, tooMany("args.cni.pools", fmt.Sprintf("%d names", len(typed.Pools)))
+	}
 	for i, l := range typed.Labels {
 		if l.Key == "" {
 			return nil, cnierr.InvalidConfig(fmt.Sprintf("args.cni.labels[%d].key", i), `""`, "empty label key")
@@ -136,16 +162,23 @@ func (a *attachment) readCNISection(raw json.RawMessage) ([]string, error) {
 		}
 		a.labels[l.Key] = l.Value
 	}
-	for k, v := range all {
+	for _, k := range sortedKeys(all) {
 		var s string
-		if _, set := a.args[k]; set || json.Unmarshal(v, &s) != nil {
-			continue // CNI_ARGS wins; non-strings are not arguments
+		if json.Unmarshal(all[k], &s) != nil {
+			continue // non-strings are not arguments
 		}
-		a.args[k] = s
+		if isIdentityKey(k) && s != a.args[k] {
+			return nil, conflicting("args.cni."+k, s, "CNI_ARGS "+k, a.args[k])
+		}
+		if _, set := a.args[k]; !set {
+			a.args[k] = s // CNI_ARGS wins
+		}
 	}
 	return typed.Pools, nil
 }
 
+// appendAsked adds p unless list asks for its pool already: a linear scan,
+// which the lists' bound (maxListed each) keeps small.
 func appendAsked(list []askedPool, p askedPool) []askedPool {
 	for _, q := range list {
 		if q.name == p.name {
@@ -155,15 +188,29 @@ func appendAsked(list []askedPool, p askedPool) []askedPool {
 	return append(list, p)
 }
 
-// splitList splits a comma-separated annotation value, dropping blanks.
-func splitList(s string) []string {
+// splitList splits a comma-separated annotation value, dropping blanks;
+// more than maxListed entries is code 7 naming field, found without
+// reading past the first entry too many.
+func splitList(field, s string) ([]string, error) {
 	var out []string
-	for _, part := range strings.Split(s, ",") {
-		if part = strings.TrimSpace(part); part != "" {
-			out = append(out, part)
+	for rest := s; rest != ""; {
+		var part string
+		part, rest, _ = strings.Cut(rest, ",")
+		if part = strings.TrimSpace(part); part == "" {
+			continue
 		}
+		if len(out) == maxListed {
+			return nil, tooMany(field, fmt.Sprintf("%d bytes", len(s)))
+		}
+		out = append(out, part)
 	}
-	return out
+	return out, nil
+}
+
+// tooMany is the refusal of a list longer than maxListed; size says how
+// long it was, never what it holds, which can be large.
+func tooMany(field, size string) error {
+	return cnierr.InvalidConfig(field, size, fmt.Sprintf("more than %d entries", maxListed))
 }
 
 // presented describes the attachment for code 103's details: what a
@@ -171,6 +218,18 @@ func splitList(s string) []string {
 // can be long, and what an operator needs is which keys were there.
 func (a attachment) presented() string {
 	return fmt.Sprintf("namespace=%q podName=%q ifname=%q args=[%s] labels=[%s] annotations=[%s]",
-		a.namespace, a.podName, a.ifname,
-		strings.Join(sortedKeys(a.args), " "), strings.Join(sortedKeys(a.labels), " "), strings.Join(sortedKeys(a.annotations), " "))
+		a.namespace, a.podName, a.ifname, keyList(a.args), keyList(a.labels), keyList(a.annotations))
+}
+
+// maxKeysShown bounds the keys presented names per map: a pod's author
+// may send thousands, and the error would repeat them all.
+const maxKeysShown = 32
+
+// keyList is m's keys, sorted, the first maxKeysShown of them.
+func keyList(m map[string]string) string {
+	keys := sortedKeys(m)
+	if len(keys) > maxKeysShown {
+		return strings.Join(keys[:maxKeysShown], " ") + fmt.Sprintf(" ... (%d more)", len(keys)-maxKeysShown)
+	}
+	return strings.Join(keys, " ")
 }

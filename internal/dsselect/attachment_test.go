@@ -45,7 +45,7 @@ func TestNormaliseRuntimeShapes(t *testing.T) {
 		{name: "Multus cni-args", in: input{
 			ifname:  "net1",
 			cniArgs: "IgnoreUnknown=1;K8S_POD_NAMESPACE=shop;K8S_POD_NAME=db-0",
-			args:    `{"cni":{"pools":["fast"],"tier":"gold","K8S_POD_NAMESPACE":"spoofed","ips":["10.211.1.9/24"],"replicas":3}}`,
+			args:    `{"cni":{"pools":["fast"],"tier":"gold","K8S_POD_NAMESPACE":"shop","ips":["10.211.1.9/24"],"replicas":3}}`,
 		}, want: attachment{namespace: "shop", podName: "db-0", ifname: "net1",
 			args:   map[string]string{"IgnoreUnknown": "1", "K8S_POD_NAMESPACE": "shop", "K8S_POD_NAME": "db-0", "tier": "gold"},
 			choice: []askedPool{{"fast", "args.cni.pools"}},

@@ -20,8 +20,9 @@ func FuzzStatic(f *testing.F) {
 // fuzzSelector runs selector p on a fuzzed config (and extraEnv, such as
 // a fuzzed CNI_ARGS): it succeeds or prints
 // one typed error (never 999), and what it prints on success is a result
-// whose pools validate again and whose ips are valid.
-func fuzzSelector(t *testing.T, p plugin.Personality, cmd uint8, stdin []byte, extraEnv ...string) {
+// whose pools validate again and whose ips are valid. It returns what it
+// printed on success, nil otherwise.
+func fuzzSelector(t *testing.T, p plugin.Personality, cmd uint8, stdin []byte, extraEnv ...string) []byte {
 	command := fuzzCommands[int(cmd)%len(fuzzCommands)]
 	env := append([]string{"CNI_COMMAND=" + command, "CNI_CONTAINERID=fuzz-ctr", "CNI_IFNAME=eth0",
 		"CNI_NETNS=/var/run/netns/fuzz", "CNI_PATH=/nonexistent"}, extraEnv...)
@@ -31,7 +32,7 @@ func fuzzSelector(t *testing.T, p plugin.Personality, cmd uint8, stdin []byte, e
 		t.Fatalf("%s: %v\nstdin: %s", command, err, stdin)
 	}
 	if exit != 0 {
-		return
+		return nil
 	}
 	var out struct {
 		CNIVersion string          `json:"cniVersion"`
@@ -48,4 +49,5 @@ func fuzzSelector(t *testing.T, p plugin.Personality, cmd uint8, stdin []byte, e
 	if _, err := plugintest.ParsePrevResult(conf); err != nil {
 		t.Fatalf("printed result does not decode as a prevResult: %v: %s", err, stdout.Bytes())
 	}
+	return stdout.Bytes()
 }

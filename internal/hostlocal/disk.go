@@ -32,6 +32,8 @@ type Disk struct {
 	exhausted []int
 	// dirty: D or the index changed since Open, so Close must re-stamp.
 	dirty bool
+	// stickyChecked: D's _sticky exists and checkSticky accepted it.
+	stickyChecked bool
 	// tmpFor is the attachment whose reservation content sits in the
 	// scratch file, kept across failed link attempts so that skipping a
 	// taken address costs one link(2). nil: content unknown.
@@ -42,16 +44,26 @@ var _ alloc.Lister = (*Disk)(nil)
 
 // Open locks dir (creating it like host-local does) within lockTimeout and
 // loads or rebuilds its index. The caller must Close it.
+//
+// D's parent (the data directory or its _pools), D and the parent's _index
+// are checked (safedir.go) before anything below them is opened; the index
+// directory is checked by trust, D's _sticky where it is used.
 func Open(dir string, lockTimeout time.Duration) (*Disk, error) {
-	dir = filepath.Clean(dir)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, cnierr.IO("create", dir, err)
+	sd := newStateDir(dir)
+	parent := filepath.Dir(sd.dir)
+	for _, p := range []struct {
+		path string
+		mode os.FileMode
+	}{{parent, modeStateDir}, {sd.dir, modeStateDir}, {filepath.Dir(sd.idx), modePrivateDir}} {
+		if err := EnsureDir(p.path, p.mode, sd.uid); err != nil {
+			return nil, err
+		}
 	}
-	lk, err := acquireLock(dir, lockTimeout)
+	lk, err := acquireLock(sd.dir, sd.uid, lockTimeout)
 	if err != nil {
 		return nil, err
 	}
-	d := &Disk{stateDir: stateDir{dir: dir, idx: indexDir(dir)}, lock: lk, buckets: map[uint8]*bucket{}}
+	d := &Disk{stateDir: sd, lock: lk, buckets: map[uint8]*bucket{}}
 	if err := d.load(); err != nil {
 		lk.Close()
 		return nil, err
@@ -63,10 +75,13 @@ func Open(dir string, lockTimeout time.Duration) (*Disk, error) {
 func (d *Disk) Dir() string { return d.dir }
 
 // load uses the on-disk index as is when trust allows, and otherwise
-// rebuilds it (an index that cannot even be judged included).
+// rebuilds it (an index that cannot even be judged included), unless its
+// directory is not safe to use (safedir.go): that is refused.
 func (d *Disk) load() error {
 	state, st, err := d.trust()
 	switch {
+	case cnierr.Code(err) == cnierr.CodeInvalidConfig:
+		return err
 	case err == nil && state == IndexUntrusted:
 		all, err := d.scan()
 		if err != nil {
@@ -136,14 +151,11 @@ func (d *Disk) Reserve(a alloc.Attachment, ip netip.Addr) (bool, error) {
 	return true, nil
 }
 
-// Owner implements alloc.Ledger by reading ip's file.
-func (d *Disk) Owner(ip netip.Addr) (alloc.Attachment, bool, error) { return readOwner(d.stateDir, ip) }
-
 // Release implements alloc.Ledger; the file's content, not the index, decides
 // ownership.
 func (d *Disk) Release(a alloc.Attachment, ip netip.Addr) (bool, error) {
 	owner, ok, err := d.Owner(ip)
-	if err != nil || !ok || !a.Holds(owner) {
+	if err != nil || !ok || !a.Owns(owner) {
 		return false, err
 	}
 	// Moving the file out of D is as atomic as unlinking it, and keeps

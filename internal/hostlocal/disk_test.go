@@ -56,7 +56,7 @@ func indexValid(t *testing.T, dir string) bool {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ok, err := mtimesMatch(dir, indexDir(dir), st.nanos)
+	ok, err := newStateDir(dir).mtimesMatch(st.nanos)
 	if err != nil {
 		t.Fatal(err)
 	}

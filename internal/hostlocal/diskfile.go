@@ -27,11 +27,12 @@ const (
 type stateDir struct {
 	dir string // state directory D
 	idx string // index directory of D
+	uid int    // the user every directory must belong to (safedir.go)
 }
 
 func newStateDir(dir string) stateDir {
 	dir = filepath.Clean(dir)
-	return stateDir{dir: dir, idx: indexDir(dir)}
+	return stateDir{dir: dir, idx: indexDir(dir), uid: os.Geteuid()}
 }
 
 // addrPath is the reservation file of ip. Only plain canonical addresses
@@ -102,24 +103,26 @@ func readFD(fd int, path string, size int) ([]byte, error) {
 	}
 }
 
-// overwrite rewrites path in place: write at offset 0, then cut the tail.
+// overwrite rewrites path (creating it with mode) in place: write at
+// offset 0, then cut the tail.
 // It is only for index files, whose consistency rests on the stamp and
 // not on atomic replacement (a crash mid-write leaves the stamp stale, so
 // the torn file is never trusted). Unlike truncate-to-zero or
 // rename-over, it does not make ext4 (auto_da_alloc) flush the data
 // synchronously, which on some disks costs a millisecond per write.
-func overwrite(path, s string) error {
-	return writeSmall(path, s, syscall.O_WRONLY|syscall.O_CREAT, true)
+func overwrite(path, s string, mode uint32) error {
+	return writeSmall(path, s, syscall.O_WRONLY|syscall.O_CREAT, mode, true)
 }
 
-// writeFile truncates or creates path with mode 0644 (host-local's) and
-// writes s. No fsync: durability across power loss is host-local's too.
-func writeFile(path, s string) error {
-	return writeSmall(path, s, syscall.O_WRONLY|syscall.O_CREAT|syscall.O_TRUNC, false)
+// writePrivate truncates or creates path, a file only the plugin reads
+// (0600), and writes s. No fsync: durability across power loss is
+// host-local's.
+func writePrivate(path, s string) error {
+	return writeSmall(path, s, syscall.O_WRONLY|syscall.O_CREAT|syscall.O_TRUNC, modePrivate, false)
 }
 
-func writeSmall(path, s string, flags int, cutTail bool) error {
-	fd, err := openRetry(path, flags, 0o644)
+func writeSmall(path, s string, flags int, mode uint32, cutTail bool) error {
+	fd, err := openRetry(path, flags, mode)
 	if err != nil {
 		return cnierr.IO("open", path, err)
 	}
@@ -154,10 +157,11 @@ func pwriteAll(fd int, b []byte) error {
 // for an absolute name is open(2).
 const atFDCWD = -0x64
 
-// openatRetry opens name relative to the directory dirfd, read-only.
+// openatRetry opens name relative to the directory dirfd, read-only,
+// never through a symbolic link.
 func openatRetry(dirfd int, name string, flags int) (int, error) {
 	for {
-		fd, err := syscall.Openat(dirfd, name, flags|syscall.O_CLOEXEC, 0)
+		fd, err := syscall.Openat(dirfd, name, flags|syscall.O_CLOEXEC|syscall.O_NOFOLLOW, 0)
 		if err == syscall.EINTR {
 			continue
 		}
@@ -168,9 +172,11 @@ func openatRetry(dirfd int, name string, flags int) (int, error) {
 	}
 }
 
+// openRetry opens path, never through a symbolic link as its last
+// component (safedir.go: the directories above it are checked).
 func openRetry(path string, flags int, mode uint32) (int, error) {
 	for {
-		fd, err := syscall.Open(path, flags|syscall.O_CLOEXEC, mode)
+		fd, err := syscall.Open(path, flags|syscall.O_CLOEXEC|syscall.O_NOFOLLOW, mode)
 		if err == syscall.EINTR {
 			continue
 		}
@@ -202,10 +208,11 @@ type namedCursor struct {
 	id   int
 }
 
-// readEntries lists dir with one getdents(2) pass. Errors are the os
-// package's, so that a caller can tell a missing directory.
-func readEntries(dir string) (entries, error) {
-	f, err := os.Open(dir)
+// readEntries lists dir, checked for uid (safedir.go), with one
+// getdents(2) pass. Errors are the os package's, so that a caller can tell
+// a missing directory, or an unsafe one's.
+func readEntries(dir string, uid int) (entries, error) {
+	f, err := openDir(dir, uid)
 	if err != nil {
 		return entries{}, err
 	}
@@ -228,6 +235,15 @@ func readEntries(dir string) (entries, error) {
 	return e, nil
 }
 
+// readError is err of reading dir: an unsafe directory's refusal as it
+// is, anything else an I/O error.
+func readError(dir string, err error) error {
+	if cnierr.As(err) != nil {
+		return err
+	}
+	return cnierr.IO("read", dir, err)
+}
+
 // cursorID parses "last_reserved_ip.<N>" the way host-local names it.
 func cursorID(name string) (int, bool) {
 	const prefix = "last_reserved_ip."
@@ -248,9 +264,9 @@ func cursorID(name string) (int, bool) {
 // rebuilds, untrusted file systems and unindexable attachments. Anything
 // that is not a regular file is not a reservation a plugin wrote.
 func (d *Disk) scan() (map[netip.Addr]alloc.Attachment, error) {
-	ents, err := readEntries(d.dir)
+	ents, err := readEntries(d.dir, d.uid)
 	if err != nil {
-		return nil, cnierr.IO("read", d.dir, err)
+		return nil, readError(d.dir, err)
 	}
 	all := make(map[netip.Addr]alloc.Attachment, len(ents.reservations))
 	for _, r := range ents.reservations {

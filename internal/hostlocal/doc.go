@@ -13,7 +13,7 @@
 // A state directory D (host-local's <dataDir>/<network>, or a pool's
 // <dataDir>/_pools/<pool>) holds, exactly as host-local writes them:
 //
-//	lock                 empty; BSD flock(2) serialises every writer
+//	lock                 empty, mode 0600; BSD flock(2) serialises every writer
 //	<ip>                 one per reservation, named by netip.Addr.String(),
 //	                     mode 0644, content "<containerID>\r\n<ifname>"
 //	                     (legacy files: "<containerID>" only)
@@ -38,6 +38,9 @@
 //	                             sorted by key: "<containerID>@<ifname> <ip>
 //	                             <ip>..." ("<containerID>@ <ip>..." legacy)
 //	    stamp                    validity stamp (see below)
+//	                             (the index directory is 0700, its
+//	                             buckets and stamp 0600; safedir.go says
+//	                             who must own every directory)
 //	    .tmp .tmpw .tmpw-old     scratch files for link/rename, and
 //	                             recycled inodes (see recycle.go)
 //
@@ -98,8 +101,8 @@
 //	<ip>                 "_sticky\r\n<ID>" while held; the container's
 //	                     usual content while reserved
 //
-// Every change happens under D's lock and writes one of the two files at
-// a time, in this order:
+// The engine (alloc.HoldStore, internal/alloc/holds.go) makes every
+// change, under D's lock, one of the two files at a time, in this order:
 //
 //	ADD, new address      reservation file, then record (owner = container)
 //	ADD, held address     record (owner = container, expiry kept), then file
@@ -108,7 +111,7 @@
 //	failed ADD            claimed: file back to "_sticky", then the record;
 //	                      new: record removed, then the reservation
 //
-// and a record is always read against its address's file (judge, the
+// and a record is always read against its address's file (the engine's
 // reconciliation rule):
 //
 //	file "_sticky <ID>"                     held (an unfinished claim is undone:
@@ -126,10 +129,10 @@
 // address is never both held and handed out (a file has one owner, and a
 // record counts only when its file agrees), and no key loses an address
 // it held. A "_sticky" file without a record (left by hand, never by this
-// order) stays taken until fsck --repair frees it. DEL finds an
-// attachment's holds by listing _sticky/ (DEL may come without the key):
-// one failed open where nothing is sticky, a read of each record (and its
-// address file) where something is.
+// order) stays taken until fsck --repair frees it. A DEL with the key
+// reads the key's records by ID; without it (DEL may come without the
+// key) it lists _sticky/: one failed open where nothing is sticky, a read
+// of each record (and its address file) where something is.
 //
 // # Exhaustion
 //

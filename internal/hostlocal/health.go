@@ -35,8 +35,8 @@ type Health struct {
 	// cursor nor a reservation. They are reported, never touched.
 	Unknown []string
 	// Holds are the sticky hold records, judged against their files
-	// (HoldEntry.Stale); Orphans the held files no valid record names.
-	Holds   []HoldEntry
+	// (alloc.HoldRecord.Stale); Orphans the held files no valid record names.
+	Holds   []alloc.HoldRecord
 	Orphans []netip.Addr
 }
 
@@ -48,14 +48,17 @@ func Examine(dir string, lockTimeout time.Duration) (*Health, error) {
 	if fi, err := os.Lstat(d.dir); err != nil || !fi.IsDir() {
 		return nil, cnierr.New(cnierr.CodeIO, "not a state directory", "dir=%s", d.dir)
 	}
-	lk, err := acquireLock(d.dir, lockTimeout)
+	if err := CheckDir(d.dir, d.uid); err != nil {
+		return nil, err
+	}
+	lk, err := acquireLock(d.dir, d.uid, lockTimeout)
 	if err != nil {
 		return nil, err
 	}
 	defer lk.Close()
-	ents, err := readEntries(d.dir)
+	ents, err := readEntries(d.dir, d.uid)
 	if err != nil {
-		return nil, cnierr.IO("read", d.dir, err)
+		return nil, readError(d.dir, err)
 	}
 	h := &Health{Dir: d.dir}
 	if h.Reservations, err = readReservations(d.dir, sortedReservations(ents)); err != nil {

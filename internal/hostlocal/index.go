@@ -299,7 +299,7 @@ func (d *Disk) flush() error {
 		if !b.dirty {
 			continue
 		}
-		if err := overwrite(filepath.Join(d.idx, bucketName(n)), b.content()); err != nil {
+		if err := overwrite(filepath.Join(d.idx, bucketName(n)), b.content(), modePrivate); err != nil {
 			return err
 		}
 		b.dirty = false

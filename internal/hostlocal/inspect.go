@@ -50,12 +50,12 @@ func ReservedAddrs(dir string) ([]netip.Addr, error) {
 // whether each is a regular file is left to the reader. A missing dir
 // holds nothing.
 func reservationNames(dir string) ([]namedAddr, error) {
-	ents, err := readEntries(dir)
+	ents, err := readEntries(dir, os.Geteuid())
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, cnierr.IO("read", dir, err)
+		return nil, readError(dir, err)
 	}
 	return sortedReservations(ents), nil
 }
@@ -174,12 +174,12 @@ func readReservation(dirfd int, dir, name string, ip netip.Addr) (Reservation, b
 
 // ReadCursors reads dir's round-robin cursors without the lock.
 func ReadCursors(dir string) ([]Cursor, error) {
-	ents, err := readEntries(dir)
+	ents, err := readEntries(dir, os.Geteuid())
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, cnierr.IO("read", dir, err)
+		return nil, readError(dir, err)
 	}
 	return readCursors(dir, ents.cursors)
 }

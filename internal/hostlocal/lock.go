@@ -24,11 +24,20 @@ const lockName = "lock"
 // so it runs in its own goroutine: on timeout the caller gets code 11 at
 // once, and the abandoned waiter drops the lock as soon as it gets it (or
 // dies with the process, which is what happens after an exec'd ADD).
-func acquireLock(dir string, timeout time.Duration) (*os.File, error) {
+//
+// flock(2) needs only a read handle, so a lock file anyone can open is a
+// lock anyone can hold: it is created 0600, and one left with another
+// mode (by host-local, which creates it 0644, or an older version) is
+// made 0600 here, on the descriptor that was checked.
+func acquireLock(dir string, uid int, timeout time.Duration) (*os.File, error) {
 	path := filepath.Join(dir, lockName)
-	fd, err := openRetry(path, syscall.O_RDONLY|syscall.O_CREAT, 0o644)
+	fd, err := openRetry(path, syscall.O_RDONLY|syscall.O_CREAT, modePrivate)
 	if err != nil {
 		return nil, cnierr.IO("open", path, err)
+	}
+	if err := ownLock(fd, path, uid); err != nil {
+		syscall.Close(fd)
+		return nil, err
 	}
 	// A blocking descriptor wrapped by NewFile stays out of the poller.
 	f := os.NewFile(uintptr(fd), path)
@@ -67,4 +76,24 @@ func flockRetryingEINTR(fd int) error {
 			return err
 		}
 	}
+}
+
+// ownLock makes the lock file fd the user's alone: a regular file owned
+// by uid, mode 0600.
+func ownLock(fd int, path string, uid int) error {
+	var st syscall.Stat_t
+	if err := syscall.Fstat(fd, &st); err != nil {
+		return cnierr.IO("stat", path, err)
+	}
+	switch {
+	case st.Mode&syscall.S_IFMT != syscall.S_IFREG:
+		return unsafeDir(path, "is not a regular file", uid)
+	case !trustedOwner(st.Uid, uid):
+		return unsafeDir(path, "is owned by another user", uid)
+	case st.Mode&0o777 != modePrivate:
+		if err := syscall.Fchmod(fd, modePrivate); err != nil {
+			return cnierr.IO("chmod", path, err)
+		}
+	}
+	return nil
 }

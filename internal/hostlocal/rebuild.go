@@ -30,23 +30,23 @@ func (d *Disk) rebuild() error {
 			return cnierr.IO("remove", p, err)
 		}
 	}
-	if err := os.MkdirAll(fresh, 0o755); err != nil {
+	if err := os.Mkdir(fresh, modePrivateDir); err != nil {
 		return cnierr.IO("create", fresh, err)
 	}
 	// At most numBuckets files, whatever the number of attachments:
-	// creating an inode is what a rebuild used to spend its time on.
+	// creating inodes is where a rebuild's time would go.
 	// b00 is always written, even empty: it marks the bucket layout (see
 	// bucketFormat).
 	for n, b := range d.buckets {
 		if s := b.content(); s != "" || n == 0 {
-			if err := writeFile(filepath.Join(fresh, bucketName(n)), s); err != nil {
+			if err := writePrivate(filepath.Join(fresh, bucketName(n)), s); err != nil {
 				return err
 			}
 		}
 		b.dirty = false
 	}
 	if d.buckets[0] == nil {
-		if err := writeFile(filepath.Join(fresh, bucketName(0)), ""); err != nil {
+		if err := writePrivate(filepath.Join(fresh, bucketName(0)), ""); err != nil {
 			return err
 		}
 	}

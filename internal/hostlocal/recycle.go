@@ -32,7 +32,7 @@ func overwriteAlone(path, s string) error {
 			return cnierr.IO("remove", path, err)
 		}
 	}
-	return overwrite(path, s)
+	return overwrite(path, s, modeShared) // it becomes a reservation, a cursor or a hold record
 }
 
 func nlink(fi os.FileInfo) uint64 {

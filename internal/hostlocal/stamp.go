@@ -83,20 +83,33 @@ func newStampNanos() int64 {
 }
 
 // mtimesMatch reports whether both directories carry mtime nanos.
-func mtimesMatch(dir, idx string, nanos int64) (bool, error) {
-	for _, p := range []string{dir, idx} {
-		fi, err := os.Stat(p)
+func (d stateDir) mtimesMatch(nanos int64) (bool, error) {
+	for _, p := range []string{d.dir, d.idx} {
+		t, err := d.dirMtime(p)
 		if errors.Is(err, os.ErrNotExist) {
 			return false, nil
 		}
-		if err != nil {
-			return false, cnierr.IO("stat", p, err)
-		}
-		if fi.ModTime().UnixNano() != nanos {
-			return false, nil
+		if err != nil || t != nanos {
+			return false, err
 		}
 	}
 	return true, nil
+}
+
+// dirMtime is the mtime of directory p, which must be safe to use
+// (safedir.go); os.ErrNotExist as it is.
+func (d stateDir) dirMtime(p string) (int64, error) {
+	fi, err := os.Lstat(p)
+	if errors.Is(err, os.ErrNotExist) {
+		return 0, err
+	}
+	if err != nil {
+		return 0, cnierr.IO("stat", p, err)
+	}
+	if err := SafeDir(p, fi, d.uid); err != nil {
+		return 0, err
+	}
+	return fi.ModTime().UnixNano(), nil
 }
 
 // commit makes the index trustworthy again after a modification: entries
@@ -113,20 +126,20 @@ func (d *Disk) commit() error {
 	}
 	nanos := newStampNanos()
 	path := filepath.Join(d.idx, stampName)
-	if err := overwrite(path, formatStamp(nanos, d.exhausted)); err != nil {
+	if err := overwrite(path, formatStamp(nanos, d.exhausted), modePrivate); err != nil {
 		return err
 	}
 	t := time.Unix(0, nanos)
 	ok := os.Chtimes(d.dir, time.Time{}, t) == nil && os.Chtimes(d.idx, time.Time{}, t) == nil
 	if ok {
 		var err error
-		if ok, err = mtimesMatch(d.dir, d.idx, nanos); err != nil {
+		if ok, err = d.mtimesMatch(nanos); err != nil {
 			return err
 		}
 	}
 	if !ok {
 		d.untrusted = true
-		return overwrite(path, untrustedStamp+"\n")
+		return overwrite(path, untrustedStamp+"\n", modePrivate)
 	}
 	d.dirty = false
 	return nil
@@ -149,7 +162,16 @@ const (
 // the package documentation), for Open, fsck and STATUS alike: valid only
 // if stamp == mtime(D) == mtime(index dir) and the index is in the bucket
 // layout. It reads, never repairs; st is the stamp it judged.
+//
+// The index directory is checked (safedir.go) before its stamp is read.
 func (d stateDir) trust() (state string, st stamp, err error) {
+	idxTime, err := d.dirMtime(d.idx)
+	if errors.Is(err, os.ErrNotExist) {
+		return IndexStale, st, nil
+	}
+	if err != nil {
+		return "", st, err
+	}
 	if st, err = readStamp(d.idx); err != nil {
 		return "", st, err
 	}
@@ -159,11 +181,11 @@ func (d stateDir) trust() (state string, st stamp, err error) {
 	case !st.valid:
 		return IndexStale, st, nil
 	}
-	ok, err := mtimesMatch(d.dir, d.idx, st.nanos)
-	if err != nil {
+	dirTime, err := d.dirMtime(d.dir)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return "", st, err
 	}
-	if !ok || !d.bucketFormat() {
+	if err != nil || dirTime != st.nanos || idxTime != st.nanos || !d.bucketFormat() {
 		return IndexStale, st, nil
 	}
 	return IndexValid, st, nil

@@ -4,10 +4,10 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
+	"github.com/cniplugins/cniplugins/internal/addrspace"
 	"github.com/cniplugins/cniplugins/internal/alloc"
 	"github.com/cniplugins/cniplugins/internal/alloc/alloctest"
 )
@@ -17,44 +17,10 @@ var holdID = alloc.StickyID("ns/web-0", "eth0")
 // nothingValid is GC's rule with no valid attachment.
 var nothingValid = alloc.NewKeepSet("", nil).Keeps
 
-// The reconciliation rule, one row per (record, file) pair a completed
-// operation or a kill -9 between two writes can leave.
-func TestJudge(t *testing.T) {
-	reserved := alloc.Hold{Key: "k", IfName: "eth0", Address: "10.0.0.2", Network: "n", Owner: "c1"}
-	held := alloc.Hold{Key: "k", IfName: "eth0", Address: "10.0.0.2", Network: "n", LastOwner: "c1"}
-	claimedMid := held
-	claimedMid.Owner = "c2"
-	for _, tt := range []struct {
-		name      string
-		h         alloc.Hold
-		owner     Attachment
-		exists    bool
-		wantOwner string
-		stale     bool
-	}{
-		{"reserved", reserved, cidOn("c1", "eth0"), true, "c1", false},
-		{"held", held, StickyOwner(holdID), true, "", false},
-		{"claim: record written, file not yet", claimedMid, StickyOwner(holdID), true, "", false},
-		{"claim done", claimedMid, cidOn("c2", "eth0"), true, "c2", false},
-		{"DEL: record written, file not yet", held, cidOn("c1", "eth0"), true, "c1", false},
-		{"expiry: file removed, record not yet", held, Attachment{}, false, "", true},
-		{"new: record removed on rollback", reserved, Attachment{}, false, "", true},
-		{"someone else's file", reserved, cidOn("c9", "eth0"), true, "", true},
-		{"held record, other container's file", held, cidOn("c9", "eth0"), true, "", true},
-		{"another hold's file", held, StickyOwner(strings.Repeat("0", 32)), true, "", true},
-		{"other interface", reserved, cidOn("c1", "net1"), true, "", true},
-		{"other network in a pool", reserved, Attachment{ContainerID: "c1", IfName: "eth0", Network: "m"}, true, "", true},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			got, stale := judge(holdID, tt.h, tt.owner, tt.exists)
-			if (stale != "") != tt.stale || (!tt.stale && got.Owner != tt.wantOwner) {
-				t.Errorf("judge = %+v, %q; want owner %q stale %v", got, stale, tt.wantOwner, tt.stale)
-			}
-		})
-	}
+// web0 is the target of the records of key ns/web-0 (holdID).
+func web0(rs addrspace.RangeSet) alloc.Target {
+	return alloc.Target{Label: "r", Scope: alloc.Scope{Network: "n"}, Set: rs}
 }
-
-func cidOn(id, ifname string) Attachment { return Attachment{ContainerID: id, IfName: ifname} }
 
 // stickyStep runs f on a freshly opened disk and closes it.
 func stickyStep(t *testing.T, dir string, f func(d *Disk)) {
@@ -62,17 +28,17 @@ func stickyStep(t *testing.T, dir string, f func(d *Disk)) {
 	diskHarness{dir}.with(t, func(_ *alloc.Allocator, d *Disk) { f(d) })
 }
 
-func mustHold(t *testing.T, d *Disk) *HoldEntry {
+func mustHold(t *testing.T, d *Disk) *alloc.HoldRecord {
 	t.Helper()
-	e, err := d.Hold(holdID)
+	e, err := alloc.LookupHold(d, holdID)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return e
 }
 
-// A hold's life on one disk: reserve + record, DEL (MakeHold), claim by a
-// new container, failed ADD's Unclaim, expiry (FreeHold); the index
+// A hold's life on one disk: reserve + record, DEL (ToHold), take-over by
+// a new container, a failed ADD's undo, expiry (GCHolds); the index
 // follows every file rewrite, and the address is never free meanwhile.
 func TestHoldLifecycle(t *testing.T) {
 	dir := t.TempDir()
@@ -80,14 +46,14 @@ func TestHoldLifecycle(t *testing.T) {
 	ip := mustAlloc(t, diskHarness{dir}, alloctest.CidA, rs)
 	now := time.Now()
 	stickyStep(t, dir, func(d *Disk) {
-		if err := d.PutHold(holdID, alloc.Hold{Key: "ns/web-0", IfName: "eth0", Address: ip.String(), Owner: alloctest.CidA.ContainerID, HoldFor: "1m0s"}); err != nil {
+		if err := d.WriteHold(holdID, alloc.Hold{Key: "ns/web-0", IfName: "eth0", Address: ip.String(), Owner: alloctest.CidA.ContainerID, HoldFor: "1m0s"}); err != nil {
 			t.Fatal(err)
 		}
-		hs, err := d.HoldsOf(alloctest.CidA)
+		hs, err := alloc.KeyedOf(d, alloctest.CidA)
 		if err != nil || len(hs) != 1 {
-			t.Fatalf("HoldsOf = %v, %v", hs, err)
+			t.Fatalf("KeyedOf = %v, %v", hs, err)
 		}
-		if err := d.MakeHold(hs[0], hs[0].Release(now)); err != nil {
+		if err := alloc.ToHold(d, hs[0], now); err != nil {
 			t.Fatal(err)
 		}
 	})
@@ -107,7 +73,8 @@ func TestHoldLifecycle(t *testing.T) {
 				t.Fatalf("ADD of %s: %s, %v", id, p, err)
 			}
 		}
-		if err := d.ClaimHold(*e, alloctest.CidB, "1m0s"); err != nil {
+		var u alloc.Undo
+		if _, _, err := alloc.AllocateKeyed(d, alloctest.CidB, web0(rs), alloc.Keyed{Key: "ns/web-0", HoldFor: time.Minute}, now, &u); err != nil {
 			t.Fatal(err)
 		}
 	})
@@ -119,9 +86,16 @@ func TestHoldLifecycle(t *testing.T) {
 		if e.Owner != alloctest.CidB.ContainerID {
 			t.Fatalf("after claim: %+v", e)
 		}
-		held := *e
-		held.Owner = ""
-		if err := d.Unclaim(held, alloctest.CidB); err != nil {
+		// CidB's DEL, then an ADD that takes the hold over and fails
+		// (its undo gives the address back).
+		if err := alloc.ToHold(d, *e, now); err != nil {
+			t.Fatal(err)
+		}
+		var u alloc.Undo
+		if _, _, err := alloc.AllocateKeyed(d, alloctest.CidA, web0(rs), alloc.Keyed{Key: "ns/web-0", HoldFor: time.Minute}, now, &u); err != nil {
+			t.Fatal(err)
+		}
+		if err := u.Run(alloctest.CidA); err != nil {
 			t.Fatal(err)
 		}
 	})
@@ -130,7 +104,7 @@ func TestHoldLifecycle(t *testing.T) {
 		if !e.Held() || e.Stale != "" {
 			t.Fatalf("after unclaim: %+v", e)
 		}
-		freed, held, err := d.GCHolds(nothingValid, now.Add(2*time.Minute))
+		freed, held, err := alloc.GCHolds(d, nothingValid, now.Add(2*time.Minute))
 		if err != nil || len(freed) != 1 || len(held) != 0 {
 			t.Fatalf("GCHolds = %v %v %v", freed, held, err)
 		}
@@ -172,7 +146,7 @@ func TestHoldInterrupted(t *testing.T) {
 			}
 			stickyStep(t, dir, func(d *Disk) {
 				if tt.h.Address != "" {
-					if err := d.PutHold(holdID, tt.h); err != nil {
+					if err := d.WriteHold(holdID, tt.h); err != nil {
 						t.Fatal(err)
 					}
 				}
@@ -185,7 +159,7 @@ func TestHoldInterrupted(t *testing.T) {
 				case tt.wantOwner != "-" && (e == nil || e.Stale != "" || e.Owner != tt.wantOwner):
 					t.Errorf("record %+v, want owner %q", e, tt.wantOwner)
 				}
-				_, _, err := d.GCHolds(nothingValid, time.Now())
+				_, _, err := alloc.GCHolds(d, nothingValid, time.Now())
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -20,6 +20,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 )
 
 // BinaryName is the installed binary's name; every link points at it.
@@ -154,6 +155,11 @@ func installedNames(dir string, names []string) (map[string]bool, error) {
 	return ours, nil
 }
 
+// installBinary replaces the binary atomically: the new one is written
+// and synced under a temporary name, then renamed over the old, so a
+// runtime exec'ing a personality meanwhile runs either the old binary or
+// the new one, whole, never a missing or partial file. The links name the
+// binary, not a version of it, and need no change.
 func installBinary(o Options, target string) error {
 	src, err := os.Stat(o.Binary)
 	if err != nil {
@@ -165,15 +171,51 @@ func installBinary(o Options, target string) error {
 	if same, _ := sameContent(o.Binary, target); same {
 		return nil
 	}
-	tmp := target + ".tmp"
-	if err := copyFile(o.Binary, tmp); err != nil {
-		return err
+	in, err := os.Open(o.Binary)
+	if err != nil {
+		return fmt.Errorf("binary to install: %w", err)
 	}
-	if err := os.Rename(tmp, target); err != nil {
-		_ = os.Remove(tmp)
+	defer in.Close()
+	if err := ReplaceFile(target, 0o755, func(w io.Writer) error { _, err := io.Copy(w, in); return err }); err != nil {
 		return err
 	}
 	fmt.Fprintf(o.Out, "installed %s\n", target)
+	return nil
+}
+
+// ReplaceFile makes dst hold what write writes, with mode, atomically:
+// written and synced under a temporary name in dst's directory (ending in
+// .tmp, a name neither runtimes nor libcni read), then renamed over dst,
+// and the directory synced. Readers see the old content or the new one,
+// whole; a crash leaves at most a stray temporary file.
+func ReplaceFile(dst string, mode fs.FileMode, write func(io.Writer) error) error {
+	dir := filepath.Dir(dst)
+	f, err := os.CreateTemp(dir, "."+filepath.Base(dst)+".*.tmp")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	err = write(f)
+	if err == nil {
+		err = f.Chmod(mode)
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, dst)
+	}
+	if err != nil {
+		_ = os.Remove(tmp)
+		return fmt.Errorf("write %s: %w", dst, err)
+	}
+	if d, err := os.Open(dir); err == nil {
+		_ = d.Sync()
+		_ = d.Close()
+	}
 	return nil
 }
 
@@ -188,9 +230,9 @@ func installName(o Options, name string, ours bool) error {
 		return nil
 	}
 	// Build the new entry beside the old one, then rename over it, so the
-	// name never disappears for a runtime calling it meanwhile.
-	tmp := path + ".tmp"
-	_ = os.Remove(tmp)
+	// name never disappears for a runtime calling it meanwhile. The
+	// temporary name is this run's own: two installers never share it.
+	tmp := fmt.Sprintf("%s.%d-%d.tmp", path, os.Getpid(), time.Now().UnixNano())
 	if o.Copy {
 		err = os.Link(filepath.Join(o.Dir, BinaryName), tmp)
 		if err != nil {

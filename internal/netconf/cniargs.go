@@ -11,6 +11,9 @@ import (
 // MaxCNIArgsLen bounds CNI_ARGS; real runtimes send a few hundred bytes.
 const MaxCNIArgsLen = 64 << 10
 
+// maxUnknownNamed bounds the unknown keys an error names.
+const maxUnknownNamed = 16
+
 // IgnoreUnknown is the CNI_ARGS key that lets unknown keys through.
 const IgnoreUnknown = "IgnoreUnknown"
 
@@ -49,7 +52,8 @@ func ParseCNIArgs(s string, known []string) ([]CNIArg, error) {
 				return nil, cnierr.InvalidEnv("CNI_ARGS", clip([]byte(pair), 64), "IgnoreUnknown must be 1, true, 0 or false")
 			}
 			ignore = b
-		case !slices.Contains(known, key) && !slices.Contains(unknown, key):
+		case len(unknown) < maxUnknownNamed && !slices.Contains(known, key) && !slices.Contains(unknown, key):
+			// Bounded, so that 64 KiB of distinct keys costs linear time.
 			unknown = append(unknown, key)
 		}
 		out = append(out, CNIArg{Key: key, Value: value})

@@ -45,6 +45,8 @@ type EtcdConfig struct {
 	KeyFile      string
 	Username     string
 	PasswordFile string
+	// AllowPasswordOverHTTP is ipam.etcd.allowPasswordOverHTTP.
+	AllowPasswordOverHTTP bool
 }
 
 // OwnerMarker is the owner kind of the marker an ADD writes in a shared

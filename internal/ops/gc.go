@@ -16,7 +16,7 @@ import (
 // (alloc.KeepSet) with the list of live attachments given by the
 // operator.
 type GCRequest struct {
-	Target
+	Location
 	Keep  []alloc.Attachment
 	Apply bool
 	// Node is a shared Backend's only and required there: the host whose
@@ -34,7 +34,7 @@ type GCRequest struct {
 // only the reservations recorded for that network are candidates, as in
 // that network's CNI GC; with --pool alone, every network's are.
 func (b Local) GC(r GCRequest) ([]Lease, error) {
-	d, err := b.existingDir(r.Target)
+	d, err := b.existingDir(r.Location)
 	if err != nil {
 		return nil, err
 	}
@@ -71,13 +71,13 @@ func (b Local) GC(r GCRequest) ([]Lease, error) {
 		return nil, err
 	}
 	all, err := disk.All()
-	holds := map[string]hostlocal.HoldEntry{}
+	holds := map[string]alloc.HoldRecord{}
 	if err == nil {
 		holds, err = validHolds(d.Path)
 	}
 	var released []netip.Addr
 	if err == nil {
-		released, _, err = disk.GCHolds(keep.Keeps, now)
+		released, _, err = alloc.GCHolds(disk, keep.Keeps, now)
 	}
 	if err == nil {
 		var more []netip.Addr

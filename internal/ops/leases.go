@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cniplugins/cniplugins/internal/alloc"
 	"github.com/cniplugins/cniplugins/internal/hostlocal"
 )
 
@@ -84,7 +85,7 @@ func (b Local) Leases(f LeaseFilter) ([]Lease, error) {
 // readLeases reads d's reservations without the lock, as leases with
 // what sticky keys' records say (ls[i] is rs[i]), and those records by
 // address.
-func readLeases(d StateDir) (ls []Lease, rs []hostlocal.Reservation, holds map[string]hostlocal.HoldEntry, err error) {
+func readLeases(d StateDir) (ls []Lease, rs []hostlocal.Reservation, holds map[string]alloc.HoldRecord, err error) {
 	if rs, err = hostlocal.ReadReservations(d.Path); err != nil {
 		return nil, nil, nil, err
 	}
@@ -116,9 +117,9 @@ func leaseOf(d StateDir, r hostlocal.Reservation) Lease {
 
 // validHolds maps the addresses of dir that sticky keys keep to their
 // records.
-func validHolds(dir string) (map[string]hostlocal.HoldEntry, error) {
+func validHolds(dir string) (map[string]alloc.HoldRecord, error) {
 	hs, err := hostlocal.ReadHolds(dir)
-	out := map[string]hostlocal.HoldEntry{}
+	out := map[string]alloc.HoldRecord{}
 	for _, e := range hs {
 		if e.Stale == "" {
 			out[e.Addr.String()] = e
@@ -128,12 +129,17 @@ func validHolds(dir string) (map[string]hostlocal.HoldEntry, error) {
 }
 
 // withHold adds what a sticky key's record says to l.
-func withHold(l Lease, holds map[string]hostlocal.HoldEntry) Lease {
+func withHold(l Lease, holds map[string]alloc.HoldRecord) Lease {
 	e, ok := holds[l.Address]
 	if !ok {
 		return l
 	}
-	l.StickyKey, l.LastOwner, l.HoldExpires = e.Key, e.LastOwner, e.Expires.UTC()
+	l.StickyKey, l.LastOwner = e.Key, e.LastOwner
+	if e.Held() {
+		// A reservation's record may keep the expiry of the hold it took
+		// over (for a take-over a crash interrupts): not this lease's.
+		l.HoldExpires = e.Expires.UTC()
+	}
 	if e.Held() && l.Owner == "sticky" {
 		l.ContainerID, l.IfName = "", e.IfName
 		if l.Network == "" {

@@ -82,7 +82,7 @@ func (r LiveGCRequest) release(b Backend, l Lease) error {
 	if err != nil {
 		return err
 	}
-	req := ReleaseRequest{Target: Target{Pool: l.Pool}, Addr: addr, Container: l.ContainerID, IfName: l.IfName, Node: r.Node}
+	req := ReleaseRequest{Location: Location{Pool: l.Pool}, Addr: addr, Container: l.ContainerID, IfName: l.IfName, Node: r.Node}
 	if l.Pool == "" {
 		req.Network = l.Network
 	}

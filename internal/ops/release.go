@@ -16,9 +16,9 @@ import (
 	"github.com/cniplugins/cniplugins/internal/pool"
 )
 
-// Target names a network or a pool (or, both set, a network's
+// Location names a network or a pool (or, both set, a network's
 // reservations in a pool).
-type Target struct {
+type Location struct {
 	Network string
 	Pool    string
 }
@@ -26,7 +26,7 @@ type Target struct {
 // Validate checks each name that is set, on its own: they become paths
 // in a data dir and key segments in etcd, so every backend applies the
 // same rules.
-func (t Target) Validate() error {
+func (t Location) Validate() error {
 	if t.Pool != "" {
 		if err := pool.ValidName("--pool", t.Pool); err != nil {
 			return err
@@ -41,7 +41,7 @@ func (t Target) Validate() error {
 // existingDir is t's state directory under the data dir (the pool's when
 // Pool is set, else the network's), which must exist: a plugin's Open
 // creates a missing state directory, an operator's typo must not.
-func (b Local) existingDir(t Target) (StateDir, error) {
+func (b Local) existingDir(t Location) (StateDir, error) {
 	if err := t.Validate(); err != nil {
 		return StateDir{}, err
 	}
@@ -62,7 +62,7 @@ func (b Local) existingDir(t Target) (StateDir, error) {
 
 // ReleaseRequest frees one reservation.
 type ReleaseRequest struct {
-	Target
+	Location
 	Addr      netip.Addr
 	Container string // when set, must be the owner's container ID exactly
 	IfName    string // when set (with Container), must be the owner's ifname
@@ -80,7 +80,7 @@ type ReleaseRequest struct {
 // and, when asked, held by the named container. It returns the lease as
 // it was. A dry run reads without the lock and changes nothing.
 func (b Local) Release(r ReleaseRequest) (Lease, error) {
-	d, err := b.existingDir(r.Target)
+	d, err := b.existingDir(r.Location)
 	if err != nil {
 		return Lease{}, err
 	}
@@ -99,6 +99,9 @@ func (b Local) Release(r ReleaseRequest) (Lease, error) {
 			return Lease{}, err
 		}
 		holds, err := validHolds(d.Path)
+		if h, held := holds[r.Addr.String()]; held && h.Held() {
+			return Lease{}, alloc.HeldForKey(r.Addr, d.Label(), h.Key)
+		}
 		return withHold(leaseOf(d, res), holds), err
 	}
 	disk, err := hostlocal.Open(d.Path, b.LockTimeout)
@@ -109,26 +112,9 @@ func (b Local) Release(r ReleaseRequest) (Lease, error) {
 	if err == nil {
 		err = r.check(d, owner, ok)
 	}
-	var held, keyed *hostlocal.HoldEntry
-	if id, sticky := hostlocal.StickyIDOf(owner); err == nil && sticky {
-		held, err = disk.Hold(id)
-	} else if err == nil {
-		keyed, err = keyedReservation(disk, owner, r.Addr)
-	}
-	switch {
-	case err != nil:
-	case held != nil && held.Stale == "":
-		// A held address goes with its record (file first, then record).
-		_, err = disk.FreeHold(*held)
-	case keyed != nil:
-		// A sticky key's reservation becomes a hold, as its DEL would
-		// make it (the key gets the address back); release --sticky-key
-		// frees the hold.
-		err = disk.MakeHold(*keyed, keyed.Release(time.Now()))
-	default:
-		// Free releases exactly this address, only while owner holds it,
-		// and clears the exhaustion mark as any release does.
-		_, err = alloc.Free(disk, owner, []netip.Addr{r.Addr})
+	var keyed *alloc.HoldRecord
+	if err == nil {
+		keyed, err = alloc.ReleaseAddr(disk, owner, r.Addr, d.Label(), time.Now())
 	}
 	if cerr := disk.Close(); err == nil {
 		err = cerr
@@ -141,18 +127,6 @@ func (b Local) Release(r ReleaseRequest) (Lease, error) {
 		l.StickyKey = keyed.Key
 	}
 	return l, nil
-}
-
-// keyedReservation is the record of the sticky key whose reservation
-// owner's ip is, nil when none.
-func keyedReservation(disk *hostlocal.Disk, owner alloc.Attachment, ip netip.Addr) (*hostlocal.HoldEntry, error) {
-	holds, err := disk.HoldsOf(owner)
-	for _, e := range holds {
-		if e.Addr == ip {
-			return &e, err
-		}
-	}
-	return nil, err
 }
 
 func (r ReleaseRequest) check(d StateDir, owner alloc.Attachment, reserved bool) error {
@@ -172,10 +146,7 @@ func (r ReleaseRequest) check(d StateDir, owner alloc.Attachment, reserved bool)
 // a container has is refused: delete that container, or release the
 // address itself.
 func (b Local) releaseSticky(d StateDir, r ReleaseRequest) (Lease, error) {
-	match := func(e hostlocal.HoldEntry) bool {
-		return e.Stale == "" && e.Key == r.StickyKey && (r.IfName == "" || e.IfName == r.IfName)
-	}
-	leaseOfHold := func(e hostlocal.HoldEntry) Lease {
+	leaseOfHold := func(e alloc.HoldRecord) Lease {
 		l := Lease{Address: e.Address, Network: e.Network, IfName: e.IfName, Owner: "sticky", StickyKey: e.Key, LastOwner: e.LastOwner, HoldExpires: e.Expires.UTC()}
 		if d.Kind == "pool" {
 			l.Pool = d.Name
@@ -184,27 +155,11 @@ func (b Local) releaseSticky(d StateDir, r ReleaseRequest) (Lease, error) {
 		}
 		return l
 	}
-	var found []hostlocal.HoldEntry
-	check := func(holds []hostlocal.HoldEntry) error {
-		found = found[:0]
-		for _, e := range holds {
-			if !match(e) {
-				continue
-			}
-			if !e.Held() {
-				return fmt.Errorf("sticky key %q in %s: %s is reserved by container %s; delete it first, or release the address (it becomes a hold), then the key", r.StickyKey, d.Label(), e.Address, e.Owner)
-			}
-			found = append(found, e)
-		}
-		if len(found) == 0 {
-			return fmt.Errorf("sticky key %q holds no address in %s", r.StickyKey, d.Label())
-		}
-		return nil
-	}
+	var found []alloc.HoldRecord
 	if r.DryRun {
 		holds, err := hostlocal.ReadHolds(d.Path)
 		if err == nil {
-			err = check(holds)
+			found, err = alloc.KeyHolds(holds, r.StickyKey, r.IfName, d.Label())
 		}
 		if err != nil {
 			return Lease{}, err
@@ -215,13 +170,7 @@ func (b Local) releaseSticky(d StateDir, r ReleaseRequest) (Lease, error) {
 	if err != nil {
 		return Lease{}, err
 	}
-	holds, err := disk.Holds()
-	if err == nil {
-		err = check(holds)
-	}
-	for i := 0; err == nil && i < len(found); i++ {
-		_, err = disk.FreeHold(found[i])
-	}
+	found, err = alloc.ReleaseKey(disk, r.StickyKey, r.IfName, d.Label())
 	if cerr := disk.Close(); err == nil {
 		err = cerr
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/cniplugins/cniplugins/internal/addrspace"
+	"github.com/cniplugins/cniplugins/internal/alloc"
 	"github.com/cniplugins/cniplugins/internal/hostlocal"
 )
 
@@ -33,7 +34,7 @@ type Usage struct {
 	Held    uint64  `json:"held"`
 	Free    uint64  `json:"free"`
 	Percent float64 `json:"percentUsed"` // 0-100, two decimals
-	// Exhausted is what STATUS answers on: an ADD found it full and
+	// Exhausted is what STATUS reads: an ADD found it full and
 	// nothing was released there since.
 	Exhausted bool `json:"exhausted"`
 
@@ -69,7 +70,7 @@ func Usages(nets []Network) ([]Usage, error) {
 		}
 	}
 	used := map[string][]netip.Addr{}
-	held := map[string]map[string]hostlocal.HoldEntry{}
+	held := map[string]map[string]alloc.HoldRecord{}
 	full := map[string][]int{}
 	for i := range out {
 		u := &out[i]

@@ -42,7 +42,7 @@ func stickyState(t *testing.T, dir string, known func(id string) bool) (map[stri
 	if err != nil {
 		t.Fatal(err)
 	}
-	byAddr := map[string]hostlocal.HoldEntry{}
+	byAddr := map[string]alloc.HoldRecord{}
 	keys := map[string]string{}
 	for _, e := range holds {
 		if e.Stale != "" {
@@ -62,7 +62,7 @@ func stickyState(t *testing.T, dir string, known func(id string) bool) (map[stri
 	perAtt := map[string]string{}
 	for _, r := range rs {
 		addr := r.Addr.String()
-		if id, ok := hostlocal.StickyIDOf(r.Owner); ok {
+		if id, ok := alloc.HoldIDOf(r.Owner); ok {
 			if e, found := byAddr[addr]; !found || e.ID != id || !e.Held() {
 				t.Fatalf("%s is held (%s) without a record that holds it", addr, id)
 			}

@@ -1,8 +1,8 @@
 // Package release checks `make release` the way a user meets its output:
-// the tarballs and SHA256SUMS in DIST, unpacked, installed with the
-// install-symlinks.sh they carry, and run. It builds the release twice (a
-// minute or so on a cold build cache) to show the tarballs are
-// reproducible.
+// the tarballs, the OCI images and SHA256SUMS in DIST, unpacked, installed
+// with the install-symlinks.sh they carry, and run. It builds the release
+// twice (a minute or so on a cold build cache) and the images once more
+// with `make image`, to show that all are reproducible.
 package release
 
 import (
@@ -126,7 +126,7 @@ func TestRelease(t *testing.T) {
 	tarball := func(arch string) string { return top + "-linux-" + arch + ".tar.gz" }
 
 	names, digests := sums(t, dist)
-	if want := []string{tarball("amd64"), tarball("arm64")}; !slices.Equal(names, want) {
+	if want := []string{tarball("amd64"), tarball("arm64"), top + ".oci.tar", "cniplugins-full-" + version + ".oci.tar"}; !slices.Equal(names, want) {
 		t.Fatalf("SHA256SUMS lists %v, want %v", names, want)
 	}
 	// What the user runs after downloading.
@@ -312,6 +312,14 @@ func TestRelease(t *testing.T) {
 		testbin.MustSucceed(t, call)
 		call.Command = "DEL"
 		testbin.MustSucceed(t, call)
+	})
+
+	t.Run("images hold the tarball's binaries", func(t *testing.T) {
+		checkImages(t, dist, version)
+	})
+
+	t.Run("make image gives the release's images", func(t *testing.T) {
+		checkMakeImage(t, dist, version)
 	})
 
 	t.Run("reproducible", func(t *testing.T) {

@@ -10,19 +10,56 @@ import (
 	"github.com/cniplugins/cniplugins/internal/alloc"
 )
 
-// MemStore is an in-memory alloc.Lister. It scans its map where the disk
-// store uses an index; it is a fake, not a cache.
+// MemStore is an in-memory alloc.Lister and alloc.HoldStore. It scans
+// its map where the disk store uses an index; it is a fake, not a cache.
 type MemStore struct {
 	res       map[netip.Addr]alloc.Attachment
 	last      map[int]netip.Addr
 	exhausted map[int]bool
+	holds     map[string]alloc.Hold
 }
 
-var _ alloc.Lister = (*MemStore)(nil)
+var (
+	_ alloc.Lister    = (*MemStore)(nil)
+	_ alloc.HoldStore = (*MemStore)(nil)
+)
 
 // NewMemStore returns an empty MemStore.
 func NewMemStore() *MemStore {
-	return &MemStore{res: map[netip.Addr]alloc.Attachment{}, last: map[int]netip.Addr{}, exhausted: map[int]bool{}}
+	return &MemStore{res: map[netip.Addr]alloc.Attachment{}, last: map[int]netip.Addr{}, exhausted: map[int]bool{},
+		holds: map[string]alloc.Hold{}}
+}
+
+// ReadHold implements alloc.HoldReader.
+func (m *MemStore) ReadHold(id string) (*alloc.Hold, error) {
+	h, ok := m.holds[id]
+	if !ok {
+		return nil, nil
+	}
+	return &h, nil
+}
+
+// HoldIDs implements alloc.HoldReader.
+func (m *MemStore) HoldIDs() ([]string, error) { return slices.Collect(maps.Keys(m.holds)), nil }
+
+// WriteHold implements alloc.HoldStore.
+func (m *MemStore) WriteHold(id string, h alloc.Hold) error {
+	m.holds[id] = h
+	return nil
+}
+
+// RemoveHold implements alloc.HoldStore.
+func (m *MemStore) RemoveHold(id string) error {
+	delete(m.holds, id)
+	return nil
+}
+
+// Reassign implements alloc.HoldStore.
+func (m *MemStore) Reassign(ip netip.Addr, from, to alloc.Attachment) error {
+	if owner, ok := m.res[ip]; ok && owner == from {
+		m.res[ip] = to
+	}
+	return nil
 }
 
 // Reserve implements alloc.Store.
@@ -42,7 +79,7 @@ func (m *MemStore) Owner(ip netip.Addr) (alloc.Attachment, bool, error) {
 
 // Release implements alloc.Ledger.
 func (m *MemStore) Release(a alloc.Attachment, ip netip.Addr) (bool, error) {
-	if owner, ok := m.res[ip]; !ok || !a.Holds(owner) {
+	if owner, ok := m.res[ip]; !ok || !a.Owns(owner) {
 		return false, nil
 	}
 	delete(m.res, ip)

@@ -1,0 +1,121 @@
+package alloctest
+
+import (
+	"errors"
+	"net/netip"
+	"time"
+
+	"github.com/cniplugins/cniplugins/internal/alloc"
+	"github.com/cniplugins/cniplugins/internal/cnierr"
+)
+
+// Store is what ipam-da-pools' state directories are: a Lister that
+// keeps holds.
+type Store interface {
+	alloc.Lister
+	alloc.HoldStore
+}
+
+// Engine is the Subject of a Store driven by the engine's functions, as
+// ipam-da-pools drives its state directories: Open gives the store for
+// one command and the function that ends it (a disk store's Close).
+type Engine struct {
+	Open func() (Store, func() error, error)
+}
+
+// Mem is the Engine over one MemStore.
+func Mem() Engine {
+	m := NewMemStore()
+	return Engine{Open: func() (Store, func() error, error) { return m, func() error { return nil }, nil }}
+}
+
+func (e Engine) with(f func(Store) error) error {
+	l, done, err := e.Open()
+	if err != nil {
+		return err
+	}
+	return errors.Join(f(l), done())
+}
+
+// Add implements Subject: with a key, the store must be a HoldStore.
+func (e Engine) Add(c Call, targets []alloc.Target) ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	err := e.with(func(l Store) error {
+		var u alloc.Undo
+		for _, t := range targets {
+			var p netip.Prefix
+			var err error
+			if c.Key != "" {
+				p, _, err = alloc.AllocateKeyed(l, c.Att, t, alloc.Keyed{Key: c.Key, HoldFor: c.HoldFor}, c.Now, &u)
+			} else if p, _, err = t.Allocator(l).Allocate(c.Att, t.RangeID, t.Set, t.Requested, t.Label); err == nil {
+				u.Reserved(l, p.Addr())
+			}
+			if err != nil {
+				out = nil
+				return errors.Join(err, u.Run(c.Att))
+			}
+			out = append(out, p)
+		}
+		return nil
+	})
+	return out, err
+}
+
+// Del implements Subject: a key's reservations become holds first.
+func (e Engine) Del(c Call, hints []netip.Addr) error {
+	return e.with(func(l Store) error {
+		if _, err := alloc.HoldOnDel(l, c.Att, c.Key, c.Now); err != nil {
+			return err
+		}
+		_, err := alloc.Release(l, c.Att, hints)
+		return err
+	})
+}
+
+// Check implements Subject; without addresses the attachment must own
+// one.
+func (e Engine) Check(c Call, ips []netip.Addr) error {
+	return e.with(func(l Store) error {
+		if len(ips) > 0 {
+			return alloc.Check(l, c.Att, ips)
+		}
+		owns, err := alloc.OwnsAny(l, c.Att)
+		if err == nil && !owns {
+			return cnierr.New(cnierr.CodeUnknownContainer, "attachment owns no address", "containerID=%s", c.Att.ContainerID)
+		}
+		return err
+	})
+}
+
+// GC implements Subject: holds first, so that a gone container's keyed
+// reservation becomes a hold rather than being freed.
+func (e Engine) GC(live []alloc.Attachment, now time.Time) error {
+	return e.with(func(l Store) error {
+		keep := alloc.NewKeepSet("net", live).Keeps
+		if _, _, err := alloc.GCHolds(l, keep, now); err != nil {
+			return err
+		}
+		_, err := alloc.GC(l, keep)
+		return err
+	})
+}
+
+// ReleaseKey implements Subject.
+func (e Engine) ReleaseKey(key, ifname string, _ time.Time) error {
+	return e.with(func(l Store) error {
+		_, err := alloc.ReleaseKey(l, key, ifname, "the contract's scope")
+		return err
+	})
+}
+
+// ReleaseAddr implements Subject.
+func (e Engine) ReleaseAddr(ip netip.Addr, now time.Time) error {
+	return e.with(func(l Store) error {
+		owner, ok, err := l.Owner(ip)
+		if err != nil || !ok {
+			return errors.Join(err, errors.New("not reserved"))
+		}
+		_, err = alloc.ReleaseAddr(l, owner, ip, "the contract's scope", now)
+		return err
+	})
+}

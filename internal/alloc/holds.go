@@ -1,0 +1,451 @@
+package alloc
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"time"
+
+	"github.com/cniplugins/cniplugins/internal/addrspace"
+	"github.com/cniplugins/cniplugins/internal/cnierr"
+)
+
+// The sticky state machine over a HoldStore (the rules are in sticky.go).
+// Every transition is two writes, a record and a reservation, in the
+// order that makes a crash between them read back, through judgeHold, as
+// the state before or the state after, never as an address both held and
+// handed out.
+
+// Keyed is an attachment's sticky key as an ADD or DEL sees it: the key,
+// and the holdFor of the configuration.
+type Keyed struct {
+	Key     string
+	HoldFor time.Duration
+}
+
+// holdAction is what an ADD does with its key's hold (decideHold).
+type holdAction int
+
+const (
+	allocateAnew holdAction = iota // no hold: allocate, then record
+	takeItOver                     // the held address, to this attachment
+	endItFirst                     // free the hold, then allocate anew
+	ownAlready                     // this container has it: a duplicate ADD (102)
+)
+
+// decideHold applies the rules to h, the hold of key for attachment a
+// (whose container is on node, "" where holds are one node's) in target
+// t, nil when there is none. A held address is taken over only when it passes every
+// check a requested address must (range, gateway, network and broadcast,
+// exclusion): a hold whose address the configuration has since dropped or
+// excluded is freed and a new address allocated, as is an expired one.
+// 105 for a live owner, 101 for a request of another address.
+func decideHold(al *Allocator, h *Hold, key string, a Attachment, node string, t Target, now time.Time) (holdAction, netip.Addr, addrspace.Range, error) {
+	if h == nil {
+		return allocateAnew, netip.Addr{}, addrspace.Range{}, nil
+	}
+	if !h.For(key, a.IfName) {
+		return 0, netip.Addr{}, addrspace.Range{}, StickyCollision(key, a.IfName, *h)
+	}
+	addr, err := StickyAddr(h, node, a.ContainerID, t.Requested, now)
+	switch {
+	case err != nil:
+		return 0, netip.Addr{}, addrspace.Range{}, err
+	case !addr.IsValid():
+		return endItFirst, netip.Addr{}, addrspace.Range{}, nil
+	case !h.Held():
+		return ownAlready, addr, addrspace.Range{}, nil
+	}
+	r, err := al.usable(t.Set, addr, t.Label)
+	if err != nil {
+		return endItFirst, addr, addrspace.Range{}, nil
+	}
+	return takeItOver, addr, r, nil
+}
+
+// AllocateKeyed is one target's ADD in a HoldStore for an attachment with
+// sticky key k (decideHold decides): the key's held address again, or a
+// fresh allocation whose record is written after the reservation. What it
+// did goes into u for the ADD's rollback.
+func AllocateKeyed(hs HoldStore, a Attachment, t Target, k Keyed, now time.Time, u *Undo) (netip.Prefix, netip.Addr, error) {
+	id := HoldID(k.Key, a.IfName, t.RangeID)
+	e, err := LookupHold(hs, id)
+	if err != nil {
+		return netip.Prefix{}, netip.Addr{}, err
+	}
+	var h *Hold
+	if e != nil && e.Stale == "" {
+		h = &e.Hold
+	}
+	al := t.Allocator(hs)
+	action, addr, r, err := decideHold(al, h, k.Key, a, "", t, now)
+	switch {
+	case err != nil:
+		return netip.Prefix{}, netip.Addr{}, err
+	case action == takeItOver:
+		if err := takeOver(hs, *e, a, k.HoldFor); err != nil {
+			return netip.Prefix{}, netip.Addr{}, err
+		}
+		u.tookOver(hs, *e)
+		return netip.PrefixFrom(addr, r.Subnet.Bits()), r.Gateway, nil
+	case action == ownAlready:
+		return al.Allocate(a, t.RangeID, t.Set, t.Requested, t.Label)
+	case action == endItFirst:
+		if _, err := EndHold(hs, *e); err != nil {
+			return netip.Prefix{}, netip.Addr{}, err
+		}
+	}
+	p, gw, err := al.Allocate(a, t.RangeID, t.Set, t.Requested, t.Label)
+	if err != nil {
+		return p, gw, err
+	}
+	u.Reserved(hs, p.Addr())
+	rec := Hold{Key: k.Key, IfName: a.IfName, Address: p.Addr().String(), Network: a.Network, Owner: a.ContainerID, HoldFor: k.HoldFor.String()}
+	if err := hs.WriteHold(id, rec); err != nil {
+		return p, gw, err
+	}
+	u.recorded(hs, id)
+	return p, gw, nil
+}
+
+// HoldClaimer is a Store whose Reserve claims a keyed attachment's hold
+// in the same transaction as the address (etcd: one round trip for a new
+// key), and so meets the key's hold only there: Reserve then returns a
+// *HoldFound, the search ends, and AllocateClaimed applies the rules
+// through these calls before searching again.
+type HoldClaimer interface {
+	Store
+	// Found reads what the engine needs of the hold f found: nil when it
+	// pins nothing (the store has dropped it). The store keeps it for
+	// TakeOver and FreeFound.
+	Found(f *HoldFound) (*Hold, error)
+	// TakeOver makes the next Reserve take the found hold over, exactly
+	// as found.
+	TakeOver()
+	// FreeFound frees the found hold and its address, exactly as found.
+	FreeFound() error
+}
+
+// HoldFound is Reserve's outcome when a keyed claim met its key's hold:
+// Ref is the store's own reference to what it found, nil when the hold
+// the claim was taking over changed or went.
+type HoldFound struct{ Ref any }
+
+func (*HoldFound) Error() string { return "the sticky key has a hold" }
+
+// maxHoldChanges bounds how often a hold may change under one ADD.
+const maxHoldChanges = 8
+
+// AllocateClaimed is one target's ADD in a HoldClaimer for attachment a,
+// on node, with sticky key key: the search as usual, and each hold it meets decided by the
+// same rules as AllocateKeyed's, until a claim succeeds. A hold that keeps
+// changing under the ADD is code 11.
+func AllocateClaimed(s HoldClaimer, a Attachment, node string, t Target, key string, now time.Time) (netip.Prefix, netip.Addr, error) {
+	al := t.Allocator(s)
+	requested := t.Requested
+	for try := 0; ; try++ {
+		p, gw, err := al.Allocate(a, t.RangeID, t.Set, requested, t.Label)
+		var f *HoldFound
+		if !errors.As(err, &f) {
+			return p, gw, err
+		}
+		if try == maxHoldChanges {
+			return netip.Prefix{}, netip.Addr{}, cnierr.New(cnierr.CodeTryAgainLater, "the sticky key's hold kept changing", "%s", t.Label)
+		}
+		requested = t.Requested
+		h, err := s.Found(f)
+		if err != nil {
+			return netip.Prefix{}, netip.Addr{}, err
+		}
+		action, addr, _, err := decideHold(al, h, key, a, node, t, now)
+		switch {
+		case err != nil:
+			return netip.Prefix{}, netip.Addr{}, err
+		case action == endItFirst:
+			if err := s.FreeFound(); err != nil {
+				return netip.Prefix{}, netip.Addr{}, err
+			}
+		case action == takeItOver, action == ownAlready:
+			// ownAlready: the claim's own duplicate check answers (102).
+			s.TakeOver()
+			requested = addr
+		}
+	}
+}
+
+// takeOver gives e's held address to a, whose ADD holds for holdFor: the
+// record first (owner a, the hold's expiry kept), then the reservation.
+// A crash between leaves the address reserved for the hold, which
+// judgeHold reads as still held.
+func takeOver(hs HoldStore, e HoldRecord, a Attachment, holdFor time.Duration) error {
+	h := e.Hold
+	h.Owner, h.Network, h.HoldFor = a.ContainerID, a.Network, holdFor.String()
+	if err := hs.WriteHold(e.ID, h); err != nil {
+		return err
+	}
+	return hs.Reassign(e.Addr, HoldOwner(e.ID), a)
+}
+
+// giveBack undoes takeOver after a failed ADD: the reservation first,
+// then the record (the order takeOver's crash case already covers).
+func giveBack(hs HoldStore, e HoldRecord, a Attachment) error {
+	owner, ok, err := hs.Owner(e.Addr)
+	if err != nil || !ok || !a.Owns(owner) {
+		return err
+	}
+	if err := hs.Reassign(e.Addr, owner, HoldOwner(e.ID)); err != nil {
+		return err
+	}
+	return hs.WriteHold(e.ID, e.Hold)
+}
+
+// ToHold turns e's reservation into a hold from now, for the holdFor its
+// record keeps: the record first, then the reservation. A crash between
+// leaves the reservation its owner's, which judgeHold reads as still
+// reserved by the record's LastOwner; the DEL's retry finishes it.
+func ToHold(hs HoldStore, e HoldRecord, now time.Time) error {
+	owner, ok, err := hs.Owner(e.Addr)
+	if err != nil {
+		return err
+	}
+	if !ok || owner.ContainerID != e.Owner || owner.IfName != e.IfName {
+		return nil // judged a moment ago under the store's lock; cannot happen
+	}
+	if err := hs.WriteHold(e.ID, e.HeldFrom(now)); err != nil {
+		return err
+	}
+	return hs.Reassign(e.Addr, owner, HoldOwner(e.ID))
+}
+
+// EndHold frees a hold: its address first (only while it is still held
+// for it), then the record. A crash between leaves a record whose address
+// is not reserved, which judgeHold reads as stale.
+func EndHold(hs HoldStore, e HoldRecord) (bool, error) {
+	freed := false
+	if e.Addr.IsValid() {
+		ok, err := hs.Release(HoldOwner(e.ID), e.Addr)
+		if err != nil {
+			return false, err
+		}
+		freed = ok
+		if ok {
+			if err := hs.ClearExhausted(); err != nil {
+				return true, err
+			}
+		}
+	}
+	return freed, hs.RemoveHold(e.ID)
+}
+
+// HoldOnDel is DEL's part for holds, before Release: every reservation of
+// a that a key has becomes a hold until now + its record's holdFor (that
+// of the ADD), so that Release no longer sees it as a's. key, when the
+// DEL knows it (runtimes usually send DEL the ADD's arguments), finds the
+// records by ID; otherwise, or when that does not account for every
+// address a has, every record is read.
+func HoldOnDel(hs HoldStore, a Attachment, key string, now time.Time) ([]netip.Addr, error) {
+	records, err := keyedRecords(hs, a, key)
+	if err != nil {
+		return nil, err
+	}
+	var held []netip.Addr
+	for _, e := range records {
+		if a.Network != "" && e.Network != "" && e.Network != a.Network {
+			continue
+		}
+		if err := ToHold(hs, e, now); err != nil {
+			return held, err
+		}
+		held = append(held, e.Addr)
+	}
+	return held, nil
+}
+
+// keyedRecords finds the records of a's reservations: none without one
+// (one index lookup), by ID with the key, else by listing.
+func keyedRecords(hs HoldStore, a Attachment, key string) ([]HoldRecord, error) {
+	addrs, err := hs.ByAttachment(a)
+	if err != nil || len(addrs) == 0 {
+		return nil, err
+	}
+	if key != "" {
+		var found []HoldRecord
+		for n := range addrs {
+			e, err := LookupHold(hs, HoldID(key, a.IfName, n))
+			if err != nil {
+				return nil, err
+			}
+			if e != nil && e.Keyed(a) {
+				found = append(found, *e)
+			}
+		}
+		if len(found) == len(addrs) {
+			return found, nil
+		}
+	}
+	return KeyedOf(hs, a)
+}
+
+// GCHolds is GC's part for holds, before GC: it frees holds past their
+// expiry at now, turns the keyed reservations of attachments keep rejects
+// into holds (rather than letting GC free them: the key gets its address
+// back), and drops stale records. Unexpired holds stay whatever keep
+// says: they are '_' owners, which KeepSet never frees. It returns the
+// addresses freed and those turned into holds.
+func GCHolds(hs HoldStore, keep func(Attachment) bool, now time.Time) (freed, held []netip.Addr, err error) {
+	all, err := ListHolds(hs)
+	if err != nil {
+		return nil, nil, err
+	}
+	var errs []error
+	for _, e := range all {
+		switch {
+		case e.Stale != "":
+			errs = append(errs, hs.RemoveHold(e.ID))
+		case e.Expired(now):
+			ok, err := EndHold(hs, e)
+			errs = append(errs, err)
+			if ok {
+				freed = append(freed, e.Addr)
+			}
+		case !e.Held():
+			owner, ok, err := hs.Owner(e.Addr)
+			if err != nil || !ok {
+				errs = append(errs, err)
+				continue
+			}
+			if keep(owner) {
+				continue
+			}
+			if err := ToHold(hs, e, now); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			held = append(held, e.Addr)
+		}
+	}
+	return freed, held, errors.Join(errs...)
+}
+
+// ReleaseAddr is an operator's release of ip, reserved by owner, in the
+// scope where names: a key's reservation becomes a hold, as its DEL would
+// make it (the key gets the address back; releasing the key frees it);
+// an address held for a key is refused (HeldForKey); anything else,
+// including a held address no record names, is freed. keyed is the
+// key's record when it was one.
+func ReleaseAddr(hs HoldStore, owner Attachment, ip netip.Addr, where string, now time.Time) (keyed *HoldRecord, err error) {
+	if id, ok := HoldIDOf(owner); ok {
+		e, err := LookupHold(hs, id)
+		if err != nil {
+			return nil, err
+		}
+		if e != nil && e.Stale == "" {
+			return nil, HeldForKey(ip, where, e.Key)
+		}
+	} else {
+		records, err := KeyedOf(hs, owner)
+		if err != nil {
+			return nil, err
+		}
+		for _, e := range records {
+			if e.Addr == ip {
+				return &e, ToHold(hs, e, now)
+			}
+		}
+	}
+	_, err = Free(hs, owner, []netip.Addr{ip})
+	return nil, err
+}
+
+// HeldForKey refuses an operator's release of an address held for key: a
+// hold ends early by releasing its key, which says whose address it is.
+func HeldForKey(ip netip.Addr, where, key string) error {
+	return fmt.Errorf("%s in %s is held for sticky key %q: release the hold (--sticky-key)", ip, where, key)
+}
+
+// KeyHolds are the holds of key (on ifname, every interface when "")
+// among records, as an operator's release of the key frees them: a key
+// whose address a container has is refused (that container's DEL would
+// hold it again), and so is a key that holds nothing.
+func KeyHolds(records []HoldRecord, key, ifname, where string) ([]HoldRecord, error) {
+	var found []HoldRecord
+	for _, e := range records {
+		if e.Stale != "" || e.Key != key || (ifname != "" && e.IfName != ifname) {
+			continue
+		}
+		if !e.Held() {
+			return nil, fmt.Errorf("sticky key %q in %s: %s is reserved by container %s; delete it first, or release the address (it becomes a hold), then the key", key, where, e.Address, e.owner())
+		}
+		found = append(found, e)
+	}
+	if len(found) == 0 {
+		return nil, fmt.Errorf("sticky key %q holds no address in %s", key, where)
+	}
+	return found, nil
+}
+
+// ReleaseKey frees key's holds now (KeyHolds says which), whatever their
+// expiry: the key's next ADD allocates afresh.
+func ReleaseKey(hs HoldStore, key, ifname, where string) ([]HoldRecord, error) {
+	all, err := ListHolds(hs)
+	if err != nil {
+		return nil, err
+	}
+	found, err := KeyHolds(all, key, ifname, where)
+	for i := 0; err == nil && i < len(found); i++ {
+		_, err = EndHold(hs, found[i])
+	}
+	return found, err
+}
+
+// Undo is what a failed ADD must put back in its stores so that it leaves
+// nothing: the addresses it reserved, the holds it took over, the records
+// it wrote.
+type Undo struct {
+	reserved []undoReserved
+	records  []undoRecord
+	taken    []undoTaken
+}
+
+type undoReserved struct {
+	l  Ledger
+	ip netip.Addr
+}
+
+type undoRecord struct {
+	hs HoldStore
+	id string
+}
+
+type undoTaken struct {
+	hs HoldStore
+	e  HoldRecord
+}
+
+// Reserved notes that the ADD reserved ip in l.
+func (u *Undo) Reserved(l Ledger, ip netip.Addr) {
+	u.reserved = append(u.reserved, undoReserved{l, ip})
+}
+
+func (u *Undo) recorded(hs HoldStore, id string) { u.records = append(u.records, undoRecord{hs, id}) }
+
+func (u *Undo) tookOver(hs HoldStore, e HoldRecord) { u.taken = append(u.taken, undoTaken{hs, e}) }
+
+// Run undoes everything for a, going on after failures and returning them
+// joined. Holds first: a hold taken over is held again (reservation, then
+// record); a fresh record goes before its reservation, so that a crash in
+// between leaves a plain reservation, never a record of a freed address
+// that someone else then takes. Exhaustion records stay (see Rollback).
+func (u *Undo) Run(a Attachment) error {
+	var errs []error
+	for _, t := range u.taken {
+		errs = append(errs, giveBack(t.hs, t.e, a))
+	}
+	for _, r := range u.records {
+		errs = append(errs, r.hs.RemoveHold(r.id))
+	}
+	for _, r := range u.reserved {
+		errs = append(errs, Rollback(r.l, a, []netip.Addr{r.ip}))
+	}
+	return errors.Join(errs...)
+}

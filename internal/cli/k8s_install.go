@@ -1,0 +1,128 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/cniplugins/cniplugins/internal/k8sinstall"
+	"github.com/cniplugins/cniplugins/internal/ops"
+)
+
+// The DaemonSet's mounts of the node's directories (deploy/kubernetes).
+const (
+	k8sBinDir = "/host/opt/cni/bin"
+	k8sNetDir = "/host/etc/cni/net.d"
+)
+
+func (f Flavour) k8sInstallCmd() *cobra.Command {
+	var (
+		o          k8sinstall.Options
+		bf         backendFlags
+		criSocket  string
+		criTimeout time.Duration
+		minAge     time.Duration
+	)
+	c := &cobra.Command{
+		Use:   "k8s-install [--conf-source DIR] [--watch] [--gc-cri SOCKET]",
+		Short: "The container image's entrypoint: install into the node's mounted CNI directories, optionally stay",
+		Long: `Install this binary and one symlink per personality into the node's CNI bin dir
+(--bin-dir, the DaemonSet's mount of /opt/cni/bin) with install's rules,
+atomically: the new binary is written and synced under a temporary name, then
+renamed over the old one, so a runtime running a personality meanwhile gets the
+old binary or the new one, whole. With --conf-source (a mounted ConfigMap),
+install each of its .conflist, .conf and .json files into --net-dir under its
+own name: only when it differs from what is there, atomically, after the same
+checks as validate; no other file of --net-dir is touched.
+Without --watch, exit (an init container). With --watch, stay: install the
+ConfigMap's files again every --interval when they change (a ConfigMap update
+swaps its ..data link), keep what is installed when an update does not
+validate, and exit 0 on SIGTERM, leaving everything installed.
+With --gc-cri (full flavour), run gc --cri --apply against that runtime socket
+after the install, and with --watch every --gc-interval: every CNI
+reservation under --data-dir (or, with --etcd, among --node's claims) that no
+READY sandbox owns and that is older than --gc-min-age is released, each one
+logged.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			log := cmd.ErrOrStderr()
+			var err error
+			if o.Install.Binary, err = f.flavourBinary("", ""); err != nil {
+				return err
+			}
+			if o.Install.Names, err = f.namesOf(o.Install.Binary); err != nil {
+				return err
+			}
+			if o.Confs.Source != "" {
+				v := ops.Validator{Lookup: f.Registry.Lookup, CNIPath: []string{o.Install.Dir}}
+				o.Confs.Validate = func(file string) []ops.Problem { return v.Files([]string{file}) }
+			}
+			if criSocket != "" {
+				if o.GC, err = f.k8sGC(cmd, &bf, criSocket, criTimeout, minAge); err != nil {
+					return err
+				}
+			}
+			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+			defer stop()
+			o.Log = log
+			return k8sinstall.Run(ctx, o)
+		},
+	}
+	fl := c.Flags()
+	fl.StringVar(&o.Install.Dir, "bin-dir", k8sBinDir, "the node's CNI bin dir, as mounted")
+	fl.StringVar(&o.Confs.Source, "conf-source", "", "a directory (the mounted ConfigMap) whose network configurations to install into --net-dir")
+	fl.StringVar(&o.Confs.NetDir, "net-dir", k8sNetDir, "the node's CNI configuration directory (net.d), as mounted")
+	fl.BoolVar(&o.Watch, "watch", false, "stay after installing: follow --conf-source, run the GC loop, exit on SIGTERM")
+	fl.DurationVar(&o.Interval, "interval", 10*time.Second, "with --watch: how often to look for changes in --conf-source")
+	usage := "reconcile the node's reservations against this CRI runtime's live sandboxes (unix socket path or unix:// URL)"
+	if f.CRI == nil {
+		usage += " (full flavour only: cniplugins-full)"
+	}
+	fl.StringVar(&criSocket, "gc-cri", "", usage)
+	fl.DurationVar(&o.GCInterval, "gc-interval", time.Hour, "with --gc-cri: time between two reconciles")
+	fl.DurationVar(&minAge, "gc-min-age", ops.DefaultMinAge, "with --gc-cri: release only reservations older than this (an ADD in flight is younger)")
+	fl.DurationVar(&criTimeout, "gc-cri-timeout", 10*time.Second, "with --gc-cri: how long to wait for the runtime's answer")
+	bf.add(c, f.Etcd, true, "this node's name, whose claims --gc-cri reconciles (required)")
+	return c
+}
+
+// k8sGC is the GC loop's one pass: gc --cri --apply on the backend the
+// flags choose, each release logged.
+func (f Flavour) k8sGC(cmd *cobra.Command, bf *backendFlags, socket string, timeout, minAge time.Duration) (func(io.Writer) error, error) {
+	if f.CRI == nil {
+		return nil, exitError{2, errors.New("--gc-cri needs the full flavour: run the cniplugins-full image; the lean binary links no network client")}
+	}
+	if minAge < 0 {
+		return nil, fmt.Errorf("invalid --gc-min-age %s: want 0 or more", minAge)
+	}
+	b, err := bf.backend(cmd)
+	if err != nil {
+		return nil, err
+	}
+	if b.Shared() && bf.node == "" {
+		return nil, errors.New("with --etcd, name this host's --node: only its claims are reconciled")
+	}
+	return func(log io.Writer) error {
+		stale, live, err := reconcile(f.CRI, socket, timeout, b, ops.LiveGCRequest{Apply: true, MinAge: minAge, Node: bf.node})
+		released := 0
+		for _, l := range stale {
+			if l.Error != "" {
+				fmt.Fprintf(log, "gc: could not release %s: %s\n", l.Describe(), l.Error)
+				continue
+			}
+			released++
+			fmt.Fprintf(log, "gc: released %s, %s old, owned by no live sandbox\n", l.Describe(), l.Age)
+		}
+		if len(stale) > 0 || err == nil {
+			fmt.Fprintf(log, "gc: %d live sandboxes, %d reservations released\n", live, released)
+		}
+		return err
+	}, nil
+}

@@ -1,0 +1,126 @@
+package hostlocal
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"syscall"
+
+	"github.com/cniplugins/cniplugins/internal/cnierr"
+)
+
+// The plugin runs as root (or as the user of a rootless runtime) and
+// writes below a data directory that other local users may be able to
+// reach. A directory only that user can change cannot have its entries
+// swapped by anyone else, so every directory from the data directory down
+// is checked, once per open, to be a real directory (never a symbolic
+// link: directories are Lstat'ed) owned by the user the plugin runs as and
+// writable by nobody else; files below it are opened with O_NOFOLLOW
+// (openRetry), and link(2), rename(2) and unlink(2) never follow a final
+// symbolic link. Together, nothing below the data directory can redirect a
+// read or a write elsewhere, whatever was planted there before it became
+// safe.
+
+// Modes of what this package creates: directories and files that only the
+// plugin reads are its own (0700, 0600); reservations and cursors keep
+// host-local's 0644 inside host-local's 0755 state directory.
+const (
+	modeStateDir   = 0o755 // D, and the data directory and _pools above it
+	modePrivateDir = 0o700 // _index, an index directory, _sticky
+	modeShared     = 0o644 // reservations, cursors (host-local's)
+	modePrivate    = 0o600 // lock, index buckets, stamp
+)
+
+// unsafeDir is code 7: a directory (or the lock file) that someone other
+// than uid, the user the plugin runs as, could change, or a symbolic link,
+// refused before anything is read or written below it. (A file where a
+// directory belongs is code 5, as any ENOTDIR.)
+func unsafeDir(path, reason string, uid int) error {
+	return cnierr.New(cnierr.CodeInvalidConfig, "state directory not safe to use",
+		"%s %s: the data directory (ipam.dataDir) and every directory below it must be real directories owned by uid %d, the user this plugin runs as, or by root, and writable by no one else",
+		path, reason, uid)
+}
+
+// SafeDir judges fi, the Lstat (or Fstat) of directory path, for uid:
+// code 7 unless a real directory owned by uid (or root, who is trusted
+// anyway: a rootless plugin or an operator's read view may read root's
+// state) that no one else may write.
+func SafeDir(path string, fi fs.FileInfo, uid int) error {
+	st, _ := fi.Sys().(*syscall.Stat_t)
+	switch {
+	case fi.Mode()&fs.ModeSymlink != 0:
+		return unsafeDir(path, "is a symbolic link", uid)
+	case !fi.IsDir():
+		return cnierr.IO("open", path, syscall.ENOTDIR) // a mistake, not an attack
+	case st == nil || !trustedOwner(st.Uid, uid):
+		return unsafeDir(path, "is owned by another user", uid)
+	case fi.Mode().Perm()&0o022 != 0:
+		return unsafeDir(path, "is writable by group or others (mode "+fi.Mode().Perm().String()+")", uid)
+	}
+	return nil
+}
+
+// CheckDir checks that the existing directory path is safe for uid (see
+// SafeDir); a missing one is fs.ErrNotExist, unwrapped.
+func CheckDir(path string, uid int) error {
+	fi, err := os.Lstat(path)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		return cnierr.IO("stat", path, err)
+	}
+	return SafeDir(path, fi, uid)
+}
+
+// EnsureDir creates path with mode when it is missing (its parents too,
+// 0755, as host-local creates its directories), then checks it for uid.
+func EnsureDir(path string, mode os.FileMode, uid int) error {
+	err := CheckDir(path, uid)
+	if !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(path), modeStateDir); err != nil {
+		return cnierr.IO("create", filepath.Dir(path), err)
+	}
+	if err := os.Mkdir(path, mode); err != nil && !errors.Is(err, fs.ErrExist) {
+		return cnierr.IO("create", path, err)
+	}
+	return CheckDir(path, uid)
+}
+
+// openDir opens the directory path without following a symbolic link and
+// checks it for uid; a missing one is fs.ErrNotExist.
+func openDir(path string, uid int) (*os.File, error) {
+	fd, err := openRetry(path, syscall.O_RDONLY|syscall.O_DIRECTORY, 0)
+	if err != nil {
+		if errors.Is(err, syscall.ELOOP) || errors.Is(err, syscall.ENOTDIR) {
+			return nil, unsafeDir(path, "is a symbolic link or not a directory", uid)
+		}
+		return nil, err
+	}
+	f := os.NewFile(uintptr(fd), path)
+	fi, err := f.Stat()
+	if err == nil {
+		err = SafeDir(path, fi, uid)
+	}
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
+// readDir is os.ReadDir of a directory openDir accepts.
+func readDir(path string, uid int) ([]os.DirEntry, error) {
+	f, err := openDir(path, uid)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return f.ReadDir(-1)
+}
+
+// trustedOwner: a file of owner may be relied on by uid.
+func trustedOwner(owner uint32, uid int) bool { return owner == 0 || int(owner) == uid }

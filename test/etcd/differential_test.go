@@ -1,0 +1,359 @@
+package etcd
+
+import (
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"net/netip"
+	"slices"
+	"testing"
+
+	"github.com/cniplugins/cniplugins/internal/testkit/testbin"
+)
+
+// The two allocators proven alike: the real ipam-da-pools and ipam-da-etcd
+// binaries driven by the same seeded random sequence (ADD with and
+// without a sticky key or a requested address, DEL with and without
+// prevResult and the key, GC, and configuration changes that drop a held
+// address from the ranges), compared step by step: the same exit and CNI
+// error code, and each address what a model of the engine's rules says.
+//
+// What differs on purpose is stated here, not discovered: the search
+// order (ipam-da-pools goes round robin from host-local's cursor,
+// ipam-da-etcd starts where a hash of the node and attachment says, so
+// that hosts do not contend for one address), so a fresh address is only
+// checked to be one the model has free; and the scope of holds (the node
+// for ipam-da-pools, the cluster for ipam-da-etcd), which one host does
+// not see. Requested addresses are chosen by meaning on each side (a
+// free address of both, or the address a given container has there).
+func TestAllocatorsAlike(t *testing.T) {
+	needCluster(t)
+	seen := map[string]int{}
+	for _, seed := range []uint64{1, 2, 3, 4, 5, 6} {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) { runAlike(t, seed, 40, seen) })
+	}
+	// The sequences must have reached every outcome they are meant to
+	// compare, or the comparison proves less than it says.
+	t.Logf("outcomes: %v", seen)
+	for _, o := range []string{"ADD", "ADD held again", "ADD requested", "ADD after DROP", "100", "101", "105", "DEL", "DEL without key", "DEL without prevResult", "GC", "CHECK", "DROP"} {
+		if seen[o] == 0 {
+			t.Errorf("no step reached %q: %v", o, seen)
+		}
+	}
+}
+
+// diffNet is the network both sides serve: a /29, five usable addresses
+// (.2-.6), so that exhaustion comes too.
+var diffNet = netip.MustParsePrefix("10.214.90.0/29")
+
+// side is one allocator under test and the model of its state.
+type side struct {
+	plugin  string
+	conf    func(ranges []map[string]string) map[string]any // the ipam section
+	live    map[string]liveAtt                              // by container ID
+	held    map[string]netip.Addr                           // by sticky key
+	dropped []netip.Addr                                    // left out of the ranges
+}
+
+type liveAtt struct {
+	addr netip.Addr
+	key  string
+	res  []byte // the ADD's result, for DEL's and CHECK's prevResult
+}
+
+func newSide(plugin string, conf func([]map[string]string) map[string]any) *side {
+	return &side{plugin: plugin, conf: conf, live: map[string]liveAtt{}, held: map[string]netip.Addr{}}
+}
+
+// usable are diffNet's addresses an allocator may hand out.
+func usable() []netip.Addr {
+	var out []netip.Addr
+	for a := netip.MustParseAddr("10.214.90.2"); diffNet.Contains(a.Next()); a = a.Next() {
+		out = append(out, a)
+	}
+	return out
+}
+
+// ranges is the range set without the dropped addresses: one range per
+// run of addresses left.
+func (s *side) ranges() []map[string]string {
+	var out []map[string]string
+	var start, last netip.Addr
+	flush := func() {
+		if start.IsValid() {
+			out = append(out, map[string]string{"subnet": diffNet.String(), "rangeStart": start.String(), "rangeEnd": last.String(), "gateway": "10.214.90.1"})
+		}
+		start = netip.Addr{}
+	}
+	for _, a := range usable() {
+		if slices.Contains(s.dropped, a) {
+			flush()
+			continue
+		}
+		if !start.IsValid() {
+			start = a
+		}
+		last = a
+	}
+	flush()
+	return out
+}
+
+// taken reports whether a is the model's: reserved, held or dropped.
+func (s *side) taken(a netip.Addr) bool {
+	for _, l := range s.live {
+		if l.addr == a {
+			return true
+		}
+	}
+	for _, h := range s.held {
+		if h == a {
+			return true
+		}
+	}
+	return slices.Contains(s.dropped, a)
+}
+
+// step is one operation, the same on both sides.
+type step struct {
+	cmd      string // ADD, DEL, GC, CHECK, DROP
+	cid      string
+	key      string // sticky key ("" none)
+	sendKey  bool   // DEL: CNI_ARGS with the key
+	withPrev bool   // DEL: prevResult
+	// requested: "" none, "free" an address free on both sides, or a
+	// container ID whose address each side requests.
+	requested string
+	valid     []string // GC
+}
+
+func (s *side) run(t *testing.T, st step, conf []byte) testbin.Reply {
+	args := "IgnoreUnknown=1"
+	if st.key != "" && (st.cmd != "DEL" || st.sendKey) {
+		args += ";CNIPLUGINS_STICKY_KEY=" + st.key
+	}
+	return call(s.plugin, st.cmd, st.cid, conf, args)
+}
+
+func (s *side) config(t *testing.T, st step, requested netip.Addr) []byte {
+	ipam := s.conf(s.ranges())
+	m := map[string]any{"cniVersion": "1.1.0", "name": "alike", "ipam": ipam}
+	if requested.IsValid() {
+		m["runtimeConfig"] = map[string]any{"ips": []string{requested.String() + "/29"}}
+		m["capabilities"] = map[string]any{"ips": true}
+	}
+	switch {
+	case st.cmd == "DEL" && st.withPrev, st.cmd == "CHECK":
+		var prev map[string]any
+		if err := json.Unmarshal(s.live[st.cid].res, &prev); err != nil {
+			t.Fatal(err)
+		}
+		m["prevResult"] = prev
+	case st.cmd == "GC":
+		refs := []map[string]string{}
+		for _, v := range st.valid {
+			refs = append(refs, map[string]string{"containerID": v, "ifname": "eth0"})
+		}
+		m["cni.dev/valid-attachments"] = refs
+	}
+	return mustJSON(t, m)
+}
+
+func runAlike(t *testing.T, seed uint64, steps int, seen map[string]int) {
+	pools, etcd := newHost(t, "alike-pools"), newHost(t, "alike-etcd")
+	sticky := map[string]any{"by": []string{"arg"}, "holdFor": "1h"}
+	a := newSide("ipam-da-pools", func(r []map[string]string) map[string]any {
+		return map[string]any{"type": "ipam-da-pools", "dataDir": pools.dir, "ranges": [][]map[string]string{r}, "sticky": sticky}
+	})
+	b := newSide("ipam-da-etcd", func(r []map[string]string) map[string]any {
+		return map[string]any{"type": "ipam-da-etcd", "dataDir": etcd.dir, "etcd": etcdKeys(t, etcd, nil), "ranges": [][]map[string]string{r}, "sticky": sticky}
+	})
+	rng := rand.New(rand.NewPCG(seed, 27))
+	keys := []string{"", "", "ns/db-0", "ns/db-1", "vm/a"}
+	n := 0
+	var dropKeys []string // keys whose held address was dropped, until their next ADD
+	for i := range steps {
+		st := nextStep(rng, a, keys, &n)
+		if st.cmd == "" {
+			continue
+		}
+		what := fmt.Sprintf("seed %d step %d %+v", seed, i, st)
+		outcome := st.cmd
+		if st.cmd == "ADD" {
+			switch _, held := a.held[st.key]; {
+			case held:
+				outcome = "ADD held again"
+			case slices.Contains(dropKeys, st.key) && st.key != "":
+				outcome = "ADD after DROP"
+			case st.requested != "":
+				outcome = "ADD requested"
+			}
+		}
+		if st.cmd == "DEL" && !st.sendKey && st.key != "" {
+			outcome = "DEL without key"
+		} else if st.cmd == "DEL" && !st.withPrev {
+			outcome = "DEL without prevResult"
+		}
+		if st.cmd == "DROP" {
+			dropKeys = append(dropKeys, st.key)
+			seen["DROP"]++
+			// Leave K's held address out of the ranges: K's next ADD
+			// frees it and allocates anew, on both.
+			a.dropped = append(a.dropped, a.held[st.key])
+			b.dropped = append(b.dropped, b.held[st.key])
+			delete(a.held, st.key)
+			delete(b.held, st.key)
+			continue
+		}
+		// A requested address means the same on both sides: the lowest
+		// free on both, or the address a given container has on each.
+		reqA, reqB := netip.Addr{}, netip.Addr{}
+		switch st.requested {
+		case "":
+		case "free":
+			reqA = a.freeOfBoth(b)
+			reqB = reqA
+		default:
+			reqA, reqB = a.live[st.requested].addr, b.live[st.requested].addr
+		}
+		ra, rb := a.apply(t, st, what, reqA), b.apply(t, st, what, reqB)
+		if code := codeOf(ra); code != 0 {
+			outcome = fmt.Sprint(code)
+		}
+		if ra.Exit == rb.Exit && codeOf(ra) == codeOf(rb) {
+			seen[outcome]++
+			if outcome == "ADD after DROP" {
+				dropKeys = slices.DeleteFunc(dropKeys, func(k string) bool { return k == st.key })
+			}
+		} else {
+			t.Fatalf("%s: ipam-da-pools exit %d code %d (%s), ipam-da-etcd exit %d code %d (%s)",
+				what, ra.Exit, codeOf(ra), ra.Stdout, rb.Exit, codeOf(rb), rb.Stdout)
+		}
+	}
+}
+
+func codeOf(r testbin.Reply) uint {
+	if r.Exit == 0 {
+		return 0
+	}
+	var e struct {
+		Code uint `json:"code"`
+	}
+	_ = json.Unmarshal(r.Stdout, &e)
+	return e.Code
+}
+
+// nextStep draws an operation from the model of side m (both models
+// agree on everything but the addresses themselves).
+func nextStep(rng *rand.Rand, m *side, keys []string, n *int) step {
+	lives := slices.Sorted(func(yield func(string) bool) {
+		for cid := range m.live {
+			if !yield(cid) {
+				return
+			}
+		}
+	})
+	switch r := rng.IntN(20); {
+	case r < 9 || len(lives) == 0:
+		*n++
+		st := step{cmd: "ADD", cid: fmt.Sprintf("c%d", *n), key: keys[rng.IntN(len(keys))]}
+		switch rng.IntN(6) {
+		case 0:
+			st.requested = "free"
+		case 1:
+			if len(lives) > 0 {
+				st.requested = lives[rng.IntN(len(lives))]
+			}
+		}
+		return st
+	case r < 15:
+		cid := lives[rng.IntN(len(lives))]
+		return step{cmd: "DEL", cid: cid, key: m.live[cid].key, sendKey: rng.IntN(3) > 0, withPrev: rng.IntN(2) == 0}
+	case r < 16:
+		return step{cmd: "CHECK", cid: lives[rng.IntN(len(lives))]}
+	case r < 18:
+		var valid []string
+		for _, cid := range lives {
+			if rng.IntN(3) > 0 {
+				valid = append(valid, cid)
+			}
+		}
+		return step{cmd: "GC", valid: valid}
+	default:
+		held := slices.Sorted(func(yield func(string) bool) {
+			for k := range m.held {
+				if !yield(k) {
+					return
+				}
+			}
+		})
+		if len(held) == 0 || len(m.dropped) >= 2 {
+			return step{}
+		}
+		return step{cmd: "DROP", key: held[rng.IntN(len(held))]}
+	}
+}
+
+// apply runs st on s (requested: the address it asks for, if any),
+// checks the outcome against s's model, and updates it.
+func (s *side) apply(t *testing.T, st step, what string, requested netip.Addr) testbin.Reply {
+	t.Helper()
+	r := s.run(t, st, s.config(t, st, requested))
+	if r.Exit != 0 {
+		return r
+	}
+	switch st.cmd {
+	case "ADD":
+		got := addrsOf(t, r.Stdout)
+		if len(got) != 1 || !diffNet.Contains(got[0]) {
+			t.Fatalf("%s: %s gave %v", what, s.plugin, got)
+		}
+		want, ok := s.held[st.key]
+		switch {
+		case requested.IsValid() && got[0] != requested:
+			t.Fatalf("%s: %s gave %s, asked for %s", what, s.plugin, got[0], requested)
+		case st.key != "" && ok && got[0] != want:
+			t.Fatalf("%s: %s gave key %s %s, it held %s", what, s.plugin, st.key, got[0], want)
+		case !(st.key != "" && ok) && s.taken(got[0]):
+			t.Fatalf("%s: %s gave %s, which is not free", what, s.plugin, got[0])
+		}
+		delete(s.held, st.key)
+		s.live[st.cid] = liveAtt{addr: got[0], key: st.key, res: r.Stdout}
+	case "DEL":
+		s.release(st.cid)
+	case "GC":
+		for _, cid := range slices.Collect(func(yield func(string) bool) {
+			for cid := range s.live {
+				if !yield(cid) {
+					return
+				}
+			}
+		}) {
+			if !slices.Contains(st.valid, cid) {
+				s.release(cid)
+			}
+		}
+	}
+	return r
+}
+
+// release is a DEL's or GC's effect on the model: a keyed reservation
+// becomes its key's hold.
+func (s *side) release(cid string) {
+	l := s.live[cid]
+	if l.key != "" {
+		s.held[l.key] = l.addr
+	}
+	delete(s.live, cid)
+}
+
+// freeOfBoth is the lowest address free in s and in other; the zero
+// Addr when there is none (the ADD then asks for nothing).
+func (s *side) freeOfBoth(other *side) netip.Addr {
+	for _, a := range usable() {
+		if !s.taken(a) && !other.taken(a) {
+			return a
+		}
+	}
+	return netip.Addr{}
+}
