@@ -68,6 +68,11 @@ func writeLeases(cmd *cobra.Command, leases []ops.Lease, out outputFlags, nodes 
 	if sticky {
 		header = append(header, "STICKY-KEY", "LAST-OWNER", "EXPIRES")
 	}
+	// A migration's second owner gets its column once any address has one.
+	shared := slices.ContainsFunc(leases, func(l ops.Lease) bool { return l.SecondOwner != "" })
+	if shared {
+		header = append(header, "SECOND-OWNER")
+	}
 	rows := make([][]string, len(leases))
 	for i, l := range leases {
 		since := ""
@@ -91,6 +96,13 @@ func writeLeases(cmd *cobra.Command, leases []ops.Lease, out outputFlags, nodes 
 				expires = "never"
 			}
 			rows[i] = append(rows[i], printableKey(l.StickyKey), l.LastOwner, expires)
+		}
+		if shared {
+			second := "-"
+			if l.SecondOwner != "" {
+				second = l.SecondOwner
+			}
+			rows[i] = append(rows[i], second)
 		}
 	}
 	return ops.WriteTable(w, header, rows, out.noHeaders)

@@ -54,10 +54,12 @@ func (op *operation) add(targets []alloc.Target, st *stickyAtt) ([]allocated, er
 		s := op.stickyStore(t, claim, st)
 		stores = append(stores, s)
 		var a allocated
-		var err error
-		if st != nil {
-			a.addr, a.gw, err = alloc.AllocateClaimed(s, att, op.node, t, st.key, op.now)
-		} else {
+		err := s.requireSource(t)
+		switch {
+		case err != nil:
+		case st != nil:
+			a.addr, a.gw, err = alloc.AllocateClaimed(s, att, op.node, t, st.key, st.migration, op.now)
+		default:
 			a.addr, a.gw, err = t.Allocator(s).Allocate(att, t.RangeID, t.Set, t.Requested, t.Label)
 		}
 		if err != nil {

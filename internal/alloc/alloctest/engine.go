@@ -46,7 +46,7 @@ func (e Engine) Add(c Call, targets []alloc.Target) ([]netip.Prefix, error) {
 			var p netip.Prefix
 			var err error
 			if c.Key != "" {
-				p, _, err = alloc.AllocateKeyed(l, c.Att, t, alloc.Keyed{Key: c.Key, HoldFor: c.HoldFor}, c.Now, &u)
+				p, _, err = alloc.AllocateKeyed(l, c.Att, t, alloc.Keyed{Key: c.Key, HoldFor: c.HoldFor, Migration: c.Migration}, c.Now, &u)
 			} else if p, _, err = t.Allocator(l).Allocate(c.Att, t.RangeID, t.Set, t.Requested, t.Label); err == nil {
 				u.Reserved(l, p.Addr())
 			}
