@@ -136,11 +136,22 @@ func (k Keys) Parse(conf *netconf.Envelope, cniArgs []netconf.CNIArg, needRanges
 	if c.PoolDefs, err = pool.ParseDefinitions("ipam.poolDefinitions", k.PoolDefinitions); err != nil {
 		return nil, err
 	}
+	if _, err := c.definedChains(); err != nil {
+		return nil, err
+	}
 	pools, poolMode, err := pool.FromPrevResult(conf)
 	if err != nil {
 		return nil, err
 	}
 	if poolMode {
+		// Chains resolve on every command: an unknown overflow pool or a
+		// cycle is 7 for DEL and GC too, which cover the chain.
+		for i, p := range pools {
+			cat := pool.Catalog{Pools: p.OverflowPools, Defs: c.PoolDefs}
+			if pools[i], err = cat.Resolve(fmt.Sprintf("prevResult.pools[%d]", i), p); err != nil {
+				return nil, err
+			}
+		}
 		c.Pools = pools
 		return c, nil
 	}
@@ -210,6 +221,21 @@ func (c *Config) PoolMode() bool { return c.Pools != nil }
 
 // DefinedPools lists, sorted, the pools of ipam.poolDefinitions.
 func (c *Config) DefinedPools() []string { return slices.Sorted(maps.Keys(c.PoolDefs)) }
+
+// definedChains are the pools of ipam.poolDefinitions, sorted, each with
+// its overflow chain: an unknown overflow or a cycle among them is 7.
+func (c *Config) definedChains() ([]pool.Pool, error) {
+	var out []pool.Pool
+	cat := pool.Catalog{Defs: c.PoolDefs}
+	for _, name := range c.DefinedPools() {
+		p, err := cat.Resolve("ipam.poolDefinitions."+name, pool.Pool{Name: name})
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
 
 // Personality is an allocator of this engine named name: its commands,
 // its `cniplugins validate` check, and the CNI_ARGS every allocator

@@ -1,6 +1,9 @@
 package daetcd
 
 import (
+	"strconv"
+
+	"github.com/cniplugins/cniplugins/internal/etcdkv"
 	"net/netip"
 
 	"github.com/containernetworking/cni/pkg/types"
@@ -50,16 +53,18 @@ func (op *operation) add(targets []alloc.Target, st *stickyAtt) ([]allocated, er
 	att := op.attachment()
 	var stores []*claimStore
 	var out []allocated
-	for _, t := range targets {
+	allocate := func(t alloc.Target) (netip.Prefix, netip.Addr, error) {
 		s := op.stickyStore(t, claim, st)
 		stores = append(stores, s)
+		if st != nil {
+			return alloc.AllocateClaimed(s, att, op.node, t, st.key, op.now)
+		}
+		return t.Allocator(s).Allocate(att, t.RangeID, t.Set, t.Requested, t.Label)
+	}
+	for _, t := range targets {
 		var a allocated
 		var err error
-		if st != nil {
-			a.addr, a.gw, err = alloc.AllocateClaimed(s, att, op.node, t, st.key, op.now)
-		} else {
-			a.addr, a.gw, err = t.Allocator(s).Allocate(att, t.RangeID, t.Set, t.Requested, t.Label)
-		}
+		a.addr, a.gw, _, err = alloc.AllocateOverflow(t, att, op.locator(t, st), allocate)
 		if err != nil {
 			op.cl.Extend()
 			if cerr := op.cancel(stores); cerr != nil {
@@ -71,4 +76,46 @@ func (op *operation) add(targets []alloc.Target, st *stickyAtt) ([]allocated, er
 		out = append(out, a)
 	}
 	return out, nil
+}
+
+// locator is alloc.AllocateOverflow's look at t's chain: one read of the
+// attachment's index key and the key's hold in every pool of the chain,
+// made at the first call (only targets with a chain call it).
+func (op *operation) locator(t alloc.Target, st *stickyAtt) func(alloc.Target) (alloc.Presence, error) {
+	var found map[alloc.Scope]alloc.Presence
+	return func(c alloc.Target) (alloc.Presence, error) {
+		if found != nil {
+			return found[c.Scope], nil
+		}
+		chain := t.Chain()
+		var reads []etcdkv.Op
+		for _, p := range chain {
+			reads = append(reads, etcdkv.Get(op.slotKey(p.Scope, p.RangeID)))
+			if st != nil {
+				reads = append(reads, etcdkv.Get(op.keys.holdKey(p.Scope, st.id, strconv.Itoa(p.RangeID))))
+			}
+		}
+		resp, err := op.cl.Read(reads...)
+		if err != nil {
+			return alloc.Presence{}, err
+		}
+		found = map[alloc.Scope]alloc.Presence{}
+		per := len(reads) / len(chain)
+		for i, p := range chain {
+			var at alloc.Presence
+			if kv, ok := resp.First(i * per); ok {
+				if r, valid := decodeRecord(kv.Value); valid && !r.cancelled() {
+					at.Attached, _ = parseAddr(r.Address)
+				}
+			}
+			if st != nil {
+				if kv, ok := resp.First(i*per + 1); ok {
+					h, valid := decodeHold(kv.Value)
+					at.KeyHeld = valid && h.For(st.key, op.ifname) && !h.Expired(op.now)
+				}
+			}
+			found[p.Scope] = at
+		}
+		return found[c.Scope], nil
+	}
 }

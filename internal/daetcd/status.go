@@ -2,7 +2,9 @@ package daetcd
 
 import (
 	"errors"
+	"slices"
 
+	"github.com/cniplugins/cniplugins/internal/alloc"
 	"github.com/cniplugins/cniplugins/internal/cnierr"
 	"github.com/cniplugins/cniplugins/internal/etcdkv"
 	"github.com/cniplugins/cniplugins/internal/plugin"
@@ -19,7 +21,11 @@ func cmdStatus(req *plugin.Request) error {
 	if err != nil {
 		return err
 	}
-	marks := c.WithDefinedPools(targets)
+	statusTargets := c.WithDefinedPools(targets)
+	var marks []alloc.Target
+	for _, t := range statusTargets {
+		marks = append(marks, t.Chain()...)
+	}
 	reads := make([]etcdkv.Op, 0, len(marks)+1)
 	for _, m := range marks {
 		reads = append(reads, etcdkv.Get(op.keys.fullKey(m.Scope, m.RangeID)))
@@ -36,10 +42,17 @@ func cmdStatus(req *plugin.Request) error {
 	if err := op.ensureNode(node, found); err != nil {
 		return err
 	}
-	for i, m := range marks {
-		if kv, ok := resp.First(i); ok && len(kv.Value) > 0 { // empty: freed since
-			return cnierr.New(cnierr.CodeNotAvailable, "address pool exhausted", "%s", m.Label)
+	start := 0 // the first of t's chain's marks
+	for _, t := range statusTargets {
+		chain := t.Chain()
+		full, _ := alloc.ChainFull(t, func(p alloc.Target) (bool, error) {
+			kv, ok := resp.First(start + slices.IndexFunc(chain, func(c alloc.Target) bool { return c.Scope == p.Scope }))
+			return ok && len(kv.Value) > 0, nil // empty: freed since
+		})
+		if full {
+			return cnierr.New(cnierr.CodeNotAvailable, "address pool exhausted", "%s", t.Label)
 		}
+		start += len(chain)
 	}
 	return nil
 }

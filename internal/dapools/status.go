@@ -4,6 +4,7 @@ import (
 	"path/filepath"
 	"slices"
 
+	"github.com/cniplugins/cniplugins/internal/alloc"
 	"github.com/cniplugins/cniplugins/internal/cnierr"
 	"github.com/cniplugins/cniplugins/internal/hostlocal"
 	"github.com/cniplugins/cniplugins/internal/plugin"
@@ -20,13 +21,15 @@ func cmdStatus(req *plugin.Request) error {
 		return err
 	}
 	for _, t := range c.WithDefinedPools(targets) {
-		dir := c.dir(t.Scope)
-		full, err := hostlocal.Exhausted(dir)
+		full, err := alloc.ChainFull(t, func(p alloc.Target) (bool, error) {
+			full, err := hostlocal.Exhausted(c.dir(p.Scope))
+			return slices.Contains(full, p.RangeID), err
+		})
 		if err != nil {
 			return err
 		}
-		if slices.Contains(full, t.RangeID) {
-			return cnierr.New(cnierr.CodeNotAvailable, "address pool exhausted", "%s in %s", t.Label, filepath.Base(dir))
+		if full {
+			return cnierr.New(cnierr.CodeNotAvailable, "address pool exhausted", "%s in %s", t.Label, filepath.Base(c.dir(t.Scope)))
 		}
 	}
 	return nil

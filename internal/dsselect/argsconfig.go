@@ -1,6 +1,7 @@
 package dsselect
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"path"
@@ -141,7 +142,46 @@ func parseArgsConfig(conf *netconf.Envelope) (*argsConfig, error) {
 	}
 	cat.resolve(c.defaults)
 	c.catalogue = cat.pools
-	return c, nil
+	return c, c.resolveChains()
+}
+
+// resolveChains gives every pool its overflow chain (pool.Catalog): the
+// pools of the rules and defaults, then ipam.poolDefinitions. The
+// selection carries it, so the allocator needs nothing else; DEL and GC,
+// which name the catalogue, reach every pool of every chain. A config
+// without overflow skips it.
+func (c *argsConfig) resolveChains() error {
+	hasOverflow := bytes.Contains(c.definitions, []byte(`"overflow"`)) ||
+		slices.ContainsFunc(c.catalogue, func(p pool.Pool) bool { return p.Overflow != "" })
+	if !hasOverflow {
+		return nil
+	}
+	raw, err := c.definedPools()
+	if err != nil {
+		return err
+	}
+	defs, err := pool.ParseDefinitions("ipam.poolDefinitions", raw)
+	if err != nil {
+		return err
+	}
+	chains := pool.Catalog{Pools: slices.Clone(c.catalogue), Defs: defs}
+	resolve := func(field string, ps []pool.Pool) error {
+		for i := range ps {
+			if ps[i], err = chains.Resolve(fmt.Sprintf("%s[%d]", field, i), ps[i]); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	for _, r := range c.rules {
+		if err := resolve(r.field+".pools", r.pools); err != nil {
+			return err
+		}
+	}
+	if err := resolve("ipam.defaultPools", c.defaults); err != nil {
+		return err
+	}
+	return resolve("ipam.pools", c.catalogue)
 }
 
 func parseRule(field string, raw json.RawMessage) (rule, error) {
