@@ -104,8 +104,8 @@ func add(t *testing.T, s Subject, c Call, tg ...alloc.Target) (netip.Addr, error
 		t.Fatalf("ADD returned %d addresses for %d targets", len(ps), len(tg))
 	}
 	for i, p := range ps {
-		if !tg[i].Set.Contains(p.Addr()) || p.Bits() != 29 {
-			t.Fatalf("ADD returned %v, not in %s", p, tg[i].Set)
+		if !slices.ContainsFunc(tg[i].Chain(), func(c alloc.Target) bool { return c.Set.Contains(p.Addr()) }) || p.Bits() != 29 {
+			t.Fatalf("ADD returned %v, not in %s or its overflow", p, tg[i].Set)
 		}
 	}
 	return ps[0].Addr(), nil
@@ -158,7 +158,7 @@ func addr(s string) netip.Addr { return netip.MustParseAddr(s) }
 // StoreContract is the table of the engine's behaviours every store must
 // give.
 func StoreContract() []Case {
-	return slices.Concat(plainContract(), stickyContract())
+	return slices.Concat(plainContract(), stickyContract(), overflowContract())
 }
 
 func plainContract() []Case {
