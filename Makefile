@@ -108,8 +108,8 @@ image:
 BENCHFLAGS ?=
 FULLBENCHFLAGS ?=
 
-# RunPodSandbox through a private containerd's CRI, the chain against
-# host-local (root): bench/results/CRI.md.
+# RunPodSandbox through private containerd daemons' CRI (1.6 and 2.x),
+# the chain against host-local on each (root): bench/results/CRI.md.
 CRIBENCHN ?= 40
 
 .PHONY: bench

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs every Go test of the module (`go test -count=1 ./...`, extra
-# arguments passed on) through internal/tools/testreport: the usual
+# arguments passed on, then the tests behind the etcdcluster build tag)
+# through internal/tools/testreport: the usual
 # package verdicts, the output of every failed test, every skipped test
 # with its "--- SKIP" line and reason, and a closing count
 # ("tests: N passed, N failed, N skipped"). Exits non-zero when go test
@@ -10,4 +11,9 @@ cd "$(dirname "$0")/.."
 report=$(mktemp -d)
 trap 'rm -rf "$report"' EXIT
 go build -o "$report/testreport" ./internal/tools/testreport
-go test -count=1 -json "$@" ./... 2>&1 | "$report/testreport"
+# The second run: the engine's store contract on a real etcd cluster,
+# behind a build tag so that the unit tests (./internal/...) need none.
+{
+	go test -count=1 -json "$@" ./...
+	go test -count=1 -json -tags etcdcluster -run '^TestStoreContractOnACluster$' "$@" ./internal/daetcd
+} 2>&1 | "$report/testreport"

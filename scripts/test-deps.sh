@@ -5,7 +5,8 @@
 # netns), ping (the end-to-end tests ping their own bridge's gateway), and
 # Debian's docker.io with busybox-static (test/docker runs the full
 # flavour's docker-ipam under a private dockerd, on an image imported from
-# busybox-static), and containerd (test/cri).
+# busybox-static), and containerd (test/cri; containerd 2.x and upstream
+# plugins that speak CNI 1.1.0 are built from the Go module proxy, below).
 # Go modules are fetched by `go mod download`. Does nothing when everything
 # is already there; needs root for apt.
 set -eu
@@ -54,3 +55,41 @@ if [ -n "$need" ]; then
 	fi
 fi
 go mod download
+
+# containerd 2.x (test/cri runs every case on Debian's containerd 1.6 and
+# on it) and upstream CNI plugins new enough to pass STATUS to their IPAM
+# (bridge, loopback and host-local of containernetworking/plugins, which
+# support spec 1.1.0 from v1.6; Debian 12's 1.1.1 stop at 1.0.0), built
+# from the Go module proxy once into fixed directories, then reused. No
+# apt package carries these versions. Building containerd takes minutes.
+runtime_dir=/usr/local/lib/cniplugins-test
+build_once() { # name module version tags package...
+	name=$1 module=$2 version=$3 tags=$4
+	shift 4
+	dir=$runtime_dir/$name-$version
+	[ -f "$dir/.complete" ] && return 0
+	if [ "$(id -u)" -ne 0 ]; then
+		echo "test-deps.sh: $name $version missing from $dir and not root; the tests that need it will skip loudly" >&2
+		return 0
+	fi
+	echo "test-deps.sh: building $name $version into $dir" >&2
+	tmp=$(mktemp -d "$runtime_dir.tmp.XXXXXX")
+	chmod 0755 "$tmp"
+	pkgs=""
+	for p in "$@"; do pkgs="$pkgs $module/$p@$version"; done
+	# Outside this module (cd /): go install PKG@VERSION builds the
+	# package's own module as released, leaving go.mod untouched.
+	if ! (cd / && GOBIN=$tmp CGO_ENABLED=0 GOFLAGS= go install -trimpath -tags "$tags" $pkgs); then
+		rm -rf "$tmp"
+		echo "test-deps.sh: building $name $version failed" >&2
+		return 1
+	fi
+	touch "$tmp/.complete"
+	rm -rf "$dir"
+	mv "$tmp" "$dir"
+}
+[ "$(id -u)" -ne 0 ] || mkdir -p "$runtime_dir"
+build_once containerd github.com/containerd/containerd/v2 v2.4.2 "no_btrfs no_devmapper no_zfs" \
+	cmd/containerd cmd/containerd-shim-runc-v2 cmd/ctr
+build_once cni-plugins github.com/containernetworking/plugins v1.9.1 "" \
+	plugins/main/bridge plugins/main/loopback plugins/ipam/host-local

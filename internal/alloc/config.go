@@ -136,7 +136,7 @@ func (k Keys) Parse(conf *netconf.Envelope, cniArgs []netconf.CNIArg, needRanges
 	if c.PoolDefs, err = pool.ParseDefinitions("ipam.poolDefinitions", k.PoolDefinitions); err != nil {
 		return nil, err
 	}
-	if _, err := c.definedChains(); err != nil {
+	if err := c.checkDefinedChains(); err != nil {
 		return nil, err
 	}
 	pools, poolMode, err := pool.FromPrevResult(conf)
@@ -219,22 +219,17 @@ func (k Keys) standaloneRanges(runtimeRanges [][]addrspace.RangeConfig) ([]addrs
 // allocation.
 func (c *Config) PoolMode() bool { return c.Pools != nil }
 
-// DefinedPools lists, sorted, the pools of ipam.poolDefinitions.
-func (c *Config) DefinedPools() []string { return slices.Sorted(maps.Keys(c.PoolDefs)) }
-
-// definedChains are the pools of ipam.poolDefinitions, sorted, each with
-// its overflow chain: an unknown overflow or a cycle among them is 7.
-func (c *Config) definedChains() ([]pool.Pool, error) {
-	var out []pool.Pool
+// checkDefinedChains resolves the overflow chain of every pool of
+// ipam.poolDefinitions: an unknown overflow or a cycle among them is 7,
+// whether a selector names the pool or not.
+func (c *Config) checkDefinedChains() error {
 	cat := pool.Catalog{Defs: c.PoolDefs}
-	for _, name := range c.DefinedPools() {
-		p, err := cat.Resolve("ipam.poolDefinitions."+name, pool.Pool{Name: name})
-		if err != nil {
-			return nil, err
+	for _, name := range slices.Sorted(maps.Keys(c.PoolDefs)) {
+		if _, err := cat.Resolve("ipam.poolDefinitions."+name, pool.Pool{Name: name}); err != nil {
+			return err
 		}
-		out = append(out, p)
 	}
-	return out, nil
+	return nil
 }
 
 // Personality is an allocator of this engine named name: its commands,

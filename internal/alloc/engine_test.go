@@ -315,19 +315,19 @@ func TestScopesAndPlacement(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !c.PoolMode() || !slices.Equal(c.Scopes(), []alloc.Scope{{Pool: "b"}}) || !slices.Equal(c.DefinedPools(), []string{"a", "b"}) {
-		t.Errorf("pool scopes = %v, defined %v", c.Scopes(), c.DefinedPools())
+	if !c.PoolMode() || !slices.Equal(c.Scopes(), []alloc.Scope{{Pool: "b"}}) || len(c.PoolDefs) != 2 {
+		t.Errorf("pool scopes = %v, definitions %v", c.Scopes(), c.PoolDefs)
 	}
 	ts, err = c.Targets()
 	if err != nil {
 		t.Fatal(err)
 	}
 	var labels []string
-	for _, t := range c.WithDefinedPools(ts) {
+	for _, t := range ts {
 		labels = append(labels, t.Label+"/"+t.Scope.Pool)
 	}
-	if !slices.Equal(labels, []string{"pool b/b", "pool a/a", "pool b/b"}) {
-		t.Errorf("status targets = %v", labels)
+	if !slices.Equal(labels, []string{"pool b/b"}) {
+		t.Errorf("targets = %v, want only the selected pool (a defined pool no selector names is no concern of this network)", labels)
 	}
 }
 

@@ -108,21 +108,6 @@ func (c *Config) poolTarget(field string, p pool.Pool) (Target, error) {
 	return Target{Label: "pool " + p.Name, Scope: Scope{Pool: p.Name}, Set: src.Set, Exclude: src.Exclude}, nil
 }
 
-// WithDefinedPools is what STATUS reports exhaustion of: targets, and
-// every pool of ipam.poolDefinitions whether a selector names it or not.
-// A defined pool comes with its chain (ChainFull).
-func (c *Config) WithDefinedPools(targets []Target) []Target {
-	defined, _ := c.definedChains() // Parse checked them
-	for _, p := range defined {
-		t := Target{Label: "pool " + p.Name, Scope: Scope{Pool: p.Name}}
-		for _, q := range p.OverflowPools {
-			t.Overflow = append(t.Overflow, Target{Label: "pool " + q.Name, Scope: Scope{Pool: q.Name}})
-		}
-		targets = append(targets, t)
-	}
-	return targets
-}
-
 // ChainFull is STATUS's rule for target t: exhausted only when every pool
 // of its overflow chain is (full reports one pool's exhaustion mark).
 func ChainFull(t Target, full func(Target) (bool, error)) (bool, error) {

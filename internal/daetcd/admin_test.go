@@ -3,40 +3,47 @@ package daetcd
 import (
 	"bytes"
 	"fmt"
+	"maps"
 	"net/netip"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/cniplugins/cniplugins/internal/alloc"
+	"github.com/cniplugins/cniplugins/internal/etcdkv/etcdkvfake"
 	"github.com/cniplugins/cniplugins/internal/plugin"
-	"github.com/cniplugins/cniplugins/internal/testkit"
-	"github.com/cniplugins/cniplugins/internal/testkit/etcdtest"
 )
 
-var (
-	cluster *etcdtest.Cluster
-	missing error // why no etcd cluster can run here
-)
+// cluster is the in-memory etcd (etcdkvfake) every test of the package
+// runs against, each under its own prefix: the unit tests need no etcd
+// binary. The plugin runs against real clusters in test/etcd, and the
+// store contract once more in contract_cluster_test.go.
+var cluster memCluster
 
-func TestMain(m *testing.M) {
-	if missing = etcdtest.Available(); missing != nil {
-		fmt.Fprintln(os.Stderr, "no etcd here:", missing)
-		os.Exit(m.Run())
-	}
-	var err error
-	if cluster, err = etcdtest.Start(etcdtest.Options{}); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	cluster.Stop()
-	os.Exit(code)
+// memCluster gives the fake the two methods the tests use of a cluster.
+type memCluster struct{ *etcdkvfake.Fake }
+
+func (c memCluster) Endpoints() []string { return []string{c.URL()} }
+
+func (c memCluster) Keys(prefix string) ([]string, error) {
+	return slices.Sorted(maps.Keys(c.Values(prefix))), nil
 }
 
-func needCluster(t *testing.T) {
-	t.Helper()
-	testkit.NeedComponent(t, missing)
+// cleanups is a TestMain's testing.TB Cleanup: the fake's server stops
+// after every test has run.
+type cleanups []func()
+
+func (c *cleanups) Cleanup(f func()) { *c = append(*c, f) }
+
+func TestMain(m *testing.M) {
+	var done cleanups
+	cluster = memCluster{etcdkvfake.New(&done)}
+	code := m.Run()
+	for _, f := range done {
+		f()
+	}
+	os.Exit(code)
 }
 
 // add runs ADD in-process (plugin.Run, exactly what an exec does) for
@@ -83,7 +90,6 @@ func adminAt(t *testing.T, base string) *Admin {
 }
 
 func TestAdminLeasesReleaseGC(t *testing.T) {
-	needCluster(t)
 	a1 := add(t, "gone", "g1", "p")
 	add(t, "gone", "g2", "p")
 	g3 := add(t, "gone", "g3", "n")

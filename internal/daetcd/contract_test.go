@@ -12,18 +12,12 @@ import (
 )
 
 // The etcd store under the engine's contract: each call is one
-// operation of node-a, as an exec of the plugin would make it; over the
-// in-memory etcd (no etcd binary), and once more over a real cluster.
+// operation of node-a, as an exec of the plugin would make it, over the
+// in-memory etcd (no etcd binary). contract_cluster_test.go runs it once
+// more over a real cluster.
 func TestStoreContract(t *testing.T) {
 	alloctest.RunStoreContract(t, alloctest.Caps{}, func(t *testing.T) alloctest.Subject {
 		return etcdSubject{t: t, endpoints: []string{etcdkvfake.New(t).URL()}, prefix: "/contract/"}
-	})
-}
-
-func TestStoreContractOnACluster(t *testing.T) {
-	needCluster(t)
-	alloctest.RunStoreContract(t, alloctest.Caps{}, func(t *testing.T) alloctest.Subject {
-		return etcdSubject{t: t, endpoints: cluster.Endpoints(), prefix: "/contract-test/" + t.Name() + "/"}
 	})
 }
 

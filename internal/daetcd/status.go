@@ -2,7 +2,6 @@ package daetcd
 
 import (
 	"errors"
-	"slices"
 
 	"github.com/cniplugins/cniplugins/internal/alloc"
 	"github.com/cniplugins/cniplugins/internal/cnierr"
@@ -10,20 +9,20 @@ import (
 	"github.com/cniplugins/cniplugins/internal/plugin"
 )
 
-// cmdStatus answers 50 while a range set or pool this network allocates
-// from is exhausted (an ADD found it full and nothing was released there
-// since), or when etcd has no quorum: members answer but cannot serve a
-// linearizable read within the timeout. An etcd that nobody answers for
-// is code 11. The check is one read of the exhaustion marks and the
-// node's record, which is also the quorum probe.
+// cmdStatus reads which range sets or pools of this network are
+// exhausted (an ADD found them full and nothing was released there
+// since) and answers alloc's verdict: 50 only when no ADD could be
+// served. It answers 50 too when etcd has no quorum: members answer but
+// cannot serve a linearizable read within the timeout. An etcd that
+// nobody answers for is code 11. The check is one read of the exhaustion
+// marks and the node's record, which is also the quorum probe.
 func cmdStatus(req *plugin.Request) error {
 	c, op, targets, err := beginTargets(req)
 	if err != nil {
 		return err
 	}
-	statusTargets := c.WithDefinedPools(targets)
-	var marks []alloc.Target
-	for _, t := range statusTargets {
+	var marks []alloc.Target // every pool of every target's chain
+	for _, t := range targets {
 		marks = append(marks, t.Chain()...)
 	}
 	reads := make([]etcdkv.Op, 0, len(marks)+1)
@@ -42,17 +41,26 @@ func cmdStatus(req *plugin.Request) error {
 	if err := op.ensureNode(node, found); err != nil {
 		return err
 	}
-	start := 0 // the first of t's chain's marks
-	for _, t := range statusTargets {
-		chain := t.Chain()
-		full, _ := alloc.ChainFull(t, func(p alloc.Target) (bool, error) {
-			kv, ok := resp.First(start + slices.IndexFunc(chain, func(c alloc.Target) bool { return c.Scope == p.Scope }))
+	full := make([]bool, len(targets))
+	next := 0 // marks are read in chain order, target after target
+	for i, t := range targets {
+		// A chain is full only when every pool in it is.
+		full[i], _ = alloc.ChainFull(t, func(alloc.Target) (bool, error) {
+			kv, ok := resp.First(next)
+			next++
 			return ok && len(kv.Value) > 0, nil // empty: freed since
 		})
-		if full {
-			return cnierr.New(cnierr.CodeNotAvailable, "address pool exhausted", "%s", t.Label)
-		}
-		start += len(chain)
+		next = chainStart(targets, i+1)
 	}
-	return nil
+	return c.Status(req.Conf, targets, full)
+}
+
+// chainStart is the index, in cmdStatus's marks, of the first pool of
+// targets[i]'s chain.
+func chainStart(targets []alloc.Target, i int) int {
+	n := 0
+	for _, t := range targets[:i] {
+		n += len(t.Chain())
+	}
+	return n
 }

@@ -87,7 +87,6 @@ func heldLeases(t *testing.T) (all, held []Lease) {
 }
 
 func TestStickyRescheduleAndLive(t *testing.T) {
-	needCluster(t)
 	c := stickyCase{t: t, holdFor: "30m"}
 	a1, _ := c.add("host-a", "c1", "web-0")
 	other, _ := c.add("host-a", "c9", "web-1")
@@ -143,7 +142,6 @@ func TestStickyRescheduleAndLive(t *testing.T) {
 }
 
 func TestStickyRequestedConflict(t *testing.T) {
-	needCluster(t)
 	c := stickyCase{t: t, holdFor: "0"}
 	a1 := c.held("host-a", "c1", "db-0")
 	other := a1.Next()
@@ -178,7 +176,6 @@ func TestStickyRequestedConflict(t *testing.T) {
 }
 
 func TestStickyExpiryGC(t *testing.T) {
-	needCluster(t)
 	c := stickyCase{t: t, holdFor: "3s"}
 	c.held("host-a", "c1", "web-0")
 	ad := stickyAdmin(t)
@@ -216,7 +213,6 @@ func TestStickyExpiryGC(t *testing.T) {
 }
 
 func TestStickyConcurrentSameKey(t *testing.T) {
-	needCluster(t)
 	c := stickyCase{t: t, holdFor: "30m"}
 	for round := range 5 {
 		pod := fmt.Sprintf("race-%d", round)
@@ -305,7 +301,6 @@ func TestHoldRecord(t *testing.T) {
 // leaves a hold, as a DEL would: the key's next ADD gets the address; a
 // held address is refused by release, naming the key.
 func TestStickyAdminRelease(t *testing.T) {
-	needCluster(t)
 	c := stickyCase{t: t, holdFor: "30m"}
 	a1, _ := c.add("host-a", "c1", "web-0")
 	ad := stickyAdmin(t)
@@ -326,7 +321,6 @@ func TestStickyAdminRelease(t *testing.T) {
 // finds the hold pins nothing, drops it and allocates as usual, never
 // taking the address whose claim is no longer the hold's.
 func TestStickyTakeOverChecksTheClaim(t *testing.T) {
-	needCluster(t)
 	c := stickyCase{t: t, holdFor: "30m"}
 	a1 := c.held("host-a", "c1", "web-0")
 	ad := stickyAdmin(t)
@@ -356,7 +350,6 @@ func TestStickyTakeOverChecksTheClaim(t *testing.T) {
 // An ADD that took a hold over and then fails on another target puts the
 // hold back as held: the next ADD gets both addresses again.
 func TestStickyFailedAddRestoresHold(t *testing.T) {
-	needCluster(t)
 	run := func(cmd, cid, ips string) (string, int) {
 		conf := fmt.Sprintf(`{"cniVersion":"1.1.0","name":"net",%s"ipam":{"type":"ipam-da-etcd",
 			"etcd":{"endpoints":["%s"],"prefix":"/sticky-test/%s/","nodeName":"host-a"},

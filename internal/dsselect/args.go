@@ -65,6 +65,8 @@ func argsAttached(req *plugin.Request) (choice, error) {
 // names. A runtime's DEL may carry fewer args or annotations than its ADD
 // did, so matching again could miss the pool that holds the address; GC
 // and STATUS concern the whole network and have no attachment at all.
+// STATUS also names the sets an ADD could be given (c.sets), so that one
+// tenant's full pool fails only that tenant's ADDs, not the network.
 // DEL still carries the sticky key when what it presents matches a sticky
 // rule (best effort: the allocator finds the attachment's reservations by
 // container ID whatever DEL carries, and input that ADD would have refused
@@ -75,6 +77,9 @@ func argsEvery(req *plugin.Request) (choice, error) {
 		return choice{}, err
 	}
 	ch := choice{pools: slices.Clone(c.catalogue)}
+	if req.Command == plugin.CmdStatus {
+		ch.sets = c.sets()
+	}
 	if req.Command == plugin.CmdDel {
 		if a, err := c.attachment(req.Args.IfName, req.CNIArgs, req.Conf); err == nil {
 			ch.stickyKey = c.match(a).stickyKey(a)

@@ -325,6 +325,16 @@ func TestArgsUnionOnDelGCStatus(t *testing.T) {
 		if p, _ := out["pools"].([]any); len(p) > 0 && p[0].(map[string]any)["subnet"] != "10.211.1.0/24" {
 			t.Errorf("%s: pool a = %v, want its definition from ipam.rules[0]", tc.cmd, p[0])
 		}
+		// STATUS alone names the sets an ADD can be given: each rule's
+		// pools, each pool a pod may choose, the defaults.
+		choices, _ := json.Marshal(out["choices"])
+		wantChoices := "null"
+		if tc.cmd == "STATUS" {
+			wantChoices = `[["a"],["a-fast"],["b"],["c"],["shared","a"]]`
+		}
+		if string(choices) != wantChoices {
+			t.Errorf("%s: choices %s, want %s", tc.cmd, choices, wantChoices)
+		}
 		if tc.cmd == "DEL" {
 			if ips, _ := json.Marshal(out["ips"]); string(ips) != `[{"address":"10.211.3.20/24"}]` {
 				t.Errorf("DEL ips = %s, want prevResult's", ips)

@@ -325,3 +325,26 @@ func sortedKeys[V any](m map[string]V) []string {
 	slices.Sort(keys)
 	return keys
 }
+
+// sets lists, once each, the pool sets an ADD can be given: each rule's
+// pools, each pool a rule lets the attachment choose (the least it can
+// ask for is one of them), and the defaults.
+func (c *argsConfig) sets() [][]string {
+	var out [][]string
+	seen := map[string]bool{}
+	add := func(names ...string) {
+		key := strings.Join(names, "/") // "/" is in no pool name
+		if len(names) > 0 && !seen[key] {
+			seen[key] = true
+			out = append(out, names)
+		}
+	}
+	for _, r := range c.rules {
+		add(pool.Names(r.pools)...)
+		for _, name := range r.podChoice {
+			add(name)
+		}
+	}
+	add(pool.Names(c.defaults)...)
+	return out
+}

@@ -135,10 +135,7 @@ func (c *argsConfig) placeRequests(pools []pool.Pool, ips []netip.Addr) ([]pool.
 	if err != nil {
 		return nil, err
 	}
-	names := make([]string, len(pools))
-	for i, p := range pools {
-		names[i] = p.Name
-	}
+	names := pool.Names(pools)
 	field := fmt.Sprintf(`%s["%s"]`, annotationsField, annotationIP)
 	for _, ip := range ips {
 		i, err := poolHolding(pools, defs, ip)

@@ -95,9 +95,12 @@ func selectorFuncs(choose func(*plugin.Request) ([]pool.Pool, error)) plugin.Fun
 
 // choice is a selector's answer to one command: the pools, and the
 // attachment's sticky key when the selector makes it sticky ("" for none).
+// On STATUS, sets are the pool sets an ADD could be given when the
+// selector chooses among them (nil: every ADD gets all of pools).
 type choice struct {
 	pools     []pool.Pool
 	stickyKey string
+	sets      [][]string
 }
 
 // poolsOnly is a pool choice that never makes an attachment sticky.
@@ -158,7 +161,7 @@ func selection(req *plugin.Request, ch choice) (types.Result, error) {
 			res.IPs = append(res.IPs, &c)
 		}
 	}
-	sel := &pool.Selection{Inner: res, Pools: ch.pools}
+	sel := &pool.Selection{Inner: res, Pools: ch.pools, Choices: ch.sets}
 	if ch.stickyKey != "" {
 		sel.Sticky = &pool.Sticky{Key: ch.stickyKey}
 	} else if prev != nil {

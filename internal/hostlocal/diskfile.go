@@ -114,13 +114,9 @@ func overwrite(path, s string, mode uint32) error {
 	return writeSmall(path, s, syscall.O_WRONLY|syscall.O_CREAT, mode, true)
 }
 
-// writeFile truncates or creates path with mode 0644 (host-local's) and
-// writes s. No fsync: durability across power loss is host-local's too.
-func writeFile(path, s string) error {
-	return writeSmall(path, s, syscall.O_WRONLY|syscall.O_CREAT|syscall.O_TRUNC, modeShared, false)
-}
-
-// writePrivate is writeFile for a file only the plugin reads (0600).
+// writePrivate truncates or creates path, a file only the plugin reads
+// (0600), and writes s. No fsync: durability across power loss is
+// host-local's.
 func writePrivate(path, s string) error {
 	return writeSmall(path, s, syscall.O_WRONLY|syscall.O_CREAT|syscall.O_TRUNC, modePrivate, false)
 }

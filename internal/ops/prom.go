@@ -21,7 +21,7 @@ func promMetrics() []metric {
 		{"cniplugins_ipam_used_addresses", "Addresses reserved in the range set or pool.", func(u Usage) float64 { return float64(u.Used) }},
 		{"cniplugins_ipam_held_addresses", "Used addresses that sticky keys hold with no container (after a DEL, until the hold expires or is released).", func(u Usage) float64 { return float64(u.Held) }},
 		{"cniplugins_ipam_free_addresses", "Addresses still free in the range set or pool.", func(u Usage) float64 { return float64(u.Free) }},
-		{"cniplugins_ipam_exhausted", "1 while STATUS reports the range set or pool exhausted (an ADD found it full and nothing was released since), else 0.", func(u Usage) float64 {
+		{"cniplugins_ipam_exhausted", "1 while the range set or pool is exhausted (an ADD found it full and nothing was released since), else 0: what STATUS reads (one tenant's full pool fails only that tenant's ADDs).", func(u Usage) float64 {
 			if u.Exhausted {
 				return 1
 			}

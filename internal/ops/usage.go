@@ -34,7 +34,7 @@ type Usage struct {
 	Held    uint64  `json:"held"`
 	Free    uint64  `json:"free"`
 	Percent float64 `json:"percentUsed"` // 0-100, two decimals
-	// Exhausted is what STATUS answers on: an ADD found it full and
+	// Exhausted is what STATUS reads: an ADD found it full and
 	// nothing was released there since.
 	Exhausted bool `json:"exhausted"`
 

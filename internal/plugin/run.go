@@ -53,7 +53,7 @@ func Run(p Personality, pio IO) (exit int) {
 	cniVersion = ver
 	if err != nil {
 		e := cnierr.As(err)
-		log.Warn("failed", logging.String("command", pio.Getenv("CNI_COMMAND")), logging.Uint("code", e.Code), logging.String("msg", e.Msg), logging.String("details", e.Details))
+		log.Warn("failed", logging.String("command", pio.Getenv("CNI_COMMAND")), logging.Uint("code", e.Code), logging.String("error", e.Msg), logging.String("details", e.Details))
 		writeError(pio.Stdout, cniVersion, e)
 		return 1
 	}

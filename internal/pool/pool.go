@@ -155,6 +155,15 @@ func ValidName(field, name string) error {
 	return nil
 }
 
+// Names lists the pools' names, in order.
+func Names(pools []Pool) []string {
+	out := make([]string, len(pools))
+	for i, p := range pools {
+		out[i] = p.Name
+	}
+	return out
+}
+
 // ParseList decodes and validates an array of pools found at field.
 func ParseList(raw json.RawMessage, field string) ([]Pool, error) {
 	if len(raw) == 0 || string(raw) == "null" {

@@ -13,11 +13,15 @@ import (
 
 // Selection is a selector's answer: an IPAM result plus the pools array,
 // and the attachment's sticky key when the selector makes it sticky. It
-// converts between spec versions like any result and keeps both.
+// converts between spec versions like any result and keeps them all.
 type Selection struct {
 	Inner  types.Result
 	Pools  []Pool
 	Sticky *Sticky
+	// Choices, on STATUS, are the pool sets an ADD could be given (pool
+	// names, each set a subset of Pools); nil means the one set, all of
+	// Pools. STATUS fails only when every set holds an exhausted pool.
+	Choices [][]string
 }
 
 // Sticky is a selection's "sticky" object: the key the allocator holds
@@ -39,7 +43,7 @@ func (s *Selection) GetAsVersion(v string) (types.Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Selection{Inner: inner, Pools: s.Pools, Sticky: s.Sticky}, nil
+	return &Selection{Inner: inner, Pools: s.Pools, Sticky: s.Sticky, Choices: s.Choices}, nil
 }
 
 // addressless: r holds no address and v is a version whose results need one.
@@ -51,8 +55,8 @@ func addressless(r types.Result, v string) bool {
 	return err == nil && len(cur.IPs) == 0
 }
 
-// MarshalJSON merges pools (and sticky, when set) into the inner result's
-// object.
+// MarshalJSON merges pools (and sticky and choices, when set) into the
+// inner result's object.
 func (s *Selection) MarshalJSON() ([]byte, error) {
 	b, err := json.Marshal(s.Inner)
 	if err != nil {
@@ -67,6 +71,11 @@ func (s *Selection) MarshalJSON() ([]byte, error) {
 	}
 	if s.Sticky != nil {
 		if obj["sticky"], err = json.Marshal(s.Sticky); err != nil {
+			return nil, err
+		}
+	}
+	if s.Choices != nil {
+		if obj["choices"], err = json.Marshal(s.Choices); err != nil {
 			return nil, err
 		}
 	}

@@ -18,9 +18,12 @@ import (
 
 // containerd is one private containerd daemon and a CRI client to it.
 type containerd struct {
+	rel                      *release
+	env                      []string // the daemon's extra environment
 	net                      network
 	root, sock, confDir, log string
 	cmd                      *exec.Cmd
+	exited                   chan struct{} // closed once cmd has exited and been waited for
 	conn                     *grpc.ClientConn
 	rt                       runtimeapi.RuntimeServiceClient
 }
@@ -29,10 +32,13 @@ type containerd struct {
 // ctr, so containerd never pulls (there is no registry to pull from).
 const pauseImage = "docker.io/cnpcri/pause:1"
 
-func startContainerd(root, binDir string, n network, ipam string) (*containerd, error) {
+// startContainerd starts a daemon of release rel under root whose one
+// network is n with the given ipam section; env is added to its
+// environment (containerd passes its own to every plugin it execs).
+func startContainerd(root string, rel *release, n network, ipam string, env ...string) (*containerd, error) {
 	n.dataDir = filepath.Join(root, "ipam")
 	c := &containerd{
-		net: n, root: root, sock: filepath.Join(root, "c.sock"), confDir: filepath.Join(root, "net.d"),
+		rel: rel, env: env, net: n, root: root, sock: filepath.Join(root, "c.sock"), confDir: filepath.Join(root, "net.d"),
 		log: filepath.Join(root, "containerd.log"),
 	}
 	if err := os.MkdirAll(c.confDir, 0o755); err != nil {
@@ -41,28 +47,7 @@ func startContainerd(root, binDir string, n network, ipam string) (*containerd, 
 	if err := writeNetwork(c.confDir, n, ipam); err != nil {
 		return nil, err
 	}
-	// runc in this sandbox cannot use cgroups, AppArmor or raise the OOM
-	// score; netns mounts go under the private state dir, not /var/run.
-	conf := fmt.Sprintf(`version = 2
-root = %[1]q
-state = %[2]q
-disabled_plugins = ["io.containerd.internal.v1.opt", "io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.zfs", "io.containerd.snapshotter.v1.devmapper", "io.containerd.snapshotter.v1.aufs"]
-[grpc]
-  address = %[3]q
-[ttrpc]
-  address = %[4]q
-[plugins."io.containerd.grpc.v1.cri"]
-  sandbox_image = %[5]q
-  disable_cgroup = true
-  disable_apparmor = true
-  restrict_oom_score_adj = true
-  netns_mounts_under_state_dir = true
-  [plugins."io.containerd.grpc.v1.cri".containerd]
-    snapshotter = "native"
-  [plugins."io.containerd.grpc.v1.cri".cni]
-    bin_dir = %[6]q
-    conf_dir = %[7]q
-`, filepath.Join(root, "root"), filepath.Join(root, "state"), c.sock, c.sock+".ttrpc", pauseImage, binDir, c.confDir)
+	conf := fmt.Sprintf(rel.config, filepath.Join(root, "root"), filepath.Join(root, "state"), c.sock, c.sock+".ttrpc", pauseImage, rel.cniBin, c.confDir)
 	if err := os.WriteFile(filepath.Join(root, "config.toml"), []byte(conf), 0o644); err != nil {
 		return nil, err
 	}
@@ -90,18 +75,27 @@ func (c *containerd) start() error {
 		return err
 	}
 	defer logf.Close()
-	c.cmd = exec.Command("containerd", "--config", filepath.Join(c.root, "config.toml"))
+	c.cmd = exec.Command(c.rel.bin("containerd"), "--config", filepath.Join(c.root, "config.toml"))
+	c.cmd.Env = c.rel.env(c.env...)
 	c.cmd.Stdout, c.cmd.Stderr = logf, logf
 	c.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := c.cmd.Start(); err != nil {
-		return fmt.Errorf("start containerd: %w", err)
+		return fmt.Errorf("start %s: %w", c.rel.label, err)
 	}
+	exited, cmd := make(chan struct{}), c.cmd
+	go func() { _ = cmd.Wait(); close(exited) }()
+	c.exited = exited
 	return nil
 }
 
 func (c *containerd) ready() error {
 	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
+		select {
+		case <-c.exited:
+			return fmt.Errorf("%s exited at start-up; its log: %s", c.rel.label, c.tail())
+		default:
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		_, err := c.rt.Version(ctx, &runtimeapi.VersionRequest{})
 		cancel()
@@ -110,7 +104,7 @@ func (c *containerd) ready() error {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	return fmt.Errorf("containerd's CRI did not answer in 30s; its log: %s", c.tail())
+	return fmt.Errorf("%s's CRI did not answer in 30s; its log: %s", c.rel.label, c.tail())
 }
 
 // restart starts the daemon again on the same root and state.
@@ -125,7 +119,7 @@ func (c *containerd) restart() error {
 func (c *containerd) kill() {
 	if c.cmd != nil && c.cmd.Process != nil {
 		_ = c.cmd.Process.Signal(syscall.SIGKILL)
-		_ = c.cmd.Wait()
+		<-c.exited
 	}
 	c.cmd = nil
 }
@@ -145,13 +139,11 @@ func (c *containerd) stop() {
 	}
 	if c.cmd != nil && c.cmd.Process != nil {
 		_ = c.cmd.Process.Signal(syscall.SIGTERM)
-		done := make(chan struct{})
-		go func() { _ = c.cmd.Wait(); close(done) }()
 		select {
-		case <-done:
+		case <-c.exited:
 		case <-time.After(15 * time.Second):
 			_ = c.cmd.Process.Signal(syscall.SIGKILL)
-			<-done
+			<-c.exited
 		}
 	}
 	if c.conn != nil {

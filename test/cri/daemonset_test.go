@@ -80,7 +80,11 @@ func newNode(t *testing.T) *node {
 	if err := os.MkdirAll(nd.bin, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := linkUpstream(nd.bin, "bridge", "loopback"); err != nil {
+	// The node runs Debian's containerd 1.6 with Debian's plugins; its
+	// bin dir holds nothing of cniplugins until the installer runs.
+	rel := *rels[0]
+	rel.cniBin = nd.bin
+	if err := rel.linkUpstream("bridge", "loopback"); err != nil {
 		t.Fatal(err)
 	}
 	if err := k8smanifest.Decode("daemonset.yaml", &nd.ds); err != nil {
@@ -94,7 +98,7 @@ func newNode(t *testing.T) *node {
 	// removed at once, so the node's net.d is empty until the installer
 	// fills it.
 	n := network{name: "k8s-tenants", bridge: "cnpcri9"}
-	c, err := startContainerd(root, nd.bin, n, `{"type": "host-local", "subnet": "10.253.0.0/16", "dataDir": %q}`)
+	c, err := startContainerd(root, &rel, n, `{"type": "host-local", "subnet": "10.253.0.0/16", "dataDir": %q}`)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -80,6 +80,9 @@ func TestGCAfterRuntimeKilledMidADD(t *testing.T) {
 		for len(s.leases(t)) <= len(running) && time.Now().Before(deadline) {
 			time.Sleep(20 * time.Millisecond)
 		}
+		if len(s.leases(t)) <= len(running) {
+			t.Fatalf("no ADD reserved an address within a minute of 16 RunPodSandbox calls: killing containerd now would test nothing")
+		}
 		s.c.kill()
 		wg.Wait()
 		if err := s.c.restart(); err != nil {
@@ -94,6 +97,17 @@ func TestGCAfterRuntimeKilledMidADD(t *testing.T) {
 			if live[p.id] != p.ip.String() {
 				t.Fatalf("pod %s, running before the crash, is not ready with %s after it (ready: %v)", p.name, p.ip, live)
 			}
+		}
+		// The precondition: the kill left reservations of sandboxes the
+		// runtime does not run, or gc --cri below would prove nothing.
+		leaked := 0
+		for _, l := range before {
+			if _, ok := live[l.ContainerID]; !ok {
+				leaked++
+			}
+		}
+		if leaked == 0 {
+			t.Fatalf("the kill mid-ADD left no leak (%d reservations, all of ready sandboxes): nothing for gc --cri to release", len(before))
 		}
 
 		// The default --min-age keeps everything this young.
@@ -117,6 +131,9 @@ func TestGCAfterRuntimeKilledMidADD(t *testing.T) {
 			if _, ok := live[l.ContainerID]; ok {
 				t.Errorf("the plan releases %s of a ready sandbox", l.Address)
 			}
+		}
+		if len(plan) != leaked {
+			t.Errorf("gc --cri plans %d releases, want the %d leaks: %+v", len(plan), leaked, plan)
 		}
 		if _, stderr, code := s.gc(t, "--min-age", "0", "--apply"); code != 0 {
 			t.Fatalf("gc --cri --apply: exit %d: %s", code, stderr)

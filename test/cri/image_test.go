@@ -65,7 +65,7 @@ func buildPause(root string) (string, error) {
 // importImage loads the pause image into c's k8s.io namespace, where the
 // CRI plugin finds its sandbox image.
 func (c *containerd) importImage(tarPath string) error {
-	imp := exec.Command("ctr", "-a", c.sock, "-n", "k8s.io", "images", "import", "--snapshotter", "native", tarPath)
+	imp := exec.Command(c.rel.bin("ctr"), "-a", c.sock, "-n", "k8s.io", "images", "import", "--snapshotter", "native", tarPath)
 	if out, err := imp.CombinedOutput(); err != nil {
 		return fmt.Errorf("ctr images import: %v\n%s", err, out)
 	}

@@ -24,7 +24,7 @@ const (
 )
 
 // v1Binary is the full flavour's binary TestMain built and installed.
-func v1Binary() string { return filepath.Join(binDir, "cniplugins") }
+func v1Binary() string { return fullBin }
 
 // The image, imported into containerd and run as the DaemonSet's
 // container with the node's directories mounted, installs the binary, a

@@ -1,23 +1,28 @@
 // Package cri runs cniplugins under Kubernetes's own runtime: private
-// containerd daemons (Debian's package) with their CRI plugin, driven
-// through the CRI runtime/v1 gRPC API exactly as the kubelet drives it.
+// containerd daemons with their CRI plugin, driven through the CRI
+// runtime/v1 gRPC API exactly as the kubelet drives it, on two releases:
+// Debian's containerd 1.6 (a 1.0.0 conflist, Debian's plugins) and
+// containerd 2.x (a conflist offering 1.1.0, so CNI STATUS on every CRI
+// Status call; upstream plugins v1.9.1).
 // containerd execs the bridge plugin, which execs ipam-delegated →
 // ipam-ds-args → the allocator from the installed bin dir (the full
 // flavour: a strict superset of the lean one).
 //
-// TestMain starts a 3-member etcd cluster and two containerd daemons, one
-// per allocator (each with its own root, state, socket and CNI conf dir in
-// one temporary directory), and removes them and everything they made,
-// also on failure.
+// TestMain starts a 3-member etcd cluster and four containerd daemons, one
+// per release and allocator (each with its own root, state, socket and
+// CNI conf dir in one temporary directory), and removes them and
+// everything they made, also on failure.
 package cri
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/cniplugins/cniplugins/internal/testkit"
@@ -25,8 +30,12 @@ import (
 )
 
 var (
-	stacks     []*stack // the file allocator's, then the etcd allocator's
-	binDir     string
+	// stacks: per release (1.6, then 2.x), the file allocator's and the
+	// etcd allocator's.
+	stacks     []*stack
+	rels       []*release
+	fullBin    string   // the built full flavour, installed into each release's bin dir
+	etcdEPs    []string // the etcd cluster's client endpoints
 	pauseTar   string
 	skipReason string
 )
@@ -39,11 +48,9 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "SKIPPING every CRI test:", skipReason)
 		return m.Run()
 	}
-	for _, bin := range []string{"containerd", "ctr", "runc", "containerd-shim-runc-v2"} {
-		if _, err := exec.LookPath(bin); err != nil {
-			fmt.Fprintf(os.Stderr, "%s missing: run scripts/test-deps.sh (Debian packages containerd, runc): %v\n", bin, err)
-			return 1
-		}
+	if _, err := exec.LookPath("runc"); err != nil {
+		fmt.Fprintf(os.Stderr, "runc missing: run scripts/test-deps.sh (Debian package runc): %v\n", err)
+		return 1
 	}
 	if err := etcdtest.Available(); err != nil {
 		fmt.Fprintf(os.Stderr, "etcd missing: run scripts/test-deps.sh (Debian package etcd-server): %v\n", err)
@@ -57,13 +64,9 @@ func run(m *testing.M) int {
 	}
 	defer os.RemoveAll(root)
 	fail := func(err error) int { fmt.Fprintln(os.Stderr, err); return 1 }
-	bin, err := testkit.Build(root, "full")
+	fullBin, err = testkit.Build(root, "full")
 	if err == nil {
-		binDir = filepath.Join(root, "bin")
-		err = testkit.Install(bin, binDir)
-	}
-	if err == nil {
-		err = linkUpstream(binDir, "bridge", "loopback", "host-local")
+		rels, err = releases(root, fullBin)
 	}
 	if err == nil {
 		pauseTar, err = buildPause(root)
@@ -76,68 +79,101 @@ func run(m *testing.M) int {
 		return fail(err)
 	}
 	defer cluster.Stop()
-	endpoints, _ := json.Marshal(cluster.Endpoints())
-	etcdKeys := fmt.Sprintf(`{"endpoints": %s, "prefix": "/cnpcri/", "nodeName": "cri-node"}`, endpoints)
+	etcdEPs = cluster.Endpoints()
 
-	file, err := startStack(filepath.Join(root, "file"), "file", network{name: "cnpcri", bridge: "cnpcri0"}, 251, "ipam-da-pools", "")
-	if file != nil {
-		defer file.c.stop()
+	// Every daemon starts at once: each spends most of its start-up
+	// waiting (its CRI plugin's init, the image import).
+	type plan struct {
+		rel       *release
+		name      string
+		net       network
+		second    byte
+		allocator string
 	}
-	if err != nil {
+	var plans []plan
+	for i, r := range rels {
+		suffix := ""
+		if i > 0 {
+			suffix = r.short
+		}
+		plans = append(plans,
+			plan{r, "file", network{name: "cnpcri" + suffix, bridge: fmt.Sprintf("cnpcri%d", 3*i)}, byte(251 - 3*i), "ipam-da-pools"},
+			plan{r, "etcd", network{name: "cnpcrie" + suffix, bridge: fmt.Sprintf("cnpcri%d", 3*i+1)}, byte(252 - 3*i), "ipam-da-etcd"})
+	}
+	stacks = make([]*stack, len(plans))
+	errs := make([]error, len(plans))
+	var wg sync.WaitGroup
+	for i, p := range plans {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			prefix, node, etcd := "", "cri-node-"+p.rel.short, ""
+			if p.allocator == "ipam-da-etcd" {
+				prefix = "/cnpcri-" + p.rel.short + "/"
+				etcd = etcdKeys(prefix, node)
+			}
+			stacks[i], errs[i] = startStack(filepath.Join(root, p.rel.short+"-"+p.name), p.rel, p.name, p.net, p.second, p.allocator, etcd)
+			if stacks[i] != nil {
+				stacks[i].storeFlags = storeFlags(stacks[i].c, prefix, node)
+			}
+		}()
+	}
+	wg.Wait()
+	for _, s := range stacks {
+		if s != nil {
+			defer s.c.stop()
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
 		return fail(err)
 	}
-	file.storeFlags = []string{"--data-dir", file.c.net.dataDir}
-	etcd, err := startStack(filepath.Join(root, "etcd"), "etcd", network{name: "cnpcrie", bridge: "cnpcri1"}, 252, "ipam-da-etcd", etcdKeys)
-	if etcd != nil {
-		defer etcd.c.stop()
+	for _, r := range rels {
+		fmt.Fprintf(os.Stderr, "test/cri: %s (%s), CNI plugins from %s\n", r.label, r.bin("containerd"), r.upstream)
 	}
-	if err != nil {
-		return fail(err)
-	}
-	etcd.storeFlags = []string{"--etcd", strings.Join(cluster.Endpoints(), ","), "--prefix", "/cnpcri/", "--node", "cri-node"}
-	stacks = []*stack{file, etcd}
 	return m.Run()
 }
 
-// startStack starts one containerd whose one network is the tenants
-// network with the given allocator, and loads the pause image into it.
-func startStack(root, name string, n network, second byte, allocator, etcd string) (*stack, error) {
-	c, err := startContainerd(root, binDir, n, tenantsIPAM(allocator, second, etcd))
+// etcdKeys is ipam.etcd for a network on the test cluster, under prefix
+// as node.
+func etcdKeys(prefix, node string) string {
+	endpoints, _ := json.Marshal(etcdEPs)
+	return fmt.Sprintf(`{"endpoints": %s, "prefix": %q, "nodeName": %q}`, endpoints, prefix, node)
+}
+
+// storeFlags tell `leases` and `gc` where the state of c's network is:
+// its data dir, or with an etcd prefix, the claims of node under it.
+func storeFlags(c *containerd, prefix, node string) []string {
+	if prefix == "" {
+		return []string{"--data-dir", c.net.dataDir}
+	}
+	return []string{"--etcd", strings.Join(etcdEPs, ","), "--prefix", prefix, "--node", node}
+}
+
+// startStack starts one containerd of release rel whose one network is
+// the tenants network with the given allocator, and loads the pause image
+// into it.
+func startStack(root string, rel *release, name string, n network, second byte, allocator, etcd string) (*stack, error) {
+	c, err := startContainerd(root, rel, n, tenantsIPAM(allocator, second, etcd))
 	if err != nil {
 		return nil, err
 	}
-	s := &stack{name: name, c: c, second: second}
+	s := &stack{name: rel.label + "/" + name, c: c, second: second}
 	if err := os.MkdirAll(c.net.dataDir, 0o755); err != nil {
 		return s, err
 	}
 	return s, c.importImage(pauseTar)
 }
 
-// linkUpstream puts Debian's plugins into the bin dir: containerd has one,
-// and sets up the pod's loopback with the loopback plugin itself.
-func linkUpstream(dir string, names ...string) error {
-	for _, n := range names {
-		src := filepath.Join("/usr/lib/cni", n)
-		if _, err := os.Stat(src); err != nil {
-			return fmt.Errorf("%s missing: run scripts/test-deps.sh (Debian package containernetworking-plugins): %w", src, err)
-		}
-		if err := os.Symlink(src, filepath.Join(dir, n)); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// extraContainerd starts one more private containerd for one test, on a
-// network of its own, and stops it when the test ends.
-func extraContainerd(t *testing.T, n network, ipam string) *containerd {
+// extraContainerd starts one more private containerd of release rel for
+// one test, on a network of its own, and stops it when the test ends.
+func extraContainerd(t *testing.T, rel *release, n network, ipam string, env ...string) *containerd {
 	t.Helper()
 	root, err := os.MkdirTemp("", "cnpcri-")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = os.RemoveAll(root) })
-	c, err := startContainerd(root, binDir, n, ipam)
+	c, err := startContainerd(root, rel, n, ipam, env...)
 	if err != nil {
 		t.Fatal(err)
 	}

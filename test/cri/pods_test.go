@@ -99,18 +99,22 @@ func leaseOf(ls []lease, id string) (lease, bool) {
 
 // network writes one conflist into containerd's conf dir: bridge with
 // ipam-delegated → ipam-ds-args → ipam-da-pools and the pod-annotations
-// capability, as in the README's Kubernetes example. containerd 1.6 loads
+// capability, as in the README's Kubernetes example. containerd loads
 // one network (the first file by name) and reloads on change.
 type network struct {
 	name, bridge, dataDir string
 }
 
 // writeNetwork writes n's conflist into confDir before containerd starts,
-// so its CRI plugin loads it at start-up. ipam is the bridge's ipam
-// section, a format string taking the data dir.
+// so its CRI plugin loads it at start-up. One conflist serves both
+// releases, as docs/kubernetes.md advises: containerd 1.6's libcni reads
+// cniVersion alone (it refuses anything newer than 1.0.0); 2.x picks the
+// highest of cniVersions it knows, 1.1.0, and with it STATUS. ipam is the
+// bridge's ipam section, a format string taking the data dir.
 func writeNetwork(confDir string, n network, ipam string) error {
 	conf := fmt.Sprintf(`{
   "cniVersion": "1.0.0",
+  "cniVersions": ["1.0.0", "1.1.0"],
   "name": %q,
   "plugins": [
     {

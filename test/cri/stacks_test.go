@@ -26,9 +26,25 @@ type stack struct {
 // keep their addresses by name), allocator allocates from
 // 10.<second>.0.0/16. etcd, when set, is the allocator's ipam.etcd.
 func tenantsIPAM(allocator string, second byte, etcd string) string {
-	pool := func(third int) string {
-		return fmt.Sprintf(`[{"subnet": "10.%[1]d.0.0/16", "rangeStart": "10.%[1]d.%[2]d.0", "rangeEnd": "10.%[1]d.%[2]d.255", "gateway": "10.%[1]d.0.1"}]`, second, third)
-	}
+	pool := func(third int) string { return poolRange(second, third, 0, 255) }
+	return chainIPAM(allocator, etcd, `
+    {"namespace": "team-a", "pools": ["team-a"], "podChoice": ["team-a", "team-a-batch"]},
+    {"namespace": "team-b", "pools": ["team-b"]},
+    {"namespace": "stateful", "pools": ["stateful"], "sticky": true}`,
+		fmt.Sprintf(`"team-a": %s, "team-a-batch": %s, "team-b": %s, "others": %s, "stateful": %s`, pool(10), pool(11), pool(20), pool(40), pool(30)))
+}
+
+// poolRange is a pool's range set: 10.<second>.<third>.<first> to
+// .<last>, in the network's 10.<second>.0.0/16 with its gateway.
+func poolRange(second byte, third, first, last int) string {
+	return fmt.Sprintf(`[{"subnet": "10.%[1]d.0.0/16", "rangeStart": "10.%[1]d.%[2]d.%[3]d", "rangeEnd": "10.%[1]d.%[2]d.%[4]d", "gateway": "10.%[1]d.0.1"}]`, second, third, first, last)
+}
+
+// chainIPAM is an ipam section ipam-delegated → ipam-ds-args → allocator
+// with the given rules and pool definitions, pool others as the default,
+// the namespace from containerd's K8S_POD_NAMESPACE as docs/ipam-ds-args.md
+// advises; a format string taking the data dir.
+func chainIPAM(allocator, etcd, rules, definitions string) string {
 	extra := ""
 	if etcd != "" {
 		extra = `, "etcd": ` + etcd
@@ -36,16 +52,14 @@ func tenantsIPAM(allocator string, second byte, etcd string) string {
 	return fmt.Sprintf(`{
   "type": "ipam-delegated",
   "delegates": ["ipam-ds-args", %q],
-  "rules": [
-    {"namespace": "team-a", "pools": ["team-a"], "podChoice": ["team-a", "team-a-batch"]},
-    {"namespace": "team-b", "pools": ["team-b"]},
-    {"namespace": "stateful", "pools": ["stateful"], "sticky": true}
+  "namespaceFrom": "kubernetes",
+  "rules": [%s
   ],
   "defaultPools": ["others"],
-  "poolDefinitions": {"team-a": %s, "team-a-batch": %s, "team-b": %s, "others": %s, "stateful": %s},
+  "poolDefinitions": {%s},
   "routes": [{"dst": "0.0.0.0/0"}],
   "dataDir": %%q%s
-}`, allocator, pool(10), pool(11), pool(20), pool(40), pool(30), extra)
+}`, allocator, rules, definitions, extra)
 }
 
 // forEachStack runs f as a subtest on every stack.
@@ -82,7 +96,7 @@ func (s *stack) gc(t *testing.T, args ...string) (string, string, int) {
 // cli runs the installed binary's command with the stack's store flags.
 func (s *stack) cli(t *testing.T, args ...string) (string, string, int) {
 	t.Helper()
-	r := testbin.Run(testbin.Call{Path: binDir, Plugin: "cniplugins", Argv: append(args, s.storeFlags...)})
+	r := testbin.Run(testbin.Call{Path: s.c.rel.cniBin, Plugin: "cniplugins", Argv: append(args, s.storeFlags...)})
 	if r.Exit < 0 {
 		t.Fatalf("cniplugins %s: %s", strings.Join(args, " "), r.Stderr)
 	}

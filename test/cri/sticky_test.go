@@ -107,7 +107,7 @@ func (s *stack) runtimeADD(t *testing.T, cid, args string) netip.Addr {
 	}
 	ipam, _ := conf["ipam"].(map[string]any)
 	typ, _ := ipam["type"].(string)
-	r := testbin.MustSucceed(t, testbin.Call{Path: binDir, Plugin: typ, Command: "ADD", ContainerID: cid, IfName: "eth0",
+	r := testbin.MustSucceed(t, testbin.Call{Path: s.c.rel.cniBin, Plugin: typ, Command: "ADD", ContainerID: cid, IfName: "eth0",
 		Netns: "/var/run/netns/" + cid, Args: args, Stdin: stdin})
 	var res struct {
 		IPs []struct {

@@ -1,0 +1,75 @@
+package alloc_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/cniplugins/cniplugins/internal/alloc"
+	"github.com/cniplugins/cniplugins/internal/cnierr"
+)
+
+// STATUS fails (50) only when every set of pools an ADD could be given
+// holds a full pool; without choices the one set is every pool (or, for
+// host-local's standalone mode, every range set).
+func TestStatusVerdict(t *testing.T) {
+	const defs = `"ipam":{"poolDefinitions":{"a":[{"subnet":"10.5.0.0/24"}],"b":[{"subnet":"10.6.0.0/24"}],"c":[{"subnet":"10.7.0.0/24"}]}}`
+	for _, tt := range []struct {
+		name, prev string
+		full       []bool // per pool a, b, c (or per range set)
+		want50     string // "" for success, else a substring of the details
+	}{
+		{"no choices, none full", `"pools":[{"name":"a"},{"name":"b"}]`, []bool{false, false}, ""},
+		{"no choices, one full", `"pools":[{"name":"a"},{"name":"b"}]`, []bool{false, true}, "pool b"},
+		{"tenant a full, b free", `"pools":[{"name":"a"},{"name":"b"}],"choices":[["a"],["b"]]`, []bool{true, false}, ""},
+		{"every choice full", `"pools":[{"name":"a"},{"name":"b"}],"choices":[["a"],["b"]]`, []bool{true, true}, "pool a, pool b"},
+		{"a dual set blocked by one pool, the other set free", `"pools":[{"name":"a"},{"name":"b"},{"name":"c"}],"choices":[["a","b"],["c"]]`, []bool{false, true, false}, ""},
+		{"both sets blocked", `"pools":[{"name":"a"},{"name":"b"},{"name":"c"}],"choices":[["a","b"],["c"]]`, []bool{false, true, true}, "pool b, pool c"},
+		{"a pool in no choice does not count", `"pools":[{"name":"a"},{"name":"b"}],"choices":[["a"]]`, []bool{false, true}, ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := alloc.Parse(envelope(t, `{"cniVersion":"1.1.0","name":"n",`+defs+`,"prevResult":{"cniVersion":"1.1.0",`+tt.prev+`}}`), nil, true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ts, err := c.Targets()
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = c.Status(envelope(t, `{"cniVersion":"1.1.0","name":"n","prevResult":{"cniVersion":"1.1.0",`+tt.prev+`}}`), ts, tt.full)
+			e := cnierr.As(err)
+			switch {
+			case tt.want50 == "" && err != nil:
+				t.Errorf("STATUS = %v, want success", err)
+			case tt.want50 != "" && (e == nil || e.Code != cnierr.CodeNotAvailable || !strings.Contains(e.Details, tt.want50)):
+				t.Errorf("STATUS = %+v, want 50 naming %q", err, tt.want50)
+			}
+		})
+	}
+
+	// Standalone: host-local's meaning, any full range set is 50.
+	c, err := alloc.Parse(envelope(t, `{"cniVersion":"1.1.0","name":"n","ipam":{"ranges":[[{"subnet":"10.8.0.0/24"}],[{"subnet":"10.9.0.0/24"}]]}}`), nil, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts, _ := c.Targets()
+	if e := cnierr.As(c.Status(envelope(t, `{"cniVersion":"1.1.0","name":"n"}`), ts, []bool{false, true})); e == nil || e.Code != cnierr.CodeNotAvailable || !strings.Contains(e.Details, "range set 1 (10.9.0.1") {
+		t.Errorf("standalone with a full range set: %+v, want 50 naming it", e)
+	}
+	if err := c.Status(envelope(t, `{"cniVersion":"1.1.0","name":"n"}`), ts, []bool{false, false}); err != nil {
+		t.Errorf("standalone with room: %v", err)
+	}
+
+	// Hostile choices are refused before any store is read.
+	for _, bad := range []string{`"choices":[["zz"]]`, `"choices":[[]]`, `"choices":[]`, `"choices":"a"`} {
+		prev := `"pools":[{"name":"a"}],` + bad
+		env := envelope(t, `{"cniVersion":"1.1.0","name":"n",`+defs+`,"prevResult":{"cniVersion":"1.1.0",`+prev+`}}`)
+		c, err := alloc.Parse(env, nil, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ts, _ := c.Targets()
+		if e := cnierr.As(c.Status(env, ts, []bool{false})); e == nil || e.Code != cnierr.CodeInvalidConfig || !strings.Contains(e.Msg+e.Details, "choices") {
+			t.Errorf("%s: %+v, want 7 naming prevResult.choices", bad, e)
+		}
+	}
+}
