@@ -86,8 +86,10 @@ size, used, free, percent used, and whether STATUS reports it exhausted.
 			case ops.FormatProm:
 				return ops.WriteProm(w, us)
 			}
-			// HELD (sticky holds, part of USED) appears once anything is held.
+			// HELD (sticky holds, part of USED) appears once anything is
+			// held, OVERFLOW once a pool has a chain.
 			held := slices.ContainsFunc(us, func(u ops.Usage) bool { return u.Held > 0 })
+			chained := slices.ContainsFunc(us, func(u ops.Usage) bool { return len(u.Overflow) > 0 })
 			rows := make([][]string, len(us))
 			for i, u := range us {
 				set, exhausted := "", "no"
@@ -102,10 +104,16 @@ size, used, free, percent used, and whether STATUS reports it exhausted.
 				if held {
 					rows[i] = slices.Insert(rows[i], 6, strconv.FormatUint(u.Held, 10))
 				}
+				if chained {
+					rows[i] = append(rows[i], strings.Join(append([]string{u.Name}, u.Overflow...), "→"))
+				}
 			}
 			header := []string{"KIND", "NAME", "SET", "RANGES", "SIZE", "USED", "FREE", "USED%", "USAGE", "EXHAUSTED", "NETWORKS"}
 			if held {
 				header = slices.Insert(header, 6, "HELD")
+			}
+			if chained {
+				header = append(header, "OVERFLOW")
 			}
 			return ops.WriteTable(w, header, rows, out.noHeaders)
 		},

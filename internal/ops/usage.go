@@ -37,6 +37,9 @@ type Usage struct {
 	// Exhausted is what STATUS reads: an ADD found it full and
 	// nothing was released there since.
 	Exhausted bool `json:"exhausted"`
+	// Overflow is the pool's overflow chain: the pools an ADD takes an
+	// address from, in order, when this one is full.
+	Overflow []string `json:"overflow,omitempty"`
 
 	set     addrspace.RangeSet
 	exclude addrspace.Exclusions
@@ -66,7 +69,7 @@ func Usages(nets []Network) ([]Usage, error) {
 			add(Usage{Kind: "range-set", Name: n.Conf.Network, RangeSet: &i, Dir: n.Dir, set: rs, id: i}, n.Conf.Network)
 		}
 		for _, p := range n.Pools {
-			add(Usage{Kind: "pool", Name: p.Name, Dir: p.Dir, set: p.Set, exclude: p.Exclude}, n.Conf.Network)
+			add(Usage{Kind: "pool", Name: p.Name, Dir: p.Dir, set: p.Set, exclude: p.Exclude, Overflow: p.Chain}, n.Conf.Network)
 		}
 	}
 	used := map[string][]netip.Addr{}

@@ -85,3 +85,47 @@ func TestOverflowThroughSelectors(t *testing.T) {
 		}
 	}
 }
+
+// The operators' view: pools shows each pool's chain (table and JSON);
+// validate names an unknown overflow pool and a cycle.
+func TestOverflowOperators(t *testing.T) {
+	dir, dataDir := t.TempDir(), t.TempDir()
+	write := func(name, ipam string) string {
+		p := filepath.Join(dir, name)
+		writeFile(t, p, `{"cniVersion":"1.0.0","name":"`+strings.TrimSuffix(name, ".conflist")+`","plugins":[{"type":"bridge","ipam":{"type":"ipam-delegated",
+			"delegates":["ipam-ds-static","ipam-da-pools"],"dataDir":"`+dataDir+`",`+ipam+`}}]}`)
+		return p
+	}
+	good := write("good.conflist", `"pools":[{"name":"ns-a","subnet":"10.233.1.0/29","overflow":"mid"}],
+		"poolDefinitions":{"mid":{"ranges":[{"subnet":"10.233.2.0/29"}],"overflow":"shared"},"shared":[{"subnet":"10.233.9.0/24"}]}`)
+	if r := cliRun("validate", "--cni-path", binDir, good); r.Exit != 0 {
+		t.Fatalf("validate of a good chain: exit %d %s%s", r.Exit, r.Stdout, r.Stderr)
+	}
+	r := cliRun("pools", "--conf", good, "-o", "json")
+	var us []struct {
+		Name     string   `json:"name"`
+		Overflow []string `json:"overflow"`
+	}
+	if r.Exit != 0 || json.Unmarshal(r.Stdout, &us) != nil {
+		t.Fatalf("pools -o json: exit %d %s%s", r.Exit, r.Stdout, r.Stderr)
+	}
+	chains := map[string]string{}
+	for _, u := range us {
+		chains[u.Name] = strings.Join(u.Overflow, ",")
+	}
+	if chains["ns-a"] != "mid,shared" || chains["mid"] != "shared" || chains["shared"] != "" {
+		t.Errorf("pools' chains = %v", chains)
+	}
+	if r := cliRun("pools", "--conf", good); !strings.Contains(string(r.Stdout), "OVERFLOW") || !strings.Contains(string(r.Stdout), "ns-a→mid→shared") {
+		t.Errorf("pools table:\n%s", r.Stdout)
+	}
+	for _, tc := range []struct{ ipam, want string }{
+		{`"pools":[{"name":"ns-a","subnet":"10.233.1.0/29","overflow":"gone"}]`, "ns-a → gone"},
+		{`"pools":[{"name":"ns-a"}],"poolDefinitions":{"ns-a":{"ranges":[{"subnet":"10.233.1.0/29"}],"overflow":"b"},"b":{"ranges":[{"subnet":"10.233.2.0/29"}],"overflow":"ns-a"}}`, "ns-a → b → ns-a"},
+	} {
+		f := write("bad.conflist", tc.ipam)
+		if r := cliRun("validate", "--cni-path", binDir, f); r.Exit == 0 || !strings.Contains(string(r.Stdout)+string(r.Stderr), tc.want) {
+			t.Errorf("validate %s: exit %d, want a problem naming %q:\n%s%s", tc.ipam, r.Exit, tc.want, r.Stdout, r.Stderr)
+		}
+	}
+}
