@@ -50,7 +50,12 @@ func AllocateOverflow(t Target, a Attachment, locate func(Target) (Presence, err
 	}
 	chain := t.Chain()
 	order := chain
+	// The first pool needs no look: its own ADD finds the attachment
+	// (102) or its key's hold there.
 	for i, c := range chain {
+		if i == 0 {
+			continue
+		}
 		at, err := locate(c)
 		if err != nil {
 			return netip.Prefix{}, netip.Addr{}, c, err
@@ -91,9 +96,10 @@ func chainNames(chain []Target) string {
 
 // LocateIn is Presence in a Ledger (the disk and in-memory stores): an
 // address of t's range set a holds, and, for key (when not ""), a live
-// hold record in a HoldStore.
+// hold record in a HoldStore. An overflow pool is a pool: it has no
+// legacy id-only reservations to look for.
 func LocateIn(l Ledger, a Attachment, t Target, key string, now time.Time) (Presence, error) {
-	held, err := ownedBy(l, a)
+	held, err := l.ByAttachment(a)
 	if err != nil {
 		return Presence{}, err
 	}

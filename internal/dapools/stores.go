@@ -22,8 +22,9 @@ func openStores(dirs []string, timeout time.Duration) (*stores, error) {
 	slices.Sort(order)
 	order = slices.Compact(order)
 	s := &stores{disks: make(map[string]*hostlocal.Disk, len(order)), order: order}
+	checked := map[string]bool{} // the pools' shared parent and index, once
 	for _, dir := range order {
-		d, err := hostlocal.Open(dir, timeout)
+		d, err := hostlocal.OpenChecked(dir, timeout, checked)
 		if err != nil {
 			_ = s.close()
 			return nil, err

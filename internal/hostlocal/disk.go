@@ -49,14 +49,28 @@ var _ alloc.Lister = (*Disk)(nil)
 // are checked (safedir.go) before anything below them is opened; the index
 // directory is checked by trust, D's _sticky where it is used.
 func Open(dir string, lockTimeout time.Duration) (*Disk, error) {
+	return OpenChecked(dir, lockTimeout, nil)
+}
+
+// OpenChecked is Open for one of several state directories an operation
+// opens at once (the pools of an overflow chain share their parent and
+// its _index): a directory in checked was checked by this operation a
+// moment ago and is not checked again; those checked now are added.
+func OpenChecked(dir string, lockTimeout time.Duration, checked map[string]bool) (*Disk, error) {
 	sd := newStateDir(dir)
 	parent := filepath.Dir(sd.dir)
 	for _, p := range []struct {
 		path string
 		mode os.FileMode
 	}{{parent, modeStateDir}, {sd.dir, modeStateDir}, {filepath.Dir(sd.idx), modePrivateDir}} {
+		if checked[p.path] {
+			continue
+		}
 		if err := EnsureDir(p.path, p.mode, sd.uid); err != nil {
 			return nil, err
+		}
+		if checked != nil {
+			checked[p.path] = true
 		}
 	}
 	lk, err := acquireLock(sd.dir, sd.uid, lockTimeout)
