@@ -1,0 +1,35 @@
+package cri
+
+import (
+	"context"
+	"testing"
+)
+
+// A namespace whose pool is full spills into the shared pool its pool
+// overflows into, and gets its own pool back as soon as it has room.
+func TestFullPoolSpillsIntoShared(t *testing.T) {
+	forEachStack(t, func(t *testing.T, s *stack) {
+		first, err := s.c.runPod(context.Background(), "spill", "web-1", nil) // removed below
+		if err != nil {
+			t.Fatal(err)
+		}
+		second := s.c.mustRunPod(t, "spill", "web-2", nil)
+		for _, p := range []pod{first, second} {
+			if !s.in(p.ip, 50) {
+				t.Fatalf("%s got %s, want its namespace's pool spill (10.%d.50.0/24)", p.name, p.ip, s.second)
+			}
+		}
+		spilled := s.c.mustRunPod(t, "spill", "web-3", nil)
+		if !s.in(spilled.ip, 40) {
+			t.Fatalf("with spill full, web-3 got %s, want the shared pool others (10.%d.40.0/24)", spilled.ip, s.second)
+		}
+		l, ok := leaseOf(s.leases(t), spilled.id)
+		if !ok || l.Pool != "others" {
+			t.Errorf("web-3's lease %+v (found %v), want pool others", l, ok)
+		}
+		s.c.removePod(t, first)
+		if again := s.c.mustRunPod(t, "spill", "web-4", nil); !s.in(again.ip, 50) {
+			t.Errorf("with room in spill again, web-4 got %s, want spill's", again.ip)
+		}
+	})
+}
