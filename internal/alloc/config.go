@@ -100,6 +100,8 @@ type Config struct {
 	RangeSets []addrspace.RangeSet
 	// Pools are the pools selected by prevResult.pools; nil standalone.
 	Pools []pool.Pool
+	// Quota is the selection's tenant quota (prevResult.quota); nil none.
+	Quota *pool.Quota
 	// PoolDefs are ipam.poolDefinitions, validated.
 	PoolDefs map[string]pool.Definition
 	// Requested are the addresses asked for outside Pool objects, in
@@ -153,7 +155,8 @@ func (k Keys) Parse(conf *netconf.Envelope, cniArgs []netconf.CNIArg, needRanges
 			}
 		}
 		c.Pools = pools
-		return c, nil
+		c.Quota, err = pool.QuotaFromPrevResult(conf)
+		return c, err
 	}
 	if !needRanges {
 		return c, nil

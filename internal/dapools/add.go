@@ -58,8 +58,20 @@ func cmdAdd(req *plugin.Request) (types.Result, error) {
 		}
 		return addr, gw, err
 	}
+	inUse := func() (int, error) { return st.tenantAddrs(c.Quota) }
+	for _, d := range st.disks {
+		if c.Quota != nil {
+			d.ForTenant(c.Quota.Tenant)
+		}
+	}
 	for _, t := range targets {
-		addr, gw, used, err := alloc.AllocateOverflow(t, att, locate, allocate)
+		var addr netip.Prefix
+		var gw netip.Addr
+		var used alloc.Target
+		err := alloc.QuotaGate(c.Quota, t, c.stickyKey, locate, inUse)
+		if err == nil {
+			addr, gw, used, err = alloc.AllocateOverflow(t, att, locate, allocate)
+		}
 		if err != nil {
 			u.run(att, req.Log)
 			st.closeLogged(req.Log)

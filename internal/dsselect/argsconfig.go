@@ -42,6 +42,8 @@ type rule struct {
 	// sticky: an attachment this rule selects for gets a sticky key
 	// (stickyKey), passed on to the allocator in the selection.
 	sticky bool
+	// quota, when set, bounds each tenant's addresses (quota.go).
+	quota *ruleQuota
 
 	namespace, podName, ifname string // "" = not matched on
 	args, labels, annotations  map[string]string
@@ -53,6 +55,7 @@ type ruleJSON struct {
 	Pools       json.RawMessage   `json:"pools"`
 	PodChoice   []string          `json:"podChoice"`
 	Sticky      *bool             `json:"sticky"`
+	Quota       json.RawMessage   `json:"quota"`
 	Namespace   *string           `json:"namespace"`
 	PodName     *string           `json:"podName"`
 	IfName      *string           `json:"ifname"`
@@ -63,7 +66,7 @@ type ruleJSON struct {
 
 // ruleKeys are the keys a rule may hold.
 func ruleKeys() []string {
-	return []string{"pools", "podChoice", "sticky", "namespace", "podName", "ifname", "args", "labels", "annotations"}
+	return []string{"pools", "podChoice", "sticky", "quota", "namespace", "podName", "ifname", "args", "labels", "annotations"}
 }
 
 // rejectUnknownKeys names the first key of the object raw that is not in
@@ -207,6 +210,9 @@ func parseRule(field string, raw json.RawMessage) (rule, error) {
 		}
 	}
 	r.podChoice = rj.PodChoice
+	if r.quota, err = parseQuota(field+".quota", rj.Quota); err != nil {
+		return rule{}, err
+	}
 	for _, s := range []struct {
 		key string
 		in  *string
@@ -306,6 +312,9 @@ func (c *argsConfig) attachment(ifname string, cniArgs []netconf.CNIArg, conf *n
 func (c *argsConfig) argKeys() []string {
 	keys := []string{argNamespace, argNomadNamespace, argPodName}
 	for _, r := range c.rules {
+		if k, ok := r.quota.argKey(); ok && !slices.Contains(keys, k) {
+			keys = append(keys, k)
+		}
 		for _, k := range sortedKeys(r.args) {
 			if !slices.Contains(keys, k) {
 				keys = append(keys, k)

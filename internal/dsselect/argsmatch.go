@@ -59,7 +59,13 @@ func (c *argsConfig) choose(a attachment) (choice, error) {
 	if pools, err = c.placeRequests(pools, a.requestedIPs); err != nil {
 		return choice{}, err
 	}
-	return choice{pools: pools, stickyKey: r.stickyKey(a)}, nil
+	var q *pool.Quota
+	if r != nil {
+		if q, err = r.quota.of(a); err != nil {
+			return choice{}, err
+		}
+	}
+	return choice{pools: pools, stickyKey: r.stickyKey(a), quota: q}, nil
 }
 
 // match is the first rule matching a, nil when none does.

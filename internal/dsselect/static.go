@@ -101,6 +101,8 @@ type choice struct {
 	pools     []pool.Pool
 	stickyKey string
 	sets      [][]string
+	// quota is the attachment's tenant quota (an ipam-ds-args rule's).
+	quota *pool.Quota
 }
 
 // poolsOnly is a pool choice that never makes an attachment sticky.
@@ -161,7 +163,7 @@ func selection(req *plugin.Request, ch choice) (types.Result, error) {
 			res.IPs = append(res.IPs, &c)
 		}
 	}
-	sel := &pool.Selection{Inner: res, Pools: ch.pools, Choices: ch.sets}
+	sel := &pool.Selection{Inner: res, Pools: ch.pools, Choices: ch.sets, Quota: ch.quota}
 	if ch.stickyKey != "" {
 		sel.Sticky = &pool.Sticky{Key: ch.stickyKey}
 	} else if prev != nil {

@@ -151,6 +151,11 @@ func findings(d StateDir, h *hostlocal.Health, sets []addrspace.RangeSet) ([]Fin
 			add(SeverityNote, path, fmt.Sprintf("sticky hold of %s for key %q expired at %s; GC frees it", e.Address, e.Key, e.Expires.Format(time.RFC3339)), "free it, as GC would")
 		}
 	}
+	for _, r := range h.Tenants {
+		if r.Stale != "" {
+			add(SeverityProblem, r.Path, fmt.Sprintf("tenant %q's record of %s counts an address it does not have (%s): a process killed mid-ADD or mid-DEL; it over-counts the quota", printable(r.Tenant), r.Addr, r.Stale), repairRemove)
+		}
+	}
 	for _, ip := range h.Orphans {
 		add(SeverityProblem, filepath.Join(d.Path, ip.String()), "held for a sticky key, but no hold record names it: it can never be handed out", "free it")
 	}

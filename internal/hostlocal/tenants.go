@@ -1,0 +1,201 @@
+package hostlocal
+
+import (
+	"encoding/hex"
+	"errors"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"slices"
+
+	"github.com/cniplugins/cniplugins/internal/alloc"
+	"github.com/cniplugins/cniplugins/internal/cnierr"
+	"github.com/cniplugins/cniplugins/internal/pool"
+)
+
+// Tenants (quotas). A reservation made for a tenant is recorded twice
+// beside it, so that counting a tenant's addresses reads only its own
+// directory (bounded by its quota), never the pool:
+//
+//	_tenants/<tenant>/<ip>     the tenant's address (empty); the count is
+//	                           the number of these
+//	_tenants/_addr/<ip>        whose it is: <tenant>, for the release
+//
+// <tenant> is the tenant's bytes in hex (pool.TenantName). The records are
+// written before the reservation and removed after it, so a process
+// killed in between leaves a record of an address that is not reserved:
+// the tenant is counted one address too many (never too few) until the
+// address is reserved again (its tag replaces the record), GC, or fsck
+// --repair removes it. A held address (a sticky hold) keeps its record:
+// holds count.
+const (
+	tenantsDirName = "_tenants"
+	tenantAddrName = "_addr"
+)
+
+var _ alloc.TenantStore = (*Disk)(nil)
+
+func (d stateDir) tenantsDir() string           { return filepath.Join(d.dir, tenantsDirName) }
+func (d stateDir) tenantDir(name string) string { return filepath.Join(d.tenantsDir(), name) }
+func (d stateDir) tenantOfPath(ip netip.Addr) string {
+	return filepath.Join(d.tenantsDir(), tenantAddrName, ip.String())
+}
+
+// ForTenant implements alloc.TenantStore.
+func (d *Disk) ForTenant(tenant string) {
+	d.tenant = ""
+	if tenant != "" {
+		d.tenant = pool.TenantName(tenant)
+	}
+}
+
+// TenantAddrs implements alloc.TenantStore: one read of the tenant's own
+// directory.
+func (d *Disk) TenantAddrs(tenant string) (int, error) {
+	dir := d.tenantDir(pool.TenantName(tenant))
+	ents, err := readDir(dir, d.uid)
+	if errors.Is(err, os.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, readError(dir, err)
+	}
+	return len(ents), nil
+}
+
+// tag records free address ip as d.tenant's, before its reservation.
+func (d *Disk) tag(ip netip.Addr) error {
+	if err := d.untag(ip); err != nil { // a crash's leftover for this free address
+		return err
+	}
+	for _, dir := range []string{d.tenantsDir(), filepath.Join(d.tenantsDir(), tenantAddrName), d.tenantDir(d.tenant)} {
+		if err := EnsureDir(dir, modePrivateDir, d.uid); err != nil {
+			return err
+		}
+	}
+	d.hasTenants = 1
+	if err := writePrivate(d.tenantOfPath(ip), d.tenant); err != nil {
+		return err
+	}
+	return writePrivate(filepath.Join(d.tenantDir(d.tenant), ip.String()), "")
+}
+
+// untag forgets ip's tenant, once its reservation is gone (or never was).
+func (d *Disk) untag(ip netip.Addr) error {
+	if d.hasTenants == 0 {
+		// Most directories have none: one lstat(2) tells, once per Open.
+		d.hasTenants = -1
+		if _, err := os.Lstat(d.tenantsDir()); err == nil {
+			if err := CheckDir(d.tenantsDir(), d.uid); err != nil {
+				return err
+			}
+			d.hasTenants = 1
+		}
+	}
+	if d.hasTenants < 0 {
+		return nil
+	}
+	of := d.tenantOfPath(ip)
+	b, err := readSmall(of)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return cnierr.IO("read", of, err)
+	}
+	if name := string(b); validTenantName(name) {
+		p := filepath.Join(d.tenantDir(name), ip.String())
+		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return cnierr.IO("remove", p, err)
+		}
+	}
+	if err := os.Remove(of); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return cnierr.IO("remove", of, err)
+	}
+	return nil
+}
+
+// validTenantName: hex, as TenantName writes it, and never _addr.
+func validTenantName(name string) bool {
+	_, err := hex.DecodeString(name)
+	return name != "" && err == nil && len(name) <= 2*pool.MaxTenantLen
+}
+
+// TenantRecord is one tenant's address record, judged.
+type TenantRecord struct {
+	Tenant string // decoded
+	Addr   netip.Addr
+	// Stale says why the record counts an address the tenant does not
+	// have ("" when it is the tenant's).
+	Stale string
+	Path  string
+}
+
+// tenantRecords reads every record, judged against the reservations rs
+// (sorted by address) and the address records.
+func (d stateDir) tenantRecords(rs []Reservation) ([]TenantRecord, error) {
+	dirs, err := readDir(d.tenantsDir(), d.uid)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, readError(d.tenantsDir(), err)
+	}
+	reserved := func(ip netip.Addr) bool {
+		_, ok := slices.BinarySearchFunc(rs, ip, func(r Reservation, ip netip.Addr) int { return r.Addr.Compare(ip) })
+		return ok
+	}
+	var out []TenantRecord
+	for _, de := range dirs {
+		name := de.Name()
+		if name == tenantAddrName || !validTenantName(name) {
+			continue
+		}
+		raw, _ := hex.DecodeString(name)
+		ents, err := readDir(d.tenantDir(name), d.uid)
+		if err != nil {
+			return out, readError(d.tenantDir(name), err)
+		}
+		for _, e := range ents {
+			ip, err := netip.ParseAddr(e.Name())
+			r := TenantRecord{Tenant: string(raw), Addr: ip, Path: filepath.Join(d.tenantDir(name), e.Name())}
+			switch {
+			case err != nil:
+				r.Stale = "names no address"
+			case !reserved(ip):
+				r.Stale = "its address is not reserved"
+			default:
+				if b, err := readSmall(d.tenantOfPath(ip)); err != nil || string(b) != name {
+					r.Stale = "its address is another tenant's"
+				}
+			}
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}
+
+// RepairTenants removes the records that count an address their tenant
+// does not have (a process killed between a record and its reservation),
+// under d's lock: what GC and fsck --repair do. It returns what it did.
+func (d *Disk) RepairTenants() ([]string, error) {
+	if _, err := os.Lstat(d.tenantsDir()); errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	rs, err := ReadReservations(d.dir)
+	if err != nil {
+		return nil, err
+	}
+	recs, err := d.tenantRecords(rs)
+	var done []string
+	for _, r := range recs {
+		if r.Stale == "" {
+			continue
+		}
+		if err := os.Remove(r.Path); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return done, cnierr.IO("remove", r.Path, err)
+		}
+		done = append(done, "removed "+r.Path+" ("+r.Stale+")")
+	}
+	return done, err
+}
