@@ -28,31 +28,32 @@ func QuotaExceeded(q *pool.Quota, inUse int) error {
 		"tenant=%s rule=%s max=%d inUse=%d", q.Tenant, q.Rule, q.Max, inUse)
 }
 
-// QuotaGate is the quota's check before target t's address: nil without
-// a quota, or when the sticky key already holds an address in t's chain
-// (given back, not counted again); else 106 once inUse (the tenant's
-// addresses across the selection's pools) has reached max.
-func QuotaGate(q *pool.Quota, t Target, key string, locate func(Target) (Presence, error), inUse func() (int, error)) error {
+// QuotaGate is the quota's check before target t's address: 106 once
+// inUse (the tenant's addresses across the selection's pools) has reached
+// max. It checks nothing (enforce false) without a quota, or when the
+// sticky key already holds an address in t's chain: that address is the
+// tenant's already and is given back whatever the quota.
+func QuotaGate(q *pool.Quota, t Target, key string, locate func(Target) (Presence, error), inUse func() (int, error)) (enforce bool, err error) {
 	if q == nil {
-		return nil
+		return false, nil
 	}
 	if key != "" {
 		for _, c := range t.Chain() {
 			at, err := locate(c)
 			if err != nil {
-				return err
+				return false, err
 			}
 			if at.KeyHeld {
-				return nil
+				return false, nil
 			}
 		}
 	}
 	n, err := inUse()
 	if err != nil {
-		return err
+		return true, err
 	}
 	if n >= q.Max {
-		return QuotaExceeded(q, n)
+		return true, QuotaExceeded(q, n)
 	}
-	return nil
+	return true, nil
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/cniplugins/cniplugins/internal/alloc"
 	"github.com/cniplugins/cniplugins/internal/logging"
 	"github.com/cniplugins/cniplugins/internal/plugin"
+	"github.com/cniplugins/cniplugins/internal/pool"
 )
 
 // cmdAdd hands out one address per target, each with a single
@@ -29,6 +30,7 @@ func cmdAdd(req *plugin.Request) (types.Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	op.quota = newQuotaState(c.Quota)
 	allocated, err := op.add(targets, st)
 	if err != nil {
 		return nil, err
@@ -61,10 +63,20 @@ func (op *operation) add(targets []alloc.Target, st *stickyAtt) ([]allocated, er
 		}
 		return t.Allocator(s).Allocate(att, t.RangeID, t.Set, t.Requested, t.Label)
 	}
+	key := ""
+	if st != nil {
+		key = st.key
+	}
 	for _, t := range targets {
 		var a allocated
-		var err error
-		a.addr, a.gw, _, err = alloc.AllocateOverflow(t, att, op.locator(t, st), allocate)
+		locate := op.locator(t, st)
+		enforce, err := alloc.QuotaGate(op.quotaOf(), t, key, locate, func() (int, error) { return op.count(op.quota) })
+		if op.quota != nil {
+			op.quota.enforce = enforce
+		}
+		if err == nil {
+			a.addr, a.gw, _, err = alloc.AllocateOverflow(t, att, locate, allocate)
+		}
 		if err != nil {
 			op.cl.Extend()
 			if cerr := op.cancel(stores); cerr != nil {
@@ -118,4 +130,12 @@ func (op *operation) locator(t alloc.Target, st *stickyAtt) func(alloc.Target) (
 		}
 		return found[c.Scope], nil
 	}
+}
+
+// quotaOf is the ADD's quota, nil without one.
+func (op *operation) quotaOf() *pool.Quota {
+	if op.quota == nil {
+		return nil
+	}
+	return op.quota.q
 }

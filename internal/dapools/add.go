@@ -68,7 +68,7 @@ func cmdAdd(req *plugin.Request) (types.Result, error) {
 		var addr netip.Prefix
 		var gw netip.Addr
 		var used alloc.Target
-		err := alloc.QuotaGate(c.Quota, t, c.stickyKey, locate, inUse)
+		_, err := alloc.QuotaGate(c.Quota, t, c.stickyKey, locate, inUse)
 		if err == nil {
 			addr, gw, used, err = alloc.AllocateOverflow(t, att, locate, allocate)
 		}
