@@ -68,6 +68,11 @@ func writeLeases(cmd *cobra.Command, leases []ops.Lease, out outputFlags, nodes 
 	if sticky {
 		header = append(header, "STICKY-KEY", "LAST-OWNER", "EXPIRES")
 	}
+	// TENANT appears once any address counts for a quota's tenant.
+	tenants := slices.ContainsFunc(leases, func(l ops.Lease) bool { return l.Tenant != "" })
+	if tenants {
+		header = append(header, "TENANT")
+	}
 	rows := make([][]string, len(leases))
 	for i, l := range leases {
 		since := ""
@@ -91,6 +96,9 @@ func writeLeases(cmd *cobra.Command, leases []ops.Lease, out outputFlags, nodes 
 				expires = "never"
 			}
 			rows[i] = append(rows[i], printableKey(l.StickyKey), l.LastOwner, expires)
+		}
+		if tenants {
+			rows[i] = append(rows[i], printableKey(l.Tenant))
 		}
 	}
 	return ops.WriteTable(w, header, rows, out.noHeaders)

@@ -90,6 +90,7 @@ size, used, free, percent used, and whether STATUS reports it exhausted.
 			// held, OVERFLOW once a pool has a chain.
 			held := slices.ContainsFunc(us, func(u ops.Usage) bool { return u.Held > 0 })
 			chained := slices.ContainsFunc(us, func(u ops.Usage) bool { return len(u.Overflow) > 0 })
+			tenanted := slices.ContainsFunc(us, func(u ops.Usage) bool { return len(u.Tenants) > 0 })
 			rows := make([][]string, len(us))
 			for i, u := range us {
 				set, exhausted := "", "no"
@@ -107,6 +108,9 @@ size, used, free, percent used, and whether STATUS reports it exhausted.
 				if chained {
 					rows[i] = append(rows[i], strings.Join(append([]string{u.Name}, u.Overflow...), "→"))
 				}
+				if tenanted {
+					rows[i] = append(rows[i], tenantsCell(u.Tenants))
+				}
 			}
 			header := []string{"KIND", "NAME", "SET", "RANGES", "SIZE", "USED", "FREE", "USED%", "USAGE", "EXHAUSTED", "NETWORKS"}
 			if held {
@@ -114,6 +118,9 @@ size, used, free, percent used, and whether STATUS reports it exhausted.
 			}
 			if chained {
 				header = append(header, "OVERFLOW")
+			}
+			if tenanted {
+				header = append(header, "TENANTS")
 			}
 			return ops.WriteTable(w, header, rows, out.noHeaders)
 		},
@@ -123,4 +130,17 @@ size, used, free, percent used, and whether STATUS reports it exhausted.
 	out.add(c, ops.FormatProm)
 	conf.add(c)
 	return c
+}
+
+// tenantsCell is a pool's tenants as "tenant in-use/quota" (in-use alone
+// without a quota), comma-separated.
+func tenantsCell(ts []ops.TenantUsage) string {
+	cells := make([]string, len(ts))
+	for i, t := range ts {
+		cells[i] = fmt.Sprintf("%s %d", printableKey(t.Tenant), t.InUse)
+		if t.Quota != nil {
+			cells[i] += fmt.Sprintf("/%d", *t.Quota)
+		}
+	}
+	return strings.Join(cells, ", ")
 }

@@ -92,3 +92,44 @@ func (q *ruleQuota) of(a attachment) (*pool.Quota, error) {
 	pq := &pool.Quota{Tenant: q.per + "=" + v, Rule: q.field, Max: q.max}
 	return pq, pq.Validate(q.field + ".quota")
 }
+
+// PoolQuota is a rule's quota as it bounds the tenants of one pool (a
+// pool of the rule, or of its overflow chain): what `cniplugins pools`
+// shows beside each tenant's addresses there.
+type PoolQuota struct {
+	Pool string
+	Per  string
+	Max  int
+}
+
+// Quotas lists, in rule order, the quotas of conf's ipam-ds-args rules
+// per pool.
+func Quotas(conf *netconf.Envelope) ([]PoolQuota, error) {
+	c, err := parseArgsConfig(conf)
+	if err != nil {
+		return nil, err
+	}
+	var out []PoolQuota
+	for _, r := range c.rules {
+		if r.quota == nil {
+			continue
+		}
+		for _, p := range r.pools {
+			for _, name := range p.Names() {
+				out = append(out, PoolQuota{Pool: name, Per: r.quota.per, Max: r.quota.max})
+			}
+		}
+	}
+	return out, nil
+}
+
+// QuotaOf is the max of the first of qs that bounds tenant in pool, false
+// when none does.
+func QuotaOf(qs []PoolQuota, pool, tenant string) (int, bool) {
+	for _, q := range qs {
+		if q.Pool == pool && strings.HasPrefix(tenant, q.Per+"=") {
+			return q.Max, true
+		}
+	}
+	return 0, false
+}

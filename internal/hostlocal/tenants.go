@@ -131,9 +131,9 @@ type TenantRecord struct {
 	Path  string
 }
 
-// tenantRecords reads every record, judged against the reservations rs
-// (sorted by address) and the address records.
-func (d stateDir) tenantRecords(rs []Reservation) ([]TenantRecord, error) {
+// tenantRecords reads every record, judged against the reserved
+// addresses (sorted) and the address records.
+func (d stateDir) tenantRecords(reservedAddrs []netip.Addr) ([]TenantRecord, error) {
 	dirs, err := readDir(d.tenantsDir(), d.uid)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
@@ -142,7 +142,7 @@ func (d stateDir) tenantRecords(rs []Reservation) ([]TenantRecord, error) {
 		return nil, readError(d.tenantsDir(), err)
 	}
 	reserved := func(ip netip.Addr) bool {
-		_, ok := slices.BinarySearchFunc(rs, ip, func(r Reservation, ip netip.Addr) int { return r.Addr.Compare(ip) })
+		_, ok := slices.BinarySearchFunc(reservedAddrs, ip, netip.Addr.Compare)
 		return ok
 	}
 	var out []TenantRecord
@@ -182,11 +182,11 @@ func (d *Disk) RepairTenants() ([]string, error) {
 	if _, err := os.Lstat(d.tenantsDir()); errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
-	rs, err := ReadReservations(d.dir)
+	addrs, err := ReservedAddrs(d.dir)
 	if err != nil {
 		return nil, err
 	}
-	recs, err := d.tenantRecords(rs)
+	recs, err := d.tenantRecords(addrs)
 	var done []string
 	for _, r := range recs {
 		if r.Stale == "" {
@@ -198,4 +198,27 @@ func (d *Disk) RepairTenants() ([]string, error) {
 		done = append(done, "removed "+r.Path+" ("+r.Stale+")")
 	}
 	return done, err
+}
+
+// ReadTenants maps the addresses of dir that a tenant has (its records
+// that count, judged against the reserved addresses, sorted) to the
+// tenant, without the lock: what `leases` and `pools` show.
+func ReadTenants(dir string, reserved []netip.Addr) (map[netip.Addr]string, error) {
+	recs, err := newStateDir(dir).tenantRecords(reserved)
+	out := map[netip.Addr]string{}
+	for _, r := range recs {
+		if r.Stale == "" {
+			out[r.Addr] = r.Tenant
+		}
+	}
+	return out, err
+}
+
+// Addrs is the addresses of rs, in order.
+func Addrs(rs []Reservation) []netip.Addr {
+	out := make([]netip.Addr, len(rs))
+	for i, r := range rs {
+		out[i] = r.Addr
+	}
+	return out
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/cniplugins/cniplugins/internal/addrspace"
 	"github.com/cniplugins/cniplugins/internal/cnierr"
 	"github.com/cniplugins/cniplugins/internal/dapools"
+	"github.com/cniplugins/cniplugins/internal/dsselect"
 	"github.com/cniplugins/cniplugins/internal/pool"
 )
 
@@ -32,6 +33,8 @@ type Network struct {
 	// Pools are the pools the configuration names (ipam.pools) or defines
 	// (ipam.poolDefinitions), with their ranges and state directories.
 	Pools []PoolDef
+	// Quotas are its ipam-ds-args rules' quotas, per pool.
+	Quotas []dsselect.PoolQuota
 }
 
 // PoolDef is one pool a network can allocate from.
@@ -92,6 +95,11 @@ func Describe(p PluginConf, dataDir string) (Network, bool, error) {
 	}
 	n := Network{Conf: p, Dir: filepath.Join(dataDir, env.Name)}
 	selected := slices.ContainsFunc(delegates, func(d string) bool { return strings.HasPrefix(d, "ipam-ds-") })
+	if slices.Contains(delegates, dsselect.ArgsName) {
+		if n.Quotas, err = dsselect.Quotas(env); err != nil {
+			return n, true, err
+		}
+	}
 	if !selected {
 		if layout.RangeSets == nil {
 			return n, true, cnierr.MissingConfig("ipam.ranges")

@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -155,5 +156,77 @@ func TestQuotas(t *testing.T) {
 			}
 			return nil
 		})
+	}
+}
+
+// The operators' view of quotas: leases names each address's tenant,
+// pools counts each tenant's addresses per pool against its quota (table,
+// JSON, Prometheus), validate checks a rule's quota.
+func TestQuotaOperators(t *testing.T) {
+	dir, dataDir := t.TempDir(), t.TempDir()
+	ipam := `{"type":"ipam-delegated","delegates":["ipam-ds-args","ipam-da-pools"],"dataDir":"` + dataDir + `","namespaceFrom":"kubernetes",
+		"rules":[{"namespace":"team-a","pools":["team-a"],"quota":{"per":"namespace","max":3}}],
+		"poolDefinitions":{"team-a":{"ranges":[{"subnet":"10.236.1.0/29","rangeStart":"10.236.1.2","rangeEnd":"10.236.1.3"}],"overflow":"shared"},
+			"shared":[{"subnet":"10.236.9.0/24"}]}}`
+	conflist := filepath.Join(dir, "tenants.conflist")
+	writeFile(t, conflist, `{"cniVersion":"1.0.0","name":"tenants","plugins":[{"type":"bridge","ipam":`+ipam+`}]}`)
+	conf := []byte(`{"cniVersion":"1.1.0","name":"tenants","ipam":` + ipam + `}`)
+	for i := range 3 {
+		c := call("ipam-delegated", "ADD", fmt.Sprint("a", i), conf)
+		c.Args = fmt.Sprintf("IgnoreUnknown=1;K8S_POD_NAMESPACE=team-a;K8S_POD_NAME=p%d", i)
+		testbin.MustSucceed(t, c)
+	}
+	r := cliRun("leases", "--data-dir", dataDir, "-o", "json")
+	var leases []struct{ Address, Pool, Tenant string }
+	if r.Exit != 0 || json.Unmarshal(r.Stdout, &leases) != nil || len(leases) != 3 {
+		t.Fatalf("leases: exit %d %s %s", r.Exit, r.Stdout, r.Stderr)
+	}
+	for _, l := range leases {
+		if l.Tenant != "namespace=team-a" {
+			t.Errorf("lease %+v: want tenant namespace=team-a", l)
+		}
+	}
+	if r := cliRun("leases", "--data-dir", dataDir); !strings.Contains(string(r.Stdout), "TENANT") || !strings.Contains(string(r.Stdout), `"namespace=team-a"`) {
+		t.Errorf("leases table:\n%s", r.Stdout)
+	}
+	r = cliRun("pools", "--conf", conflist, "-o", "json")
+	var us []struct {
+		Name    string `json:"name"`
+		Tenants []struct {
+			Tenant string `json:"tenant"`
+			InUse  int    `json:"inUse"`
+			Quota  *int   `json:"quota"`
+		} `json:"tenants"`
+	}
+	if r.Exit != 0 || json.Unmarshal(r.Stdout, &us) != nil {
+		t.Fatalf("pools: exit %d %s %s", r.Exit, r.Stdout, r.Stderr)
+	}
+	got := map[string]string{}
+	for _, u := range us {
+		for _, tu := range u.Tenants {
+			q := -1
+			if tu.Quota != nil {
+				q = *tu.Quota
+			}
+			got[u.Name] = fmt.Sprintf("%s %d/%d", tu.Tenant, tu.InUse, q)
+		}
+	}
+	if got["team-a"] != "namespace=team-a 2/3" || got["shared"] != "namespace=team-a 1/3" {
+		t.Errorf("pools' tenants = %v", got)
+	}
+	prom := string(cliRun("pools", "--conf", conflist, "-o", "prom").Stdout)
+	for _, want := range []string{`cniplugins_tenant_addresses{tenant="namespace=team-a",pool="team-a"} 2`, `cniplugins_tenant_addresses{tenant="namespace=team-a",pool="shared"} 1`,
+		`cniplugins_tenant_quota{tenant="namespace=team-a",pool="team-a"} 3`} {
+		if !strings.Contains(prom, want) {
+			t.Errorf("prom lacks %s:\n%s", want, prom)
+		}
+	}
+	if out := string(cliRun("pools", "--conf", conflist).Stdout); !strings.Contains(out, "TENANTS") || !strings.Contains(out, `"namespace=team-a" 2/3`) {
+		t.Errorf("pools table:\n%s", out)
+	}
+	bad := filepath.Join(dir, "bad.conflist")
+	writeFile(t, bad, strings.Replace(`{"cniVersion":"1.0.0","name":"tenants","plugins":[{"type":"bridge","ipam":`+ipam+`}]}`, `"per":"namespace"`, `"per":"label:team"`, 1))
+	if r := cliRun("validate", "--cni-path", binDir, bad); r.Exit == 0 || !strings.Contains(string(r.Stdout)+string(r.Stderr), "ipam.rules[0].quota.per") {
+		t.Errorf("validate of a bad quota: exit %d\n%s%s", r.Exit, r.Stdout, r.Stderr)
 	}
 }
