@@ -33,3 +33,23 @@ func TestFullPoolSpillsIntoShared(t *testing.T) {
 		}
 	})
 }
+
+// A namespace at its quota gets code 106's message in RunPodSandbox's
+// error, and nothing reserved, while other namespaces' pods start.
+func TestQuotaRefusesOnlyItsTenant(t *testing.T) {
+	forEachStack(t, func(t *testing.T, s *stack) {
+		s.c.mustRunPod(t, "capped", "web-1", nil)
+		s.c.mustRunPod(t, "capped", "web-2", nil)
+		before := len(s.leases(t))
+		_, err := s.c.runPod(context.Background(), "capped", "web-3", nil)
+		if !errHas(err, "tenant quota exceeded") || !errHas(err, "tenant=namespace=capped") {
+			t.Fatalf("capped's third pod: RunPodSandbox error = %v, want code 106's message naming the tenant", err)
+		}
+		if after := len(s.leases(t)); after != before {
+			t.Errorf("the refused pod left reservations: %d before, %d after", before, after)
+		}
+		if p := s.c.mustRunPod(t, "team-b", "api-1", nil); !s.in(p.ip, 20) {
+			t.Errorf("team-b's pod got %s beside capped's refusal", p.ip)
+		}
+	})
+}
