@@ -21,6 +21,10 @@ import (
 //	                           the number of these
 //	_tenants/_addr/<ip>        whose it is: <tenant>, for the release
 //
+// (Empty directories instead of files would make the count one stat(2),
+// the tenant directory's link count, but mkdir and rmdir cost an ADD and
+// a DEL more than that read saves at any sane quota.)
+//
 // <tenant> is the tenant's bytes in hex (pool.TenantName). The records are
 // written before the reservation and removed after it, so a process
 // killed in between leaves a record of an address that is not reserved:
@@ -64,20 +68,36 @@ func (d *Disk) TenantAddrs(tenant string) (int, error) {
 }
 
 // tag records free address ip as d.tenant's, before its reservation.
+// _tenants is checked once per Open (as _sticky is); the directories
+// below it are made only when a write finds them missing.
 func (d *Disk) tag(ip netip.Addr) error {
 	if err := d.untag(ip); err != nil { // a crash's leftover for this free address
 		return err
 	}
-	for _, dir := range []string{d.tenantsDir(), filepath.Join(d.tenantsDir(), tenantAddrName), d.tenantDir(d.tenant)} {
-		if err := EnsureDir(dir, modePrivateDir, d.uid); err != nil {
+	if d.hasTenants < 0 {
+		if err := EnsureDir(d.tenantsDir(), modePrivateDir, d.uid); err != nil {
 			return err
 		}
+		d.hasTenants = 1
 	}
-	d.hasTenants = 1
-	if err := writePrivate(d.tenantOfPath(ip), d.tenant); err != nil {
+	of := d.tenantOfPath(ip)
+	err := writePrivate(of, d.tenant)
+	if errors.Is(err, os.ErrNotExist) {
+		if err = EnsureDir(filepath.Dir(of), modePrivateDir, d.uid); err == nil {
+			err = writePrivate(of, d.tenant)
+		}
+	}
+	if err != nil {
 		return err
 	}
-	return writePrivate(filepath.Join(d.tenantDir(d.tenant), ip.String()), "")
+	rec := filepath.Join(d.tenantDir(d.tenant), ip.String())
+	err = writePrivate(rec, "")
+	if errors.Is(err, os.ErrNotExist) {
+		if err = EnsureDir(d.tenantDir(d.tenant), modePrivateDir, d.uid); err == nil {
+			err = writePrivate(rec, "")
+		}
+	}
+	return err
 }
 
 // untag forgets ip's tenant, once its reservation is gone (or never was).
