@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"syscall"
 
 	"github.com/cniplugins/cniplugins/internal/alloc"
 	"github.com/cniplugins/cniplugins/internal/cnierr"
@@ -17,13 +18,15 @@ import (
 // beside it, so that counting a tenant's addresses reads only its own
 // directory (bounded by its quota), never the pool:
 //
-//	_tenants/<tenant>/<ip>     the tenant's address (empty); the count is
-//	                           the number of these
+//	_tenants/<tenant>/<ip>     the tenant's address; the count is the
+//	                           number of these
 //	_tenants/_addr/<ip>        whose it is: <tenant>, for the release
+//	_tenants/_tok/<tenant>     <tenant>: both records are hard links to it
 //
 // (Empty directories instead of files would make the count one stat(2),
 // the tenant directory's link count, but mkdir and rmdir cost an ADD and
-// a DEL more than that read saves at any sane quota.)
+// a DEL more than that read saves at any sane quota; so would a new inode
+// per record, hence the token.)
 //
 // <tenant> is the tenant's bytes in hex (pool.TenantName). The records are
 // written before the reservation and removed after it, so a process
@@ -33,8 +36,9 @@ import (
 // --repair removes it. A held address (a sticky hold) keeps its record:
 // holds count.
 const (
-	tenantsDirName = "_tenants"
-	tenantAddrName = "_addr"
+	tenantsDirName  = "_tenants"
+	tenantAddrName  = "_addr"
+	tenantTokenName = "_tok"
 )
 
 var _ alloc.TenantStore = (*Disk)(nil)
@@ -68,8 +72,11 @@ func (d *Disk) TenantAddrs(tenant string) (int, error) {
 }
 
 // tag records free address ip as d.tenant's, before its reservation.
-// _tenants is checked once per Open (as _sticky is); the directories
-// below it are made only when a write finds them missing.
+// _tenants is checked once per Open (as _sticky is). Both records are
+// hard links to the tenant's token (_tenants/_tok/<tenant>, holding the
+// tenant's name), so that a reservation costs two directory entries and
+// no inode; where a file system refuses another link (EMLINK) a record is
+// a file of its own with the same content.
 func (d *Disk) tag(ip netip.Addr) error {
 	if err := d.untag(ip); err != nil { // a crash's leftover for this free address
 		return err
@@ -80,24 +87,40 @@ func (d *Disk) tag(ip netip.Addr) error {
 		}
 		d.hasTenants = 1
 	}
-	of := d.tenantOfPath(ip)
-	err := writePrivate(of, d.tenant)
-	if errors.Is(err, os.ErrNotExist) {
-		if err = EnsureDir(filepath.Dir(of), modePrivateDir, d.uid); err == nil {
-			err = writePrivate(of, d.tenant)
+	token := filepath.Join(d.tenantsDir(), tenantTokenName, d.tenant)
+	for _, rec := range []string{d.tenantOfPath(ip), filepath.Join(d.tenantDir(d.tenant), ip.String())} {
+		if err := d.linkRecord(token, rec); err != nil {
+			return err
 		}
 	}
-	if err != nil {
-		return err
-	}
-	rec := filepath.Join(d.tenantDir(d.tenant), ip.String())
-	err = writePrivate(rec, "")
+	return nil
+}
+
+// linkRecord makes rec a name of the tenant's token, making the token and
+// rec's directory where missing.
+func (d *Disk) linkRecord(token, rec string) error {
+	err := os.Link(token, rec)
 	if errors.Is(err, os.ErrNotExist) {
-		if err = EnsureDir(d.tenantDir(d.tenant), modePrivateDir, d.uid); err == nil {
-			err = writePrivate(rec, "")
+		if _, serr := os.Lstat(token); errors.Is(serr, os.ErrNotExist) {
+			if err := EnsureDir(filepath.Dir(token), modePrivateDir, d.uid); err != nil {
+				return err
+			}
+			if err := writePrivate(token, d.tenant); err != nil {
+				return err
+			}
 		}
+		if err := EnsureDir(filepath.Dir(rec), modePrivateDir, d.uid); err != nil {
+			return err
+		}
+		err = os.Link(token, rec)
 	}
-	return err
+	switch {
+	case err == nil, errors.Is(err, os.ErrExist):
+		return nil
+	case errors.Is(err, syscall.EMLINK):
+		return writePrivate(rec, d.tenant)
+	}
+	return cnierr.IO("link", rec, err)
 }
 
 // untag forgets ip's tenant, once its reservation is gone (or never was).
@@ -135,7 +158,7 @@ func (d *Disk) untag(ip netip.Addr) error {
 	return nil
 }
 
-// validTenantName: hex, as TenantName writes it, and never _addr.
+// validTenantName: hex, as TenantName writes it, and never _addr or _tok.
 func validTenantName(name string) bool {
 	_, err := hex.DecodeString(name)
 	return name != "" && err == nil && len(name) <= 2*pool.MaxTenantLen
@@ -168,7 +191,7 @@ func (d stateDir) tenantRecords(reservedAddrs []netip.Addr) ([]TenantRecord, err
 	var out []TenantRecord
 	for _, de := range dirs {
 		name := de.Name()
-		if name == tenantAddrName || !validTenantName(name) {
+		if name == tenantAddrName || name == tenantTokenName || !validTenantName(name) {
 			continue
 		}
 		raw, _ := hex.DecodeString(name)
