@@ -78,8 +78,10 @@ func (d *Disk) TenantAddrs(tenant string) (int, error) {
 // no inode; where a file system refuses another link (EMLINK) a record is
 // a file of its own with the same content.
 func (d *Disk) tag(ip netip.Addr) error {
-	if err := d.untag(ip); err != nil { // a crash's leftover for this free address
-		return err
+	if d.hasTenants == 0 {
+		if err := d.untag(netip.Addr{}); err != nil { // looks at _tenants once
+			return err
+		}
 	}
 	if d.hasTenants < 0 {
 		if err := EnsureDir(d.tenantsDir(), modePrivateDir, d.uid); err != nil {
@@ -88,16 +90,25 @@ func (d *Disk) tag(ip netip.Addr) error {
 		d.hasTenants = 1
 	}
 	token := filepath.Join(d.tenantsDir(), tenantTokenName, d.tenant)
-	for _, rec := range []string{d.tenantOfPath(ip), filepath.Join(d.tenantDir(d.tenant), ip.String())} {
-		if err := d.linkRecord(token, rec); err != nil {
-			return err
+	of := d.tenantOfPath(ip)
+	err := d.linkRecord(token, of)
+	if errors.Is(err, os.ErrExist) {
+		// A crash's leftover for this free address: its records go first.
+		if err = d.untag(ip); err == nil {
+			err = d.linkRecord(token, of)
 		}
+	}
+	if err != nil {
+		return err
+	}
+	if err := d.linkRecord(token, filepath.Join(d.tenantDir(d.tenant), ip.String())); !errors.Is(err, os.ErrExist) {
+		return err
 	}
 	return nil
 }
 
 // linkRecord makes rec a name of the tenant's token, making the token and
-// rec's directory where missing.
+// rec's directory where missing; os.ErrExist when rec exists.
 func (d *Disk) linkRecord(token, rec string) error {
 	err := os.Link(token, rec)
 	if errors.Is(err, os.ErrNotExist) {
@@ -115,8 +126,10 @@ func (d *Disk) linkRecord(token, rec string) error {
 		err = os.Link(token, rec)
 	}
 	switch {
-	case err == nil, errors.Is(err, os.ErrExist):
+	case err == nil:
 		return nil
+	case errors.Is(err, os.ErrExist):
+		return os.ErrExist
 	case errors.Is(err, syscall.EMLINK):
 		return writePrivate(rec, d.tenant)
 	}
@@ -135,7 +148,7 @@ func (d *Disk) untag(ip netip.Addr) error {
 			d.hasTenants = 1
 		}
 	}
-	if d.hasTenants < 0 {
+	if d.hasTenants < 0 || !ip.IsValid() {
 		return nil
 	}
 	of := d.tenantOfPath(ip)
