@@ -72,10 +72,18 @@ const (
 	chaosFirstHost = 2 // the pool's addresses: .2 (after the gateway) to .62
 )
 
-// allowed are the codes each command may fail with (docs/etcd.md):
-// 11 for etcd unreachable, without quorum or a write's unknown outcome;
-// ADD's 100 (pool full) and 101 (requested address taken); STATUS's 50.
-var allowed = map[string][]uint{"ADD": {11, 100, 101}, "DEL": {11}, "CHECK": {11}, "STATUS": {11, 50}, "GC": {11}}
+// allowed are the codes cmd may fail with (docs/etcd.md): 11 for etcd
+// unreachable, without quorum or a write's unknown outcome; ADD's 100
+// (pool full) and 101 (requested address taken); STATUS's 50.
+func allowed(cmd string) []uint {
+	switch cmd {
+	case "ADD":
+		return []uint{11, 100, 101}
+	case "STATUS":
+		return []uint{11, 50}
+	}
+	return []uint{11}
+}
 
 type chaos struct {
 	t     *testing.T
@@ -215,9 +223,7 @@ func (c *chaos) run(d time.Duration) {
 	for h := range c.hosts {
 		for _, a := range c.hosts[h].atts {
 			live++
-			if r := call("ipam-da-etcd", "CHECK", a.cid, withPrev(t, c.hosts[h].conf, a.result), ""); r.Exit != 0 {
-				c.violation("CHECK of live %s once quiet: %s", a.cid, r.Stdout)
-			}
+			c.checkQuiet(h, a)
 			for _, ip := range a.addrs {
 				k := prefix(t) + "ip/pool/shared/" + ip.String()
 				if !strings.Contains(claims[k], fmt.Sprintf(`"containerID":%q`, a.cid)) {
@@ -343,9 +349,9 @@ func (c *chaos) exec(h int, cmd, cid string, conf []byte) testbin.Reply {
 		return r
 	}
 	e := r.Err()
-	if e == nil || !slices.Contains(allowed[cmd], e.Code) {
+	if e == nil || !slices.Contains(allowed(cmd), e.Code) {
 		c.violations = append(c.violations, fmt.Sprintf("%s %s: exit %d, stdout %q: not one CNI error with a code documented for %s %v",
-			cmd, cid, r.Exit, r.Stdout, cmd, allowed[cmd]))
+			cmd, cid, r.Exit, r.Stdout, cmd, allowed(cmd)))
 		return r
 	}
 	c.codes[fmt.Sprintf("%s %d", cmd, e.Code)]++
@@ -416,6 +422,24 @@ func (c *chaos) del(h int, a *att) bool {
 	delete(hs.atts, a.cid)
 	hs.mu.Unlock()
 	return true
+}
+
+// checkQuiet is CHECK of a live attachment once the faults stopped: it
+// passes. A loaded machine's etcd may still miss a deadline (11): the
+// runtime tries again; any other failure is a violation.
+func (c *chaos) checkQuiet(h int, a *att) {
+	for range chaosTries {
+		r := call("ipam-da-etcd", "CHECK", a.cid, withPrev(c.t, c.hosts[h].conf, a.result), "")
+		if r.Exit == 0 {
+			return
+		}
+		if e := r.Err(); e == nil || e.Code != 11 {
+			c.violation("CHECK of live %s once quiet: %s", a.cid, r.Stdout)
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	c.violation("CHECK %s failed %d times with 11 once quiet", a.cid, chaosTries)
 }
 
 func (c *chaos) delUntilDone(h int, a *att) {
