@@ -41,7 +41,9 @@ func (e etcdSubject) Add(c alloctest.Call, targets []alloc.Target) ([]netip.Pref
 	if c.Key != "" {
 		st = &stickyAtt{key: c.Key, id: alloc.StickyID(c.Key, c.Att.IfName), holdFor: c.HoldFor}
 	}
-	got, err := e.op(c).add(targets, st)
+	op := e.op(c)
+	op.quota = newQuotaState(c.Quota)
+	got, err := op.add(targets, st)
 	var out []netip.Prefix
 	for _, a := range got {
 		out = append(out, a.addr)

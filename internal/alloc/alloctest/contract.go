@@ -9,6 +9,7 @@ import (
 	"github.com/cniplugins/cniplugins/internal/addrspace"
 	"github.com/cniplugins/cniplugins/internal/alloc"
 	"github.com/cniplugins/cniplugins/internal/cnierr"
+	"github.com/cniplugins/cniplugins/internal/pool"
 )
 
 // Subject is a store as the contract drives it: the engine's operations
@@ -37,6 +38,8 @@ type Call struct {
 	Key     string
 	HoldFor time.Duration
 	Now     time.Time
+	// Quota is the selection's tenant quota (nil none).
+	Quota *pool.Quota
 }
 
 // Caps are what a store does beyond the contract's common rules.
@@ -158,7 +161,7 @@ func addr(s string) netip.Addr { return netip.MustParseAddr(s) }
 // StoreContract is the table of the engine's behaviours every store must
 // give.
 func StoreContract() []Case {
-	return slices.Concat(plainContract(), stickyContract(), overflowContract())
+	return slices.Concat(plainContract(), stickyContract(), overflowContract(), quotaContract())
 }
 
 func plainContract() []Case {

@@ -53,8 +53,18 @@ func (e Engine) Add(c Call, targets []alloc.Target) ([]netip.Prefix, error) {
 			}
 			return p, gw, err
 		}
+		ts, counts := l.(alloc.TenantStore)
+		if counts && c.Quota != nil {
+			ts.ForTenant(c.Quota.Tenant)
+			defer ts.ForTenant("")
+		}
+		inUse := func() (int, error) { return ts.TenantAddrs(c.Quota.Tenant) }
 		for _, t := range targets {
-			p, _, _, err := alloc.AllocateOverflow(t, c.Att, locate, allocate)
+			_, err := alloc.QuotaGate(c.Quota, t, c.Key, locate, inUse)
+			var p netip.Prefix
+			if err == nil {
+				p, _, _, err = alloc.AllocateOverflow(t, c.Att, locate, allocate)
+			}
 			if err != nil {
 				out = nil
 				return errors.Join(err, u.Run(c.Att))
