@@ -9,7 +9,9 @@ import (
 )
 
 // quota is the contract's tenant quota.
-func quota(max int) *pool.Quota { return &pool.Quota{Tenant: "namespace=a", Rule: "ipam.rules[0]", Max: max} }
+func quota(max int) *pool.Quota {
+	return &pool.Quota{Tenant: "namespace=a", Rule: "ipam.rules[0]", Max: max}
+}
 
 // tenant is attachment n's call for the contract's tenant, with quota max.
 func tenant(n string, max int) Call {
