@@ -119,7 +119,7 @@ func leaseOf(l daetcd.Lease) ops.Lease {
 	if l.Address == "" {
 		out.Owner = ops.OwnerMarker
 	}
-	out.StickyKey = l.StickyKey
+	out.StickyKey, out.Tenant = l.StickyKey, l.Tenant
 	if l.Held {
 		out.Owner, out.HoldExpires, out.LastOwner = "sticky", l.HoldExpires.UTC(), l.LastOwner
 	}

@@ -1,6 +1,7 @@
 package daetcd
 
 import (
+	"encoding/hex"
 	"net/netip"
 	"strings"
 
@@ -121,4 +122,42 @@ func (qs *quotaState) moved(kv etcdkv.KV, found bool) bool {
 		return qs.version != 0
 	}
 	return kv.ModRevision != qs.version
+}
+
+// readBatch bounds the reads of one request (etcd's default
+// --max-txn-ops is 128).
+const readBatch = 100
+
+// tenantsOfClaims maps each claimed address ("<scope>/<address>", as in
+// its claim key) that counts for a tenant to the tenant: what `leases`
+// shows. Records that count nothing are left out.
+func (op *operation) tenantsOfClaims() (map[string]string, error) {
+	root := op.keys.prefix + "tenant/"
+	marks, err := op.cl.List(root, true)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]string{}
+	for start := 0; start < len(marks); start += readBatch {
+		batch := marks[start:min(start+readBatch, len(marks))]
+		reads := make([]etcdkv.Op, len(batch))
+		where := make([]string, len(batch))
+		tenant := make([]string, len(batch))
+		for i, m := range batch {
+			name, rest, _ := strings.Cut(strings.TrimPrefix(string(m.Key), root), "/")
+			raw, _ := hex.DecodeString(name)
+			where[i], tenant[i] = rest, string(raw)
+			reads[i] = etcdkv.Get(op.keys.prefix + "ip/" + rest)
+		}
+		resp, err := op.cl.Read(reads...)
+		if err != nil {
+			return nil, err
+		}
+		for i, m := range batch {
+			if c, ok := resp.First(i); ok && c.CreateRevision == m.ModRevision {
+				out[where[i]] = tenant[i]
+			}
+		}
+	}
+	return out, nil
 }

@@ -122,4 +122,14 @@ func TestQuotaCountsHolds(t *testing.T) {
 	if r := add("s7", "k7"); r.Exit != 0 {
 		t.Errorf("after k1's release the tenant is below its quota: %s", r.Stdout)
 	}
+	// leases names each address's tenant, the held one's included.
+	ls := cliLeases(t)
+	if len(ls) != 5 {
+		t.Fatalf("leases: %d, want the tenant's 5: %+v", len(ls), ls)
+	}
+	for _, l := range ls {
+		if l.Tenant != "namespace=a" {
+			t.Errorf("lease %+v: want tenant namespace=a", l)
+		}
+	}
 }
