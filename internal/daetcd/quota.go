@@ -68,21 +68,24 @@ func (op *operation) count(qs *quotaState) (int, error) {
 		return 0, nil
 	}
 	prefix := op.keys.tenantPrefix(qs.name)
-	claims := make([]etcdkv.Op, len(marks))
-	for i, m := range marks {
-		claims[i] = etcdkv.Get(op.keys.prefix + "ip/" + strings.TrimPrefix(string(m.Key), prefix))
-	}
-	cr, err := op.cl.Read(claims...)
-	if err != nil {
-		return 0, err
-	}
 	n := 0
 	qs.stale = nil
-	for i, m := range marks {
-		if c, ok := cr.First(i); ok && c.CreateRevision == m.ModRevision {
-			n++
-		} else {
-			qs.stale = append(qs.stale, m)
+	for start := 0; start < len(marks); start += readBatch {
+		batch := marks[start:min(start+readBatch, len(marks))]
+		claims := make([]etcdkv.Op, len(batch))
+		for i, m := range batch {
+			claims[i] = etcdkv.Get(op.keys.prefix + "ip/" + strings.TrimPrefix(string(m.Key), prefix))
+		}
+		cr, err := op.cl.Read(claims...)
+		if err != nil {
+			return 0, err
+		}
+		for i, m := range batch {
+			if c, ok := cr.First(i); ok && c.CreateRevision == m.ModRevision {
+				n++
+			} else if len(qs.stale) < maxStaleDeletes {
+				qs.stale = append(qs.stale, m)
+			}
 		}
 	}
 	return n, nil
@@ -124,9 +127,13 @@ func (qs *quotaState) moved(kv etcdkv.KV, found bool) bool {
 	return kv.ModRevision != qs.version
 }
 
-// readBatch bounds the reads of one request (etcd's default
-// --max-txn-ops is 128).
-const readBatch = 100
+// readBatch bounds the reads of one request, and maxStaleDeletes the
+// records that count nothing one claim deletes besides its own writes:
+// etcd's default --max-txn-ops is 128.
+const (
+	readBatch       = 100
+	maxStaleDeletes = 32
+)
 
 // tenantsOfClaims maps each claimed address ("<scope>/<address>", as in
 // its claim key) that counts for a tenant to the tenant: what `leases`
