@@ -120,6 +120,12 @@ func leaseOf(l daetcd.Lease) ops.Lease {
 		out.Owner = ops.OwnerMarker
 	}
 	out.StickyKey, out.Tenant = l.StickyKey, l.Tenant
+	// A migration's two owners: the source's row names its target; the
+	// target's own row (its share of the source's claim) names itself.
+	out.SecondOwner, out.SecondMigration = l.Second, l.SecondMigration
+	if l.Shares {
+		out.SecondOwner = l.ContainerID
+	}
 	if l.Held {
 		out.Owner, out.HoldExpires, out.LastOwner = "sticky", l.HoldExpires.UTC(), l.LastOwner
 	}

@@ -12,6 +12,11 @@ import (
 // reflection: about 0.4 ms, 3% of an exec'd ADD on the machine measured.
 func (h Hold) AppendJSON(b []byte) []byte {
 	b = appendOwnerPart(append(b, '{'), h.Node, h.Owner, h.IfName, h.Network, h.Address)
+	for _, f := range [...]struct{ name, v string }{{"secondNode", h.SecondNode}, {"second", h.Second}, {"secondMigration", h.SecondMigration}} {
+		if f.v != "" {
+			b = appendField(b, f.name, f.v)
+		}
+	}
 	b = appendField(b, "key", h.Key)
 	if h.LastOwner != "" {
 		b = appendField(b, "lastOwner", h.LastOwner)
@@ -29,6 +34,9 @@ func (h Hold) AppendJSON(b []byte) []byte {
 	}
 	if h.Time != "" {
 		b = appendField(b, "time", h.Time)
+	}
+	if h.Migration != "" {
+		b = appendField(b, "migration", h.Migration)
 	}
 	return append(b, '}')
 }

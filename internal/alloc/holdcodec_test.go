@@ -14,7 +14,7 @@ func FuzzEncodeHold(f *testing.F) {
 	f.Add("a\"b\\c\x00\x1f\x7f<>&\u2028\u2029é\xff\xfe", "\b\f\n\r\t", "", "ü", "\xed\xa0\x80", "日本", "0s", int64(-62135596800), "\x00", "<")
 	f.Fuzz(func(t *testing.T, key, ifname, address, network, owner, lastOwner, holdFor string, expires int64, node, stamp string) {
 		h := Hold{Key: key, IfName: ifname, Address: address, Network: network, Owner: owner, LastOwner: lastOwner, HoldFor: holdFor,
-			Node: node, LastNode: node, Time: stamp}
+			Node: node, LastNode: node, Time: stamp, Migration: holdFor, SecondNode: node, Second: lastOwner, SecondMigration: stamp}
 		if expires != 0 {
 			h.Expires = time.Unix(expires%253402300799, 0).UTC()
 		}

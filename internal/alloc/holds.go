@@ -21,6 +21,8 @@ import (
 type Keyed struct {
 	Key     string
 	HoldFor time.Duration
+	// Migration is the ADD's migration name (MigrationName), "" for none.
+	Migration string
 }
 
 // holdAction is what an ADD does with its key's hold (decideHold).
@@ -31,36 +33,70 @@ const (
 	takeItOver                     // the held address, to this attachment
 	endItFirst                     // free the hold, then allocate anew
 	ownAlready                     // this container has it: a duplicate ADD (102)
+	addSecond                      // a migration target: the live owner's address, shared
 )
 
 // decideHold applies the rules to h, the hold of key for attachment a
 // (whose container is on node, "" where holds are one node's) in target
-// t, nil when there is none. A held address is taken over only when it passes every
+// t, nil when there is none; mig is the ADD's migration name. A held address is taken over only when it passes every
 // check a requested address must (range, gateway, network and broadcast,
 // exclusion): a hold whose address the configuration has since dropped or
 // excluded is freed and a new address allocated, as is an expired one.
-// 105 for a live owner, 101 for a request of another address.
-func decideHold(al *Allocator, h *Hold, key string, a Attachment, node string, t Target, now time.Time) (holdAction, netip.Addr, addrspace.Range, error) {
+// 105 for a live owner, 101 for a request of another address. A
+// migration target (mig set) shares the address of the one live owner
+// whose migration name differs; it never allocates (107).
+func decideHold(al *Allocator, h *Hold, key string, a Attachment, node string, t Target, mig string, now time.Time) (holdAction, netip.Addr, addrspace.Range, error) {
 	if h == nil {
-		return allocateAnew, netip.Addr{}, addrspace.Range{}, nil
+		return allocateAnew, netip.Addr{}, addrspace.Range{}, NoMigrationSource(key, mig, t)
 	}
 	if !h.For(key, a.IfName) {
 		return 0, netip.Addr{}, addrspace.Range{}, StickyCollision(key, a.IfName, *h)
 	}
+	if h.SecondIs(node, a.ContainerID) {
+		return 0, netip.Addr{}, addrspace.Range{}, cnierr.New(cnierr.CodeDuplicateAttach, "attachment already shares its sticky key's address",
+			"address=%s key=%q containerID=%s ifname=%s: it is the key's migration target", h.Address, key, a.ContainerID, a.IfName)
+	}
+	if migrating(h, node, a, mig, now) {
+		addr, err := StickyAddr(&Hold{Key: h.Key, Address: h.Address}, node, a.ContainerID, t.Requested, now)
+		return addSecond, addr, addrspace.Range{}, err
+	}
 	addr, err := StickyAddr(h, node, a.ContainerID, t.Requested, now)
 	switch {
 	case err != nil:
+		if h.Second != "" && cnierr.Code(err) == cnierr.CodeStickyHeld {
+			err = cnierr.New(cnierr.CodeStickyHeld, fmt.Sprintf("sticky key %s is held by two live attachments (a migration)", key),
+				"key=%q address=%s containerID=%s and %s ifname=%s: a third attachment waits for one of them to be deleted; retry", key, h.Address, h.owner(), h.second(), h.IfName)
+		}
 		return 0, netip.Addr{}, addrspace.Range{}, err
 	case !addr.IsValid():
-		return endItFirst, netip.Addr{}, addrspace.Range{}, nil
+		return endItFirst, netip.Addr{}, addrspace.Range{}, NoMigrationSource(key, mig, t)
 	case !h.Held():
 		return ownAlready, addr, addrspace.Range{}, nil
 	}
 	r, err := al.usable(t.Set, addr, t.Label)
 	if err != nil {
-		return endItFirst, addr, addrspace.Range{}, nil
+		return endItFirst, addr, addrspace.Range{}, NoMigrationSource(key, mig, t)
 	}
 	return takeItOver, addr, r, nil
+}
+
+// migrating reports an ADD that becomes h's second owner: h reserved by
+// one live attachment, another, with no migration target yet, and a
+// migration name that is not the owner's (the source of a second
+// migration still carries the first one's).
+func migrating(h *Hold, node string, a Attachment, mig string, now time.Time) bool {
+	return mig != "" && !h.Held() && !h.OwnedBy(node, a.ContainerID) && h.Second == "" && mig != h.Migration && !h.Expired(now)
+}
+
+// NoMigrationSource refuses a migration target whose key holds no address it can
+// share: a target never allocates (the VM would change its address); nil
+// for an ADD that is no target.
+func NoMigrationSource(key, mig string, t Target) error {
+	if mig == "" {
+		return nil
+	}
+	return cnierr.New(cnierr.CodeNoMigrationSource, "migration target's sticky key holds no address",
+		"key=%q migration=%q %s: the source's address is not held here (another node's, with a node-local allocator?)", key, mig, t.Label)
 }
 
 // AllocateKeyed is one target's ADD in a HoldStore for an attachment with
@@ -78,12 +114,14 @@ func AllocateKeyed(hs HoldStore, a Attachment, t Target, k Keyed, now time.Time,
 		h = &e.Hold
 	}
 	al := t.Allocator(hs)
-	action, addr, r, err := decideHold(al, h, k.Key, a, "", t, now)
+	action, addr, r, err := decideHold(al, h, k.Key, a, "", t, k.Migration, now)
 	switch {
 	case err != nil:
 		return netip.Prefix{}, netip.Addr{}, err
+	case action == addSecond:
+		return shareAddr(hs, al, *e, a, t, k.Migration, u)
 	case action == takeItOver:
-		if err := takeOver(hs, *e, a, k.HoldFor); err != nil {
+		if err := takeOver(hs, *e, a, k.HoldFor, k.Migration); err != nil {
 			return netip.Prefix{}, netip.Addr{}, err
 		}
 		u.tookOver(hs, *e)
@@ -100,12 +138,31 @@ func AllocateKeyed(hs HoldStore, a Attachment, t Target, k Keyed, now time.Time,
 		return p, gw, err
 	}
 	u.Reserved(hs, p.Addr())
-	rec := Hold{Key: k.Key, IfName: a.IfName, Address: p.Addr().String(), Network: a.Network, Owner: a.ContainerID, HoldFor: k.HoldFor.String()}
+	rec := Hold{Key: k.Key, IfName: a.IfName, Address: p.Addr().String(), Network: a.Network, Owner: a.ContainerID, HoldFor: k.HoldFor.String(),
+		Migration: k.Migration}
 	if err := hs.WriteHold(id, rec); err != nil {
 		return p, gw, err
 	}
 	u.recorded(hs, id)
 	return p, gw, nil
+}
+
+// shareAddr makes a, a migration target, e's second owner: one write of
+// the record, the reservation staying its owner's, so that a crash leaves
+// either one owner or two, never a third or none. The address must still
+// pass the target's configuration.
+func shareAddr(hs HoldStore, al *Allocator, e HoldRecord, a Attachment, t Target, mig string, u *Undo) (netip.Prefix, netip.Addr, error) {
+	r, err := al.usable(t.Set, e.Addr, t.Label)
+	if err != nil {
+		return netip.Prefix{}, netip.Addr{}, err
+	}
+	h := e.Hold
+	h.Second, h.SecondMigration = a.ContainerID, mig
+	if err := hs.WriteHold(e.ID, h); err != nil {
+		return netip.Prefix{}, netip.Addr{}, err
+	}
+	u.seconded(hs, e.ID)
+	return netip.PrefixFrom(e.Addr, r.Subnet.Bits()), r.Gateway, nil
 }
 
 // HoldClaimer is a Store whose Reserve claims a keyed attachment's hold
@@ -124,6 +181,10 @@ type HoldClaimer interface {
 	TakeOver()
 	// FreeFound frees the found hold and its address, exactly as found.
 	FreeFound() error
+	// Share makes a the found hold's second (migration) owner, for
+	// migration mig, while the hold and its owner's claim are exactly as
+	// found: false, nothing written, when they changed.
+	Share(a Attachment, mig string) (bool, error)
 }
 
 // HoldFound is Reserve's outcome when a keyed claim met its key's hold:
@@ -140,7 +201,7 @@ const maxHoldChanges = 8
 // on node, with sticky key key: the search as usual, and each hold it meets decided by the
 // same rules as AllocateKeyed's, until a claim succeeds. A hold that keeps
 // changing under the ADD is code 11.
-func AllocateClaimed(s HoldClaimer, a Attachment, node string, t Target, key string, now time.Time) (netip.Prefix, netip.Addr, error) {
+func AllocateClaimed(s HoldClaimer, a Attachment, node string, t Target, key, mig string, now time.Time) (netip.Prefix, netip.Addr, error) {
 	al := t.Allocator(s)
 	requested := t.Requested
 	for try := 0; ; try++ {
@@ -157,10 +218,22 @@ func AllocateClaimed(s HoldClaimer, a Attachment, node string, t Target, key str
 		if err != nil {
 			return netip.Prefix{}, netip.Addr{}, err
 		}
-		action, addr, _, err := decideHold(al, h, key, a, node, t, now)
+		action, addr, _, err := decideHold(al, h, key, a, node, t, mig, now)
 		switch {
 		case err != nil:
 			return netip.Prefix{}, netip.Addr{}, err
+		case action == addSecond:
+			r, err := al.usable(t.Set, addr, t.Label)
+			if err != nil {
+				return netip.Prefix{}, netip.Addr{}, err
+			}
+			ok, err := s.Share(a, mig)
+			if err != nil {
+				return netip.Prefix{}, netip.Addr{}, err
+			}
+			if ok {
+				return netip.PrefixFrom(addr, r.Subnet.Bits()), r.Gateway, nil
+			}
 		case action == endItFirst:
 			if err := s.FreeFound(); err != nil {
 				return netip.Prefix{}, netip.Addr{}, err
@@ -177,9 +250,9 @@ func AllocateClaimed(s HoldClaimer, a Attachment, node string, t Target, key str
 // record first (owner a, the hold's expiry kept), then the reservation.
 // A crash between leaves the address reserved for the hold, which
 // judgeHold reads as still held.
-func takeOver(hs HoldStore, e HoldRecord, a Attachment, holdFor time.Duration) error {
-	h := e.Hold
-	h.Owner, h.Network, h.HoldFor = a.ContainerID, a.Network, holdFor.String()
+func takeOver(hs HoldStore, e HoldRecord, a Attachment, holdFor time.Duration, mig string) error {
+	h := e.Hold.WithoutSecond()
+	h.Owner, h.Network, h.HoldFor, h.Migration = a.ContainerID, a.Network, holdFor.String(), mig
 	if err := hs.WriteHold(e.ID, h); err != nil {
 		return err
 	}
@@ -217,6 +290,40 @@ func ToHold(hs HoldStore, e HoldRecord, now time.Time) error {
 	return hs.Reassign(e.Addr, owner, HoldOwner(e.ID))
 }
 
+// HandOver gives e's address to its migration target alone, its owner
+// gone (the source's DEL after a successful migration): the reservation
+// first, then the record. A crash between leaves the address reserved by
+// the record's Second, which judgeHold reads as handed over; never
+// unowned, never a third owner.
+func HandOver(hs HoldStore, e HoldRecord) error {
+	owner, ok, err := hs.Owner(e.Addr)
+	if err != nil {
+		return err
+	}
+	if !ok || owner.ContainerID != e.Owner || owner.IfName != e.IfName {
+		return nil // judged a moment ago under the store's lock; cannot happen
+	}
+	if err := hs.Reassign(e.Addr, owner, e.secondAtt(owner)); err != nil {
+		return err
+	}
+	return hs.WriteHold(e.ID, e.HandedOver())
+}
+
+// DropSecond ends e's migration target's share of the address (its DEL,
+// a failed migration): one write of the record; the owner keeps it.
+func DropSecond(hs HoldStore, e HoldRecord) error {
+	return hs.WriteHold(e.ID, e.WithoutSecond())
+}
+
+// release is a release of owner e's reservation: to its migration target
+// when it has one, else a hold.
+func release(hs HoldStore, e HoldRecord, now time.Time) error {
+	if e.Second != "" {
+		return HandOver(hs, e)
+	}
+	return ToHold(hs, e, now)
+}
+
 // EndHold frees a hold: its address first (only while it is still held
 // for it), then the record. A crash between leaves a record whose address
 // is not reserved, which judgeHold reads as stale.
@@ -239,12 +346,26 @@ func EndHold(hs HoldStore, e HoldRecord) (bool, error) {
 
 // HoldOnDel is DEL's part for holds, before Release: every reservation of
 // a that a key has becomes a hold until now + its record's holdFor (that
-// of the ADD), so that Release no longer sees it as a's. key, when the
-// DEL knows it (runtimes usually send DEL the ADD's arguments), finds the
-// records by ID; otherwise, or when that does not account for every
-// address a has, every record is read.
+// of the ADD), or its migration target's alone, so that Release no longer
+// sees it as a's. key, when the DEL knows it (runtimes usually send DEL
+// the ADD's arguments), finds the records by ID; otherwise, or when that
+// does not account for every address a has, every record is read. An
+// attachment that reserves nothing may be a migration target: its share
+// ends, the owner keeping the address; anything else owns nothing, and
+// its DEL (a refused ADD's rollback) changes nothing.
 func HoldOnDel(hs HoldStore, a Attachment, key string, now time.Time) ([]netip.Addr, error) {
-	records, err := keyedRecords(hs, a, key)
+	addrs, err := hs.ByAttachment(a)
+	if err != nil {
+		return nil, err
+	}
+	if len(addrs) == 0 {
+		seconds, err := sharedBy(hs, a, key)
+		for i := 0; err == nil && i < len(seconds); i++ {
+			err = DropSecond(hs, seconds[i])
+		}
+		return nil, err
+	}
+	records, err := keyedRecords(hs, a, key, len(addrs))
 	if err != nil {
 		return nil, err
 	}
@@ -253,7 +374,7 @@ func HoldOnDel(hs HoldStore, a Attachment, key string, now time.Time) ([]netip.A
 		if a.Network != "" && e.Network != "" && e.Network != a.Network {
 			continue
 		}
-		if err := ToHold(hs, e, now); err != nil {
+		if err := release(hs, e, now); err != nil {
 			return held, err
 		}
 		held = append(held, e.Addr)
@@ -261,16 +382,12 @@ func HoldOnDel(hs HoldStore, a Attachment, key string, now time.Time) ([]netip.A
 	return held, nil
 }
 
-// keyedRecords finds the records of a's reservations: none without one
-// (one index lookup), by ID with the key, else by listing.
-func keyedRecords(hs HoldStore, a Attachment, key string) ([]HoldRecord, error) {
-	addrs, err := hs.ByAttachment(a)
-	if err != nil || len(addrs) == 0 {
-		return nil, err
-	}
+// keyedRecords finds the records of a's reservations (count addresses),
+// by ID with the key, else by listing.
+func keyedRecords(hs HoldStore, a Attachment, key string, count int) ([]HoldRecord, error) {
 	if key != "" {
 		var found []HoldRecord
-		for n := range addrs {
+		for n := range count {
 			e, err := LookupHold(hs, HoldID(key, a.IfName, n))
 			if err != nil {
 				return nil, err
@@ -279,11 +396,32 @@ func keyedRecords(hs HoldStore, a Attachment, key string) ([]HoldRecord, error) 
 				found = append(found, *e)
 			}
 		}
-		if len(found) == len(addrs) {
+		if len(found) == count {
 			return found, nil
 		}
 	}
 	return KeyedOf(hs, a)
+}
+
+// sharedBy finds the records whose migration target a is: with the key,
+// by ID (its records are one per range set, from the first on), so that
+// the second DEL a runtime sends for every pod (containerd's
+// RemovePodSandbox) reads a record, not the directory; else by listing.
+func sharedBy(hs HoldStore, a Attachment, key string) ([]HoldRecord, error) {
+	if key == "" {
+		return SecondsOf(hs, a)
+	}
+	var found []HoldRecord
+	for n := 0; n < maxRangeSets; n++ {
+		e, err := LookupHold(hs, HoldID(key, a.IfName, n))
+		if err != nil || e == nil {
+			return found, err
+		}
+		if e.SecondOf(a) {
+			found = append(found, *e)
+		}
+	}
+	return found, nil
 }
 
 // GCHolds is GC's part for holds, before GC: it frees holds past their
@@ -314,10 +452,17 @@ func GCHolds(hs HoldStore, keep func(Attachment) bool, now time.Time) (freed, he
 				errs = append(errs, err)
 				continue
 			}
+			if e.Second != "" && !keep(e.secondAtt(owner)) {
+				if err := DropSecond(hs, e); err != nil {
+					errs = append(errs, err)
+					continue
+				}
+				e.Hold = e.WithoutSecond()
+			}
 			if keep(owner) {
 				continue
 			}
-			if err := ToHold(hs, e, now); err != nil {
+			if err := release(hs, e, now); err != nil {
 				errs = append(errs, err)
 				continue
 			}
@@ -329,7 +474,8 @@ func GCHolds(hs HoldStore, keep func(Attachment) bool, now time.Time) (freed, he
 
 // ReleaseAddr is an operator's release of ip, reserved by owner, in the
 // scope where names: a key's reservation becomes a hold, as its DEL would
-// make it (the key gets the address back; releasing the key frees it);
+// make it (the key gets the address back; releasing the key frees it),
+// or, during a migration, its target's alone;
 // an address held for a key is refused (HeldForKey); anything else,
 // including a held address no record names, is freed. keyed is the
 // key's record when it was one.
@@ -349,7 +495,7 @@ func ReleaseAddr(hs HoldStore, owner Attachment, ip netip.Addr, where string, no
 		}
 		for _, e := range records {
 			if e.Addr == ip {
-				return &e, ToHold(hs, e, now)
+				return &e, release(hs, e, now)
 			}
 		}
 	}
@@ -405,6 +551,7 @@ type Undo struct {
 	reserved []undoReserved
 	records  []undoRecord
 	taken    []undoTaken
+	seconds  []undoRecord
 }
 
 type undoReserved struct {
@@ -431,6 +578,8 @@ func (u *Undo) recorded(hs HoldStore, id string) { u.records = append(u.records,
 
 func (u *Undo) tookOver(hs HoldStore, e HoldRecord) { u.taken = append(u.taken, undoTaken{hs, e}) }
 
+func (u *Undo) seconded(hs HoldStore, id string) { u.seconds = append(u.seconds, undoRecord{hs, id}) }
+
 // Run undoes everything for a, going on after failures and returning them
 // joined. Holds first: a hold taken over is held again (reservation, then
 // record); a fresh record goes before its reservation, so that a crash in
@@ -438,6 +587,13 @@ func (u *Undo) tookOver(hs HoldStore, e HoldRecord) { u.taken = append(u.taken, 
 // that someone else then takes. Exhaustion records stay (see Rollback).
 func (u *Undo) Run(a Attachment) error {
 	var errs []error
+	for _, r := range u.seconds {
+		e, err := LookupHold(r.hs, r.id)
+		if err == nil && e != nil && e.SecondOf(a) {
+			err = DropSecond(r.hs, *e)
+		}
+		errs = append(errs, err)
+	}
 	for _, t := range u.taken {
 		errs = append(errs, giveBack(t.hs, t.e, a))
 	}

@@ -91,17 +91,22 @@ type HoldRecord struct {
 //	reserved by h.Owner                     reserved by h.Owner
 //	reserved by h.LastOwner, h held         reserved by h.LastOwner (a DEL that
 //	                                        did not finish its second write)
+//	reserved by h.Second                    reserved by h.Second alone (the
+//	                                        source's DEL of a migration that
+//	                                        did not finish its second write)
 //	anything else, or not reserved          stale: the record holds nothing
 func judgeHold(id string, h Hold, owner Attachment, exists bool) (Hold, string) {
 	switch {
 	case !exists:
 		return h, "its address is not reserved"
 	case owner == HoldOwner(id):
-		h.Owner = ""
-		return h, ""
+		h.Owner, h.Node = "", ""
+		return h.WithoutSecond(), ""
 	case owner.IfName != h.IfName || (h.Network != "" && owner.Network != "" && owner.Network != h.Network):
 	case h.Owner != "" && owner.ContainerID == h.Owner:
 		return h, ""
+	case h.Second != "" && owner.ContainerID == h.Second:
+		return h.HandedOver(), ""
 	case h.Owner == "" && h.LastOwner != "" && owner.ContainerID == h.LastOwner:
 		h.Owner = h.LastOwner
 		return h, ""
@@ -166,13 +171,33 @@ func (e HoldRecord) Keyed(a Attachment) bool {
 	return e.Stale == "" && !e.Held() && e.Owner == a.ContainerID && e.IfName == a.IfName
 }
 
+// SecondOf reports a record whose migration target is attachment a.
+func (e HoldRecord) SecondOf(a Attachment) bool {
+	return e.Stale == "" && !e.Held() && e.Second == a.ContainerID && e.IfName == a.IfName
+}
+
+// secondAtt is the migration target of e as an attachment.
+func (e HoldRecord) secondAtt(owner Attachment) Attachment {
+	return Attachment{ContainerID: e.Second, IfName: e.IfName, Network: owner.Network}
+}
+
+// SecondsOf lists the records whose migration target a is.
+func SecondsOf(r HoldReader, a Attachment) ([]HoldRecord, error) {
+	return holdsWhere(r, func(e HoldRecord) bool { return e.SecondOf(a) })
+}
+
 // KeyedOf lists the records of a's reservations: how DEL, GC and an
 // operator's release find what a key holds through its attachment.
 func KeyedOf(r HoldReader, a Attachment) ([]HoldRecord, error) {
+	return holdsWhere(r, func(e HoldRecord) bool { return e.Keyed(a) })
+}
+
+// holdsWhere lists the judged records that match.
+func holdsWhere(r HoldReader, match func(HoldRecord) bool) ([]HoldRecord, error) {
 	all, err := ListHolds(r)
 	var out []HoldRecord
 	for _, e := range all {
-		if e.Keyed(a) {
+		if match(e) {
 			out = append(out, e)
 		}
 	}

@@ -65,17 +65,25 @@ func clearIfReleased(l Ledger, released []netip.Addr) error {
 }
 
 // Check verifies that every ip is reserved for a (an id-only legacy
-// reservation of a's container counts). A miss is reported as code 3
-// (unknown container): from CHECK's point of view the attachment the
-// runtime asked about does not exist in this ledger.
+// reservation of a's container counts, and so does a share of a sticky
+// key's address as its migration target, in a ledger that keeps holds).
+// A miss is reported as code 3 (unknown container): from CHECK's point of
+// view the attachment the runtime asked about does not exist in this
+// ledger.
 func Check(l Ledger, a Attachment, ips []netip.Addr) error {
+	var shared []HoldRecord
 	for _, ip := range ips {
 		ip = ip.Unmap()
 		owner, ok, err := l.Owner(ip)
 		if err != nil {
 			return err
 		}
-		if !ok || (!a.Owns(owner) && !owner.Is(a.Legacy())) {
+		if hr, holds := l.(HoldReader); ok && holds && !a.Owns(owner) && shared == nil {
+			if shared, err = SecondsOf(hr, a); err != nil {
+				return err
+			}
+		}
+		if !ok || (!a.Owns(owner) && !owner.Is(a.Legacy()) && !slices.ContainsFunc(shared, func(e HoldRecord) bool { return e.Addr == ip })) {
 			return cnierr.New(cnierr.CodeUnknownContainer, "address not reserved for this attachment",
 				"address=%s containerID=%s ifname=%s", ip, a.ContainerID, a.IfName)
 		}
@@ -84,10 +92,15 @@ func Check(l Ledger, a Attachment, ips []netip.Addr) error {
 }
 
 // OwnsAny reports whether a (or an id-only legacy reservation of its
-// container) owns any address in l, whatever its range: host-local's
+// container) owns any address in l, whatever its range, or, in a ledger
+// that keeps holds, shares one as a migration target: host-local's
 // CHECK when the runtime gives no addresses to verify.
 func OwnsAny(l Ledger, a Attachment) (bool, error) {
 	held, err := ownedBy(l, a)
+	if hr, holds := l.(HoldReader); err == nil && len(held) == 0 && holds {
+		shared, err := SecondsOf(hr, a)
+		return len(shared) > 0, err
+	}
 	return len(held) > 0, err
 }
 

@@ -23,7 +23,13 @@ import (
 //	ADD, key K:  K's hold reserved by another container ID  → 105
 //	             K's hold reserved or held                    → that address
 //	             no hold (or it expired)                      → allocate, then record it
-//	DEL:         the reservation becomes a hold until now + holdFor
+//	             K's hold reserved by one live owner, the ADD a
+//	             migration target (MigrationName other than the owner's) → that
+//	             address, shared: the record's second owner; never a third
+//	             a migration target whose K holds no address             → 107
+//	DEL:         the reservation becomes a hold until now + holdFor; the
+//	             owner's with a second owner hands it over; the second
+//	             owner's ends its share
 //	GC:          frees holds past their expiry, whatever the attachments say
 
 // Where a key comes from, in ipam.sticky.by.
@@ -31,13 +37,19 @@ const (
 	StickyByPod        = "pod"        // K8S_POD_NAMESPACE/K8S_POD_NAME
 	StickyByAnnotation = "annotation" // the pod annotation cniplugins.io/sticky-key
 	StickyByArg        = "arg"        // CNI_ARGS CNIPLUGINS_STICKY_KEY
+	StickyByKubevirt   = "kubevirt"   // K8S_POD_NAMESPACE and the annotation kubevirt.io/domain
 
 	ArgStickyKey        = "CNIPLUGINS_STICKY_KEY"
 	AnnotationStickyKey = "cniplugins.io/sticky-key"
-	argPodNamespace     = "K8S_POD_NAMESPACE"
-	argNomadNamespace   = "NOMAD_NAMESPACE"
-	argPodName          = "K8S_POD_NAME"
-	podAnnotationsCap   = "io.kubernetes.cri.pod-annotations"
+	// AnnotationKubevirtDomain is the VMI's name on each of its
+	// virt-launcher pods; AnnotationMigrationJob the migration a target
+	// pod was started for (a pod keeps it after the migration).
+	AnnotationKubevirtDomain = "kubevirt.io/domain"
+	AnnotationMigrationJob   = "kubevirt.io/migrationJobName"
+	argPodNamespace          = "K8S_POD_NAMESPACE"
+	argNomadNamespace        = "NOMAD_NAMESPACE"
+	argPodName               = "K8S_POD_NAME"
+	podAnnotationsCap        = "io.kubernetes.cri.pod-annotations"
 
 	// DefaultHoldFor is how long a DEL'd key keeps its address when
 	// ipam.sticky.holdFor is not given.
@@ -69,9 +81,9 @@ func ParseSticky(k *StickyKeys) (Sticky, error) {
 	// with "sticky": true), with this holdFor.
 	for i, by := range k.By {
 		switch by {
-		case StickyByPod, StickyByAnnotation, StickyByArg:
+		case StickyByPod, StickyByAnnotation, StickyByArg, StickyByKubevirt:
 		default:
-			return s, cnierr.InvalidConfig(fmt.Sprintf("ipam.sticky.by[%d]", i), by, `must be "pod", "annotation" or "arg"`)
+			return s, cnierr.InvalidConfig(fmt.Sprintf("ipam.sticky.by[%d]", i), by, `must be "pod", "annotation", "arg" or "kubevirt"`)
 		}
 	}
 	s.By = k.By
@@ -113,6 +125,7 @@ func StickyKey(conf *netconf.Envelope, cniArgs []netconf.CNIArg, s Sticky) (stri
 			return prev.Sticky.Key, validStickyKey("prevResult.sticky.key", prev.Sticky.Key)
 		}
 	}
+	var annotations map[string]string
 	for _, by := range s.By {
 		key, field := "", ""
 		switch by {
@@ -122,14 +135,19 @@ func StickyKey(conf *netconf.Envelope, cniArgs []netconf.CNIArg, s Sticky) (stri
 			if ns != "" && name != "" {
 				key, field = ns+"/"+name, "CNI_ARGS "+argPodNamespace+"/"+argPodName
 			}
-		case StickyByAnnotation:
-			var rc struct {
-				Annotations map[string]string `json:"io.kubernetes.cri.pod-annotations"`
+		case StickyByAnnotation, StickyByKubevirt:
+			if annotations == nil {
+				var err error
+				if annotations, err = PodAnnotations(conf); err != nil {
+					return "", err
+				}
 			}
-			if err := conf.DecodeRuntimeConfig(&rc); err != nil {
-				return "", err
+			if by == StickyByAnnotation {
+				key, field = annotations[AnnotationStickyKey], annotationField(AnnotationStickyKey)
+				break
 			}
-			key, field = rc.Annotations[AnnotationStickyKey], `runtimeConfig["`+podAnnotationsCap+`"]["`+AnnotationStickyKey+`"]`
+			ns, _ := netconf.Lookup(cniArgs, argPodNamespace)
+			key, field = KubevirtKey(ns, annotations), annotationField(AnnotationKubevirtDomain)
 		case StickyByArg:
 			key, _ = netconf.Lookup(cniArgs, ArgStickyKey)
 			field = "CNI_ARGS " + ArgStickyKey
@@ -140,7 +158,7 @@ func StickyKey(conf *netconf.Envelope, cniArgs []netconf.CNIArg, s Sticky) (stri
 		if err := validStickyKey(field, key); err != nil {
 			return "", err
 		}
-		if by == StickyByPod {
+		if by == StickyByPod || by == StickyByKubevirt { // the runtime's namespace already
 			return key, nil
 		}
 		ns, err := runtimeNamespace(cniArgs)
@@ -179,6 +197,54 @@ func runtimeNamespace(cniArgs []netconf.CNIArg) (string, error) {
 		return k8s, nil
 	}
 	return nomad, nil
+}
+
+// PodAnnotations are the pod's annotations, as the runtime passes them
+// through the io.kubernetes.cri.pod-annotations capability (empty, never
+// nil, without them).
+func PodAnnotations(conf *netconf.Envelope) (map[string]string, error) {
+	var rc struct {
+		Annotations map[string]string `json:"io.kubernetes.cri.pod-annotations"`
+	}
+	if err := conf.DecodeRuntimeConfig(&rc); err != nil {
+		return nil, err
+	}
+	if rc.Annotations == nil {
+		return map[string]string{}, nil
+	}
+	return rc.Annotations, nil
+}
+
+func annotationField(name string) string {
+	return `runtimeConfig["` + podAnnotationsCap + `"]["` + name + `"]`
+}
+
+// KubevirtKey is a KubeVirt VM's key, "<namespace>/vm/<domain>": every
+// virt-launcher pod of the VM carries its domain (the VMI's name), and
+// the runtime vouches for the namespace. A pod name has no '/', so no
+// pod's "<namespace>/<podName>" is ever a VM's key. "" without either.
+func KubevirtKey(namespace string, annotations map[string]string) string {
+	domain := annotations[AnnotationKubevirtDomain]
+	if namespace == "" || domain == "" {
+		return ""
+	}
+	return namespace + "/vm/" + domain
+}
+
+// MigrationName is the live migration a keyed attachment's pod was
+// started for (the annotation kubevirt.io/migrationJobName), "" for none:
+// such an ADD may share its key's address with the one live attachment
+// that has it (docs/sticky.md, KubeVirt live migration).
+func MigrationName(conf *netconf.Envelope) (string, error) {
+	annotations, err := PodAnnotations(conf)
+	if err != nil {
+		return "", err
+	}
+	name := annotations[AnnotationMigrationJob]
+	if name == "" {
+		return "", nil
+	}
+	return name, validStickyKey(annotationField(AnnotationMigrationJob), name)
 }
 
 // validStickyKey: a key is printable and bounded; stores never use it as
@@ -228,7 +294,16 @@ type Hold struct {
 	IfName  string `json:"ifname"`
 	Network string `json:"network"`
 	Address string `json:"address"`
-	Key     string `json:"key"`
+	// SecondNode, Second and SecondMigration are a live migration's
+	// target: a second attachment (same interface and network) that
+	// shares the owner's address while both run, with the migration it
+	// was started for. Never more than two: a record has one Second. They
+	// follow the address, so that a record with a second owner never
+	// begins as one without (a store compares prefixes, OwnerPrefix).
+	SecondNode      string `json:"secondNode,omitempty"`
+	Second          string `json:"second,omitempty"`
+	SecondMigration string `json:"secondMigration,omitempty"`
+	Key             string `json:"key"`
 	// LastOwner and LastNode are the last attachment that had it.
 	LastOwner string `json:"lastOwner,omitempty"`
 	LastNode  string `json:"lastNode,omitempty"`
@@ -242,11 +317,49 @@ type Hold struct {
 	Expires time.Time `json:"expires,omitzero"`
 	// Time is when the record was written, where a store keeps it (etcd).
 	Time string `json:"time,omitempty"`
+	// Migration is the owner's migration name (MigrationName) at its ADD.
+	Migration string `json:"migration,omitempty"`
 }
 
 // For reports whether h is the hold of key on ifname (StickyID can
 // collide).
 func (h Hold) For(key, ifname string) bool { return h.Key == key && h.IfName == ifname }
+
+// SecondIs reports that the migration target of h is container cid on
+// node.
+func (h Hold) SecondIs(node, cid string) bool {
+	return h.Second != "" && h.Second == cid && h.SecondNode == node
+}
+
+// HandedOver is h once its owner has gone and its migration target owns
+// the address alone: the target is the owner, with its migration name
+// (the source of a next migration carries it), the source the last owner.
+func (h Hold) HandedOver() Hold {
+	h.LastOwner, h.LastNode = h.Owner, h.Node
+	h.Owner, h.Node, h.Migration = h.Second, h.SecondNode, h.SecondMigration
+	return h.WithoutSecond()
+}
+
+// SecondProblem says why h's migration target is not one any ADD writes
+// ("" when it is, or h has none): fsck's check.
+func (h Hold) SecondProblem() string {
+	switch {
+	case h.Second == "" || h.Held():
+		return ""
+	case h.Second == h.Owner && h.SecondNode == h.Node:
+		return "names its owner as its migration target"
+	}
+	if p := (Attachment{ContainerID: h.Second, IfName: h.IfName}).Problem(); p != "" {
+		return "names a migration target that " + p
+	}
+	return ""
+}
+
+// WithoutSecond is h with no migration target.
+func (h Hold) WithoutSecond() Hold {
+	h.Second, h.SecondNode, h.SecondMigration = "", "", ""
+	return h
+}
 
 // Held reports a hold with no reservation behind it.
 func (h Hold) Held() bool { return h.Owner == "" }
@@ -262,6 +375,14 @@ func (h Hold) owner() string {
 		return h.Node + "/" + h.Owner
 	}
 	return h.Owner
+}
+
+// second names the migration target in messages.
+func (h Hold) second() string {
+	if h.SecondNode != "" {
+		return h.SecondNode + "/" + h.Second
+	}
+	return h.Second
 }
 
 // Expired reports a hold whose time is over at now.

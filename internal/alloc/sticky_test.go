@@ -23,6 +23,7 @@ func TestParseSticky(t *testing.T) {
 		{"an hour", &StickyKeys{By: []string{"annotation"}, HoldFor: "1h"}, Sticky{By: []string{"annotation"}, HoldFor: time.Hour}, ""},
 		{"no by: the selector's keys only", &StickyKeys{HoldFor: "1h"}, Sticky{HoldFor: time.Hour}, ""},
 		{"unknown source", &StickyKeys{By: []string{"pod", "label"}}, Sticky{}, "ipam.sticky.by[1]"},
+		{"kubevirt", &StickyKeys{By: []string{"kubevirt"}, HoldFor: "0"}, Sticky{By: []string{"kubevirt"}}, ""},
 		{"bad duration", &StickyKeys{By: []string{"pod"}, HoldFor: "soon"}, Sticky{}, "ipam.sticky.holdFor"},
 		{"negative", &StickyKeys{By: []string{"pod"}, HoldFor: "-1m"}, Sticky{}, "ipam.sticky.holdFor"},
 	} {
@@ -46,6 +47,7 @@ func TestStickyKey(t *testing.T) {
 	annotated := `{"cniVersion":"1.1.0","name":"n","ipam":{},"runtimeConfig":{"io.kubernetes.cri.pod-annotations":{"cniplugins.io/sticky-key":"tenant/a"}}}`
 	fromSelector := `{"cniVersion":"1.1.0","name":"n","ipam":{},"prevResult":{"cniVersion":"1.1.0","sticky":{"key":"sel/key"}}}`
 	plain := `{"cniVersion":"1.1.0","name":"n","ipam":{}}`
+	kubevirt := `{"cniVersion":"1.1.0","name":"n","ipam":{},"runtimeConfig":{"io.kubernetes.cri.pod-annotations":{"kubevirt.io/domain":"pg"}}}`
 	for _, tc := range []struct {
 		name    string
 		conf    string
@@ -68,6 +70,9 @@ func TestStickyKey(t *testing.T) {
 		{"the selector's key first", fromSelector, pod, []string{"pod"}, "sel/key", false},
 		{"the selector's key without ipam.sticky", fromSelector, nil, nil, "sel/key", false},
 		{"off", plain, pod, nil, "", false},
+		{"kubevirt", kubevirt, pod, []string{"kubevirt", "pod"}, "db/vm/pg", false},
+		{"kubevirt needs the domain", annotated, pod, []string{"kubevirt", "pod"}, "db/pg-0", false},
+		{"kubevirt needs the namespace", kubevirt, pod[1:2], []string{"kubevirt"}, "", false},
 		{"control character", plain, []netconf.CNIArg{{Key: "CNIPLUGINS_STICKY_KEY", Value: "a\x01b"}}, []string{"arg"}, "", true},
 		{"too long", plain, []netconf.CNIArg{{Key: "CNIPLUGINS_STICKY_KEY", Value: strings.Repeat("k", 254)}}, []string{"arg"}, "", true},
 	} {
@@ -185,5 +190,32 @@ func TestHoldExpiryLastsAtLeastHoldFor(t *testing.T) {
 				t.Errorf("hold not expired at its expiry %s", tc.want)
 			}
 		})
+	}
+}
+
+// fsck's check of a migration target: none, a valid one, or why not.
+func TestSecondProblem(t *testing.T) {
+	base := Hold{Owner: "src", IfName: "eth0", Key: "vms/vm/pg", Address: "10.0.0.2"}
+	for _, tc := range []struct {
+		second string
+		node   string
+		want   string
+	}{
+		{"", "", ""},
+		{"tgt", "", ""},
+		{"src", "", "its owner"},
+		{"src", "node-b", ""},
+		{"bad id!", "", "migration target that"},
+	} {
+		h := base
+		h.Second, h.SecondNode = tc.second, tc.node
+		if got := h.SecondProblem(); (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
+			t.Errorf("second %q on %q: %q, want %q", tc.second, tc.node, got, tc.want)
+		}
+	}
+	held := base
+	held.Owner, held.Second = "", "src"
+	if p := held.SecondProblem(); p != "" {
+		t.Errorf("a held record's second: %q", p)
 	}
 }

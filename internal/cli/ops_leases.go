@@ -68,6 +68,11 @@ func writeLeases(cmd *cobra.Command, leases []ops.Lease, out outputFlags, nodes 
 	if sticky {
 		header = append(header, "STICKY-KEY", "LAST-OWNER", "EXPIRES")
 	}
+	// A migration's second owner gets its column once any address has one.
+	shared := slices.ContainsFunc(leases, func(l ops.Lease) bool { return l.SecondOwner != "" })
+	if shared {
+		header = append(header, "SECOND-OWNER")
+	}
 	// TENANT appears once any address counts for a quota's tenant.
 	tenants := slices.ContainsFunc(leases, func(l ops.Lease) bool { return l.Tenant != "" })
 	if tenants {
@@ -96,6 +101,13 @@ func writeLeases(cmd *cobra.Command, leases []ops.Lease, out outputFlags, nodes 
 				expires = "never"
 			}
 			rows[i] = append(rows[i], printableKey(l.StickyKey), l.LastOwner, expires)
+		}
+		if shared {
+			second := "-"
+			if l.SecondOwner != "" {
+				second = l.SecondOwner
+			}
+			rows[i] = append(rows[i], second)
 		}
 		if tenants {
 			rows[i] = append(rows[i], printableKey(l.Tenant))

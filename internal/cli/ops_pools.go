@@ -89,6 +89,9 @@ size, used, free, percent used, and whether STATUS reports it exhausted.
 			// HELD (sticky holds, part of USED) appears once anything is
 			// held, OVERFLOW once a pool has a chain.
 			held := slices.ContainsFunc(us, func(u ops.Usage) bool { return u.Held > 0 })
+			// MIGRATING (shared by a live migration's two owners, part of
+			// USED) appears once any address is.
+			migrating := slices.ContainsFunc(us, func(u ops.Usage) bool { return u.Migrating > 0 })
 			chained := slices.ContainsFunc(us, func(u ops.Usage) bool { return len(u.Overflow) > 0 })
 			tenanted := slices.ContainsFunc(us, func(u ops.Usage) bool { return len(u.Tenants) > 0 })
 			rows := make([][]string, len(us))
@@ -102,6 +105,9 @@ size, used, free, percent used, and whether STATUS reports it exhausted.
 				}
 				rows[i] = []string{u.Kind, u.Name, set, u.Ranges, strconv.FormatUint(u.Size, 10), strconv.FormatUint(u.Used, 10),
 					strconv.FormatUint(u.Free, 10), strconv.FormatFloat(u.Percent, 'f', 1, 64) + "%", ops.Bar(u.Percent), exhausted, strings.Join(u.Networks, ",")}
+				if migrating {
+					rows[i] = slices.Insert(rows[i], 6, strconv.FormatUint(u.Migrating, 10))
+				}
 				if held {
 					rows[i] = slices.Insert(rows[i], 6, strconv.FormatUint(u.Held, 10))
 				}
@@ -113,6 +119,9 @@ size, used, free, percent used, and whether STATUS reports it exhausted.
 				}
 			}
 			header := []string{"KIND", "NAME", "SET", "RANGES", "SIZE", "USED", "FREE", "USED%", "USAGE", "EXHAUSTED", "NETWORKS"}
+			if migrating {
+				header = slices.Insert(header, 6, "MIGRATING")
+			}
 			if held {
 				header = slices.Insert(header, 6, "HELD")
 			}

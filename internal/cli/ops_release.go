@@ -62,6 +62,10 @@ unless that node holds it.`,
 			}
 			verb := "released"
 			switch keyed := l.StickyKey != "" && l.ContainerID != ""; {
+			case l.SecondOwner != "" && l.SecondOwner == l.ContainerID:
+				verb = "ended the migration target's share of"
+			case l.SecondOwner != "":
+				verb = "handed to its migration target"
 			case keyed && r.DryRun:
 				verb = "would hold for its sticky key"
 			case keyed:

@@ -22,6 +22,7 @@ const (
 	CodePoolNotAllowed      uint = 104 // the attachment chose a pool its rule does not allow
 	CodeStickyHeld          uint = 105 // the sticky key's address is still reserved by another live attachment
 	CodeQuotaExceeded       uint = 106 // the tenant already holds the maximum number of addresses its rule allows
+	CodeNoMigrationSource   uint = 107 // a migration target's sticky key holds no address to share
 	CodeNotAvailable        uint = 50  // STATUS: plugin not available
 	CodeLimited             uint = 51  // STATUS: limited connectivity
 	CodeTryAgainLater            = types.ErrTryAgainLater

@@ -58,8 +58,11 @@ func (op *operation) add(targets []alloc.Target, st *stickyAtt) ([]allocated, er
 	allocate := func(t alloc.Target) (netip.Prefix, netip.Addr, error) {
 		s := op.stickyStore(t, claim, st)
 		stores = append(stores, s)
+		if err := s.requireSource(t); err != nil {
+			return netip.Prefix{}, netip.Addr{}, err
+		}
 		if st != nil {
-			return alloc.AllocateClaimed(s, att, op.node, t, st.key, op.now)
+			return alloc.AllocateClaimed(s, att, op.node, t, st.key, st.migration, op.now)
 		}
 		return t.Allocator(s).Allocate(att, t.RangeID, t.Set, t.Requested, t.Label)
 	}

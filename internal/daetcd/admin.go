@@ -163,6 +163,8 @@ func (a *Admin) Release(addr netip.Addr, s alloc.Scope, container, ifname string
 		return Lease{}, alloc.HeldForKey(addr, scopePath(s), heldFor(kv.Value))
 	case !valid:
 		return Lease{}, fmt.Errorf("%s in %s holds no owner record; refusing", addr, scopePath(s))
+	case r.Second != "" && (container == r.Second || container == "" || container == r.ContainerID) && (ifname == "" || ifname == r.IfName):
+		return a.releaseShare(s, r, container == r.Second, dryRun)
 	case container != "" && r.ContainerID != container:
 		return Lease{}, fmt.Errorf("%s is held by container %s, not %s", addr, r.ContainerID, container)
 	case ifname != "" && r.IfName != ifname:
@@ -220,7 +222,7 @@ func (a *Admin) GC(node string, f Filter, keep []alloc.Attachment, apply bool) (
 		return nil, err
 	}
 	keeps := alloc.NewKeepSet(f.Network, keep).Keeps
-	var plan []Lease
+	var plan, shared []Lease
 	perScope := map[alloc.Scope][]etcdkv.Txn{}
 	marks := unmark{}
 	for _, l := range leases {
@@ -228,6 +230,10 @@ func (a *Admin) GC(node string, f Filter, keep []alloc.Attachment, apply bool) (
 			continue
 		}
 		plan = append(plan, l)
+		if l.sharing() {
+			shared = append(shared, l)
+			continue
+		}
 		perScope[l.Scope] = append(perScope[l.Scope], a.op.release(l.Scope, l.key, false))
 		marks[a.op.keys.markOf(l.Scope, string(l.key.Key))] = true
 	}
@@ -251,6 +257,11 @@ func (a *Admin) GC(node string, f Filter, keep []alloc.Attachment, apply bool) (
 	}
 	if !apply {
 		return plan, nil
+	}
+	for _, l := range shared { // a migration's owner: as its DEL would (migration.go)
+		if err := a.op.commitShared(l.Scope, l.key, l.Record); err != nil {
+			return plan, err
+		}
 	}
 	for _, txns := range perScope {
 		if err := a.op.commitBatches(txns, marks); err != nil {
@@ -341,4 +352,30 @@ func parseScope(kind, name string) (alloc.Scope, bool) {
 		return alloc.Scope{Network: name}, true
 	}
 	return alloc.Scope{}, false
+}
+
+// releaseShare is an operator's release of an address a migration's two
+// owners share, as one owner's DEL would release it: the target's share
+// ends (target), or the source's goes and the target keeps the address.
+func (a *Admin) releaseShare(s alloc.Scope, r Record, target bool, dryRun bool) (Lease, error) {
+	node, cid := r.Node, r.ContainerID
+	if target {
+		node, cid = r.SecondNode, r.Second
+	}
+	idx, err := a.op.cl.Read(etcdkv.GetPrefix(a.op.keys.attachmentPrefix(node, s, cid, r.IfName)))
+	if err != nil {
+		return Lease{}, err
+	}
+	for _, kv := range idx.KVs(0) {
+		ir, ok := decodeRecord(kv.Value)
+		if !ok || ir.Address != r.Address || !ir.sharing() {
+			continue
+		}
+		l := Lease{Record: ir, Scope: s}
+		if dryRun {
+			return l, nil
+		}
+		return l, a.op.commitShared(s, kv, ir)
+	}
+	return Lease{}, fmt.Errorf("%s in %s changed while being released; nothing done, try again", r.Address, scopePath(s))
 }

@@ -34,7 +34,8 @@ func (op *operation) check(addrs []netip.Addr, placed []alloc.Target) error {
 	for i, a := range addrs {
 		kv, ok := resp.First(i)
 		r, valid := decodeRecord(kv.Value)
-		if !ok || !valid || !r.owns(op.node, op.network, op.cid, op.ifname) {
+		shares := r.Second == op.cid && r.SecondNode == op.node && r.IfName == op.ifname && r.Network == op.network
+		if !ok || !valid || (!r.owns(op.node, op.network, op.cid, op.ifname) && !shares) {
 			return cnierr.New(cnierr.CodeUnknownContainer, "address not reserved for this attachment",
 				"address=%s containerID=%s ifname=%s node=%s", a, op.cid, op.ifname, op.node)
 		}

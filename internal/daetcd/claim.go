@@ -54,6 +54,7 @@ type claimStore struct {
 	found    *takeOver // the hold the last claim met (alloc.HoldClaimer)
 	take     *takeOver // the hold the next claim takes over
 	sentTake *takeOver // the one the last claim sent took over
+	shared   *share    // the migration share this ADD wrote (migration.go)
 }
 
 var _ alloc.HoldClaimer = (*claimStore)(nil)
@@ -304,6 +305,11 @@ func (s *claimStore) MarkExhausted(int) error {
 func (op *operation) cancel(stores []*claimStore) error {
 	var txns []etcdkv.Txn
 	for _, s := range stores {
+		if s.shared != nil {
+			// A migration target's share (migration.go).
+			txns = append(txns, s.shared.undo(s.holdK, etcdkv.Put(s.shared.slotK, op.recordOf(s.att, s.scope, "", s.claim).encode())))
+			continue
+		}
 		if s.sent == nil {
 			continue
 		}
@@ -318,6 +324,7 @@ func (op *operation) cancel(stores []*claimStore) error {
 		if s.sticky != nil {
 			committed.Then = append([]etcdkv.Op{marker}, s.undoHold(addrK)...)
 		}
+
 		if s.marker != 0 { // it may still commit over the marker it took over: replace that one
 			committed.Else = []etcdkv.Op{etcdkv.Nested(etcdkv.Txn{If: []etcdkv.Cmp{etcdkv.ModIs(slotK, s.marker)}, Then: []etcdkv.Op{marker}})}
 		}

@@ -21,7 +21,7 @@ func TestStoreContractOnACluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(c.Stop)
-	alloctest.RunStoreContract(t, alloctest.Caps{}, func(t *testing.T) alloctest.Subject {
+	alloctest.RunStoreContract(t, alloctest.Caps{Migration: true}, func(t *testing.T) alloctest.Subject {
 		return etcdSubject{t: t, endpoints: c.Endpoints(), prefix: "/contract-test/" + t.Name() + "/"}
 	})
 }

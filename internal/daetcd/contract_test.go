@@ -16,7 +16,7 @@ import (
 // in-memory etcd (no etcd binary). contract_cluster_test.go runs it once
 // more over a real cluster.
 func TestStoreContract(t *testing.T) {
-	alloctest.RunStoreContract(t, alloctest.Caps{}, func(t *testing.T) alloctest.Subject {
+	alloctest.RunStoreContract(t, alloctest.Caps{Migration: true}, func(t *testing.T) alloctest.Subject {
 		return etcdSubject{t: t, endpoints: []string{etcdkvfake.New(t).URL()}, prefix: "/contract/"}
 	})
 }
@@ -39,7 +39,7 @@ func (e etcdSubject) op(c alloctest.Call) *operation {
 func (e etcdSubject) Add(c alloctest.Call, targets []alloc.Target) ([]netip.Prefix, error) {
 	var st *stickyAtt
 	if c.Key != "" {
-		st = &stickyAtt{key: c.Key, id: alloc.StickyID(c.Key, c.Att.IfName), holdFor: c.HoldFor}
+		st = &stickyAtt{key: c.Key, id: alloc.StickyID(c.Key, c.Att.IfName), holdFor: c.HoldFor, migration: c.Migration}
 	}
 	op := e.op(c)
 	op.quota = newQuotaState(c.Quota)

@@ -1,6 +1,7 @@
 package daetcd
 
 import (
+	"slices"
 	"strconv"
 
 	"github.com/cniplugins/cniplugins/internal/alloc"
@@ -52,6 +53,13 @@ func (op *operation) delRead(scopes []alloc.Scope) (found bool, err error) {
 				continue
 			}
 			if ok && r.released() {
+				fenced = true
+				continue
+			}
+			if ok && r.sharing() {
+				if err := op.commitShared(s, kv, r); err != nil {
+					return true, err
+				}
 				fenced = true
 				continue
 			}
@@ -147,6 +155,11 @@ func (op *operation) delFromPrev(req *plugin.Request) (done bool, err error) {
 			// path below, and so is a sticky one when no key is derivable.
 			holdK := op.keys.holdKey(t.Scope, st.id, strconv.Itoa(t.RangeID))
 			hp := ownedPrefix(op.node, op.cid, op.ifname, op.network, a.String())
+			// Only a hold of one owner: its key follows the address at
+			// once. One a migration's target shares (migration.go) is
+			// left to the read path, which hands the address over.
+			alone := append(slices.Clip(hp), `"key":`...)
+			release.If = append(release.If, etcdkv.ValueAbove(holdK, alone), etcdkv.ValueBelow(holdK, append(slices.Clip(alone), 0xff)))
 			release.Then = []etcdkv.Op{op.retire(slotK, r), op.releaseSticky(t.Scope, r, addrK, holdK,
 				[]etcdkv.Cmp{etcdkv.ValueAbove(holdK, hp), etcdkv.ValueBelow(holdK, append(hp, 0xff))}, op.keys.fullKey(t.Scope, t.RangeID))}
 		}

@@ -62,6 +62,10 @@ func (op *operation) collect(scopes []alloc.Scope, keep alloc.KeepSet) error {
 			if !ok || r.released() || r.Network != op.network || keep.Keeps(r.attachment()) {
 				continue
 			}
+			if r.sharing() {
+				errs = append(errs, op.commitShared(s, kv, r))
+				continue
+			}
 			txns = append(txns, op.release(s, kv, false))
 			marks[op.keys.markOf(s, string(kv.Key))] = true
 			op.log.Info("gc releases", logging.String("address", r.Address), logging.String("containerID", r.ContainerID), logging.String("ifname", r.IfName))

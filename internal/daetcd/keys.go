@@ -128,6 +128,14 @@ type Record struct {
 	// Released marks the fence a release leaves in the index key (see
 	// fence.go): no address, nothing held.
 	Released bool `json:"released,omitempty"`
+	// A sticky owner's migration name, and, while a live migration's
+	// target shares its address, that target (migration.go). Shares marks
+	// the target's own index key: the address is the owner's claim.
+	Migration       string `json:"migration,omitempty"`
+	SecondNode      string `json:"secondNode,omitempty"`
+	Second          string `json:"second,omitempty"`
+	SecondMigration string `json:"secondMigration,omitempty"`
+	Shares          bool   `json:"shares,omitempty"`
 }
 
 // ownerPrefix is how every record of this owner and address begins: the

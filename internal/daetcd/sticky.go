@@ -40,9 +40,10 @@ import (
 
 // stickyAtt is the sticky key of the attachment an ADD or DEL is for.
 type stickyAtt struct {
-	key     string
-	id      string // alloc.StickyID(key, ifname)
-	holdFor time.Duration
+	key       string
+	id        string // alloc.StickyID(key, ifname)
+	holdFor   time.Duration
+	migration string // alloc.MigrationName
 }
 
 // parseStickyConf is ipam.sticky validated.
@@ -67,7 +68,8 @@ func stickyOf(conf *netconf.Envelope, cniArgs []netconf.CNIArg, ifname string) (
 	if err != nil || key == "" {
 		return nil, err
 	}
-	return &stickyAtt{key: key, id: alloc.StickyID(key, ifname), holdFor: s.HoldFor}, nil
+	mig, err := alloc.MigrationName(conf)
+	return &stickyAtt{key: key, id: alloc.StickyID(key, ifname), holdFor: s.HoldFor, migration: mig}, err
 }
 
 func (l layout) holdScope(s alloc.Scope) string { return l.prefix + "sticky/" + scopePath(s) + "/" }
@@ -127,7 +129,7 @@ func heldOf(r Record, now time.Time) alloc.Hold {
 // stickyRecord marks a claim record as the sticky attachment's.
 func (st *stickyAtt) mark(r Record) Record {
 	if st != nil {
-		r.Hold, r.StickyKey, r.HoldFor = st.id, st.key, st.holdFor.String()
+		r.Hold, r.StickyKey, r.HoldFor, r.Migration = st.id, st.key, st.holdFor.String(), st.migration
 	}
 	return r
 }
@@ -150,10 +152,28 @@ func (op *operation) releaseSticky(s alloc.Scope, r Record, addrK, holdK string,
 	})
 }
 
+// requireSource refuses a migration target whose key has no hold in t's
+// scope before its claim could allocate one (the engine's rule,
+// alloc.NoMigrationSource): one read, for migration targets only.
+func (s *claimStore) requireSource(t alloc.Target) error {
+	if s.sticky == nil || s.sticky.migration == "" {
+		return nil
+	}
+	resp, err := s.op.cl.Read(etcdkv.Get(s.holdK))
+	if err != nil {
+		return err
+	}
+	if _, ok := resp.First(0); ok {
+		return nil
+	}
+	return alloc.NoMigrationSource(s.sticky.key, s.sticky.migration, t)
+}
+
 // takeOver is the hold an ADD takes over, as read.
 type takeOver struct {
-	rev  int64
-	hold alloc.Hold
+	rev   int64
+	hold  alloc.Hold
+	claim []byte // its address's claim, when the hold has an owner
 }
 
 // Found implements alloc.HoldClaimer: the hold the claim met, for the
@@ -183,9 +203,12 @@ func (s *claimStore) Found(f *alloc.HoldFound) (*alloc.Hold, error) {
 		if err != nil {
 			return nil, err
 		}
-		if claim, ok := resp.First(0); !ok || claim.ModRevision != rev {
+		claim, ok := resp.First(0)
+		if !ok || claim.ModRevision != rev {
 			return nil, op.dropHold(holdK, rev)
 		}
+		s.found = &takeOver{rev: rev, hold: h, claim: claim.Value}
+		return &h, nil
 	}
 	s.found = &takeOver{rev: rev, hold: h}
 	return &h, nil
@@ -229,7 +252,7 @@ func expireHold(holdK, addrK string, rev int64, mark string) etcdkv.Txn {
 func (s *claimStore) holdOps(a alloc.Attachment, ip netip.Addr, addrK string) (cond []etcdkv.Cmp, put etcdkv.Op) {
 	op := s.op
 	h := alloc.Hold{Node: op.node, Owner: a.ContainerID, IfName: a.IfName, Network: a.Network, Address: ip.String(), Key: s.sticky.key,
-		HoldFor: s.sticky.holdFor.String(), Time: stamp(op.now)}
+		HoldFor: s.sticky.holdFor.String(), Time: stamp(op.now), Migration: s.sticky.migration}
 	if t := s.take; t != nil {
 		h.LastOwner, h.LastNode = t.hold.LastOwner, t.hold.LastNode
 		if t.hold.Owner != "" {

@@ -47,6 +47,8 @@ type config struct {
 	sticky      alloc.Sticky
 	// stickyKey is the attachment's sticky key, "" when it has none.
 	stickyKey string
+	// migration is its ADD's migration name (alloc.MigrationName).
+	migration string
 }
 
 // parseConfig reads and validates everything before anything touches disk.
@@ -79,6 +81,11 @@ func parseConfig(conf *netconf.Envelope, cniArgs []netconf.CNIArg, needRanges bo
 	// a malformed one must not fail them.
 	if c.stickyKey, err = alloc.StickyKey(conf, cniArgs, c.sticky); err != nil && needRanges {
 		return nil, err
+	}
+	if c.stickyKey != "" && needRanges {
+		if c.migration, err = alloc.MigrationName(conf); err != nil {
+			return nil, err
+		}
 	}
 	return c, nil
 }
@@ -140,7 +147,9 @@ func load(req *plugin.Request) (*config, []alloc.Target, error) {
 }
 
 // keyed is the attachment's sticky key with this config's holdFor.
-func (c *config) keyed() alloc.Keyed { return alloc.Keyed{Key: c.stickyKey, HoldFor: c.sticky.HoldFor} }
+func (c *config) keyed() alloc.Keyed {
+	return alloc.Keyed{Key: c.stickyKey, HoldFor: c.sticky.HoldFor, Migration: c.migration}
+}
 
 // dir is the state directory of scope s: host-local's for the network,
 // or the pool's, shared by every network that selects it so that no two

@@ -362,7 +362,8 @@ const sticky = `"rules":[
 	{"namespace":"db","pools":[{"name":"db","subnet":"10.211.5.0/24"}],"podChoice":["db","db-fast"],"sticky":true},
 	{"namespace":"web","pools":["web"],"sticky":false},
 	{"namespace":"cache","podName":"redis-*","pools":["cache"],"sticky":null},
-	{"podName":"vm-*","pools":["vms"],"sticky":true}],
+	{"podName":"vm-*","pools":["vms"],"sticky":true},
+	{"namespace":"kv","pools":["vms"],"sticky":"kubevirt"}],
 	"defaultPools":["shared"],
 	"poolDefinitions":{"db-fast":[{"subnet":"10.211.6.0/24"}]}`
 
@@ -396,6 +397,9 @@ func TestArgsStickyKey(t *testing.T) {
 		{name: "no namespace (podman): no key", in: input{cniArgs: "IgnoreUnknown=1;K8S_POD_NAME=vm-1"}, pool: "vms"},
 		{name: "no namespace (podman), annotated", in: input{cniArgs: "IgnoreUnknown=1;K8S_POD_NAME=vm-1", runtimeConfig: annotations(alloc.AnnotationStickyKey, "vm-1-disk")},
 			want: "vm-1-disk", pool: "vms"},
+		{name: "a KubeVirt VM: namespace and domain", in: input{cniArgs: k8sArgs("kv", "virt-launcher-pg-x1"), runtimeConfig: annotations(alloc.AnnotationKubevirtDomain, "pg")},
+			want: "kv/vm/pg", pool: "vms"},
+		{name: "a pod without a domain in a kubevirt rule: no key", in: input{cniArgs: k8sArgs("kv", "web-0"), runtimeConfig: annotations(alloc.AnnotationStickyKey, "kv/vm/pg")}, pool: "vms"},
 		{name: "an error is an error first", in: input{cniArgs: k8sArgs("db", "pg-0"), runtimeConfig: annotations(annotationPools, "web")}, code: 104},
 	}
 	for _, tt := range tests {
@@ -417,6 +421,7 @@ func TestArgsStickyKey(t *testing.T) {
 func TestArgsStickyRejects(t *testing.T) {
 	for _, tt := range []struct{ name, ipam string }{
 		{"a string", `"rules":[{"pools":["a"],"sticky":"true"}]`},
+		{"another source", `"rules":[{"pools":["a"],"sticky":"pod"}]`},
 		{"a number", `"rules":[{"pools":["a"],"sticky":1}]`},
 		{"an object", `"rules":[{"pools":["a"],"sticky":{"key":"x"}}]`},
 	} {

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/cniplugins/cniplugins/internal/alloc"
 	"github.com/cniplugins/cniplugins/internal/cnierr"
 	"github.com/cniplugins/cniplugins/internal/netconf"
 	"github.com/cniplugins/cniplugins/internal/pool"
@@ -40,8 +41,9 @@ type rule struct {
 	pools     []pool.Pool
 	podChoice []string
 	// sticky: an attachment this rule selects for gets a sticky key
-	// (stickyKey), passed on to the allocator in the selection.
-	sticky bool
+	// (stickyKey), passed on to the allocator in the selection: "" none,
+	// stickyPod ("sticky": true) or alloc.StickyByKubevirt.
+	sticky string
 	// quota, when set, bounds each tenant's addresses (quota.go).
 	quota *ruleQuota
 
@@ -54,7 +56,7 @@ type rule struct {
 type ruleJSON struct {
 	Pools       json.RawMessage   `json:"pools"`
 	PodChoice   []string          `json:"podChoice"`
-	Sticky      *bool             `json:"sticky"`
+	Sticky      json.RawMessage   `json:"sticky"`
 	Quota       json.RawMessage   `json:"quota"`
 	Namespace   *string           `json:"namespace"`
 	PodName     *string           `json:"podName"`
@@ -195,8 +197,11 @@ func parseRule(field string, raw json.RawMessage) (rule, error) {
 	if err := rejectUnknownKeys(raw, field, ruleKeys()); err != nil {
 		return rule{}, err
 	}
-	r := rule{field: field, args: rj.Args, labels: rj.Labels, annotations: rj.Annotations, sticky: rj.Sticky != nil && *rj.Sticky}
+	r := rule{field: field, args: rj.Args, labels: rj.Labels, annotations: rj.Annotations}
 	var err error
+	if r.sticky, err = parseRuleSticky(field+".sticky", rj.Sticky); err != nil {
+		return rule{}, err
+	}
 	if r.pools, err = pool.ParseRefs(rj.Pools, field+".pools"); err != nil {
 		return rule{}, err
 	}
@@ -356,4 +361,21 @@ func (c *argsConfig) sets() [][]string {
 	}
 	add(pool.Names(c.defaults)...)
 	return out
+}
+
+// stickyPod is a rule's "sticky": true: the key "<namespace>/<podName>".
+const stickyPod = "pod"
+
+// parseRuleSticky reads a rule's "sticky": true, false, null or
+// "kubevirt" (the key alloc.KubevirtKey).
+func parseRuleSticky(field string, raw json.RawMessage) (string, error) {
+	switch strings.TrimSpace(string(raw)) {
+	case "", "null", "false":
+		return "", nil
+	case "true":
+		return stickyPod, nil
+	case `"` + alloc.StickyByKubevirt + `"`:
+		return alloc.StickyByKubevirt, nil
+	}
+	return "", cnierr.InvalidConfig(field, string(raw), `must be true, false or "kubevirt"`)
 }

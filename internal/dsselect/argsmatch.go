@@ -96,11 +96,14 @@ func (c *argsConfig) matchPools(r *rule, a attachment) ([]pool.Pool, error) {
 // author writes the annotation, so it never replaces a namespace and pod
 // name the runtime sent: in Kubernetes the key is not the pod's choice,
 // and an annotation key is scoped to the namespace (alloc.ScopeStickyKey).
-// Nil (no rule matched: the defaults) or a rule without sticky: "".
+// A "kubevirt" rule gives the VM's key (alloc.KubevirtKey) alone. Nil
+// (no rule matched: the defaults) or a rule without sticky: "".
 func (r *rule) stickyKey(a attachment) string {
 	switch {
-	case r == nil || !r.sticky:
+	case r == nil || r.sticky == "":
 		return ""
+	case r.sticky == alloc.StickyByKubevirt:
+		return alloc.KubevirtKey(a.namespace, a.annotations)
 	case a.namespace != "" && a.podName != "":
 		return a.namespace + "/" + a.podName
 	default:

@@ -213,6 +213,11 @@ func (d *Disk) repairHolds(now time.Time) ([]string, error) {
 				return done, err
 			}
 			done = append(done, "freed the expired hold of "+e.Address)
+		case e.SecondProblem() != "":
+			if err := alloc.DropSecond(d, e); err != nil {
+				return done, err
+			}
+			done = append(done, "dropped the invalid migration target of "+e.Address)
 		}
 	}
 	for _, ip := range orphans {

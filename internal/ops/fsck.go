@@ -149,6 +149,8 @@ func findings(d StateDir, h *hostlocal.Health, sets []addrspace.RangeSet) ([]Fin
 			add(SeverityProblem, path, "sticky hold record of key "+printable(fmt.Sprintf("%q", e.Key))+" holds nothing: "+e.Stale, repairRemove)
 		case e.Expired(now):
 			add(SeverityNote, path, fmt.Sprintf("sticky hold of %s for key %q expired at %s; GC frees it", e.Address, e.Key, e.Expires.Format(time.RFC3339)), "free it, as GC would")
+		case e.SecondProblem() != "":
+			add(SeverityProblem, path, "sticky hold record of key "+printable(fmt.Sprintf("%q", e.Key))+" "+e.SecondProblem(), "drop the migration target; the owner keeps the address")
 		}
 	}
 	for _, r := range h.Tenants {

@@ -41,6 +41,11 @@ type Lease struct {
 	StickyKey   string    `json:"stickyKey,omitempty"`
 	HoldExpires time.Time `json:"holdExpires,omitzero"`
 	LastOwner   string    `json:"lastOwner,omitempty"`
+	// SecondOwner is a KubeVirt live migration's target, which shares the
+	// address with ContainerID while both run, and SecondMigration the
+	// migration it was started for.
+	SecondOwner     string `json:"secondOwner,omitempty"`
+	SecondMigration string `json:"secondMigration,omitempty"`
 	// Tenant is the quota's tenant the address counts for
 	// ("<per>=<value>"; "" when it counts for none).
 	Tenant string `json:"tenant,omitempty"`
@@ -142,7 +147,7 @@ func withHold(l Lease, holds map[string]alloc.HoldRecord) Lease {
 	if !ok {
 		return l
 	}
-	l.StickyKey, l.LastOwner = e.Key, e.LastOwner
+	l.StickyKey, l.LastOwner, l.SecondOwner, l.SecondMigration = e.Key, e.LastOwner, e.Second, e.SecondMigration
 	if e.Held() {
 		// A reservation's record may keep the expiry of the hold it took
 		// over (for a take-over a crash interrupts): not this lease's.
@@ -175,6 +180,9 @@ func (l Lease) Describe() string {
 	}
 	if l.StickyKey != "" {
 		who += ", sticky key " + l.StickyKey
+	}
+	if l.SecondOwner != "" {
+		who += ", shared with migration target " + l.SecondOwner
 	}
 	if l.Node != "" {
 		who = "node " + l.Node + ", " + who

@@ -109,11 +109,21 @@ func (b Local) Release(r ReleaseRequest) (Lease, error) {
 		return Lease{}, err
 	}
 	owner, ok, err := disk.Owner(r.Addr)
-	if err == nil {
+	var share *alloc.HoldRecord
+	if err == nil && ok && r.Container != "" && owner.ContainerID != r.Container {
+		share, err = r.migrationShare(disk)
+	}
+	if err == nil && share == nil {
 		err = r.check(d, owner, ok)
 	}
 	var keyed *alloc.HoldRecord
-	if err == nil {
+	switch {
+	case err != nil:
+	case share != nil:
+		// The migration target's share ends, as its DEL would end it.
+		err = alloc.DropSecond(disk, *share)
+		owner.ContainerID, keyed = share.Second, share
+	default:
 		keyed, err = alloc.ReleaseAddr(disk, owner, r.Addr, d.Label(), time.Now())
 	}
 	if cerr := disk.Close(); err == nil {
@@ -124,9 +134,21 @@ func (b Local) Release(r ReleaseRequest) (Lease, error) {
 	}
 	l := leaseOf(d, hostlocal.Reservation{Addr: r.Addr, Owner: owner, Problem: owner.Problem()})
 	if keyed != nil {
-		l.StickyKey = keyed.Key
+		l.StickyKey, l.SecondOwner, l.SecondMigration = keyed.Key, keyed.Second, keyed.SecondMigration
 	}
 	return l, nil
+}
+
+// migrationShare is the record of r.Addr whose migration target is
+// r.Container (and r.IfName, when set), nil when there is none.
+func (r ReleaseRequest) migrationShare(disk *hostlocal.Disk) (*alloc.HoldRecord, error) {
+	holds, err := alloc.ListHolds(disk)
+	for _, e := range holds {
+		if e.Addr == r.Addr && e.Stale == "" && !e.Held() && e.Second == r.Container && (r.IfName == "" || r.IfName == e.IfName) {
+			return &e, err
+		}
+	}
+	return nil, err
 }
 
 func (r ReleaseRequest) check(d StateDir, owner alloc.Attachment, reserved bool) error {

@@ -33,9 +33,12 @@ type Usage struct {
 	Used uint64 `json:"used"`
 	// Held counts the used addresses that sticky keys hold with no
 	// container (after a DEL); Used - Held are in use.
-	Held    uint64  `json:"held"`
-	Free    uint64  `json:"free"`
-	Percent float64 `json:"percentUsed"` // 0-100, two decimals
+	Held uint64 `json:"held"`
+	// Migrating counts the used addresses a KubeVirt live migration's
+	// two owners share (the source's and the target's pods).
+	Migrating uint64  `json:"migrating"`
+	Free      uint64  `json:"free"`
+	Percent   float64 `json:"percentUsed"` // 0-100, two decimals
 	// Exhausted is what STATUS reads: an ADD found it full and
 	// nothing was released there since.
 	Exhausted bool `json:"exhausted"`
@@ -106,8 +109,13 @@ func Usages(nets []Network) ([]Usage, error) {
 			}
 		}
 		for _, e := range held[u.Dir] {
-			if e.Held() && u.set.Contains(e.Addr) && !u.exclude.Contains(e.Addr) {
+			if !u.set.Contains(e.Addr) || u.exclude.Contains(e.Addr) {
+				continue
+			}
+			if e.Held() {
 				u.Held++
+			} else if e.Second != "" {
+				u.Migrating++
 			}
 		}
 		for _, ip := range addrs {

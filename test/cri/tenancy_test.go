@@ -15,8 +15,8 @@ func TestFullPoolSpillsIntoShared(t *testing.T) {
 		}
 		second := s.c.mustRunPod(t, "spill", "web-2", nil)
 		for _, p := range []pod{first, second} {
-			if !s.in(p.ip, 50) {
-				t.Fatalf("%s got %s, want its namespace's pool spill (10.%d.50.0/24)", p.name, p.ip, s.second)
+			if !s.in(p.ip, 60) {
+				t.Fatalf("%s got %s, want its namespace's pool spill (10.%d.60.0/24)", p.name, p.ip, s.second)
 			}
 		}
 		spilled := s.c.mustRunPod(t, "spill", "web-3", nil)
@@ -28,7 +28,7 @@ func TestFullPoolSpillsIntoShared(t *testing.T) {
 			t.Errorf("web-3's lease %+v (found %v), want pool others", l, ok)
 		}
 		s.c.removePod(t, first)
-		if again := s.c.mustRunPod(t, "spill", "web-4", nil); !s.in(again.ip, 50) {
+		if again := s.c.mustRunPod(t, "spill", "web-4", nil); !s.in(again.ip, 60) {
 			t.Errorf("with room in spill again, web-4 got %s, want spill's", again.ip)
 		}
 	})

@@ -38,6 +38,8 @@ type Call struct {
 	Key     string
 	HoldFor time.Duration
 	Now     time.Time
+	// Migration is the ADD's migration name (alloc.MigrationName).
+	Migration string
 	// Quota is the selection's tenant quota (nil none).
 	Quota *pool.Quota
 }
@@ -48,6 +50,10 @@ type Caps struct {
 	// (host-local's round-robin). Without it the store chooses its start
 	// and the contract checks only that every address is handed out once.
 	Cursor bool
+	// Migration: a key's address may have a second (migration) owner
+	// (docs/sticky.md, KubeVirt live migration). Without it a migration
+	// target waits for its source's DEL (105).
+	Migration bool
 }
 
 // Case is one row of the contract.
@@ -161,7 +167,7 @@ func addr(s string) netip.Addr { return netip.MustParseAddr(s) }
 // StoreContract is the table of the engine's behaviours every store must
 // give.
 func StoreContract() []Case {
-	return slices.Concat(plainContract(), stickyContract(), overflowContract(), quotaContract())
+	return slices.Concat(plainContract(), stickyContract(), migrationContract(), overflowContract(), quotaContract())
 }
 
 func plainContract() []Case {

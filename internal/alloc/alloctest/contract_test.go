@@ -7,5 +7,5 @@ import (
 )
 
 func TestStoreContract(t *testing.T) {
-	alloctest.RunStoreContract(t, alloctest.Caps{Cursor: true}, func(*testing.T) alloctest.Subject { return alloctest.Mem() })
+	alloctest.RunStoreContract(t, alloctest.Caps{Cursor: true, Migration: true}, func(*testing.T) alloctest.Subject { return alloctest.Mem() })
 }

@@ -45,7 +45,7 @@ func (e Engine) Add(c Call, targets []alloc.Target) ([]netip.Prefix, error) {
 		locate := func(t alloc.Target) (alloc.Presence, error) { return alloc.LocateIn(l, c.Att, t, c.Key, c.Now) }
 		allocate := func(t alloc.Target) (netip.Prefix, netip.Addr, error) {
 			if c.Key != "" {
-				return alloc.AllocateKeyed(l, c.Att, t, alloc.Keyed{Key: c.Key, HoldFor: c.HoldFor}, c.Now, &u)
+				return alloc.AllocateKeyed(l, c.Att, t, alloc.Keyed{Key: c.Key, HoldFor: c.HoldFor, Migration: c.Migration}, c.Now, &u)
 			}
 			p, gw, err := t.Allocator(l).Allocate(c.Att, t.RangeID, t.Set, t.Requested, t.Label)
 			if err == nil {

@@ -1,0 +1,196 @@
+package daetcd
+
+import (
+	"bytes"
+	"net/netip"
+	"strconv"
+
+	"github.com/cniplugins/cniplugins/internal/alloc"
+	"github.com/cniplugins/cniplugins/internal/cnierr"
+	"github.com/cniplugins/cniplugins/internal/etcdkv"
+)
+
+// A KubeVirt live migration's two owners (docs/sticky.md), cluster-wide.
+// While a target shares the owner's address, the owner's claim and index
+// key carry the target (Record.Second...), the hold too
+// (alloc.Hold.Second...), and the target has an index key of its own on
+// its node, marked Shares, naming the address: so its DEL, CHECK and GC
+// find it as they find any attachment. All four keys are written in one
+// transaction, so they share one mod revision, as the owner's three keys
+// always do: every transition below is one transaction conditioned on
+// that revision, and a crash (or a lost answer) leaves the state before
+// or after it, never a third owner, none while one runs, or the address
+// free while its key holds it.
+//
+//	target's ADD:   hold, claim, owner's index key: + the target; the
+//	                target's index key (Shares)
+//	target's DEL:   the three without the target; its index key fenced
+//	source's DEL:   claim, hold and the target's index key: the target's,
+//	                as if it had claimed the address; the source's fenced
+
+// share is what a target's ADD wrote, for its cancel: each key's value
+// before and after.
+type share struct {
+	addrK, srcSlotK, slotK string
+	before, after          []byte // the owner's claim and index key
+	holdBefore, holdAfter  []byte
+	mine                   []byte // the target's index key
+}
+
+// Share implements alloc.HoldClaimer: one transaction, while the hold,
+// the owner's claim and its index key are at the revision found and this
+// attachment's index key is free (absent, or a marker or fence it takes
+// over).
+func (s *claimStore) Share(a alloc.Attachment, mig string) (bool, error) {
+	t := s.found
+	s.found = nil
+	if t == nil || t.claim == nil {
+		return false, nil
+	}
+	owner, ok := decodeRecord(t.claim)
+	ip, err := netip.ParseAddr(t.hold.Address)
+	if !ok || owner.Hold == "" || err != nil {
+		return false, nil
+	}
+	op := s.op
+	s.att = a
+	sh := &share{addrK: op.keys.addrKey(s.scope, ip), srcSlotK: op.keys.slotKey(owner.Node, s.scope, owner.ContainerID, owner.IfName, s.slot),
+		slotK: s.slotKey(), before: t.claim, holdBefore: encodeHold(t.hold)}
+	owner.SecondNode, owner.Second, owner.SecondMigration = op.node, a.ContainerID, mig
+	sh.after = owner.encode()
+	h := t.hold
+	h.SecondNode, h.Second, h.SecondMigration, h.Time = op.node, a.ContainerID, mig, stamp(op.now)
+	sh.holdAfter = encodeHold(h)
+	mine := s.sticky.mark(op.recordOf(a, s.scope, ip.String(), s.claim))
+	mine.Shares, mine.Migration = true, ""
+	sh.mine = mine.encode()
+	for try := 0; try < 3; try++ {
+		cond := []etcdkv.Cmp{etcdkv.ModIs(s.holdK, t.rev), etcdkv.ModIs(sh.addrK, t.rev), etcdkv.ModIs(sh.srcSlotK, t.rev), s.slotFree(sh.slotK)}
+		then := []etcdkv.Op{etcdkv.Put(sh.addrK, sh.after), etcdkv.Put(sh.srcSlotK, sh.after), etcdkv.Put(s.holdK, sh.holdAfter), etcdkv.Put(sh.slotK, sh.mine)}
+		s.shared = sh // from here on, cancel undoes it if it committed
+		resp, err := op.cl.TxnOnce(op.registering(cond, then, []etcdkv.Op{etcdkv.Get(sh.slotK), etcdkv.Get(op.keys.nodeKey(op.node))}))
+		resp = registered(resp)
+		if err != nil {
+			return false, err // ErrOutcomeUnknown included: cancel looks
+		}
+		if resp.Succeeded {
+			return true, nil
+		}
+		s.shared = nil
+		if node, found := resp.First(1); !found || !bytes.HasPrefix(node.Value, op.identity()) {
+			if err := op.ensureNode(node, found); err != nil {
+				return false, err
+			}
+			continue
+		}
+		slot, taken := resp.First(0)
+		if !taken {
+			return false, nil // the hold or the owner's claim changed
+		}
+		if r, _ := decodeRecord(slot.Value); !r.cancelled() {
+			return false, cnierr.New(cnierr.CodeDuplicateAttach, "attachment already holds an address",
+				"address=%s %s containerID=%s ifname=%s", r.Address, s.label, a.ContainerID, a.IfName)
+		}
+		if slot.ModRevision == s.marker {
+			return false, nil
+		}
+		s.marker = slot.ModRevision // a marker or fence: take it over
+	}
+	return false, nil
+}
+
+// undoShare is a failed ADD's cancel of its share: the owner's keys and
+// the hold as they were, the target's index key a marker, while all are
+// exactly as the share wrote them; otherwise (a hand-over or a drop came
+// first) only the marker where the index key is absent.
+func (sh *share) undo(holdK string, marker etcdkv.Op) etcdkv.Txn {
+	committed := etcdkv.Txn{
+		If: []etcdkv.Cmp{etcdkv.ValueIs(sh.slotK, sh.mine), etcdkv.ValueIs(sh.addrK, sh.after), etcdkv.ValueIs(sh.srcSlotK, sh.after),
+			etcdkv.ValueIs(holdK, sh.holdAfter)},
+		Then: []etcdkv.Op{marker, etcdkv.Put(sh.addrK, sh.before), etcdkv.Put(sh.srcSlotK, sh.before), etcdkv.Put(holdK, sh.holdBefore)},
+	}
+	return etcdkv.Txn{If: []etcdkv.Cmp{etcdkv.Absent(sh.slotK)}, Then: []etcdkv.Op{marker}, Else: []etcdkv.Op{etcdkv.Nested(committed)}}
+}
+
+// errShareChanged: a two-owner address changed between the read and the
+// release; the runtime retries the DEL (GC, the next GC), which reads it
+// anew.
+func errShareChanged(addr string) error {
+	return cnierr.New(cnierr.CodeTryAgainLater, "a migration's shared address changed while being released", "address=%s: try again", addr)
+}
+
+// sharing reports a record of an address two owners share: the owner's
+// (r.Second set) or the migration target's (r.Shares).
+func (r Record) sharing() bool { return r.Hold != "" && (r.Second != "" || r.Shares) }
+
+// commitShared releases the sharing record r found through index key kv
+// (releaseShared), on its own: a release that finds the address changed
+// is an error to retry, never a silent no-op that would leave the address
+// with an owner that is gone.
+func (op *operation) commitShared(s alloc.Scope, kv etcdkv.KV, r Record) error {
+	t, err := op.releaseShared(s, kv, r)
+	if err != nil {
+		return err
+	}
+	resp, err := op.cl.Txn(t)
+	if err == nil && !resp.Succeeded {
+		err = errShareChanged(r.Address)
+	}
+	return err
+}
+
+// releaseShared plans the release of sharing record r, found through
+// index key kv: the source's (r.Second set) hands the address to the
+// target; the target's (r.Shares) ends its share. It reads the owner's
+// claim and the hold, and releases while all four keys are at their one
+// revision. A share that is gone meanwhile (the other owner's release
+// came first): the target's index key is only fenced, the source's
+// claim released as any.
+func (op *operation) releaseShared(s alloc.Scope, kv etcdkv.KV, r Record) (etcdkv.Txn, error) {
+	slotK, slot := string(kv.Key), lastSegment(string(kv.Key))
+	alone := etcdkv.Txn{If: []etcdkv.Cmp{etcdkv.ModIs(slotK, kv.ModRevision)}, Then: []etcdkv.Op{op.retire(slotK, r)}}
+	if !r.Shares {
+		alone = op.release(s, kv, true)
+	}
+	ip, err := parseAddr(r.Address)
+	n, nerr := strconv.Atoi(slot)
+	if err != nil || nerr != nil {
+		return alone, nil
+	}
+	addrK, holdK := op.keys.addrKey(s, ip), op.keys.holdKey(s, r.Hold, slot)
+	resp, err := op.cl.Read(etcdkv.Get(addrK), etcdkv.Get(holdK))
+	if err != nil {
+		return etcdkv.Txn{}, err
+	}
+	claim, okC := resp.First(0)
+	hkv, okH := resp.First(1)
+	owner, okO := decodeRecord(claim.Value)
+	h, okD := decodeHold(hkv.Value)
+	rev := claim.ModRevision
+	if !okC || !okH || !okO || !okD || hkv.ModRevision != rev || owner.Second == "" {
+		return alone, nil
+	}
+	ownerSlotK := op.keys.slotKey(owner.Node, s, owner.ContainerID, owner.IfName, n)
+	targetSlotK := op.keys.slotKey(owner.SecondNode, s, owner.Second, owner.IfName, n)
+	if (r.Shares && slotK != targetSlotK) || (!r.Shares && slotK != ownerSlotK) {
+		return alone, nil
+	}
+	cond := []etcdkv.Cmp{etcdkv.ModIs(addrK, rev), etcdkv.ModIs(holdK, rev), etcdkv.ModIs(ownerSlotK, rev), etcdkv.ModIs(targetSlotK, rev)}
+	var keep string // the index key of the owner that stays
+	if r.Shares {
+		// The target's DEL: the owner keeps the address alone.
+		owner.SecondNode, owner.Second, owner.SecondMigration = "", "", ""
+		h = h.WithoutSecond()
+		keep = ownerSlotK
+	} else {
+		// The source's DEL: the target has it, as if it had claimed it.
+		owner.Node, owner.ContainerID, owner.Migration = owner.SecondNode, owner.Second, owner.SecondMigration
+		owner.SecondNode, owner.Second, owner.SecondMigration = "", "", ""
+		owner.Time = stamp(op.now)
+		h = h.HandedOver()
+		keep = targetSlotK
+	}
+	h.Time = stamp(op.now)
+	v := owner.encode()
+	return etcdkv.Txn{If: cond, Then: []etcdkv.Op{op.retire(slotK, r), etcdkv.Put(addrK, v), etcdkv.Put(keep, v), etcdkv.Put(holdK, encodeHold(h))}}, nil
+}
