@@ -62,6 +62,8 @@ unless that node holds it.`,
 			}
 			verb := "released"
 			switch keyed := l.StickyKey != "" && l.ContainerID != ""; {
+			case l.SecondOwner != "" && r.DryRun:
+				verb = "would act on one of the migration's two owners of"
 			case l.SecondOwner != "" && l.SecondOwner == l.ContainerID:
 				verb = "ended the migration target's share of"
 			case l.SecondOwner != "":

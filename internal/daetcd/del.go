@@ -1,10 +1,14 @@
 package daetcd
 
 import (
+	"errors"
 	"slices"
 	"strconv"
 
+	"github.com/containernetworking/cni/pkg/types"
+
 	"github.com/cniplugins/cniplugins/internal/alloc"
+	"github.com/cniplugins/cniplugins/internal/cnierr"
 	"github.com/cniplugins/cniplugins/internal/etcdkv"
 	"github.com/cniplugins/cniplugins/internal/plugin"
 )
@@ -27,11 +31,25 @@ func (op *operation) del(req *plugin.Request, scopes []alloc.Scope) error {
 		return err
 	}
 	found, err := op.delRead(scopes)
+	// A sticky release that lost a race with a migration target's share
+	// (which rewrites the owner's keys) reads again: bounded, then 11.
+	for try := 1; errors.Is(err, errReleaseRaced) && try < maxReleaseRaces; try++ {
+		found, err = op.delRead(scopes)
+	}
 	if err != nil || found {
 		return err
 	}
 	return op.fenceUnknown(req)
 }
+
+// errReleaseRaced: a sticky release found the keys it read changed: a
+// migration's target shared the address meanwhile, or its other owner
+// released it. Code 11: the runtime (GC: the next GC) tries again.
+var errReleaseRaced = cnierr.Wrap(types.NewError(cnierr.CodeTryAgainLater, "a sticky address changed between its read and its release", "try again"),
+	errors.New("release raced"))
+
+// maxReleaseRaces bounds DEL's reads of an address that keeps changing.
+const maxReleaseRaces = 4
 
 // delRead is DEL's exact read path: one read of the attachment's index
 // keys in each scope, one transaction releasing what they name. found is
@@ -42,6 +60,7 @@ func (op *operation) delRead(scopes []alloc.Scope) (found bool, err error) {
 		return false, err
 	}
 	var txns []etcdkv.Txn
+	var sticky []bool // txns[i] releases a sticky owner's claim
 	fenced := false
 	for i, s := range scopes {
 		for _, kv := range resp.KVs(i) {
@@ -63,13 +82,29 @@ func (op *operation) delRead(scopes []alloc.Scope) (found bool, err error) {
 				fenced = true
 				continue
 			}
+			sticky = append(sticky, ok && r.Hold != "" && !r.cancelled())
 			txns = append(txns, op.release(s, kv, true))
 		}
 	}
 	if len(txns) == 0 {
 		return fenced, nil
 	}
-	return true, op.commit(txns, op.touch())
+	if !slices.Contains(sticky, true) {
+		return true, op.commit(txns, op.touch())
+	}
+	// A sticky owner's keys can change under its DEL (a migration target
+	// shares them): each sticky release must have happened.
+	outer := etcdkv.Txn{Then: []etcdkv.Op{op.touch()}}
+	for _, t := range txns {
+		outer.Then = append(outer.Then, etcdkv.Nested(t))
+	}
+	r, err := op.cl.Txn(outer)
+	for i := 0; err == nil && i < len(sticky); i++ {
+		if n := r.Nested(i + 1); sticky[i] && (n == nil || !n.Succeeded) {
+			err = errReleaseRaced
+		}
+	}
+	return true, err
 }
 
 // fenceUnknown is DEL of an attachment that holds nothing here: it fences

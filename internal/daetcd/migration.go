@@ -112,13 +112,6 @@ func (sh *share) undo(holdK string, marker etcdkv.Op) etcdkv.Txn {
 	return etcdkv.Txn{If: []etcdkv.Cmp{etcdkv.Absent(sh.slotK)}, Then: []etcdkv.Op{marker}, Else: []etcdkv.Op{etcdkv.Nested(committed)}}
 }
 
-// errShareChanged: a two-owner address changed between the read and the
-// release; the runtime retries the DEL (GC, the next GC), which reads it
-// anew.
-func errShareChanged(addr string) error {
-	return cnierr.New(cnierr.CodeTryAgainLater, "a migration's shared address changed while being released", "address=%s: try again", addr)
-}
-
 // sharing reports a record of an address two owners share: the owner's
 // (r.Second set) or the migration target's (r.Shares).
 func (r Record) sharing() bool { return r.Hold != "" && (r.Second != "" || r.Shares) }
@@ -134,7 +127,7 @@ func (op *operation) commitShared(s alloc.Scope, kv etcdkv.KV, r Record) error {
 	}
 	resp, err := op.cl.Txn(t)
 	if err == nil && !resp.Succeeded {
-		err = errShareChanged(r.Address)
+		err = errReleaseRaced
 	}
 	return err
 }

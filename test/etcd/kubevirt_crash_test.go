@@ -19,14 +19,14 @@ import (
 
 // killable is one exec of the binary that the test may SIGKILL.
 type killable struct {
-	cmd    *exec.Cmd
-	stdout bytes.Buffer
+	cmd            *exec.Cmd
+	stdout, stderr bytes.Buffer
 }
 
 func startKillable(t *testing.T, c testbin.Call) *killable {
 	t.Helper()
 	k := &killable{cmd: exec.Command(filepath.Join(binDir, c.Plugin))}
-	k.cmd.Env, k.cmd.Stdin, k.cmd.Stdout = c.Environ(), bytes.NewReader(c.Stdin), &k.stdout
+	k.cmd.Env, k.cmd.Stdin, k.cmd.Stdout, k.cmd.Stderr = c.Environ(), bytes.NewReader(c.Stdin), &k.stdout, &k.stderr
 	if err := k.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -94,6 +94,7 @@ func TestCrashConsistencyMigrationAcrossHosts(t *testing.T) {
 		told    = map[string]string{}
 		next    int
 		stats   = map[string]int{}
+		history = map[string][]string{} // per pod: what each of its commands did
 	)
 	key := func(domain string) string { return "vms/vm/" + domain }
 	for round := range rounds {
@@ -128,6 +129,7 @@ func TestCrashConsistencyMigrationAcrossHosts(t *testing.T) {
 		}
 		wasRefused := refused
 		refused = map[string]bool{}
+		deleted := map[string]bool{} // DEL succeeded this round: owns nothing
 		for id := range wasRefused { // the runtime's rollback DEL of a refused ADD
 			jobs = append(jobs, job{p: pod{id: id, domain: "none", h: hosts[0]}, cmd: "DEL"})
 		}
@@ -152,6 +154,7 @@ func TestCrashConsistencyMigrationAcrossHosts(t *testing.T) {
 				exit := k.wait(t)
 				mu.Lock()
 				defer mu.Unlock()
+				history[j.p.id] = append(history[j.p.id], fmt.Sprintf("round %d %s on %s (migration %q): exit %d %s %s", round, j.cmd, j.p.h.node, j.mig, exit, strings.TrimSpace(k.stdout.String()), k.stderr.String()))
 				switch {
 				case exit < 0:
 					stats["killed "+j.cmd]++
@@ -159,8 +162,8 @@ func TestCrashConsistencyMigrationAcrossHosts(t *testing.T) {
 						pods[j.p.domain] = append(pods[j.p.domain], j.p) // DEL it (again) later
 					}
 				case j.cmd == "DEL" && exit != 0:
-					// A DEL that found a shared address changed under it
-					// is code 11: the runtime retries it.
+					// A DEL that kept finding a sticky address changed
+					// under it is code 11: the runtime retries it.
 					if !strings.Contains(k.stdout.String(), `"code": 11`) && !strings.Contains(k.stdout.String(), `"code":11`) {
 						t.Errorf("DEL %s failed: %s", j.p.id, k.stdout.String())
 					}
@@ -170,6 +173,7 @@ func TestCrashConsistencyMigrationAcrossHosts(t *testing.T) {
 					}
 				case j.cmd == "DEL":
 					stats["ok DEL"]++
+					deleted[j.p.id] = true
 				case exit == 0:
 					stats[fmt.Sprintf("ok ADD (target %v)", j.mig != "")]++
 					addr := addrsOf(t, k.stdout.Bytes())[0].String()
@@ -210,6 +214,11 @@ func TestCrashConsistencyMigrationAcrossHosts(t *testing.T) {
 					t.Fatalf("round %d: refused %s has %s: %+v", round, id, addr, h)
 				}
 			}
+			for id := range deleted {
+				if h.Owner == id || h.Second == id {
+					t.Fatalf("round %d: %s, whose DEL succeeded, has %s: %+v\n%s", round, id, addr, h, strings.Join(history[id], "\n"))
+				}
+			}
 		}
 	}
 	t.Logf("%d rounds; outcomes %v", rounds, stats)
@@ -222,7 +231,8 @@ func TestCrashConsistencyMigrationAcrossHosts(t *testing.T) {
 	}
 	for domain, addr := range told {
 		if h := vmHolds(t)[key(domain)]; h.Address != addr || !h.Held() {
-			t.Fatalf("after every DEL %s's hold is %+v, want %s held", domain, h, addr)
+			t.Fatalf("after every DEL %s's hold is %+v, want %s held; its owner's commands:\n%s\nstate: %v", domain, h, addr,
+				strings.Join(history[h.Owner], "\n"), stateValues(t))
 		}
 	}
 }
