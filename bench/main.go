@@ -24,23 +24,24 @@ import (
 
 // options is one run's configuration. The test uses tiny values.
 type options struct {
-	n          int   // iterations per fill level up to 10,000
-	nLarge     int   // iterations at larger fills (host-local needs ~1 s per op there)
-	fills      []int // always starts with 0: the empty pool
-	warmup     int   // untimed ADD+DEL per subject and fill level
-	concOps    int
-	concWork   int
-	concRounds int
-	concOnly   []string // subject keys to burst (nil: all)
-	rssRuns    int
-	initRuns   int
-	hostLocal  string // path of the upstream plugin
-	tmpBase    string // where state directories and binaries go
-	tmp        string // this run's directory under tmpBase
-	flags      string // as given, for the report
-	etcdOnly   bool   // only the ipam-da-etcd scenario (etcd.go)
-	stickyOnly bool   // only the sticky scenario (sticky.go)
-	log        io.Writer
+	n           int   // iterations per fill level up to 10,000
+	nLarge      int   // iterations at larger fills (host-local needs ~1 s per op there)
+	fills       []int // always starts with 0: the empty pool
+	warmup      int   // untimed ADD+DEL per subject and fill level
+	concOps     int
+	concWork    int
+	concRounds  int
+	concOnly    []string // subject keys to burst (nil: all)
+	rssRuns     int
+	initRuns    int
+	hostLocal   string // path of the upstream plugin
+	tmpBase     string // where state directories and binaries go
+	tmp         string // this run's directory under tmpBase
+	flags       string // as given, for the report
+	etcdOnly    bool   // only the ipam-da-etcd scenario (etcd.go)
+	stickyOnly  bool   // only the sticky scenario (sticky.go)
+	tenancyOnly bool   // only the tenancy scenario (tenancy.go)
+	log         io.Writer
 }
 
 func (o *options) itersFor(fill int) int {
@@ -72,6 +73,7 @@ func main() {
 	flag.StringVar(&o.hostLocal, "host-local", upstreamHostLocal, "the upstream host-local plugin to compare with")
 	flag.BoolVar(&o.etcdOnly, "etcd-only", false, "run only the ipam-da-etcd scenario and print its section (RESULTS.md is not written)")
 	flag.BoolVar(&o.stickyOnly, "sticky-only", false, "run only the sticky-addresses scenario and print its section (RESULTS.md is not written)")
+	flag.BoolVar(&o.tenancyOnly, "tenancy-only", false, "run only the tenancy scenario (an overflow chain) and print its section (RESULTS.md is not written)")
 	flag.Parse()
 	o.flags = flagsString()
 	if o.n < 1 {
@@ -92,6 +94,10 @@ func main() {
 	r.elapsed = time.Since(start)
 	if o.stickyOnly {
 		fmt.Print(r.sticky.markdown(r.fs.fsType))
+		return
+	}
+	if o.tenancyOnly {
+		fmt.Print(r.tenancy.markdown(r.fs.fsType))
 		return
 	}
 	if o.etcdOnly {
@@ -155,6 +161,9 @@ func runBench(o *options) (*results, error) {
 	if o.stickyOnly {
 		return r, measureSticky(o, r)
 	}
+	if o.tenancyOnly {
+		return r, measureTenancy(o, r)
+	}
 	if r.bins.hostLocal == "" {
 		r.note(fmt.Sprintf("%s is not installed (apt-get install -y containernetworking-plugins): its columns say n/a and the targets relative to it cannot be evaluated.", o.hostLocal))
 	}
@@ -189,6 +198,10 @@ func runBench(o *options) (*results, error) {
 	}
 	o.logf("sticky: ipam-da-pools with ipam.sticky off and on")
 	if err := measureSticky(o, r); err != nil {
+		return nil, err
+	}
+	o.logf("tenancy: the chain with and without an overflow chain")
+	if err := measureTenancy(o, r); err != nil {
 		return nil, err
 	}
 	o.logf("ipam-da-etcd: latency beside ipam-da-pools, and 2 hosts × 32 concurrent ADDs")

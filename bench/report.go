@@ -25,6 +25,7 @@ type results struct {
 	syscalls   map[string]map[string]syscallCount // subject → ADD/DEL → counts
 	etcd       *etcdResult                        // the ipam-da-etcd scenario (etcd.go)
 	sticky     *stickyResult                      // the sticky scenario (sticky.go)
+	tenancy    *tenancyResult                     // the tenancy scenario (tenancy.go)
 	notes      []string
 	elapsed    time.Duration
 }
@@ -80,6 +81,9 @@ func (r *results) markdown() string {
 	r.syscallTable(w)
 	if r.sticky != nil {
 		w("%s", r.sticky.markdown(r.fs.fsType))
+	}
+	if r.tenancy != nil {
+		w("%s", r.tenancy.markdown(r.fs.fsType))
 	}
 	if r.etcd != nil {
 		w("%s", r.etcd.markdown(r.machine.nproc))

@@ -11,9 +11,10 @@ cd "$(dirname "$0")/.."
 report=$(mktemp -d)
 trap 'rm -rf "$report"' EXIT
 go build -o "$report/testreport" ./internal/tools/testreport
-# The second run: the engine's store contract on a real etcd cluster,
-# behind a build tag so that the unit tests (./internal/...) need none.
+# The second run: the engine's store contract, and a quota count larger
+# than one transaction may read, on a real etcd cluster, behind a build
+# tag so that the unit tests (./internal/...) need none.
 {
 	go test -count=1 -json "$@" ./...
-	go test -count=1 -json -tags etcdcluster -run '^TestStoreContractOnACluster$' "$@" ./internal/daetcd
+	go test -count=1 -json -tags etcdcluster -run '^(TestStoreContractOnACluster|TestQuotaCountPastMaxTxnOps)$' "$@" ./internal/daetcd
 } 2>&1 | "$report/testreport"

@@ -119,7 +119,7 @@ func leaseOf(l daetcd.Lease) ops.Lease {
 	if l.Address == "" {
 		out.Owner = ops.OwnerMarker
 	}
-	out.StickyKey = l.StickyKey
+	out.StickyKey, out.Tenant = l.StickyKey, l.Tenant
 	// A migration's two owners: the source's row names its target; the
 	// target's own row (its share of the source's claim) names itself.
 	out.SecondOwner, out.SecondMigration = l.Second, l.SecondMigration

@@ -123,3 +123,6 @@ func (rs RangeSet) String() string {
 	}
 	return strings.Join(parts, ",")
 }
+
+// Is4 reports an IPv4 range set (a set is of one family).
+func (rs RangeSet) Is4() bool { return len(rs) > 0 && rs[0].Subnet.Addr().Is4() }

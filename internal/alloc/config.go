@@ -3,7 +3,9 @@ package alloc
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/netip"
+	"slices"
 
 	"github.com/containernetworking/cni/pkg/types"
 
@@ -98,6 +100,8 @@ type Config struct {
 	RangeSets []addrspace.RangeSet
 	// Pools are the pools selected by prevResult.pools; nil standalone.
 	Pools []pool.Pool
+	// Quota is the selection's tenant quota (prevResult.quota); nil none.
+	Quota *pool.Quota
 	// PoolDefs are ipam.poolDefinitions, validated.
 	PoolDefs map[string]pool.Definition
 	// Requested are the addresses asked for outside Pool objects, in
@@ -134,13 +138,25 @@ func (k Keys) Parse(conf *netconf.Envelope, cniArgs []netconf.CNIArg, needRanges
 	if c.PoolDefs, err = pool.ParseDefinitions("ipam.poolDefinitions", k.PoolDefinitions); err != nil {
 		return nil, err
 	}
+	if err := c.checkDefinedChains(); err != nil {
+		return nil, err
+	}
 	pools, poolMode, err := pool.FromPrevResult(conf)
 	if err != nil {
 		return nil, err
 	}
 	if poolMode {
+		// Chains resolve on every command: an unknown overflow pool or a
+		// cycle is 7 for DEL and GC too, which cover the chain.
+		for i, p := range pools {
+			cat := pool.Catalog{Pools: p.OverflowPools, Defs: c.PoolDefs}
+			if pools[i], err = cat.Resolve(fmt.Sprintf("prevResult.pools[%d]", i), p); err != nil {
+				return nil, err
+			}
+		}
 		c.Pools = pools
-		return c, nil
+		c.Quota, err = pool.QuotaFromPrevResult(conf)
+		return c, err
 	}
 	if !needRanges {
 		return c, nil
@@ -205,6 +221,19 @@ func (k Keys) standaloneRanges(runtimeRanges [][]addrspace.RangeConfig) ([]addrs
 // PoolMode reports whether a selector's prevResult.pools drives the
 // allocation.
 func (c *Config) PoolMode() bool { return c.Pools != nil }
+
+// checkDefinedChains resolves the overflow chain of every pool of
+// ipam.poolDefinitions: an unknown overflow or a cycle among them is 7,
+// whether a selector names the pool or not.
+func (c *Config) checkDefinedChains() error {
+	cat := pool.Catalog{Defs: c.PoolDefs}
+	for _, name := range slices.Sorted(maps.Keys(c.PoolDefs)) {
+		if _, err := cat.Resolve("ipam.poolDefinitions."+name, pool.Pool{Name: name}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
 
 // Personality is an allocator of this engine named name: its commands,
 // its `cniplugins validate` check, and the CNI_ARGS every allocator

@@ -47,6 +47,7 @@ const (
 	AnnotationKubevirtDomain = "kubevirt.io/domain"
 	AnnotationMigrationJob   = "kubevirt.io/migrationJobName"
 	argPodNamespace          = "K8S_POD_NAMESPACE"
+	argNomadNamespace        = "NOMAD_NAMESPACE"
 	argPodName               = "K8S_POD_NAME"
 	podAnnotationsCap        = "io.kubernetes.cri.pod-annotations"
 
@@ -101,13 +102,16 @@ func ParseSticky(k *StickyKeys) (Sticky, error) {
 
 // StickyArgKeys are the CNI_ARGS keys stickiness reads (see ArgKeys for
 // when an allocator accepts them).
-func StickyArgKeys() []string { return []string{argPodNamespace, argPodName, ArgStickyKey} }
+func StickyArgKeys() []string {
+	return []string{argPodNamespace, argNomadNamespace, argPodName, ArgStickyKey}
+}
 
 // StickyKey is the attachment's stable key: the one a selector passed on
 // in prevResult ("sticky": {"key": K}) first, then the sources of s.By in
 // order; "" when none gives one (the attachment then allocates as if
 // nothing were sticky). A malformed key is code 7 naming where it came
-// from.
+// from. A key the pod's or job's author chose (the annotation, the arg) is
+// scoped to the namespace the runtime passed (ScopeStickyKey).
 func StickyKey(conf *netconf.Envelope, cniArgs []netconf.CNIArg, s Sticky) (string, error) {
 	// Most chains pass no key: a byte search spares them a second decode
 	// of prevResult on every ADD.
@@ -148,11 +152,51 @@ func StickyKey(conf *netconf.Envelope, cniArgs []netconf.CNIArg, s Sticky) (stri
 			key, _ = netconf.Lookup(cniArgs, ArgStickyKey)
 			field = "CNI_ARGS " + ArgStickyKey
 		}
-		if key != "" {
-			return key, validStickyKey(field, key)
+		if key == "" {
+			continue
 		}
+		if err := validStickyKey(field, key); err != nil {
+			return "", err
+		}
+		if by == StickyByPod || by == StickyByKubevirt { // the runtime's namespace already
+			return key, nil
+		}
+		ns, err := runtimeNamespace(cniArgs)
+		return ScopeStickyKey(ns, key), err
 	}
 	return "", nil
+}
+
+// ScopeStickyKey is an author-chosen key as it holds: within namespace ns
+// when the runtime passed one, so that a pod or job presenting another
+// namespace's key gets a key of its own namespace, never the other's
+// address. The scoped form is "<ns>/<key>"; a key that already starts with
+// "<ns>/" is in that form (the pod key, and keys written the way the
+// documentation asked before keys were scoped, keep their holds). Without
+// a namespace (podman, Nomad without one) the key is as written.
+func ScopeStickyKey(ns, key string) string {
+	if ns == "" || strings.HasPrefix(key, ns+"/") {
+		return key
+	}
+	return ns + "/" + key
+}
+
+// runtimeNamespace is the namespace the runtime passed in CNI_ARGS:
+// containerd's and CRI-O's K8S_POD_NAMESPACE or Nomad's NOMAD_NAMESPACE.
+// Both, differing, is code 7: one of them is an author posing as another
+// namespace (a Nomad job's own cni args may carry any key), and neither
+// is preferred.
+func runtimeNamespace(cniArgs []netconf.CNIArg) (string, error) {
+	k8s, _ := netconf.Lookup(cniArgs, argPodNamespace)
+	nomad, _ := netconf.Lookup(cniArgs, argNomadNamespace)
+	if k8s != "" && nomad != "" && k8s != nomad {
+		return "", cnierr.New(cnierr.CodeInvalidConfig, "conflicting namespace",
+			"CNI_ARGS %s=%q conflicts with %s=%q: a sticky key is scoped to the runtime's namespace", argPodNamespace, k8s, argNomadNamespace, nomad)
+	}
+	if k8s != "" {
+		return k8s, nil
+	}
+	return nomad, nil
 }
 
 // PodAnnotations are the pod's annotations, as the runtime passes them

@@ -57,8 +57,13 @@ func TestStickyKey(t *testing.T) {
 		wantErr bool
 	}{
 		{"pod", plain, pod, []string{"pod"}, "db/pg-0", false},
-		{"first found wins", annotated, pod, []string{"annotation", "pod"}, "tenant/a", false},
-		{"arg", plain, pod, []string{"arg", "pod"}, "vm-7", false},
+		{"first found wins, scoped to the namespace", annotated, pod, []string{"annotation", "pod"}, "db/tenant/a", false},
+		{"annotation without a namespace: as written", annotated, nil, []string{"annotation"}, "tenant/a", false},
+		{"annotation already in its namespace", annotated, []netconf.CNIArg{{Key: "K8S_POD_NAMESPACE", Value: "tenant"}}, []string{"annotation"}, "tenant/a", false},
+		{"arg, scoped", plain, pod, []string{"arg", "pod"}, "db/vm-7", false},
+		{"arg without a namespace: as written", plain, pod[2:], []string{"arg"}, "vm-7", false},
+		{"arg, Nomad's namespace", plain, []netconf.CNIArg{{Key: "NOMAD_NAMESPACE", Value: "prod"}, pod[2]}, []string{"arg"}, "prod/vm-7", false},
+		{"two namespaces that differ", plain, []netconf.CNIArg{{Key: "NOMAD_NAMESPACE", Value: "prod"}, pod[0], pod[2]}, []string{"arg"}, "", true},
 		{"annotation missing, then pod", plain, pod, []string{"annotation", "pod"}, "db/pg-0", false},
 		{"nothing found", plain, nil, []string{"pod", "arg"}, "", false},
 		{"pod needs both", plain, pod[1:2], []string{"pod"}, "", false},

@@ -3,6 +3,8 @@ package alloc
 import (
 	"fmt"
 	"net/netip"
+	"slices"
+	"strings"
 
 	"github.com/cniplugins/cniplugins/internal/addrspace"
 	"github.com/cniplugins/cniplugins/internal/cnierr"
@@ -23,6 +25,9 @@ type Target struct {
 	Set       addrspace.RangeSet
 	Requested netip.Addr
 	Exclude   addrspace.Exclusions // never handed out (pool mode only)
+	// Overflow are the pools allocated from, in order, when this one has
+	// no free address (AllocateOverflow); each has no overflow of its own.
+	Overflow []Target
 }
 
 // Allocator is the allocator over s with everything t asks of it.
@@ -34,9 +39,13 @@ func (c *Config) Scopes() []Scope {
 	if c.Pools == nil {
 		return []Scope{{Network: c.Network}}
 	}
-	out := make([]Scope, len(c.Pools))
-	for i, p := range c.Pools {
-		out[i] = Scope{Pool: p.Name}
+	var out []Scope
+	for _, p := range c.Pools {
+		for _, name := range p.Names() {
+			if s := (Scope{Pool: name}); !slices.Contains(out, s) {
+				out = append(out, s)
+			}
+		}
 	}
 	return out
 }
@@ -64,27 +73,60 @@ func (c *Config) Targets() ([]Target, error) {
 	}
 	for i, p := range c.Pools {
 		field := fmt.Sprintf("prevResult.pools[%d]", i)
-		src, ok, err := PoolSource(p, field, c.PoolDefs)
+		t, err := c.poolTarget(field, p)
 		if err != nil {
 			return nil, err
 		}
-		if !ok {
-			return nil, cnierr.New(cnierr.CodeInvalidConfig, "unknown pool: no inline ranges and no ipam.poolDefinitions entry", "%s.name=%s", field, p.Name)
-		}
-		req, err := p.Requested(field)
-		if err != nil {
+		if t.Requested, err = p.Requested(field); err != nil {
 			return nil, err
 		}
-		out = append(out, Target{Label: "pool " + p.Name, Scope: Scope{Pool: p.Name}, Set: src.Set, Requested: req, Exclude: src.Exclude})
+		for j, q := range p.OverflowPools {
+			o, err := c.poolTarget(fmt.Sprintf("%s.overflowPools[%d]", field, j), q)
+			if err != nil {
+				return nil, err
+			}
+			if o.Set.Is4() != t.Set.Is4() {
+				return nil, cnierr.New(cnierr.CodeInvalidConfig, "overflow pool of another address family",
+					"%s.overflow: %s: pool %s is not of pool %s's family (each family's chain stays in its family)", field, strings.Join(p.Names(), " → "), q.Name, p.Name)
+			}
+			t.Overflow = append(t.Overflow, o)
+		}
+		out = append(out, t)
 	}
 	return out, nil
 }
 
-// TargetFor is the target whose range set holds a.
+// poolTarget is pool p's target (at field), without its request.
+func (c *Config) poolTarget(field string, p pool.Pool) (Target, error) {
+	src, ok, err := PoolSource(p, field, c.PoolDefs)
+	if err != nil {
+		return Target{}, err
+	}
+	if !ok {
+		return Target{}, cnierr.New(cnierr.CodeInvalidConfig, "unknown pool: no inline ranges and no ipam.poolDefinitions entry", "%s.name=%s", field, p.Name)
+	}
+	return Target{Label: "pool " + p.Name, Scope: Scope{Pool: p.Name}, Set: src.Set, Exclude: src.Exclude}, nil
+}
+
+// ChainFull is STATUS's rule for target t: exhausted only when every pool
+// of its overflow chain is (full reports one pool's exhaustion mark).
+func ChainFull(t Target, full func(Target) (bool, error)) (bool, error) {
+	for _, c := range t.Chain() {
+		if ok, err := full(c); err != nil || !ok {
+			return false, err
+		}
+	}
+	return true, nil
+}
+
+// TargetFor is the target whose range set holds a: a target, or a pool
+// of its overflow chain.
 func TargetFor(targets []Target, a netip.Addr) (Target, bool) {
 	for _, t := range targets {
-		if t.Set.Contains(a) {
-			return t, true
+		for _, c := range t.Chain() {
+			if c.Set.Contains(a) {
+				return c, true
+			}
 		}
 	}
 	return Target{}, false

@@ -73,6 +73,11 @@ func writeLeases(cmd *cobra.Command, leases []ops.Lease, out outputFlags, nodes 
 	if shared {
 		header = append(header, "SECOND-OWNER")
 	}
+	// TENANT appears once any address counts for a quota's tenant.
+	tenants := slices.ContainsFunc(leases, func(l ops.Lease) bool { return l.Tenant != "" })
+	if tenants {
+		header = append(header, "TENANT")
+	}
 	rows := make([][]string, len(leases))
 	for i, l := range leases {
 		since := ""
@@ -103,6 +108,9 @@ func writeLeases(cmd *cobra.Command, leases []ops.Lease, out outputFlags, nodes 
 				second = l.SecondOwner
 			}
 			rows[i] = append(rows[i], second)
+		}
+		if tenants {
+			rows[i] = append(rows[i], printableKey(l.Tenant))
 		}
 	}
 	return ops.WriteTable(w, header, rows, out.noHeaders)

@@ -86,11 +86,14 @@ size, used, free, percent used, and whether STATUS reports it exhausted.
 			case ops.FormatProm:
 				return ops.WriteProm(w, us)
 			}
-			// HELD (sticky holds, part of USED) appears once anything is held.
+			// HELD (sticky holds, part of USED) appears once anything is
+			// held, OVERFLOW once a pool has a chain.
 			held := slices.ContainsFunc(us, func(u ops.Usage) bool { return u.Held > 0 })
 			// MIGRATING (shared by a live migration's two owners, part of
 			// USED) appears once any address is.
 			migrating := slices.ContainsFunc(us, func(u ops.Usage) bool { return u.Migrating > 0 })
+			chained := slices.ContainsFunc(us, func(u ops.Usage) bool { return len(u.Overflow) > 0 })
+			tenanted := slices.ContainsFunc(us, func(u ops.Usage) bool { return len(u.Tenants) > 0 })
 			rows := make([][]string, len(us))
 			for i, u := range us {
 				set, exhausted := "", "no"
@@ -108,6 +111,12 @@ size, used, free, percent used, and whether STATUS reports it exhausted.
 				if held {
 					rows[i] = slices.Insert(rows[i], 6, strconv.FormatUint(u.Held, 10))
 				}
+				if chained {
+					rows[i] = append(rows[i], strings.Join(append([]string{u.Name}, u.Overflow...), "→"))
+				}
+				if tenanted {
+					rows[i] = append(rows[i], tenantsCell(u.Tenants))
+				}
 			}
 			header := []string{"KIND", "NAME", "SET", "RANGES", "SIZE", "USED", "FREE", "USED%", "USAGE", "EXHAUSTED", "NETWORKS"}
 			if migrating {
@@ -115,6 +124,12 @@ size, used, free, percent used, and whether STATUS reports it exhausted.
 			}
 			if held {
 				header = slices.Insert(header, 6, "HELD")
+			}
+			if chained {
+				header = append(header, "OVERFLOW")
+			}
+			if tenanted {
+				header = append(header, "TENANTS")
 			}
 			return ops.WriteTable(w, header, rows, out.noHeaders)
 		},
@@ -124,4 +139,17 @@ size, used, free, percent used, and whether STATUS reports it exhausted.
 	out.add(c, ops.FormatProm)
 	conf.add(c)
 	return c
+}
+
+// tenantsCell is a pool's tenants as "tenant in-use/quota" (in-use alone
+// without a quota), comma-separated.
+func tenantsCell(ts []ops.TenantUsage) string {
+	cells := make([]string, len(ts))
+	for i, t := range ts {
+		cells[i] = fmt.Sprintf("%s %d", printableKey(t.Tenant), t.InUse)
+		if t.Quota != nil {
+			cells[i] += fmt.Sprintf("/%d", *t.Quota)
+		}
+	}
+	return strings.Join(cells, ", ")
 }

@@ -21,6 +21,7 @@ const (
 	CodeNoPoolSelected      uint = 103 // no selector rule matches and no default
 	CodePoolNotAllowed      uint = 104 // the attachment chose a pool its rule does not allow
 	CodeStickyHeld          uint = 105 // the sticky key's address is still reserved by another live attachment
+	CodeQuotaExceeded       uint = 106 // the tenant already holds the maximum number of addresses its rule allows
 	CodeNoMigrationSource   uint = 107 // a migration target's sticky key holds no address to share
 	CodeNotAvailable        uint = 50  // STATUS: plugin not available
 	CodeLimited             uint = 51  // STATUS: limited connectivity

@@ -1,6 +1,9 @@
 package daetcd
 
 import (
+	"strconv"
+
+	"github.com/cniplugins/cniplugins/internal/etcdkv"
 	"net/netip"
 
 	"github.com/containernetworking/cni/pkg/types"
@@ -8,6 +11,7 @@ import (
 	"github.com/cniplugins/cniplugins/internal/alloc"
 	"github.com/cniplugins/cniplugins/internal/logging"
 	"github.com/cniplugins/cniplugins/internal/plugin"
+	"github.com/cniplugins/cniplugins/internal/pool"
 )
 
 // cmdAdd hands out one address per target, each with a single
@@ -26,6 +30,7 @@ func cmdAdd(req *plugin.Request) (types.Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	op.quota = newQuotaState(c.Quota)
 	allocated, err := op.add(targets, st)
 	if err != nil {
 		return nil, err
@@ -50,17 +55,30 @@ func (op *operation) add(targets []alloc.Target, st *stickyAtt) ([]allocated, er
 	att := op.attachment()
 	var stores []*claimStore
 	var out []allocated
-	for _, t := range targets {
+	allocate := func(t alloc.Target) (netip.Prefix, netip.Addr, error) {
 		s := op.stickyStore(t, claim, st)
 		stores = append(stores, s)
+		if err := s.requireSource(t); err != nil {
+			return netip.Prefix{}, netip.Addr{}, err
+		}
+		if st != nil {
+			return alloc.AllocateClaimed(s, att, op.node, t, st.key, st.migration, op.now)
+		}
+		return t.Allocator(s).Allocate(att, t.RangeID, t.Set, t.Requested, t.Label)
+	}
+	key := ""
+	if st != nil {
+		key = st.key
+	}
+	for _, t := range targets {
 		var a allocated
-		err := s.requireSource(t)
-		switch {
-		case err != nil:
-		case st != nil:
-			a.addr, a.gw, err = alloc.AllocateClaimed(s, att, op.node, t, st.key, st.migration, op.now)
-		default:
-			a.addr, a.gw, err = t.Allocator(s).Allocate(att, t.RangeID, t.Set, t.Requested, t.Label)
+		locate := op.locator(t, st)
+		enforce, err := alloc.QuotaGate(op.quotaOf(), t, key, locate, func() (int, error) { return op.count(op.quota) })
+		if op.quota != nil {
+			op.quota.enforce = enforce
+		}
+		if err == nil {
+			a.addr, a.gw, _, err = alloc.AllocateOverflow(t, att, locate, allocate)
 		}
 		if err != nil {
 			op.cl.Extend()
@@ -73,4 +91,54 @@ func (op *operation) add(targets []alloc.Target, st *stickyAtt) ([]allocated, er
 		out = append(out, a)
 	}
 	return out, nil
+}
+
+// locator is alloc.AllocateOverflow's look at t's chain: one read of the
+// attachment's index key and the key's hold in every pool of the chain,
+// made at the first call (only targets with a chain call it).
+func (op *operation) locator(t alloc.Target, st *stickyAtt) func(alloc.Target) (alloc.Presence, error) {
+	var found map[alloc.Scope]alloc.Presence
+	return func(c alloc.Target) (alloc.Presence, error) {
+		if found != nil {
+			return found[c.Scope], nil
+		}
+		chain := t.Chain()
+		var reads []etcdkv.Op
+		for _, p := range chain {
+			reads = append(reads, etcdkv.Get(op.slotKey(p.Scope, p.RangeID)))
+			if st != nil {
+				reads = append(reads, etcdkv.Get(op.keys.holdKey(p.Scope, st.id, strconv.Itoa(p.RangeID))))
+			}
+		}
+		resp, err := op.cl.Read(reads...)
+		if err != nil {
+			return alloc.Presence{}, err
+		}
+		found = map[alloc.Scope]alloc.Presence{}
+		per := len(reads) / len(chain)
+		for i, p := range chain {
+			var at alloc.Presence
+			if kv, ok := resp.First(i * per); ok {
+				if r, valid := decodeRecord(kv.Value); valid && !r.cancelled() {
+					at.Attached, _ = parseAddr(r.Address)
+				}
+			}
+			if st != nil {
+				if kv, ok := resp.First(i*per + 1); ok {
+					h, valid := decodeHold(kv.Value)
+					at.KeyHeld = valid && h.For(st.key, op.ifname) && !h.Expired(op.now)
+				}
+			}
+			found[p.Scope] = at
+		}
+		return found[c.Scope], nil
+	}
+}
+
+// quotaOf is the ADD's quota, nil without one.
+func (op *operation) quotaOf() *pool.Quota {
+	if op.quota == nil {
+		return nil
+	}
+	return op.quota.q
 }

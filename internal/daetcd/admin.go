@@ -69,6 +69,8 @@ type Lease struct {
 	Held        bool
 	HoldExpires time.Time
 	LastOwner   string
+	// Tenant is the quota's tenant the address counts for ("" none).
+	Tenant string
 }
 
 // Filter selects leases; empty fields match everything.
@@ -102,6 +104,13 @@ func (a *Admin) Leases(f Filter) ([]Lease, error) {
 			continue
 		}
 		out = append(out, l)
+	}
+	tenants, err := a.op.tenantsOfClaims()
+	if err != nil {
+		return nil, err
+	}
+	for i := range out {
+		out[i].Tenant = tenants[scopePath(out[i].Scope)+"/"+out[i].Address]
 	}
 	slices.SortFunc(out, func(x, y Lease) int {
 		if c := strings.Compare(x.Node+"\x00"+scopePath(x.Scope), y.Node+"\x00"+scopePath(y.Scope)); c != 0 {

@@ -99,6 +99,7 @@ func (s *claimStore) Reserve(a alloc.Attachment, ip netip.Addr) (bool, error) {
 		then = append(then, put)
 		readHold = []etcdkv.Op{etcdkv.Get(s.holdK)}
 	}
+	recounts := 0
 	for try := 0; try < 8; try++ {
 		// TxnOnce: its condition (keys absent) is what this ADD's own
 		// fence or undo changes, so a second copy could claim after
@@ -106,8 +107,16 @@ func (s *claimStore) Reserve(a alloc.Attachment, ip netip.Addr) (bool, error) {
 		// the attachment's DEL finds the release's fence (fence.go).
 		// A sticky claim also requires its hold key absent (or the
 		// hold it takes over unchanged) and puts it; its Else reads it.
+		// A claim for a tenant requires its version as counted (quota.go).
 		holders := append([]etcdkv.Op{etcdkv.Get(addrK), etcdkv.Get(slotK), etcdkv.Get(op.keys.nodeKey(op.node))}, readHold...)
-		resp, err := op.cl.TxnOnce(op.registering(append(slices.Clip(cond), s.slotFree(slotK)), then, holders))
+		cnd, thn := append(slices.Clip(cond), s.slotFree(slotK)), then
+		qs := s.quotaOf()
+		if qs != nil {
+			qc, qops := qs.claimOps(op.keys, s.scope, ip)
+			cnd, thn = append(cnd, qc...), append(slices.Clip(then), qops...)
+			holders = append(holders, etcdkv.Get(op.keys.tenantVersion(qs.name)))
+		}
+		resp, err := op.cl.TxnOnce(op.registering(cnd, thn, holders))
 		resp = registered(resp)
 		if err != nil && !errors.Is(err, etcdkv.ErrOutcomeUnknown) && !s.inFlight {
 			s.sent = nil // refused for sure: nothing of it to undo
@@ -132,6 +141,9 @@ func (s *claimStore) Reserve(a alloc.Attachment, ip netip.Addr) (bool, error) {
 			return false, err
 		}
 		if resp.Succeeded {
+			if qs != nil {
+				qs.version, qs.stale = resp.Revision, nil
+			}
 			return true, nil
 		}
 		if node, found := resp.First(2); !found || !bytes.HasPrefix(node.Value, op.identity()) {
@@ -145,7 +157,28 @@ func (s *claimStore) Reserve(a alloc.Attachment, ip netip.Addr) (bool, error) {
 		slot, hasSlot := resp.First(1)
 		if hasSlot && bytes.Equal(slot.Value, val) {
 			// Our own claim, committed although its answer was lost.
+			if qs != nil {
+				qs.version, qs.stale = slot.ModRevision, nil
+			}
 			return true, nil
+		}
+		if qs != nil {
+			if kv, found := resp.First(len(holders) - 1); qs.moved(kv, found) && recounts <= qs.q.Max+maxRecounts {
+				// Another claim for the tenant committed since the
+				// count: count again, and refuse at max.
+				recounts++
+				try--
+				n, err := op.count(qs)
+				if err != nil {
+					s.sent = nil
+					return false, err
+				}
+				if n >= qs.q.Max {
+					s.sent = nil
+					return false, alloc.QuotaExceeded(qs.q, n)
+				}
+				continue
+			}
 		}
 		if hasSlot {
 			r, _ := decodeRecord(slot.Value)
@@ -185,6 +218,20 @@ func (s *claimStore) Reserve(a alloc.Attachment, ip netip.Addr) (bool, error) {
 		}
 	}
 	return false, cnierr.New(cnierr.CodeTryAgainLater, "claim kept conflicting", "address=%s %s", ip, s.label)
+}
+
+// maxRecounts bounds, beyond the quota's max (each claim for the tenant
+// that commits moves its version once), how often one claim counts its
+// tenant again.
+const maxRecounts = 8
+
+// quotaOf is the tenant count a claim must respect: the operation's,
+// for a new claim; a hold taken over is already the tenant's.
+func (s *claimStore) quotaOf() *quotaState {
+	if s.take != nil {
+		return nil
+	}
+	return s.op.quota
 }
 
 // slotKey is the index key of the attachment Reserve claims for.

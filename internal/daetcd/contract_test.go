@@ -41,7 +41,9 @@ func (e etcdSubject) Add(c alloctest.Call, targets []alloc.Target) ([]netip.Pref
 	if c.Key != "" {
 		st = &stickyAtt{key: c.Key, id: alloc.StickyID(c.Key, c.Att.IfName), holdFor: c.HoldFor, migration: c.Migration}
 	}
-	got, err := e.op(c).add(targets, st)
+	op := e.op(c)
+	op.quota = newQuotaState(c.Quota)
+	got, err := op.add(targets, st)
 	var out []netip.Prefix
 	for _, a := range got {
 		out = append(out, a.addr)
@@ -52,7 +54,7 @@ func (e etcdSubject) Add(c alloctest.Call, targets []alloc.Target) ([]netip.Pref
 func (e etcdSubject) Del(c alloctest.Call, _ []netip.Addr) error {
 	op := e.op(c)
 	return op.fenced(func() error {
-		_, err := op.delRead([]alloc.Scope{contractScope})
+		_, err := op.delRead(alloctest.Scopes)
 		return err
 	})
 }
@@ -60,18 +62,18 @@ func (e etcdSubject) Del(c alloctest.Call, _ []netip.Addr) error {
 func (e etcdSubject) Check(c alloctest.Call, ips []netip.Addr) error {
 	op := e.op(c)
 	if len(ips) == 0 {
-		return op.checkOwnsAny([]alloc.Scope{contractScope})
+		return op.checkOwnsAny(alloctest.Scopes)
 	}
 	placed := make([]alloc.Target, len(ips))
-	for i := range placed {
-		placed[i].Scope = contractScope
+	for i, ip := range ips {
+		placed[i].Scope = alloctest.ScopeOf(ip)
 	}
 	return op.check(ips, placed)
 }
 
 func (e etcdSubject) GC(live []alloc.Attachment, now time.Time) error {
 	op := e.op(alloctest.Call{Att: alloc.Attachment{Network: "net"}, Now: now})
-	return op.gc([]alloc.Scope{contractScope}, alloc.NewKeepSet("net", live))
+	return op.gc(alloctest.Scopes, alloc.NewKeepSet("net", live))
 }
 
 func (e etcdSubject) admin(now time.Time) *Admin {

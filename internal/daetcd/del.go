@@ -124,8 +124,10 @@ func (op *operation) fenceUnknown(req *plugin.Request) error {
 	}
 	var txns []etcdkv.Txn
 	for _, t := range targets {
-		slotK := op.slotKey(t.Scope, t.RangeID)
-		txns = append(txns, etcdkv.Txn{If: []etcdkv.Cmp{etcdkv.Absent(slotK)}, Then: []etcdkv.Op{op.retire(slotK, op.record(t.Scope, "", ""))}})
+		for _, c := range t.Chain() { // a claim in flight may be in any pool of the chain
+			slotK := op.slotKey(c.Scope, c.RangeID)
+			txns = append(txns, etcdkv.Txn{If: []etcdkv.Cmp{etcdkv.Absent(slotK)}, Then: []etcdkv.Op{op.retire(slotK, op.record(c.Scope, "", ""))}})
+		}
 	}
 	return op.commit(txns)
 }

@@ -26,7 +26,8 @@ type operation struct {
 	ifname   string
 	now      time.Time
 	log      *logging.Logger
-	lease    int64 // the lease releases fence index keys with (fence.go); 0: they delete them
+	lease    int64       // the lease releases fence index keys with (fence.go); 0: they delete them
+	quota    *quotaState // an ADD's tenant count (quota.go); nil: no quota
 }
 
 // begin is how every command starts: the engine's parse of the config

@@ -3,6 +3,7 @@ package daetcd
 import (
 	"errors"
 
+	"github.com/cniplugins/cniplugins/internal/alloc"
 	"github.com/cniplugins/cniplugins/internal/cnierr"
 	"github.com/cniplugins/cniplugins/internal/etcdkv"
 	"github.com/cniplugins/cniplugins/internal/plugin"
@@ -20,9 +21,13 @@ func cmdStatus(req *plugin.Request) error {
 	if err != nil {
 		return err
 	}
-	reads := make([]etcdkv.Op, 0, len(targets)+1)
+	var marks []alloc.Target // every pool of every target's chain
 	for _, t := range targets {
-		reads = append(reads, etcdkv.Get(op.keys.fullKey(t.Scope, t.RangeID)))
+		marks = append(marks, t.Chain()...)
+	}
+	reads := make([]etcdkv.Op, 0, len(marks)+1)
+	for _, m := range marks {
+		reads = append(reads, etcdkv.Get(op.keys.fullKey(m.Scope, m.RangeID)))
 	}
 	resp, err := op.cl.Read(append(reads, etcdkv.Get(op.keys.nodeKey(op.node)))...)
 	if errors.Is(err, etcdkv.ErrNoQuorum) {
@@ -32,14 +37,30 @@ func cmdStatus(req *plugin.Request) error {
 	if err != nil {
 		return err
 	}
-	node, found := resp.First(len(targets))
+	node, found := resp.First(len(marks))
 	if err := op.ensureNode(node, found); err != nil {
 		return err
 	}
 	full := make([]bool, len(targets))
-	for i := range targets {
-		kv, ok := resp.First(i)
-		full[i] = ok && len(kv.Value) > 0 // empty: freed since
+	next := 0 // marks are read in chain order, target after target
+	for i, t := range targets {
+		// A chain is full only when every pool in it is.
+		full[i], _ = alloc.ChainFull(t, func(alloc.Target) (bool, error) {
+			kv, ok := resp.First(next)
+			next++
+			return ok && len(kv.Value) > 0, nil // empty: freed since
+		})
+		next = chainStart(targets, i+1)
 	}
 	return c.Status(req.Conf, targets, full)
+}
+
+// chainStart is the index, in cmdStatus's marks, of the first pool of
+// targets[i]'s chain.
+func chainStart(targets []alloc.Target, i int) int {
+	n := 0
+	for _, t := range targets[:i] {
+		n += len(t.Chain())
+	}
+	return n
 }

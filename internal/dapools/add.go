@@ -28,9 +28,11 @@ func cmdAdd(req *plugin.Request) (types.Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	dirs := make([]string, len(targets))
-	for i, t := range targets {
-		dirs[i] = c.dir(t.Scope)
+	var dirs []string
+	for _, t := range targets {
+		for _, ch := range t.Chain() {
+			dirs = append(dirs, c.dir(ch.Scope))
+		}
 	}
 	st, err := openStores(dirs, c.lockTimeout)
 	if err != nil {
@@ -39,20 +41,36 @@ func cmdAdd(req *plugin.Request) (types.Result, error) {
 	att := c.attachment(req)
 	now := time.Now()
 	var u undo
-	for i, t := range targets {
-		d := st.disks[dirs[i]]
-		err := u.saveCursor(d, t.RangeID)
+	locate := func(t alloc.Target) (alloc.Presence, error) {
+		return alloc.LocateIn(st.disks[c.dir(t.Scope)], att, t, c.stickyKey, now)
+	}
+	allocate := func(t alloc.Target) (netip.Prefix, netip.Addr, error) {
+		d := st.disks[c.dir(t.Scope)]
+		if err := u.saveCursor(d, t.RangeID); err != nil {
+			return netip.Prefix{}, netip.Addr{}, err
+		}
+		if c.stickyKey != "" {
+			return alloc.AllocateKeyed(d, att, t, c.keyed(), now, &u.Undo)
+		}
+		addr, gw, err := t.Allocator(d).Allocate(att, t.RangeID, t.Set, t.Requested, t.Label)
+		if err == nil {
+			u.Reserved(d, addr.Addr())
+		}
+		return addr, gw, err
+	}
+	inUse := func() (int, error) { return st.tenantAddrs(c.Quota) }
+	for _, d := range st.disks {
+		if c.Quota != nil {
+			d.ForTenant(c.Quota.Tenant)
+		}
+	}
+	for _, t := range targets {
 		var addr netip.Prefix
 		var gw netip.Addr
-		switch {
-		case err != nil:
-		case c.stickyKey != "":
-			addr, gw, err = alloc.AllocateKeyed(d, att, t, c.keyed(), now, &u.Undo)
-		default:
-			addr, gw, err = t.Allocator(d).Allocate(att, t.RangeID, t.Set, t.Requested, t.Label)
-			if err == nil {
-				u.Reserved(d, addr.Addr())
-			}
+		var used alloc.Target
+		_, err := alloc.QuotaGate(c.Quota, t, c.stickyKey, locate, inUse)
+		if err == nil {
+			addr, gw, used, err = alloc.AllocateOverflow(t, att, locate, allocate)
 		}
 		if err != nil {
 			u.run(att, req.Log)
@@ -60,7 +78,7 @@ func cmdAdd(req *plugin.Request) (types.Result, error) {
 			return nil, err
 		}
 		res.IPs = append(res.IPs, alloc.IPConfig(addr, gw))
-		req.Log.Debug("allocated", logging.String("target", t.Label), logging.Stringer("address", addr))
+		req.Log.Debug("allocated", logging.String("target", used.Label), logging.Stringer("address", addr))
 	}
 	st.closeLogged(req.Log)
 	return res, nil

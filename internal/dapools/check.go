@@ -5,6 +5,8 @@ import (
 	"io/fs"
 	"net/netip"
 	"os"
+	"slices"
+	"strings"
 
 	"github.com/cniplugins/cniplugins/internal/alloc"
 	"github.com/cniplugins/cniplugins/internal/cnierr"
@@ -19,7 +21,7 @@ func cmdCheck(req *plugin.Request) error {
 	if err != nil {
 		return err
 	}
-	return alloc.CheckPrev(req.Conf, targets, func() error { return checkOwnsAny(req, c) },
+	return alloc.CheckPrev(req.Conf, targets, func() error { return checkOwnsAny(req, c, targets) },
 		func(addrs []netip.Addr, placed []alloc.Target) error { return checkAddrs(req, c, addrs, placed) })
 }
 
@@ -53,24 +55,47 @@ func checkAddrs(req *plugin.Request, c *config, addrs []netip.Addr, placed []all
 
 // checkOwnsAny is host-local's CHECK, for a runtime that sends no
 // addresses to verify: the attachment must hold some address in every
-// state directory the config allocates from (standalone: the network's).
-func checkOwnsAny(req *plugin.Request, c *config) error {
-	if err := requireStateDirs(c.dirs(), c.attachment(req)); err != nil {
-		return err
+// state directory the config allocates from (standalone: the network's),
+// in one of each overflow chain's.
+func checkOwnsAny(req *plugin.Request, c *config, targets []alloc.Target) error {
+	att := c.attachment(req)
+	var groups [][]string // each target's chain's directories; one must own an address
+	for _, t := range targets {
+		var g []string
+		for _, ch := range t.Chain() {
+			g = append(g, c.dir(ch.Scope))
+		}
+		if !slices.ContainsFunc(groups, func(h []string) bool { return slices.Equal(g, h) }) {
+			groups = append(groups, g)
+		}
 	}
-	st, err := openStores(c.dirs(), c.lockTimeout)
+	// CHECK only reads: a directory not there yet is not created.
+	var existing []string
+	for _, dir := range c.dirs() {
+		if requireStateDirs([]string{dir}, att) == nil {
+			existing = append(existing, dir)
+		}
+	}
+	st, err := openStores(existing, c.lockTimeout)
 	if err != nil {
 		return err
 	}
 	defer st.close()
-	att := c.attachment(req)
-	for _, dir := range st.order {
-		ok, err := alloc.OwnsAny(st.disks[dir], att)
-		if err != nil {
-			return err
+	for _, g := range groups {
+		owns := false
+		for _, dir := range g {
+			d := st.disks[dir]
+			if d == nil {
+				continue
+			}
+			ok, err := alloc.OwnsAny(d, att)
+			if err != nil {
+				return err
+			}
+			owns = owns || ok
 		}
-		if !ok {
-			return cnierr.New(cnierr.CodeUnknownContainer, "attachment holds no address", "dir=%s containerID=%s ifname=%s", dir, att.ContainerID, att.IfName)
+		if !owns {
+			return cnierr.New(cnierr.CodeUnknownContainer, "attachment holds no address", "dir=%s containerID=%s ifname=%s", strings.Join(g, " or "), att.ContainerID, att.IfName)
 		}
 	}
 	return nil

@@ -42,6 +42,12 @@ func cmdGC(req *plugin.Request) error {
 		if len(released) > 0 {
 			req.Log.Info("gc released", logging.String("dir", dir), logging.Any("addresses", released))
 		}
+		// Tenant records a killed ADD or DEL left over-count their tenant.
+		fixed, err := st.disks[dir].RepairTenants()
+		errs = append(errs, err)
+		if len(fixed) > 0 {
+			req.Log.Info("gc of tenant records", logging.String("dir", dir), logging.Any("done", fixed))
+		}
 	}
 	errs = append(errs, st.close())
 	return errors.Join(errs...)

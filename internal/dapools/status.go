@@ -3,6 +3,7 @@ package dapools
 import (
 	"slices"
 
+	"github.com/cniplugins/cniplugins/internal/alloc"
 	"github.com/cniplugins/cniplugins/internal/hostlocal"
 	"github.com/cniplugins/cniplugins/internal/plugin"
 )
@@ -20,11 +21,13 @@ func cmdStatus(req *plugin.Request) error {
 	}
 	full := make([]bool, len(targets))
 	for i, t := range targets {
-		marks, err := hostlocal.Exhausted(c.dir(t.Scope))
-		if err != nil {
+		// A chain is full only when every pool in it is.
+		if full[i], err = alloc.ChainFull(t, func(p alloc.Target) (bool, error) {
+			marks, err := hostlocal.Exhausted(c.dir(p.Scope))
+			return slices.Contains(marks, p.RangeID), err
+		}); err != nil {
 			return err
 		}
-		full[i] = slices.Contains(marks, t.RangeID)
 	}
 	return c.Status(req.Conf, targets, full)
 }

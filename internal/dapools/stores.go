@@ -7,6 +7,7 @@ import (
 
 	"github.com/cniplugins/cniplugins/internal/hostlocal"
 	"github.com/cniplugins/cniplugins/internal/logging"
+	"github.com/cniplugins/cniplugins/internal/pool"
 )
 
 // stores holds the locked state directories of one operation. They are
@@ -22,8 +23,9 @@ func openStores(dirs []string, timeout time.Duration) (*stores, error) {
 	slices.Sort(order)
 	order = slices.Compact(order)
 	s := &stores{disks: make(map[string]*hostlocal.Disk, len(order)), order: order}
+	checked := map[string]bool{} // the pools' shared parent and index, once
 	for _, dir := range order {
-		d, err := hostlocal.Open(dir, timeout)
+		d, err := hostlocal.OpenChecked(dir, timeout, checked)
 		if err != nil {
 			_ = s.close()
 			return nil, err
@@ -51,4 +53,18 @@ func (s *stores) closeLogged(log *logging.Logger) {
 	if err := s.close(); err != nil {
 		log.Warn("index not committed; it will be rebuilt", logging.Error(err))
 	}
+}
+
+// tenantAddrs is q's tenant's addresses across every state directory of
+// the operation: the selection's pools and their chains, all locked.
+func (s *stores) tenantAddrs(q *pool.Quota) (int, error) {
+	n := 0
+	for _, dir := range s.order {
+		c, err := s.disks[dir].TenantAddrs(q.Tenant)
+		if err != nil {
+			return 0, err
+		}
+		n += c
+	}
+	return n, nil
 }

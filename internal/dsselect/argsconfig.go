@@ -1,6 +1,7 @@
 package dsselect
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"path"
@@ -43,6 +44,8 @@ type rule struct {
 	// (stickyKey), passed on to the allocator in the selection: "" none,
 	// stickyPod ("sticky": true) or alloc.StickyByKubevirt.
 	sticky string
+	// quota, when set, bounds each tenant's addresses (quota.go).
+	quota *ruleQuota
 
 	namespace, podName, ifname string // "" = not matched on
 	args, labels, annotations  map[string]string
@@ -54,6 +57,7 @@ type ruleJSON struct {
 	Pools       json.RawMessage   `json:"pools"`
 	PodChoice   []string          `json:"podChoice"`
 	Sticky      json.RawMessage   `json:"sticky"`
+	Quota       json.RawMessage   `json:"quota"`
 	Namespace   *string           `json:"namespace"`
 	PodName     *string           `json:"podName"`
 	IfName      *string           `json:"ifname"`
@@ -64,7 +68,7 @@ type ruleJSON struct {
 
 // ruleKeys are the keys a rule may hold.
 func ruleKeys() []string {
-	return []string{"pools", "podChoice", "sticky", "namespace", "podName", "ifname", "args", "labels", "annotations"}
+	return []string{"pools", "podChoice", "sticky", "quota", "namespace", "podName", "ifname", "args", "labels", "annotations"}
 }
 
 // rejectUnknownKeys names the first key of the object raw that is not in
@@ -143,7 +147,46 @@ func parseArgsConfig(conf *netconf.Envelope) (*argsConfig, error) {
 	}
 	cat.resolve(c.defaults)
 	c.catalogue = cat.pools
-	return c, nil
+	return c, c.resolveChains()
+}
+
+// resolveChains gives every pool its overflow chain (pool.Catalog): the
+// pools of the rules and defaults, then ipam.poolDefinitions. The
+// selection carries it, so the allocator needs nothing else; DEL and GC,
+// which name the catalogue, reach every pool of every chain. A config
+// without overflow skips it.
+func (c *argsConfig) resolveChains() error {
+	hasOverflow := bytes.Contains(c.definitions, []byte(`"overflow"`)) ||
+		slices.ContainsFunc(c.catalogue, func(p pool.Pool) bool { return p.Overflow != "" })
+	if !hasOverflow {
+		return nil
+	}
+	raw, err := c.definedPools()
+	if err != nil {
+		return err
+	}
+	defs, err := pool.ParseDefinitions("ipam.poolDefinitions", raw)
+	if err != nil {
+		return err
+	}
+	chains := pool.Catalog{Pools: slices.Clone(c.catalogue), Defs: defs}
+	resolve := func(field string, ps []pool.Pool) error {
+		for i := range ps {
+			if ps[i], err = chains.Resolve(fmt.Sprintf("%s[%d]", field, i), ps[i]); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	for _, r := range c.rules {
+		if err := resolve(r.field+".pools", r.pools); err != nil {
+			return err
+		}
+	}
+	if err := resolve("ipam.defaultPools", c.defaults); err != nil {
+		return err
+	}
+	return resolve("ipam.pools", c.catalogue)
 }
 
 func parseRule(field string, raw json.RawMessage) (rule, error) {
@@ -172,6 +215,9 @@ func parseRule(field string, raw json.RawMessage) (rule, error) {
 		}
 	}
 	r.podChoice = rj.PodChoice
+	if r.quota, err = parseQuota(field+".quota", rj.Quota); err != nil {
+		return rule{}, err
+	}
 	for _, s := range []struct {
 		key string
 		in  *string
@@ -271,6 +317,9 @@ func (c *argsConfig) attachment(ifname string, cniArgs []netconf.CNIArg, conf *n
 func (c *argsConfig) argKeys() []string {
 	keys := []string{argNamespace, argNomadNamespace, argPodName}
 	for _, r := range c.rules {
+		if k, ok := r.quota.argKey(); ok && !slices.Contains(keys, k) {
+			keys = append(keys, k)
+		}
 		for _, k := range sortedKeys(r.args) {
 			if !slices.Contains(keys, k) {
 				keys = append(keys, k)

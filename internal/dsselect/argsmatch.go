@@ -59,7 +59,13 @@ func (c *argsConfig) choose(a attachment) (choice, error) {
 	if pools, err = c.placeRequests(pools, a.requestedIPs); err != nil {
 		return choice{}, err
 	}
-	return choice{pools: pools, stickyKey: r.stickyKey(a)}, nil
+	var q *pool.Quota
+	if r != nil {
+		if q, err = r.quota.of(a); err != nil {
+			return choice{}, err
+		}
+	}
+	return choice{pools: pools, stickyKey: r.stickyKey(a), quota: q}, nil
 }
 
 // match is the first rule matching a, nil when none does.
@@ -88,7 +94,8 @@ func (c *argsConfig) matchPools(r *rule, a attachment) ([]pool.Pool, error) {
 // attachment that presents no namespace or no pod name, the annotation
 // cniplugins.io/sticky-key if it has one; else "" (not sticky). The pod's
 // author writes the annotation, so it never replaces a namespace and pod
-// name the runtime sent: in Kubernetes the key is not the pod's choice.
+// name the runtime sent: in Kubernetes the key is not the pod's choice,
+// and an annotation key is scoped to the namespace (alloc.ScopeStickyKey).
 // A "kubevirt" rule gives the VM's key (alloc.KubevirtKey) alone. Nil
 // (no rule matched: the defaults) or a rule without sticky: "".
 func (r *rule) stickyKey(a attachment) string {
@@ -100,7 +107,10 @@ func (r *rule) stickyKey(a attachment) string {
 	case a.namespace != "" && a.podName != "":
 		return a.namespace + "/" + a.podName
 	default:
-		return a.annotations[alloc.AnnotationStickyKey]
+		if k := a.annotations[alloc.AnnotationStickyKey]; k != "" {
+			return alloc.ScopeStickyKey(a.namespace, k)
+		}
+		return ""
 	}
 }
 

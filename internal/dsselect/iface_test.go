@@ -285,7 +285,7 @@ func TestIfaceValidateAndArgs(t *testing.T) {
 		}
 	}
 	keys, err := p.ArgKeys(nil)
-	if want := "IP,K8S_POD_NAMESPACE,K8S_POD_NAME,CNIPLUGINS_STICKY_KEY"; err != nil || strings.Join(keys, ",") != want {
+	if want := "IP,K8S_POD_NAMESPACE,NOMAD_NAMESPACE,K8S_POD_NAME,CNIPLUGINS_STICKY_KEY"; err != nil || strings.Join(keys, ",") != want {
 		t.Errorf("ArgKeys = %v, %v; want the chain's %s only", keys, err, want)
 	}
 }

@@ -4,7 +4,10 @@
 package dsselect
 
 import (
+	"bytes"
 	"encoding/json"
+	"fmt"
+	"slices"
 
 	"github.com/containernetworking/cni/pkg/types"
 	current "github.com/containernetworking/cni/pkg/types/100"
@@ -45,12 +48,41 @@ func chainArgKeys() []string { return append([]string{"IP"}, alloc.StickyArgKeys
 
 func staticPools(conf *netconf.Envelope) ([]pool.Pool, error) {
 	var ipam struct {
-		Pools json.RawMessage `json:"pools"`
+		Pools           json.RawMessage            `json:"pools"`
+		PoolDefinitions map[string]json.RawMessage `json:"poolDefinitions"`
 	}
 	if err := conf.DecodeIPAM(&ipam); err != nil {
 		return nil, err
 	}
-	return pool.ParseList(ipam.Pools, "ipam.pools")
+	pools, err := pool.ParseList(ipam.Pools, "ipam.pools")
+	if err != nil {
+		return nil, err
+	}
+	return resolveStaticChains(pools, ipam.PoolDefinitions)
+}
+
+// resolveStaticChains gives each pool its overflow chain: the pool's own
+// overflowPools, then ipam.poolDefinitions (pool.Catalog). Pools without
+// an overflow anywhere cost nothing.
+func resolveStaticChains(pools []pool.Pool, rawDefs map[string]json.RawMessage) ([]pool.Pool, error) {
+	hasOverflow := slices.ContainsFunc(pools, func(p pool.Pool) bool { return p.Overflow != "" })
+	for _, d := range rawDefs {
+		hasOverflow = hasOverflow || bytes.Contains(d, []byte(`"overflow"`))
+	}
+	if !hasOverflow {
+		return pools, nil
+	}
+	defs, err := pool.ParseDefinitions("ipam.poolDefinitions", rawDefs)
+	if err != nil {
+		return nil, err
+	}
+	for i, p := range pools {
+		cat := pool.Catalog{Pools: p.OverflowPools, Defs: defs}
+		if pools[i], err = cat.Resolve(fmt.Sprintf("ipam.pools[%d]", i), p); err != nil {
+			return nil, err
+		}
+	}
+	return pools, nil
 }
 
 // selectorFuncs turns a pool choice into the five CNI commands. Every
@@ -69,6 +101,8 @@ type choice struct {
 	pools     []pool.Pool
 	stickyKey string
 	sets      [][]string
+	// quota is the attachment's tenant quota (an ipam-ds-args rule's).
+	quota *pool.Quota
 }
 
 // poolsOnly is a pool choice that never makes an attachment sticky.
@@ -129,7 +163,7 @@ func selection(req *plugin.Request, ch choice) (types.Result, error) {
 			res.IPs = append(res.IPs, &c)
 		}
 	}
-	sel := &pool.Selection{Inner: res, Pools: ch.pools, Choices: ch.sets}
+	sel := &pool.Selection{Inner: res, Pools: ch.pools, Choices: ch.sets, Quota: ch.quota}
 	if ch.stickyKey != "" {
 		sel.Sticky = &pool.Sticky{Key: ch.stickyKey}
 	} else if prev != nil {

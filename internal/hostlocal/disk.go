@@ -38,6 +38,11 @@ type Disk struct {
 	// scratch file, kept across failed link attempts so that skipping a
 	// taken address costs one link(2). nil: content unknown.
 	tmpFor *alloc.Attachment
+	// tenant is the hex name of the tenant the reservations are for
+	// (ForTenant; "" none); hasTenants whether D has _tenants (0 not
+	// looked yet, 1 yes, -1 no).
+	tenant     string
+	hasTenants int
 }
 
 var _ alloc.Lister = (*Disk)(nil)
@@ -49,14 +54,28 @@ var _ alloc.Lister = (*Disk)(nil)
 // are checked (safedir.go) before anything below them is opened; the index
 // directory is checked by trust, D's _sticky where it is used.
 func Open(dir string, lockTimeout time.Duration) (*Disk, error) {
+	return OpenChecked(dir, lockTimeout, nil)
+}
+
+// OpenChecked is Open for one of several state directories an operation
+// opens at once (the pools of an overflow chain share their parent and
+// its _index): a directory in checked was checked by this operation a
+// moment ago and is not checked again; those checked now are added.
+func OpenChecked(dir string, lockTimeout time.Duration, checked map[string]bool) (*Disk, error) {
 	sd := newStateDir(dir)
 	parent := filepath.Dir(sd.dir)
 	for _, p := range []struct {
 		path string
 		mode os.FileMode
 	}{{parent, modeStateDir}, {sd.dir, modeStateDir}, {filepath.Dir(sd.idx), modePrivateDir}} {
+		if checked[p.path] {
+			continue
+		}
 		if err := EnsureDir(p.path, p.mode, sd.uid); err != nil {
 			return nil, err
+		}
+		if checked != nil {
+			checked[p.path] = true
 		}
 	}
 	lk, err := acquireLock(sd.dir, sd.uid, lockTimeout)
@@ -123,6 +142,26 @@ func (d *Disk) Reserve(a alloc.Attachment, ip netip.Addr) (bool, error) {
 	if !a.Recordable() {
 		return false, cnierr.InvalidEnv("CNI_CONTAINERID", a.ContainerID, "cannot be recorded in a reservation")
 	}
+	if d.tenant != "" {
+		// Under the lock a file there means taken; a free address is
+		// the tenant's before it is reserved (tenants.go).
+		if _, err := os.Lstat(final); err == nil {
+			return false, nil
+		}
+		if err := d.tag(ip); err != nil {
+			return false, err
+		}
+	}
+	ok, err := d.link(a, ip, final)
+	if d.tenant != "" && !ok {
+		err = errors.Join(err, d.untag(ip))
+	}
+	return ok, err
+}
+
+// link makes the reservation of ip for a: the scratch file, written with
+// a's content, linked as final.
+func (d *Disk) link(a alloc.Attachment, ip netip.Addr, final string) (bool, error) {
 	if d.tmpFor == nil || *d.tmpFor != a {
 		d.dirty = true // the scratch file lives in the index directory
 		if err := overwriteAlone(d.scratch(), reservationContent(a)); err != nil {
@@ -168,6 +207,10 @@ func (d *Disk) Release(a alloc.Attachment, ip netip.Addr) (bool, error) {
 			return false, nil
 		}
 		return false, cnierr.IO("remove", path, err)
+	}
+	// The address's tenant record goes after it (tenants.go).
+	if err := d.untag(ip); err != nil {
+		return true, err
 	}
 	e, err := d.tracked(a)
 	if err != nil || e == nil {

@@ -38,6 +38,9 @@ type Health struct {
 	// (alloc.HoldRecord.Stale); Orphans the held files no valid record names.
 	Holds   []alloc.HoldRecord
 	Orphans []netip.Addr
+	// Tenants are the tenants' address records (quotas), judged against
+	// the reservations: a stale one counts its tenant an address too many.
+	Tenants []TenantRecord
 }
 
 // Examine checks dir under its lock (the lock is held for this one
@@ -79,6 +82,9 @@ func Examine(dir string, lockTimeout time.Duration) (*Health, error) {
 		return nil, err
 	}
 	if h.Holds, h.Orphans, err = d.holdProblems(h.Reservations); err != nil {
+		return nil, err
+	}
+	if h.Tenants, err = d.tenantRecords(Addrs(h.Reservations)); err != nil {
 		return nil, err
 	}
 	for _, name := range slices.Sorted(slices.Values(ents.other)) {
@@ -138,6 +144,11 @@ func (d *Disk) repair(dropCursors []int) ([]string, error) {
 		done = append(done, "removed "+p)
 	}
 	fixed, err := d.repairHolds(time.Now())
+	done = append(done, fixed...)
+	if err != nil {
+		return done, err
+	}
+	fixed, err = d.RepairTenants()
 	done = append(done, fixed...)
 	if err != nil {
 		return done, err

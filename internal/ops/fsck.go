@@ -153,6 +153,11 @@ func findings(d StateDir, h *hostlocal.Health, sets []addrspace.RangeSet) ([]Fin
 			add(SeverityProblem, path, "sticky hold record of key "+printable(fmt.Sprintf("%q", e.Key))+" "+e.SecondProblem(), "drop the migration target; the owner keeps the address")
 		}
 	}
+	for _, r := range h.Tenants {
+		if r.Stale != "" {
+			add(SeverityProblem, r.Path, fmt.Sprintf("tenant %q's record of %s counts an address it does not have (%s): a process killed mid-ADD or mid-DEL; it over-counts the quota", printable(r.Tenant), r.Addr, r.Stale), repairRemove)
+		}
+	}
 	for _, ip := range h.Orphans {
 		add(SeverityProblem, filepath.Join(d.Path, ip.String()), "held for a sticky key, but no hold record names it: it can never be handed out", "free it")
 	}

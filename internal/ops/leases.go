@@ -46,6 +46,9 @@ type Lease struct {
 	// migration it was started for.
 	SecondOwner     string `json:"secondOwner,omitempty"`
 	SecondMigration string `json:"secondMigration,omitempty"`
+	// Tenant is the quota's tenant the address counts for
+	// ("<per>=<value>"; "" when it counts for none).
+	Tenant string `json:"tenant,omitempty"`
 }
 
 // LeaseFilter narrows a listing; empty fields match everything.
@@ -97,9 +100,14 @@ func readLeases(d StateDir) (ls []Lease, rs []hostlocal.Reservation, holds map[s
 	if holds, err = validHolds(d.Path); err != nil {
 		return nil, nil, nil, err
 	}
+	tenants, err := hostlocal.ReadTenants(d.Path, hostlocal.Addrs(rs))
+	if err != nil {
+		return nil, nil, nil, err
+	}
 	ls = make([]Lease, len(rs))
 	for i, r := range rs {
 		ls[i] = withHold(leaseOf(d, r), holds)
+		ls[i].Tenant = tenants[r.Addr]
 	}
 	return ls, rs, holds, nil
 }

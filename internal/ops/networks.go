@@ -11,6 +11,7 @@ import (
 	"github.com/cniplugins/cniplugins/internal/addrspace"
 	"github.com/cniplugins/cniplugins/internal/cnierr"
 	"github.com/cniplugins/cniplugins/internal/dapools"
+	"github.com/cniplugins/cniplugins/internal/dsselect"
 	"github.com/cniplugins/cniplugins/internal/pool"
 )
 
@@ -32,6 +33,8 @@ type Network struct {
 	// Pools are the pools the configuration names (ipam.pools) or defines
 	// (ipam.poolDefinitions), with their ranges and state directories.
 	Pools []PoolDef
+	// Quotas are its ipam-ds-args rules' quotas, per pool.
+	Quotas []dsselect.PoolQuota
 }
 
 // PoolDef is one pool a network can allocate from.
@@ -40,6 +43,8 @@ type PoolDef struct {
 	Field string // where the configuration names it: ipam.pools[i] or ipam.poolDefinitions.NAME
 	Dir   string
 	pool.Definition
+	// Chain is the pool's overflow chain: the pools after it, in order.
+	Chain []string
 }
 
 // ours reports whether p's IPAM keeps state the CLI can read: ipam-da-pools
@@ -90,6 +95,11 @@ func Describe(p PluginConf, dataDir string) (Network, bool, error) {
 	}
 	n := Network{Conf: p, Dir: filepath.Join(dataDir, env.Name)}
 	selected := slices.ContainsFunc(delegates, func(d string) bool { return strings.HasPrefix(d, "ipam-ds-") })
+	if slices.Contains(delegates, dsselect.ArgsName) {
+		if n.Quotas, err = dsselect.Quotas(env); err != nil {
+			return n, true, err
+		}
+	}
 	if !selected {
 		if layout.RangeSets == nil {
 			return n, true, cnierr.MissingConfig("ipam.ranges")
@@ -103,12 +113,24 @@ func Describe(p PluginConf, dataDir string) (Network, bool, error) {
 		return n, true, err
 	}
 	seen := map[string]bool{}
+	chains := pool.Catalog{Defs: layout.PoolDefs}
+	chain := func(field string, p pool.Pool) ([]string, error) {
+		p, err := chains.Resolve(field, p)
+		return p.Names()[1:], err
+	}
 	if len(listed.Pools) > 0 && string(listed.Pools) != "null" {
 		pools, err := pool.ParseList(listed.Pools, "ipam.pools")
 		if err != nil {
 			return n, true, err
 		}
 		for i, pl := range pools {
+			field := fmt.Sprintf("ipam.pools[%d]", i)
+			cat := chains
+			cat.Pools = pl.OverflowPools
+			resolved, err := cat.Resolve(field, pl)
+			if err != nil {
+				return n, true, err
+			}
 			src, ok, err := layout.Pool(pl, fmt.Sprintf("ipam.pools[%d]", i))
 			if err != nil {
 				return n, true, err
@@ -116,13 +138,17 @@ func Describe(p PluginConf, dataDir string) (Network, bool, error) {
 			if !ok {
 				return n, true, cnierr.New(cnierr.CodeInvalidConfig, "unknown pool: no inline ranges and no ipam.poolDefinitions entry", "ipam.pools[%d].name=%s", i, pl.Name)
 			}
-			n.Pools = append(n.Pools, PoolDef{Name: pl.Name, Field: fmt.Sprintf("ipam.pools[%d]", i), Dir: dapools.PoolDir(dataDir, pl.Name), Definition: src})
+			n.Pools = append(n.Pools, PoolDef{Name: pl.Name, Field: field, Dir: dapools.PoolDir(dataDir, pl.Name), Definition: src, Chain: resolved.Names()[1:]})
 			seen[pl.Name] = true
 		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(layout.PoolDefs)) {
 		if !seen[name] {
-			n.Pools = append(n.Pools, PoolDef{Name: name, Field: "ipam.poolDefinitions." + name, Dir: dapools.PoolDir(dataDir, name), Definition: layout.PoolDefs[name]})
+			c, err := chain("ipam.poolDefinitions."+name, pool.Pool{Name: name})
+			if err != nil {
+				return n, true, err
+			}
+			n.Pools = append(n.Pools, PoolDef{Name: name, Field: "ipam.poolDefinitions." + name, Dir: dapools.PoolDir(dataDir, name), Definition: layout.PoolDefs[name], Chain: c})
 		}
 	}
 	return n, true, nil

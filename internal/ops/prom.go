@@ -3,6 +3,7 @@ package ops
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -48,8 +49,42 @@ func WriteProm(w io.Writer, us []Usage) error {
 				strconv.FormatFloat(m.value(u), 'g', -1, 64))
 		}
 	}
+	writeTenantProm(&b, us)
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// writeTenantProm writes the quotas' gauges, labelled by tenant and pool:
+// each tenant's addresses in the pool, and its quota where a configured
+// rule sets one. Without tenants it writes nothing.
+func writeTenantProm(b *strings.Builder, us []Usage) {
+	if !slices.ContainsFunc(us, func(u Usage) bool { return len(u.Tenants) > 0 }) {
+		return
+	}
+	gauges := []struct {
+		name, help string
+		value      func(TenantUsage) (float64, bool)
+	}{
+		{"cniplugins_tenant_addresses", "Addresses (reservations and sticky holds) a quota's tenant has in the pool.",
+			func(t TenantUsage) (float64, bool) { return float64(t.InUse), true }},
+		{"cniplugins_tenant_quota", "The most addresses the tenant's rule allows it across the pools of its selection (the pool's overflow chain included).",
+			func(t TenantUsage) (float64, bool) {
+				if t.Quota == nil {
+					return 0, false
+				}
+				return float64(*t.Quota), true
+			}},
+	}
+	for _, g := range gauges {
+		fmt.Fprintf(b, "# HELP %s %s\n# TYPE %s gauge\n", g.name, g.help, g.name)
+		for _, u := range us {
+			for _, t := range u.Tenants {
+				if v, ok := g.value(t); ok {
+					fmt.Fprintf(b, "%s{tenant=%s,pool=%s} %s\n", g.name, promQuote(t.Tenant), promQuote(u.Name), strconv.FormatFloat(v, 'g', -1, 64))
+				}
+			}
+		}
+	}
 }
 
 // promQuote quotes a label value as the exposition format escapes it.

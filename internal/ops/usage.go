@@ -1,6 +1,7 @@
 package ops
 
 import (
+	"maps"
 	"math"
 	"net/netip"
 	"slices"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/cniplugins/cniplugins/internal/addrspace"
 	"github.com/cniplugins/cniplugins/internal/alloc"
+	"github.com/cniplugins/cniplugins/internal/dsselect"
 	"github.com/cniplugins/cniplugins/internal/hostlocal"
 )
 
@@ -40,10 +42,25 @@ type Usage struct {
 	// Exhausted is what STATUS reads: an ADD found it full and
 	// nothing was released there since.
 	Exhausted bool `json:"exhausted"`
+	// Overflow is the pool's overflow chain: the pools an ADD takes an
+	// address from, in order, when this one is full.
+	Overflow []string `json:"overflow,omitempty"`
+	// Tenants are the quotas' tenants with addresses in the pool.
+	Tenants []TenantUsage `json:"tenants,omitempty"`
 
 	set     addrspace.RangeSet
 	exclude addrspace.Exclusions
 	id      int // range set ID in its directory
+	quotas  []dsselect.PoolQuota
+}
+
+// TenantUsage is one tenant's addresses in a pool, and the quota that
+// bounds them (across the pools of its rule's selection; nil when no
+// configured rule names it).
+type TenantUsage struct {
+	Tenant string `json:"tenant"`
+	InUse  int    `json:"inUse"`
+	Quota  *int   `json:"quota"`
 }
 
 // Usages lists, for every network in nets, each standalone range set and
@@ -69,7 +86,7 @@ func Usages(nets []Network) ([]Usage, error) {
 			add(Usage{Kind: "range-set", Name: n.Conf.Network, RangeSet: &i, Dir: n.Dir, set: rs, id: i}, n.Conf.Network)
 		}
 		for _, p := range n.Pools {
-			add(Usage{Kind: "pool", Name: p.Name, Dir: p.Dir, set: p.Set, exclude: p.Exclude}, n.Conf.Network)
+			add(Usage{Kind: "pool", Name: p.Name, Dir: p.Dir, set: p.Set, exclude: p.Exclude, Overflow: p.Chain, quotas: n.Quotas}, n.Conf.Network)
 		}
 	}
 	used := map[string][]netip.Addr{}
@@ -113,6 +130,34 @@ func Usages(nets []Network) ([]Usage, error) {
 			u.Percent = math.Round(float64(u.Used)/float64(u.Size)*10000) / 100
 		}
 		u.Exhausted = slices.Contains(full[u.Dir], u.id)
+		if u.Kind == "pool" {
+			var err error
+			if u.Tenants, err = tenantUsage(u.Dir, addrs, u.Name, u.quotas); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return out, nil
+}
+
+// tenantUsage counts each tenant's addresses in pool (state directory
+// dir, reserved addresses addrs), sorted by tenant.
+func tenantUsage(dir string, addrs []netip.Addr, pool string, quotas []dsselect.PoolQuota) ([]TenantUsage, error) {
+	tenants, err := hostlocal.ReadTenants(dir, addrs)
+	if err != nil || len(tenants) == 0 {
+		return nil, err
+	}
+	count := map[string]int{}
+	for _, t := range tenants {
+		count[t]++
+	}
+	var out []TenantUsage
+	for _, t := range slices.Sorted(maps.Keys(count)) {
+		tu := TenantUsage{Tenant: t, InUse: count[t]}
+		if m, ok := dsselect.QuotaOf(quotas, pool, t); ok {
+			tu.Quota = &m
+		}
+		out = append(out, tu)
 	}
 	return out, nil
 }

@@ -17,6 +17,9 @@ import (
 type Definition struct {
 	Set     addrspace.RangeSet
 	Exclude addrspace.Exclusions
+	// Overflow is the entry's "overflow": the pool allocated from when
+	// this one is full ("" none).
+	Overflow string
 }
 
 // ParseDefinitions validates a poolDefinitions object (the allocator's
@@ -44,8 +47,9 @@ func ParseDefinitions(field string, defs map[string]json.RawMessage) (map[string
 // optional "exclude", the same key a Pool object uses.
 func ParseDefinition(field string, raw json.RawMessage) (Definition, error) {
 	var entry struct {
-		Ranges  []addrspace.RangeConfig `json:"ranges"`
-		Exclude []string                `json:"exclude"`
+		Ranges   []addrspace.RangeConfig `json:"ranges"`
+		Exclude  []string                `json:"exclude"`
+		Overflow string                  `json:"overflow"`
 	}
 	rangesField := field
 	if t := bytes.TrimSpace(raw); len(t) > 0 && t[0] == '{' {
@@ -64,6 +68,14 @@ func ParseDefinition(field string, raw json.RawMessage) (Definition, error) {
 	if def.Set, err = addrspace.ParseRangeSet(rangesField, entry.Ranges); err != nil {
 		return Definition{}, err
 	}
-	def.Exclude, err = addrspace.ParseExclusions(field+".exclude", entry.Exclude)
-	return def, err
+	if def.Exclude, err = addrspace.ParseExclusions(field+".exclude", entry.Exclude); err != nil {
+		return Definition{}, err
+	}
+	if entry.Overflow != "" {
+		if err := ValidName(field+".overflow", entry.Overflow); err != nil {
+			return Definition{}, err
+		}
+	}
+	def.Overflow = entry.Overflow
+	return def, nil
 }

@@ -37,6 +37,14 @@ type Pool struct {
 
 	// Addresses and CIDRs never handed out from this pool.
 	Exclude []string `json:"exclude,omitempty"`
+
+	// Overflow names the pool to allocate from when this one has no free
+	// address; that pool's own overflow continues the chain (Chain).
+	Overflow string `json:"overflow,omitempty"`
+	// OverflowPools is the chain as a selector resolved it: the pools
+	// after this one, in order, each with what the selector knows of
+	// its ranges (a bare name: the allocator's poolDefinitions).
+	OverflowPools []Pool `json:"overflowPools,omitempty"`
 }
 
 // UnmarshalJSON also accepts requested_ip, the key passcod-style
@@ -68,6 +76,22 @@ func (p Pool) Validate(field string) error {
 	}
 	if _, err := p.Exclusions(field); err != nil {
 		return err
+	}
+	if p.Overflow != "" {
+		if err := ValidName(field+".overflow", p.Overflow); err != nil {
+			return err
+		}
+	}
+	if len(p.OverflowPools) > MaxPerAttachment {
+		return cnierr.InvalidConfig(field+".overflowPools", fmt.Sprintf("%d pools", len(p.OverflowPools)), fmt.Sprintf("at most %d pools per chain", MaxPerAttachment))
+	}
+	for i, q := range p.OverflowPools {
+		if len(q.OverflowPools) > 0 {
+			return cnierr.InvalidConfig(fmt.Sprintf("%s.overflowPools[%d].overflowPools", field, i), q.Name, "a chain's pools are listed once, in its first pool")
+		}
+		if err := q.Validate(fmt.Sprintf("%s.overflowPools[%d]", field, i)); err != nil {
+			return err
+		}
 	}
 	_, _, err := p.InlineRanges(field)
 	return err

@@ -22,6 +22,8 @@ type Selection struct {
 	// names, each set a subset of Pools); nil means the one set, all of
 	// Pools. STATUS fails only when every set holds an exhausted pool.
 	Choices [][]string
+	// Quota, on ADD and CHECK, is the attachment's tenant quota.
+	Quota *Quota
 }
 
 // Sticky is a selection's "sticky" object: the key the allocator holds
@@ -43,7 +45,7 @@ func (s *Selection) GetAsVersion(v string) (types.Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Selection{Inner: inner, Pools: s.Pools, Sticky: s.Sticky, Choices: s.Choices}, nil
+	return &Selection{Inner: inner, Pools: s.Pools, Sticky: s.Sticky, Choices: s.Choices, Quota: s.Quota}, nil
 }
 
 // addressless: r holds no address and v is a version whose results need one.
@@ -71,6 +73,11 @@ func (s *Selection) MarshalJSON() ([]byte, error) {
 	}
 	if s.Sticky != nil {
 		if obj["sticky"], err = json.Marshal(s.Sticky); err != nil {
+			return nil, err
+		}
+	}
+	if s.Quota != nil {
+		if obj["quota"], err = json.Marshal(s.Quota); err != nil {
 			return nil, err
 		}
 	}

@@ -23,7 +23,9 @@ type stack struct {
 
 // tenantsIPAM is the network's ipam section: ipam-ds-args chooses the pool
 // (team-a may pick team-a-batch by annotation; namespace stateful's pods
-// keep their addresses by name, namespace vms's by their KubeVirt VM),
+// keep their addresses by name, namespace vms's by their KubeVirt VM;
+// namespace spill's two-address pool overflows into others; namespace
+// capped holds at most two addresses),
 // allocator allocates from
 // 10.<second>.0.0/16. etcd, when set, is the allocator's ipam.etcd.
 func tenantsIPAM(allocator string, second byte, etcd string) string {
@@ -32,8 +34,11 @@ func tenantsIPAM(allocator string, second byte, etcd string) string {
     {"namespace": "team-a", "pools": ["team-a"], "podChoice": ["team-a", "team-a-batch"]},
     {"namespace": "team-b", "pools": ["team-b"]},
     {"namespace": "stateful", "pools": ["stateful"], "sticky": true},
-    {"namespace": "vms", "pools": ["vms"], "sticky": "kubevirt"}`,
-		fmt.Sprintf(`"team-a": %s, "team-a-batch": %s, "team-b": %s, "others": %s, "stateful": %s, "vms": %s`, pool(10), pool(11), pool(20), pool(40), pool(30), pool(50)))
+    {"namespace": "vms", "pools": ["vms"], "sticky": "kubevirt"},
+    {"namespace": "spill", "pools": ["spill"]},
+    {"namespace": "capped", "pools": ["others"], "quota": {"per": "namespace", "max": 2}}`,
+		fmt.Sprintf(`"team-a": %s, "team-a-batch": %s, "team-b": %s, "others": %s, "stateful": %s, "vms": %s, "spill": {"ranges": %s, "overflow": "others"}`,
+			pool(10), pool(11), pool(20), pool(40), pool(30), pool(50), poolRange(second, 60, 2, 3)))
 }
 
 // poolRange is a pool's range set: 10.<second>.<third>.<first> to

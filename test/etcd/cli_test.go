@@ -23,7 +23,7 @@ func cliThrough(t *testing.T, eps []string, args ...string) testbin.Reply {
 
 // leaseOut is the leases JSON schema, the local one plus node.
 type leaseOut struct {
-	Address, Pool, Network, Node, ContainerID, IfName, Owner, Since, NodeSeen, Problem string
+	Address, Pool, Network, Node, ContainerID, IfName, Owner, Since, NodeSeen, Problem, Tenant string
 }
 
 func cliLeases(t *testing.T, args ...string) []leaseOut {

@@ -21,6 +21,7 @@ type setup struct {
 	conf    func(extra string) []byte // extra: additional top-level keys
 	stateOf func(dataDir string) string
 	pool    bool
+	tenant  string // a quota's tenant: its records are checked (checkTenants)
 }
 
 func standaloneSetup(dataDir, network, subnet, ipamExtra string) setup {
@@ -201,6 +202,7 @@ func TestCrashConsistency(t *testing.T) {
 		setups: []setup{
 			standaloneSetup(dataDir, "crash-sa", "10.77.0.0/27", ""),
 			chainSetup(dataDir, "crash-chain", "p27", "10.78.0.0/27", ""),
+			quotaSetup(dataDir, "crash-quota", "q27", "10.79.0.0/27"),
 		}}
 	const rounds, addsPerSetup, delsPerSetup = 120, 6, 3
 	kills, jobsRun := 0, 0
@@ -241,6 +243,7 @@ func TestCrashConsistency(t *testing.T) {
 		for si, s := range w.setups {
 			testbin.MustSucceed(t, call(s.plugin, "DEL", "crash-unknown", s.conf("")))
 			checkIndex(t, s.stateOf(dataDir), states[si])
+			w.stats["stale tenant records repaired"] += checkTenants(t, s, dataDir, states[si])
 		}
 	}
 	t.Logf("%d rounds, %d processes, %d sent SIGKILL; outcomes %v", rounds, jobsRun, kills, w.stats)
@@ -282,6 +285,9 @@ func TestCrashConsistency(t *testing.T) {
 			t.Fatalf("%s: reservations left after GC: %v", s.name, state)
 		}
 		checkIndex(t, s.stateOf(dataDir), nil)
+		if s.tenant != "" && len(tenantRecords(t, s, dataDir)) != 0 {
+			t.Fatalf("%s: tenant records left after GC: %v", s.name, tenantRecords(t, s, dataDir))
+		}
 	}
 	for _, a := range w.attempts {
 		a.state, a.addr = deleted, ""

@@ -164,6 +164,9 @@ func readState(t testing.TB, dir string, poolDir bool) map[string]holder {
 	out := map[string]holder{}
 	for _, de := range des {
 		name := de.Name()
+		if name == "_tenants" && de.IsDir() { // a quota's tenant records: checkTenants
+			continue
+		}
 		path := filepath.Join(dir, name)
 		data, err := os.ReadFile(path)
 		if err != nil {

@@ -9,6 +9,7 @@ import (
 	"github.com/cniplugins/cniplugins/internal/addrspace"
 	"github.com/cniplugins/cniplugins/internal/alloc"
 	"github.com/cniplugins/cniplugins/internal/cnierr"
+	"github.com/cniplugins/cniplugins/internal/pool"
 )
 
 // Subject is a store as the contract drives it: the engine's operations
@@ -39,6 +40,8 @@ type Call struct {
 	Now     time.Time
 	// Migration is the ADD's migration name (alloc.MigrationName).
 	Migration string
+	// Quota is the selection's tenant quota (nil none).
+	Quota *pool.Quota
 }
 
 // Caps are what a store does beyond the contract's common rules.
@@ -110,8 +113,8 @@ func add(t *testing.T, s Subject, c Call, tg ...alloc.Target) (netip.Addr, error
 		t.Fatalf("ADD returned %d addresses for %d targets", len(ps), len(tg))
 	}
 	for i, p := range ps {
-		if !tg[i].Set.Contains(p.Addr()) || p.Bits() != 29 {
-			t.Fatalf("ADD returned %v, not in %s", p, tg[i].Set)
+		if !slices.ContainsFunc(tg[i].Chain(), func(c alloc.Target) bool { return c.Set.Contains(p.Addr()) }) || p.Bits() != 29 {
+			t.Fatalf("ADD returned %v, not in %s or its overflow", p, tg[i].Set)
 		}
 	}
 	return ps[0].Addr(), nil
@@ -164,7 +167,7 @@ func addr(s string) netip.Addr { return netip.MustParseAddr(s) }
 // StoreContract is the table of the engine's behaviours every store must
 // give.
 func StoreContract() []Case {
-	return slices.Concat(plainContract(), stickyContract(), migrationContract())
+	return slices.Concat(plainContract(), stickyContract(), migrationContract(), overflowContract(), quotaContract())
 }
 
 func plainContract() []Case {

@@ -42,13 +42,28 @@ func (e Engine) Add(c Call, targets []alloc.Target) ([]netip.Prefix, error) {
 	var out []netip.Prefix
 	err := e.with(func(l Store) error {
 		var u alloc.Undo
-		for _, t := range targets {
-			var p netip.Prefix
-			var err error
+		locate := func(t alloc.Target) (alloc.Presence, error) { return alloc.LocateIn(l, c.Att, t, c.Key, c.Now) }
+		allocate := func(t alloc.Target) (netip.Prefix, netip.Addr, error) {
 			if c.Key != "" {
-				p, _, err = alloc.AllocateKeyed(l, c.Att, t, alloc.Keyed{Key: c.Key, HoldFor: c.HoldFor, Migration: c.Migration}, c.Now, &u)
-			} else if p, _, err = t.Allocator(l).Allocate(c.Att, t.RangeID, t.Set, t.Requested, t.Label); err == nil {
+				return alloc.AllocateKeyed(l, c.Att, t, alloc.Keyed{Key: c.Key, HoldFor: c.HoldFor, Migration: c.Migration}, c.Now, &u)
+			}
+			p, gw, err := t.Allocator(l).Allocate(c.Att, t.RangeID, t.Set, t.Requested, t.Label)
+			if err == nil {
 				u.Reserved(l, p.Addr())
+			}
+			return p, gw, err
+		}
+		ts, counts := l.(alloc.TenantStore)
+		if counts && c.Quota != nil {
+			ts.ForTenant(c.Quota.Tenant)
+			defer ts.ForTenant("")
+		}
+		inUse := func() (int, error) { return ts.TenantAddrs(c.Quota.Tenant) }
+		for _, t := range targets {
+			_, err := alloc.QuotaGate(c.Quota, t, c.Key, locate, inUse)
+			var p netip.Prefix
+			if err == nil {
+				p, _, _, err = alloc.AllocateOverflow(t, c.Att, locate, allocate)
 			}
 			if err != nil {
 				out = nil

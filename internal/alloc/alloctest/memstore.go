@@ -17,17 +17,20 @@ type MemStore struct {
 	last      map[int]netip.Addr
 	exhausted map[int]bool
 	holds     map[string]alloc.Hold
+	tenantOf  map[netip.Addr]string // the quota's tenant of each address
+	tenant    string                // ForTenant's
 }
 
 var (
-	_ alloc.Lister    = (*MemStore)(nil)
-	_ alloc.HoldStore = (*MemStore)(nil)
+	_ alloc.Lister      = (*MemStore)(nil)
+	_ alloc.HoldStore   = (*MemStore)(nil)
+	_ alloc.TenantStore = (*MemStore)(nil)
 )
 
 // NewMemStore returns an empty MemStore.
 func NewMemStore() *MemStore {
 	return &MemStore{res: map[netip.Addr]alloc.Attachment{}, last: map[int]netip.Addr{}, exhausted: map[int]bool{},
-		holds: map[string]alloc.Hold{}}
+		holds: map[string]alloc.Hold{}, tenantOf: map[netip.Addr]string{}}
 }
 
 // ReadHold implements alloc.HoldReader.
@@ -68,7 +71,24 @@ func (m *MemStore) Reserve(a alloc.Attachment, ip netip.Addr) (bool, error) {
 		return false, nil
 	}
 	m.res[ip] = a
+	if m.tenant != "" {
+		m.tenantOf[ip] = m.tenant
+	}
 	return true, nil
+}
+
+// ForTenant implements alloc.TenantStore.
+func (m *MemStore) ForTenant(tenant string) { m.tenant = tenant }
+
+// TenantAddrs implements alloc.TenantStore.
+func (m *MemStore) TenantAddrs(tenant string) (int, error) {
+	n := 0
+	for _, t := range m.tenantOf {
+		if t == tenant {
+			n++
+		}
+	}
+	return n, nil
 }
 
 // Owner implements alloc.Ledger.
@@ -83,6 +103,7 @@ func (m *MemStore) Release(a alloc.Attachment, ip netip.Addr) (bool, error) {
 		return false, nil
 	}
 	delete(m.res, ip)
+	delete(m.tenantOf, ip)
 	return true, nil
 }
 

@@ -1,0 +1,117 @@
+package main
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/cniplugins/cniplugins/internal/benchstat"
+)
+
+// The tenancy scenario: the chain ipam-delegated → ipam-ds-args →
+// ipam-da-pools with its rule's pool plain, and with a quota per tenant
+// (CNI_ARGS TEAM) on a pool at the head of an overflow chain of three
+// pools (the first with room, as it is for most ADDs), side by side in
+// one run (taking turns, each on its own data directory); each iteration
+// an ADD of a fresh container and its DEL. The chain costs an ADD the
+// locks of the chain's pools and the look for the attachment in each of
+// them; the quota one read of the tenant's records per pool and two
+// records per reservation.
+
+// tenancyResult is the scenario's measurements, by "<variant> <op>".
+type tenancyResult struct {
+	n       int
+	samples map[string][]time.Duration
+}
+
+var tenancyVariants = []string{"plain", "tenancy"}
+
+// tenancyArgs are both variants' CNI_ARGS: the tenant of the quota.
+const tenancyArgs = "CNI_ARGS=IgnoreUnknown=1;TEAM=bench"
+
+func measureTenancy(o *options, r *results) error {
+	res := &tenancyResult{n: o.n, samples: map[string][]time.Duration{}}
+	r.tenancy = res
+	sub := func(variant string) subject {
+		first := map[string]string{"name": poolName, "subnet": subnet}
+		rule := map[string]any{"pools": []map[string]string{first}}
+		ipam := map[string]any{"type": "ipam-delegated", "delegates": []string{"ipam-ds-args", "ipam-da-pools"}}
+		if variant == "tenancy" {
+			first["overflow"] = "spill-1"
+			rule["quota"] = map[string]any{"per": "arg:TEAM", "max": 1 << 20}
+			ipam["poolDefinitions"] = map[string]any{
+				"spill-1": map[string]any{"ranges": []map[string]string{{"subnet": "10.11.0.0/16"}}, "overflow": "spill-2"},
+				"spill-2": []map[string]string{{"subnet": "10.12.0.0/16"}},
+			}
+		}
+		ipam["rules"] = []map[string]any{rule}
+		return subject{key: variant, label: variant, path: filepath.Join(r.bins.cniDir, "ipam-delegated"), cniPath: r.bins.cniDir, ipam: ipam, stateDir: poolDir}
+	}
+	one := func(variant string, i int, tag string) ([2]outcome, error) {
+		s := sub(variant)
+		dataDir := filepath.Join(o.tmp, "tenancy-"+variant)
+		cid := containerID(fmt.Sprintf("%s-%d-%s", tag, i, s.key))
+		add := s.call("ADD", cid, dataDir, nil)
+		add.env = []string{tenancyArgs}
+		a, err := mustRun(add)
+		if err != nil {
+			return [2]outcome{}, err
+		}
+		del := s.call("DEL", cid, dataDir, a.stdout)
+		del.env = []string{tenancyArgs}
+		d, err := mustRun(del)
+		return [2]outcome{a, d}, err
+	}
+	for w := 0; w < max(1, o.warmup); w++ {
+		for _, v := range tenancyVariants {
+			if _, err := one(v, w, "tenancy-warm"); err != nil {
+				return err
+			}
+		}
+	}
+	o.logf("tenancy: latency, n=%d, plain and with a quota and an overflow chain alternating", o.n)
+	for i := 0; i < o.n; i++ {
+		for j := range tenancyVariants {
+			v := tenancyVariants[(i+j)%len(tenancyVariants)]
+			ds, err := one(v, i, "tenancy-lat")
+			if err != nil {
+				return err
+			}
+			for k, op := range latencyOps {
+				res.samples[v+" "+op] = append(res.samples[v+" "+op], ds[k].dur)
+			}
+		}
+	}
+	return nil
+}
+
+// ratio is the quota and chain's median of op over the plain pool's.
+func (s *tenancyResult) ratio(op string) float64 {
+	on, off := summarise(s.samples["tenancy "+op]), summarise(s.samples["plain "+op])
+	return benchstat.Ratio(benchstat.MS(on.median), benchstat.MS(off.median))
+}
+
+func (s *tenancyResult) markdown(fsType string) string {
+	var b strings.Builder
+	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
+	w("## Tenancy: a quota and an overflow chain\n\n")
+	w("The chain `ipam-delegated` → `ipam-ds-args` → `ipam-da-pools`, its rule's pool plain, and with a quota per tenant (CNI_ARGS `TEAM`) on a pool at the head of an overflow chain of three pools (the first with room), taking turns in one run, each on its own data directory on %s; each iteration ADDs a fresh container ID and DELs it (prevResult = the ADD's result). Median / p99 in ms, n = %d.\n\n", fsType, s.n)
+	w("| op | plain | quota and overflow chain | ÷ plain | target ADD ≤ 1.05× |\n| --- | ---: | ---: | ---: | --- |\n")
+	for _, op := range latencyOps {
+		cell := func(v string) string {
+			m := summarise(s.samples[v+" "+op])
+			return num(benchstat.MS(m.median)) + " / " + num(benchstat.MS(m.p99))
+		}
+		verdict := ""
+		if op == "ADD" {
+			verdict = "**met**"
+			if !(s.ratio(op) <= 1.05) {
+				verdict = "**not met**"
+			}
+		}
+		w("| %s | %s | %s | %s | %s |\n", op, cell("plain"), cell("tenancy"), fmtRatio(s.ratio(op)), verdict)
+	}
+	w("\n")
+	return b.String()
+}

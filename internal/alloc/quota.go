@@ -1,0 +1,59 @@
+package alloc
+
+import (
+	"github.com/cniplugins/cniplugins/internal/cnierr"
+	"github.com/cniplugins/cniplugins/internal/pool"
+)
+
+// Quotas: a selection's quota (pool.Quota) bounds how many addresses its
+// tenant holds (reservations and sticky holds) across the selection's
+// pools, overflow pools included. The check and the reservation are one
+// step: under the locks of every pool of the selection (the disk store),
+// or in the claim's transaction (etcd). Lowering a quota frees nothing:
+// it refuses new addresses until the tenant is below it.
+
+// TenantStore is a store that records whose each reservation is and
+// counts a tenant's addresses without scanning the pool.
+type TenantStore interface {
+	// ForTenant makes the store record the reservations that follow as
+	// tenant's ("" none).
+	ForTenant(tenant string)
+	// TenantAddrs counts the addresses recorded as tenant's.
+	TenantAddrs(tenant string) (int, error)
+}
+
+// QuotaExceeded is code 106.
+func QuotaExceeded(q *pool.Quota, inUse int) error {
+	return cnierr.New(cnierr.CodeQuotaExceeded, "tenant quota exceeded",
+		"tenant=%s rule=%s max=%d inUse=%d", q.Tenant, q.Rule, q.Max, inUse)
+}
+
+// QuotaGate is the quota's check before target t's address: 106 once
+// inUse (the tenant's addresses across the selection's pools) has reached
+// max. It checks nothing (enforce false) without a quota, or when the
+// sticky key already holds an address in t's chain: that address is the
+// tenant's already and is given back whatever the quota.
+func QuotaGate(q *pool.Quota, t Target, key string, locate func(Target) (Presence, error), inUse func() (int, error)) (enforce bool, err error) {
+	if q == nil {
+		return false, nil
+	}
+	if key != "" {
+		for _, c := range t.Chain() {
+			at, err := locate(c)
+			if err != nil {
+				return false, err
+			}
+			if at.KeyHeld {
+				return false, nil
+			}
+		}
+	}
+	n, err := inUse()
+	if err != nil {
+		return true, err
+	}
+	if n >= q.Max {
+		return true, QuotaExceeded(q, n)
+	}
+	return true, nil
+}

@@ -1,0 +1,170 @@
+package daetcd
+
+import (
+	"encoding/hex"
+	"net/netip"
+	"strings"
+
+	"github.com/cniplugins/cniplugins/internal/alloc"
+	"github.com/cniplugins/cniplugins/internal/etcdkv"
+	"github.com/cniplugins/cniplugins/internal/pool"
+)
+
+// Quotas in etcd, cluster-wide (docs/etcd.md, "Keys in etcd"):
+//
+//	tenant/<tenant>/<scope>/<address>   the tenant's address: written (empty) by the
+//	                                    claim's transaction, so its mod revision is
+//	                                    the claim key's create revision
+//	tenantv/<tenant>                    the tenant's version: every claim for the
+//	                                    tenant writes it, and requires it unchanged
+//	                                    since the count
+//
+// A record counts while the claim key of its address exists with that
+// create revision (a hold keeps the claim key: holds count); once the
+// claim goes (DEL, GC, a failed ADD's undo, a hold's end) it counts
+// nothing, and the next claim for the tenant deletes it. Releases write
+// nothing here, so DEL keeps its one round trip. Two claims for one tenant
+// cannot both pass a count of max−1: each requires the version the count
+// read, and the first to commit changes it.
+
+func (l layout) tenantPrefix(name string) string  { return l.prefix + "tenant/" + name + "/" }
+func (l layout) tenantVersion(name string) string { return l.prefix + "tenantv/" + name }
+func (l layout) tenantMark(name string, s alloc.Scope, ip netip.Addr) string {
+	return l.tenantPrefix(name) + scopePath(s) + "/" + ip.String()
+}
+
+// quotaState is an ADD's last count of its tenant.
+type quotaState struct {
+	q       *pool.Quota
+	name    string      // pool.TenantName
+	version int64       // the version key's mod revision at the count; 0: absent
+	stale   []etcdkv.KV // records that count nothing, to delete
+	// enforce: the target's claims require the version (QuotaGate);
+	// without, they only record the address as the tenant's.
+	enforce bool
+}
+
+func newQuotaState(q *pool.Quota) *quotaState {
+	if q == nil {
+		return nil
+	}
+	return &quotaState{q: q, name: pool.TenantName(q.Tenant)}
+}
+
+// count reads the tenant's records and version, then the claims they
+// name: the addresses the tenant has, cluster-wide.
+func (op *operation) count(qs *quotaState) (int, error) {
+	resp, err := op.cl.Read(etcdkv.GetPrefix(op.keys.tenantPrefix(qs.name)), etcdkv.Get(op.keys.tenantVersion(qs.name)))
+	if err != nil {
+		return 0, err
+	}
+	qs.version = 0
+	if v, ok := resp.First(1); ok {
+		qs.version = v.ModRevision
+	}
+	marks := resp.KVs(0)
+	if len(marks) == 0 {
+		qs.stale = nil
+		return 0, nil
+	}
+	prefix := op.keys.tenantPrefix(qs.name)
+	n := 0
+	qs.stale = nil
+	for start := 0; start < len(marks); start += readBatch {
+		batch := marks[start:min(start+readBatch, len(marks))]
+		claims := make([]etcdkv.Op, len(batch))
+		for i, m := range batch {
+			claims[i] = etcdkv.Get(op.keys.prefix + "ip/" + strings.TrimPrefix(string(m.Key), prefix))
+		}
+		cr, err := op.cl.Read(claims...)
+		if err != nil {
+			return 0, err
+		}
+		for i, m := range batch {
+			if c, ok := cr.First(i); ok && c.CreateRevision == m.ModRevision {
+				n++
+			} else if len(qs.stale) < maxStaleDeletes {
+				qs.stale = append(qs.stale, m)
+			}
+		}
+	}
+	return n, nil
+}
+
+// claimOps are what a new claim of ip in scope s adds to its transaction
+// for the tenant: the condition that nobody claimed for it since the
+// count, its record, the version, and the deletion of records that count
+// nothing (each only while as read).
+func (qs *quotaState) claimOps(l layout, s alloc.Scope, ip netip.Addr) ([]etcdkv.Cmp, []etcdkv.Op) {
+	vk, mk := l.tenantVersion(qs.name), l.tenantMark(qs.name, s, ip)
+	var cond []etcdkv.Cmp
+	switch {
+	case !qs.enforce:
+	case qs.version != 0:
+		cond = []etcdkv.Cmp{etcdkv.ModIs(vk, qs.version)}
+	default:
+		cond = []etcdkv.Cmp{etcdkv.Absent(vk)}
+	}
+	ops := []etcdkv.Op{etcdkv.Put(mk, nil), etcdkv.Put(vk, nil)}
+	for _, m := range qs.stale {
+		if string(m.Key) != mk {
+			ops = append(ops, etcdkv.Nested(etcdkv.Txn{If: []etcdkv.Cmp{etcdkv.ModIs(string(m.Key), m.ModRevision)}, Then: []etcdkv.Op{etcdkv.Delete(string(m.Key))}}))
+		}
+	}
+	return cond, ops
+}
+
+// moved reports a version key read (found or not) that differs from the
+// count's: another claim for the tenant committed since (only where the
+// claim enforces the quota).
+func (qs *quotaState) moved(kv etcdkv.KV, found bool) bool {
+	if !qs.enforce {
+		return false
+	}
+	if !found {
+		return qs.version != 0
+	}
+	return kv.ModRevision != qs.version
+}
+
+// readBatch bounds the reads of one request, and maxStaleDeletes the
+// records that count nothing one claim deletes besides its own writes:
+// etcd's default --max-txn-ops is 128.
+const (
+	readBatch       = 100
+	maxStaleDeletes = 32
+)
+
+// tenantsOfClaims maps each claimed address ("<scope>/<address>", as in
+// its claim key) that counts for a tenant to the tenant: what `leases`
+// shows. Records that count nothing are left out.
+func (op *operation) tenantsOfClaims() (map[string]string, error) {
+	root := op.keys.prefix + "tenant/"
+	marks, err := op.cl.List(root, true)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]string{}
+	for start := 0; start < len(marks); start += readBatch {
+		batch := marks[start:min(start+readBatch, len(marks))]
+		reads := make([]etcdkv.Op, len(batch))
+		where := make([]string, len(batch))
+		tenant := make([]string, len(batch))
+		for i, m := range batch {
+			name, rest, _ := strings.Cut(strings.TrimPrefix(string(m.Key), root), "/")
+			raw, _ := hex.DecodeString(name)
+			where[i], tenant[i] = rest, string(raw)
+			reads[i] = etcdkv.Get(op.keys.prefix + "ip/" + rest)
+		}
+		resp, err := op.cl.Read(reads...)
+		if err != nil {
+			return nil, err
+		}
+		for i, m := range batch {
+			if c, ok := resp.First(i); ok && c.CreateRevision == m.ModRevision {
+				out[where[i]] = tenant[i]
+			}
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,53 @@
+package pool
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/cniplugins/cniplugins/internal/cnierr"
+	"github.com/cniplugins/cniplugins/internal/netconf"
+)
+
+// MaxTenantLen bounds a quota's tenant ("<per>=<value>"): stores name it
+// in a file or key (hex-encoded, so that no tenant names a path).
+const MaxTenantLen = 100
+
+// Quota is a selection's "quota": the attachment's tenant, the rule that
+// set the quota (for messages), and how many addresses (reservations and
+// sticky holds) the tenant may hold across the selection's pools,
+// overflow pools included.
+type Quota struct {
+	Tenant string `json:"tenant"`
+	Rule   string `json:"rule"`
+	Max    int    `json:"max"`
+}
+
+// Validate checks a quota found at field.
+func (q Quota) Validate(field string) error {
+	switch {
+	case q.Tenant == "" || len(q.Tenant) > MaxTenantLen || strings.ContainsFunc(q.Tenant, func(r rune) bool { return r < 0x20 || r == 0x7f }):
+		return cnierr.InvalidConfig(field+".tenant", q.Tenant, fmt.Sprintf("a tenant is printable, 1 to %d bytes", MaxTenantLen))
+	case q.Max < 0:
+		return cnierr.InvalidConfig(field+".max", q.Max, "must be 0 or more")
+	case len(q.Rule) > 256:
+		return cnierr.InvalidConfig(field+".rule", q.Rule[:16]+"...", "longer than 256 bytes")
+	}
+	return nil
+}
+
+// QuotaFromPrevResult is prevResult.quota, nil when there is none.
+func QuotaFromPrevResult(conf *netconf.Envelope) (*Quota, error) {
+	if !conf.HasPrevResult() {
+		return nil, nil
+	}
+	var prev struct {
+		Quota *Quota `json:"quota"`
+	}
+	if err := netconf.Decode(conf.PrevResult, "prevResult", &prev); err != nil || prev.Quota == nil {
+		return nil, err
+	}
+	return prev.Quota, prev.Quota.Validate("prevResult.quota")
+}
+
+// TenantName is tenant as a file or key name: its bytes in hex.
+func TenantName(tenant string) string { return fmt.Sprintf("%x", tenant) }

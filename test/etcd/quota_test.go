@@ -1,0 +1,135 @@
+package etcd
+
+import (
+	"fmt"
+	"net/netip"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/cniplugins/cniplugins/internal/testkit/testbin"
+)
+
+// quotaConf is h's pool-mode config with a selection carrying the quota
+// of tenant namespace=a, max 5 (as ipam-ds-args sends it).
+func quotaConf(t *testing.T, h host, pools []map[string]any, defs map[string]any, sticky bool) []byte {
+	ipam := map[string]any{"type": "ipam-da-etcd", "dataDir": h.dir, "etcd": etcdKeys(t, h, nil)}
+	if defs != nil {
+		ipam["poolDefinitions"] = defs
+	}
+	if sticky {
+		ipam["sticky"] = map[string]any{"by": []string{"arg"}, "holdFor": "1h"}
+	}
+	return mustJSON(t, map[string]any{"cniVersion": "1.1.0", "name": "quota-net", "ipam": ipam,
+		"prevResult": map[string]any{"cniVersion": "1.1.0", "pools": pools,
+			"quota": map[string]any{"tenant": "namespace=a", "rule": "ipam.rules[0]", "max": 5}}})
+}
+
+// race runs 16 ADDs on each of two hosts at once and returns the
+// addresses handed out and the count of 106 answers; any other outcome
+// fails the test.
+func race(t *testing.T, pools []map[string]any, defs map[string]any) ([]netip.Addr, int) {
+	hosts := []host{newHost(t, "host-a"), newHost(t, "host-b")}
+	var mu sync.Mutex
+	var got []netip.Addr
+	refused := 0
+	parallel(32, func(i int) {
+		h := hosts[i%2]
+		r := run1("ADD", fmt.Sprintf("c%d", i), quotaConf(t, h, pools, defs, false))
+		mu.Lock()
+		defer mu.Unlock()
+		if r.Exit == 0 {
+			got = append(got, addrsOf(t, r.Stdout)...)
+			return
+		}
+		if e := r.Err(); e != nil && e.Code == 106 && strings.Contains(e.Details, "tenant=namespace=a rule=ipam.rules[0] max=5 inUse=5") {
+			refused++
+			return
+		}
+		t.Errorf("ADD c%d on %s: %s %s", i, h.node, r.Stdout, r.Stderr)
+	})
+	return got, refused
+}
+
+// Two hosts × 16 concurrent ADDs for one tenant with max 5: exactly 5
+// succeed, cluster-wide, and 27 get 106.
+func TestQuotaRaceAcrossHosts(t *testing.T) {
+	needCluster(t)
+	got, refused := race(t, []map[string]any{{"name": "qa", "subnet": "10.235.1.0/24"}}, nil)
+	if len(got) != 5 || refused != 27 {
+		t.Fatalf("%d successes %v, %d × 106; want 5 and 27", len(got), got, refused)
+	}
+}
+
+// The same race with an overflow chain: distinct addresses, the first
+// pool's two first.
+func TestQuotaRaceWithOverflow(t *testing.T) {
+	needCluster(t)
+	got, refused := race(t,
+		[]map[string]any{{"name": "qa", "subnet": "10.235.2.0/29", "rangeStart": "10.235.2.2", "rangeEnd": "10.235.2.3", "overflow": "qb"}},
+		map[string]any{"qb": []map[string]string{{"subnet": "10.235.3.0/24"}}})
+	if len(got) != 5 || refused != 27 {
+		t.Fatalf("%d successes %v, %d × 106; want 5 and 27", len(got), got, refused)
+	}
+	slices.SortFunc(got, netip.Addr.Compare)
+	if len(slices.Compact(slices.Clone(got))) != 5 {
+		t.Fatalf("an address handed out twice: %v", got)
+	}
+	if got[0] != netip.MustParseAddr("10.235.2.2") || got[1] != netip.MustParseAddr("10.235.2.3") || !strings.HasPrefix(got[2].String(), "10.235.3.") {
+		t.Errorf("addresses %v: want the first pool's two, then the overflow pool's", got)
+	}
+}
+
+// Sticky holds count against the quota, and a key comes back to its held
+// address at the quota; a release lets the tenant grow again.
+func TestQuotaCountsHolds(t *testing.T) {
+	needCluster(t)
+	h := newHost(t, "host-a")
+	conf := quotaConf(t, h, []map[string]any{{"name": "qs", "subnet": "10.235.4.0/24"}}, nil, true)
+	add := func(cid, key string) testbin.Reply {
+		args := "IgnoreUnknown=1"
+		if key != "" {
+			args += ";CNIPLUGINS_STICKY_KEY=" + key
+		}
+		return call("ipam-da-etcd", "ADD", cid, conf, args)
+	}
+	var held string
+	for i := range 5 {
+		r := add(fmt.Sprint("s", i), fmt.Sprint("k", i))
+		if r.Exit != 0 {
+			t.Fatalf("ADD s%d: %s", i, r.Stdout)
+		}
+		if i == 0 {
+			held = string(r.Stdout)
+		}
+	}
+	wantCode(t, add("s5", "k5"), 106)
+	if r := call("ipam-da-etcd", "DEL", "s0", conf, "IgnoreUnknown=1;CNIPLUGINS_STICKY_KEY=k0"); r.Exit != 0 {
+		t.Fatalf("DEL s0: %s", r.Stdout)
+	}
+	wantCode(t, add("s6", "k6"), 106) // k0's hold counts
+	r := add("s0-again", "k0")
+	if r.Exit != 0 || addrsOf(t, r.Stdout)[0] != addrsOf(t, []byte(held))[0] {
+		t.Fatalf("k0 back at the quota: %s, want its held address", r.Stdout)
+	}
+	if r := call("ipam-da-etcd", "DEL", "s1", conf, "IgnoreUnknown=1"); r.Exit != 0 {
+		t.Fatalf("DEL s1: %s", r.Stdout)
+	}
+	if r := cli(t, "release", "--sticky-key", "k1", "--pool", "qs"); r.Exit != 0 {
+		t.Fatalf("release k1: %s %s", r.Stdout, r.Stderr)
+	}
+	if r := add("s7", "k7"); r.Exit != 0 {
+		t.Errorf("after k1's release the tenant is below its quota: %s", r.Stdout)
+	}
+	// leases names each address's tenant, the held one's included.
+	ls := cliLeases(t)
+	if len(ls) != 5 {
+		t.Fatalf("leases: %d, want the tenant's 5: %+v", len(ls), ls)
+	}
+	for _, l := range ls {
+		if l.Tenant != "namespace=a" {
+			t.Errorf("lease %+v: want tenant namespace=a", l)
+		}
+	}
+}

@@ -1,0 +1,131 @@
+package integration
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/cniplugins/cniplugins/internal/testkit/tenancycase"
+	"github.com/cniplugins/cniplugins/internal/testkit/testbin"
+)
+
+// ipam-da-pools through the real binary: the tenancy scenarios.
+func daPoolsEnv(t *testing.T) tenancycase.Env {
+	dataDir := t.TempDir()
+	return tenancycase.Env{
+		Conf: func(t *testing.T, defs map[string]any, pools []map[string]any) []byte {
+			b, err := json.Marshal(map[string]any{"cniVersion": "1.1.0", "name": "tenancy",
+				"ipam":       map[string]any{"type": "ipam-da-pools", "dataDir": dataDir, "poolDefinitions": defs},
+				"prevResult": map[string]any{"cniVersion": "1.1.0", "pools": pools}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return b
+		},
+		Run: func(cmd, cid string, conf []byte) testbin.Reply {
+			c := call("ipam-da-pools", cmd, cid, conf)
+			if cid == "" {
+				c.ContainerID, c.IfName, c.Netns = "", "", ""
+			}
+			return testbin.Run(c)
+		},
+	}
+}
+
+func TestOverflowChains(t *testing.T) { tenancycase.RunOverflow(t, daPoolsEnv(t)) }
+
+// Through the selectors: ipam-ds-args resolves a rule's pool's chain into
+// a default pool, ipam-ds-static a pool's chain through poolDefinitions,
+// and the allocator follows what the selection carries.
+func TestOverflowThroughSelectors(t *testing.T) {
+	dataDir := t.TempDir()
+	args := []byte(`{"cniVersion":"1.1.0","name":"tenants","ipam":{"type":"ipam-delegated",
+		"delegates":["ipam-ds-args","ipam-da-pools"],"dataDir":"` + dataDir + `",
+		"rules":[{"namespace":"a","pools":[{"name":"ns-a","subnet":"10.232.1.0/29","rangeStart":"10.232.1.2","rangeEnd":"10.232.1.3","overflow":"shared"}]}],
+		"defaultPools":[{"name":"shared","subnet":"10.232.9.0/29"}]}}`)
+	static := []byte(`{"cniVersion":"1.1.0","name":"static","ipam":{"type":"ipam-delegated",
+		"delegates":["ipam-ds-static","ipam-da-pools"],"dataDir":"` + dataDir + `","pools":["st"],
+		"poolDefinitions":{"st":{"ranges":[{"subnet":"10.232.2.0/29","rangeStart":"10.232.2.2","rangeEnd":"10.232.2.2"}],"overflow":"shared"},
+			"shared":[{"subnet":"10.232.9.0/29"}]}}}`)
+	static = []byte(strings.Replace(string(static), `"pools":["st"]`, `"pools":[{"name":"st"}]`, 1))
+	got := func(conf []byte, id, ns string) string {
+		t.Helper()
+		c := call("ipam-delegated", "ADD", id, conf)
+		c.Args = "IgnoreUnknown=1;K8S_POD_NAMESPACE=" + ns + ";K8S_POD_NAME=" + id
+		return parseResult(t, testbin.MustSucceed(t, c).Stdout).IPs[0].Address
+	}
+	for i, want := range []string{"10.232.1.2/29", "10.232.1.3/29", "10.232.9.2/29", "10.232.9.3/29"} {
+		if a := got(args, fmt.Sprint("a", i), "a"); a != want {
+			t.Errorf("pod a%d got %s, want %s", i, a, want)
+		}
+	}
+	for i, want := range []string{"10.232.2.2/29", "10.232.9.4/29"} {
+		if a := got(static, fmt.Sprint("s", i), "x"); a != want {
+			t.Errorf("static s%d got %s, want %s", i, a, want)
+		}
+	}
+	// DEL without prevResult through the chain frees the address in shared.
+	testbin.MustSucceed(t, call("ipam-delegated", "DEL", "a2", args))
+	if a := got(static, "s2", "x"); a != "10.232.9.5/29" && a != "10.232.9.2/29" {
+		t.Errorf("after a2's DEL, s2 got %s", a)
+	}
+	if b, err := os.ReadFile(filepath.Join(dataDir, "_pools", "shared", "10.232.9.2")); err == nil && !strings.HasPrefix(string(b), "s2") {
+		t.Errorf("a2's reservation survived its DEL: %q", b)
+	}
+	// A rule whose overflow names nothing: 7 on every command.
+	bad := []byte(strings.Replace(string(args), `"overflow":"shared"`, `"overflow":"gone"`, 1))
+	for _, cmd := range []string{"ADD", "DEL", "CHECK"} {
+		c := call("ipam-delegated", cmd, "z", bad)
+		c.Args = "IgnoreUnknown=1;K8S_POD_NAMESPACE=a;K8S_POD_NAME=z"
+		if e := testbin.Run(c).Err(); e == nil || e.Code != 7 || !strings.Contains(e.Details, "ns-a → gone") {
+			t.Errorf("%s with an unknown overflow: %+v", cmd, e)
+		}
+	}
+}
+
+// The operators' view: pools shows each pool's chain (table and JSON);
+// validate names an unknown overflow pool and a cycle.
+func TestOverflowOperators(t *testing.T) {
+	dir, dataDir := t.TempDir(), t.TempDir()
+	write := func(name, ipam string) string {
+		p := filepath.Join(dir, name)
+		writeFile(t, p, `{"cniVersion":"1.0.0","name":"`+strings.TrimSuffix(name, ".conflist")+`","plugins":[{"type":"bridge","ipam":{"type":"ipam-delegated",
+			"delegates":["ipam-ds-static","ipam-da-pools"],"dataDir":"`+dataDir+`",`+ipam+`}}]}`)
+		return p
+	}
+	good := write("good.conflist", `"pools":[{"name":"ns-a","subnet":"10.233.1.0/29","overflow":"mid"}],
+		"poolDefinitions":{"mid":{"ranges":[{"subnet":"10.233.2.0/29"}],"overflow":"shared"},"shared":[{"subnet":"10.233.9.0/24"}]}`)
+	if r := cliRun("validate", "--cni-path", binDir, good); r.Exit != 0 {
+		t.Fatalf("validate of a good chain: exit %d %s%s", r.Exit, r.Stdout, r.Stderr)
+	}
+	r := cliRun("pools", "--conf", good, "-o", "json")
+	var us []struct {
+		Name     string   `json:"name"`
+		Overflow []string `json:"overflow"`
+	}
+	if r.Exit != 0 || json.Unmarshal(r.Stdout, &us) != nil {
+		t.Fatalf("pools -o json: exit %d %s%s", r.Exit, r.Stdout, r.Stderr)
+	}
+	chains := map[string]string{}
+	for _, u := range us {
+		chains[u.Name] = strings.Join(u.Overflow, ",")
+	}
+	if chains["ns-a"] != "mid,shared" || chains["mid"] != "shared" || chains["shared"] != "" {
+		t.Errorf("pools' chains = %v", chains)
+	}
+	if r := cliRun("pools", "--conf", good); !strings.Contains(string(r.Stdout), "OVERFLOW") || !strings.Contains(string(r.Stdout), "ns-a→mid→shared") {
+		t.Errorf("pools table:\n%s", r.Stdout)
+	}
+	for _, tc := range []struct{ ipam, want string }{
+		{`"pools":[{"name":"ns-a","subnet":"10.233.1.0/29","overflow":"gone"}]`, "ns-a → gone"},
+		{`"pools":[{"name":"ns-a"}],"poolDefinitions":{"ns-a":{"ranges":[{"subnet":"10.233.1.0/29"}],"overflow":"b"},"b":{"ranges":[{"subnet":"10.233.2.0/29"}],"overflow":"ns-a"}}`, "ns-a → b → ns-a"},
+	} {
+		f := write("bad.conflist", tc.ipam)
+		if r := cliRun("validate", "--cni-path", binDir, f); r.Exit == 0 || !strings.Contains(string(r.Stdout)+string(r.Stderr), tc.want) {
+			t.Errorf("validate %s: exit %d, want a problem naming %q:\n%s%s", tc.ipam, r.Exit, tc.want, r.Stdout, r.Stderr)
+		}
+	}
+}
