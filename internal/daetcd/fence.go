@@ -8,12 +8,11 @@ import (
 )
 
 // A claim's condition is that its keys are absent (or that the index key
-// is still the marker it takes over), and a release used to make them
-// absent again: a copy of a claim that etcd applied after the
-// attachment's DEL (a member stopped with the request in its socket, a
-// copy held on the network) claimed an address for a container that no
-// longer exists. So a release does not delete the index key: it leaves a
-// fence there, the owner's record without an address, marked released.
+// is still the marker it takes over). Were a release to make them absent
+// again, a copy of a claim that etcd applied after the attachment's DEL
+// (a member stopped with the request in its socket, a copy held on the
+// network) would claim an address for a container that no longer exists.
+// So a release does not delete the index key: it leaves a fence there, the owner's record without an address, marked released.
 // Every copy of an earlier claim requires that key absent, or at the
 // revision of a marker the fence replaced, and so fails. A new ADD of the
 // same container and interface takes the fence over like a failed ADD's
