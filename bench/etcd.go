@@ -80,26 +80,18 @@ func measureEtcd(o *options, root string, r *results) error {
 		subs = append(subs, st)
 	}
 	dataDir := filepath.Join(o.tmp, "etcd-lean")
-	for w := 0; w < max(1, o.warmup); w++ {
-		for _, s := range subs {
-			if _, err := stickyAddDel(s, dataDir, fmt.Sprintf("etcd-warm-%d", w)); err != nil {
-				return err
-			}
-		}
-	}
 	res.n = o.n
 	o.logf("etcd: latency, n=%d, ipam-da-pools and ipam-da-etcd alternating", o.n)
-	for i := 0; i < o.n; i++ {
-		for j := range subs {
-			s := subs[(i+j)%len(subs)]
-			ds, err := stickyAddDel(s, dataDir, fmt.Sprintf("etcd-lat-%d", i))
-			if err != nil {
-				return err
-			}
-			for k, op := range latencyOps {
-				res.samples[s.key+" "+op] = append(res.samples[s.key+" "+op], ds[k].dur)
-			}
-		}
+	keys := make([]string, len(subs))
+	byKey := map[string]subject{}
+	for i, s := range subs {
+		keys[i], byKey[s.key] = s.key, s
+	}
+	err = alternate(keys, max(1, o.warmup), o.n, res.samples, func(key string, i int, tag string) ([2]outcome, error) {
+		return stickyAddDel(byKey[key], dataDir, fmt.Sprintf("etcd-%s-%d", tag, i))
+	})
+	if err != nil {
+		return err
 	}
 	o.logf("etcd: %d hosts × %d concurrent ADDs, %d rounds", etcdHosts, etcdPerHost, o.concRounds)
 	for round := 0; round < o.concRounds; round++ {

@@ -14,6 +14,34 @@ import (
 // Operations timed by the latency scenario.
 var latencyOps = []string{"ADD", "DEL"}
 
+// alternate times the ADD and DEL of pair for variants taking turns, as
+// the side-by-side scenarios do: warm rounds first (not recorded), then n
+// rounds, each starting one variant further on so that none always goes
+// first. tag is "warm" or "lat", i the round; samples gets
+// "<variant> ADD" and "<variant> DEL".
+func alternate(variants []string, warm, n int, samples map[string][]time.Duration, pair func(variant string, i int, tag string) ([2]outcome, error)) error {
+	for w := 0; w < warm; w++ {
+		for _, v := range variants {
+			if _, err := pair(v, w, "warm"); err != nil {
+				return err
+			}
+		}
+	}
+	for i := 0; i < n; i++ {
+		for j := range variants {
+			v := variants[(i+j)%len(variants)]
+			ds, err := pair(v, i, "lat")
+			if err != nil {
+				return err
+			}
+			for k, op := range latencyOps {
+				samples[v+" "+op] = append(samples[v+" "+op], ds[k].dur)
+			}
+		}
+	}
+	return nil
+}
+
 type latencyKey struct {
 	fill    int
 	op      string

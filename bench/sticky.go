@@ -61,27 +61,8 @@ func measureSticky(o *options, r *results) error {
 		d, err := mustRun(del)
 		return [2]outcome{a, d}, err
 	}
-	for w := 0; w < max(1, o.warmup)+stickyKeys; w++ {
-		for _, v := range stickyVariants {
-			if _, err := one(v, w, "sticky-warm"); err != nil {
-				return err
-			}
-		}
-	}
 	o.logf("sticky: latency, n=%d, sticky off and on alternating", o.n)
-	for i := 0; i < o.n; i++ {
-		for j := range stickyVariants {
-			v := stickyVariants[(i+j)%len(stickyVariants)]
-			ds, err := one(v, i, "sticky-lat")
-			if err != nil {
-				return err
-			}
-			for k, op := range latencyOps {
-				res.samples[v+" "+op] = append(res.samples[v+" "+op], ds[k].dur)
-			}
-		}
-	}
-	return nil
+	return alternate(stickyVariants, max(1, o.warmup)+stickyKeys, o.n, res.samples, one)
 }
 
 // ratio is variant's median of op over sticky off's.

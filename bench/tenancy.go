@@ -63,27 +63,8 @@ func measureTenancy(o *options, r *results) error {
 		d, err := mustRun(del)
 		return [2]outcome{a, d}, err
 	}
-	for w := 0; w < max(1, o.warmup); w++ {
-		for _, v := range tenancyVariants {
-			if _, err := one(v, w, "tenancy-warm"); err != nil {
-				return err
-			}
-		}
-	}
 	o.logf("tenancy: latency, n=%d, plain and with a quota and an overflow chain alternating", o.n)
-	for i := 0; i < o.n; i++ {
-		for j := range tenancyVariants {
-			v := tenancyVariants[(i+j)%len(tenancyVariants)]
-			ds, err := one(v, i, "tenancy-lat")
-			if err != nil {
-				return err
-			}
-			for k, op := range latencyOps {
-				res.samples[v+" "+op] = append(res.samples[v+" "+op], ds[k].dur)
-			}
-		}
-	}
-	return nil
+	return alternate(tenancyVariants, max(1, o.warmup), o.n, res.samples, one)
 }
 
 // ratio is the quota and chain's median of op over the plain pool's.
