@@ -23,7 +23,7 @@ const etcdHosts, etcdPerHost = 2, 32
 type etcdResult struct {
 	skipped string // why it did not run
 	n       int
-	samples map[string][]time.Duration // "<subject> <op>"
+	samples sideBySide // by subject key
 	conc    concResult
 	members int
 	dataFS  string
@@ -41,7 +41,7 @@ const (
 )
 
 func measureEtcd(o *options, root string, r *results) error {
-	res := &etcdResult{samples: map[string][]time.Duration{}}
+	res := &etcdResult{samples: sideBySide{}}
 	r.etcd = res
 	if err := etcdtest.Available(); err != nil {
 		res.skipped = err.Error()
@@ -172,28 +172,18 @@ func (e *etcdResult) markdown(nproc string) string {
 	w("The full flavour's ipam-da-etcd (etcd's v3 JSON gateway over net/http) and the lean ipam-da-pools, taking turns, each ADD of a fresh container followed by its DEL (prevResult = the ADD's result); etcd: %d members on 127.0.0.1, data directories on %s (every write fsync'd by etcd), one /16 range set. Median / p99 in ms, n = %d.\n\n", e.members, e.dataFS, e.n)
 	w("| op | ipam-da-pools | ipam-da-etcd | ipam-da-etcd ÷ ipam-da-pools | target ≤ 2× |\n| --- | ---: | ---: | ---: | --- |\n")
 	for _, op := range latencyOps {
-		lean, et := summarise(e.samples[eLean+" "+op]), summarise(e.samples[eEtcd+" "+op])
-		rt := benchstat.Ratio(benchstat.MS(et.median), benchstat.MS(lean.median))
-		verdict := "**met**"
-		if !(rt <= 2) {
-			verdict = "**not met**"
-		}
-		w("| %s | %s / %s | %s / %s | %s | %s |\n", op, num(benchstat.MS(lean.median)), num(benchstat.MS(lean.p99)), num(benchstat.MS(et.median)), num(benchstat.MS(et.p99)), fmtRatio(rt), verdict)
+		rt := e.samples.ratio(eEtcd, eLean, op)
+		w("| %s | %s | %s | %s | %s |\n", op, e.samples.cell(eLean, op), e.samples.cell(eEtcd, op), fmtRatio(rt), metCell(rt <= 2))
 	}
 	w("\nWith ipam.sticky (by CNI_ARGS %s), the same ADD/DEL: a new key per container, and one key for all (each ADD takes over the hold the last DEL left). Median / p99 in ms.\n\n", "CNIPLUGINS_STICKY_KEY")
 	w("| op | ipam-da-etcd | sticky, new key | ÷ off | target ≤ 1.05× | sticky, held key | ÷ off |\n| --- | ---: | ---: | ---: | --- | ---: | ---: |\n")
 	for _, op := range latencyOps {
-		off, nk, hk := summarise(e.samples[eEtcd+" "+op]), summarise(e.samples[eStickyNew+" "+op]), summarise(e.samples[eStickyHeld+" "+op])
-		rn, rh := benchstat.Ratio(benchstat.MS(nk.median), benchstat.MS(off.median)), benchstat.Ratio(benchstat.MS(hk.median), benchstat.MS(off.median))
-		verdict := "**met**"
-		switch {
-		case op != "ADD":
-			verdict = "(ADD only)"
-		case !(rn <= 1.05):
-			verdict = "**not met**"
+		rn, rh := e.samples.ratio(eStickyNew, eEtcd, op), e.samples.ratio(eStickyHeld, eEtcd, op)
+		target := "(ADD only)"
+		if op == "ADD" {
+			target = metCell(rn <= 1.05)
 		}
-		w("| %s | %s / %s | %s / %s | %s | %s | %s / %s | %s |\n", op, num(benchstat.MS(off.median)), num(benchstat.MS(off.p99)),
-			num(benchstat.MS(nk.median)), num(benchstat.MS(nk.p99)), fmtRatio(rn), verdict, num(benchstat.MS(hk.median)), num(benchstat.MS(hk.p99)), fmtRatio(rh))
+		w("| %s | %s | %s | %s | %s | %s | %s |\n", op, e.samples.cell(eEtcd, op), e.samples.cell(eStickyNew, op), fmtRatio(rn), target, e.samples.cell(eStickyHeld, op), fmtRatio(rh))
 	}
 	w("\nA new key's ADD is the plain ADD's one round trip (the hold is written in the claim's transaction). A held key's ADD is two, the floor for a cluster-wide hold: the first transaction, the same as a new key's, finds the hold, and the held address is only known from it, while a claim must name its address (docs/etcd.md, Sticky addresses).\n")
 	ops := etcdHosts * etcdPerHost

@@ -8,18 +8,43 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/cniplugins/cniplugins/internal/benchstat"
 	"github.com/cniplugins/cniplugins/internal/dapools"
 )
 
 // Operations timed by the latency scenario.
 var latencyOps = []string{"ADD", "DEL"}
 
+// sideBySide is what alternate measures: the durations of each
+// "<variant> <op>".
+type sideBySide map[string][]time.Duration
+
+// cell is variant's median / p99 of op in ms, for a table.
+func (s sideBySide) cell(variant, op string) string {
+	m := summarise(s[variant+" "+op])
+	return num(benchstat.MS(m.median)) + " / " + num(benchstat.MS(m.p99))
+}
+
+// ratio is variant's median of op over base's.
+func (s sideBySide) ratio(variant, base, op string) float64 {
+	on, off := summarise(s[variant+" "+op]), summarise(s[base+" "+op])
+	return benchstat.Ratio(benchstat.MS(on.median), benchstat.MS(off.median))
+}
+
+// metCell is a target's table cell (a NaN ratio, not measured, is not met).
+func metCell(met bool) string {
+	if met {
+		return "**met**"
+	}
+	return "**not met**"
+}
+
 // alternate times the ADD and DEL of pair for variants taking turns, as
 // the side-by-side scenarios do: warm rounds first (not recorded), then n
 // rounds, each starting one variant further on so that none always goes
 // first. tag is "warm" or "lat", i the round; samples gets
 // "<variant> ADD" and "<variant> DEL".
-func alternate(variants []string, warm, n int, samples map[string][]time.Duration, pair func(variant string, i int, tag string) ([2]outcome, error)) error {
+func alternate(variants []string, warm, n int, samples sideBySide, pair func(variant string, i int, tag string) ([2]outcome, error)) error {
 	for w := 0; w < warm; w++ {
 		for _, v := range variants {
 			if _, err := pair(v, w, "warm"); err != nil {

@@ -4,10 +4,8 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
-	"time"
 
 	"github.com/cniplugins/cniplugins/internal/alloc"
-	"github.com/cniplugins/cniplugins/internal/benchstat"
 )
 
 // The sticky scenario: ipam-da-pools standalone with ipam.sticky off and
@@ -23,13 +21,13 @@ const stickyKeys = 16
 // stickyResult is the scenario's measurements, by "<variant> <op>".
 type stickyResult struct {
 	n       int
-	samples map[string][]time.Duration
+	samples sideBySide
 }
 
 var stickyVariants = []string{"off", "recreate", "new key"}
 
 func measureSticky(o *options, r *results) error {
-	res := &stickyResult{n: o.n, samples: map[string][]time.Duration{}}
+	res := &stickyResult{n: o.n, samples: sideBySide{}}
 	r.sticky = res
 	lean := filepath.Join(r.bins.cniDir, "ipam-da-pools")
 	sub := func(variant string) subject {
@@ -66,10 +64,7 @@ func measureSticky(o *options, r *results) error {
 }
 
 // ratio is variant's median of op over sticky off's.
-func (s *stickyResult) ratio(variant, op string) float64 {
-	on, off := summarise(s.samples[variant+" "+op]), summarise(s.samples["off "+op])
-	return benchstat.Ratio(benchstat.MS(on.median), benchstat.MS(off.median))
-}
+func (s *stickyResult) ratio(variant, op string) float64 { return s.samples.ratio(variant, "off", op) }
 
 func (s *stickyResult) markdown(fsType string) string {
 	var b strings.Builder
@@ -78,18 +73,11 @@ func (s *stickyResult) markdown(fsType string) string {
 	w("ipam-da-pools standalone with `ipam.sticky` off and on (`by: [arg]`, a key in CNI_ARGS), taking turns in one run, each on its own state directory on %s; each iteration ADDs a fresh container ID and DELs it (prevResult = the ADD's result). *recreate*: %d keys in turn, so every ADD gives a held address to a new container ID; *new key*: a key never seen (allocation plus a hold record; holds pile up). Median / p99 in ms, n = %d.\n\n", fsType, stickyKeys, s.n)
 	w("| op | sticky off | recreate | new key | recreate ÷ off | new key ÷ off | target ADD ≤ 1.05× |\n| --- | ---: | ---: | ---: | ---: | ---: | --- |\n")
 	for _, op := range latencyOps {
-		cell := func(v string) string {
-			m := summarise(s.samples[v+" "+op])
-			return num(benchstat.MS(m.median)) + " / " + num(benchstat.MS(m.p99))
-		}
-		verdict := ""
+		target := ""
 		if op == "ADD" {
-			verdict = "**met**"
-			if !(s.ratio("recreate", op) <= 1.05 && s.ratio("new key", op) <= 1.05) {
-				verdict = "**not met**"
-			}
+			target = metCell(s.ratio("recreate", op) <= 1.05 && s.ratio("new key", op) <= 1.05)
 		}
-		w("| %s | %s | %s | %s | %s | %s | %s |\n", op, cell("off"), cell("recreate"), cell("new key"), fmtRatio(s.ratio("recreate", op)), fmtRatio(s.ratio("new key", op)), verdict)
+		w("| %s | %s | %s | %s | %s | %s | %s |\n", op, s.samples.cell("off", op), s.samples.cell("recreate", op), s.samples.cell("new key", op), fmtRatio(s.ratio("recreate", op)), fmtRatio(s.ratio("new key", op)), target)
 	}
 	w("\n")
 	return b.String()

@@ -4,9 +4,6 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
-	"time"
-
-	"github.com/cniplugins/cniplugins/internal/benchstat"
 )
 
 // The tenancy scenario: the chain ipam-delegated → ipam-ds-args →
@@ -22,7 +19,7 @@ import (
 // tenancyResult is the scenario's measurements, by "<variant> <op>".
 type tenancyResult struct {
 	n       int
-	samples map[string][]time.Duration
+	samples sideBySide
 }
 
 var tenancyVariants = []string{"plain", "tenancy"}
@@ -31,7 +28,7 @@ var tenancyVariants = []string{"plain", "tenancy"}
 const tenancyArgs = "CNI_ARGS=IgnoreUnknown=1;TEAM=bench"
 
 func measureTenancy(o *options, r *results) error {
-	res := &tenancyResult{n: o.n, samples: map[string][]time.Duration{}}
+	res := &tenancyResult{n: o.n, samples: sideBySide{}}
 	r.tenancy = res
 	sub := func(variant string) subject {
 		first := map[string]string{"name": poolName, "subnet": subnet}
@@ -68,10 +65,7 @@ func measureTenancy(o *options, r *results) error {
 }
 
 // ratio is the quota and chain's median of op over the plain pool's.
-func (s *tenancyResult) ratio(op string) float64 {
-	on, off := summarise(s.samples["tenancy "+op]), summarise(s.samples["plain "+op])
-	return benchstat.Ratio(benchstat.MS(on.median), benchstat.MS(off.median))
-}
+func (s *tenancyResult) ratio(op string) float64 { return s.samples.ratio("tenancy", "plain", op) }
 
 func (s *tenancyResult) markdown(fsType string) string {
 	var b strings.Builder
@@ -80,18 +74,11 @@ func (s *tenancyResult) markdown(fsType string) string {
 	w("The chain `ipam-delegated` → `ipam-ds-args` → `ipam-da-pools`, its rule's pool plain, and with a quota per tenant (CNI_ARGS `TEAM`) on a pool at the head of an overflow chain of three pools (the first with room), taking turns in one run, each on its own data directory on %s; each iteration ADDs a fresh container ID and DELs it (prevResult = the ADD's result). Median / p99 in ms, n = %d.\n\n", fsType, s.n)
 	w("| op | plain | quota and overflow chain | ÷ plain | target ADD ≤ 1.05× |\n| --- | ---: | ---: | ---: | --- |\n")
 	for _, op := range latencyOps {
-		cell := func(v string) string {
-			m := summarise(s.samples[v+" "+op])
-			return num(benchstat.MS(m.median)) + " / " + num(benchstat.MS(m.p99))
-		}
-		verdict := ""
+		target := ""
 		if op == "ADD" {
-			verdict = "**met**"
-			if !(s.ratio(op) <= 1.05) {
-				verdict = "**not met**"
-			}
+			target = metCell(s.ratio(op) <= 1.05)
 		}
-		w("| %s | %s | %s | %s | %s |\n", op, cell("plain"), cell("tenancy"), fmtRatio(s.ratio(op)), verdict)
+		w("| %s | %s | %s | %s | %s |\n", op, s.samples.cell("plain", op), s.samples.cell("tenancy", op), fmtRatio(s.ratio(op)), target)
 	}
 	w("\n")
 	return b.String()
