@@ -3,11 +3,14 @@ package main
 import (
 	"bytes"
 	"fmt"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/cniplugins/cniplugins/internal/alloc"
 	"github.com/cniplugins/cniplugins/internal/dapools"
 	"github.com/cniplugins/cniplugins/internal/plugin"
+	"github.com/cniplugins/cniplugins/internal/registry"
 )
 
 // BenchmarkInProcessAddDel runs ipam-da-pools' ADD then DEL of a fresh
@@ -72,4 +75,51 @@ func benchInProcess(b *testing.B, variant string) {
 			b.StartTimer()
 		}
 	})
+}
+
+// BenchmarkInProcessTenancy runs the tenancy scenario's chain
+// (ipam-delegated → ipam-ds-args → ipam-da-pools, tenancy.go) in this
+// process, plain and with a quota and an overflow chain: the chain's own
+// work without the process start that the exec harness also times.
+// ipam-delegated runs its delegates in-process when they are this
+// executable, so CNI_PATH holds links to the test binary.
+func BenchmarkInProcessTenancy(b *testing.B) {
+	self, err := os.Executable()
+	if err != nil {
+		b.Fatal(err)
+	}
+	cniPath := b.TempDir()
+	for _, name := range []string{"ipam-ds-args", "ipam-da-pools"} {
+		if err := os.Symlink(self, filepath.Join(cniPath, name)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	p, ok := registry.Lean().Lookup("ipam-delegated")
+	if !ok {
+		b.Fatal("no ipam-delegated in the lean table")
+	}
+	for _, variant := range tenancyVariants {
+		b.Run(variant, func(b *testing.B) {
+			s := subject{key: variant, ipam: tenancyIPAM(variant), stateDir: poolDir}
+			dataDir := b.TempDir()
+			run := func(cmd string, i int, stdin []byte) []byte {
+				var out, errb bytes.Buffer
+				pio := plugin.IO{
+					Environ: []string{"CNI_COMMAND=" + cmd, "CNI_CONTAINERID=" + containerID(fmt.Sprint("inproc-", i)),
+						"CNI_NETNS=" + netnsPath, "CNI_IFNAME=" + ifname, "CNI_PATH=" + cniPath, tenancyArgs},
+					Stdin: bytes.NewReader(stdin), Stdout: &out, Stderr: &errb,
+				}
+				if code := plugin.Run(p, pio); code != 0 {
+					b.Fatalf("%s: exit %d: %s %s", cmd, code, out.Bytes(), errb.Bytes())
+				}
+				return out.Bytes()
+			}
+			for i := 0; b.Loop(); i++ {
+				res := run("ADD", i, s.conf(dataDir, nil))
+				b.StopTimer()
+				run("DEL", i, s.conf(dataDir, res))
+				b.StartTimer()
+			}
+		})
+	}
 }
