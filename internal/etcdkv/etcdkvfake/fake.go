@@ -7,7 +7,8 @@
 // and mod revisions, comparisons on value, version and revisions (a value
 // comparison on a missing key fails, as in etcd), reads inside a
 // transaction that see its earlier writes, the refusal of a transaction
-// that writes one key twice, and keys deleted with their lease.
+// that writes one key twice or has more operations at one level than
+// etcd's default --max-txn-ops (128), and keys deleted with their lease.
 package etcdkvfake
 
 import (
@@ -228,7 +229,30 @@ func (e gatewayErr) Error() string { return e.msg }
 var (
 	errLeaseNotFound = gatewayErr{"etcdserver: requested lease not found", http.StatusNotFound, 5}
 	errDuplicateKey  = gatewayErr{"etcdserver: duplicate key given in txn request", http.StatusBadRequest, 3}
+	errTooManyOps    = gatewayErr{"etcdserver: too many operations in txn request", http.StatusBadRequest, 3}
 )
+
+// maxTxnOps is etcd's default --max-txn-ops: a transaction with more
+// comparisons, or more operations in either branch, at any level, is
+// refused, so that what passes here passes on a cluster with defaults.
+const maxTxnOps = 128
+
+func checkTxnOps(t txnReq) error {
+	if len(t.Compare) > maxTxnOps || len(t.Success) > maxTxnOps || len(t.Failure) > maxTxnOps {
+		return errTooManyOps
+	}
+	for _, ops := range [][]requestOp{t.Success, t.Failure} {
+		for _, op := range ops {
+			if op.Txn == nil {
+				continue
+			}
+			if err := checkTxnOps(*op.Txn); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
 
 // write applies a put, delete or transaction whole or not at all: the
 // operations run on a copy of the keys, which replaces them only when
@@ -252,6 +276,9 @@ func (f *Fake) write(path string, body []byte) (any, error) {
 		if err := json.Unmarshal(body, &t); err != nil {
 			return nil, err
 		}
+	}
+	if err := checkTxnOps(t); err != nil {
+		return nil, err
 	}
 	if _, err := checkDuplicates(t.Success); err != nil {
 		return nil, err

@@ -54,6 +54,24 @@ func TestSemantics(t *testing.T) {
 	if err == nil || len(f.Values("d")) != 0 {
 		t.Fatalf("duplicate put: %v %v", err, f.Values("d"))
 	}
+	// etcd refuses more than 128 operations at any level (its default
+	// --max-txn-ops), and applies nothing of it; 128 pass.
+	gets := func(n int) []etcdkv.Op {
+		ops := make([]etcdkv.Op, n)
+		for i := range ops {
+			ops[i] = etcdkv.Get("a")
+		}
+		return ops
+	}
+	if _, err := c.Txn(etcdkv.Txn{Then: gets(128)}); err != nil {
+		t.Fatalf("128 operations: %v", err)
+	}
+	if _, err := c.Txn(etcdkv.Txn{Then: append(gets(129), etcdkv.Put("d", nil))}); err == nil || len(f.Values("d")) != 0 {
+		t.Fatalf("129 operations: %v %v", err, f.Values("d"))
+	}
+	if _, err := c.Txn(etcdkv.Txn{Then: []etcdkv.Op{etcdkv.Put("d", nil), etcdkv.Nested(etcdkv.Txn{Then: gets(129)})}}); err == nil || len(f.Values("d")) != 0 {
+		t.Fatalf("129 nested operations: %v %v", err, f.Values("d"))
+	}
 	// A put with an unknown lease is refused; with a granted one, the key
 	// goes with the lease.
 	if _, err := c.Txn(etcdkv.Txn{Then: []etcdkv.Op{etcdkv.PutLease("e", nil, 42)}}); !errors.Is(err, etcdkv.ErrLeaseNotFound) {
