@@ -210,8 +210,9 @@ func (a *Admin) Release(addr netip.Addr, s alloc.Scope, container, ifname string
 // GC releases every claim of node (optionally only in one scope, or of
 // one network) whose attachment is not in keep, by the rule every GC
 // follows (alloc.KeepSet): a keep entry without an ifname keeps every
-// attachment of its container. Without apply it only
-// returns the plan.
+// attachment of its container. Without apply it only returns the plan;
+// with apply it then removes the tenant records that count nothing, as
+// the CNI GC does (tenantgc.go).
 func (a *Admin) GC(node string, f Filter, keep []alloc.Attachment, apply bool) ([]Lease, error) {
 	if node == "" {
 		return nil, cnierr.MissingConfig("--node")
@@ -271,7 +272,7 @@ func (a *Admin) GC(node string, f Filter, keep []alloc.Attachment, apply bool) (
 	if err := a.op.commitBatches(expired, marks); err != nil {
 		return plan, err
 	}
-	return plan, nil
+	return plan, a.op.sweepTenants()
 }
 
 // Node is a node as its machine last reported to etcd.

@@ -17,8 +17,9 @@ import (
 // rule every GC follows), failed ADDs' markers included, leaving fences
 // as DEL does (fence.go). It reads this node's index keys of each scope,
 // page by page, so another node's claims are never even looked at, and it
-// frees nothing unless the node is this machine (node.go). It keeps going
-// after errors.
+// frees nothing unless the node is this machine (node.go). Then it removes
+// the tenant records that count nothing, every tenant's (tenantgc.go). It
+// keeps going after errors.
 func cmdGC(req *plugin.Request) error {
 	c, op, err := begin(req, false) // GC has no attachment: op's is empty
 	if err != nil {
@@ -33,7 +34,8 @@ func cmdGC(req *plugin.Request) error {
 
 // gc releases this node's claims of the operation's network in scopes
 // that keep rejects, leaving fences, and the network's expired holds
-// there.
+// there; then it sweeps the tenant records, so that those of the claims
+// it just released go too.
 func (op *operation) gc(scopes []alloc.Scope, keep alloc.KeepSet) error {
 	node, err := op.cl.Read(etcdkv.Get(op.keys.nodeKey(op.node)))
 	if err != nil {
@@ -43,7 +45,8 @@ func (op *operation) gc(scopes []alloc.Scope, keep alloc.KeepSet) error {
 	if err := op.ensureNode(kv, found); err != nil {
 		return err
 	}
-	return op.fenced(func() error { return op.collect(scopes, keep) })
+	err = op.fenced(func() error { return op.collect(scopes, keep) })
+	return errors.Join(err, op.sweepTenants())
 }
 
 // collect is gc's releases, under the host's lease for fences.

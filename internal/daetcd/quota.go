@@ -3,6 +3,7 @@ package daetcd
 import (
 	"encoding/hex"
 	"net/netip"
+	"slices"
 	"strings"
 
 	"github.com/cniplugins/cniplugins/internal/alloc"
@@ -62,26 +63,15 @@ func (op *operation) count(qs *quotaState) (int, error) {
 	if v, ok := resp.First(1); ok {
 		qs.version = v.ModRevision
 	}
-	marks := resp.KVs(0)
-	if len(marks) == 0 {
-		qs.stale = nil
-		return 0, nil
-	}
-	prefix := op.keys.tenantPrefix(qs.name)
 	n := 0
 	qs.stale = nil
-	for start := 0; start < len(marks); start += readBatch {
-		batch := marks[start:min(start+readBatch, len(marks))]
-		claims := make([]etcdkv.Op, len(batch))
-		for i, m := range batch {
-			claims[i] = etcdkv.Get(op.keys.prefix + "ip/" + strings.TrimPrefix(string(m.Key), prefix))
-		}
-		cr, err := op.cl.Read(claims...)
+	for batch := range slices.Chunk(resp.KVs(0), readBatch) {
+		live, err := op.judge(batch)
 		if err != nil {
 			return 0, err
 		}
 		for i, m := range batch {
-			if c, ok := cr.First(i); ok && c.CreateRevision == m.ModRevision {
+			if live[i] {
 				n++
 			} else if len(qs.stale) < maxStaleDeletes {
 				qs.stale = append(qs.stale, m)
@@ -89,6 +79,45 @@ func (op *operation) count(qs *quotaState) (int, error) {
 		}
 	}
 	return n, nil
+}
+
+// judge is the one rule of what a tenant record counts, which count,
+// leases and GC's sweep all follow: it reads the claims that the records
+// of batch (at most readBatch, of any tenants) name, and reports for each
+// whether it counts: whether the claim key of its address exists with the
+// create revision the record was written at.
+func (op *operation) judge(batch []etcdkv.KV) ([]bool, error) {
+	reads := make([]etcdkv.Op, len(batch))
+	for i, m := range batch {
+		_, where := op.keys.ofTenantRecord(string(m.Key))
+		reads[i] = etcdkv.Get(op.keys.prefix + "ip/" + where)
+	}
+	resp, err := op.cl.Read(reads...)
+	if err != nil {
+		return nil, err
+	}
+	live := make([]bool, len(batch))
+	for i, m := range batch {
+		c, ok := resp.First(i)
+		live[i] = ok && c.CreateRevision == m.ModRevision
+	}
+	return live, nil
+}
+
+// ofTenantRecord splits a record's key into its tenant (as the quota
+// names it) and the address it records, "<scope>/<address>" as in the
+// address's claim key.
+func (l layout) ofTenantRecord(key string) (tenant, where string) {
+	name, where, _ := strings.Cut(strings.TrimPrefix(key, l.prefix+"tenant/"), "/")
+	raw, _ := hex.DecodeString(name)
+	return string(raw), where
+}
+
+// removeRecord deletes a record that counts nothing, only while it is as
+// read: a claim that rewrote it since (the address claimed again for the
+// tenant) keeps it.
+func removeRecord(m etcdkv.KV) etcdkv.Txn {
+	return etcdkv.Txn{If: []etcdkv.Cmp{etcdkv.ModIs(string(m.Key), m.ModRevision)}, Then: []etcdkv.Op{etcdkv.Delete(string(m.Key))}}
 }
 
 // claimOps are what a new claim of ip in scope s adds to its transaction
@@ -108,7 +137,7 @@ func (qs *quotaState) claimOps(l layout, s alloc.Scope, ip netip.Addr) ([]etcdkv
 	ops := []etcdkv.Op{etcdkv.Put(mk, nil), etcdkv.Put(vk, nil)}
 	for _, m := range qs.stale {
 		if string(m.Key) != mk {
-			ops = append(ops, etcdkv.Nested(etcdkv.Txn{If: []etcdkv.Cmp{etcdkv.ModIs(string(m.Key), m.ModRevision)}, Then: []etcdkv.Op{etcdkv.Delete(string(m.Key))}}))
+			ops = append(ops, etcdkv.Nested(removeRecord(m)))
 		}
 	}
 	return cond, ops
@@ -139,30 +168,20 @@ const (
 // its claim key) that counts for a tenant to the tenant: what `leases`
 // shows. Records that count nothing are left out.
 func (op *operation) tenantsOfClaims() (map[string]string, error) {
-	root := op.keys.prefix + "tenant/"
-	marks, err := op.cl.List(root, true)
+	marks, err := op.cl.List(op.keys.prefix+"tenant/", true)
 	if err != nil {
 		return nil, err
 	}
 	out := map[string]string{}
-	for start := 0; start < len(marks); start += readBatch {
-		batch := marks[start:min(start+readBatch, len(marks))]
-		reads := make([]etcdkv.Op, len(batch))
-		where := make([]string, len(batch))
-		tenant := make([]string, len(batch))
-		for i, m := range batch {
-			name, rest, _ := strings.Cut(strings.TrimPrefix(string(m.Key), root), "/")
-			raw, _ := hex.DecodeString(name)
-			where[i], tenant[i] = rest, string(raw)
-			reads[i] = etcdkv.Get(op.keys.prefix + "ip/" + rest)
-		}
-		resp, err := op.cl.Read(reads...)
+	for batch := range slices.Chunk(marks, readBatch) {
+		live, err := op.judge(batch)
 		if err != nil {
 			return nil, err
 		}
 		for i, m := range batch {
-			if c, ok := resp.First(i); ok && c.CreateRevision == m.ModRevision {
-				out[where[i]] = tenant[i]
+			if live[i] {
+				tenant, where := op.keys.ofTenantRecord(string(m.Key))
+				out[where] = tenant
 			}
 		}
 	}

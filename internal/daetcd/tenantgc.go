@@ -1,0 +1,60 @@
+package daetcd
+
+import (
+	"errors"
+	"slices"
+
+	"github.com/cniplugins/cniplugins/internal/etcdkv"
+	"github.com/cniplugins/cniplugins/internal/logging"
+)
+
+// sweepTenants deletes the tenant records (quota.go) that count nothing:
+// GC's part in quotas, so that a tenant that stops claiming does not keep
+// its dead records for ever, read by every count and by `leases`. Its
+// errors do not stop it; they are returned joined.
+//
+// It sweeps every tenant's records, not only those of the GC's network:
+// a tenant's records are cluster-wide, one tenant's addresses in any
+// network's pools, and no record says which network claimed it. That is
+// safe because each record is judged against its own claim key alone,
+// which it names (scope and address) and which is the same whichever
+// network GCs: a record whose claim lives, another network's included,
+// counts and stays; one whose claim is gone counts for nobody. Each delete
+// is guarded by the record's mod revision as read, so a claim that writes
+// the record again meanwhile (the address claimed anew for the tenant,
+// from any host) is never undone.
+func (op *operation) sweepTenants() error {
+	dead, err := op.deadTenantRecords()
+	if len(dead) > 0 {
+		op.log.Info("gc removes tenant records that count nothing", logging.Int("records", len(dead)))
+	}
+	// No guard: each removal is its own nested transaction with its own
+	// condition, so commitBatches' batches always succeed.
+	return errors.Join(err, op.commitBatches(dead, nil))
+}
+
+// deadTenantRecords lists every tenant record, page by page, judges them
+// readBatch at a time (judge, as a count does), and plans the removal of
+// each that counts nothing. A batch that could not be read is skipped and
+// its error returned with the plan of the others.
+func (op *operation) deadTenantRecords() ([]etcdkv.Txn, error) {
+	marks, err := op.cl.List(op.keys.prefix+"tenant/", true)
+	if err != nil {
+		return nil, err
+	}
+	var dead []etcdkv.Txn
+	var errs []error
+	for batch := range slices.Chunk(marks, readBatch) {
+		live, err := op.judge(batch)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		for i, m := range batch {
+			if !live[i] {
+				dead = append(dead, removeRecord(m))
+			}
+		}
+	}
+	return dead, errors.Join(errs...)
+}

@@ -1,0 +1,189 @@
+package daetcd
+
+import (
+	"fmt"
+	"net/netip"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cniplugins/cniplugins/internal/addrspace"
+	"github.com/cniplugins/cniplugins/internal/alloc"
+	"github.com/cniplugins/cniplugins/internal/alloc/alloctest"
+	"github.com/cniplugins/cniplugins/internal/pool"
+)
+
+// tenantCase is a test's store on the in-memory etcd, with pool p over
+// set and tenant namespace=a's quota.
+type tenantCase struct {
+	t  *testing.T
+	e  etcdSubject
+	tg alloc.Target
+	q  *pool.Quota
+}
+
+func newTenantCase(t *testing.T, set addrspace.RangeConfig) tenantCase {
+	return tenantCase{t: t, e: etcdSubject{t: t, endpoints: cluster.Endpoints(), prefix: "/tenant-gc/" + t.Name() + "/"},
+		tg: alloc.Target{Label: "pool p", Scope: contractScope, Set: alloctest.MustSet(t, set)},
+		q:  &pool.Quota{Tenant: "namespace=a", Rule: "ipam.rules[0]", Max: 1000}}
+}
+
+func (c tenantCase) call(cid, network, key string) alloctest.Call {
+	call := alloctest.Call{Att: alloc.Attachment{ContainerID: cid, IfName: "eth0", Network: network}, Now: time.Now(), Quota: c.q}
+	if key != "" {
+		call.Key, call.HoldFor = key, time.Hour
+	}
+	return call
+}
+
+// add claims for the tenant: cid on eth0 of network (key: a sticky one).
+func (c tenantCase) add(cid, network, key string) netip.Addr {
+	c.t.Helper()
+	got, err := c.e.Add(c.call(cid, network, key), []alloc.Target{c.tg})
+	if err != nil || len(got) != 1 {
+		c.t.Fatalf("ADD %s: %v %v", cid, got, err)
+	}
+	return got[0].Addr()
+}
+
+func (c tenantCase) del(cid, network, key string) {
+	c.t.Helper()
+	if err := c.e.Del(c.call(cid, network, key), nil); err != nil {
+		c.t.Fatalf("DEL %s: %v", cid, err)
+	}
+}
+
+// records are the addresses of the tenant records in etcd, sorted.
+func (c tenantCase) records() []string {
+	c.t.Helper()
+	keys, _ := cluster.Keys(c.e.prefix + "tenant/")
+	var out []string
+	for _, k := range keys {
+		out = append(out, k[strings.LastIndexByte(k, '/')+1:])
+	}
+	return out
+}
+
+// count is the tenant's count, as an ADD reads it, and how many records
+// it found counting nothing.
+func (c tenantCase) count() (int, int) {
+	c.t.Helper()
+	qs := newQuotaState(c.q)
+	n, err := c.e.op(c.call("x", "net", "")).count(qs)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	return n, len(qs.stale)
+}
+
+func (c tenantCase) gc(live ...alloc.Attachment) {
+	c.t.Helper()
+	if err := c.e.GC(live, time.Now()); err != nil {
+		c.t.Fatalf("GC: %v", err)
+	}
+}
+
+// A tenant that claims, DELs and never claims again: GC removes its
+// record, which counted nothing, and a count then reads none.
+func TestGCRemovesTenantRecordsThatCountNothing(t *testing.T) {
+	c := newTenantCase(t, addrspace.RangeConfig{Subnet: "10.238.1.0/24"})
+	a := c.add("c0", "net", "")
+	c.del("c0", "net", "")
+	if got := c.records(); !slices.Equal(got, []string{a.String()}) {
+		t.Fatalf("after DEL: records %v, want %s's (DEL writes nothing for quotas)", got, a)
+	}
+	c.gc()
+	if got := c.records(); len(got) != 0 {
+		t.Fatalf("after GC: records %v, want none", got)
+	}
+	if n, stale := c.count(); n != 0 || stale != 0 {
+		t.Fatalf("count %d with %d records counting nothing; want 0 and 0", n, stale)
+	}
+}
+
+// GC keeps every record that counts: a live claim's (kept by the valid
+// attachments), a sticky hold's (holds count), and the claim of another
+// network than the GC's (records are cluster-wide, every tenant's swept);
+// only the released claim's goes.
+func TestGCKeepsTenantRecordsThatCount(t *testing.T) {
+	c := newTenantCase(t, addrspace.RangeConfig{Subnet: "10.238.2.0/24"})
+	live := c.add("live", "net", "")
+	held := c.add("sticky", "net", "k")
+	c.del("sticky", "net", "k")
+	other := c.add("other", "other-net", "")
+	c.add("dead", "net", "")
+	c.del("dead", "net", "")
+	c.gc(alloc.Attachment{ContainerID: "live", IfName: "eth0"})
+	want := []string{live.String(), held.String(), other.String()}
+	slices.Sort(want)
+	if got := c.records(); !slices.Equal(got, want) {
+		t.Fatalf("after GC: records %v, want the live, held and other network's %v", got, want)
+	}
+	if n, stale := c.count(); n != 3 || stale != 0 {
+		t.Fatalf("count %d with %d records counting nothing; want 3 and 0", n, stale)
+	}
+}
+
+// A record judged dead and then written again by a new claim of its
+// address for the tenant (a claim racing the sweep) is not deleted: the
+// delete is guarded by the mod revision the sweep read.
+func TestSweepSparesARecordClaimedAgain(t *testing.T) {
+	c := newTenantCase(t, addrspace.RangeConfig{Subnet: "10.238.3.0/24", RangeStart: "10.238.3.10", RangeEnd: "10.238.3.10"})
+	a := c.add("c0", "net", "")
+	c.del("c0", "net", "")
+	op := c.e.op(c.call("gc", "net", ""))
+	dead, err := op.deadTenantRecords()
+	if err != nil || len(dead) != 1 {
+		t.Fatalf("judged dead: %d, %v; want c0's record", len(dead), err)
+	}
+	if again := c.add("c1", "net", ""); again != a {
+		t.Fatalf("c1 got %s, want the pool's one address %s", again, a)
+	}
+	if err := op.commitBatches(dead, nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := c.records(); !slices.Equal(got, []string{a.String()}) {
+		t.Fatalf("records %v: c1's record of %s was deleted by the stale judgement", got, a)
+	}
+	if n, _ := c.count(); n != 1 {
+		t.Fatalf("count %d, want c1's 1", n)
+	}
+}
+
+// More dead records than one read or one transaction may hold (etcd's
+// default --max-txn-ops, which the in-memory etcd enforces) all go.
+func TestGCRemovesManyTenantRecords(t *testing.T) {
+	c := newTenantCase(t, addrspace.RangeConfig{Subnet: "10.238.4.0/23"})
+	const n = 300
+	for i := range n {
+		c.add(fmt.Sprint("c", i), "net", "")
+	}
+	if got := len(c.records()); got != n {
+		t.Fatalf("%d records, want %d", got, n)
+	}
+	c.gc() // releases the 300 claims, then their records
+	if got := c.records(); len(got) != 0 {
+		t.Fatalf("after GC: %d records left, want none", len(got))
+	}
+	if n, stale := c.count(); n != 0 || stale != 0 {
+		t.Fatalf("count %d with %d records counting nothing; want 0 and 0", n, stale)
+	}
+}
+
+// An operator's gc --apply (a node gone for good) removes the records
+// that count nothing too; its plan changes nothing.
+func TestAdminGCRemovesTenantRecords(t *testing.T) {
+	c := newTenantCase(t, addrspace.RangeConfig{Subnet: "10.238.5.0/24"})
+	c.add("c0", "net", "")
+	ad := c.e.admin(time.Now())
+	if plan, err := ad.GC("node-a", Filter{}, nil, false); err != nil || len(plan) != 1 || len(c.records()) != 1 {
+		t.Fatalf("plan %+v, %v; records %v", plan, err, c.records())
+	}
+	if _, err := ad.GC("node-a", Filter{}, nil, true); err != nil {
+		t.Fatal(err)
+	}
+	if got := c.records(); len(got) != 0 {
+		t.Fatalf("after gc --apply: records %v, want none", got)
+	}
+}
