@@ -2,6 +2,7 @@ package etcd
 
 import (
 	"fmt"
+	"maps"
 	"net/netip"
 	"slices"
 	"strings"
@@ -131,5 +132,48 @@ func TestQuotaCountsHolds(t *testing.T) {
 		if l.Tenant != "namespace=a" {
 			t.Errorf("lease %+v: want tenant namespace=a", l)
 		}
+	}
+}
+
+// tenantRecords are the tenant records in etcd under the test's prefix.
+func tenantRecords(t *testing.T) []string {
+	t.Helper()
+	kvs, err := cluster.Values(prefix(t) + "tenant/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return slices.Sorted(maps.Keys(kvs))
+}
+
+// A tenant claims three addresses and DELs them, and never claims again:
+// the CNI GC removes their records, which count nothing (DEL writes nothing
+// for quotas), and keeps the record of the claim it keeps.
+func TestGCRemovesTenantRecords(t *testing.T) {
+	needCluster(t)
+	h := newHost(t, "host-a")
+	conf := quotaConf(t, h, []map[string]any{{"name": "qg", "subnet": "10.235.5.0/24"}}, nil, false)
+	_, live := mustAdd(t, "live", conf)
+	var added []testbin.Reply
+	for i := range 3 {
+		r, _ := mustAdd(t, fmt.Sprint("g", i), conf)
+		added = append(added, r)
+	}
+	for i, r := range added { // after every ADD: a claim deletes the records that count nothing
+		mustRun(t, "DEL", fmt.Sprint("g", i), withPrev(t, conf, r.Stdout))
+	}
+	if n := len(tenantRecords(t)); n != 4 {
+		t.Fatalf("%d tenant records after 4 ADDs and 3 DELs, want 4", n)
+	}
+	mustRun(t, "GC", "", gcConf(t, conf, "live"))
+	recs := tenantRecords(t)
+	if len(recs) != 1 || !strings.HasSuffix(recs[0], "/pool/qg/"+live[0].String()) {
+		t.Fatalf("after GC: tenant records %v, want only live's (%s)", recs, live[0])
+	}
+	if ls := cliLeases(t); len(ls) != 1 || ls[0].ContainerID != "live" || ls[0].Tenant != "namespace=a" {
+		t.Fatalf("leases after GC: %+v, want live's, tenant namespace=a", ls)
+	}
+	mustRun(t, "GC", "", gcConf(t, conf))
+	if recs := tenantRecords(t); len(recs) != 0 {
+		t.Fatalf("after GC of live too: tenant records %v, want none", recs)
 	}
 }
