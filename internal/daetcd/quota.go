@@ -21,10 +21,12 @@ import (
 //	                                    since the count
 //
 // A record counts while the claim key of its address exists with that
-// create revision (a hold keeps the claim key: holds count); once the
-// claim goes (DEL, GC, a failed ADD's undo, a hold's end) it counts
-// nothing, and the next claim for the tenant deletes it. Releases write
-// nothing here, so DEL keeps its one round trip. Two claims for one tenant
+// create revision (a hold keeps the claim key: holds count; judge is the
+// rule); once the claim goes (DEL, GC, a failed ADD's undo, a hold's end)
+// it counts nothing. Releases write nothing here, so DEL keeps its one
+// round trip; the next claim for the tenant deletes up to maxStaleDeletes
+// such records, and every GC deletes them all, every tenant's
+// (tenantgc.go), each only while as read. Two claims for one tenant
 // cannot both pass a count of max−1: each requires the version the count
 // read, and the first to commit changes it.
 
