@@ -2,6 +2,7 @@ package daetcd
 
 import (
 	"encoding/hex"
+	"errors"
 	"net/netip"
 	"slices"
 	"strings"
@@ -30,7 +31,8 @@ import (
 // cannot both pass a count of max−1: each requires the version the count
 // read, and the first to commit changes it.
 
-func (l layout) tenantPrefix(name string) string  { return l.prefix + "tenant/" + name + "/" }
+func (l layout) tenantsRoot() string              { return l.prefix + "tenant/" }
+func (l layout) tenantPrefix(name string) string  { return l.tenantsRoot() + name + "/" }
 func (l layout) tenantVersion(name string) string { return l.prefix + "tenantv/" + name }
 func (l layout) tenantMark(name string, s alloc.Scope, ip netip.Addr) string {
 	return l.tenantPrefix(name) + scopePath(s) + "/" + ip.String()
@@ -110,7 +112,7 @@ func (op *operation) judge(batch []etcdkv.KV) ([]bool, error) {
 // names it) and the address it records, "<scope>/<address>" as in the
 // address's claim key.
 func (l layout) ofTenantRecord(key string) (tenant, where string) {
-	name, where, _ := strings.Cut(strings.TrimPrefix(key, l.prefix+"tenant/"), "/")
+	name, where, _ := strings.Cut(strings.TrimPrefix(key, l.tenantsRoot()), "/")
 	raw, _ := hex.DecodeString(name)
 	return string(raw), where
 }
@@ -170,22 +172,37 @@ const (
 // its claim key) that counts for a tenant to the tenant: what `leases`
 // shows. Records that count nothing are left out.
 func (op *operation) tenantsOfClaims() (map[string]string, error) {
-	marks, err := op.cl.List(op.keys.prefix+"tenant/", true)
+	out := map[string]string{}
+	err := op.judgeAll(func(m etcdkv.KV, live bool) {
+		if live {
+			tenant, where := op.keys.ofTenantRecord(string(m.Key))
+			out[where] = tenant
+		}
+	})
 	if err != nil {
 		return nil, err
 	}
-	out := map[string]string{}
+	return out, nil
+}
+
+// judgeAll lists every tenant's records, page by page, judges them
+// readBatch at a time and calls f with each. A batch that cannot be read
+// is skipped; the errors are returned joined.
+func (op *operation) judgeAll(f func(m etcdkv.KV, live bool)) error {
+	marks, err := op.cl.List(op.keys.tenantsRoot(), true)
+	if err != nil {
+		return err
+	}
+	var errs []error
 	for batch := range slices.Chunk(marks, readBatch) {
 		live, err := op.judge(batch)
 		if err != nil {
-			return nil, err
+			errs = append(errs, err)
+			continue
 		}
 		for i, m := range batch {
-			if live[i] {
-				tenant, where := op.keys.ofTenantRecord(string(m.Key))
-				out[where] = tenant
-			}
+			f(m, live[i])
 		}
 	}
-	return out, nil
+	return errors.Join(errs...)
 }

@@ -2,7 +2,6 @@ package daetcd
 
 import (
 	"errors"
-	"slices"
 
 	"github.com/cniplugins/cniplugins/internal/etcdkv"
 	"github.com/cniplugins/cniplugins/internal/logging"
@@ -33,28 +32,15 @@ func (op *operation) sweepTenants() error {
 	return errors.Join(err, op.commitBatches(dead, nil))
 }
 
-// deadTenantRecords lists every tenant record, page by page, judges them
-// readBatch at a time (judge, as a count does), and plans the removal of
-// each that counts nothing. A batch that could not be read is skipped and
-// its error returned with the plan of the others.
+// deadTenantRecords plans the removal of every tenant record that counts
+// nothing (judgeAll). A batch that could not be read is skipped and its
+// error returned with the plan of the others.
 func (op *operation) deadTenantRecords() ([]etcdkv.Txn, error) {
-	marks, err := op.cl.List(op.keys.prefix+"tenant/", true)
-	if err != nil {
-		return nil, err
-	}
 	var dead []etcdkv.Txn
-	var errs []error
-	for batch := range slices.Chunk(marks, readBatch) {
-		live, err := op.judge(batch)
-		if err != nil {
-			errs = append(errs, err)
-			continue
+	err := op.judgeAll(func(m etcdkv.KV, live bool) {
+		if !live {
+			dead = append(dead, removeRecord(m))
 		}
-		for i, m := range batch {
-			if !live[i] {
-				dead = append(dead, removeRecord(m))
-			}
-		}
-	}
-	return dead, errors.Join(errs...)
+	})
+	return dead, err
 }
