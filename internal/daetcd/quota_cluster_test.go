@@ -17,7 +17,8 @@ import (
 
 // A tenant with more addresses than one etcd transaction may read
 // (--max-txn-ops, 128 by default) is counted exactly, on a real cluster,
-// and a quota past them still refuses with 106.
+// and a quota past them still refuses with 106; GC then removes all their
+// records.
 func TestQuotaCountPastMaxTxnOps(t *testing.T) {
 	testkit.NeedComponent(t, etcdtest.Available())
 	c, err := etcdtest.Start(etcdtest.Options{})
@@ -41,4 +42,13 @@ func TestQuotaCountPastMaxTxnOps(t *testing.T) {
 	last := alloctest.Call{Att: alloc.Attachment{ContainerID: "c150", IfName: "eth0", Network: "net"}, Now: time.Now(), Quota: q}
 	_, err = e.Add(last, []alloc.Target{tg})
 	alloctest.AssertCode(t, err, 106)
+	// GC frees the 150 claims, then removes their 150 records, in
+	// transactions the cluster accepts.
+	if err := e.GC(nil, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	qs := newQuotaState(q)
+	if n, err := op.count(qs); err != nil || n != 0 || len(qs.stale) != 0 {
+		t.Fatalf("after GC: count = %d (%d records counting nothing), %v; want 0 and none", n, len(qs.stale), err)
+	}
 }
