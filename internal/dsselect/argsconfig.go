@@ -86,8 +86,16 @@ func rejectUnknownKeys(raw json.RawMessage, field string, known []string) error 
 	return nil
 }
 
-// parseArgsConfig reads ipam.rules and ipam.defaultPools.
+// argsConfigKey is parseArgsConfig's netconf.Memo key.
+type argsConfigKey struct{}
+
+// parseArgsConfig reads ipam.rules and ipam.defaultPools, once per
+// configuration (ArgKeys and the command both need them).
 func parseArgsConfig(conf *netconf.Envelope) (*argsConfig, error) {
+	return netconf.Memo(conf, argsConfigKey{}, readArgsConfig)
+}
+
+func readArgsConfig(conf *netconf.Envelope) (*argsConfig, error) {
 	var ipam struct {
 		Rules           []json.RawMessage `json:"rules"`
 		DefaultPools    json.RawMessage   `json:"defaultPools"`

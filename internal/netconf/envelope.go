@@ -33,6 +33,8 @@ type Envelope struct {
 
 	// Raw is the configuration exactly as received, for passing on.
 	Raw []byte `json:"-"`
+
+	memo map[any]memoEntry // Memo's
 }
 
 // Parse decodes and validates the envelope of stdin.
