@@ -43,6 +43,12 @@ type Disk struct {
 	// looked yet, 1 yes, -1 no).
 	tenant     string
 	hasTenants int
+	// dirMoved: D's mtime has left the stamp since Open, so a crash now
+	// leaves the index stale for the next Open (tenants.go).
+	dirMoved bool
+	// linkToken is os.Link for tenant records: a test reaches a token's
+	// link limit (EMLINK) through it without 65,000 links.
+	linkToken func(token, rec string) error
 }
 
 var _ alloc.Lister = (*Disk)(nil)
@@ -82,7 +88,7 @@ func OpenChecked(dir string, lockTimeout time.Duration, checked map[string]bool)
 	if err != nil {
 		return nil, err
 	}
-	d := &Disk{stateDir: sd, lock: lk, buckets: map[uint8]*bucket{}}
+	d := &Disk{stateDir: sd, lock: lk, buckets: map[uint8]*bucket{}, linkToken: os.Link}
 	if err := d.load(); err != nil {
 		lk.Close()
 		return nil, err
@@ -108,7 +114,8 @@ func (d *Disk) load() error {
 		}
 		d.untrusted = true
 		d.fill(all)
-		return nil
+		_, err = d.repairTenants(func(ip netip.Addr) bool { _, ok := all[ip]; return ok })
+		return err
 	case err == nil && state == IndexValid:
 		d.exhausted = st.exhausted
 		return nil
@@ -175,7 +182,7 @@ func (d *Disk) link(a alloc.Attachment, ip netip.Addr, final string) (bool, erro
 		}
 		return false, cnierr.IO("link", final, err)
 	}
-	d.dirty = true
+	d.dirty, d.dirMoved = true, true
 	// The scratch inode is now the reservation: drop its second name so
 	// that the next overwrite cannot reach it.
 	d.tmpFor = nil
@@ -200,7 +207,7 @@ func (d *Disk) Release(a alloc.Attachment, ip netip.Addr) (bool, error) {
 	// Moving the file out of D is as atomic as unlinking it, and keeps
 	// its inode as the scratch file of the next ADD (see recycle).
 	path, _ := d.addrPath(ip)
-	d.dirty = true
+	d.dirty, d.dirMoved = true, true
 	d.tmpFor = nil
 	if err := os.Rename(path, d.scratch()); err != nil {
 		if errors.Is(err, os.ErrNotExist) {

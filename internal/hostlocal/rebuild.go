@@ -2,6 +2,7 @@ package hostlocal
 
 import (
 	"errors"
+	"net/netip"
 	"os"
 	"path/filepath"
 
@@ -21,6 +22,11 @@ func (d *Disk) rebuild() error {
 	d.fill(all)
 	d.exhausted = nil
 	d.dirty = true
+	// A stale index may be a crash's: a record whose reservation was
+	// never made, or is gone, must not count another moment (tenants.go).
+	if _, err := d.repairTenants(func(ip netip.Addr) bool { _, ok := all[ip]; return ok }); err != nil {
+		return err
+	}
 
 	parent, base := filepath.Split(d.idx)
 	fresh := filepath.Join(parent, "."+base+".new")

@@ -7,34 +7,37 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
+	"strings"
 	"syscall"
+	"time"
 
 	"github.com/cniplugins/cniplugins/internal/alloc"
 	"github.com/cniplugins/cniplugins/internal/cnierr"
 	"github.com/cniplugins/cniplugins/internal/pool"
 )
 
-// Tenants (quotas). A reservation made for a tenant is recorded twice
-// beside it, so that counting a tenant's addresses reads only its own
-// directory (bounded by its quota), never the pool:
+// Tenants (quotas). A reservation made for a tenant has one record beside
+// it, a hard link to the tenant's token, so that the tenant's count is the
+// token's link count: one lstat(2) whatever the number of addresses.
 //
-//	_tenants/<tenant>/<ip>     the tenant's address; the count is the
-//	                           number of these
-//	_tenants/_addr/<ip>        whose it is: <tenant>, for the release
-//	_tenants/_tok/<tenant>     <tenant>: both records are hard links to it
+//	_tenants/_addr/<ip>        the address's record: a name of its tenant's token
+//	_tenants/_tok/<tenant>     the token (holding <tenant>); its links less
+//	                           one are the tenant's addresses in D
+//	_tenants/_tok/<tenant>.1   the next token, made only once the previous
+//	                           one reached the file system's link limit
+//	                           (EMLINK: 65,000 on ext4); and so on
 //
-// (Empty directories instead of files would make the count one stat(2),
-// the tenant directory's link count, but mkdir and rmdir cost an ADD and
-// a DEL more than that read saves at any sane quota; so would a new inode
-// per record, hence the token.)
+// <tenant> is the tenant's bytes in hex (pool.TenantName).
 //
-// <tenant> is the tenant's bytes in hex (pool.TenantName). The records are
-// written before the reservation and removed after it, so a process
-// killed in between leaves a record of an address that is not reserved:
-// the tenant is counted one address too many (never too few) until the
-// address is reserved again (its tag replaces the record), GC, or fsck
-// --repair removes it. A held address (a sticky hold) keeps its record:
-// holds count.
+// Crash safety: the record is written before the reservation and removed
+// after it, so a process killed in between leaves a record of an address
+// that is not reserved, never a reservation without its record. Before
+// writing a record an ADD moves D's mtime off the index stamp (unless its
+// reservations already did), so whatever kills it, the next Open finds
+// the index stale, rebuilds it and removes such records (rebuild.go): an
+// operation never counts an address its tenant does not have. A held
+// address (a sticky hold) keeps its record: holds count.
 const (
 	tenantsDirName  = "_tenants"
 	tenantAddrName  = "_addr"
@@ -43,10 +46,19 @@ const (
 
 var _ alloc.TenantStore = (*Disk)(nil)
 
-func (d stateDir) tenantsDir() string           { return filepath.Join(d.dir, tenantsDirName) }
-func (d stateDir) tenantDir(name string) string { return filepath.Join(d.tenantsDir(), name) }
-func (d stateDir) tenantOfPath(ip netip.Addr) string {
-	return filepath.Join(d.tenantsDir(), tenantAddrName, ip.String())
+func (d stateDir) tenantsDir() string { return filepath.Join(d.dir, tenantsDirName) }
+func (d stateDir) recordsDir() string { return filepath.Join(d.tenantsDir(), tenantAddrName) }
+func (d stateDir) tokensDir() string  { return filepath.Join(d.tenantsDir(), tenantTokenName) }
+func (d stateDir) recordPath(ip netip.Addr) string {
+	return filepath.Join(d.recordsDir(), ip.String())
+}
+
+// tokenPath is the tenant's k-th token (name in hex).
+func (d stateDir) tokenPath(name string, k int) string {
+	if k == 0 {
+		return filepath.Join(d.tokensDir(), name)
+	}
+	return filepath.Join(d.tokensDir(), name+"."+strconv.Itoa(k))
 }
 
 // ForTenant implements alloc.TenantStore.
@@ -57,31 +69,67 @@ func (d *Disk) ForTenant(tenant string) {
 	}
 }
 
-// TenantAddrs implements alloc.TenantStore: one read of the tenant's own
-// directory.
+// TenantAddrs implements alloc.TenantStore: the link counts of the
+// tenant's tokens, one lstat(2) each (and one that finds no next token).
 func (d *Disk) TenantAddrs(tenant string) (int, error) {
-	dir := d.tenantDir(pool.TenantName(tenant))
-	ents, err := readDir(dir, d.uid)
+	if err := d.lookTenants(); err != nil || d.hasTenants < 0 {
+		return 0, err
+	}
+	name := pool.TenantName(tenant)
+	n := 0
+	for k := 0; ; k++ {
+		links, err := tokenLinks(d.tokenPath(name, k))
+		if errors.Is(err, os.ErrNotExist) {
+			return n, nil
+		}
+		if err != nil {
+			return 0, err
+		}
+		n += links - 1
+	}
+}
+
+// tokenLinks is the link count of the token at path.
+func tokenLinks(path string) (int, error) {
+	fi, err := os.Lstat(path)
 	if errors.Is(err, os.ErrNotExist) {
-		return 0, nil
+		return 0, err
 	}
 	if err != nil {
-		return 0, readError(dir, err)
+		return 0, cnierr.IO("stat", path, err)
 	}
-	return len(ents), nil
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok || !fi.Mode().IsRegular() {
+		return 0, cnierr.IO("stat", path, errors.New("not a regular file"))
+	}
+	return int(st.Nlink), nil
+}
+
+// lookTenants looks whether D has _tenants, once per Open (most pools
+// have none: one lstat(2) tells), checking it when it does.
+func (d *Disk) lookTenants() error {
+	if d.hasTenants != 0 {
+		return nil
+	}
+	fi, err := os.Lstat(d.tenantsDir())
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		d.hasTenants = -1
+		return nil
+	case err != nil:
+		return cnierr.IO("stat", d.tenantsDir(), err)
+	}
+	if err := SafeDir(d.tenantsDir(), fi, d.uid); err != nil {
+		return err
+	}
+	d.hasTenants = 1
+	return nil
 }
 
 // tag records free address ip as d.tenant's, before its reservation.
-// _tenants is checked once per Open (as _sticky is). Both records are
-// hard links to the tenant's token (_tenants/_tok/<tenant>, holding the
-// tenant's name), so that a reservation costs two directory entries and
-// no inode; where a file system refuses another link (EMLINK) a record is
-// a file of its own with the same content.
 func (d *Disk) tag(ip netip.Addr) error {
-	if d.hasTenants == 0 {
-		if err := d.untag(netip.Addr{}); err != nil { // looks at _tenants once
-			return err
-		}
+	if err := d.lookTenants(); err != nil {
+		return err
 	}
 	if d.hasTenants < 0 {
 		if err := EnsureDir(d.tenantsDir(), modePrivateDir, d.uid); err != nil {
@@ -89,41 +137,52 @@ func (d *Disk) tag(ip netip.Addr) error {
 		}
 		d.hasTenants = 1
 	}
-	token := filepath.Join(d.tenantsDir(), tenantTokenName, d.tenant)
-	of := d.tenantOfPath(ip)
-	err := d.linkRecord(token, of)
-	if errors.Is(err, os.ErrExist) {
-		// A crash's leftover for this free address: its records go first.
-		if err = d.untag(ip); err == nil {
-			err = d.linkRecord(token, of)
+	// A crash from here on must leave the index stale (see above).
+	if !d.dirMoved {
+		d.dirty = true
+		if err := os.Chtimes(d.dir, time.Time{}, time.Now()); err != nil {
+			return cnierr.IO("touch", d.dir, err)
 		}
+		d.dirMoved = true
 	}
-	if err != nil {
-		return err
-	}
-	if err := d.linkRecord(token, filepath.Join(d.tenantDir(d.tenant), ip.String())); !errors.Is(err, os.ErrExist) {
-		return err
-	}
-	return nil
-}
-
-// linkRecord makes rec a name of the tenant's token, making the token and
-// rec's directory where missing; os.ErrExist when rec exists.
-func (d *Disk) linkRecord(token, rec string) error {
-	err := os.Link(token, rec)
-	if errors.Is(err, os.ErrNotExist) {
-		if _, serr := os.Lstat(token); errors.Is(serr, os.ErrNotExist) {
-			if err := EnsureDir(filepath.Dir(token), modePrivateDir, d.uid); err != nil {
+	rec := d.recordPath(ip)
+	cleared := false
+	for k := 0; ; {
+		err := d.linkRecord(d.tokenPath(d.tenant, k), rec)
+		switch {
+		case err == nil:
+			return nil
+		case errors.Is(err, os.ErrExist) && !cleared:
+			// A crash's leftover for this free address goes first.
+			if err := removeRecord(rec); err != nil {
 				return err
 			}
+			cleared = true
+		case errors.Is(err, syscall.EMLINK):
+			k++
+		default:
+			return err
+		}
+	}
+}
+
+// linkRecord makes rec a name of token, making the token and the
+// directories where missing; os.ErrExist when rec exists, EMLINK when the
+// token has all the links the file system allows.
+func (d *Disk) linkRecord(token, rec string) error {
+	err := d.linkToken(token, rec)
+	if errors.Is(err, os.ErrNotExist) {
+		for _, dir := range []string{filepath.Dir(token), filepath.Dir(rec)} {
+			if err := EnsureDir(dir, modePrivateDir, d.uid); err != nil {
+				return err
+			}
+		}
+		if _, serr := os.Lstat(token); errors.Is(serr, os.ErrNotExist) {
 			if err := writePrivate(token, d.tenant); err != nil {
 				return err
 			}
 		}
-		if err := EnsureDir(filepath.Dir(rec), modePrivateDir, d.uid); err != nil {
-			return err
-		}
-		err = os.Link(token, rec)
+		err = d.linkToken(token, rec)
 	}
 	switch {
 	case err == nil:
@@ -131,42 +190,22 @@ func (d *Disk) linkRecord(token, rec string) error {
 	case errors.Is(err, os.ErrExist):
 		return os.ErrExist
 	case errors.Is(err, syscall.EMLINK):
-		return writePrivate(rec, d.tenant)
+		return syscall.EMLINK
 	}
 	return cnierr.IO("link", rec, err)
 }
 
 // untag forgets ip's tenant, once its reservation is gone (or never was).
 func (d *Disk) untag(ip netip.Addr) error {
-	if d.hasTenants == 0 {
-		// Most directories have none: one lstat(2) tells, once per Open.
-		d.hasTenants = -1
-		if _, err := os.Lstat(d.tenantsDir()); err == nil {
-			if err := CheckDir(d.tenantsDir(), d.uid); err != nil {
-				return err
-			}
-			d.hasTenants = 1
-		}
+	if err := d.lookTenants(); err != nil || d.hasTenants < 0 {
+		return err
 	}
-	if d.hasTenants < 0 || !ip.IsValid() {
-		return nil
-	}
-	of := d.tenantOfPath(ip)
-	b, err := readSmall(of)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return cnierr.IO("read", of, err)
-	}
-	if name := string(b); validTenantName(name) {
-		p := filepath.Join(d.tenantDir(name), ip.String())
-		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return cnierr.IO("remove", p, err)
-		}
-	}
-	if err := os.Remove(of); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return cnierr.IO("remove", of, err)
+	return removeRecord(d.recordPath(ip))
+}
+
+func removeRecord(path string) error {
+	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return cnierr.IO("remove", path, err)
 	}
 	return nil
 }
@@ -177,63 +216,107 @@ func validTenantName(name string) bool {
 	return name != "" && err == nil && len(name) <= 2*pool.MaxTenantLen
 }
 
+// tokenName is the tenant (hex) a token's file name is for.
+func tokenName(file string) (string, bool) {
+	name, k, cont := strings.Cut(file, ".")
+	if cont {
+		if n, err := strconv.Atoi(k); err != nil || n < 1 || strconv.Itoa(n) != k {
+			return "", false
+		}
+	}
+	return name, validTenantName(name)
+}
+
 // TenantRecord is one tenant's address record, judged.
 type TenantRecord struct {
-	Tenant string // decoded
+	Tenant string // decoded; "" when the record names no tenant
 	Addr   netip.Addr
 	// Stale says why the record counts an address the tenant does not
-	// have ("" when it is the tenant's).
+	// have, or is no record of this layout ("" when it is the tenant's).
 	Stale string
 	Path  string
 }
 
-// tenantRecords reads every record, judged against the reserved
-// addresses (sorted) and the address records.
-func (d stateDir) tenantRecords(reservedAddrs []netip.Addr) ([]TenantRecord, error) {
-	dirs, err := readDir(d.tenantsDir(), d.uid)
+// tenantRecords reads every record, judged against reserved.
+func (d stateDir) tenantRecords(reserved func(netip.Addr) bool) ([]TenantRecord, error) {
+	top, err := readDir(d.tenantsDir(), d.uid)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, readError(d.tenantsDir(), err)
 	}
-	reserved := func(ip netip.Addr) bool {
-		_, ok := slices.BinarySearchFunc(reservedAddrs, ip, netip.Addr.Compare)
-		return ok
-	}
 	var out []TenantRecord
-	for _, de := range dirs {
-		name := de.Name()
-		if name == tenantAddrName || name == tenantTokenName || !validTenantName(name) {
+	for _, de := range top {
+		if name := de.Name(); name != tenantAddrName && name != tenantTokenName {
+			// Anything else is no part of this layout: an earlier one
+			// linked each address to the token twice, so its entries
+			// count the tenant's addresses twice.
+			out = append(out, TenantRecord{Stale: "not part of the tenant records' layout: it inflates the counts", Path: filepath.Join(d.tenantsDir(), name)})
+		}
+	}
+	tenantOf, err := d.tokenInodes()
+	if err != nil {
+		return out, err
+	}
+	recs, err := readDir(d.recordsDir(), d.uid)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return out, readError(d.recordsDir(), err)
+	}
+	for _, e := range recs {
+		r := TenantRecord{Path: filepath.Join(d.recordsDir(), e.Name())}
+		ip, perr := netip.ParseAddr(e.Name())
+		r.Addr = ip
+		fi, serr := e.Info()
+		if serr == nil {
+			if st, ok := fi.Sys().(*syscall.Stat_t); ok && fi.Mode().IsRegular() {
+				r.Tenant = tenantOf[st.Ino]
+			}
+		}
+		switch {
+		case perr != nil:
+			r.Stale = "names no address"
+		case r.Tenant == "":
+			r.Stale = "is no tenant's token"
+		case !reserved(ip):
+			r.Stale = "its address is not reserved"
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+// tokenInodes maps each token's inode to its tenant (decoded).
+func (d stateDir) tokenInodes() (map[uint64]string, error) {
+	toks, err := readDir(d.tokensDir(), d.uid)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, readError(d.tokensDir(), err)
+	}
+	out := make(map[uint64]string, len(toks))
+	for _, t := range toks {
+		name, ok := tokenName(t.Name())
+		if !ok {
 			continue
 		}
-		raw, _ := hex.DecodeString(name)
-		ents, err := readDir(d.tenantDir(name), d.uid)
+		fi, err := t.Info()
 		if err != nil {
-			return out, readError(d.tenantDir(name), err)
+			continue
 		}
-		for _, e := range ents {
-			ip, err := netip.ParseAddr(e.Name())
-			r := TenantRecord{Tenant: string(raw), Addr: ip, Path: filepath.Join(d.tenantDir(name), e.Name())}
-			switch {
-			case err != nil:
-				r.Stale = "names no address"
-			case !reserved(ip):
-				r.Stale = "its address is not reserved"
-			default:
-				if b, err := readSmall(d.tenantOfPath(ip)); err != nil || string(b) != name {
-					r.Stale = "its address is another tenant's"
-				}
-			}
-			out = append(out, r)
+		if st, ok := fi.Sys().(*syscall.Stat_t); ok && fi.Mode().IsRegular() {
+			raw, _ := hex.DecodeString(name)
+			out[st.Ino] = string(raw)
 		}
 	}
 	return out, nil
 }
 
-// RepairTenants removes the records that count an address their tenant
-// does not have (a process killed between a record and its reservation),
-// under d's lock: what GC and fsck --repair do. It returns what it did.
+// RepairTenants removes what counts an address its tenant does not have
+// (a process killed between a record and its reservation, a layout's
+// leftovers) and the tokens no address needs, under d's lock: what GC and
+// fsck --repair do. It returns what it did.
 func (d *Disk) RepairTenants() ([]string, error) {
 	if _, err := os.Lstat(d.tenantsDir()); errors.Is(err, os.ErrNotExist) {
 		return nil, nil
@@ -242,25 +325,80 @@ func (d *Disk) RepairTenants() ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	recs, err := d.tenantRecords(addrs)
+	return d.repairTenants(sortedSet(addrs))
+}
+
+// repairTenants is RepairTenants against reserved; rebuild calls it with
+// the scan it made.
+func (d *Disk) repairTenants(reserved func(netip.Addr) bool) ([]string, error) {
+	recs, err := d.tenantRecords(reserved)
 	var done []string
 	for _, r := range recs {
 		if r.Stale == "" {
 			continue
 		}
-		if err := os.Remove(r.Path); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return done, cnierr.IO("remove", r.Path, err)
+		if rerr := os.RemoveAll(r.Path); rerr != nil {
+			return done, errors.Join(err, cnierr.IO("remove", r.Path, rerr))
 		}
 		done = append(done, "removed "+r.Path+" ("+r.Stale+")")
 	}
-	return done, err
+	if err != nil {
+		return done, err
+	}
+	emptied, err := d.dropUnusedTokens()
+	return append(done, emptied...), err
+}
+
+// dropUnusedTokens removes each tenant's last tokens while no record
+// links them, from the end of its chain only: a count reads a chain until
+// the first missing token.
+func (d *Disk) dropUnusedTokens() ([]string, error) {
+	toks, err := readDir(d.tokensDir(), d.uid)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, readError(d.tokensDir(), err)
+	}
+	var done []string
+	for _, t := range toks {
+		name, ok := tokenName(t.Name())
+		if !ok || t.Name() != name {
+			continue // each chain once, from its first token
+		}
+		last := 0
+		for ; ; last++ {
+			if _, err := os.Lstat(d.tokenPath(name, last+1)); err != nil {
+				break
+			}
+		}
+		for k := last; k >= 0; k-- {
+			p := d.tokenPath(name, k)
+			if links, err := tokenLinks(p); err != nil || links > 1 {
+				break
+			}
+			if err := os.Remove(p); err != nil {
+				return done, cnierr.IO("remove", p, err)
+			}
+			done = append(done, "removed "+p+" (no address of its tenant is left)")
+		}
+	}
+	return done, nil
+}
+
+// sortedSet is membership in sorted addrs.
+func sortedSet(addrs []netip.Addr) func(netip.Addr) bool {
+	return func(ip netip.Addr) bool {
+		_, ok := slices.BinarySearchFunc(addrs, ip, netip.Addr.Compare)
+		return ok
+	}
 }
 
 // ReadTenants maps the addresses of dir that a tenant has (its records
 // that count, judged against the reserved addresses, sorted) to the
 // tenant, without the lock: what `leases` and `pools` show.
 func ReadTenants(dir string, reserved []netip.Addr) (map[netip.Addr]string, error) {
-	recs, err := newStateDir(dir).tenantRecords(reserved)
+	recs, err := newStateDir(dir).tenantRecords(sortedSet(reserved))
 	out := map[netip.Addr]string{}
 	for _, r := range recs {
 		if r.Stale == "" {
