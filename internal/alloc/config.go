@@ -102,8 +102,9 @@ type Config struct {
 	Pools []pool.Pool
 	// Quota is the selection's tenant quota (prevResult.quota); nil none.
 	Quota *pool.Quota
-	// PoolDefs are ipam.poolDefinitions, validated.
-	PoolDefs map[string]pool.Definition
+	// PoolDefs are ipam.poolDefinitions: names and chains validated,
+	// each entry's ranges when a command first needs them.
+	PoolDefs *pool.Definitions
 	// Requested are the addresses asked for outside Pool objects, in
 	// order: CNI_ARGS IP, args.cni.ips, runtimeConfig.ips.
 	Requested []netip.Addr
@@ -135,10 +136,11 @@ func (k Keys) Parse(conf *netconf.Envelope, cniArgs []netconf.CNIArg, needRanges
 	if c.Requested, err = requestedAddrs(cniArgs, extra); err != nil {
 		return nil, err
 	}
-	if c.PoolDefs, err = pool.ParseDefinitions("ipam.poolDefinitions", k.PoolDefinitions); err != nil {
+	if c.PoolDefs, err = pool.NewDefinitions("ipam.poolDefinitions", k.PoolDefinitions); err != nil {
 		return nil, err
 	}
-	if err := c.checkDefinedChains(); err != nil {
+	overflows := c.PoolDefs.Overflows
+	if err := checkDefinedChains(overflows); err != nil {
 		return nil, err
 	}
 	pools, poolMode, err := pool.FromPrevResult(conf)
@@ -149,7 +151,7 @@ func (k Keys) Parse(conf *netconf.Envelope, cniArgs []netconf.CNIArg, needRanges
 		// Chains resolve on every command: an unknown overflow pool or a
 		// cycle is 7 for DEL and GC too, which cover the chain.
 		for i, p := range pools {
-			cat := pool.Catalog{Pools: p.OverflowPools, Defs: c.PoolDefs}
+			cat := pool.Catalog{Pools: p.OverflowPools, Overflows: overflows}
 			if pools[i], err = cat.Resolve(fmt.Sprintf("prevResult.pools[%d]", i), p); err != nil {
 				return nil, err
 			}
@@ -225,9 +227,9 @@ func (c *Config) PoolMode() bool { return c.Pools != nil }
 // checkDefinedChains resolves the overflow chain of every pool of
 // ipam.poolDefinitions: an unknown overflow or a cycle among them is 7,
 // whether a selector names the pool or not.
-func (c *Config) checkDefinedChains() error {
-	cat := pool.Catalog{Defs: c.PoolDefs}
-	for _, name := range slices.Sorted(maps.Keys(c.PoolDefs)) {
+func checkDefinedChains(overflows map[string]string) error {
+	cat := pool.Catalog{Overflows: overflows}
+	for _, name := range slices.Sorted(maps.Keys(overflows)) {
 		if _, err := cat.Resolve("ipam.poolDefinitions."+name, pool.Pool{Name: name}); err != nil {
 			return err
 		}

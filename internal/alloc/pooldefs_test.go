@@ -101,3 +101,37 @@ func TestTargetExclusionsUnion(t *testing.T) {
 		t.Fatalf("error = %+v", e)
 	}
 }
+
+// An ADD parses the definitions of the pools it may allocate from (the
+// selection's and their chains'), never the rest: on a cluster with a pool
+// per namespace, every other tenant's entry costs it nothing, and a
+// broken one fails only the ADDs that use it (and `cniplugins validate`).
+// Names and chains are checked for every entry, on every command.
+func TestPoolDefinitionsParsedWhenUsed(t *testing.T) {
+	conf := func(pools string) string {
+		return `{"cniVersion":"1.0.0","name":"n","ipam":{"poolDefinitions":{
+			"a":{"ranges":[{"subnet":"10.212.5.0/24"}],"overflow":"b"},
+			"b":[{"subnet":"10.212.6.0/24"}],
+			"broken":[{"subnet":"10.212.7.1/24"}]}},
+		"prevResult":{"cniVersion":"1.0.0","pools":` + pools + `}}`
+	}
+	c, err := mustConfig(t, conf(`[{"name":"a"}]`), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ts, err := c.Targets(); err != nil || len(ts) != 1 || len(ts[0].Overflow) != 1 {
+		t.Fatalf("targets of a → b beside a broken definition: %v %v", ts, err)
+	}
+	c, err = mustConfig(t, conf(`[{"name":"broken"}]`), "")
+	if err == nil {
+		_, err = c.Targets()
+	}
+	if e := cnierr.As(err); e == nil || e.Code != 7 || !strings.Contains(e.Details, "ipam.poolDefinitions.broken[0].subnet") {
+		t.Fatalf("the broken definition, used: %+v", e)
+	}
+	// A chain is checked whether used or not.
+	_, err = mustConfig(t, strings.Replace(conf(`[{"name":"a"}]`), `"broken":[{"subnet":"10.212.7.1/24"}]`, `"broken":{"overflow":"nowhere","ranges":[]}`, 1), "")
+	if e := cnierr.As(err); e == nil || e.Code != 7 || !strings.Contains(e.Details, "nowhere") {
+		t.Fatalf("an unused definition's unknown overflow: %+v", e)
+	}
+}

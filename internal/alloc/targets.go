@@ -156,12 +156,15 @@ func CheckList(conf *netconf.Envelope, targets []Target) ([]netip.Addr, []Target
 // entry) and exclusions; false when it has neither. The allocator's
 // exclusions hold whichever side supplies the ranges: never handing an
 // address out is the safe reading of either list.
-func PoolSource(p pool.Pool, field string, defs map[string]pool.Definition) (pool.Definition, bool, error) {
+func PoolSource(p pool.Pool, field string, defs *pool.Definitions) (pool.Definition, bool, error) {
 	rs, inline, err := p.InlineRanges(field)
 	if err != nil {
 		return pool.Definition{}, false, err
 	}
-	def, defined := defs[p.Name]
+	def, defined, err := defs.Get(p.Name)
+	if err != nil {
+		return pool.Definition{}, false, err
+	}
 	if !inline {
 		if !defined {
 			return pool.Definition{}, false, nil

@@ -20,8 +20,9 @@ type Layout struct {
 	// RangeSets are the standalone range sets (ipam.ranges and the legacy
 	// top-level range), nil when the config has none.
 	RangeSets []addrspace.RangeSet
-	// PoolDefs are ipam.poolDefinitions.
+	// PoolDefs are ipam.poolDefinitions, every entry parsed and validated.
 	PoolDefs map[string]pool.Definition
+	defs     *pool.Definitions // the same, as the engine reads them
 }
 
 // PoolDir is the state directory of pool name under dataDir.
@@ -39,7 +40,10 @@ func DescribeConfig(conf *netconf.Envelope) (Layout, error) {
 	if err != nil {
 		return Layout{}, err
 	}
-	l := Layout{DataDir: c.dataDir, NetworkDir: c.dir(alloc.Scope{Network: c.Network}), PoolDefs: c.PoolDefs}
+	l := Layout{DataDir: c.dataDir, NetworkDir: c.dir(alloc.Scope{Network: c.Network}), defs: c.PoolDefs}
+	if l.PoolDefs, err = c.PoolDefs.All(); err != nil {
+		return Layout{}, err
+	}
 	var keys alloc.Keys
 	if err := conf.DecodeIPAM(&keys); err != nil {
 		return Layout{}, err
@@ -53,5 +57,5 @@ func DescribeConfig(conf *netconf.Envelope) (Layout, error) {
 // Pool resolves pool p (found at field) as ADD does; false when it has
 // neither inline ranges nor a definition.
 func (l Layout) Pool(p pool.Pool, field string) (pool.Definition, bool, error) {
-	return alloc.PoolSource(p, field, l.PoolDefs)
+	return alloc.PoolSource(p, field, l.defs)
 }

@@ -173,11 +173,11 @@ func (c *argsConfig) resolveChains() error {
 	if err != nil {
 		return err
 	}
-	defs, err := pool.ParseDefinitions("ipam.poolDefinitions", raw)
+	defs, err := pool.ParseOverflows("ipam.poolDefinitions", raw)
 	if err != nil {
 		return err
 	}
-	chains := pool.Catalog{Pools: slices.Clone(c.catalogue), Defs: defs}
+	chains := pool.Catalog{Pools: slices.Clone(c.catalogue), Overflows: defs}
 	resolve := func(field string, ps []pool.Pool) error {
 		for i := range ps {
 			if ps[i], err = chains.Resolve(fmt.Sprintf("%s[%d]", field, i), ps[i]); err != nil {

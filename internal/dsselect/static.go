@@ -72,12 +72,12 @@ func resolveStaticChains(pools []pool.Pool, rawDefs map[string]json.RawMessage) 
 	if !hasOverflow {
 		return pools, nil
 	}
-	defs, err := pool.ParseDefinitions("ipam.poolDefinitions", rawDefs)
+	defs, err := pool.ParseOverflows("ipam.poolDefinitions", rawDefs)
 	if err != nil {
 		return nil, err
 	}
 	for i, p := range pools {
-		cat := pool.Catalog{Pools: p.OverflowPools, Defs: defs}
+		cat := pool.Catalog{Pools: p.OverflowPools, Overflows: defs}
 		if pools[i], err = cat.Resolve(fmt.Sprintf("ipam.pools[%d]", i), p); err != nil {
 			return nil, err
 		}

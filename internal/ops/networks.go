@@ -113,7 +113,7 @@ func Describe(p PluginConf, dataDir string) (Network, bool, error) {
 		return n, true, err
 	}
 	seen := map[string]bool{}
-	chains := pool.Catalog{Defs: layout.PoolDefs}
+	chains := pool.Catalog{Overflows: pool.Overflows(layout.PoolDefs)}
 	chain := func(field string, p pool.Pool) ([]string, error) {
 		p, err := chains.Resolve(field, p)
 		return p.Names()[1:], err

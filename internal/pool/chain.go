@@ -1,6 +1,7 @@
 package pool
 
 import (
+	"slices"
 	"strings"
 
 	"github.com/cniplugins/cniplugins/internal/cnierr"
@@ -13,7 +14,19 @@ import (
 // the same pools to both.
 type Catalog struct {
 	Pools []Pool
-	Defs  map[string]Definition
+	// Overflows are poolDefinitions' names, each with its entry's
+	// overflow ("" none): all a chain needs of a definition (Overflows,
+	// ParseOverflows).
+	Overflows map[string]string
+}
+
+// Overflows is what a Catalog needs of parsed definitions.
+func Overflows(defs map[string]Definition) map[string]string {
+	out := make(map[string]string, len(defs))
+	for name, d := range defs {
+		out[name] = d.Overflow
+	}
+	return out
 }
 
 // find is the pool named name: a listed object, else a bare name that
@@ -24,7 +37,7 @@ func (c Catalog) find(name string) (Pool, bool) {
 			return p, true
 		}
 	}
-	if _, ok := c.Defs[name]; ok {
+	if _, ok := c.Overflows[name]; ok {
 		return Pool{Name: name}, true
 	}
 	return Pool{}, false
@@ -35,7 +48,7 @@ func (c Catalog) overflowOf(q Pool) string {
 	if q.Overflow != "" {
 		return q.Overflow
 	}
-	return c.Defs[q.Name].Overflow
+	return c.Overflows[q.Name]
 }
 
 // Resolve is p with its overflow chain resolved: Overflow set and
@@ -47,19 +60,17 @@ func (c Catalog) Resolve(field string, p Pool) (Pool, error) {
 	names := []string{p.Name}
 	var chain []Pool
 	for next := p.Overflow; next != ""; {
-		walked := strings.Join(append(names, next), " → ")
-		for _, n := range names {
-			if n == next {
-				return Pool{}, cnierr.New(cnierr.CodeInvalidConfig, "overflow chain is a cycle", "%s.overflow: %s", field, walked)
-			}
+		walked := func() string { return strings.Join(append(names, next), " → ") }
+		if slices.Contains(names, next) {
+			return Pool{}, cnierr.New(cnierr.CodeInvalidConfig, "overflow chain is a cycle", "%s.overflow: %s", field, walked())
 		}
 		q, ok := c.find(next)
 		if !ok {
 			return Pool{}, cnierr.New(cnierr.CodeInvalidConfig, "unknown overflow pool",
-				"%s.overflow: %s: no pool %q is defined (a rule's or default pool, or ipam.poolDefinitions)", field, walked, next)
+				"%s.overflow: %s: no pool %q is defined (a rule's or default pool, or ipam.poolDefinitions)", field, walked(), next)
 		}
 		if len(chain) == MaxPerAttachment {
-			return Pool{}, cnierr.InvalidConfig(field+".overflow", walked, "an overflow chain holds at most 64 pools")
+			return Pool{}, cnierr.InvalidConfig(field+".overflow", walked(), "an overflow chain holds at most 64 pools")
 		}
 		q.Overflow, q.OverflowPools = c.overflowOf(q), nil
 		chain = append(chain, q)

@@ -1,6 +1,8 @@
 package pool
 
 import (
+	"encoding/json"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -10,7 +12,7 @@ import (
 
 func TestCatalogResolve(t *testing.T) {
 	defs := map[string]Definition{"shared": {}, "last": {}, "d1": {Overflow: "d2"}, "d2": {Overflow: "shared"}, "loop": {Overflow: "loop2"}, "loop2": {Overflow: "loop"}}
-	cat := Catalog{Pools: []Pool{{Name: "inline", Subnet: "10.9.0.0/24", Overflow: "d1"}, {Name: "shared", Overflow: "last"}}, Defs: defs}
+	cat := Catalog{Pools: []Pool{{Name: "inline", Subnet: "10.9.0.0/24", Overflow: "d1"}, {Name: "shared", Overflow: "last"}}, Overflows: Overflows(defs)}
 	for _, tc := range []struct {
 		name string
 		p    Pool
@@ -44,5 +46,41 @@ func TestCatalogResolve(t *testing.T) {
 	}
 	if got, _ := cat.Resolve("f", Pool{Name: "ns-a", Overflow: "inline"}); got.OverflowPools[0].Subnet != "10.9.0.0/24" {
 		t.Errorf("an object's ranges lost: %+v", got.OverflowPools[0])
+	}
+}
+
+// ParseOverflows reads exactly what ParseDefinitions says of each entry's
+// overflow, without the ranges, and refuses the same bad names.
+func TestParseOverflows(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		defs map[string]json.RawMessage
+		want map[string]string
+		err  string
+	}{
+		{"object, bare range set", map[string]json.RawMessage{
+			"a": json.RawMessage(`{"ranges":[{"subnet":"10.1.0.0/24"}],"overflow":"b"}`),
+			"b": json.RawMessage(`[{"subnet":"10.2.0.0/24"}]`),
+		}, map[string]string{"a": "b", "b": ""}, ""},
+		{"overflow not a name", map[string]json.RawMessage{"a": json.RawMessage(`{"ranges":[],"overflow":"../x"}`)}, nil, "ipam.poolDefinitions.a.overflow"},
+		{"entry not a name", map[string]json.RawMessage{"_a": json.RawMessage(`[]`)}, nil, "ipam.poolDefinitions"},
+		{"overflow not a string", map[string]json.RawMessage{"a": json.RawMessage(`{"overflow":3}`)}, nil, "ipam.poolDefinitions.a.overflow"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := ParseOverflows("ipam.poolDefinitions", tc.defs)
+			if tc.err != "" {
+				if e := cnierr.As(err); err == nil || e.Code != cnierr.CodeInvalidConfig || !strings.Contains(e.Details+e.Msg, tc.err) {
+					t.Fatalf("err = %v, want 7 naming %s", err, tc.err)
+				}
+				return
+			}
+			if err != nil || !maps.Equal(got, tc.want) {
+				t.Fatalf("got %v %v, want %v", got, err, tc.want)
+			}
+			full, err := ParseDefinitions("ipam.poolDefinitions", tc.defs)
+			if err != nil || !maps.Equal(Overflows(full), got) {
+				t.Fatalf("ParseDefinitions says %v %v", Overflows(full), err)
+			}
+		})
 	}
 }

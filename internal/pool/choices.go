@@ -1,7 +1,6 @@
 package pool
 
 import (
-	"encoding/json"
 	"fmt"
 	"slices"
 
@@ -18,17 +17,9 @@ const MaxChoices = 2048
 // against pools (the selection's pools): nil when absent, meaning the one
 // set of all the pools.
 func ChoicesFromPrevResult(conf *netconf.Envelope, pools []Pool) ([][]string, error) {
-	if !conf.HasPrevResult() {
-		return nil, nil
-	}
-	var prev struct {
-		Choices json.RawMessage `json:"choices"`
-	}
-	if err := netconf.Decode(conf.PrevResult, "prevResult", &prev); err != nil {
+	prev, err := prevSelection(conf)
+	if err != nil || absent(prev.Choices) {
 		return nil, err
-	}
-	if len(prev.Choices) == 0 || string(prev.Choices) == "null" {
-		return nil, nil
 	}
 	var choices [][]string
 	if err := netconf.Decode(prev.Choices, "prevResult.choices", &choices); err != nil {

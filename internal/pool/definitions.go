@@ -42,6 +42,94 @@ func ParseDefinitions(field string, defs map[string]json.RawMessage) (map[string
 	return out, nil
 }
 
+// Definitions is a poolDefinitions object whose entries are parsed as a
+// command asks for them: an ADD pays for the pools it may allocate from,
+// not for every tenant's pool of a large cluster. Names and overflows are
+// validated up front (chains resolve on every command).
+type Definitions struct {
+	field string
+	raw   map[string]json.RawMessage
+	// Overflows are the entries' names and overflows (Catalog.Overflows).
+	Overflows map[string]string
+	parsed    map[string]Definition
+}
+
+// NewDefinitions validates the names and overflows of poolDefinitions
+// object raw, found at field.
+func NewDefinitions(field string, raw map[string]json.RawMessage) (*Definitions, error) {
+	overflows, err := ParseOverflows(field, raw)
+	if err != nil {
+		return nil, err
+	}
+	return &Definitions{field: field, raw: raw, Overflows: overflows, parsed: map[string]Definition{}}, nil
+}
+
+// Get is entry name, parsed and validated (once); false when there is
+// none.
+func (d *Definitions) Get(name string) (Definition, bool, error) {
+	if d == nil {
+		return Definition{}, false, nil
+	}
+	if def, ok := d.parsed[name]; ok {
+		return def, true, nil
+	}
+	raw, ok := d.raw[name]
+	if !ok {
+		return Definition{}, false, nil
+	}
+	def, err := ParseDefinition(d.field+"."+name, raw)
+	if err != nil {
+		return Definition{}, false, err
+	}
+	d.parsed[name] = def
+	return def, true, nil
+}
+
+// All is every entry, parsed: what `cniplugins validate` and the
+// operators' views need.
+func (d *Definitions) All() (map[string]Definition, error) {
+	if d == nil {
+		return nil, nil
+	}
+	return ParseDefinitions(d.field, d.raw)
+}
+
+// Len is the number of entries.
+func (d *Definitions) Len() int {
+	if d == nil {
+		return 0
+	}
+	return len(d.raw)
+}
+
+// ParseOverflows reads what a chain needs of a poolDefinitions object:
+// each entry's name and overflow (Catalog.Overflows), both validated as
+// names. A selector resolves chains with it; the ranges are the
+// allocator's to validate (ParseDefinitions), for the pools it serves.
+func ParseOverflows(field string, defs map[string]json.RawMessage) (map[string]string, error) {
+	out := make(map[string]string, len(defs))
+	for _, name := range slices.Sorted(maps.Keys(defs)) {
+		if err := ValidName(field, name); err != nil {
+			return nil, err
+		}
+		var entry struct {
+			Overflow string `json:"overflow"`
+		}
+		if t := bytes.TrimSpace(defs[name]); len(t) > 0 && t[0] == '{' {
+			if err := netconf.Decode(t, field+"."+name, &entry); err != nil {
+				return nil, err
+			}
+			if entry.Overflow != "" {
+				if err := ValidName(field+"."+name+".overflow", entry.Overflow); err != nil {
+					return nil, err
+				}
+			}
+		}
+		out[name] = entry.Overflow
+	}
+	return out, nil
+}
+
 // ParseDefinition validates one poolDefinitions entry, found at field: a
 // bare range set (the original form) or an object with "ranges" and an
 // optional "exclude", the same key a Pool object uses.

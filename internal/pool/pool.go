@@ -196,17 +196,9 @@ func ParseList(raw json.RawMessage, field string) ([]Pool, error) {
 // FromPrevResult returns prevResult.pools; ok is false when the prevResult
 // carries no pools (the allocator then runs standalone).
 func FromPrevResult(conf *netconf.Envelope) (pools []Pool, ok bool, err error) {
-	if !conf.HasPrevResult() {
-		return nil, false, nil
-	}
-	var prev struct {
-		Pools json.RawMessage `json:"pools"`
-	}
-	if err := netconf.Decode(conf.PrevResult, "prevResult", &prev); err != nil {
+	prev, err := prevSelection(conf)
+	if err != nil || absent(prev.Pools) {
 		return nil, false, err
-	}
-	if len(prev.Pools) == 0 || string(prev.Pools) == "null" {
-		return nil, false, nil
 	}
 	pools, err = ParseList(prev.Pools, "prevResult.pools")
 	return pools, err == nil, err

@@ -37,16 +37,15 @@ func (q Quota) Validate(field string) error {
 
 // QuotaFromPrevResult is prevResult.quota, nil when there is none.
 func QuotaFromPrevResult(conf *netconf.Envelope) (*Quota, error) {
-	if !conf.HasPrevResult() {
-		return nil, nil
-	}
-	var prev struct {
-		Quota *Quota `json:"quota"`
-	}
-	if err := netconf.Decode(conf.PrevResult, "prevResult", &prev); err != nil || prev.Quota == nil {
+	prev, err := prevSelection(conf)
+	if err != nil || absent(prev.Quota) {
 		return nil, err
 	}
-	return prev.Quota, prev.Quota.Validate("prevResult.quota")
+	var q Quota
+	if err := netconf.Decode(prev.Quota, "prevResult.quota", &q); err != nil {
+		return nil, err
+	}
+	return &q, q.Validate("prevResult.quota")
 }
 
 // TenantName is tenant as a file or key name: its bytes in hex.
