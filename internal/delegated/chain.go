@@ -57,7 +57,7 @@ func (c *Chain) Add(ctx context.Context) (types.Result, error) {
 	for k := range c.Delegates {
 		out, err := c.run(ctx, k, plugin.CmdAdd, prev)
 		if err == nil {
-			last, err = c.validResult(out)
+			last, err = c.validResult(k, out)
 		}
 		if err != nil {
 			c.rollback(ctx, k, prev)
@@ -106,8 +106,14 @@ func (c *Chain) Each(ctx context.Context, cmd string) error {
 	return join(errs)
 }
 
-// validResult accepts what an ADD printed only if it is a CNI result.
-func (c *Chain) validResult(out []byte) (*plugin.RawResult, error) {
+// validResult accepts what delegate k's ADD printed only if it is a CNI
+// result, decoding it to check unless the executor vouches for it.
+func (c *Chain) validResult(k int, out []byte) (*plugin.RawResult, error) {
+	if v, ok := c.Exec.(Voucher); ok && v.Vouches(c.Delegates[k]) && len(bytes.TrimSpace(out)) > 0 {
+		if raw, err := plugin.NewRawResult(out); err == nil {
+			return raw, nil
+		}
+	}
 	if printed(out) == nil {
 		return nil, cnierr.New(cnierr.CodeDecoding, "delegate printed no result", "ADD succeeded with empty output")
 	}

@@ -25,6 +25,13 @@ type Executor interface {
 	Run(ctx context.Context, d Delegate, cmd string, stdin []byte) ([]byte, error)
 }
 
+// Voucher is an Executor that can vouch for the results of some
+// delegates (its own personalities'), which the chain then does not
+// decode a second time to check them.
+type Voucher interface {
+	Vouches(d Delegate) bool
+}
+
 // Resolve finds every delegate in cniPath before any of them runs, so a
 // typo in the chain fails cleanly instead of after side effects.
 func Resolve(names []string, cniPath string) ([]Delegate, error) {

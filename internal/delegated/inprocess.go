@@ -33,6 +33,9 @@ type SelfExecutor struct {
 	// Lookup finds a personality by the name the delegate is called by.
 	Lookup func(name string) (plugin.Personality, bool)
 	Log    *logging.Logger
+	// isSelf caches, by path, whether a delegate is this executable: the
+	// chain asks once to run it and once to vouch for its result.
+	isSelf map[string]bool
 }
 
 func (s SelfExecutor) Run(ctx context.Context, d Delegate, cmd string, stdin []byte) ([]byte, error) {
@@ -61,15 +64,33 @@ func (s SelfExecutor) local(d Delegate) (plugin.Personality, bool) {
 	if s.Self == "" || s.Lookup == nil {
 		return plugin.Personality{}, false
 	}
-	self, err := os.Stat(s.Self)
-	if err != nil {
-		return plugin.Personality{}, false
+	same, known := s.isSelf[d.Path]
+	if !known {
+		same = sameFile(s.Self, d.Path)
+		if s.isSelf != nil {
+			s.isSelf[d.Path] = same
+		}
 	}
-	target, err := os.Stat(d.Path)
-	if err != nil || !os.SameFile(self, target) {
+	if !same {
 		return plugin.Personality{}, false
 	}
 	return s.Lookup(d.Name)
+}
+
+func sameFile(a, b string) bool {
+	fa, err := os.Stat(a)
+	if err != nil {
+		return false
+	}
+	fb, err := os.Stat(b)
+	return err == nil && os.SameFile(fa, fb)
+}
+
+// Vouches implements Voucher: what this binary's own personalities print
+// is built by its result types, which only print what they can read back.
+func (s SelfExecutor) Vouches(d Delegate) bool {
+	_, ok := s.local(d)
+	return ok
 }
 
 // exitError is what an exec would have made of a failed delegate's stdout.

@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"slices"
+	"strings"
 
 	"github.com/containernetworking/cni/pkg/types"
 	current "github.com/containernetworking/cni/pkg/types/100"
@@ -162,16 +163,41 @@ func ValidateResult(r *current.Result, field string) error {
 // WithPrevResult returns the raw config with prevResult replaced by result
 // (or removed when result is nil), every other key passed through as is.
 func (e *Envelope) WithPrevResult(result json.RawMessage) ([]byte, error) {
+	if out, ok := e.appendPrevResult(result); ok {
+		return out, nil
+	}
 	var obj map[string]json.RawMessage
 	if err := json.Unmarshal(e.Raw, &obj); err != nil {
 		return nil, cnierr.New(cnierr.CodeDecoding, "cannot re-encode network configuration", "%v", err)
 	}
-	if isNull(result) {
-		delete(obj, "prevResult")
-	} else {
+	// Every spelling decoders would take for the key goes.
+	for k := range obj {
+		if strings.EqualFold(k, "prevResult") {
+			delete(obj, k)
+		}
+	}
+	if !isNull(result) {
 		obj["prevResult"] = result
 	}
 	return json.Marshal(obj)
+}
+
+// appendPrevResult is WithPrevResult for the usual config, one without the
+// key in any spelling encoding/json would match (it matches keys without
+// regard to case, and a key may be written with escapes): the runtime's
+// bytes with the key appended, instead of decoding and re-encoding them
+// for every delegate.
+func (e *Envelope) appendPrevResult(result json.RawMessage) ([]byte, bool) {
+	t := bytes.TrimRight(e.Raw, " \t\r\n")
+	if isNull(result) || len(t) < 2 || t[len(t)-1] != '}' || bytes.IndexByte(t, '\\') >= 0 ||
+		bytes.Contains(bytes.ToLower(t), []byte(`"prevresult"`)) {
+		return nil, false
+	}
+	out := make([]byte, 0, len(t)+len(result)+16)
+	out = append(out, t[:len(t)-1]...)
+	out = append(out, `,"prevResult":`...)
+	out = append(out, bytes.TrimSpace(result)...)
+	return append(out, '}'), true
 }
 
 // ErrorJSON renders err as the CNI error object, with this config's version.

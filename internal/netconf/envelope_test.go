@@ -1,6 +1,7 @@
 package netconf
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -144,4 +145,52 @@ func fmtArgs(a []CNIArg) string {
 		s += "{" + kv.Key + " " + kv.Value + "}"
 	}
 	return s + "]"
+}
+
+// WithPrevResult gives every config the same meaning whether it appends
+// the key to the runtime's bytes or re-encodes them: exactly one
+// prevResult, the new one, and every other key kept.
+func TestWithPrevResultForms(t *testing.T) {
+	result := `{"cniVersion":"1.0.0","ips":[{"address":"10.1.2.3/24"}]}`
+	for _, tc := range []struct{ name, conf string }{
+		{"no prevResult", `{"cniVersion":"1.0.0","name":"n","x":[1,{"y":"}"}]}` + "\n"},
+		{"a prevResult", `{"cniVersion":"1.0.0","name":"n","prevResult":{"ips":[]}}`},
+		{"a null prevResult", `{"cniVersion":"1.0.0","name":"n","prevResult":null}`},
+		{"another spelling", `{"cniVersion":"1.0.0","name":"n","PrevResult":null}`},
+		{"an escaped key", `{"cniVersion":"1.0.0","name":"n","prevResul\u0074":null}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			env, err := Parse([]byte(tc.conf))
+			if err != nil {
+				t.Fatal(err)
+			}
+			out, err := env.WithPrevResult([]byte(result))
+			if err != nil {
+				t.Fatal(err)
+			}
+			dec := json.NewDecoder(strings.NewReader(string(out)))
+			keys := map[string]int{}
+			if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+				t.Fatalf("%s: not an object: %v", out, err)
+			}
+			for dec.More() {
+				tok, err := dec.Token()
+				if err != nil {
+					t.Fatalf("%s: %v", out, err)
+				}
+				keys[strings.ToLower(tok.(string))]++
+				var v json.RawMessage
+				if err := dec.Decode(&v); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if keys["prevresult"] != 1 || keys["name"] != 1 {
+				t.Fatalf("%s: keys %v, want one prevResult", out, keys)
+			}
+			again, err := Parse(out)
+			if err != nil || string(again.PrevResult) != result {
+				t.Fatalf("%s: prevResult %s %v", out, again.PrevResult, err)
+			}
+		})
+	}
 }
