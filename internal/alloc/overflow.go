@@ -71,6 +71,9 @@ func AllocateOverflow(t Target, a Attachment, locate func(Target) (Presence, err
 	}
 	var err error
 	for _, c := range order {
+		if c, err = c.Resolved(); err != nil {
+			return netip.Prefix{}, netip.Addr{}, c, err
+		}
 		var p netip.Prefix
 		var gw netip.Addr
 		p, gw, err = allocate(c)
@@ -104,7 +107,10 @@ func LocateIn(l Ledger, a Attachment, t Target, key string, now time.Time) (Pres
 		return Presence{}, err
 	}
 	for _, ip := range held {
-		if t.Set.Contains(ip) {
+		// A pool's store holds only its own addresses, so any is the
+		// attachment's there, whatever the pool's ranges say now (an
+		// overflow pool's are not even read before an ADD spills).
+		if t.Scope.Pool != "" || t.Set.Contains(ip) {
 			return Presence{Attached: ip}, nil
 		}
 	}

@@ -28,6 +28,26 @@ type Target struct {
 	// Overflow are the pools allocated from, in order, when this one has
 	// no free address (AllocateOverflow); each has no overflow of its own.
 	Overflow []Target
+	// source reads an overflow pool's ranges, which AddTargets leaves
+	// for the ADD that spills into it (Resolved); nil: read.
+	source func() (Target, error)
+}
+
+// ChainFamilyError is 7 for chain (its pools' names, in order, found at
+// field), whose pool named other is not of the first pool's family.
+func ChainFamilyError(field string, chain []string, other string) error {
+	return cnierr.New(cnierr.CodeInvalidConfig, "overflow pool of another address family",
+		"%s.overflow: %s: pool %s is not of pool %s's family (each family's chain stays in its family)", field, strings.Join(chain, " → "), other, chain[0])
+}
+
+// Resolved is t with its ranges read: an overflow pool's are read when an
+// ADD first needs them, so that an ADD whose first pool has room pays for
+// its chain's names, not for parsing every pool's ranges.
+func (t Target) Resolved() (Target, error) {
+	if t.source == nil {
+		return t, nil
+	}
+	return t.source()
 }
 
 // Allocator is the allocator over s with everything t asks of it.
@@ -51,9 +71,11 @@ func (c *Config) Scopes() []Scope {
 }
 
 // AddTargets are Targets with the requested addresses assigned to them,
-// as an ADD needs them (101 for one that fits no target).
+// as an ADD needs them (101 for one that fits no target). Overflow pools'
+// ranges are read when the ADD spills into them (Target.Resolved): a
+// chain that leaves its address family is 7 then.
 func (c *Config) AddTargets() ([]Target, error) {
-	out, err := c.Targets()
+	out, err := c.targets(true)
 	if err != nil {
 		return nil, err
 	}
@@ -63,7 +85,9 @@ func (c *Config) AddTargets() ([]Target, error) {
 // Targets lists, in order, where the config places addresses: one target
 // per pool in pool mode (with the Pool object's own request), one per
 // range set standalone.
-func (c *Config) Targets() ([]Target, error) {
+func (c *Config) Targets() ([]Target, error) { return c.targets(false) }
+
+func (c *Config) targets(lazyChains bool) ([]Target, error) {
 	var out []Target
 	if c.Pools == nil {
 		for i, rs := range c.RangeSets {
@@ -81,13 +105,18 @@ func (c *Config) Targets() ([]Target, error) {
 			return nil, err
 		}
 		for j, q := range p.OverflowPools {
-			o, err := c.poolTarget(fmt.Sprintf("%s.overflowPools[%d]", field, j), q)
-			if err != nil {
-				return nil, err
+			read := func() (Target, error) {
+				o, err := c.poolTarget(fmt.Sprintf("%s.overflowPools[%d]", field, j), q)
+				if err == nil && o.Set.Is4() != t.Set.Is4() {
+					err = ChainFamilyError(field, p.Names(), q.Name)
+				}
+				return o, err
 			}
-			if o.Set.Is4() != t.Set.Is4() {
-				return nil, cnierr.New(cnierr.CodeInvalidConfig, "overflow pool of another address family",
-					"%s.overflow: %s: pool %s is not of pool %s's family (each family's chain stays in its family)", field, strings.Join(p.Names(), " → "), q.Name, p.Name)
+			o := Target{Label: "pool " + q.Name, Scope: Scope{Pool: q.Name}, source: read}
+			if !lazyChains {
+				if o, err = read(); err != nil {
+					return nil, err
+				}
 			}
 			t.Overflow = append(t.Overflow, o)
 		}

@@ -31,20 +31,13 @@ type Chain struct {
 // runtime's input as is": the config is passed on byte for byte.
 type prevResult json.RawMessage
 
-func (c *Chain) stdin(prev prevResult) ([]byte, error) {
-	if prev == nil {
-		return c.Conf.Raw, nil
-	}
-	return c.Conf.WithPrevResult(json.RawMessage(prev))
-}
-
 func (c *Chain) run(ctx context.Context, i int, cmd string, prev prevResult) ([]byte, error) {
-	stdin, err := c.stdin(prev)
+	conf, err := c.Conf.ForDelegate(json.RawMessage(prev))
 	if err != nil {
 		return nil, err
 	}
 	c.Log.Debug("delegate", logging.String("delegate", c.Delegates[i].Name), logging.String("command", cmd))
-	return c.Exec.Run(ctx, c.Delegates[i], cmd, stdin)
+	return c.Exec.Run(ctx, c.Delegates[i], cmd, conf)
 }
 
 // Add runs ADD on each delegate in order, delegate n+1 receiving delegate

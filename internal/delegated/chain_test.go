@@ -29,7 +29,8 @@ type fakeExec struct {
 	delPrint map[string]bool // delegates that print a result on every command
 }
 
-func (f *fakeExec) Run(_ context.Context, d Delegate, cmd string, stdin []byte) ([]byte, error) {
+func (f *fakeExec) Run(_ context.Context, d Delegate, cmd string, in *netconf.Envelope) ([]byte, error) {
+	stdin := in.Raw
 	var conf struct {
 		PrevResult json.RawMessage `json:"prevResult"`
 	}
@@ -248,7 +249,7 @@ func TestEach(t *testing.T) {
 
 type execFunc func(d Delegate, cmd string) ([]byte, error)
 
-func (f execFunc) Run(_ context.Context, d Delegate, cmd string, _ []byte) ([]byte, error) {
+func (f execFunc) Run(_ context.Context, d Delegate, cmd string, _ *netconf.Envelope) ([]byte, error) {
 	return f(d, cmd)
 }
 
@@ -266,7 +267,8 @@ type recordExec struct {
 	prev map[string]string // "name CMD" -> prevResult as received
 }
 
-func (r *recordExec) Run(_ context.Context, d Delegate, cmd string, stdin []byte) ([]byte, error) {
+func (r *recordExec) Run(_ context.Context, d Delegate, cmd string, in *netconf.Envelope) ([]byte, error) {
+	stdin := in.Raw
 	var conf struct {
 		PrevResult json.RawMessage `json:"prevResult"`
 	}

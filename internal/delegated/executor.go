@@ -10,6 +10,7 @@ import (
 	"github.com/containernetworking/cni/pkg/types"
 
 	"github.com/cniplugins/cniplugins/internal/cnierr"
+	"github.com/cniplugins/cniplugins/internal/netconf"
 )
 
 // Delegate is one resolved link of the chain.
@@ -22,7 +23,8 @@ type Delegate struct {
 // on success, or its error (a *types.Error carrying the delegate's own code
 // when it printed one).
 type Executor interface {
-	Run(ctx context.Context, d Delegate, cmd string, stdin []byte) ([]byte, error)
+	// Run gives d conf: its bytes on stdin, or conf itself in-process.
+	Run(ctx context.Context, d Delegate, cmd string, conf *netconf.Envelope) ([]byte, error)
 }
 
 // Voucher is an Executor that can vouch for the results of some
@@ -54,9 +56,9 @@ type ExecExecutor struct {
 	Stderr  io.Writer
 }
 
-func (e ExecExecutor) Run(ctx context.Context, d Delegate, cmd string, stdin []byte) ([]byte, error) {
+func (e ExecExecutor) Run(ctx context.Context, d Delegate, cmd string, conf *netconf.Envelope) ([]byte, error) {
 	raw := invoke.RawExec{Stderr: e.Stderr}
-	out, err := raw.ExecPlugin(ctx, d.Path, stdin, WithCommand(e.Environ, cmd))
+	out, err := raw.ExecPlugin(ctx, d.Path, conf.Raw, WithCommand(e.Environ, cmd))
 	if err != nil {
 		return nil, normalise(err)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/cniplugins/cniplugins/internal/cnierr"
 	"github.com/cniplugins/cniplugins/internal/logging"
+	"github.com/cniplugins/cniplugins/internal/netconf"
 	"github.com/cniplugins/cniplugins/internal/plugin"
 )
 
@@ -38,16 +39,17 @@ type SelfExecutor struct {
 	isSelf map[string]bool
 }
 
-func (s SelfExecutor) Run(ctx context.Context, d Delegate, cmd string, stdin []byte) ([]byte, error) {
+func (s SelfExecutor) Run(ctx context.Context, d Delegate, cmd string, conf *netconf.Envelope) ([]byte, error) {
 	p, ok := s.local(d)
 	if !ok {
-		return s.Exec.Run(ctx, d, cmd, stdin)
+		return s.Exec.Run(ctx, d, cmd, conf)
 	}
 	s.Log.Debug("delegate runs in-process", logging.String("delegate", d.Name), logging.String("command", cmd))
 	var stdout bytes.Buffer
 	exit := plugin.Run(p, plugin.IO{
 		Environ: WithCommand(s.Exec.Environ, cmd),
-		Stdin:   bytes.NewReader(stdin),
+		Stdin:   bytes.NewReader(conf.Raw),
+		Conf:    conf,
 		Stdout:  &stdout,
 		Stderr:  s.Exec.Stderr,
 	})

@@ -12,6 +12,7 @@ import (
 
 	"github.com/cniplugins/cniplugins/internal/cnierr"
 	"github.com/cniplugins/cniplugins/internal/logging"
+	"github.com/cniplugins/cniplugins/internal/netconf"
 	"github.com/cniplugins/cniplugins/internal/plugin"
 )
 
@@ -54,7 +55,10 @@ func inProcessFixture(t *testing.T) (SelfExecutor, *[]string, string) {
 
 func TestSelfExecutor(t *testing.T) {
 	s, calls, dir := inProcessFixture(t)
-	conf := []byte(`{"cniVersion":"1.0.0","name":"n","ipam":{}}`)
+	conf, err := netconf.Parse([]byte(`{"cniVersion":"1.0.0","name":"n","ipam":{}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
 	ctx := context.Background()
 
 	out, err := s.Run(ctx, Delegate{Name: "ipam-test", Path: filepath.Join(dir, "ipam-test")}, "ADD", conf)

@@ -182,6 +182,30 @@ func (e *Envelope) WithPrevResult(result json.RawMessage) ([]byte, error) {
 	return json.Marshal(obj)
 }
 
+// ForDelegate is the configuration a delegate receives: e with prevResult
+// replaced by result (nil: e's own), parsed as the delegate would parse
+// its stdin (Raw), for a delegate that runs in this process.
+func (e *Envelope) ForDelegate(result json.RawMessage) (*Envelope, error) {
+	d := *e
+	d.memo = nil
+	if result == nil {
+		return &d, nil
+	}
+	raw, err := e.WithPrevResult(result)
+	if err != nil {
+		return nil, err
+	}
+	t := bytes.TrimSpace(result)
+	if !isNull(t) && t[0] != '{' {
+		return nil, cnierr.InvalidConfig("prevResult", clip(t, 16), "must be a JSON object")
+	}
+	d.Raw, d.PrevResult = raw, json.RawMessage(t)
+	if isNull(t) {
+		d.PrevResult = nil
+	}
+	return &d, nil
+}
+
 // appendPrevResult is WithPrevResult for the usual config, one without the
 // key in any spelling encoding/json would match (it matches keys without
 // regard to case, and a key may be written with escapes): the runtime's

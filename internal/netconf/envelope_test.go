@@ -2,6 +2,7 @@ package netconf
 
 import (
 	"encoding/json"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -190,6 +191,11 @@ func TestWithPrevResultForms(t *testing.T) {
 			again, err := Parse(out)
 			if err != nil || string(again.PrevResult) != result {
 				t.Fatalf("%s: prevResult %s %v", out, again.PrevResult, err)
+			}
+			// An in-process delegate is handed what parsing its stdin gives.
+			d, err := env.ForDelegate([]byte(result))
+			if err != nil || !reflect.DeepEqual(d, again) {
+				t.Fatalf("ForDelegate = %+v %v, want %+v", d, err, again)
 			}
 		})
 	}

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/cniplugins/cniplugins/internal/addrspace"
+	"github.com/cniplugins/cniplugins/internal/alloc"
 	"github.com/cniplugins/cniplugins/internal/cnierr"
 	"github.com/cniplugins/cniplugins/internal/dapools"
 	"github.com/cniplugins/cniplugins/internal/dsselect"
@@ -151,5 +152,22 @@ func Describe(p PluginConf, dataDir string) (Network, bool, error) {
 			n.Pools = append(n.Pools, PoolDef{Name: name, Field: "ipam.poolDefinitions." + name, Dir: dapools.PoolDir(dataDir, name), Definition: layout.PoolDefs[name], Chain: c})
 		}
 	}
-	return n, true, nil
+	return n, true, checkChainFamilies(n.Pools)
+}
+
+// checkChainFamilies finds, up front, the chain an ADD would find leaving
+// its address family only when it spills (alloc.Config.AddTargets).
+func checkChainFamilies(pools []PoolDef) error {
+	byName := map[string]PoolDef{}
+	for _, p := range pools {
+		byName[p.Name] = p
+	}
+	for _, p := range pools {
+		for _, name := range p.Chain {
+			if q, ok := byName[name]; ok && q.Definition.Set.Is4() != p.Definition.Set.Is4() {
+				return alloc.ChainFamilyError(p.Field, append([]string{p.Name}, p.Chain...), name)
+			}
+		}
+	}
+	return nil
 }

@@ -86,6 +86,9 @@ type IO struct {
 	Stdin   io.Reader
 	Stdout  io.Writer
 	Stderr  io.Writer
+	// Conf, when set, is the configuration already parsed (a delegate
+	// run in-process): it stands for Stdin, which is then not read.
+	Conf *netconf.Envelope
 }
 
 // Getenv looks a variable up in Environ (the last assignment wins, as with

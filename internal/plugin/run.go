@@ -84,18 +84,11 @@ func dispatch(p Personality, pio IO, log *logging.Logger) (types.Result, string,
 	if err != nil {
 		return nil, "", err
 	}
-	stdin, err := io.ReadAll(io.LimitReader(pio.Stdin, MaxConfigSize+1))
-	if err != nil {
-		return nil, "", cnierr.IO("read", "stdin", err)
-	}
-	if len(stdin) > MaxConfigSize {
-		return nil, "", cnierr.New(cnierr.CodeInvalidConfig, "network configuration larger than 4 MiB", "stdin")
-	}
-	args.StdinData = stdin
-	conf, err := netconf.Parse(stdin)
+	conf, err := readConf(pio)
 	if err != nil {
 		return nil, "", err
 	}
+	args.StdinData = conf.Raw
 	if min := minVersion(cmd); min != "" {
 		if ok, _ := cniversion.GreaterThanOrEqualTo(conf.CNIVersion, min); !ok {
 			return nil, conf.CNIVersion, cnierr.New(cnierr.CodeIncompatibleVersion, "config version does not allow "+cmd, "cniVersion=%s; %s needs %s or later", conf.CNIVersion, cmd, min)
@@ -117,6 +110,21 @@ func dispatch(p Personality, pio IO, log *logging.Logger) (types.Result, string,
 		return nil, conf.CNIVersion, cnierr.New(cnierr.CodeIncompatibleVersion, "cannot convert result to the config's cniVersion", "cniVersion=%s: %v", conf.CNIVersion, err)
 	}
 	return converted, conf.CNIVersion, nil
+}
+
+// readConf is pio's configuration: Conf as given, or stdin parsed.
+func readConf(pio IO) (*netconf.Envelope, error) {
+	if pio.Conf != nil {
+		return pio.Conf, nil
+	}
+	stdin, err := io.ReadAll(io.LimitReader(pio.Stdin, MaxConfigSize+1))
+	if err != nil {
+		return nil, cnierr.IO("read", "stdin", err)
+	}
+	if len(stdin) > MaxConfigSize {
+		return nil, cnierr.New(cnierr.CodeInvalidConfig, "network configuration larger than 4 MiB", "stdin")
+	}
+	return netconf.Parse(stdin)
 }
 
 // checkedArgs parses CNI_ARGS for a personality that declares its keys;

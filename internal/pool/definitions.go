@@ -112,9 +112,7 @@ func ParseOverflows(field string, defs map[string]json.RawMessage) (map[string]s
 		if err := ValidName(field, name); err != nil {
 			return nil, err
 		}
-		var entry struct {
-			Overflow string `json:"overflow"`
-		}
+		var entry definitionJSON
 		if t := bytes.TrimSpace(defs[name]); len(t) > 0 && t[0] == '{' {
 			if err := netconf.Decode(t, field+"."+name, &entry); err != nil {
 				return nil, err
@@ -130,15 +128,21 @@ func ParseOverflows(field string, defs map[string]json.RawMessage) (map[string]s
 	return out, nil
 }
 
+// definitionJSON is a poolDefinitions entry in its object form. One type
+// serves ParseOverflows and ParseDefinition: a command that runs both (a
+// selector and an allocator in one process) builds encoding/json's view
+// of it once.
+type definitionJSON struct {
+	Ranges   []addrspace.RangeConfig `json:"ranges"`
+	Exclude  []string                `json:"exclude"`
+	Overflow string                  `json:"overflow"`
+}
+
 // ParseDefinition validates one poolDefinitions entry, found at field: a
 // bare range set (the original form) or an object with "ranges" and an
 // optional "exclude", the same key a Pool object uses.
 func ParseDefinition(field string, raw json.RawMessage) (Definition, error) {
-	var entry struct {
-		Ranges   []addrspace.RangeConfig `json:"ranges"`
-		Exclude  []string                `json:"exclude"`
-		Overflow string                  `json:"overflow"`
-	}
+	var entry definitionJSON
 	rangesField := field
 	if t := bytes.TrimSpace(raw); len(t) > 0 && t[0] == '{' {
 		if err := netconf.Decode(raw, field, &entry); err != nil {

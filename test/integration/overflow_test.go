@@ -122,10 +122,37 @@ func TestOverflowOperators(t *testing.T) {
 	for _, tc := range []struct{ ipam, want string }{
 		{`"pools":[{"name":"ns-a","subnet":"10.233.1.0/29","overflow":"gone"}]`, "ns-a → gone"},
 		{`"pools":[{"name":"ns-a"}],"poolDefinitions":{"ns-a":{"ranges":[{"subnet":"10.233.1.0/29"}],"overflow":"b"},"b":{"ranges":[{"subnet":"10.233.2.0/29"}],"overflow":"ns-a"}}`, "ns-a → b → ns-a"},
+		{`"pools":[{"name":"ns-a","subnet":"10.233.1.0/29","overflow":"mid"}],"poolDefinitions":{"mid":{"ranges":[{"subnet":"10.233.2.0/29"}],"overflow":"v6"},"v6":[{"subnet":"fd00:233::/120"}]}`,
+			"overflow pool of another address family"},
 	} {
 		f := write("bad.conflist", tc.ipam)
 		if r := cliRun("validate", "--cni-path", binDir, f); r.Exit == 0 || !strings.Contains(string(r.Stdout)+string(r.Stderr), tc.want) {
 			t.Errorf("validate %s: exit %d, want a problem naming %q:\n%s%s", tc.ipam, r.Exit, tc.want, r.Stdout, r.Stderr)
 		}
 	}
+}
+
+// A chain that leaves its address family: an ADD learns it when it spills
+// (the chain's ranges are read then), with 7 naming the chain, and
+// reserves nothing; until then the first pool serves as usual.
+func TestOverflowFamilyChange(t *testing.T) {
+	dataDir := t.TempDir()
+	conf := []byte(`{"cniVersion":"1.1.0","name":"fam","ipam":{"type":"ipam-delegated",
+		"delegates":["ipam-ds-static","ipam-da-pools"],"dataDir":"` + dataDir + `",
+		"pools":[{"name":"v4","subnet":"10.234.7.0/30","overflow":"v6"}],
+		"poolDefinitions":{"v6":[{"subnet":"fd00:234::/120"}]}}}`)
+	testbin.MustSucceed(t, call("ipam-delegated", "ADD", "f0", conf)) // 10.234.7.2, the /30's one address
+	r := testbin.Run(call("ipam-delegated", "ADD", "f2", conf))
+	if e := r.Err(); e == nil || e.Code != 7 || !strings.Contains(e.Details, "v4 → v6") || !strings.Contains(e.Msg, "family") {
+		t.Fatalf("ADD spilling into another family: %+v (%s)", e, r.Stdout)
+	}
+	if des, _ := os.ReadDir(filepath.Join(dataDir, "_pools", "v6")); len(des) > 0 {
+		for _, de := range des {
+			if strings.Contains(de.Name(), ":") {
+				t.Errorf("the refused ADD reserved %s", de.Name())
+			}
+		}
+	}
+	testbin.MustSucceed(t, call("ipam-delegated", "DEL", "f0", conf))
+	testbin.MustSucceed(t, call("ipam-delegated", "ADD", "f3", conf)) // room again in v4
 }
