@@ -41,15 +41,25 @@ func (d stateDir) addrPath(ip netip.Addr) (string, error) {
 	if !ip.IsValid() || ip.Zone() != "" || ip.Is4In6() {
 		return "", cnierr.New(cnierr.CodeInternal, "invalid address for a reservation", "address=%s", ip)
 	}
-	return filepath.Join(d.dir, ip.String()), nil
+	return child(d.dir, ip.String()), nil
 }
 
 // cursorPath is host-local's last_reserved_ip.<rangeID>.
 func (d stateDir) cursorPath(rangeID int) string {
-	return filepath.Join(d.dir, "last_reserved_ip."+strconv.Itoa(rangeID))
+	return child(d.dir, "last_reserved_ip."+strconv.Itoa(rangeID))
 }
 
-func (d stateDir) scratch() string { return filepath.Join(d.idx, scratchName) }
+func (d stateDir) scratch() string { return child(d.idx, scratchName) }
+
+// child is dir/name for a clean dir and a name of one element (never "",
+// ".", ".." nor holding a '/'): filepath.Join without the Clean it would
+// run on each of the dozens of paths an operation builds.
+func child(dir, name string) string {
+	if dir == "/" {
+		return "/" + name
+	}
+	return dir + "/" + name
+}
 
 // The small files of a state directory are read and written with raw
 // system calls. os.OpenFile would register each descriptor with the
@@ -273,7 +283,7 @@ func (d *Disk) scan() (map[netip.Addr]alloc.Attachment, error) {
 		if !r.regular {
 			continue
 		}
-		path := filepath.Join(d.dir, r.name)
+		path := child(d.dir, r.name)
 		data, err := readSmall(path)
 		if errors.Is(err, os.ErrNotExist) {
 			continue

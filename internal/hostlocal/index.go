@@ -17,7 +17,7 @@ import (
 // indexDir is the index of state directory dir: a sibling "_index" tree,
 // which host-local never walks and no network or pool name can shadow.
 func indexDir(dir string) string {
-	return filepath.Join(filepath.Dir(dir), "_index", filepath.Base(dir))
+	return child(child(filepath.Dir(dir), "_index"), filepath.Base(dir))
 }
 
 // numBuckets is the number of bucket files an index is spread over.
@@ -61,7 +61,7 @@ func entryKey(a alloc.Attachment) (string, bool) {
 // attachment can carry a valid stamp but no buckets, which would read as
 // "nobody holds anything"; it is rebuilt instead.
 func (d stateDir) bucketFormat() bool {
-	_, err := os.Lstat(filepath.Join(d.idx, bucketName(0)))
+	_, err := os.Lstat(child(d.idx, bucketName(0)))
 	return err == nil
 }
 
@@ -231,7 +231,7 @@ func (d *Disk) tracked(a alloc.Attachment) (*entry, error) {
 	}
 	b := d.bucket(n)
 	if !b.loaded {
-		path := filepath.Join(d.idx, bucketName(n))
+		path := child(d.idx, bucketName(n))
 		data, err := readSized(path, bucketReadSize)
 		if err != nil && !errors.Is(err, os.ErrNotExist) {
 			return nil, cnierr.IO("read", path, err)
@@ -299,7 +299,7 @@ func (d *Disk) flush() error {
 		if !b.dirty {
 			continue
 		}
-		if err := overwrite(filepath.Join(d.idx, bucketName(n)), b.content(), modePrivate); err != nil {
+		if err := overwrite(child(d.idx, bucketName(n)), b.content(), modePrivate); err != nil {
 			return err
 		}
 		b.dirty = false

@@ -2,7 +2,6 @@ package hostlocal
 
 import (
 	"os"
-	"path/filepath"
 	"syscall"
 	"time"
 
@@ -30,7 +29,7 @@ const lockName = "lock"
 // mode (by host-local, which creates it 0644, or an older version) is
 // made 0600 here, on the descriptor that was checked.
 func acquireLock(dir string, uid int, timeout time.Duration) (*os.File, error) {
-	path := filepath.Join(dir, lockName)
+	path := child(dir, lockName)
 	fd, err := openRetry(path, syscall.O_RDONLY|syscall.O_CREAT, modePrivate)
 	if err != nil {
 		return nil, cnierr.IO("open", path, err)

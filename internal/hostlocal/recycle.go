@@ -3,7 +3,6 @@ package hostlocal
 import (
 	"errors"
 	"os"
-	"path/filepath"
 	"syscall"
 
 	"github.com/cniplugins/cniplugins/internal/cnierr"
@@ -46,8 +45,8 @@ func nlink(fi os.FileInfo) uint64 {
 // is filled and renamed over path, and path's old inode is kept, through a
 // hard link made first, as the next spare.
 func (d *Disk) replaceRecycled(path, s string) error {
-	spare := filepath.Join(d.idx, cursorSpare)
-	old := filepath.Join(d.idx, cursorOld)
+	spare := child(d.idx, cursorSpare)
+	old := child(d.idx, cursorOld)
 	if err := overwriteAlone(spare, s); err != nil {
 		return err
 	}

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"math/rand/v2"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -29,7 +28,7 @@ type stamp struct {
 // readStamp parses <idx>/stamp. A missing or garbled file is simply not
 // valid (a crash or an older index); only real read failures are errors.
 func readStamp(idx string) (stamp, error) {
-	path := filepath.Join(idx, stampName)
+	path := child(idx, stampName)
 	data, err := readSmall(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return stamp{}, nil
@@ -125,7 +124,7 @@ func (d *Disk) commit() error {
 		return err
 	}
 	nanos := newStampNanos()
-	path := filepath.Join(d.idx, stampName)
+	path := child(d.idx, stampName)
 	if err := overwrite(path, formatStamp(nanos, d.exhausted), modePrivate); err != nil {
 		return err
 	}

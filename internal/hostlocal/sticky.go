@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/netip"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -25,8 +24,8 @@ const (
 
 var _ alloc.HoldStore = (*Disk)(nil)
 
-func (d stateDir) stickyDir() string         { return filepath.Join(d.dir, stickyDirName) }
-func (d stateDir) holdPath(id string) string { return filepath.Join(d.stickyDir(), id+stickyExt) }
+func (d stateDir) stickyDir() string         { return child(d.dir, stickyDirName) }
+func (d stateDir) holdPath(id string) string { return child(d.stickyDir(), id+stickyExt) }
 
 // ReadHold implements alloc.HoldReader.
 func (d stateDir) ReadHold(id string) (*alloc.Hold, error) {

@@ -46,19 +46,19 @@ const (
 
 var _ alloc.TenantStore = (*Disk)(nil)
 
-func (d stateDir) tenantsDir() string { return filepath.Join(d.dir, tenantsDirName) }
-func (d stateDir) recordsDir() string { return filepath.Join(d.tenantsDir(), tenantAddrName) }
-func (d stateDir) tokensDir() string  { return filepath.Join(d.tenantsDir(), tenantTokenName) }
+func (d stateDir) tenantsDir() string { return child(d.dir, tenantsDirName) }
+func (d stateDir) recordsDir() string { return child(d.tenantsDir(), tenantAddrName) }
+func (d stateDir) tokensDir() string  { return child(d.tenantsDir(), tenantTokenName) }
 func (d stateDir) recordPath(ip netip.Addr) string {
-	return filepath.Join(d.recordsDir(), ip.String())
+	return child(d.recordsDir(), ip.String())
 }
 
 // tokenPath is the tenant's k-th token (name in hex).
 func (d stateDir) tokenPath(name string, k int) string {
 	if k == 0 {
-		return filepath.Join(d.tokensDir(), name)
+		return child(d.tokensDir(), name)
 	}
-	return filepath.Join(d.tokensDir(), name+"."+strconv.Itoa(k))
+	return child(d.tokensDir(), name+"."+strconv.Itoa(k))
 }
 
 // ForTenant implements alloc.TenantStore.
