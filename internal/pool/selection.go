@@ -1,7 +1,9 @@
 package pool
 
 import (
+	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 
@@ -57,42 +59,59 @@ func addressless(r types.Result, v string) bool {
 	return err == nil && len(cur.IPs) == 0
 }
 
-// MarshalJSON merges pools (and sticky and choices, when set) into the
-// inner result's object.
+// MarshalJSON adds pools (and sticky, quota and choices, when set) to the
+// inner result's object. The inner result is a CNI result, which has none
+// of these keys, so they are appended to its bytes rather than the object
+// decoded and encoded again: a selector prints one on every command.
 func (s *Selection) MarshalJSON() ([]byte, error) {
 	b, err := json.Marshal(s.Inner)
 	if err != nil {
 		return nil, err
 	}
-	var obj map[string]json.RawMessage
-	if err := json.Unmarshal(b, &obj); err != nil {
-		return nil, err
+	b = bytes.TrimRight(b, " \t\r\n")
+	if len(b) < 2 || b[len(b)-1] != '}' {
+		return nil, fmt.Errorf("inner result is not a JSON object: %.32s", b)
 	}
-	if obj["pools"], err = json.Marshal(s.Pools); err != nil {
+	out := b[: len(b)-1 : len(b)-1]
+	sep := len(bytes.TrimSpace(out)) > 1 // the object already has a key
+	add := func(key string, v any) error {
+		raw, err := json.Marshal(v)
+		if err != nil {
+			return err
+		}
+		if sep {
+			out = append(out, ',')
+		}
+		sep = true
+		out = append(append(append(out, '"'), key...), `":`...)
+		out = append(out, raw...)
+		return nil
+	}
+	if err := add("pools", s.Pools); err != nil {
 		return nil, err
 	}
 	if s.Sticky != nil {
-		if obj["sticky"], err = json.Marshal(s.Sticky); err != nil {
+		if err := add("sticky", s.Sticky); err != nil {
 			return nil, err
 		}
 	}
 	if s.Quota != nil {
-		if obj["quota"], err = json.Marshal(s.Quota); err != nil {
+		if err := add("quota", s.Quota); err != nil {
 			return nil, err
 		}
 	}
 	if s.Choices != nil {
-		if obj["choices"], err = json.Marshal(s.Choices); err != nil {
+		if err := add("choices", s.Choices); err != nil {
 			return nil, err
 		}
 	}
-	return json.Marshal(obj)
+	return append(out, '}'), nil
 }
 
 func (s *Selection) Print() error { return s.PrintTo(os.Stdout) }
 
 func (s *Selection) PrintTo(w io.Writer) error {
-	b, err := json.Marshal(s)
+	b, err := s.MarshalJSON() // json.Marshal(s) would compact it again
 	if err != nil {
 		return err
 	}
