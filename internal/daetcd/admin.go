@@ -224,8 +224,20 @@ func (a *Admin) GC(node string, f Filter, keep []alloc.Attachment, apply bool) (
 	}
 	keeps := alloc.NewKeepSet(f.Network, keep).Keeps
 	var plan, shared []Lease
-	perScope := map[alloc.Scope][]etcdkv.Txn{}
-	marks := unmark{}
+	// Each scope's releases go with that scope's marks only: a batch
+	// carrying every scope's would pass etcd's --max-txn-ops once a
+	// cluster has a few pools to clean.
+	type scopeGC struct {
+		txns  []etcdkv.Txn
+		marks unmark
+	}
+	perScope := map[alloc.Scope]*scopeGC{}
+	of := func(s alloc.Scope) *scopeGC {
+		if perScope[s] == nil {
+			perScope[s] = &scopeGC{marks: unmark{}}
+		}
+		return perScope[s]
+	}
 	for _, l := range leases {
 		if l.Held || keeps(l.attachment()) { // holds: only expired ones go, below
 			continue
@@ -235,8 +247,9 @@ func (a *Admin) GC(node string, f Filter, keep []alloc.Attachment, apply bool) (
 			shared = append(shared, l)
 			continue
 		}
-		perScope[l.Scope] = append(perScope[l.Scope], a.op.release(l.Scope, l.key, false))
-		marks[a.op.keys.markOf(l.Scope, string(l.key.Key))] = true
+		sg := of(l.Scope)
+		sg.txns = append(sg.txns, a.op.release(l.Scope, l.key, false))
+		sg.marks[a.op.keys.markOf(l.Scope, string(l.key.Key))] = true
 	}
 	// Expired holds go too, whichever node held them last (sticky.go);
 	// unexpired ones stay whatever keep says.
@@ -244,14 +257,14 @@ func (a *Admin) GC(node string, f Filter, keep []alloc.Attachment, apply bool) (
 	if err != nil {
 		return nil, err
 	}
-	var expired []etcdkv.Txn
 	for _, s := range holdScopes {
 		txns, m, hls, err := a.op.expiredHolds(s, f.Network)
 		if err != nil {
 			return nil, err
 		}
-		expired = append(expired, txns...)
-		maps.Copy(marks, m)
+		sg := of(s)
+		sg.txns = append(sg.txns, txns...)
+		maps.Copy(sg.marks, m)
 		for _, hl := range hls {
 			plan = append(plan, hl.lease())
 		}
@@ -264,13 +277,10 @@ func (a *Admin) GC(node string, f Filter, keep []alloc.Attachment, apply bool) (
 			return plan, err
 		}
 	}
-	for _, txns := range perScope {
-		if err := a.op.commitBatches(txns, marks); err != nil {
+	for _, sg := range perScope {
+		if err := a.op.commitBatches(sg.txns, sg.marks); err != nil {
 			return plan, err
 		}
-	}
-	if err := a.op.commitBatches(expired, marks); err != nil {
-		return plan, err
 	}
 	return plan, a.op.sweepTenants()
 }

@@ -163,3 +163,40 @@ func TestAdminLeasesReleaseGC(t *testing.T) {
 		t.Fatal("gc without a node")
 	}
 }
+
+// gc --etcd --apply over many pools: each scope's batches carry that
+// scope's marks only, so a pool with a full batch of leaks beside eight
+// other pools with leaks stays within etcd's --max-txn-ops (the in-memory
+// etcd refuses a transaction past it, as a default cluster does).
+func TestAdminGCManyPools(t *testing.T) {
+	const pools, inFirst = 9, maxTxnOps - 4
+	defs := make([]string, pools)
+	for i := range defs {
+		defs[i] = fmt.Sprintf(`"p%d":[{"subnet":"10.215.%d.0/24"}]`, i, i)
+	}
+	run := func(cid string, pool int) {
+		conf := fmt.Sprintf(`{"cniVersion":"1.1.0","name":"many","ipam":{"type":"ipam-da-etcd","dataDir":%q,
+			"etcd":{"endpoints":["%s"],"prefix":"/admin-test/%s/","nodeName":"gone"},"poolDefinitions":{%s}},
+			"prevResult":{"cniVersion":"1.1.0","pools":[{"name":"p%d"}]}}`,
+			t.TempDir(), strings.Join(cluster.Endpoints(), `","`), t.Name(), strings.Join(defs, ","), pool)
+		var stdout, stderr bytes.Buffer
+		env := []string{"CNI_COMMAND=ADD", "CNI_CONTAINERID=" + cid, "CNI_IFNAME=eth0", "CNI_NETNS=/x", "CNI_PATH=/nonexistent"}
+		if code := plugin.Run(Personality(), plugin.IO{Environ: env, Stdin: strings.NewReader(conf), Stdout: &stdout, Stderr: &stderr}); code != 0 {
+			t.Fatalf("ADD %s: %s %s", cid, stdout.String(), stderr.String())
+		}
+	}
+	for i := range inFirst {
+		run(fmt.Sprint("a", i), 0)
+	}
+	for p := 1; p < pools; p++ {
+		run(fmt.Sprint("b", p), p)
+	}
+	ad := admin(t)
+	plan, err := ad.GC("gone", Filter{}, nil, true)
+	if err != nil || len(plan) != inFirst+pools-1 {
+		t.Fatalf("gc --apply: %d planned, %v", len(plan), err)
+	}
+	if left, err := ad.Leases(Filter{}); err != nil || len(left) != 0 {
+		t.Fatalf("after gc --apply: %d leases left, %v", len(left), err)
+	}
+}

@@ -116,27 +116,32 @@ func (op *operation) expiredHolds(s alloc.Scope, network string) ([]etcdkv.Txn, 
 	return txns, marks, plan, nil
 }
 
-// maxNested keeps a transaction within etcd's default --max-txn-ops (128
-// operations at each level): the batch's nested releases and its marks.
-const maxNested = 120
+// maxTxnOps is etcd's default --max-txn-ops: the operations a
+// transaction may hold at each level, a batch's nested releases and its
+// marks together.
+const maxTxnOps = 128
 
 // inFlight is how many batches are sent at once: etcd commits
 // transactions that arrive together in one disk write, so a GC of tens of
 // thousands of claims takes seconds, not a round trip and an fsync each.
 const inFlight = 8
 
-// commitBatches releases in transactions of at most maxNested claims,
-// each also marking the range sets freed, each only while the conditions
-// in guard hold.
+// commitBatches releases in transactions of as many claims as fit beside
+// the marks (maxTxnOps), each also marking the range sets freed, each
+// only while the conditions in guard hold.
 func (op *operation) commitBatches(txns []etcdkv.Txn, marks unmark, guard ...etcdkv.Cmp) error {
 	var batches []etcdkv.Txn
+	markOps := marks.ops()
+	// A scope's marks are one per range set (at most 64), so a batch
+	// always has room for releases.
+	room := max(1, maxTxnOps-len(markOps))
 	for len(txns) > 0 {
-		n := min(len(txns), maxNested)
+		n := min(len(txns), room)
 		batch := etcdkv.Txn{If: guard}
 		for _, t := range txns[:n] {
 			batch.Then = append(batch.Then, etcdkv.Nested(t))
 		}
-		batches = append(batches, etcdkv.Txn{If: batch.If, Then: append(batch.Then, marks.ops()...)})
+		batches = append(batches, etcdkv.Txn{If: batch.If, Then: append(batch.Then, markOps...)})
 		txns = txns[n:]
 	}
 	errs := make([]error, len(batches))
