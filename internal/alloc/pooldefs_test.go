@@ -135,3 +135,41 @@ func TestPoolDefinitionsParsedWhenUsed(t *testing.T) {
 		t.Fatalf("an unused definition's unknown overflow: %+v", e)
 	}
 }
+
+// An ADD's overflow pools are read when needed: TargetFor (CHECK, a DEL
+// from prevResult) still places an address of a chain pool, and a chain
+// that leaves its family is 7 there and in ResolveChains (validate).
+func TestLazyChainTargets(t *testing.T) {
+	conf := func(b string) string {
+		return `{"cniVersion":"1.0.0","name":"n","ipam":{"poolDefinitions":{
+			"a":{"ranges":[{"subnet":"10.212.8.0/30"}],"overflow":"b"},"b":[{"subnet":"` + b + `"}]}},
+		"prevResult":{"cniVersion":"1.0.0","pools":[{"name":"a"}]}}`
+	}
+	c, err := mustConfig(t, conf("10.212.9.0/24"), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts, err := c.AddTargets()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, ok, err := alloc.TargetFor(ts, netip.MustParseAddr("10.212.9.7"))
+	if err != nil || !ok || got.Scope.Pool != "b" || !got.Set.Contains(netip.MustParseAddr("10.212.9.7")) {
+		t.Fatalf("TargetFor an address of the overflow pool: %+v %v %v", got, ok, err)
+	}
+	c, err = mustConfig(t, conf("fd00:212::/120"), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ts, err = c.AddTargets(); err != nil {
+		t.Fatalf("AddTargets reads no overflow ranges, yet: %v", err)
+	}
+	for name, err := range map[string]error{"ResolveChains": alloc.ResolveChains(ts), "TargetFor": func() error {
+		_, _, err := alloc.TargetFor(ts, netip.MustParseAddr("fd00:212::7"))
+		return err
+	}()} {
+		if e := cnierr.As(err); e == nil || e.Code != 7 || !strings.Contains(e.Details, "a → b") {
+			t.Errorf("%s of a chain leaving its family: %+v", name, e)
+		}
+	}
+}

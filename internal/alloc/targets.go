@@ -137,6 +137,19 @@ func (c *Config) poolTarget(field string, p pool.Pool) (Target, error) {
 	return Target{Label: "pool " + p.Name, Scope: Scope{Pool: p.Name}, Set: src.Set, Exclude: src.Exclude}, nil
 }
 
+// ResolveChains reads the ranges of every overflow pool of targets, as a
+// config check must (AddTargets leaves them to the ADD that spills).
+func ResolveChains(targets []Target) error {
+	for _, t := range targets {
+		for _, c := range t.Chain() {
+			if _, err := c.Resolved(); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
 // ChainFull is STATUS's rule for target t: exhausted only when every pool
 // of its overflow chain is (full reports one pool's exhaustion mark).
 func ChainFull(t Target, full func(Target) (bool, error)) (bool, error) {
@@ -149,16 +162,21 @@ func ChainFull(t Target, full func(Target) (bool, error)) (bool, error) {
 }
 
 // TargetFor is the target whose range set holds a: a target, or a pool
-// of its overflow chain.
-func TargetFor(targets []Target, a netip.Addr) (Target, bool) {
+// of its overflow chain, whose ranges it reads if an ADD has not
+// (Resolved); their error is the config's (7).
+func TargetFor(targets []Target, a netip.Addr) (Target, bool, error) {
 	for _, t := range targets {
 		for _, c := range t.Chain() {
+			c, err := c.Resolved()
+			if err != nil {
+				return Target{}, false, err
+			}
 			if c.Set.Contains(a) {
-				return c, true
+				return c, true, nil
 			}
 		}
 	}
-	return Target{}, false
+	return Target{}, false, nil
 }
 
 // CheckList is what CHECK verifies: prevResult's addresses, each with
@@ -172,7 +190,10 @@ func CheckList(conf *netconf.Envelope, targets []Target) ([]netip.Addr, []Target
 	}
 	placed := make([]Target, len(addrs))
 	for i, a := range addrs {
-		t, ok := TargetFor(targets, a)
+		t, ok, err := TargetFor(targets, a)
+		if err != nil {
+			return nil, nil, err
+		}
 		if !ok {
 			return nil, nil, cnierr.New(cnierr.CodeUnknownContainer, "address is in no selected range set", "address=%s", a)
 		}

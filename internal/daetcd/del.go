@@ -164,8 +164,8 @@ func (op *operation) delFromPrev(req *plugin.Request) (done bool, err error) {
 	var outer etcdkv.Txn
 	seen := map[string]bool{}
 	for _, a := range addrs {
-		t, ok := alloc.TargetFor(targets, a)
-		if !ok {
+		t, ok, err := alloc.TargetFor(targets, a)
+		if err != nil || !ok {
 			return false, nil
 		}
 		addrK, slotK := op.keys.addrKey(t.Scope, a), op.slotKey(t.Scope, t.RangeID)

@@ -41,7 +41,10 @@ func validate(conf *netconf.Envelope) error {
 		return err
 	}
 	if standalone || c.PoolMode() {
-		_, err = c.AddTargets()
+		var ts []alloc.Target
+		if ts, err = c.AddTargets(); err == nil {
+			err = alloc.ResolveChains(ts)
+		}
 	}
 	return err
 }
