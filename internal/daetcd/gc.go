@@ -116,9 +116,9 @@ func (op *operation) expiredHolds(s alloc.Scope, network string) ([]etcdkv.Txn, 
 	return txns, marks, plan, nil
 }
 
-// maxTxnOps is etcd's default --max-txn-ops: the operations a
-// transaction may hold at each level, a batch's nested releases and its
-// marks together.
+// maxTxnOps is etcd's default --max-txn-ops: the widest part of a
+// transaction (its comparisons, or a branch: a batch's nested releases and
+// its marks together) and, for each nested one, what the outer part left.
 const maxTxnOps = 128
 
 // inFlight is how many batches are sent at once: etcd commits
@@ -132,9 +132,14 @@ const inFlight = 8
 func (op *operation) commitBatches(txns []etcdkv.Txn, marks unmark, guard ...etcdkv.Cmp) error {
 	var batches []etcdkv.Txn
 	markOps := marks.ops()
-	// A scope's marks are one per range set (at most 64), so a batch
-	// always has room for releases.
-	room := max(1, maxTxnOps-len(markOps))
+	// etcd leaves a nested transaction what its parent did not use, so the
+	// widest release bounds the batch too. A scope's marks are one per
+	// range set (at most 64), so a batch always has room for releases.
+	widest := 0
+	for _, t := range txns {
+		widest = max(widest, t.Budget())
+	}
+	room := max(1, maxTxnOps-len(markOps)-widest)
 	for len(txns) > 0 {
 		n := min(len(txns), room)
 		batch := etcdkv.Txn{If: guard}

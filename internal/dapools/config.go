@@ -55,16 +55,14 @@ type config struct {
 // needRanges is false for DEL and GC, which must work from state alone
 // even when the ranges in the config have since changed.
 func parseConfig(conf *netconf.Envelope, cniArgs []netconf.CNIArg, needRanges bool) (*config, error) {
-	// One decode for both: the ipam object can be large (every pool
-	// definition of a cluster), and each decode scans all of it.
-	var both struct {
-		alloc.Keys
-		ipamConf
-	}
-	if err := conf.DecodeIPAM(&both); err != nil {
+	var keys alloc.Keys
+	if err := conf.DecodeIPAM(&keys); err != nil {
 		return nil, err
 	}
-	keys, ipam := both.Keys, both.ipamConf
+	var ipam ipamConf
+	if err := conf.DecodeIPAM(&ipam); err != nil {
+		return nil, err
+	}
 	c := &config{}
 	var err error
 	if c.dataDir, err = dataDir(ipam.DataDir); err != nil {

@@ -88,6 +88,21 @@ func Delete(key string) Op { return Op{kind: opDelete, key: key} }
 // conditions, in the same round trip and at the same revision.
 func Nested(t Txn) Op { return Op{kind: opTxn, txn: &t} }
 
+// Budget is what etcd counts of t against --max-txn-ops: its widest part
+// (its comparisons, or a branch), plus the most any transaction nested in
+// it needs, since a nested one gets only what its parent left.
+func (t Txn) Budget() int {
+	nested := 0
+	for _, ops := range [][]Op{t.Then, t.Else} {
+		for _, op := range ops {
+			if op.txn != nil {
+				nested = max(nested, op.txn.Budget())
+			}
+		}
+	}
+	return max(len(t.If), len(t.Then), len(t.Else)) + nested
+}
+
 // PrefixEnd is the range end that covers every key starting with prefix.
 func PrefixEnd(prefix string) []byte {
 	end := []byte(prefix)

@@ -7,8 +7,9 @@
 // and mod revisions, comparisons on value, version and revisions (a value
 // comparison on a missing key fails, as in etcd), reads inside a
 // transaction that see its earlier writes, the refusal of a transaction
-// that writes one key twice or has more operations at one level than
-// etcd's default --max-txn-ops (128), and keys deleted with their lease.
+// that writes one key twice or has more operations than etcd's default
+// --max-txn-ops (128) allows, counted as etcd does, and keys deleted with
+// their lease.
 package etcdkvfake
 
 import (
@@ -232,13 +233,15 @@ var (
 	errTooManyOps    = gatewayErr{"etcdserver: too many operations in txn request", http.StatusBadRequest, 3}
 )
 
-// maxTxnOps is etcd's default --max-txn-ops: a transaction with more
-// comparisons, or more operations in either branch, at any level, is
-// refused, so that what passes here passes on a cluster with defaults.
+// maxTxnOps is etcd's default --max-txn-ops. As etcd counts it, a
+// transaction's widest part (its comparisons, or either branch) may hold
+// that many, and a transaction nested in it only what the outer one left:
+// so that what passes here passes on a cluster with defaults.
 const maxTxnOps = 128
 
-func checkTxnOps(t txnReq) error {
-	if len(t.Compare) > maxTxnOps || len(t.Success) > maxTxnOps || len(t.Failure) > maxTxnOps {
+func checkTxnOps(t txnReq, budget int) error {
+	width := max(len(t.Compare), len(t.Success), len(t.Failure))
+	if width > budget {
 		return errTooManyOps
 	}
 	for _, ops := range [][]requestOp{t.Success, t.Failure} {
@@ -246,7 +249,7 @@ func checkTxnOps(t txnReq) error {
 			if op.Txn == nil {
 				continue
 			}
-			if err := checkTxnOps(*op.Txn); err != nil {
+			if err := checkTxnOps(*op.Txn, budget-width); err != nil {
 				return err
 			}
 		}
@@ -277,7 +280,7 @@ func (f *Fake) write(path string, body []byte) (any, error) {
 			return nil, err
 		}
 	}
-	if err := checkTxnOps(t); err != nil {
+	if err := checkTxnOps(t, maxTxnOps); err != nil {
 		return nil, err
 	}
 	if _, err := checkDuplicates(t.Success); err != nil {

@@ -72,6 +72,14 @@ func TestSemantics(t *testing.T) {
 	if _, err := c.Txn(etcdkv.Txn{Then: []etcdkv.Op{etcdkv.Put("d", nil), etcdkv.Nested(etcdkv.Txn{Then: gets(129)})}}); err == nil || len(f.Values("d")) != 0 {
 		t.Fatalf("129 nested operations: %v %v", err, f.Values("d"))
 	}
+	// A nested transaction gets what its parent left: 2 outer operations
+	// leave 126 to each nested one.
+	if _, err := c.Txn(etcdkv.Txn{Then: []etcdkv.Op{etcdkv.Put("d", nil), etcdkv.Nested(etcdkv.Txn{Then: gets(127)})}}); err == nil || len(f.Values("d")) != 0 {
+		t.Fatalf("a nested 127 beside 2: %v %v", err, f.Values("d"))
+	}
+	if _, err := c.Txn(etcdkv.Txn{Then: []etcdkv.Op{etcdkv.Get("a"), etcdkv.Nested(etcdkv.Txn{Then: gets(126)})}}); err != nil {
+		t.Fatalf("a nested 126 beside 2: %v", err)
+	}
 	// A put with an unknown lease is refused; with a granted one, the key
 	// goes with the lease.
 	if _, err := c.Txn(etcdkv.Txn{Then: []etcdkv.Op{etcdkv.PutLease("e", nil, 42)}}); !errors.Is(err, etcdkv.ErrLeaseNotFound) {
