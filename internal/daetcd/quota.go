@@ -26,14 +26,16 @@ import (
 // rule); once the claim goes (DEL, GC, a failed ADD's undo, a hold's end)
 // it counts nothing. Releases write nothing here, so DEL keeps its one
 // round trip; the next claim for the tenant deletes up to maxStaleDeletes
-// such records, and every GC deletes them all, every tenant's
-// (tenantgc.go), each only while as read. Two claims for one tenant
+// such records, and every GC deletes them all, every tenant's, and the
+// version of a tenant none of whose records counts (tenantgc.go), each
+// only while as read. Two claims for one tenant
 // cannot both pass a count of max−1: each requires the version the count
 // read, and the first to commit changes it.
 
 func (l layout) tenantsRoot() string              { return l.prefix + "tenant/" }
 func (l layout) tenantPrefix(name string) string  { return l.tenantsRoot() + name + "/" }
-func (l layout) tenantVersion(name string) string { return l.prefix + "tenantv/" + name }
+func (l layout) tenantVersion(name string) string { return l.versionsRoot() + name }
+func (l layout) versionsRoot() string             { return l.prefix + "tenantv/" }
 func (l layout) tenantMark(name string, s alloc.Scope, ip netip.Addr) string {
 	return l.tenantPrefix(name) + scopePath(s) + "/" + ip.String()
 }
@@ -112,14 +114,21 @@ func (op *operation) judge(batch []etcdkv.KV) ([]bool, error) {
 // names it) and the address it records, "<scope>/<address>" as in the
 // address's claim key.
 func (l layout) ofTenantRecord(key string) (tenant, where string) {
-	name, where, _ := strings.Cut(strings.TrimPrefix(key, l.tenantsRoot()), "/")
+	name, where := l.splitTenantRecord(key)
 	raw, _ := hex.DecodeString(name)
 	return string(raw), where
 }
 
-// removeRecord deletes a record that counts nothing, only while it is as
-// read: a claim that rewrote it since (the address claimed again for the
-// tenant) keeps it.
+// splitTenantRecord is ofTenantRecord with the tenant as its keys name it
+// (pool.TenantName).
+func (l layout) splitTenantRecord(key string) (name, where string) {
+	name, where, _ = strings.Cut(strings.TrimPrefix(key, l.tenantsRoot()), "/")
+	return name, where
+}
+
+// removeRecord deletes a record that counts nothing (or a version key
+// nothing needs), only while it is as read: a claim that rewrote it since
+// (the address claimed again for the tenant) keeps it.
 func removeRecord(m etcdkv.KV) etcdkv.Txn {
 	return etcdkv.Txn{If: []etcdkv.Cmp{etcdkv.ModIs(string(m.Key), m.ModRevision)}, Then: []etcdkv.Op{etcdkv.Delete(string(m.Key))}}
 }

@@ -2,6 +2,7 @@ package daetcd
 
 import (
 	"errors"
+	"strings"
 
 	"github.com/cniplugins/cniplugins/internal/etcdkv"
 	"github.com/cniplugins/cniplugins/internal/logging"
@@ -23,24 +24,42 @@ import (
 // the record again meanwhile (the address claimed anew for the tenant,
 // from any host) is never undone.
 func (op *operation) sweepTenants() error {
-	dead, err := op.deadTenantRecords()
+	// A tenant's version key goes too once no record of it counts, so
+	// that tenants that come and go (namespaces) leave nothing behind. It
+	// is read before the records: a claim for the tenant that commits
+	// after that read rewrites it, so the guarded delete keeps it, and one
+	// that committed before wrote a record the listing sees counting.
+	versions, verr := op.cl.List(op.keys.versionsRoot(), true)
+	dead, counting, err := op.deadTenantRecords()
 	if len(dead) > 0 {
 		op.log.Info("gc removes tenant records that count nothing", logging.Int("records", len(dead)))
 	}
+	if verr == nil && err == nil { // a batch not judged may hold a record that counts
+		for _, v := range versions {
+			if !counting[strings.TrimPrefix(string(v.Key), op.keys.versionsRoot())] {
+				dead = append(dead, removeRecord(v))
+			}
+		}
+	}
 	// No guard: each removal is its own nested transaction with its own
 	// condition, so commitBatches' batches always succeed.
-	return errors.Join(err, op.commitBatches(dead, nil))
+	return errors.Join(verr, err, op.commitBatches(dead, nil))
 }
 
 // deadTenantRecords plans the removal of every tenant record that counts
-// nothing (judgeAll). A batch that could not be read is skipped and its
+// nothing (judgeAll), and names the tenants (pool.TenantName) with a
+// record that counts. A batch that could not be read is skipped and its
 // error returned with the plan of the others.
-func (op *operation) deadTenantRecords() ([]etcdkv.Txn, error) {
+func (op *operation) deadTenantRecords() ([]etcdkv.Txn, map[string]bool, error) {
 	var dead []etcdkv.Txn
+	counting := map[string]bool{}
 	err := op.judgeAll(func(m etcdkv.KV, live bool) {
 		if !live {
 			dead = append(dead, removeRecord(m))
+			return
 		}
+		name, _ := op.keys.splitTenantRecord(string(m.Key))
+		counting[name] = true
 	})
-	return dead, err
+	return dead, counting, err
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/cniplugins/cniplugins/internal/addrspace"
 	"github.com/cniplugins/cniplugins/internal/alloc"
 	"github.com/cniplugins/cniplugins/internal/alloc/alloctest"
+	"github.com/cniplugins/cniplugins/internal/etcdkv"
 	"github.com/cniplugins/cniplugins/internal/pool"
 )
 
@@ -133,7 +134,7 @@ func TestSweepSparesARecordClaimedAgain(t *testing.T) {
 	a := c.add("c0", "net", "")
 	c.del("c0", "net", "")
 	op := c.e.op(c.call("gc", "net", ""))
-	dead, err := op.deadTenantRecords()
+	dead, _, err := op.deadTenantRecords()
 	if err != nil || len(dead) != 1 {
 		t.Fatalf("judged dead: %d, %v; want c0's record", len(dead), err)
 	}
@@ -185,5 +186,52 @@ func TestAdminGCRemovesTenantRecords(t *testing.T) {
 	}
 	if got := c.records(); len(got) != 0 {
 		t.Fatalf("after gc --apply: records %v, want none", got)
+	}
+}
+
+// versions are the tenants' version keys in etcd.
+func (c tenantCase) versions() []string {
+	c.t.Helper()
+	keys, _ := cluster.Keys(c.e.prefix + "tenantv/")
+	return keys
+}
+
+// A tenant's version key goes with its last record that counts nothing,
+// so tenants that come and go leave nothing; a tenant with a record that
+// counts keeps it; a claim after the sweep writes it again and the quota
+// holds; and a claim that rewrites it between the sweep's read and its
+// delete keeps it (the delete is guarded by the revision read).
+func TestGCRemovesVersionKeysNothingNeeds(t *testing.T) {
+	c := newTenantCase(t, addrspace.RangeConfig{Subnet: "10.238.6.0/24"})
+	c.add("c0", "net", "")
+	c.del("c0", "net", "")
+	if len(c.versions()) != 1 {
+		t.Fatalf("version keys after a claim: %v", c.versions())
+	}
+	c.gc()
+	if got := c.versions(); len(got) != 0 {
+		t.Fatalf("after GC of a tenant with no record left: version keys %v", got)
+	}
+	c.add("c1", "net", "")
+	if n, _ := c.count(); n != 1 || len(c.versions()) != 1 {
+		t.Fatalf("after a new claim: count %d, version keys %v", n, c.versions())
+	}
+	c.gc(alloc.Attachment{ContainerID: "c1", IfName: "eth0"})
+	if len(c.versions()) != 1 {
+		t.Fatalf("GC removed the version key of a tenant whose record counts: %v", c.versions())
+	}
+
+	c.del("c1", "net", "")
+	op := c.e.op(c.call("gc", "net", ""))
+	versions, err := op.cl.List(op.keys.versionsRoot(), true)
+	if err != nil || len(versions) != 1 {
+		t.Fatalf("versions %v %v", versions, err)
+	}
+	c.add("c2", "net", "") // rewrites the version key after the read
+	if err := op.commitBatches([]etcdkv.Txn{removeRecord(versions[0])}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if len(c.versions()) != 1 {
+		t.Fatal("the version key read before a claim rewrote it was deleted")
 	}
 }
