@@ -158,13 +158,18 @@ func (d *Disk) tag(ip netip.Addr) error {
 				return err
 			}
 			cleared = true
-		case errors.Is(err, syscall.EMLINK):
+		case errors.Is(err, syscall.EMLINK) && k < maxTokens:
 			k++
 		default:
 			return err
 		}
 	}
 }
+
+// maxTokens bounds a tenant's chain of tokens: on ext4 that is 65 million
+// addresses; a file system that refuses even a token's second link ends
+// the ADD with its EMLINK here rather than growing the chain for ever.
+const maxTokens = 1000
 
 // linkRecord makes rec a name of token, making the token and the
 // directories where missing; os.ErrExist when rec exists, EMLINK when the
@@ -189,8 +194,6 @@ func (d *Disk) linkRecord(token, rec string) error {
 		return nil
 	case errors.Is(err, os.ErrExist):
 		return os.ErrExist
-	case errors.Is(err, syscall.EMLINK):
-		return syscall.EMLINK
 	}
 	return cnierr.IO("link", rec, err)
 }
