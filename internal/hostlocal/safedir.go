@@ -122,5 +122,18 @@ func readDir(path string, uid int) ([]os.DirEntry, error) {
 	return f.ReadDir(-1)
 }
 
+// readDirIfAny is readDir for a directory that may not exist yet (it
+// holds nothing then), its errors as code 5 naming it.
+func readDirIfAny(path string, uid int) ([]os.DirEntry, error) {
+	des, err := readDir(path, uid)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return nil, nil
+	case err != nil:
+		return nil, readError(path, err)
+	}
+	return des, nil
+}
+
 // trustedOwner: a file of owner may be relied on by uid.
 func trustedOwner(owner uint32, uid int) bool { return owner == 0 || int(owner) == uid }

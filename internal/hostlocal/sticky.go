@@ -46,12 +46,9 @@ func (d stateDir) ReadHold(id string) (*alloc.Hold, error) {
 
 // HoldIDs implements alloc.HoldReader.
 func (d stateDir) HoldIDs() ([]string, error) {
-	des, err := readDir(d.stickyDir(), d.uid)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
-	}
+	des, err := readDirIfAny(d.stickyDir(), d.uid)
 	if err != nil {
-		return nil, readError(d.stickyDir(), err)
+		return nil, err
 	}
 	var ids []string
 	for _, de := range des {

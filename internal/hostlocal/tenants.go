@@ -242,12 +242,9 @@ type TenantRecord struct {
 
 // tenantRecords reads every record, judged against reserved.
 func (d stateDir) tenantRecords(reserved func(netip.Addr) bool) ([]TenantRecord, error) {
-	top, err := readDir(d.tenantsDir(), d.uid)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
-	}
+	top, err := readDirIfAny(d.tenantsDir(), d.uid)
 	if err != nil {
-		return nil, readError(d.tenantsDir(), err)
+		return nil, err
 	}
 	var out []TenantRecord
 	for _, de := range top {
@@ -255,19 +252,19 @@ func (d stateDir) tenantRecords(reserved func(netip.Addr) bool) ([]TenantRecord,
 			// Anything else is no part of this layout: an earlier one
 			// linked each address to the token twice, so its entries
 			// count the tenant's addresses twice.
-			out = append(out, TenantRecord{Stale: "not part of the tenant records' layout: it inflates the counts", Path: filepath.Join(d.tenantsDir(), name)})
+			out = append(out, TenantRecord{Stale: "not part of the tenant records' layout: it inflates the counts", Path: child(d.tenantsDir(), name)})
 		}
 	}
 	tenantOf, err := d.tokenInodes()
 	if err != nil {
 		return out, err
 	}
-	recs, err := readDir(d.recordsDir(), d.uid)
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return out, readError(d.recordsDir(), err)
+	recs, err := readDirIfAny(d.recordsDir(), d.uid)
+	if err != nil {
+		return out, err
 	}
 	for _, e := range recs {
-		r := TenantRecord{Path: filepath.Join(d.recordsDir(), e.Name())}
+		r := TenantRecord{Path: child(d.recordsDir(), e.Name())}
 		ip, perr := netip.ParseAddr(e.Name())
 		r.Addr = ip
 		fi, serr := e.Info()
@@ -291,12 +288,9 @@ func (d stateDir) tenantRecords(reserved func(netip.Addr) bool) ([]TenantRecord,
 
 // tokenInodes maps each token's inode to its tenant (decoded).
 func (d stateDir) tokenInodes() (map[uint64]string, error) {
-	toks, err := readDir(d.tokensDir(), d.uid)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
-	}
+	toks, err := readDirIfAny(d.tokensDir(), d.uid)
 	if err != nil {
-		return nil, readError(d.tokensDir(), err)
+		return nil, err
 	}
 	out := make(map[uint64]string, len(toks))
 	for _, t := range toks {
@@ -356,12 +350,9 @@ func (d *Disk) repairTenants(reserved func(netip.Addr) bool) ([]string, error) {
 // links them, from the end of its chain only: a count reads a chain until
 // the first missing token.
 func (d *Disk) dropUnusedTokens() ([]string, error) {
-	toks, err := readDir(d.tokensDir(), d.uid)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
-	}
+	toks, err := readDirIfAny(d.tokensDir(), d.uid)
 	if err != nil {
-		return nil, readError(d.tokensDir(), err)
+		return nil, err
 	}
 	var done []string
 	for _, t := range toks {
