@@ -1,11 +1,14 @@
 package dapools
 
 import (
+	"errors"
 	"net/netip"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/containernetworking/cni/pkg/types"
+	current "github.com/containernetworking/cni/pkg/types/100"
 
 	"github.com/cniplugins/cniplugins/internal/alloc"
 	"github.com/cniplugins/cniplugins/internal/logging"
@@ -14,6 +17,14 @@ import (
 
 // cmdAdd is all or nothing: every target gets an address, or whatever
 // this ADD reserved is released before the error is returned.
+//
+// An ADD whose targets head overflow chains first tries with the heads
+// alone (headsOnly): while a head has room and the attachment has no
+// spill record there (hostlocal.Disk.MaySpill), the chain's rules need
+// nothing of the other pools but the quota's count, which the tenant's
+// lock lets it read without their locks. Whatever needs more (a full
+// head, a spill record, a count at the quota) undoes the attempt and
+// runs the ADD again with every pool of the chains locked.
 func cmdAdd(req *plugin.Request) (types.Result, error) {
 	c, err := parseConfig(req.Conf, req.CNIArgs, true)
 	if err != nil {
@@ -28,60 +39,135 @@ func cmdAdd(req *plugin.Request) (types.Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	var dirs []string
-	for _, t := range targets {
-		for _, ch := range t.Chain() {
-			dirs = append(dirs, c.dir(ch.Scope))
-		}
+	a := adder{config: c, targets: targets, att: c.attachment(req), log: req.Log, now: time.Now()}
+	ips, err := a.add(a.headsSuffice())
+	if errors.Is(err, errWholeChain) {
+		ips, err = a.add(false)
 	}
-	st, err := openStores(dirs, c.lockTimeout)
 	if err != nil {
 		return nil, err
 	}
-	att := c.attachment(req)
-	now := time.Now()
+	res.IPs = ips
+	return res, nil
+}
+
+// errWholeChain ends an ADD with the heads alone that needs the rest of
+// its chains.
+var errWholeChain = errors.New("the ADD needs every pool of its chains")
+
+// adder is one ADD's allocation, run with the heads of its chains alone
+// or with every pool locked.
+type adder struct {
+	*config
+	targets []alloc.Target
+	att     alloc.Attachment
+	log     *logging.Logger
+	now     time.Time
+}
+
+// headsSuffice reports whether an ADD with the heads alone can be
+// complete: some target heads a chain, and no sticky key, whose hold may
+// sit anywhere in a chain, is in play.
+func (a *adder) headsSuffice() bool {
+	return a.stickyKey == "" && slices.ContainsFunc(a.targets, func(t alloc.Target) bool { return len(t.Overflow) > 0 })
+}
+
+// add runs the ADD once: with every pool of the chains locked, or with
+// the heads alone (errWholeChain when that is not enough, the attempt
+// undone).
+func (a *adder) add(headsOnly bool) ([]*current.IPConfig, error) {
+	var locked, chains []string // the directories to lock; every pool's
+	for _, t := range a.targets {
+		for i, ch := range t.Chain() {
+			dir := a.dir(ch.Scope)
+			if i == 0 || !headsOnly {
+				locked = append(locked, dir)
+			}
+			if !slices.Contains(chains, dir) {
+				chains = append(chains, dir)
+			}
+		}
+	}
+	tenant := ""
+	if a.Quota != nil {
+		tenant = a.Quota.Tenant
+	}
+	st, err := openStoresAs(PoolsDir(a.dataDir), tenant, locked, a.lockTimeout)
+	if err != nil {
+		return nil, err
+	}
+	defer st.closeLogged(a.log)
 	var u undo
+	var head alloc.Target // of the target being allocated
+	var headSpilled bool  // the attachment may hold addresses down head's chain
 	locate := func(t alloc.Target) (alloc.Presence, error) {
-		return alloc.LocateIn(st.disks[c.dir(t.Scope)], att, t, c.stickyKey, now)
+		d, ok := st.disks[a.dir(t.Scope)]
+		if !ok {
+			if headSpilled {
+				return alloc.Presence{}, errWholeChain
+			}
+			return alloc.Presence{}, nil // see hostlocal.Disk.MaySpill
+		}
+		return alloc.LocateIn(d, a.att, t, a.stickyKey, a.now)
 	}
 	allocate := func(t alloc.Target) (netip.Prefix, netip.Addr, error) {
-		d := st.disks[c.dir(t.Scope)]
+		d, ok := st.disks[a.dir(t.Scope)]
+		if !ok {
+			return netip.Prefix{}, netip.Addr{}, errWholeChain
+		}
+		if t.Scope != head.Scope {
+			// Before the address, so that the head always knows.
+			if err := st.disks[a.dir(head.Scope)].RecordSpill(a.att); err != nil {
+				return netip.Prefix{}, netip.Addr{}, err
+			}
+		}
 		if err := u.saveCursor(d, t.RangeID); err != nil {
 			return netip.Prefix{}, netip.Addr{}, err
 		}
-		if c.stickyKey != "" {
-			return alloc.AllocateKeyed(d, att, t, c.keyed(), now, &u.Undo)
+		if a.stickyKey != "" {
+			return alloc.AllocateKeyed(d, a.att, t, a.keyed(), a.now, &u.Undo)
 		}
-		addr, gw, err := t.Allocator(d).Allocate(att, t.RangeID, t.Set, t.Requested, t.Label)
+		addr, gw, err := t.Allocator(d).Allocate(a.att, t.RangeID, t.Set, t.Requested, t.Label)
 		if err == nil {
 			u.Reserved(d, addr.Addr())
 		}
 		return addr, gw, err
 	}
-	inUse := func() (int, error) { return st.tenantAddrs(c.Quota) }
-	for _, d := range st.disks {
-		if c.Quota != nil {
-			d.ForTenant(c.Quota.Tenant)
+	inUse := func() (int, error) {
+		n, exact, err := st.tenantAddrs(a.Quota, chains)
+		if err == nil && !exact && n >= a.Quota.Max {
+			err = errWholeChain // only a locked count may refuse
 		}
+		return n, err
 	}
-	for _, t := range targets {
+	for _, d := range st.disks {
+		d.ForTenant(tenant)
+	}
+	var ips []*current.IPConfig
+	for _, t := range a.targets {
+		head = t
+		if headsOnly {
+			if headSpilled, err = st.disks[a.dir(t.Scope)].MaySpill(a.att); err != nil {
+				break
+			}
+		}
 		var addr netip.Prefix
 		var gw netip.Addr
 		var used alloc.Target
-		_, err := alloc.QuotaGate(c.Quota, t, c.stickyKey, locate, inUse)
-		if err == nil {
-			addr, gw, used, err = alloc.AllocateOverflow(t, att, locate, allocate)
+		if _, err = alloc.QuotaGate(a.Quota, t, a.stickyKey, locate, inUse); err != nil {
+			break
 		}
-		if err != nil {
-			u.run(att, req.Log)
-			st.closeLogged(req.Log)
-			return nil, err
+		if addr, gw, used, err = alloc.AllocateOverflow(t, a.att, locate, allocate); err != nil {
+			break
 		}
-		res.IPs = append(res.IPs, alloc.IPConfig(addr, gw))
-		req.Log.Debug("allocated", logging.String("target", used.Label), logging.Stringer("address", addr))
+		ips = append(ips, alloc.IPConfig(addr, gw))
+		a.log.Debug("allocated", logging.String("target", used.Label), logging.Stringer("address", addr))
 	}
-	st.closeLogged(req.Log)
-	return res, nil
+	if err != nil {
+		u.run(a.att, a.log)
+		return nil, err
+	}
+	return ips, nil
 }
 
 // warnUnusable tells the operator, once per ADD, about ranges whose

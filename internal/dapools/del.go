@@ -43,6 +43,13 @@ func cmdDel(req *plugin.Request) error {
 		errs = append(errs, err)
 		req.Log.Debug("released", logging.String("dir", dir), logging.Any("addresses", released))
 	}
+	if errors.Join(errs...) == nil {
+		// Only once the attachment holds nothing down any chain
+		// (hostlocal.Disk.MaySpill).
+		for _, dir := range st.order {
+			errs = append(errs, st.disks[dir].ForgetSpill(att))
+		}
+	}
 	st.closeLogged(req.Log)
 	return errors.Join(errs...)
 }

@@ -42,6 +42,11 @@ func cmdGC(req *plugin.Request) error {
 		if len(released) > 0 {
 			req.Log.Info("gc released", logging.String("dir", dir), logging.Any("addresses", released))
 		}
+		gone, err := st.disks[dir].GCSpills(keep)
+		errs = append(errs, err)
+		if len(gone) > 0 {
+			req.Log.Info("gc of spill records", logging.String("dir", dir), logging.Any("done", gone))
+		}
 		// Tenant records a killed ADD or DEL left over-count their tenant.
 		fixed, err := st.disks[dir].RepairTenants()
 		errs = append(errs, err)

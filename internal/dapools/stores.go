@@ -2,6 +2,7 @@ package dapools
 
 import (
 	"errors"
+	"os"
 	"slices"
 	"time"
 
@@ -12,18 +13,33 @@ import (
 
 // stores holds the locked state directories of one operation. They are
 // always locked in sorted path order, so two operations that need several
-// pools can never deadlock on each other.
+// pools can never deadlock on each other; an ADD with a quota takes its
+// tenant's lock before them (hostlocal.LockTenant).
 type stores struct {
-	disks map[string]*hostlocal.Disk
-	order []string
+	disks  map[string]*hostlocal.Disk
+	order  []string
+	tenant *os.File // the tenant's lock, nil without a quota
 }
 
 func openStores(dirs []string, timeout time.Duration) (*stores, error) {
+	return openStoresAs("", "", dirs, timeout)
+}
+
+// openStoresAs is openStores for an ADD of tenant's (a quota's; "" none),
+// whose lock, kept in poolsDir, it takes first.
+func openStoresAs(poolsDir, tenant string, dirs []string, timeout time.Duration) (*stores, error) {
 	order := slices.Clone(dirs)
 	slices.Sort(order)
 	order = slices.Compact(order)
 	s := &stores{disks: make(map[string]*hostlocal.Disk, len(order)), order: order}
 	checked := map[string]bool{} // the pools' shared parent and index, once
+	if tenant != "" {
+		lk, err := hostlocal.LockTenant(poolsDir, tenant, timeout, checked)
+		if err != nil {
+			return nil, err
+		}
+		s.tenant = lk
+	}
 	for _, dir := range order {
 		d, err := hostlocal.OpenChecked(dir, timeout, checked)
 		if err != nil {
@@ -43,6 +59,10 @@ func (s *stores) close() error {
 			errs = append(errs, d.Close())
 		}
 	}
+	if s.tenant != nil {
+		errs = append(errs, s.tenant.Close())
+		s.tenant = nil
+	}
 	return errors.Join(errs...)
 }
 
@@ -55,16 +75,25 @@ func (s *stores) closeLogged(log *logging.Logger) {
 	}
 }
 
-// tenantAddrs is q's tenant's addresses across every state directory of
-// the operation: the selection's pools and their chains, all locked.
-func (s *stores) tenantAddrs(q *pool.Quota) (int, error) {
-	n := 0
-	for _, dir := range s.order {
-		c, err := s.disks[dir].TenantAddrs(q.Tenant)
+// tenantAddrs is q's tenant's addresses across dirs (the selection's
+// pools and their chains): those this operation locked counted under
+// their lock, the others without (hostlocal.TenantAddrsUnlocked, which
+// the tenant's lock makes safe but may count too many). exact says
+// whether every count was locked.
+func (s *stores) tenantAddrs(q *pool.Quota, dirs []string) (n int, exact bool, err error) {
+	exact = true
+	for _, dir := range dirs {
+		var c int
+		if d, ok := s.disks[dir]; ok {
+			c, err = d.TenantAddrs(q.Tenant)
+		} else {
+			c, err = hostlocal.TenantAddrsUnlocked(dir, q.Tenant)
+			exact = false
+		}
 		if err != nil {
-			return 0, err
+			return 0, false, err
 		}
 		n += c
 	}
-	return n, nil
+	return n, exact, nil
 }

@@ -69,20 +69,9 @@ func Open(dir string, lockTimeout time.Duration) (*Disk, error) {
 // moment ago and is not checked again; those checked now are added.
 func OpenChecked(dir string, lockTimeout time.Duration, checked map[string]bool) (*Disk, error) {
 	sd := newStateDir(dir)
-	parent := filepath.Dir(sd.dir)
-	for _, p := range []struct {
-		path string
-		mode os.FileMode
-	}{{parent, modeStateDir}, {sd.dir, modeStateDir}, {filepath.Dir(sd.idx), modePrivateDir}} {
-		if checked[p.path] {
-			continue
-		}
-		if err := EnsureDir(p.path, p.mode, sd.uid); err != nil {
-			return nil, err
-		}
-		if checked != nil {
-			checked[p.path] = true
-		}
+	dirs := []dirSpec{{filepath.Dir(sd.dir), modeStateDir}, {sd.dir, modeStateDir}, {filepath.Dir(sd.idx), modePrivateDir}}
+	if err := ensureChecked(checked, sd.uid, dirs...); err != nil {
+		return nil, err
 	}
 	lk, err := acquireLock(sd.dir, sd.uid, lockTimeout)
 	if err != nil {

@@ -238,7 +238,7 @@ func readEntries(dir string, uid int) (entries, error) {
 			e.reservations = append(e.reservations, namedAddr{name, ip, de.Type().IsRegular()})
 		} else if id, ok := cursorID(name); ok {
 			e.cursors = append(e.cursors, namedCursor{name, id})
-		} else if name != lockName && name != stickyDirName && name != tenantsDirName {
+		} else if name != lockName && name != stickyDirName && name != tenantsDirName && name != spillDirName {
 			e.other = append(e.other, name)
 		}
 	}

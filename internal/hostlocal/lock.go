@@ -29,7 +29,14 @@ const lockName = "lock"
 // mode (by host-local, which creates it 0644, or an older version) is
 // made 0600 here, on the descriptor that was checked.
 func acquireLock(dir string, uid int, timeout time.Duration) (*os.File, error) {
-	path := child(dir, lockName)
+	return lockFile(child(dir, lockName), uid, timeout, func() error {
+		return cnierr.New(cnierr.CodeTryAgainLater, "state directory is locked", "dir=%s timeout=%s", dir, timeout)
+	})
+}
+
+// lockFile is acquireLock of the lock file at path; busy is the error of
+// a wait that timed out.
+func lockFile(path string, uid int, timeout time.Duration, busy func() error) (*os.File, error) {
 	fd, err := openRetry(path, syscall.O_RDONLY|syscall.O_CREAT, modePrivate)
 	if err != nil {
 		return nil, cnierr.IO("open", path, err)
@@ -63,8 +70,7 @@ func acquireLock(dir string, uid int, timeout time.Duration) (*os.File, error) {
 			<-got
 			f.Close()
 		}()
-		return nil, cnierr.New(cnierr.CodeTryAgainLater, "state directory is locked",
-			"dir=%s timeout=%s", dir, timeout)
+		return nil, busy()
 	}
 }
 

@@ -90,6 +90,30 @@ func EnsureDir(path string, mode os.FileMode, uid int) error {
 	return CheckDir(path, uid)
 }
 
+// dirSpec is a directory EnsureDir makes with mode.
+type dirSpec struct {
+	path string
+	mode os.FileMode
+}
+
+// ensureChecked is EnsureDir of each of dirs that is not in checked (the
+// directories an operation checked a moment ago; nil: none), adding those
+// it checks.
+func ensureChecked(checked map[string]bool, uid int, dirs ...dirSpec) error {
+	for _, p := range dirs {
+		if checked[p.path] {
+			continue
+		}
+		if err := EnsureDir(p.path, p.mode, uid); err != nil {
+			return err
+		}
+		if checked != nil {
+			checked[p.path] = true
+		}
+	}
+	return nil
+}
+
 // openDir opens the directory path without following a symbolic link and
 // checks it for uid; a missing one is fs.ErrNotExist.
 func openDir(path string, uid int) (*os.File, error) {

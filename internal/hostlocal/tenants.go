@@ -75,7 +75,50 @@ func (d *Disk) TenantAddrs(tenant string) (int, error) {
 	if err := d.lookTenants(); err != nil || d.hasTenants < 0 {
 		return 0, err
 	}
-	name := pool.TenantName(tenant)
+	return d.tokenCount(pool.TenantName(tenant))
+}
+
+// TenantAddrsUnlocked is TenantAddrs of state directory dir without its
+// lock, for an ADD that holds the tenant's (LockTenant) and not dir's.
+// Nothing else adds to the count meanwhile; it may be too high, never too
+// low: records a killed ADD or DEL left are only removed under dir's lock,
+// so a caller refuses nothing on this count alone.
+func TenantAddrsUnlocked(dir, tenant string) (int, error) {
+	d := newStateDir(dir)
+	if err := CheckDir(d.tenantsDir(), d.uid); err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return 0, nil
+		}
+		return 0, err
+	}
+	return d.tokenCount(pool.TenantName(tenant))
+}
+
+// tenantLockPrefix names a tenant's lock in the pools' _index directory,
+// where no pool's index can take the name (pool names start with a
+// letter or digit).
+const tenantLockPrefix = "_tenant-"
+
+// LockTenant takes tenant's lock, kept in poolsDir (the parent of the
+// pools' state directories), within timeout; closing the file releases
+// it. Every ADD with a quota takes it before any pool's lock, so an ADD
+// holding it knows that no other process adds to the tenant's count in
+// any pool: it may count in pools it has not locked
+// (TenantAddrsUnlocked). Nothing waits for a tenant's lock while holding
+// a pool's, so the two kinds cannot deadlock. checked is OpenChecked's.
+func LockTenant(poolsDir, tenant string, timeout time.Duration, checked map[string]bool) (*os.File, error) {
+	uid := os.Geteuid()
+	idx := child(poolsDir, "_index")
+	if err := ensureChecked(checked, uid, dirSpec{poolsDir, modeStateDir}, dirSpec{idx, modePrivateDir}); err != nil {
+		return nil, err
+	}
+	return lockFile(child(idx, tenantLockPrefix+pool.TenantName(tenant)), uid, timeout, func() error {
+		return cnierr.New(cnierr.CodeTryAgainLater, "tenant is locked", "tenant=%s timeout=%s", tenant, timeout)
+	})
+}
+
+// tokenCount is the tenant's (hex name) addresses in D: its tokens' links.
+func (d stateDir) tokenCount(name string) (int, error) {
 	n := 0
 	for k := 0; ; k++ {
 		links, err := tokenLinks(d.tokenPath(name, k))

@@ -1,0 +1,145 @@
+package hostlocal
+
+import (
+	"encoding/hex"
+	"errors"
+	"os"
+	"strings"
+
+	"github.com/cniplugins/cniplugins/internal/alloc"
+	"github.com/cniplugins/cniplugins/internal/cnierr"
+)
+
+// Spill records (overflow chains). Before an ADD takes an address from a
+// pool of D's overflow chain (D being full), it records the attachment in
+// D:
+//
+//	_spill/<key>   content: the attachment's network; <key> is its index
+//	               key "<containerID>@<ifname>" (entryKey) in hex
+//
+// An ADD in D then knows from D alone that an attachment without a
+// record holds nothing further down D's chain, so while D has room it
+// neither locks nor reads the other pools (a retried ADD of a spilled
+// attachment finds its record and looks everywhere, as the chain's rules
+// ask). The record is written before the address is taken and removed
+// only after a DEL released everything the attachment had, so whatever
+// kills either, what is left is at most a record of an attachment that
+// holds nothing more: it costs that attachment's next ADD the look into
+// every pool, and GC removes it once the attachment is gone.
+//
+// An attachment whose key cannot name a file (not indexable, or longer
+// than a file name) has no record and is always looked for everywhere.
+const spillDirName = "_spill"
+
+// maxSpillName: a record's name is one file name.
+const maxSpillName = 255
+
+func (d stateDir) spillDir() string { return child(d.dir, spillDirName) }
+
+// spillName is a's record's file name, or false when a can have none.
+func spillName(a alloc.Attachment) (string, bool) {
+	key, ok := entryKey(a)
+	if !ok || 2*len(key) > maxSpillName {
+		return "", false
+	}
+	return hex.EncodeToString([]byte(key)), true
+}
+
+// MaySpill reports whether a may hold addresses further down D's
+// overflow chain: it has a spill record in D, or can have none. One
+// lstat(2).
+func (d *Disk) MaySpill(a alloc.Attachment) (bool, error) {
+	name, ok := spillName(a)
+	if !ok {
+		return true, nil
+	}
+	path := child(d.spillDir(), name)
+	_, err := os.Lstat(path)
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, os.ErrNotExist):
+		return false, nil
+	}
+	return true, cnierr.IO("stat", path, err)
+}
+
+// RecordSpill records, before a takes an address further down D's
+// chain, that it may hold one there.
+func (d *Disk) RecordSpill(a alloc.Attachment) error {
+	name, ok := spillName(a)
+	if !ok {
+		return nil // MaySpill is always true for a
+	}
+	dir := d.spillDir()
+	err := CheckDir(dir, d.uid)
+	if errors.Is(err, os.ErrNotExist) {
+		d.dirty = true // a new entry in D: Close re-stamps it
+		err = EnsureDir(dir, modePrivateDir, d.uid)
+	}
+	if err != nil {
+		return err
+	}
+	return writePrivate(child(dir, name), a.Network)
+}
+
+// ForgetSpill removes a's spill record, once a holds nothing in D's
+// chain.
+func (d *Disk) ForgetSpill(a alloc.Attachment) error {
+	name, ok := spillName(a)
+	if !ok {
+		return nil
+	}
+	if err := CheckDir(d.spillDir(), d.uid); err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil
+		}
+		return err
+	}
+	return removeRecord(child(d.spillDir(), name))
+}
+
+// GCSpills removes the spill records of attachments keep does not keep
+// (GC's rule for reservations), and any file that is no record, under
+// D's lock. It returns what it removed.
+func (d *Disk) GCSpills(keep func(alloc.Attachment) bool) ([]string, error) {
+	des, err := readDirIfAny(d.spillDir(), d.uid)
+	if err != nil {
+		return nil, err
+	}
+	var done []string
+	for _, de := range des {
+		path := child(d.spillDir(), de.Name())
+		a, ok := spillOwner(de.Name())
+		if ok && de.Type().IsRegular() {
+			network, err := readSmall(path)
+			if err != nil && !errors.Is(err, os.ErrNotExist) {
+				return done, cnierr.IO("read", path, err)
+			}
+			a.Network = string(network)
+			if keep(a) {
+				continue
+			}
+		}
+		if err := os.RemoveAll(path); err != nil {
+			return done, cnierr.IO("remove", path, err)
+		}
+		done = append(done, "removed "+path)
+	}
+	return done, nil
+}
+
+// spillOwner is the attachment (without its network) a record's file
+// name is for.
+func spillOwner(name string) (alloc.Attachment, bool) {
+	raw, err := hex.DecodeString(name)
+	if err != nil {
+		return alloc.Attachment{}, false
+	}
+	id, ifname, ok := strings.Cut(string(raw), "@")
+	a := alloc.Attachment{ContainerID: id, IfName: ifname}
+	if n, ok2 := spillName(a); !ok || !ok2 || n != name {
+		return alloc.Attachment{}, false
+	}
+	return a, true
+}
