@@ -37,12 +37,11 @@ func tenancyIPAM(variant string) map[string]any {
 	if variant == "tenancy" || variant == "quota" {
 		rule["quota"] = map[string]any{"per": "arg:TEAM", "max": 1 << 20}
 	}
+	spill1 := map[string]any{"ranges": []map[string]string{{"subnet": "10.11.0.0/16"}}}
+	ipam["poolDefinitions"] = map[string]any{"spill-1": spill1, "spill-2": []map[string]string{{"subnet": "10.12.0.0/16"}}}
 	if variant == "tenancy" || variant == "overflow" {
 		first["overflow"] = "spill-1"
-		ipam["poolDefinitions"] = map[string]any{
-			"spill-1": map[string]any{"ranges": []map[string]string{{"subnet": "10.11.0.0/16"}}, "overflow": "spill-2"},
-			"spill-2": []map[string]string{{"subnet": "10.12.0.0/16"}},
-		}
+		spill1["overflow"] = "spill-2"
 	}
 	ipam["rules"] = []map[string]any{rule}
 	return ipam

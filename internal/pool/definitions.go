@@ -112,7 +112,7 @@ func ParseOverflows(field string, defs map[string]json.RawMessage) (map[string]s
 		if err := ValidName(field, name); err != nil {
 			return nil, err
 		}
-		var entry definitionJSON
+		var entry overflowJSON
 		if t := bytes.TrimSpace(defs[name]); len(t) > 0 && t[0] == '{' {
 			if err := netconf.Decode(t, field+"."+name, &entry); err != nil {
 				return nil, err
@@ -128,10 +128,14 @@ func ParseOverflows(field string, defs map[string]json.RawMessage) (map[string]s
 	return out, nil
 }
 
-// definitionJSON is a poolDefinitions entry in its object form. One type
-// serves ParseOverflows and ParseDefinition: a command that runs both (a
-// selector and an allocator in one process) builds encoding/json's view
-// of it once.
+// overflowJSON is what a chain reads of a poolDefinitions entry in its
+// object form: the ranges are only skipped over, so that encoding/json
+// builds no view of their types unless a command allocates from them.
+type overflowJSON struct {
+	Overflow string `json:"overflow"`
+}
+
+// definitionJSON is a poolDefinitions entry in its object form.
 type definitionJSON struct {
 	Ranges   []addrspace.RangeConfig `json:"ranges"`
 	Exclude  []string                `json:"exclude"`

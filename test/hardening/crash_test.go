@@ -2,6 +2,7 @@ package hardening
 
 import (
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"path/filepath"
 	"sync"
@@ -22,6 +23,18 @@ type setup struct {
 	stateOf func(dataDir string) string
 	pool    bool
 	tenant  string // a quota's tenant: its records are checked (checkTenants)
+	// overflowOf is the state directory of the pool stateOf's overflows
+	// into (nil: no overflow chain).
+	overflowOf func(dataDir string) string
+}
+
+// dirs are the state directories of s: its pool and the one it overflows
+// into.
+func (s setup) dirs(dataDir string) []string {
+	if s.overflowOf == nil {
+		return []string{s.stateOf(dataDir)}
+	}
+	return []string{s.stateOf(dataDir), s.overflowOf(dataDir)}
 }
 
 func standaloneSetup(dataDir, network, subnet, ipamExtra string) setup {
@@ -160,7 +173,14 @@ func (w *crashWorld) check() map[int]map[string]holder {
 	t.Helper()
 	states := map[int]map[string]holder{}
 	for si, s := range w.setups {
-		state := readState(t, s.stateOf(w.dataDir), s.pool)
+		state := map[string]holder{}
+		for i, dir := range s.dirs(w.dataDir) {
+			in := readState(t, dir, s.pool)
+			if i > 0 {
+				w.stats["reservations seen in an overflow pool"] += len(in)
+			}
+			maps.Copy(state, in)
+		}
 		states[si] = state
 		held := map[string][]string{}
 		for addr, h := range state {
@@ -203,6 +223,7 @@ func TestCrashConsistency(t *testing.T) {
 			standaloneSetup(dataDir, "crash-sa", "10.77.0.0/27", ""),
 			chainSetup(dataDir, "crash-chain", "p27", "10.78.0.0/27", ""),
 			quotaSetup(dataDir, "crash-quota", "q27", "10.79.0.0/27"),
+			overflowSetup(dataDir, "crash-overflow", "head29", "10.81.0.0/29", "spill27", "10.82.0.0/27"),
 		}}
 	const rounds, addsPerSetup, delsPerSetup = 120, 6, 3
 	kills, jobsRun := 0, 0
@@ -237,24 +258,29 @@ func TestCrashConsistency(t *testing.T) {
 		}
 		jobsRun += len(jobs)
 		w.round(jobs)
-		states := w.check()
+		w.check()
 		// Whatever index a killed process was writing is detected as
 		// stale and rebuilt by the next operation (a no-op here).
-		for si, s := range w.setups {
-			w.stats["stale tenant records the next operation removed"] += checkTenants(t, s, dataDir, states[si], func() {
-				testbin.MustSucceed(t, call(s.plugin, "DEL", "crash-unknown", s.conf("")))
-			})
-			checkIndex(t, s.stateOf(dataDir), states[si])
+		for _, s := range w.setups {
+			for _, dir := range s.dirs(dataDir) {
+				state := readState(t, dir, s.pool)
+				w.stats["stale tenant records the next operation removed"] += checkTenants(t, s, dir, state, func() {
+					testbin.MustSucceed(t, call(s.plugin, "DEL", "crash-unknown", s.conf("")))
+				})
+				checkIndex(t, dir, state)
+			}
 		}
 	}
 	t.Logf("%d rounds, %d processes, %d sent SIGKILL; outcomes %v", rounds, jobsRun, kills, w.stats)
 
 	// A no-op operation validates (or rebuilds) each index: it must then
 	// agree with the files.
-	states := w.check()
-	for si, s := range w.setups {
+	w.check()
+	for _, s := range w.setups {
 		testbin.MustSucceed(t, call(s.plugin, "DEL", "crash-unknown", s.conf("")))
-		checkIndex(t, s.stateOf(dataDir), states[si])
+		for _, dir := range s.dirs(dataDir) {
+			checkIndex(t, dir, readState(t, dir, s.pool))
+		}
 	}
 
 	// DEL of every attachment ever tried leaves nothing.
@@ -267,7 +293,12 @@ func TestCrashConsistency(t *testing.T) {
 		if state := w.check()[si]; len(state) != 0 {
 			t.Fatalf("%s: reservations left after DEL of everything: %v", s.name, state)
 		}
-		checkIndex(t, s.stateOf(dataDir), nil)
+		for _, dir := range s.dirs(dataDir) {
+			checkIndex(t, dir, nil)
+		}
+		if recs := spillRecords(t, s.stateOf(dataDir)); len(recs) != 0 {
+			t.Fatalf("%s: spill records left after DEL of everything: %v", s.name, recs)
+		}
 	}
 
 	// Another round of killed ADDs, then GC with no valid attachment
@@ -282,12 +313,17 @@ func TestCrashConsistency(t *testing.T) {
 	w.check()
 	for _, s := range w.setups {
 		testbin.MustSucceed(t, gcCall(s.plugin, s.conf(`,"cni.dev/valid-attachments":[]`)))
-		if state := readState(t, s.stateOf(dataDir), s.pool); len(state) != 0 {
-			t.Fatalf("%s: reservations left after GC: %v", s.name, state)
+		for _, dir := range s.dirs(dataDir) {
+			if state := readState(t, dir, s.pool); len(state) != 0 {
+				t.Fatalf("%s: reservations left after GC: %v", dir, state)
+			}
+			checkIndex(t, dir, nil)
+			if recs, count := tenantRecords(t, dir, s.tenant); len(recs) != 0 || count != 0 {
+				t.Fatalf("%s: tenant records left after GC: %v (count %d)", dir, recs, count)
+			}
 		}
-		checkIndex(t, s.stateOf(dataDir), nil)
-		if recs, count := tenantRecords(t, s, dataDir); len(recs) != 0 || count != 0 {
-			t.Fatalf("%s: tenant records left after GC: %v (count %d)", s.name, recs, count)
+		if recs := spillRecords(t, s.stateOf(dataDir)); len(recs) != 0 {
+			t.Fatalf("%s: spill records left after GC: %v", s.name, recs)
 		}
 	}
 	for _, a := range w.attempts {

@@ -29,13 +29,45 @@ func quotaSetup(dataDir, network, pool, subnet string) setup {
 	}
 }
 
-// tenantRecords lists the addresses s's tenant has records of (names in
-// _tenants/_addr linked to its token), and the count the plugin reads:
-// the token's link count less one.
-func tenantRecords(t testing.TB, s setup, dataDir string) (addrs []string, count int) {
+// overflowSetup is quotaSetup's chain whose pool, head (a /29: five
+// addresses), overflows into spill, so that concurrent ADDs spill, take
+// the head again as DELs free it, and race on both.
+func overflowSetup(dataDir, network, head, headSubnet, spill, spillSubnet string) setup {
+	return setup{
+		name: network, plugin: "ipam-delegated", pool: true, tenant: "annotation:team=crash",
+		conf: func(extra string) []byte {
+			return fmt.Appendf(nil, `{"cniVersion":"1.1.0","name":%q%s,"runtimeConfig":{"io.kubernetes.cri.pod-annotations":{"team":"crash"}},
+				"ipam":{"type":"ipam-delegated","delegates":["ipam-ds-args","ipam-da-pools"],"dataDir":%q,
+				"rules":[{"pools":[{"name":%q,"subnet":%q,"overflow":%q}],"quota":{"per":"annotation:team","max":1000}}],
+				"poolDefinitions":{%q:[{"subnet":%q}]}}}`,
+				network, extra, dataDir, head, headSubnet, spill, spill, spillSubnet)
+		},
+		stateOf:    func(d string) string { return filepath.Join(d, "_pools", head) },
+		overflowOf: func(d string) string { return filepath.Join(d, "_pools", spill) },
+	}
+}
+
+// spillRecords lists the spill records of state directory dir.
+func spillRecords(t testing.TB, dir string) []string {
 	t.Helper()
-	dir := filepath.Join(s.stateOf(dataDir), "_tenants")
-	token, err := os.Lstat(filepath.Join(dir, "_tok", fmt.Sprintf("%x", s.tenant)))
+	des, err := os.ReadDir(filepath.Join(dir, "_spill"))
+	if err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, de := range des {
+		out = append(out, de.Name())
+	}
+	return out
+}
+
+// tenantRecords lists the addresses tenant has records of in state
+// directory dir (names in _tenants/_addr linked to its token), and the
+// count the plugin reads: the token's link count less one.
+func tenantRecords(t testing.TB, dir, tenant string) (addrs []string, count int) {
+	t.Helper()
+	dir = filepath.Join(dir, "_tenants")
+	token, err := os.Lstat(filepath.Join(dir, "_tok", fmt.Sprintf("%x", tenant)))
 	if os.IsNotExist(err) {
 		return nil, 0
 	}
@@ -65,13 +97,14 @@ func tenantRecords(t testing.TB, s setup, dataDir string) (addrs []string, count
 // a DEL of an unknown attachment), finds the index stale and removes it:
 // after that the count is exactly the reservations. It returns how many
 // records that operation removed.
-func checkTenants(t *testing.T, s setup, dataDir string, state map[string]holder, nextOp func()) int {
+func checkTenants(t *testing.T, s setup, dir string, state map[string]holder, nextOp func()) int {
 	t.Helper()
 	if s.tenant == "" {
 		nextOp()
 		return 0
 	}
-	addrs, count := tenantRecords(t, s, dataDir)
+	dataDir := filepath.Dir(filepath.Dir(dir))
+	addrs, count := tenantRecords(t, dir, s.tenant)
 	recs := map[string]bool{}
 	for _, a := range addrs {
 		recs[a] = true
@@ -93,7 +126,7 @@ func checkTenants(t *testing.T, s setup, dataDir string, state map[string]holder
 		}
 		flagged := 0
 		for _, f := range findings {
-			if strings.Contains(f.Path, "_tenants") {
+			if strings.HasPrefix(f.Path, filepath.Join(dir, "_tenants")) {
 				flagged++
 			}
 		}
@@ -102,7 +135,7 @@ func checkTenants(t *testing.T, s setup, dataDir string, state map[string]holder
 		}
 	}
 	nextOp()
-	if got, count := tenantRecords(t, s, dataDir); len(got) != len(state) || count != len(state) {
+	if got, count := tenantRecords(t, dir, s.tenant); len(got) != len(state) || count != len(state) {
 		t.Fatalf("%s: after the next operation the tenant has records %v (count %d) for %d reservations", s.name, got, count, len(state))
 	}
 	return extra

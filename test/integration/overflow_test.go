@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/cniplugins/cniplugins/internal/testkit/tenancycase"
@@ -155,4 +156,123 @@ func TestOverflowFamilyChange(t *testing.T) {
 	}
 	testbin.MustSucceed(t, call("ipam-delegated", "DEL", "f0", conf))
 	testbin.MustSucceed(t, call("ipam-delegated", "ADD", "f3", conf)) // room again in v4
+}
+
+// An ADD at the head of a chain with room locks only the head: the
+// overflow pool's lock, held here, stops only the ADDs that need that
+// pool (one that spills, the retried ADD of one that spilled, a count at
+// the quota). Spill records go with DEL and GC.
+func TestOverflowHeadsAlone(t *testing.T) {
+	dataDir := t.TempDir()
+	// conf is the network config with the selection's quota (nil: none)
+	// and GC's valid attachments (nil: none).
+	conf := func(quota map[string]any, valid ...string) []byte {
+		prev := map[string]any{"cniVersion": "1.1.0", "pools": []map[string]any{{"name": "h", "overflow": "o"}}}
+		if quota != nil {
+			prev["quota"] = quota
+		}
+		m := map[string]any{"cniVersion": "1.1.0", "name": "heads",
+			"ipam": map[string]any{"type": "ipam-da-pools", "dataDir": dataDir, "lockTimeout": "300ms", "poolDefinitions": map[string]any{
+				"h": []map[string]string{{"subnet": "10.233.1.0/29", "rangeStart": "10.233.1.2", "rangeEnd": "10.233.1.3"}},
+				"o": []map[string]string{{"subnet": "10.233.9.0/29"}},
+			}},
+			"prevResult": prev}
+		if valid != nil {
+			var atts []map[string]string
+			for _, cid := range valid {
+				atts = append(atts, map[string]string{"containerID": cid, "ifname": "eth0"})
+			}
+			m["cni.dev/valid-attachments"] = atts
+		}
+		b, err := json.Marshal(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	plain := conf(nil)
+	run := func(cmd, cid string, c []byte) testbin.Reply {
+		t.Helper()
+		return testbin.Run(call("ipam-da-pools", cmd, cid, c))
+	}
+	add := func(cid string, c []byte, want string) {
+		t.Helper()
+		r := run("ADD", cid, c)
+		if r.Exit != 0 {
+			t.Fatalf("ADD %s: %s %s", cid, r.Stdout, r.Stderr)
+		}
+		if got := parseResult(t, r.Stdout).IPs[0].Address; got != want {
+			t.Fatalf("ADD %s: %s, want %s", cid, got, want)
+		}
+	}
+	fails := func(cmd, cid string, c []byte, code uint) {
+		t.Helper()
+		if er := run(cmd, cid, c).Err(); er == nil || er.Code != code {
+			t.Fatalf("%s %s: %v, want code %d", cmd, cid, er, code)
+		}
+	}
+	spillDir := filepath.Join(dataDir, "_pools", "h", "_spill")
+	records := func() int {
+		t.Helper()
+		des, err := os.ReadDir(spillDir)
+		if err != nil && !os.IsNotExist(err) {
+			t.Fatal(err)
+		}
+		return len(des)
+	}
+	lockO := func() func() {
+		t.Helper()
+		dir := filepath.Join(dataDir, "_pools", "o")
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		f, err := os.OpenFile(filepath.Join(dir, "lock"), os.O_RDONLY|os.O_CREATE, 0o600)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+			t.Fatal(err)
+		}
+		return func() { f.Close() }
+	}
+
+	unlock := lockO()
+	add("c1", plain, "10.233.1.2/29")
+	add("c2", plain, "10.233.1.3/29")
+	fails("ADD", "c3", plain, 11) // h is full: o's lock is needed
+	unlock()
+	add("c3", plain, "10.233.9.2/29")
+	if records() != 1 {
+		t.Fatalf("%d spill records after a spill, want 1", records())
+	}
+	testbin.MustSucceed(t, call("ipam-da-pools", "DEL", "c1", plain))
+	unlock = lockO()
+	// Retried while h has room: c3's record says it may hold an
+	// address in o, which only o's lock can tell.
+	fails("ADD", "c3", plain, 11)
+	unlock()
+	fails("ADD", "c3", plain, 102)
+	testbin.MustSucceed(t, call("ipam-da-pools", "DEL", "c3", plain))
+	if records() != 0 {
+		t.Fatalf("%d spill records after DEL, want 0", records())
+	}
+	add("c4", plain, "10.233.1.2/29")
+	add("c5", plain, "10.233.9.3/29")
+	testbin.MustSucceed(t, call("ipam-da-pools", "GC", "", conf(nil, "c2", "c4")))
+	if records() != 0 {
+		t.Fatalf("%d spill records after GC, want 0", records())
+	}
+
+	// A quota's count reads o without its lock, and refuses only once
+	// the count is taken under every lock.
+	quota := conf(map[string]any{"tenant": "team=t", "rule": "rules[0]", "max": 3})
+	testbin.MustSucceed(t, call("ipam-da-pools", "DEL", "c4", plain))
+	add("q1", quota, "10.233.1.2/29") // 1 of 3; h is full again
+	add("q2", quota, "10.233.9.4/29") // 2 of 3, in o (its cursor moved on)
+	testbin.MustSucceed(t, call("ipam-da-pools", "DEL", "c2", plain))
+	unlock = lockO()
+	add("q3", quota, "10.233.1.3/29") // 3 of 3, o counted unlocked
+	fails("ADD", "q4", quota, 11)     // at the quota: o's lock is needed
+	unlock()
+	fails("ADD", "q4", quota, 106)
 }
