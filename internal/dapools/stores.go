@@ -18,7 +18,8 @@ import (
 type stores struct {
 	disks  map[string]*hostlocal.Disk
 	order  []string
-	tenant *os.File // the tenant's lock, nil without a quota
+	tenant *hostlocal.Lock // the tenant's lock, nil without a quota
+	uid    int             // who the state must belong to (os.Geteuid)
 }
 
 func openStores(dirs []string, timeout time.Duration) (*stores, error) {
@@ -31,10 +32,10 @@ func openStoresAs(poolsDir, tenant string, dirs []string, timeout time.Duration)
 	order := slices.Clone(dirs)
 	slices.Sort(order)
 	order = slices.Compact(order)
-	s := &stores{disks: make(map[string]*hostlocal.Disk, len(order)), order: order}
+	s := &stores{disks: make(map[string]*hostlocal.Disk, len(order)), order: order, uid: os.Geteuid()}
 	checked := map[string]bool{} // the pools' shared parent and index, once
 	if tenant != "" {
-		lk, err := hostlocal.LockTenant(poolsDir, tenant, timeout, checked)
+		lk, err := hostlocal.LockTenant(poolsDir, tenant, s.uid, timeout, checked)
 		if err != nil {
 			return nil, err
 		}
@@ -87,7 +88,7 @@ func (s *stores) tenantAddrs(q *pool.Quota, dirs []string) (n int, exact bool, e
 		if d, ok := s.disks[dir]; ok {
 			c, err = d.TenantAddrs(q.Tenant)
 		} else {
-			c, err = hostlocal.TenantAddrsUnlocked(dir, q.Tenant)
+			c, err = hostlocal.TenantAddrsUnlocked(dir, q.Tenant, s.uid)
 			exact = false
 		}
 		if err != nil {

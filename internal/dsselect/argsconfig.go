@@ -74,16 +74,22 @@ func ruleKeys() []string {
 // rejectUnknownKeys names the first key of the object raw that is not in
 // known (raw has already decoded as an object).
 func rejectUnknownKeys(raw json.RawMessage, field string, known []string) error {
+	_, err := knownKeys(raw, field, known)
+	return err
+}
+
+// knownKeys is rejectUnknownKeys returning the object's values, raw.
+func knownKeys(raw json.RawMessage, field string, known []string) (map[string]json.RawMessage, error) {
 	var obj map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &obj); err != nil {
-		return cnierr.InvalidConfig(field, "the given value", "must be a JSON object")
+		return nil, cnierr.InvalidConfig(field, "the given value", "must be a JSON object")
 	}
 	for _, k := range sortedKeys(obj) {
 		if !slices.Contains(known, k) {
-			return cnierr.InvalidConfig(field+"."+k, "", "unknown key; a rule holds "+strings.Join(known, ", "))
+			return nil, cnierr.InvalidConfig(field+"."+k, "", "unknown key; a rule holds "+strings.Join(known, ", "))
 		}
 	}
-	return nil
+	return obj, nil
 }
 
 // argsConfigKey is parseArgsConfig's netconf.Memo key.

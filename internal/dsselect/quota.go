@@ -31,23 +31,27 @@ func parseQuota(field string, raw json.RawMessage) (*ruleQuota, error) {
 	if len(raw) == 0 || string(raw) == "null" {
 		return nil, nil
 	}
-	var qj struct {
-		Per *string `json:"per"`
-		Max *int    `json:"max"`
-	}
-	if err := netconf.Decode(raw, field, &qj); err != nil {
+	// Its two keys one by one, not through a struct: encoding/json's view
+	// of a struct type costs every process that decodes one more than the
+	// object itself (a rule with a quota is decoded on every command).
+	obj, err := knownKeys(raw, field, []string{"per", "max"})
+	if err != nil {
 		return nil, err
 	}
-	if err := rejectUnknownKeys(raw, field, []string{"per", "max"}); err != nil {
-		return nil, err
+	var per string
+	var limit int
+	for _, k := range []struct {
+		key string
+		v   any
+	}{{"per", &per}, {"max", &limit}} {
+		v := obj[k.key]
+		if len(v) == 0 || string(v) == "null" {
+			return nil, cnierr.MissingConfig(field + "." + k.key)
+		}
+		if err := netconf.Decode(v, field+"."+k.key, k.v); err != nil {
+			return nil, err
+		}
 	}
-	if qj.Per == nil {
-		return nil, cnierr.MissingConfig(field + ".per")
-	}
-	if qj.Max == nil {
-		return nil, cnierr.MissingConfig(field + ".max")
-	}
-	per := *qj.Per
 	key, isArg := strings.CutPrefix(per, quotaPerArg)
 	if !isArg {
 		key, _ = strings.CutPrefix(per, quotaPerAnnotation)
@@ -55,10 +59,10 @@ func parseQuota(field string, raw json.RawMessage) (*ruleQuota, error) {
 	if per != quotaPerNamespace && (key == "" || key == per) {
 		return nil, cnierr.InvalidConfig(field+".per", per, `must be "namespace", "arg:KEY" or "annotation:KEY"`)
 	}
-	if *qj.Max < 0 {
-		return nil, cnierr.InvalidConfig(field+".max", *qj.Max, "must be 0 or more")
+	if limit < 0 {
+		return nil, cnierr.InvalidConfig(field+".max", limit, "must be 0 or more")
 	}
-	return &ruleQuota{field: strings.TrimSuffix(field, ".quota"), per: per, max: *qj.Max}, nil
+	return &ruleQuota{field: strings.TrimSuffix(field, ".quota"), per: per, max: limit}, nil
 }
 
 // argKey is the CNI_ARGS key an "arg:KEY" quota reads.

@@ -18,7 +18,7 @@ import (
 // the layout and the index.
 type Disk struct {
 	stateDir
-	lock *os.File // holds the flock; nil once closed
+	lock *Lock // nil once closed
 
 	// untrusted: the file system cannot keep the stamp, so the index is
 	// never written and buckets always come from a scan of D.

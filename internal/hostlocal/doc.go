@@ -143,4 +143,11 @@
 // addresses since. Keeping the record in the stamp (rather than one file
 // per range set) lets both the reader and a clearing DEL find it without
 // listing the index directory.
+//
+// # Tenants and overflow chains
+//
+// A quota's per-tenant counts live in D's _tenants (tenants.go), each
+// tenant's lock beside the pools' indexes; the attachments that may hold
+// an address further down D's overflow chain are recorded in D's _spill
+// (spill.go). Neither is a reservation, a cursor or part of the index.
 package hostlocal

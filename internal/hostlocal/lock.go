@@ -28,7 +28,7 @@ const lockName = "lock"
 // lock anyone can hold: it is created 0600, and one left with another
 // mode (by host-local, which creates it 0644, or an older version) is
 // made 0600 here, on the descriptor that was checked.
-func acquireLock(dir string, uid int, timeout time.Duration) (*os.File, error) {
+func acquireLock(dir string, uid int, timeout time.Duration) (*Lock, error) {
 	return lockFile(child(dir, lockName), uid, timeout, func() error {
 		return cnierr.New(cnierr.CodeTryAgainLater, "state directory is locked", "dir=%s timeout=%s", dir, timeout)
 	})
@@ -36,7 +36,7 @@ func acquireLock(dir string, uid int, timeout time.Duration) (*os.File, error) {
 
 // lockFile is acquireLock of the lock file at path; busy is the error of
 // a wait that timed out.
-func lockFile(path string, uid int, timeout time.Duration, busy func() error) (*os.File, error) {
+func lockFile(path string, uid int, timeout time.Duration, busy func() error) (*Lock, error) {
 	fd, err := openRetry(path, syscall.O_RDONLY|syscall.O_CREAT, modePrivate)
 	if err != nil {
 		return nil, cnierr.IO("open", path, err)
@@ -45,8 +45,7 @@ func lockFile(path string, uid int, timeout time.Duration, busy func() error) (*
 		syscall.Close(fd)
 		return nil, err
 	}
-	// A blocking descriptor wrapped by NewFile stays out of the poller.
-	f := os.NewFile(uintptr(fd), path)
+	f := &Lock{fd: fd, path: path}
 	// The uncontended case, which is nearly every call, needs no goroutine.
 	if err := syscall.Flock(fd, syscall.LOCK_EX|syscall.LOCK_NB); err == nil {
 		return f, nil
@@ -72,6 +71,23 @@ func lockFile(path string, uid int, timeout time.Duration, busy func() error) (*
 		}()
 		return nil, busy()
 	}
+}
+
+// Lock is a held flock: its descriptor, which Close releases. It is no
+// *os.File because os.NewFile asks the kernel whether the descriptor
+// blocks, one more system call per lock on every operation, for a poller
+// a lock never uses.
+type Lock struct {
+	fd   int
+	path string
+}
+
+// Close releases the lock.
+func (l *Lock) Close() error {
+	if err := syscall.Close(l.fd); err != nil {
+		return &os.PathError{Op: "close", Path: l.path, Err: err}
+	}
+	return nil
 }
 
 func flockRetryingEINTR(fd int) error {

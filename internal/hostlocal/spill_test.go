@@ -154,28 +154,28 @@ func TestTenantLockAndUnlockedCount(t *testing.T) {
 		tenant string
 		want   int
 	}{{"ns=a", 3}, {"ns=b", 0}} {
-		if n, err := TenantAddrsUnlocked(dir, tc.tenant); n != tc.want || err != nil {
+		if n, err := TenantAddrsUnlocked(dir, tc.tenant, os.Geteuid()); n != tc.want || err != nil {
 			t.Errorf("TenantAddrsUnlocked(%s) = %d %v, want %d", tc.tenant, n, err, tc.want)
 		}
 	}
-	if n, err := TenantAddrsUnlocked(filepath.Join(pools, "never-used"), "ns=a"); n != 0 || err != nil {
+	if n, err := TenantAddrsUnlocked(filepath.Join(pools, "never-used"), "ns=a", os.Geteuid()); n != 0 || err != nil {
 		t.Errorf("count in a pool never used = %d %v, want 0", n, err)
 	}
 
-	lk, err := LockTenant(pools, "ns=a", time.Second, map[string]bool{})
+	lk, err := LockTenant(pools, "ns=a", os.Geteuid(), time.Second, map[string]bool{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := LockTenant(pools, "ns=a", 50*time.Millisecond, nil); cnierr.Code(err) != cnierr.CodeTryAgainLater || !strings.Contains(err.Error(), "tenant is locked") {
+	if _, err := LockTenant(pools, "ns=a", os.Geteuid(), 50*time.Millisecond, nil); cnierr.Code(err) != cnierr.CodeTryAgainLater || !strings.Contains(err.Error(), "tenant is locked") {
 		t.Fatalf("second holder of the tenant's lock: %v, want code 11", err)
 	}
-	other, err := LockTenant(pools, "ns=b", 50*time.Millisecond, nil)
+	other, err := LockTenant(pools, "ns=b", os.Geteuid(), 50*time.Millisecond, nil)
 	if err != nil {
 		t.Fatalf("another tenant's lock: %v", err)
 	}
 	other.Close()
 	lk.Close()
-	again, err := LockTenant(pools, "ns=a", 50*time.Millisecond, nil)
+	again, err := LockTenant(pools, "ns=a", os.Geteuid(), 50*time.Millisecond, nil)
 	if err != nil {
 		t.Fatalf("the tenant's lock once released: %v", err)
 	}

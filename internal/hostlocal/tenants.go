@@ -83,8 +83,8 @@ func (d *Disk) TenantAddrs(tenant string) (int, error) {
 // Nothing else adds to the count meanwhile; it may be too high, never too
 // low: records a killed ADD or DEL left are only removed under dir's lock,
 // so a caller refuses nothing on this count alone.
-func TenantAddrsUnlocked(dir, tenant string) (int, error) {
-	d := newStateDir(dir)
+func TenantAddrsUnlocked(dir, tenant string, uid int) (int, error) {
+	d := stateDir{dir: dir, uid: uid}
 	if err := CheckDir(d.tenantsDir(), d.uid); err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			return 0, nil
@@ -105,9 +105,9 @@ const tenantLockPrefix = "_tenant-"
 // holding it knows that no other process adds to the tenant's count in
 // any pool: it may count in pools it has not locked
 // (TenantAddrsUnlocked). Nothing waits for a tenant's lock while holding
-// a pool's, so the two kinds cannot deadlock. checked is OpenChecked's.
-func LockTenant(poolsDir, tenant string, timeout time.Duration, checked map[string]bool) (*os.File, error) {
-	uid := os.Geteuid()
+// a pool's, so the two kinds cannot deadlock. checked is OpenChecked's;
+// uid the user every directory must belong to (os.Geteuid).
+func LockTenant(poolsDir, tenant string, uid int, timeout time.Duration, checked map[string]bool) (*Lock, error) {
 	idx := child(poolsDir, "_index")
 	if err := ensureChecked(checked, uid, dirSpec{poolsDir, modeStateDir}, dirSpec{idx, modePrivateDir}); err != nil {
 		return nil, err

@@ -84,6 +84,11 @@ func (b Local) GC(r GCRequest) ([]Lease, error) {
 		more, err = alloc.GC(disk, keep.Keeps)
 		released = append(released, more...)
 	}
+	if err == nil {
+		// The spill records of what is gone only cost its next ADD
+		// time; they go with it, as the CNI GC removes them.
+		_, err = disk.GCSpills(keep.Keeps)
+	}
 	if cerr := disk.Close(); err == nil {
 		err = cerr
 	}

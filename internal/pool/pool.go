@@ -25,6 +25,10 @@ const MaxPerAttachment = 64
 type Pool struct {
 	Name        string `json:"name"`
 	RequestedIP string `json:"requested-ip,omitempty"`
+	// RequestedIPUnderscore is requested_ip, the key passcod-style
+	// selectors write. ParseList moves it into RequestedIP (requested-ip
+	// wins when both are given), so nothing else reads it.
+	RequestedIPUnderscore string `json:"requested_ip,omitempty"`
 
 	// Inline single range, host-local's keys.
 	Subnet     string `json:"subnet,omitempty"`
@@ -47,22 +51,18 @@ type Pool struct {
 	OverflowPools []Pool `json:"overflowPools,omitempty"`
 }
 
-// UnmarshalJSON also accepts requested_ip, the key passcod-style
-// selectors use.
-func (p *Pool) UnmarshalJSON(b []byte) error {
-	type plain Pool
-	var aux struct {
-		plain
-		RequestedIPUnderscore string `json:"requested_ip"`
-	}
-	if err := json.Unmarshal(b, &aux); err != nil {
-		return err
-	}
-	*p = Pool(aux.plain)
+// takeUnderscore moves requested_ip into requested-ip, in p and its
+// chain. A field of its own rather than an UnmarshalJSON keeps a list of
+// pools one pass of encoding/json: a method would decode every pool of
+// it (a selection's chains included) a second time.
+func (p *Pool) takeUnderscore() {
 	if p.RequestedIP == "" {
-		p.RequestedIP = aux.RequestedIPUnderscore
+		p.RequestedIP = p.RequestedIPUnderscore
 	}
-	return nil
+	p.RequestedIPUnderscore = ""
+	for i := range p.OverflowPools {
+		p.OverflowPools[i].takeUnderscore()
+	}
 }
 
 // Validate checks every field; field is where the pool sits in the config
@@ -180,6 +180,9 @@ func ParseList(raw json.RawMessage, field string) ([]Pool, error) {
 		return nil, cnierr.InvalidConfig(field, fmt.Sprintf("%d pools", len(pools)), fmt.Sprintf("at most %d pools per attachment", MaxPerAttachment))
 	}
 	seen := make(map[string]bool, len(pools))
+	for i := range pools {
+		pools[i].takeUnderscore()
+	}
 	for i, p := range pools {
 		f := fmt.Sprintf("%s[%d]", field, i)
 		if err := p.Validate(f); err != nil {

@@ -275,4 +275,15 @@ func TestOverflowHeadsAlone(t *testing.T) {
 	fails("ADD", "q4", quota, 11)     // at the quota: o's lock is needed
 	unlock()
 	fails("ADD", "q4", quota, 106)
+
+	// The operators' gc removes the records of what it does not keep.
+	add("g1", plain, "10.233.9.5/29")
+	if records() != 2 { // q2's and g1's
+		t.Fatalf("%d spill records after g1 spilled, want 2", records())
+	}
+	testbin.MustSucceed(t, testbin.Call{Plugin: "cniplugins", Path: binDir, Argv: []string{"gc", "--data-dir", dataDir, "--pool", "h",
+		"--keep", "q1", "--keep", "q2", "--keep", "q3", "--apply"}})
+	if records() != 1 {
+		t.Fatalf("%d spill records after cniplugins gc kept q2, want 1", records())
+	}
 }
