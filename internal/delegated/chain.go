@@ -31,13 +31,24 @@ type Chain struct {
 // runtime's input as is": the config is passed on byte for byte.
 type prevResult json.RawMessage
 
-func (c *Chain) run(ctx context.Context, i int, cmd string, prev prevResult) ([]byte, error) {
+// run runs cmd on delegate i with prev; built is prev as the in-process
+// delegate that printed it built it (nil: unknown). It returns what the
+// delegate printed, and the result it built it from when the executor
+// knows it (ResultRunner).
+func (c *Chain) run(ctx context.Context, i int, cmd string, prev prevResult, built types.Result) ([]byte, types.Result, error) {
 	conf, err := c.Conf.ForDelegate(json.RawMessage(prev))
 	if err != nil {
-		return nil, err
+		return nil, nil, err
+	}
+	if prev != nil {
+		conf.PrevBuilt = built
 	}
 	c.Log.Debug("delegate", logging.String("delegate", c.Delegates[i].Name), logging.String("command", cmd))
-	return c.Exec.Run(ctx, c.Delegates[i], cmd, conf)
+	if rr, ok := c.Exec.(ResultRunner); ok {
+		return rr.RunResult(ctx, c.Delegates[i], cmd, conf)
+	}
+	out, err := c.Exec.Run(ctx, c.Delegates[i], cmd, conf)
+	return out, nil, err
 }
 
 // Add runs ADD on each delegate in order, delegate n+1 receiving delegate
@@ -46,9 +57,10 @@ func (c *Chain) run(ctx context.Context, i int, cmd string, prev prevResult) ([]
 // delegate k's error is returned.
 func (c *Chain) Add(ctx context.Context) (types.Result, error) {
 	var prev prevResult
+	var built types.Result
 	var last *plugin.RawResult
 	for k := range c.Delegates {
-		out, err := c.run(ctx, k, plugin.CmdAdd, prev)
+		out, res, err := c.run(ctx, k, plugin.CmdAdd, prev, built)
 		if err == nil {
 			last, err = c.validResult(k, out)
 		}
@@ -56,7 +68,7 @@ func (c *Chain) Add(ctx context.Context) (types.Result, error) {
 			c.rollback(ctx, k, prev)
 			return nil, c.named(k, err)
 		}
-		prev = prevResult(out)
+		prev, built = prevResult(out), res
 	}
 	return last, nil
 }
@@ -67,7 +79,7 @@ func (c *Chain) Add(ctx context.Context) (types.Result, error) {
 // failures are logged and ignored: the ADD error is what the runtime needs.
 func (c *Chain) rollback(ctx context.Context, k int, prev prevResult) {
 	for i := 0; i <= k; i++ {
-		out, err := c.run(ctx, i, plugin.CmdDel, prev)
+		out, _, err := c.run(ctx, i, plugin.CmdDel, prev, nil)
 		if err != nil {
 			c.Log.Warn("rollback DEL failed", logging.String("delegate", c.Delegates[i].Name), logging.Error(err))
 			continue
@@ -87,7 +99,7 @@ func (c *Chain) Each(ctx context.Context, cmd string) error {
 	var prev prevResult
 	var errs []error
 	for i := range c.Delegates {
-		out, err := c.run(ctx, i, cmd, prev)
+		out, _, err := c.run(ctx, i, cmd, prev, nil)
 		if err != nil {
 			errs = append(errs, c.named(i, err))
 			continue

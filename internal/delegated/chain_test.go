@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/containernetworking/cni/pkg/types"
+	current "github.com/containernetworking/cni/pkg/types/100"
 
 	"github.com/cniplugins/cniplugins/internal/cnierr"
 	"github.com/cniplugins/cniplugins/internal/logging"
@@ -298,6 +299,42 @@ func TestChainKeepsUnknownResultKeys(t *testing.T) {
 	for _, k := range []string{"b ADD", "b DEL"} {
 		if r.prev[k] != sel {
 			t.Errorf("%s got prevResult %s, want %s", k, r.prev[k], sel)
+		}
+	}
+}
+
+// builtExec is a ResultRunner: each ADD prints a result and hands over
+// the object it printed, and every delegate's PrevBuilt is recorded.
+type builtExec struct {
+	fakeExec
+	built map[string]types.Result // what each delegate ADD printed
+	got   map[string]types.Result // "name CMD" -> PrevBuilt as received
+}
+
+func (b *builtExec) RunResult(ctx context.Context, d Delegate, cmd string, in *netconf.Envelope) ([]byte, types.Result, error) {
+	b.got[d.Name+" "+cmd] = in.PrevBuilt
+	out, err := b.fakeExec.Run(ctx, d, cmd, in)
+	if err != nil || cmd != "ADD" {
+		return out, nil, err
+	}
+	res := &current.Result{CNIVersion: "1.0.0", DNS: types.DNS{Domain: d.Name}}
+	b.built[d.Name] = res
+	return out, res, nil
+}
+
+// What a delegate run in-process built reaches the next delegate's ADD
+// with its bytes; nothing is handed over on a rollback, nor to the first
+// delegate (the runtime's prevResult has only its bytes).
+func TestChainHandsOverBuiltResults(t *testing.T) {
+	b := &builtExec{fakeExec: fakeExec{failAdd: "c"}, built: map[string]types.Result{}, got: map[string]types.Result{}}
+	c := newTestChain(t, &b.fakeExec, true)
+	c.Exec = b
+	if _, err := c.Add(context.Background()); err == nil {
+		t.Fatal("ADD succeeded although c fails")
+	}
+	for k, want := range map[string]types.Result{"a ADD": nil, "b ADD": b.built["a"], "c ADD": b.built["b"], "a DEL": nil, "b DEL": nil, "c DEL": nil} {
+		if got, ok := b.got[k]; !ok || got != want {
+			t.Errorf("%s: PrevBuilt %v (called %v), want %v", k, got, ok, want)
 		}
 	}
 }

@@ -27,6 +27,15 @@ type Executor interface {
 	Run(ctx context.Context, d Delegate, cmd string, conf *netconf.Envelope) ([]byte, error)
 }
 
+// ResultRunner is an Executor that can also hand over the result a
+// delegate printed, as the delegate built it (nil when it only has the
+// bytes): one that runs delegates in-process. The chain gives it to the
+// next delegate with the bytes (netconf.Envelope.PrevBuilt), which then
+// need not decode them again.
+type ResultRunner interface {
+	RunResult(ctx context.Context, d Delegate, cmd string, conf *netconf.Envelope) ([]byte, types.Result, error)
+}
+
 // Voucher is an Executor that can vouch for the results of some
 // delegates (its own personalities'), which the chain then does not
 // decode a second time to check them.

@@ -40,23 +40,33 @@ type SelfExecutor struct {
 }
 
 func (s SelfExecutor) Run(ctx context.Context, d Delegate, cmd string, conf *netconf.Envelope) ([]byte, error) {
+	out, _, err := s.RunResult(ctx, d, cmd, conf)
+	return out, err
+}
+
+// RunResult implements ResultRunner: Run, and for a delegate run
+// in-process the result it printed.
+func (s SelfExecutor) RunResult(ctx context.Context, d Delegate, cmd string, conf *netconf.Envelope) ([]byte, types.Result, error) {
 	p, ok := s.local(d)
 	if !ok {
-		return s.Exec.Run(ctx, d, cmd, conf)
+		out, err := s.Exec.Run(ctx, d, cmd, conf)
+		return out, nil, err
 	}
 	s.Log.Debug("delegate runs in-process", logging.String("delegate", d.Name), logging.String("command", cmd))
 	var stdout bytes.Buffer
+	var printed types.Result
 	exit := plugin.Run(p, plugin.IO{
 		Environ: WithCommand(s.Exec.Environ, cmd),
 		Stdin:   bytes.NewReader(conf.Raw),
 		Conf:    conf,
 		Stdout:  &stdout,
 		Stderr:  s.Exec.Stderr,
+		Printed: &printed,
 	})
 	if exit != 0 {
-		return nil, exitError(stdout.Bytes())
+		return nil, nil, exitError(stdout.Bytes())
 	}
-	return stdout.Bytes(), nil
+	return stdout.Bytes(), printed, nil
 }
 
 // local reports whether d is this executable under a personality's name.

@@ -34,6 +34,10 @@ type Envelope struct {
 
 	// Raw is the configuration exactly as received, for passing on.
 	Raw []byte `json:"-"`
+	// PrevBuilt is PrevResult as the delegate that printed it built it,
+	// when that delegate ran in this process (nil otherwise): a reader
+	// may take from it what it would decode from PrevResult.
+	PrevBuilt types.Result `json:"-"`
 
 	memo map[any]memoEntry // Memo's
 }
@@ -187,7 +191,7 @@ func (e *Envelope) WithPrevResult(result json.RawMessage) ([]byte, error) {
 // its stdin (Raw), for a delegate that runs in this process.
 func (e *Envelope) ForDelegate(result json.RawMessage) (*Envelope, error) {
 	d := *e
-	d.memo = nil
+	d.memo, d.PrevBuilt = nil, nil
 	if result == nil {
 		return &d, nil
 	}

@@ -89,6 +89,10 @@ type IO struct {
 	// Conf, when set, is the configuration already parsed (a delegate
 	// run in-process): it stands for Stdin, which is then not read.
 	Conf *netconf.Envelope
+	// Printed, when set, receives the result Run printed to Stdout, as
+	// the personality built it (a delegate run in-process, whose result
+	// the next delegate need not decode again).
+	Printed *types.Result
 }
 
 // Getenv looks a variable up in Environ (the last assignment wins, as with

@@ -62,6 +62,9 @@ func Run(p Personality, pio IO) (exit int) {
 			log.Error("cannot write result", logging.Error(err))
 			return 1
 		}
+		if pio.Printed != nil {
+			*pio.Printed = res
+		}
 	}
 	return 0
 }

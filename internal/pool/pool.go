@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/netip"
+	"slices"
 
 	"github.com/cniplugins/cniplugins/internal/addrspace"
 	"github.com/cniplugins/cniplugins/internal/cnierr"
@@ -173,11 +174,16 @@ func ParseList(raw json.RawMessage, field string) ([]Pool, error) {
 	if err := netconf.Decode(raw, field, &pools); err != nil {
 		return nil, err
 	}
+	return pools, checkList(pools, field)
+}
+
+// checkList validates pools, a list found at field, as ParseList does.
+func checkList(pools []Pool, field string) error {
 	if len(pools) == 0 {
-		return nil, cnierr.InvalidConfig(field, "[]", "must list at least one pool")
+		return cnierr.InvalidConfig(field, "[]", "must list at least one pool")
 	}
 	if len(pools) > MaxPerAttachment {
-		return nil, cnierr.InvalidConfig(field, fmt.Sprintf("%d pools", len(pools)), fmt.Sprintf("at most %d pools per attachment", MaxPerAttachment))
+		return cnierr.InvalidConfig(field, fmt.Sprintf("%d pools", len(pools)), fmt.Sprintf("at most %d pools per attachment", MaxPerAttachment))
 	}
 	seen := make(map[string]bool, len(pools))
 	for i := range pools {
@@ -186,19 +192,28 @@ func ParseList(raw json.RawMessage, field string) ([]Pool, error) {
 	for i, p := range pools {
 		f := fmt.Sprintf("%s[%d]", field, i)
 		if err := p.Validate(f); err != nil {
-			return nil, err
+			return err
 		}
 		if seen[p.Name] {
-			return nil, cnierr.InvalidConfig(f+".name", p.Name, "pool listed twice")
+			return cnierr.InvalidConfig(f+".name", p.Name, "pool listed twice")
 		}
 		seen[p.Name] = true
 	}
-	return pools, nil
+	return nil
 }
 
 // FromPrevResult returns prevResult.pools; ok is false when the prevResult
 // carries no pools (the allocator then runs standalone).
 func FromPrevResult(conf *netconf.Envelope) (pools []Pool, ok bool, err error) {
+	if sel, built := conf.PrevBuilt.(*Selection); built {
+		// The selector's own objects, checked as the bytes would be.
+		if sel.Pools == nil {
+			return nil, false, nil
+		}
+		pools = slices.Clone(sel.Pools)
+		err = checkList(pools, "prevResult.pools")
+		return pools, err == nil, err
+	}
 	prev, err := prevSelection(conf)
 	if err != nil || absent(prev.Pools) {
 		return nil, false, err

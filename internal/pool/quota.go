@@ -37,6 +37,13 @@ func (q Quota) Validate(field string) error {
 
 // QuotaFromPrevResult is prevResult.quota, nil when there is none.
 func QuotaFromPrevResult(conf *netconf.Envelope) (*Quota, error) {
+	if sel, built := conf.PrevBuilt.(*Selection); built {
+		if sel.Quota == nil {
+			return nil, nil
+		}
+		q := *sel.Quota
+		return &q, q.Validate("prevResult.quota")
+	}
 	prev, err := prevSelection(conf)
 	if err != nil || absent(prev.Quota) {
 		return nil, err
