@@ -73,3 +73,26 @@ func normal(v any) string {
 	b, _ := json.Marshal(v)
 	return string(b)
 }
+
+// The quota's hand-written JSON is what encoding/json would write of the
+// struct, and reads back as it was.
+func TestQuotaJSON(t *testing.T) {
+	for _, q := range []Quota{
+		{Tenant: "namespace=a", Rule: "ipam.rules[0]", Max: 20},
+		{Tenant: `arg:K="x\y"<&>` + "\u2028", Rule: "", Max: 0},
+	} {
+		got, err := json.Marshal(q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		type plain Quota // without the method
+		want, _ := json.Marshal(plain(q))
+		if string(got) != string(want) {
+			t.Errorf("got %s, want %s", got, want)
+		}
+		var back Quota
+		if err := json.Unmarshal(got, &back); err != nil || back != q {
+			t.Errorf("%s reads back as %+v (%v)", got, back, err)
+		}
+	}
+}

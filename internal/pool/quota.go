@@ -1,6 +1,7 @@
 package pool
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -20,6 +21,22 @@ type Quota struct {
 	Tenant string `json:"tenant"`
 	Rule   string `json:"rule"`
 	Max    int    `json:"max"`
+}
+
+// MarshalJSON writes the quota object by hand: a selector prints one on
+// every ADD, and in a chain run in one process nothing decodes it
+// (netconf.Envelope.PrevBuilt), so encoding/json's view of the struct
+// would be built for this one object.
+func (q Quota) MarshalJSON() ([]byte, error) {
+	tenant, err := json.Marshal(q.Tenant)
+	if err != nil {
+		return nil, err
+	}
+	rule, err := json.Marshal(q.Rule)
+	if err != nil {
+		return nil, err
+	}
+	return fmt.Appendf(nil, `{"tenant":%s,"rule":%s,"max":%d}`, tenant, rule, q.Max), nil
 }
 
 // Validate checks a quota found at field.
