@@ -9,8 +9,9 @@ import (
 // tenant holds (reservations and sticky holds) across the selection's
 // pools, overflow pools included. The check and the reservation are one
 // step: under the tenant's lock, which every ADD with a quota takes (the
-// disk store, internal/dapools), or in the claim's transaction (etcd). Lowering a quota frees nothing:
-// it refuses new addresses until the tenant is below it.
+// disk store, internal/dapools), or in the claim's transaction (etcd).
+// Lowering a quota frees nothing: it refuses new addresses until the
+// tenant is below it.
 
 // TenantStore is a store that records whose each reservation is and
 // counts a tenant's addresses without scanning the pool.
