@@ -100,8 +100,7 @@ func TenantAddrsUnlocked(dir, tenant string, uid int) (int, error) {
 const tenantLockPrefix = "_tenant-"
 
 // LockTenant takes tenant's lock, kept in poolsDir (the parent of the
-// pools' state directories), within timeout; closing the file releases
-// it. Every ADD with a quota takes it before any pool's lock, so an ADD
+// pools' state directories), within timeout, until it is closed. Every ADD with a quota takes it before any pool's lock, so an ADD
 // holding it knows that no other process adds to the tenant's count in
 // any pool: it may count in pools it has not locked
 // (TenantAddrsUnlocked). Nothing waits for a tenant's lock while holding
