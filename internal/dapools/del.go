@@ -45,9 +45,12 @@ func cmdDel(req *plugin.Request) error {
 	}
 	if errors.Join(errs...) == nil {
 		// Only once the attachment holds nothing down any chain
-		// (hostlocal.Disk.MaySpill).
-		for _, dir := range st.order {
-			errs = append(errs, st.disks[dir].ForgetSpill(att))
+		// (hostlocal.Disk.MaySpill), and only where a chain starts: a
+		// DEL without one looks for no record.
+		for _, p := range c.Pools {
+			if len(p.OverflowPools) > 0 {
+				errs = append(errs, st.disks[c.dir(alloc.Scope{Pool: p.Name})].ForgetSpill(att))
+			}
 		}
 	}
 	st.closeLogged(req.Log)
