@@ -62,7 +62,8 @@ logged.`,
 			}
 			if o.Confs.Source != "" {
 				v := ops.Validator{Lookup: f.Registry.Lookup, CNIPath: []string{o.Install.Dir}}
-				o.Confs.Validate = func(file string) []ops.Problem { return v.Files([]string{file}) }
+				o.Confs.Validate = v.Data
+				o.Confs.Runtime = k8sinstall.Runtime{BinDir: o.Install.Dir, Ours: o.Install.Names}
 			}
 			if criSocket != "" {
 				if o.GC, err = f.k8sGC(cmd, &bf, criSocket, criTimeout, minAge); err != nil {
