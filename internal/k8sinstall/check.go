@@ -228,6 +228,15 @@ func (r Runtime) versions(ctx context.Context, typ string, asked map[string]plug
 // C library) is checked for its presence only, and noted.
 func (r Runtime) ask(ctx context.Context, typ string) (pluginVersions, error) {
 	path := filepath.Join(r.BinDir, typ)
+	if lfi, err := os.Lstat(path); err == nil && lfi.Mode()&os.ModeSymlink != 0 {
+		// An absolute link (/opt/cni/bin/bridge -> /usr/lib/cni/bridge,
+		// as distributions install plugins) names a path of the node,
+		// which the installer's container resolves in its own file
+		// system: nothing it finds there says what the runtime will run.
+		if dest, err := os.Readlink(path); err == nil && filepath.IsAbs(dest) {
+			return pluginVersions{note: fmt.Sprintf("a link to %s, a path of the node that the installer's container may not see: checked for its presence only", dest)}, nil
+		}
+	}
 	fi, err := os.Stat(path)
 	switch {
 	case err != nil:
