@@ -38,13 +38,20 @@ func (f Flavour) k8sInstallCmd() *cobra.Command {
 atomically: the new binary is written and synced under a temporary name, then
 renamed over the old one, so a runtime running a personality meanwhile gets the
 old binary or the new one, whole. With --conf-source (a mounted ConfigMap),
-install each of its .conflist, .conf and .json files into --net-dir under its
-own name: only when it differs from what is there, atomically, after the same
-checks as validate; no other file of --net-dir is touched.
-Without --watch, exit (an init container). With --watch, stay: install the
-ConfigMap's files again every --interval when they change (a ConfigMap update
-swaps its ..data link), keep what is installed when an update does not
-validate, and exit 0 on SIGTERM, leaving everything installed.
+install each of its .conflist, .conf and .json files (hidden keys skipped;
+no link followed but the kubelet's own ..data layout; regular files only) into
+--net-dir under its own name: only when it differs from what is there,
+atomically, after the same checks as validate and the runtime's (every plugin
+type a file of --bin-dir speaking the file's cniVersion, every ipam with a
+type, no quota of 0), and only over a file it installed itself (recorded in
+--net-dir's .cniplugins-installed); no other file of --net-dir is touched. A
+ConfigMap with any problem installs nothing; a file of --bin-dir that is not
+cniplugins' is refused before anything is written.
+Without --watch, exit (an init container), 1 when anything was refused. With
+--watch, stay: install the ConfigMap's files again every --interval when they
+change (a ConfigMap update swaps its ..data link), keep what is installed when
+the ConfigMap is refused (logged once), and exit 0 on SIGTERM, leaving
+everything installed.
 With --gc-cri (full flavour), run gc --cri --apply against that runtime socket
 after the install, and with --watch every --gc-interval: every CNI
 reservation under --data-dir (or, with --etcd, among --node's claims) that no
@@ -62,7 +69,8 @@ logged.`,
 			}
 			if o.Confs.Source != "" {
 				v := ops.Validator{Lookup: f.Registry.Lookup, CNIPath: []string{o.Install.Dir}}
-				o.Confs.Validate = func(file string) []ops.Problem { return v.Files([]string{file}) }
+				o.Confs.Validate = v.Data
+				o.Confs.Runtime = k8sinstall.Runtime{BinDir: o.Install.Dir, Ours: o.Install.Names}
 			}
 			if criSocket != "" {
 				if o.GC, err = f.k8sGC(cmd, &bf, criSocket, criTimeout, minAge); err != nil {

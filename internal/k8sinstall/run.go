@@ -32,9 +32,11 @@ type Options struct {
 
 // Run installs, then returns, or with Watch stays until ctx is done (the
 // container's SIGTERM), which ends it without an error. Errors of the
-// first install are returned: the container fails where the operator
-// sees it. Later ones (a ConfigMap update that does not validate, a
-// runtime that cannot be asked) are logged, and what is installed stays.
+// binary's install, and without Watch a refused ConfigMap, are returned:
+// the container fails where the operator sees it. With Watch a refused
+// ConfigMap (now or on a later pass) and a runtime that cannot be asked
+// are logged, what is installed stays, and the ConfigMap is checked
+// again every Interval.
 func Run(ctx context.Context, o Options) error {
 	if o.Log == nil {
 		o.Log = io.Discard
@@ -49,8 +51,22 @@ func Run(ctx context.Context, o Options) error {
 	if err := install.Run(o.Install); err != nil {
 		return err
 	}
-	if err := o.installConfs(); err != nil {
-		return err
+	// The last refusal logged: a ConfigMap refused again for the same
+	// reasons is not logged again every interval.
+	var refusal string
+	if err := o.installConfs(ctx); err != nil {
+		if o.Watch && ctx.Err() != nil {
+			fmt.Fprintln(o.Log, "stopping: nothing installed is removed")
+			return nil
+		}
+		if !o.Watch {
+			return err
+		}
+		// Watching, a refused ConfigMap is reported and retried: the
+		// installed configuration keeps the node's pods starting, and
+		// the next edit of the ConfigMap may be a good one.
+		refusal = err.Error()
+		fmt.Fprintf(o.Log, "%v\nthe installed configuration stays\n", err)
 	}
 	if o.GC != nil {
 		o.gc()
@@ -76,8 +92,15 @@ func Run(ctx context.Context, o Options) error {
 			fmt.Fprintln(o.Log, "stopping: nothing installed is removed")
 			return nil
 		case <-confTick:
-			if err := o.installConfs(); err != nil {
-				fmt.Fprintf(o.Log, "%v; the installed configuration stays\n", err)
+			err := o.installConfs(ctx)
+			switch {
+			case ctx.Err() != nil:
+				// SIGTERM during the pass: the loop's next turn stops.
+			case err == nil:
+				refusal = ""
+			case err.Error() != refusal:
+				refusal = err.Error()
+				fmt.Fprintf(o.Log, "%v\nthe installed configuration stays\n", err)
 			}
 		case <-gcTick:
 			o.gc()
@@ -85,13 +108,21 @@ func Run(ctx context.Context, o Options) error {
 	}
 }
 
-func (o Options) installConfs() error {
+func (o Options) installConfs(ctx context.Context) error {
 	if o.Confs.Source == "" {
 		return nil
 	}
-	written, err := o.Confs.Install()
-	for _, w := range written {
+	rep, err := o.Confs.Install(ctx)
+	for _, w := range rep.Written {
 		fmt.Fprintf(o.Log, "installed %s\n", w)
+	}
+	// Skips and notes are logged on every pass that meets them; they are
+	// rare (a hidden key, a plugin the container cannot start).
+	for _, s := range rep.Skipped {
+		fmt.Fprintf(o.Log, "skipped %s: a hidden key of the ConfigMap (it would sort before every file of net.d) is never installed\n", s)
+	}
+	for _, n := range rep.Notes {
+		fmt.Fprintln(o.Log, n)
 	}
 	return err
 }

@@ -49,8 +49,8 @@ func TestImageInstallsTheNode(t *testing.T) {
 	if !sameBytes(t, filepath.Join(nd.bin, "cniplugins"), v1Binary()) {
 		t.Error("the installed cniplugins is not the image's binary")
 	}
-	if got := testkit.DirNames(t, nd.c.confDir); !slices.Equal(got, []string{nd.confName}) {
-		t.Errorf("the node's net.d holds %v, want only the ConfigMap's %s", got, nd.confName)
+	if got := testkit.DirNames(t, nd.c.confDir); !slices.Equal(got, []string{".cniplugins-installed", nd.confName}) {
+		t.Errorf("the node's net.d holds %v, want only the ConfigMap's %s and the record of what the installer wrote", got, nd.confName)
 	}
 	if b, err := os.ReadFile(filepath.Join(nd.c.confDir, nd.confName)); err != nil || string(b) != nd.conflist {
 		t.Errorf("installed %s differs from the ConfigMap's (%v)", nd.confName, err)
