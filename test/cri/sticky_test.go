@@ -87,6 +87,13 @@ func TestStickyLeakBecomesAHoldUnderGC(t *testing.T) {
 // cniVersion), for a container that no runtime knows: a leak.
 func (s *stack) runtimeADD(t *testing.T, cid, args string) netip.Addr {
 	t.Helper()
+	return s.ipamADD(t, s.pluginConf(t), cid, args)
+}
+
+// pluginConf is the stack's conflist entry with the list's name and
+// cniVersion, as the runtime hands it to the bridge plugin.
+func (s *stack) pluginConf(t *testing.T) map[string]any {
+	t.Helper()
 	raw, err := os.ReadFile(filepath.Join(s.c.confDir, "10-"+s.c.net.name+".conflist"))
 	if err != nil {
 		t.Fatal(err)
@@ -101,6 +108,13 @@ func (s *stack) runtimeADD(t *testing.T, cid, args string) netip.Addr {
 	}
 	conf := list.Plugins[0]
 	conf["name"], conf["cniVersion"] = list.Name, list.CNIVersion
+	return conf
+}
+
+// ipamADD execs conf's IPAM plugin from the stack's bin dir with ADD, as
+// the bridge plugin would, and returns the first address it reserved.
+func (s *stack) ipamADD(t *testing.T, conf map[string]any, cid, args string) netip.Addr {
+	t.Helper()
 	stdin, err := json.Marshal(conf)
 	if err != nil {
 		t.Fatal(err)
