@@ -3,6 +3,8 @@ package cri
 import (
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -108,4 +110,52 @@ func (s *stack) ipamDEL(t *testing.T, conf map[string]any, cid, args string) {
 	if r.Exit != 0 {
 		t.Errorf("DEL %s on %s: exit %d: %s%s", cid, conf["name"], r.Exit, r.Stdout, r.Stderr)
 	}
+}
+
+// TestGCScopeThatCannotBeToldReleasesNothing: when the runtime's networks
+// cannot be read from the conf dir named, gc --cri refuses (exit 1, naming
+// the flag and the value) before asking the runtime, and the leak it would
+// otherwise free stays: guessing the scope is what freed other runtimes'
+// addresses.
+func TestGCScopeThatCannotBeToldReleasesNothing(t *testing.T) {
+	forEachStack(t, func(t *testing.T, s *stack) {
+		leak := s.runtimeADD(t, "leaked-scope-2", "K8S_POD_NAMESPACE=default;K8S_POD_NAME=gone")
+		t.Cleanup(func() {
+			if _, ok := leaseOf(s.leases(t), "leaked-scope-2"); ok {
+				s.ipamDEL(t, s.pluginConf(t), "leaked-scope-2", "K8S_POD_NAMESPACE=default;K8S_POD_NAME=gone")
+			}
+		})
+		empty := t.TempDir()
+		broken := t.TempDir()
+		if err := os.WriteFile(filepath.Join(broken, "00-broken.conflist"), []byte(`{"name": "x", "plugins": [`), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		// A file without a configuration's extension is none: containerd skips it too.
+		if err := os.WriteFile(filepath.Join(empty, "README"), []byte("not a network"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		for _, tc := range []struct {
+			args []string
+			want string
+		}{
+			{[]string{"--cni-conf-dir", filepath.Join(empty, "missing")}, "invalid --cni-conf-dir " + filepath.Join(empty, "missing")},
+			{[]string{"--cni-conf-dir", empty}, "invalid --cni-conf-dir " + empty + ": cannot tell which networks the runtime serves: no network configuration"},
+			{[]string{"--cni-conf-dir", broken}, "invalid --cni-conf-dir " + broken + ": cannot tell which networks the runtime serves: " + filepath.Join(broken, "00-broken.conflist")},
+			{[]string{"--cni-conf-dir", s.c.confDir, "--cni-max-conf-num", "-1"}, "invalid --cni-max-conf-num -1: want 0 (all"},
+			{[]string{"--cni-conf-dir", "", "--network", ""}, `invalid --network "": want a network's name`},
+			{[]string{"--cni-conf-dir", ""}, "no network to reconcile"},
+		} {
+			out, stderr, code := s.gc(t, append(tc.args, "--min-age", "0", "--apply")...)
+			if code != 1 || !strings.Contains(stderr, tc.want) || out != "" {
+				t.Errorf("gc --cri %s: exit %d, stdout %q, stderr %q; want exit 1 saying %q", strings.Join(tc.args, " "), code, out, stderr, tc.want)
+			}
+		}
+		if l, ok := leaseOf(s.leases(t), "leaked-scope-2"); !ok || l.Address != leak.String() {
+			t.Errorf("a gc --cri that could not tell the runtime's networks released the leak %s", leak)
+		}
+		// Named outright, the network is covered without a conf dir.
+		if out, stderr, code := s.gc(t, "--cni-conf-dir", "", "--network", s.c.net.name, "--min-age", "0", "--apply"); code != 0 || !strings.Contains(out, leak.String()) {
+			t.Errorf("gc --cri --network %s: exit %d, want %s released:\n%s%s", s.c.net.name, code, leak, out, stderr)
+		}
+	})
 }
