@@ -159,3 +159,23 @@ func TestGCScopeThatCannotBeToldReleasesNothing(t *testing.T) {
 		}
 	})
 }
+
+// TestDELAfterGCReleasedIt: the runtime's DEL of an attachment that gc
+// --cri released first (Nomad's DEL of an allocation, the kubelet's of a
+// sandbox it saw go) finds nothing and succeeds, on both allocators. With
+// an overflow chain whose pools are also selected alone (spill → others,
+// and others), ipam-da-etcd fenced the same index key twice in one
+// transaction, which etcd refuses: code 5, and a DEL retried forever.
+func TestDELAfterGCReleasedIt(t *testing.T) {
+	forEachStack(t, func(t *testing.T, s *stack) {
+		const args = "K8S_POD_NAMESPACE=default;K8S_POD_NAME=gone-3"
+		leak := s.runtimeADD(t, "leaked-scope-3", args)
+		if out, stderr, code := s.gc(t, "--cni-conf-dir", s.c.confDir, "--min-age", "0", "--apply"); code != 0 || !strings.Contains(out, leak.String()) {
+			t.Fatalf("gc --cri --apply: exit %d, want %s released:\n%s%s", code, leak, out, stderr)
+		}
+		s.ipamDEL(t, s.pluginConf(t), "leaked-scope-3", args)
+		if _, ok := leaseOf(s.leases(t), "leaked-scope-3"); ok {
+			t.Errorf("the DEL after gc --cri left a reservation of leaked-scope-3")
+		}
+	})
+}
