@@ -57,7 +57,7 @@ func TestGCLeavesOtherRuntimesReservations(t *testing.T) {
 			want[ctr] = podman.String()
 			skipped = append(skipped, "podman 1")
 		}
-		scope := []string{"--cni-conf-dir", s.c.confDir, "--min-age", "0"}
+		scope := []string{"--min-age", "0"}
 
 		// The plan names the network it covers and what it leaves alone.
 		out, stderr, code := s.gc(t, append(scope, "-o", "json")...)
@@ -145,7 +145,7 @@ func TestGCScopeThatCannotBeToldReleasesNothing(t *testing.T) {
 			{[]string{"--cni-conf-dir", "", "--network", ""}, `invalid --network "": want a network's name`},
 			{[]string{"--cni-conf-dir", ""}, "no network to reconcile"},
 		} {
-			out, stderr, code := s.gc(t, append(tc.args, "--min-age", "0", "--apply")...)
+			out, stderr, code := s.cli(t, append([]string{"gc", "--cri", s.c.sock}, append(tc.args, "--min-age", "0", "--apply")...)...)
 			if code != 1 || !strings.Contains(stderr, tc.want) || out != "" {
 				t.Errorf("gc --cri %s: exit %d, stdout %q, stderr %q; want exit 1 saying %q", strings.Join(tc.args, " "), code, out, stderr, tc.want)
 			}
@@ -154,7 +154,7 @@ func TestGCScopeThatCannotBeToldReleasesNothing(t *testing.T) {
 			t.Errorf("a gc --cri that could not tell the runtime's networks released the leak %s", leak)
 		}
 		// Named outright, the network is covered without a conf dir.
-		if out, stderr, code := s.gc(t, "--cni-conf-dir", "", "--network", s.c.net.name, "--min-age", "0", "--apply"); code != 0 || !strings.Contains(out, leak.String()) {
+		if out, stderr, code := s.cli(t, "gc", "--cri", s.c.sock, "--cni-conf-dir", "", "--network", s.c.net.name, "--min-age", "0", "--apply"); code != 0 || !strings.Contains(out, leak.String()) {
 			t.Errorf("gc --cri --network %s: exit %d, want %s released:\n%s%s", s.c.net.name, code, leak, out, stderr)
 		}
 	})
@@ -170,7 +170,7 @@ func TestDELAfterGCReleasedIt(t *testing.T) {
 	forEachStack(t, func(t *testing.T, s *stack) {
 		const args = "K8S_POD_NAMESPACE=default;K8S_POD_NAME=gone-3"
 		leak := s.runtimeADD(t, "leaked-scope-3", args)
-		if out, stderr, code := s.gc(t, "--cni-conf-dir", s.c.confDir, "--min-age", "0", "--apply"); code != 0 || !strings.Contains(out, leak.String()) {
+		if out, stderr, code := s.gc(t, "--min-age", "0", "--apply"); code != 0 || !strings.Contains(out, leak.String()) {
 			t.Fatalf("gc --cri --apply: exit %d, want %s released:\n%s%s", code, leak, out, stderr)
 		}
 		s.ipamDEL(t, s.pluginConf(t), "leaked-scope-3", args)
