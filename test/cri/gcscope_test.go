@@ -100,14 +100,7 @@ func TestGCLeavesOtherRuntimesReservations(t *testing.T) {
 // plugin would: a test's cleanup of what it reserved outside any sandbox.
 func (s *stack) ipamDEL(t *testing.T, conf map[string]any, cid, args string) {
 	t.Helper()
-	stdin, err := json.Marshal(conf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	typ, _ := conf["ipam"].(map[string]any)["type"].(string)
-	r := testbin.Run(testbin.Call{Path: s.c.rel.cniBin, Plugin: typ, Command: "DEL", ContainerID: cid, IfName: "eth0",
-		Netns: "/var/run/netns/" + cid, Args: args, Stdin: stdin})
-	if r.Exit != 0 {
+	if r := testbin.Run(s.ipamCall(t, conf, "DEL", cid, args)); r.Exit != 0 {
 		t.Errorf("DEL %s on %s: exit %d: %s%s", cid, conf["name"], r.Exit, r.Stdout, r.Stderr)
 	}
 }

@@ -115,14 +115,7 @@ func (s *stack) pluginConf(t *testing.T) map[string]any {
 // the bridge plugin would, and returns the first address it reserved.
 func (s *stack) ipamADD(t *testing.T, conf map[string]any, cid, args string) netip.Addr {
 	t.Helper()
-	stdin, err := json.Marshal(conf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ipam, _ := conf["ipam"].(map[string]any)
-	typ, _ := ipam["type"].(string)
-	r := testbin.MustSucceed(t, testbin.Call{Path: s.c.rel.cniBin, Plugin: typ, Command: "ADD", ContainerID: cid, IfName: "eth0",
-		Netns: "/var/run/netns/" + cid, Args: args, Stdin: stdin})
+	r := testbin.MustSucceed(t, s.ipamCall(t, conf, "ADD", cid, args))
 	var res struct {
 		IPs []struct {
 			Address string `json:"address"`
@@ -132,4 +125,18 @@ func (s *stack) ipamADD(t *testing.T, conf map[string]any, cid, args string) net
 		t.Fatalf("ADD result %s: %v", r.Stdout, err)
 	}
 	return netip.MustParsePrefix(res.IPs[0].Address).Addr()
+}
+
+// ipamCall is an exec of conf's IPAM plugin from the stack's bin dir, as
+// the bridge plugin makes it for container cid's eth0.
+func (s *stack) ipamCall(t *testing.T, conf map[string]any, command, cid, args string) testbin.Call {
+	t.Helper()
+	stdin, err := json.Marshal(conf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ipam, _ := conf["ipam"].(map[string]any)
+	typ, _ := ipam["type"].(string)
+	return testbin.Call{Path: s.c.rel.cniBin, Plugin: typ, Command: command, ContainerID: cid, IfName: "eth0",
+		Netns: "/var/run/netns/" + cid, Args: args, Stdin: stdin}
 }
