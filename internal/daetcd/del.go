@@ -123,9 +123,17 @@ func (op *operation) fenceUnknown(req *plugin.Request) error {
 		return nil
 	}
 	var txns []etcdkv.Txn
+	seen := map[string]bool{}
 	for _, t := range targets {
 		for _, c := range t.Chain() { // a claim in flight may be in any pool of the chain
 			slotK := op.slotKey(c.Scope, c.RangeID)
+			// A pool can be both a target of its own and further down
+			// another's chain (spill → others, and others): etcd refuses
+			// a transaction that writes one key twice.
+			if seen[slotK] {
+				continue
+			}
+			seen[slotK] = true
 			txns = append(txns, etcdkv.Txn{If: []etcdkv.Cmp{etcdkv.Absent(slotK)}, Then: []etcdkv.Op{op.retire(slotK, op.record(c.Scope, "", ""))}})
 		}
 	}
