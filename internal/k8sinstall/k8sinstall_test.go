@@ -213,7 +213,10 @@ func TestRunOnce(t *testing.T) {
 // leaving everything installed.
 func TestRunWatch(t *testing.T) {
 	binDir, netDir := filepath.Join(t.TempDir(), "bin"), t.TempDir()
-	cm := newConfigMap(t, map[string]string{"10-tenants.conflist": goodConf})
+	// A hidden key rides along with every version: its skip is said on
+	// the passes whose news differ, not on every pass.
+	const hidden = ".00-hidden.conflist"
+	cm := newConfigMap(t, map[string]string{"10-tenants.conflist": goodConf, hidden: goodConf})
 	var (
 		log  syncBuffer
 		mu   sync.Mutex
@@ -242,9 +245,9 @@ func TestRunWatch(t *testing.T) {
 	installed := filepath.Join(netDir, "10-tenants.conflist")
 	waitFor(t, "the first install", func() bool { b, _ := os.ReadFile(installed); return string(b) == goodConf })
 	changed := strings.Replace(goodConf, "tenants", "tenants-2", 1)
-	update(t, cm, map[string]string{"10-tenants.conflist": changed})
+	update(t, cm, map[string]string{"10-tenants.conflist": changed, hidden: goodConf})
 	waitFor(t, "the update to be installed", func() bool { b, _ := os.ReadFile(installed); return string(b) == changed })
-	update(t, cm, map[string]string{"10-tenants.conflist": "broken"})
+	update(t, cm, map[string]string{"10-tenants.conflist": "broken", hidden: goodConf})
 	waitFor(t, "the broken update to be refused", func() bool { return strings.Contains(log.String(), "the installed configuration stays") })
 	waitFor(t, "three GC passes", func() bool { mu.Lock(); defer mu.Unlock(); return runs >= 3 })
 	cancel()
@@ -264,5 +267,13 @@ func TestRunWatch(t *testing.T) {
 	}
 	if !strings.Contains(log.String(), "gc pass 1\n") || !strings.Contains(log.String(), "stopping") {
 		t.Errorf("log %q", log.String())
+	}
+	// Passes ran every 20ms for as long as three GC passes took: the skip
+	// said at the first pass and again with the refusal, the refusal once.
+	if n := strings.Count(log.String(), "skipped "+hidden); n != 2 {
+		t.Errorf("the hidden key's skip logged %d times, want 2 (the first pass, then beside the refusal); log %q", n, log.String())
+	}
+	if n := strings.Count(log.String(), "the installed configuration stays"); n != 1 {
+		t.Errorf("the refusal logged %d times, want once; log %q", n, log.String())
 	}
 }

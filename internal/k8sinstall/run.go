@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/cniplugins/cniplugins/internal/install"
@@ -51,23 +52,26 @@ func Run(ctx context.Context, o Options) error {
 	if err := install.Run(o.Install); err != nil {
 		return err
 	}
-	// The last refusal logged: a ConfigMap refused again for the same
-	// reasons is not logged again every interval.
-	var refusal string
-	if err := o.installConfs(ctx); err != nil {
+	// What a pass says beyond what it wrote (skips, notes, a refusal) is
+	// logged when it differs from the last pass's: a watch would
+	// otherwise repeat the same lines every interval.
+	var last string
+	said, err := o.installConfs(ctx)
+	if err != nil {
 		if o.Watch && ctx.Err() != nil {
 			fmt.Fprintln(o.Log, "stopping: nothing installed is removed")
 			return nil
 		}
 		if !o.Watch {
+			fmt.Fprint(o.Log, said)
 			return err
 		}
 		// Watching, a refused ConfigMap is reported and retried: the
 		// installed configuration keeps the node's pods starting, and
 		// the next edit of the ConfigMap may be a good one.
-		refusal = err.Error()
-		fmt.Fprintf(o.Log, "%v\nthe installed configuration stays\n", err)
+		said += stays(err)
 	}
+	last = logChanged(o.Log, last, said)
 	if o.GC != nil {
 		o.gc()
 	}
@@ -92,39 +96,52 @@ func Run(ctx context.Context, o Options) error {
 			fmt.Fprintln(o.Log, "stopping: nothing installed is removed")
 			return nil
 		case <-confTick:
-			err := o.installConfs(ctx)
-			switch {
-			case ctx.Err() != nil:
-				// SIGTERM during the pass: the loop's next turn stops.
-			case err == nil:
-				refusal = ""
-			case err.Error() != refusal:
-				refusal = err.Error()
-				fmt.Fprintf(o.Log, "%v\nthe installed configuration stays\n", err)
+			said, err := o.installConfs(ctx)
+			if ctx.Err() != nil {
+				continue // SIGTERM during the pass: the loop's next turn stops
 			}
+			if err != nil {
+				said += stays(err)
+			}
+			last = logChanged(o.Log, last, said)
 		case <-gcTick:
 			o.gc()
 		}
 	}
 }
 
-func (o Options) installConfs(ctx context.Context) error {
+// installConfs installs the ConfigMap's conflists, logging each one
+// written, and returns the rest of what the pass has to say: its skips
+// and notes, one line each.
+func (o Options) installConfs(ctx context.Context) (string, error) {
 	if o.Confs.Source == "" {
-		return nil
+		return "", nil
 	}
 	rep, err := o.Confs.Install(ctx)
 	for _, w := range rep.Written {
 		fmt.Fprintf(o.Log, "installed %s\n", w)
 	}
-	// Skips and notes are logged on every pass that meets them; they are
-	// rare (a hidden key, a plugin the container cannot start).
+	var said strings.Builder
 	for _, s := range rep.Skipped {
-		fmt.Fprintf(o.Log, "skipped %s: a hidden key of the ConfigMap (it would sort before every file of net.d) is never installed\n", s)
+		fmt.Fprintf(&said, "skipped %s: a hidden key of the ConfigMap (it would sort before every file of net.d) is never installed\n", s)
 	}
 	for _, n := range rep.Notes {
-		fmt.Fprintln(o.Log, n)
+		said.WriteString(n + "\n")
 	}
-	return err
+	return said.String(), err
+}
+
+func stays(err error) string {
+	return fmt.Sprintf("%v\nthe installed configuration stays\n", err)
+}
+
+// logChanged logs said unless it is what was logged last, and returns
+// what is now the last.
+func logChanged(log io.Writer, last, said string) string {
+	if said != last {
+		fmt.Fprint(log, said)
+	}
+	return said
 }
 
 func (o Options) gc() {
