@@ -3,6 +3,7 @@ package integration
 import (
 	"encoding/json"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -123,4 +124,47 @@ func TestQuotaAuthorTenantScoped(t *testing.T) {
 	testbin.MustSucceed(t, podCall(conf, "m0", "mallory", blue))
 	testbin.MustSucceed(t, podCall(conf, "b0", "blue", blue))
 	wantQuota(t, podAdd(conf, "b1", "blue", blue), "a vouched-for team=blue, the third pod", "tenant=annotation:team=blue", "inUse=2")
+}
+
+// validate reports each rule whose tenant a pod's author chooses, and
+// each quota an author steps around through a rule or the defaults
+// without it; the same config, vouched for and closed, validates.
+func TestValidateReportsAuthorQuotas(t *testing.T) {
+	dir := t.TempDir()
+	conflist := func(name, rules string) string {
+		p := filepath.Join(dir, name+".conflist")
+		writeFile(t, p, `{"cniVersion":"1.0.0","name":"`+name+`","plugins":[{"type":"bridge","ipam":{"type":"ipam-delegated",
+			"delegates":["ipam-ds-args","ipam-da-pools"],"dataDir":"`+dir+`","namespaceFrom":"kubernetes","rules":`+rules+`,
+			"poolDefinitions":{"std":[{"subnet":"10.238.1.0/24"}],"gold":[{"subnet":"10.238.3.0/24"}]}}}]}`)
+		return p
+	}
+	open := conflist("open", `[{"annotations":{"team":"*"},"pools":["std"],"quota":{"per":"annotation:team","max":2}},
+		{"namespace":"team-a","annotations":{"tier":"gold"},"pools":["gold"]},
+		{"namespace":"team-a","pools":["std"],"quota":{"per":"namespace","max":2}}]`)
+	r := cliRun("validate", "--cni-path", binDir, "-o", "json", open)
+	var problems []struct{ Path, Value, Message string }
+	if err := json.Unmarshal(r.Stdout, &problems); err != nil || r.Exit == 0 {
+		t.Fatalf("exit %d, stdout %q: %v", r.Exit, r.Stdout, err)
+	}
+	want := []string{
+		"plugins[0].ipam.rules[0].quota.per annotation:team a pod's author chooses this tenant",
+		"plugins[0].ipam.rules[0].quota ipam.rules[1] a pod's author can step around this quota",
+		"plugins[0].ipam.rules[0].quota ipam.rules[2] a pod's author can step around this quota",
+		"plugins[0].ipam.rules[2].quota ipam.rules[0] a pod's author can step around this quota",
+		"plugins[0].ipam.rules[2].quota ipam.rules[1] a pod's author can step around this quota",
+	}
+	if len(problems) != len(want) {
+		t.Fatalf("problems %+v, want %d", problems, len(want))
+	}
+	for i, p := range problems {
+		if got := p.Path + " " + p.Value + " " + p.Message; !strings.HasPrefix(got, want[i]) {
+			t.Errorf("problem %d: %q, want %q…", i, got, want[i])
+		}
+	}
+	closed := conflist("closed", `[{"namespace":"team-a","annotations":{"tier":"gold"},"pools":["gold"],"quota":{"per":"namespace","max":3}},
+		{"namespace":"team-a","pools":["std"],"quota":{"per":"namespace","max":2}},
+		{"namespace":"lab-*","annotations":{"team":"*"},"pools":["std"],"quota":{"per":"annotation:team","max":2,"vouched":true}}]`)
+	if r := cliRun("validate", "--cni-path", binDir, closed); r.Exit != 0 {
+		t.Errorf("a closed config: exit %d\n%s%s", r.Exit, r.Stdout, r.Stderr)
+	}
 }
