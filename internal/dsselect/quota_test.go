@@ -143,3 +143,29 @@ func TestQuotaRisks(t *testing.T) {
 		})
 	}
 }
+
+// pools' view: a tenant scoped to its namespace is bounded as its per
+// says; a namespace tenant is not taken for a scoped one.
+func TestQuotaOfTenant(t *testing.T) {
+	qs := []PoolQuota{{Pool: "p", Per: "namespace", Max: 4}, {Pool: "p", Per: "annotation:team", Max: 2}, {Pool: "q", Per: "arg:T", Max: 1}}
+	for _, tt := range []struct {
+		pool, tenant string
+		want         int // -1: none
+	}{
+		{"p", "namespace=a", 4},
+		{"p", "a/annotation:team=blue", 2},
+		{"p", "annotation:team=blue", 2},
+		{"p", "annotation:team=x/y", 2},
+		{"q", "ns/arg:T=v", 1},
+		{"q", "namespace=a", -1},
+		{"p", "a/arg:T=v", -1},
+	} {
+		got, ok := QuotaOf(qs, tt.pool, tt.tenant)
+		if !ok {
+			got = -1
+		}
+		if got != tt.want {
+			t.Errorf("QuotaOf(%s, %s) = %d, want %d", tt.pool, tt.tenant, got, tt.want)
+		}
+	}
+}
