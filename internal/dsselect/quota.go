@@ -94,7 +94,8 @@ func (q *ruleQuota) authorChosen() bool {
 	return q != nil && q.per != quotaPerNamespace && !q.vouched
 }
 
-// sameTenants: q and o name every attachment's tenant alike.
+// sameTenants: q and o name every attachment's tenant alike (what
+// validate can tell without an attachment).
 func (q *ruleQuota) sameTenants(o *ruleQuota) bool {
 	return q != nil && o != nil && q.per == o.per && q.vouched == o.vouched
 }
@@ -136,7 +137,7 @@ func (q *ruleQuota) tenant(a attachment) (string, error) {
 // quotaOf is a's quota under rule r, its matching rule (nil: none). The
 // tenant's count and limit depend on nothing a's author chooses: they
 // come from every rule the author could make a match (reachable) whose
-// quota names the tenant alike; the count spans every pool any of them
+// quota gives a the same tenant; the count spans every pool any of them
 // could give (its pools, its podChoice, their overflow chains) and the
 // limit is the smallest max among them.
 func (c *argsConfig) quotaOf(r *rule, a attachment) (*pool.Quota, error) {
@@ -159,7 +160,10 @@ func (c *argsConfig) quotaOf(r *rule, a attachment) (*pool.Quota, error) {
 		}
 	}
 	for _, o := range c.reachable(a.namespace) {
-		if !o.quota.sameTenants(r.quota) {
+		if o.quota == nil {
+			continue
+		}
+		if t, err := o.quota.tenant(a); err != nil || t != tenant {
 			continue
 		}
 		if o.quota.max < limit.max {
