@@ -30,7 +30,7 @@ func cmdAdd(req *plugin.Request) (types.Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	op.quota = newQuotaState(c.Quota)
+	op.quota = newQuotaState(c.Quota, targets)
 	allocated, err := op.add(targets, st)
 	if err != nil {
 		return nil, err

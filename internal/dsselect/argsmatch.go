@@ -59,11 +59,9 @@ func (c *argsConfig) choose(a attachment) (choice, error) {
 	if pools, err = c.placeRequests(pools, a.requestedIPs); err != nil {
 		return choice{}, err
 	}
-	var q *pool.Quota
-	if r != nil {
-		if q, err = r.quota.of(a); err != nil {
-			return choice{}, err
-		}
+	q, err := c.quotaOf(r, a)
+	if err != nil {
+		return choice{}, err
 	}
 	return choice{pools: pools, stickyKey: r.stickyKey(a), quota: q}, nil
 }
@@ -128,7 +126,7 @@ func (c *argsConfig) applyChoice(field string, pools []pool.Pool, allowed []stri
 			return nil, cnierr.New(cnierr.CodePoolNotAllowed, "pool not allowed for this attachment",
 				"pool=%q asked by %s; matched %s, whose podChoice is [%s]", ch.name, ch.from, field, strings.Join(allowed, " "))
 		}
-		out = append(out, c.catalogue[slices.IndexFunc(c.catalogue, func(p pool.Pool) bool { return p.Name == ch.name })])
+		out = append(out, c.catalogue[c.find(ch.name)])
 	}
 	return out, nil
 }
