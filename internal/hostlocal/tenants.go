@@ -104,14 +104,17 @@ const tenantLockPrefix = "_tenant-"
 // holding it knows that no other process adds to the tenant's count in
 // any pool: it may count in pools it has not locked
 // (TenantAddrsUnlocked). Nothing waits for a tenant's lock while holding
-// a pool's, so the two kinds cannot deadlock. checked is OpenChecked's;
+// a pool's, so the two kinds cannot deadlock. GC and fsck --repair remove
+// the lock file of a tenant no pool counts anything for
+// (DropIdleTenantLocks), so the lock taken is checked to be the file the
+// path names (lockNamed). checked is OpenChecked's;
 // uid the user every directory must belong to (os.Geteuid).
 func LockTenant(poolsDir, tenant string, uid int, timeout time.Duration, checked map[string]bool) (*Lock, error) {
 	idx := child(poolsDir, "_index")
 	if err := ensureChecked(checked, uid, dirSpec{poolsDir, modeStateDir}, dirSpec{idx, modePrivateDir}); err != nil {
 		return nil, err
 	}
-	return lockFile(child(idx, tenantLockPrefix+pool.TenantName(tenant)), uid, timeout, func() error {
+	return lockNamed(child(idx, tenantLockPrefix+pool.TenantName(tenant)), uid, timeout, func() error {
 		return cnierr.New(cnierr.CodeTryAgainLater, "tenant is locked", "tenant=%s timeout=%s", tenant, timeout)
 	})
 }
