@@ -197,6 +197,9 @@ func findings(d StateDir, h *hostlocal.Health, sets []addrspace.RangeSet) ([]Fin
 			add(SeverityProblem, r.Path, fmt.Sprintf("tenant %q's record of %s counts an address it does not have (%s): a process killed mid-ADD or mid-DEL that no operation has followed yet; it over-counts the quota", printable(r.Tenant), r.Addr, r.Stale), repairRemove)
 		}
 	}
+	for _, p := range h.UnusedTokens {
+		add(SeverityNote, p, "a tenant's token that no address record links: a tenant that holds nothing here any more", repairRemove)
+	}
 	for _, ip := range h.Orphans {
 		add(SeverityProblem, filepath.Join(d.Path, ip.String()), "held for a sticky key, but no hold record names it: it can never be handed out", "free it")
 	}

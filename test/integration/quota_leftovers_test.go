@@ -56,6 +56,10 @@ func TestQuotaTenantLocksDoNotPileUp(t *testing.T) {
 		if got := locks(); len(got) != 1 || got[0] != live {
 			t.Errorf("after %s: tenant lock files %v, want the live tenant's alone", how, got)
 		}
+		toks, _ := os.ReadDir(filepath.Join(dataDir, "_pools", "shared", "_tenants", "_tok"))
+		if len(toks) != 1 || "_tenant-"+toks[0].Name() != live {
+			t.Errorf("after %s: %d tenant tokens in pool shared, want the live tenant's alone", how, len(toks))
+		}
 	}
 	testbin.MustSucceed(t, mk("ADD", "live", "live"))
 
@@ -65,8 +69,11 @@ func TestQuotaTenantLocksDoNotPileUp(t *testing.T) {
 	if r.Exit != 0 || json.Unmarshal(r.Stdout, &findings) != nil {
 		t.Fatalf("fsck: exit %d %s %s", r.Exit, r.Stdout, r.Stderr)
 	}
-	reported := 0
+	reported, tokens := 0, 0
 	for _, f := range findings {
+		if strings.Contains(f.Path, "/_tok/") && f.Severity == "note" && f.Repair != "" {
+			tokens++
+		}
 		if strings.Contains(f.Path, "_tenant-") && f.Severity == "note" && f.Repair != "" {
 			reported++
 			if strings.HasSuffix(f.Path, live) {
@@ -76,6 +83,9 @@ func TestQuotaTenantLocksDoNotPileUp(t *testing.T) {
 	}
 	if reported != 40 {
 		t.Errorf("fsck reports %d tenant lock files, want the 40 of tenants that are gone:\n%s", reported, r.Stdout)
+	}
+	if tokens != 40 {
+		t.Errorf("fsck reports %d unused tenant tokens, want 40:\n%s", tokens, r.Stdout)
 	}
 	if r := cliRun("fsck", "--data-dir", dataDir, "--repair"); r.Exit != 0 {
 		t.Fatalf("fsck --repair: exit %d %s %s", r.Exit, r.Stdout, r.Stderr)
