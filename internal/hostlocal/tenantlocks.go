@@ -46,14 +46,21 @@ type TenantLock struct {
 // the pools' state directories), judged without any lock: what fsck
 // reports.
 func TenantLocks(poolsDir string, uid int) ([]TenantLock, error) {
+	locks, _, err := tenantLocks(poolsDir, uid)
+	return locks, err
+}
+
+// tenantLocks is TenantLocks, and the pools' state directories it judged
+// them against.
+func tenantLocks(poolsDir string, uid int) ([]TenantLock, []string, error) {
 	idx := child(poolsDir, "_index")
 	des, err := readDirIfAny(idx, uid)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	pools, err := poolDirs(poolsDir, uid)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var out []TenantLock
 	for _, de := range des {
@@ -64,22 +71,18 @@ func TenantLocks(poolsDir string, uid int) ([]TenantLock, error) {
 		raw, _ := hex.DecodeString(name)
 		l := TenantLock{Path: child(idx, de.Name()), Tenant: string(raw)}
 		if l.Counted, err = counted(pools, l.Tenant, uid); err != nil {
-			return out, err
+			return out, pools, err
 		}
 		out = append(out, l)
 	}
-	return out, nil
+	return out, pools, nil
 }
 
 // DropIdleTenantLocks removes the lock file of every tenant under
 // poolsDir that no pool counts anything for and no process holds (see
 // above). It returns what it did.
 func DropIdleTenantLocks(poolsDir string, uid int) ([]string, error) {
-	locks, err := TenantLocks(poolsDir, uid)
-	if err != nil {
-		return nil, err
-	}
-	pools, err := poolDirs(poolsDir, uid)
+	locks, pools, err := tenantLocks(poolsDir, uid)
 	if err != nil {
 		return nil, err
 	}
