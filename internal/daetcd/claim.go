@@ -162,6 +162,15 @@ func (s *claimStore) Reserve(a alloc.Attachment, ip netip.Addr) (bool, error) {
 			}
 			return true, nil
 		}
+		if hasSlot {
+			// Before any recount: a retried ADD is 102 at the quota as
+			// below it (alloc.QuotaGate).
+			if r, _ := decodeRecord(slot.Value); !r.cancelled() {
+				s.sent = nil // definitely not ours: nothing to undo
+				return false, cnierr.New(cnierr.CodeDuplicateAttach, "attachment already holds an address",
+					"address=%s %s containerID=%s ifname=%s", r.Address, s.label, a.ContainerID, a.IfName)
+			}
+		}
 		if qs != nil {
 			if kv, found := resp.First(len(holders) - 1); qs.moved(kv, found) && recounts <= qs.q.Max+maxRecounts {
 				// Another claim for the tenant committed since the
@@ -181,12 +190,6 @@ func (s *claimStore) Reserve(a alloc.Attachment, ip netip.Addr) (bool, error) {
 			}
 		}
 		if hasSlot {
-			r, _ := decodeRecord(slot.Value)
-			if !r.cancelled() {
-				s.sent = nil // definitely not ours: nothing to undo
-				return false, cnierr.New(cnierr.CodeDuplicateAttach, "attachment already holds an address",
-					"address=%s %s containerID=%s ifname=%s", r.Address, s.label, a.ContainerID, a.IfName)
-			}
 			if slot.ModRevision != s.marker {
 				s.marker = slot.ModRevision // a failed ADD's marker: take it over, exactly this one
 				continue

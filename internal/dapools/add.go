@@ -185,7 +185,7 @@ func (a *adder) add(mode lockMode) ([]*current.IPConfig, error) {
 		var addr netip.Prefix
 		var gw netip.Addr
 		var used alloc.Target
-		if _, err = alloc.QuotaGate(a.Quota, t, a.stickyKey, locate, inUse); err != nil {
+		if _, err = alloc.QuotaGate(a.Quota, t, a.stickyKey, a.migration, locate, inUse); err != nil {
 			break
 		}
 		if addr, gw, used, err = alloc.AllocateOverflow(t, a.att, locate, allocate); err != nil {
