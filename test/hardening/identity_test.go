@@ -146,16 +146,7 @@ func TestAllocatorNamespace(t *testing.T) {
 				t.Run(tt.name, func(t *testing.T) {
 					c := call(plain.plugin, "ADD", "spoof", s(dataDir, tt.from).conf(""))
 					c.Args = tt.args
-					r := testbin.Run(c)
-					e := r.Err()
-					if e == nil || e.Code != 7 {
-						t.Fatalf("ADD: exit %d %s; want code 7 (the address held for prod/pg-0 is %s)", r.Exit, r.Stdout, held)
-					}
-					for _, n := range tt.names {
-						if !strings.Contains(e.Msg+" "+e.Details, n) {
-							t.Errorf("%s / %s does not name %s", e.Msg, e.Details, n)
-						}
-					}
+					refusedNaming(t, testbin.Run(c), "prod/pg-0", held, tt.names)
 					if d := diff(before, snapshot(t, plain.stateOf(dataDir)), ""); len(d) != 0 {
 						t.Errorf("the pool changed: %v", d)
 					}
@@ -177,5 +168,20 @@ func TestAllocatorNamespace(t *testing.T) {
 				t.Errorf("dev/pg-0 again got %s, want its held %s", again, got)
 			}
 		})
+	}
+}
+
+// refusedNaming asserts that r, a spoofing ADD, was refused with code 7
+// naming each of names, while key held address held.
+func refusedNaming(t *testing.T, r testbin.Reply, key, held string, names []string) {
+	t.Helper()
+	e := r.Err()
+	if e == nil || e.Code != 7 {
+		t.Fatalf("ADD: exit %d %s; want code 7 (the address held for %s is %s)", r.Exit, r.Stdout, key, held)
+	}
+	for _, n := range names {
+		if !strings.Contains(e.Msg+" "+e.Details, n) {
+			t.Errorf("%s / %s does not name %s", e.Msg, e.Details, n)
+		}
 	}
 }
