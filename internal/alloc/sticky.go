@@ -148,7 +148,7 @@ func StickyKey(conf *netconf.Envelope, cniArgs []netconf.CNIArg, s Sticky) (Keye
 			if err := validStickyKey("prevResult.sticky.key", prev.Sticky.Key); err != nil {
 				return Keyed{}, err
 			}
-			return keyed(conf, s, prev.Sticky.By, prev.Sticky.Key)
+			return keyed(conf, nil, s, prev.Sticky.By, prev.Sticky.Key)
 		}
 	}
 	var (
@@ -211,21 +211,29 @@ func StickyKey(conf *netconf.Envelope, cniArgs []netconf.CNIArg, s Sticky) (Keye
 			}
 			key = ScopeStickyKey(who.Namespace, key)
 		}
-		return keyed(conf, s, by, key)
+		return keyed(conf, annotations, s, by, key)
 	}
 	return Keyed{}, nil
 }
 
 // keyed is key from source by, with its pod's migration name when by is
-// "kubevirt".
-func keyed(conf *netconf.Envelope, s Sticky, by, key string) (Keyed, error) {
+// "kubevirt". annotations are the pod's when already read, else nil.
+func keyed(conf *netconf.Envelope, annotations map[string]string, s Sticky, by, key string) (Keyed, error) {
 	k := Keyed{Key: key, HoldFor: s.HoldFor}
 	if by != StickyByKubevirt {
 		return k, nil
 	}
-	var err error
-	k.Migration, err = migrationName(conf)
-	return k, err
+	if annotations == nil {
+		var err error
+		if annotations, err = PodAnnotations(conf); err != nil {
+			return k, err
+		}
+	}
+	k.Migration = annotations[AnnotationMigrationJob]
+	if k.Migration == "" {
+		return k, nil
+	}
+	return k, validStickyKey(annotationField(AnnotationMigrationJob), k.Migration)
 }
 
 // ScopeStickyKey is an author-chosen key as it holds: within namespace ns
@@ -272,22 +280,6 @@ func KubevirtKey(namespace string, annotations map[string]string) string {
 		return ""
 	}
 	return namespace + "/vm/" + domain
-}
-
-// migrationName is the live migration a VM's pod was started for (the
-// annotation kubevirt.io/migrationJobName), "" for none: such an ADD may
-// share its key's address with the one live attachment that has it
-// (docs/sticky.md, KubeVirt live migration).
-func migrationName(conf *netconf.Envelope) (string, error) {
-	annotations, err := PodAnnotations(conf)
-	if err != nil {
-		return "", err
-	}
-	name := annotations[AnnotationMigrationJob]
-	if name == "" {
-		return "", nil
-	}
-	return name, validStickyKey(annotationField(AnnotationMigrationJob), name)
 }
 
 // validStickyKey: a key is printable and bounded; stores never use it as

@@ -102,6 +102,8 @@ func TestStickyKey(t *testing.T) {
 		{name: "annotation key, a migration name ignored", conf: migrating, args: pod, by: []string{"annotation"}, want: "db/pg-0"},
 		{name: "pod key, a migration name ignored", conf: migrating, args: pod, by: []string{"pod"}, want: "db/pg-0"},
 		{name: "arg key, a migration name ignored", conf: migrating, args: pod, by: []string{"arg"}, want: "db/vm-7"},
+		{name: "kubevirt, a malformed migration name", conf: withAnnotations(`"kubevirt.io/domain":"pg","kubevirt.io/migrationJobName":"m\u0001"`), args: pod, by: []string{"kubevirt"}, wantErr: true},
+		{name: "annotation key, a malformed migration name never read", conf: withAnnotations(`"cniplugins.io/sticky-key":"pg-0","kubevirt.io/migrationJobName":"m\u0001"`), args: pod, by: []string{"annotation"}, want: "db/pg-0"},
 		{name: "a selector's VM key", conf: fromSelector(`{"key":"db/vm/pg","by":"kubevirt"}`), want: "db/vm/pg", wantMig: "m1"},
 		{name: "a selector's key shaped like a VM's", conf: fromSelector(`{"key":"db/vm/pg","by":"annotation"}`), want: "db/vm/pg"},
 		{name: "a selector's key of no source", conf: fromSelector(`{"key":"db/vm/pg"}`), want: "db/vm/pg"},
