@@ -63,7 +63,7 @@ func (c *argsConfig) choose(a attachment) (choice, error) {
 	if err != nil {
 		return choice{}, err
 	}
-	return choice{pools: pools, stickyKey: r.stickyKey(a), quota: q}, nil
+	return choice{pools: pools, sticky: r.stickyOf(a), quota: q}, nil
 }
 
 // match is the first rule matching a, nil when none does.
@@ -87,28 +87,34 @@ func (c *argsConfig) matchPools(r *rule, a attachment) ([]pool.Pool, error) {
 	return nil, cnierr.New(cnierr.CodeNoPoolSelected, "no rule selects a pool for this attachment", "%s", a.presented())
 }
 
-// stickyKey is the key a sticky rule gives a: "<namespace>/<podName>" (a
-// StatefulSet pod's name is stable, and unique in its namespace); for an
-// attachment that presents no namespace or no pod name, the annotation
-// cniplugins.io/sticky-key if it has one; else "" (not sticky). The pod's
-// author writes the annotation, so it never replaces a namespace and pod
-// name the runtime sent: in Kubernetes the key is not the pod's choice,
-// and an annotation key is scoped to the namespace (alloc.ScopeStickyKey).
-// A "kubevirt" rule gives the VM's key (alloc.KubevirtKey) alone. Nil
-// (no rule matched: the defaults) or a rule without sticky: "".
-func (r *rule) stickyKey(a attachment) string {
+// stickyOf is the key a sticky rule gives a, with its source:
+// "<namespace>/<podName>" (a StatefulSet pod's name is stable, and unique
+// in its namespace); for an attachment that presents no namespace or no
+// pod name, the annotation cniplugins.io/sticky-key if it has one; else
+// nil (not sticky). The pod's author writes the annotation, so it never
+// replaces a namespace and pod name the runtime sent: in Kubernetes the
+// key is not the pod's choice, and an annotation key is scoped to the
+// namespace (alloc.ScopeStickyKey). A "kubevirt" rule gives the VM's key
+// (alloc.KubevirtKey) alone. The source goes with the key because the
+// allocator honours a migration name for a VM's key only, and an
+// annotation key can look like one. Nil (no rule matched: the defaults)
+// or a rule without sticky: nil.
+func (r *rule) stickyOf(a attachment) *pool.Sticky {
 	switch {
 	case r == nil || r.sticky == "":
-		return ""
+		return nil
 	case r.sticky == alloc.StickyByKubevirt:
-		return alloc.KubevirtKey(a.namespace, a.annotations)
+		if k := alloc.KubevirtKey(a.namespace, a.annotations); k != "" {
+			return &pool.Sticky{Key: k, By: alloc.StickyByKubevirt}
+		}
+		return nil
 	case a.namespace != "" && a.podName != "":
-		return a.namespace + "/" + a.podName
+		return &pool.Sticky{Key: a.namespace + "/" + a.podName, By: alloc.StickyByPod}
 	default:
 		if k := a.annotations[alloc.AnnotationStickyKey]; k != "" {
-			return alloc.ScopeStickyKey(a.namespace, k)
+			return &pool.Sticky{Key: alloc.ScopeStickyKey(a.namespace, k), By: alloc.StickyByAnnotation}
 		}
-		return ""
+		return nil
 	}
 }
 
