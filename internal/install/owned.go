@@ -3,7 +3,6 @@ package install
 import (
 	"bufio"
 	"bytes"
-	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -14,12 +13,13 @@ import (
 	"slices"
 	"strings"
 
+	"hash/fnv"
+
 	"golang.org/x/sys/unix"
 )
 
 // RecordName is the file, in net.d, that records what k8s-install wrote
-// there: one line per file, "<sha256>  <name>", as sha256sum prints it (so
-// `sha256sum -c` checks it). net.d is shared with other software
+// there: one line per file, "<hash>  <name>" (Sum). net.d is shared with other software
 // (calico's conflist, say), and a conflist carries no mark of its author,
 // so a file there is replaced only when it is absent or provably ours: its
 // content is one the record holds. The name has no extension a runtime or
@@ -61,8 +61,8 @@ func ReadRecord(dir string) (Record, error) {
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	for n := 1; sc.Scan(); n++ {
 		sum, name, ok := strings.Cut(sc.Text(), "  ")
-		if !ok || len(sum) != sha256.Size*2 || name == "" || strings.ContainsRune(name, '/') {
-			return nil, fmt.Errorf("record of what was installed: %s line %d: want \"<sha256>  <name>\"", path, n)
+		if !ok || len(sum) != sumLen || name == "" || strings.ContainsRune(name, '/') {
+			return nil, fmt.Errorf("record of what was installed: %s line %d: want \"<hash>  <name>\"", path, n)
 		}
 		r[name] = append(r[name], sum)
 	}
@@ -100,11 +100,21 @@ func (r Record) Add(name, sum string) {
 // Set makes sum the one content recorded for name.
 func (r Record) Set(name, sum string) { r[name] = []string{sum} }
 
-// Sum is the hash a record keeps for data.
+// Sum is the hash a record keeps for data: FNV-128a, not SHA-256, since
+// the lean binary links no crypto (its FIPS module's initialisation would
+// cost every exec of every personality; alloc.StickyID makes the same
+// choice). A crafted collision could only make the installer take for its
+// own a file of net.d whose exact content the ConfigMap's editor knew in
+// advance, under a name the installer once wrote there: only net.d's own
+// software writes there besides it, and none of it is the editor's.
 func Sum(data []byte) string {
-	s := sha256.Sum256(data)
-	return hex.EncodeToString(s[:])
+	h := fnv.New128a()
+	h.Write(data)
+	return hex.EncodeToString(h.Sum(nil))
 }
+
+// sumLen is the length of a Sum.
+const sumLen = 32
 
 // ReadRegular reads path, which must be a regular file (not a link, a
 // FIFO, a device or a directory) of at most max bytes. It is opened with
