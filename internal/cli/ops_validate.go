@@ -17,6 +17,7 @@ func (f Flavour) validateCmd() *cobra.Command {
 	var (
 		out     outputFlags
 		cniPath string
+		strict  bool
 	)
 	c := &cobra.Command{
 		Use:   "validate FILE...",
@@ -26,8 +27,9 @@ with libcni's parser and every personality's own parser, check that
 ipam-delegated's delegates are found in the CNI path, that every pool is defined
 and that ranges are valid and do not overlap, report ipam-ds-args quotas a pod's
 author can get around (a tenant the author names, a rule without the quota the
-author can make its pod match), and print each problem with file, JSON path and
-value. Changes nothing. Exits non-zero when a problem is found.`,
+author can make its pod match) as warnings, and print each problem and warning
+with file, JSON path and value. Changes nothing. Exits non-zero when a problem
+is found (with --strict, a warning too).`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := out.check(); err != nil {
@@ -55,7 +57,11 @@ value. Changes nothing. Exits non-zero when a problem is found.`,
 			} else {
 				rows := make([][]string, len(problems))
 				for i, p := range problems {
-					rows[i] = []string{p.File, p.Path, p.Value, p.Msg}
+					msg := p.Msg
+					if p.Warning() {
+						msg = "warning: " + msg
+					}
+					rows[i] = []string{p.File, p.Path, p.Value, msg}
 				}
 				if len(rows) > 0 {
 					if err := ops.WriteTable(w, []string{"FILE", "PATH", "VALUE", "PROBLEM"}, rows, out.noHeaders); err != nil {
@@ -63,8 +69,21 @@ value. Changes nothing. Exits non-zero when a problem is found.`,
 					}
 				}
 			}
-			if len(problems) > 0 {
-				return problemsError{n: len(problems), what: "problem"}
+			failing, warnings := 0, 0
+			for _, p := range problems {
+				if p.Warning() {
+					warnings++
+				}
+				if !p.Warning() || strict {
+					failing++
+				}
+			}
+			if failing > 0 {
+				return problemsError{n: failing, what: "problem"}
+			}
+			if warnings > 0 {
+				cmd.PrintErrf("%d file(s) valid, %d warning(s)\n", len(files), warnings)
+				return nil
 			}
 			cmd.PrintErrf("%d file(s) valid\n", len(files))
 			return nil
@@ -74,6 +93,7 @@ value. Changes nothing. Exits non-zero when a problem is found.`,
 	if strings.TrimSpace(def) == "" {
 		def = defaultCNIPath
 	}
+	c.Flags().BoolVar(&strict, "strict", false, "exit non-zero on warnings too")
 	c.Flags().StringVar(&cniPath, "cni-path", def, "where delegates must be found, ':'-separated (default $CNI_PATH, else "+defaultCNIPath+")")
 	out.add(c)
 	return c

@@ -277,3 +277,30 @@ func TestRunWatch(t *testing.T) {
 		t.Errorf("the refusal logged %d times, want once; log %q", n, log.String())
 	}
 }
+
+// validate's warnings (a quota a pod's author can get around) are the
+// operator's to weigh: the conflist is installed and the warning said;
+// a problem beside it refuses the file.
+func TestConfsInstallWithWarnings(t *testing.T) {
+	cm := newConfigMap(t, map[string]string{"10-tenants.conflist": goodConf})
+	netDir := t.TempDir()
+	warning := ops.Problem{File: "10-tenants.conflist", Path: "plugins[0].ipam.rules[0].quota.per", Value: "annotation:team",
+		Msg: "a pod's author chooses this tenant", Severity: ops.SeverityWarning}
+	problems := []ops.Problem{warning}
+	c := Confs{Source: cm.Dir, NetDir: netDir, Validate: func(string, []byte) []ops.Problem { return problems }}
+	rep, err := c.Install(context.Background())
+	if err != nil || len(rep.Written) != 1 {
+		t.Fatalf("with a warning: wrote %v (%v), want the conflist installed", rep.Written, err)
+	}
+	if !slices.Contains(rep.Notes, warning.String()) || !strings.Contains(warning.String(), "warning: a pod's author") {
+		t.Errorf("notes %q, want the warning %q", rep.Notes, warning.String())
+	}
+	update(t, cm, map[string]string{"10-tenants.conflist": strings.Replace(goodConf, "10.1.0.0/24", "10.2.0.0/24", 1)})
+	problems = append(problems, ops.Problem{File: "10-tenants.conflist", Msg: "unknown pool", Severity: ops.SeverityProblem})
+	if rep, err := c.Install(context.Background()); err == nil || len(rep.Written) != 0 || !strings.Contains(err.Error(), "unknown pool") {
+		t.Errorf("with a problem: wrote %v (%v), want a refusal naming it", rep.Written, err)
+	}
+	if got := readFile(t, filepath.Join(netDir, "10-tenants.conflist")); got != goodConf {
+		t.Errorf("a refused update replaced the installed file with %q", got)
+	}
+}

@@ -22,7 +22,23 @@ type Problem struct {
 	Path  string `json:"path"`
 	Value string `json:"value"`
 	Msg   string `json:"message"`
+	// Severity is SeverityProblem (the configuration fails, or does not
+	// do what it says) or SeverityWarning (it works as written, and the
+	// operator should know what it allows).
+	Severity string `json:"severity"`
 }
+
+// Severities, of a validate Problem and an fsck Finding: a problem makes
+// the command exit non-zero (fsck's: unless --repair fixed it); a warning
+// (validate's) only with --strict; a note (fsck's) never.
+const (
+	SeverityProblem = "problem"
+	SeverityWarning = "warning"
+	SeverityNote    = "note"
+)
+
+// Warning reports whether p is a warning (a zero Severity is a problem).
+func (p Problem) Warning() bool { return p.Severity == SeverityWarning }
 
 func (p Problem) String() string {
 	s := p.File
@@ -31,6 +47,9 @@ func (p Problem) String() string {
 	}
 	if p.Value != "" {
 		s += " = " + p.Value
+	}
+	if p.Warning() {
+		return s + ": warning: " + p.Msg
 	}
 	return s + ": " + p.Msg
 }

@@ -14,12 +14,6 @@ import (
 	"github.com/cniplugins/cniplugins/internal/hostlocal"
 )
 
-// Finding severities: a problem makes fsck exit non-zero unless --repair
-// fixed it; a note does not.
-const (
-	SeverityProblem = "problem"
-	SeverityNote    = "note"
-)
 
 // Finding is one thing fsck reports; its JSON form is documented.
 type Finding struct {

@@ -49,7 +49,18 @@ func (v Validator) Files(files []string) []Problem {
 			out = append(out, v.plugin(p, pools)...)
 		}
 	}
-	return out
+	return withSeverity(out)
+}
+
+// withSeverity marks every problem that is not a warning as a problem,
+// so that each says which it is.
+func withSeverity(ps []Problem) []Problem {
+	for i := range ps {
+		if ps[i].Severity == "" {
+			ps[i].Severity = SeverityProblem
+		}
+	}
+	return ps
 }
 
 // plugin validates one plugin's configuration.
@@ -98,7 +109,9 @@ func (v Validator) plugin(p PluginConf, pools map[string]poolSeen) []Problem {
 		// A config that does not parse was reported above.
 		risks, _ := dsselect.QuotaRisks(env)
 		for _, r := range risks {
-			report(Problem{File: p.File, Path: p.field(r.Field), Value: r.Value, Msg: r.Msg})
+			// A quota an author can get around still does what it says
+			// for everyone else: a warning, which --strict makes fail.
+			report(Problem{File: p.File, Path: p.field(r.Field), Value: r.Value, Msg: r.Msg, Severity: SeverityWarning})
 		}
 	}
 	n, ours, err := Describe(p, "")

@@ -9,12 +9,12 @@ package ops
 func (v Validator) Data(name string, data []byte) []Problem {
 	list, err := loadListData(name, data)
 	if err != nil {
-		return []Problem{{File: name, Msg: err.Error()}}
+		return []Problem{{File: name, Msg: err.Error(), Severity: SeverityProblem}}
 	}
 	plugins, out := listPlugins(name, list)
 	pools := map[string]poolSeen{}
 	for _, p := range plugins {
 		out = append(out, v.plugin(p, pools)...)
 	}
-	return out
+	return withSeverity(out)
 }

@@ -141,10 +141,15 @@ func TestValidateReportsAuthorQuotas(t *testing.T) {
 	open := conflist("open", `[{"annotations":{"team":"*"},"pools":["std"],"quota":{"per":"annotation:team","max":2}},
 		{"namespace":"team-a","annotations":{"tier":"gold"},"pools":["gold"]},
 		{"namespace":"team-a","pools":["std"],"quota":{"per":"namespace","max":2}}]`)
+	// Warnings: the config works as written, so validate exits 0 unless
+	// told --strict.
+	if r := cliRun("validate", "--cni-path", binDir, "--strict", open); r.Exit != 1 || !strings.Contains(string(r.Stdout), "warning: a pod's author") {
+		t.Errorf("--strict: exit %d, want 1 with the warnings\n%s%s", r.Exit, r.Stdout, r.Stderr)
+	}
 	r := cliRun("validate", "--cni-path", binDir, "-o", "json", open)
-	var problems []struct{ Path, Value, Message string }
-	if err := json.Unmarshal(r.Stdout, &problems); err != nil || r.Exit == 0 {
-		t.Fatalf("exit %d, stdout %q: %v", r.Exit, r.Stdout, err)
+	var problems []struct{ Path, Value, Message, Severity string }
+	if err := json.Unmarshal(r.Stdout, &problems); err != nil || r.Exit != 0 || !strings.Contains(string(r.Stderr), "5 warning(s)") {
+		t.Fatalf("exit %d, stdout %q, stderr %q: %v; want 0 and 5 warnings", r.Exit, r.Stdout, r.Stderr, err)
 	}
 	want := []string{
 		"plugins[0].ipam.rules[0].quota.per annotation:team a pod's author chooses this tenant",
@@ -157,14 +162,14 @@ func TestValidateReportsAuthorQuotas(t *testing.T) {
 		t.Fatalf("problems %+v, want %d", problems, len(want))
 	}
 	for i, p := range problems {
-		if got := p.Path + " " + p.Value + " " + p.Message; !strings.HasPrefix(got, want[i]) {
-			t.Errorf("problem %d: %q, want %q…", i, got, want[i])
+		if got := p.Path + " " + p.Value + " " + p.Message; !strings.HasPrefix(got, want[i]) || p.Severity != "warning" {
+			t.Errorf("problem %d: %q (%s), want %q… (warning)", i, got, p.Severity, want[i])
 		}
 	}
 	closed := conflist("closed", `[{"namespace":"team-a","annotations":{"tier":"gold"},"pools":["gold"],"quota":{"per":"namespace","max":3}},
 		{"namespace":"team-a","pools":["std"],"quota":{"per":"namespace","max":2}},
 		{"namespace":"lab-*","annotations":{"team":"*"},"pools":["std"],"quota":{"per":"annotation:team","max":2,"vouched":true}}]`)
-	if r := cliRun("validate", "--cni-path", binDir, closed); r.Exit != 0 {
+	if r := cliRun("validate", "--cni-path", binDir, "--strict", closed); r.Exit != 0 {
 		t.Errorf("a closed config: exit %d\n%s%s", r.Exit, r.Stdout, r.Stderr)
 	}
 }
