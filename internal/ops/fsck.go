@@ -14,7 +14,6 @@ import (
 	"github.com/cniplugins/cniplugins/internal/hostlocal"
 )
 
-
 // Finding is one thing fsck reports; its JSON form is documented.
 type Finding struct {
 	Dir      string `json:"dir"` // the state directory's label: network name or pool/<name>
