@@ -88,7 +88,7 @@ func (s *claimStore) Reserve(a alloc.Attachment, ip netip.Addr) (bool, error) {
 	op := s.op
 	s.att = a
 	val := s.sticky.mark(op.recordOf(a, s.scope, ip.String(), s.claim)).encode()
-	addrK, slotK := op.keys.addrKey(s.scope, ip), s.slotKey()
+	addrK, slotK, fenceK := op.keys.addrKey(s.scope, ip), s.slotKey(), op.keys.fenceOf(op.node, a.ContainerID, a.IfName)
 	s.sent, s.sentAddr, s.sentTake = val, ip, s.take
 	cond := []etcdkv.Cmp{etcdkv.Absent(addrK)}
 	then := []etcdkv.Op{etcdkv.Put(addrK, val), etcdkv.Put(slotK, val)}
@@ -108,8 +108,12 @@ func (s *claimStore) Reserve(a alloc.Attachment, ip netip.Addr) (bool, error) {
 		// A sticky claim also requires its hold key absent (or the
 		// hold it takes over unchanged) and puts it; its Else reads it.
 		// A claim for a tenant requires its version as counted (quota.go).
-		holders := append([]etcdkv.Op{etcdkv.Get(addrK), etcdkv.Get(slotK), etcdkv.Get(op.keys.nodeKey(op.node))}, readHold...)
-		cnd, thn := append(slices.Clip(cond), s.slotFree(slotK)), then
+		// The else branch reads the claim key, the index key, the node,
+		// the node's fence buckets (holdersFences), then the hold and the
+		// tenant's version.
+		holders := append([]etcdkv.Op{etcdkv.Get(addrK), etcdkv.Get(slotK), etcdkv.Get(op.keys.nodeKey(op.node)),
+			etcdkv.GetPrefix(op.keys.fencesPrefix(op.node))}, readHold...)
+		cnd, thn := append(slices.Clip(cond), s.slotFree(slotK), op.fenceCmp(fenceK)), then
 		qs := s.quotaOf()
 		if qs != nil {
 			qc, qops := qs.claimOps(op.keys, s.scope, ip)
@@ -117,6 +121,9 @@ func (s *claimStore) Reserve(a alloc.Attachment, ip netip.Addr) (bool, error) {
 			holders = append(holders, etcdkv.Get(op.keys.tenantVersion(qs.name)))
 		}
 		resp, err := op.cl.TxnOnce(op.registering(cnd, thn, holders))
+		if resp != nil && resp.Succeeded {
+			op.fencesCreated(resp.Revision) // this claim registered the node (registering)
+		}
 		resp = registered(resp)
 		if err != nil && !errors.Is(err, etcdkv.ErrOutcomeUnknown) && !s.inFlight {
 			s.sent = nil // refused for sure: nothing of it to undo
@@ -162,6 +169,12 @@ func (s *claimStore) Reserve(a alloc.Attachment, ip netip.Addr) (bool, error) {
 			}
 			return true, nil
 		}
+		if fences := resp.KVs(holdersFences); fenceMoved(fences, fenceK, op.cl.Revision(fenceK)) {
+			// A release wrote the bucket since this host last saw it (or
+			// this exec knew nothing of it): claim again at its revision.
+			op.learnFences(fences)
+			continue
+		}
 		if qs != nil {
 			if kv, found := resp.First(len(holders) - 1); qs.moved(kv, found) && recounts <= qs.q.Max+maxRecounts {
 				// Another claim for the tenant committed since the
@@ -195,7 +208,7 @@ func (s *claimStore) Reserve(a alloc.Attachment, ip netip.Addr) (bool, error) {
 			s.marker = 0
 		}
 		if s.sticky != nil {
-			hold, hasHold := resp.First(3)
+			hold, hasHold := resp.First(holdersFences + 1)
 			if hasHold || s.take != nil {
 				// The key has a hold (or the one taken over changed or
 				// went): the search ends, the engine applies the rules.
@@ -218,6 +231,21 @@ func (s *claimStore) Reserve(a alloc.Attachment, ip netip.Addr) (bool, error) {
 		}
 	}
 	return false, cnierr.New(cnierr.CodeTryAgainLater, "claim kept conflicting", "address=%s %s", ip, s.label)
+}
+
+// holdersFences is where a failed claim's answer has the node's fence
+// buckets.
+const holdersFences = 3
+
+// fenceMoved reports whether the bucket key, as the claim's else branch
+// read it (fences: the node's buckets), is no longer at rev.
+func fenceMoved(fences []etcdkv.KV, key string, rev int64) bool {
+	for _, kv := range fences {
+		if string(kv.Key) == key {
+			return kv.ModRevision != rev
+		}
+	}
+	return rev != 0
 }
 
 // maxRecounts bounds, beyond the quota's max (each claim for the tenant

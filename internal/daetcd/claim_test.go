@@ -3,11 +3,14 @@ package daetcd
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/cniplugins/cniplugins/internal/etcdkv"
 	"github.com/cniplugins/cniplugins/internal/etcdkv/etcdkvfake"
 	"github.com/cniplugins/cniplugins/internal/plugin"
 )
@@ -72,9 +75,10 @@ func TestOneClaimPerAddress(t *testing.T) {
 }
 
 // TestLateClaimCopyAfterDel: a copy of an ADD's claim that etcd applies
-// after the attachment's DEL finds the release's fence and claims
-// nothing; the fence has a lease; a new ADD of the same attachment takes
-// the fence over.
+// after the attachment's DEL fails on the attachment's fence bucket and
+// claims nothing; the DEL left no key of the attachment (no fence in its
+// index key, no lease), and a new ADD of the same attachment claims in one
+// round trip.
 func TestLateClaimCopyAfterDel(t *testing.T) {
 	f := etcdkvfake.New(t)
 	run := fakeNode(t, f)
@@ -93,19 +97,68 @@ func TestLateClaimCopyAfterDel(t *testing.T) {
 	if cs := claims(f); len(cs) != 0 {
 		t.Fatalf("the late claim copy committed: %v", cs)
 	}
-	slot := "/u/node/n1/net/fake-net/c1/eth0/0"
-	lease := f.LeaseOf(slot)
-	if v := f.Values(slot)[slot]; !strings.Contains(v, `"released":true`) || lease == 0 {
-		t.Fatalf("index key after DEL: %q (lease %d), want a fence with a lease", v, lease)
+	if idx := f.Values("/u/node/"); len(idx) != 0 || len(f.Leases()) != 0 {
+		t.Fatalf("after DEL: index keys %v, leases %v; want none", idx, f.Leases())
 	}
+	before = len(f.Requests())
 	if out, code := run("ADD", "c1", "", nil); code != 0 {
 		t.Fatalf("re-ADD: exit %d %s", code, out)
 	}
-	if cs := claims(f); len(cs) != 1 {
-		t.Fatalf("claims after the re-ADD: %v", cs)
+	if cs, n := claims(f), len(f.Requests())-before; len(cs) != 1 || n != 1 {
+		t.Fatalf("re-ADD: claims %v in %d requests, want one claim in one", cs, n)
 	}
-	f.ExpireLease(lease) // taken over: the fence's lease no longer holds the key
-	if cs := claims(f); len(cs) != 1 || len(f.Values(slot)) != 1 {
-		t.Fatalf("after the fence's lease ended: claims %v, index key %v", cs, f.Values(slot))
+}
+
+// TestKeysBoundedAfterChurn: after N and then 4N attachments came and
+// went, the keys under the prefix are the same: the node's record and its
+// fence buckets, whatever the churn. (A fence per released attachment
+// grew them by one per DEL.)
+func TestKeysBoundedAfterChurn(t *testing.T) {
+	f := etcdkvfake.New(t)
+	run := fakeNode(t, f)
+	churn := func(from, n int) int {
+		t.Helper()
+		for i := from; i < from+n; i++ {
+			cid := fmt.Sprintf("c%d", i)
+			res, code := run("ADD", cid, "", nil)
+			if code != 0 {
+				t.Fatalf("ADD %s: exit %d %s", cid, code, res)
+			}
+			if i%2 == 0 {
+				res = nil // half without prevResult, as the second DEL of containerd
+			}
+			if out, code := run("DEL", cid, "", res); code != 0 {
+				t.Fatalf("DEL %s: exit %d %s", cid, code, out)
+			}
+		}
+		return len(f.Values("/u/"))
+	}
+	const n = 25
+	once := churn(0, n)
+	four := churn(n, 4*n)
+	if want := 1 + fenceBuckets + 1; once != want || four != want { // + the range set's exhaustion mark
+		t.Fatalf("keys after %d attachments: %d, after %d more: %d; want %d both times", n, once, 4*n, four, want)
+	}
+}
+
+// TestStaleFenceRevision: a release this host did not see (another
+// exec's, or an operator's) moved the bucket: the ADD's claim fails on it,
+// reads the buckets, and claims again: it succeeds, in two requests.
+func TestStaleFenceRevision(t *testing.T) {
+	f := etcdkvfake.New(t)
+	run := fakeNode(t, f)
+	if out, code := run("ADD", "c0", "", nil); code != 0 { // registers n1
+		t.Fatalf("ADD c0: exit %d %s", code, out)
+	}
+	cl := etcdkv.New(etcdkv.Config{Endpoints: []string{f.URL()}, Timeout: 5 * time.Second})
+	if _, err := cl.Txn(etcdkv.Txn{Then: []etcdkv.Op{etcdkv.Put(layout{prefix: "/u/"}.fenceOf("n1", "c1", "eth0"), nil)}}); err != nil {
+		t.Fatal(err)
+	}
+	before := len(f.Requests())
+	if out, code := run("ADD", "c1", "", nil); code != 0 {
+		t.Fatalf("ADD c1: exit %d %s", code, out)
+	}
+	if cs, n := claims(f), len(f.Requests())-before; len(cs) != 2 || n != 2 {
+		t.Fatalf("claims %v in %d requests, want two claims, c1's in two requests", cs, n)
 	}
 }

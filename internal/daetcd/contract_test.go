@@ -53,10 +53,7 @@ func (e etcdSubject) Add(c alloctest.Call, targets []alloc.Target) ([]netip.Pref
 
 func (e etcdSubject) Del(c alloctest.Call, _ []netip.Addr) error {
 	op := e.op(c)
-	return op.fenced(func() error {
-		_, err := op.delRead(alloctest.Scopes)
-		return err
-	})
+	return op.delRead(alloctest.Scopes, true)
 }
 
 func (e etcdSubject) Check(c alloctest.Call, ips []netip.Addr) error {

@@ -20,13 +20,15 @@ import (
 //	ip/net/<network>/<address>                  (standalone: the network is the scope)
 //	node/<node>/<scope>/<containerID>/<ifname>/<slot>
 //	                                            the attachment's index key, one per
-//	                                            range set (slot = its index) or pool (0);
-//	                                            after a release, its fence (fence.go)
+//	                                            range set (slot = its index) or pool (0)
 //	sticky/<scope>/<StickyID>/<slot>            a sticky key's hold (sticky.go)
 //	full/<scope>/<slot>                         an ADD found that range set or pool full
 //	                                            (empty: an address was freed since)
 //	nodes/<node>                                the machine that is the node, and when it
 //	                                            was last seen (node.go)
+//	fences/<node>/<b>                           the node's fence buckets, 16, empty: every
+//	                                            release writes one, every claim compares
+//	                                            one (fence.go)
 //
 // The claim and the index key hold the same record and are written and
 // deleted together, in one transaction. The index key lives under the node,
@@ -93,7 +95,8 @@ func freed(mark string) etcdkv.Op { return etcdkv.Put(mark, nil) }
 // stand for many of them: etcd refuses a transaction that writes a key
 // twice, so the batch writes each once, whether or not each release
 // happens (an empty mark only costs the next ADD the search that puts
-// it back).
+// it back). The releases' fence buckets (fence.go) are written empty the
+// same way, and go in the same set.
 type unmark map[string]bool
 
 func (u unmark) ops() []etcdkv.Op {

@@ -65,10 +65,18 @@ func (s *claimStore) Share(a alloc.Attachment, mig string) (bool, error) {
 	mine.Shares, mine.Migration = true, ""
 	sh.mine = mine.encode()
 	for try := 0; try < 3; try++ {
-		cond := []etcdkv.Cmp{etcdkv.ModIs(s.holdK, t.rev), etcdkv.ModIs(sh.addrK, t.rev), etcdkv.ModIs(sh.srcSlotK, t.rev), s.slotFree(sh.slotK)}
+		// The share is this attachment's claim: like Reserve's, it
+		// compares the attachment's fence bucket (fence.go).
+		fenceK := op.keys.fenceOf(op.node, a.ContainerID, a.IfName)
+		cond := []etcdkv.Cmp{etcdkv.ModIs(s.holdK, t.rev), etcdkv.ModIs(sh.addrK, t.rev), etcdkv.ModIs(sh.srcSlotK, t.rev), s.slotFree(sh.slotK),
+			op.fenceCmp(fenceK)}
 		then := []etcdkv.Op{etcdkv.Put(sh.addrK, sh.after), etcdkv.Put(sh.srcSlotK, sh.after), etcdkv.Put(s.holdK, sh.holdAfter), etcdkv.Put(sh.slotK, sh.mine)}
 		s.shared = sh // from here on, cancel undoes it if it committed
-		resp, err := op.cl.TxnOnce(op.registering(cond, then, []etcdkv.Op{etcdkv.Get(sh.slotK), etcdkv.Get(op.keys.nodeKey(op.node))}))
+		resp, err := op.cl.TxnOnce(op.registering(cond, then, []etcdkv.Op{etcdkv.Get(sh.slotK), etcdkv.Get(op.keys.nodeKey(op.node)),
+			etcdkv.GetPrefix(op.keys.fencesPrefix(op.node))}))
+		if resp != nil && resp.Succeeded {
+			op.fencesCreated(resp.Revision)
+		}
 		resp = registered(resp)
 		if err != nil {
 			return false, err // ErrOutcomeUnknown included: cancel looks
@@ -81,6 +89,11 @@ func (s *claimStore) Share(a alloc.Attachment, mig string) (bool, error) {
 			if err := op.ensureNode(node, found); err != nil {
 				return false, err
 			}
+			continue
+		}
+		if fences := resp.KVs(2); fenceMoved(fences, fenceK, op.cl.Revision(fenceK)) {
+			op.learnFences(fences)
+			try--
 			continue
 		}
 		slot, taken := resp.First(0)
@@ -141,10 +154,11 @@ func (op *operation) commitShared(s alloc.Scope, kv etcdkv.KV, r Record) error {
 // claim released as any.
 func (op *operation) releaseShared(s alloc.Scope, kv etcdkv.KV, r Record) (etcdkv.Txn, error) {
 	slotK, slot := string(kv.Key), lastSegment(string(kv.Key))
-	alone := etcdkv.Txn{If: []etcdkv.Cmp{etcdkv.ModIs(slotK, kv.ModRevision)}, Then: []etcdkv.Op{op.retire(slotK, r)}}
+	alone := etcdkv.Txn{If: []etcdkv.Cmp{etcdkv.ModIs(slotK, kv.ModRevision)}, Then: []etcdkv.Op{etcdkv.Delete(slotK)}}
 	if !r.Shares {
 		alone = op.release(s, kv, true)
 	}
+	alone.Then = append(alone.Then, op.keys.bump(r)) // sent alone: it writes its own fence bucket
 	ip, err := parseAddr(r.Address)
 	n, nerr := strconv.Atoi(slot)
 	if err != nil || nerr != nil {
@@ -185,5 +199,5 @@ func (op *operation) releaseShared(s alloc.Scope, kv etcdkv.KV, r Record) (etcdk
 	}
 	h.Time = stamp(op.now)
 	v := owner.encode()
-	return etcdkv.Txn{If: cond, Then: []etcdkv.Op{op.retire(slotK, r), etcdkv.Put(addrK, v), etcdkv.Put(keep, v), etcdkv.Put(holdK, encodeHold(h))}}, nil
+	return etcdkv.Txn{If: cond, Then: []etcdkv.Op{etcdkv.Delete(slotK), op.keys.bump(r), etcdkv.Put(addrK, v), etcdkv.Put(keep, v), etcdkv.Put(holdK, encodeHold(h))}}, nil
 }

@@ -114,11 +114,15 @@ func (op *operation) register() error {
 	k := op.keys.nodeKey(op.node)
 	resp, err := op.cl.Txn(etcdkv.Txn{
 		If:   []etcdkv.Cmp{etcdkv.Absent(k)},
-		Then: []etcdkv.Op{etcdkv.Put(k, op.nodeRecord())},
+		Then: append([]etcdkv.Op{etcdkv.Put(k, op.nodeRecord())}, op.createFences()...),
 		Else: []etcdkv.Op{etcdkv.Get(k)},
 	})
-	if err != nil || resp.Succeeded {
+	if err != nil {
 		return err
+	}
+	if resp.Succeeded {
+		op.fencesCreated(resp.Revision)
+		return nil
 	}
 	kv, found := resp.First(0)
 	_, err = op.checkNode(kv, found)
@@ -150,12 +154,19 @@ func (op *operation) ensureNode(kv etcdkv.KV, found bool) error {
 // registration: while the node has no record, the record is written with
 // it; otherwise the record must be this machine's (sameMachine) and the
 // write moves its last-seen time on. So a node's first ADD costs what
-// every later one does. registered unwraps the answer.
+// every later one does. Registration also writes the node's fence
+// buckets (fence.go). registered unwraps the answer.
 func (op *operation) registering(cond []etcdkv.Cmp, then, els []etcdkv.Op) etcdkv.Txn {
 	k := op.keys.nodeKey(op.node)
 	return etcdkv.Txn{
 		If:   []etcdkv.Cmp{etcdkv.Absent(k)},
-		Then: []etcdkv.Op{etcdkv.Put(k, op.nodeRecord()), etcdkv.Nested(etcdkv.Txn{If: cond, Then: then, Else: els})},
+		// The fence buckets after the write: etcd compares every
+		// condition of a transaction before it writes anything, and a
+		// simple store (the tests' fake) as it goes; this order means the
+		// same to both. A registered node's claims compare buckets that
+		// exist (fence.go).
+		Then: append([]etcdkv.Op{etcdkv.Put(k, op.nodeRecord()), etcdkv.Nested(etcdkv.Txn{If: cond, Then: then, Else: els})},
+			op.createFences()...),
 		Else: []etcdkv.Op{etcdkv.Nested(etcdkv.Txn{
 			If:   append(slices.Clip(cond), op.sameMachine()...),
 			Then: append(slices.Clip(then), op.touch()),

@@ -25,8 +25,9 @@ const (
 )
 
 // memory is what a Client keeps between execs, in one small file per
-// cluster and user: the members that failed lately, the auth token and
-// the lease for expiring keys. It is a hint only: a missing, unreadable
+// cluster and user: the members that failed lately, the auth token, the
+// lease for expiring keys and the revisions of the keys a caller asked it
+// to remember (Remember). It is a hint only: a missing, unreadable
 // or stale file costs a retry, never a wrong answer. Every change is a
 // read-modify-write of the file under a lock (update), so that concurrent
 // execs add to what each other learnt: a member one of them found stopped
@@ -35,6 +36,7 @@ type memory struct {
 	Avoid map[string]time.Time `json:"avoid,omitempty"` // endpoint → until
 	Token string               `json:"token,omitempty"`
 	Lease heldLease            `json:"lease,omitzero"`
+	Revs  map[string]int64     `json:"revs,omitempty"` // key → the mod revision it was last seen at
 
 	path string
 }
@@ -79,7 +81,7 @@ func (m *memory) order(eps []string, first int, now time.Time) []string {
 // clone is a copy that saves nowhere: a forked client's failures are
 // its own.
 func (m *memory) clone() *memory {
-	return &memory{Avoid: maps.Clone(m.Avoid), Token: m.Token, Lease: m.Lease}
+	return &memory{Avoid: maps.Clone(m.Avoid), Token: m.Token, Lease: m.Lease, Revs: maps.Clone(m.Revs)}
 }
 
 // avoid notes a failure of ep, to be avoided for d; a longer avoidance
@@ -137,4 +139,37 @@ func (m *memory) update(change func(*memory)) {
 	if cerr := f.Close(); werr != nil || cerr != nil || os.Rename(f.Name(), m.path) != nil {
 		_ = os.Remove(f.Name())
 	}
+}
+
+// maxRevs bounds the remembered revisions: a host remembers a few dozen
+// keys of its own (daetcd's fence buckets); past this the file is someone
+// else's test bed, and starting over costs only comparisons that fail once.
+const maxRevs = 512
+
+// Revision is the mod revision key was last seen at by this host, 0 when
+// none is known. A hint: a caller compares it in a transaction and learns
+// the true one when the comparison fails.
+func (c *Client) Revision(key string) int64 { return c.memory.Revs[key] }
+
+// Remember notes the mod revisions keys were seen at, for this exec and the
+// next ones. The last exec to learn a key's revision sets it (not the
+// highest: a cluster restored from a backup goes back in revisions); a
+// stale one costs a failed comparison. Nothing is written when nothing
+// changed.
+func (c *Client) Remember(revs map[string]int64) {
+	changed := false
+	for k, r := range revs {
+		if old, ok := c.memory.Revs[k]; !ok || old != r {
+			changed = true
+		}
+	}
+	if !changed {
+		return
+	}
+	c.memory.update(func(m *memory) {
+		if m.Revs == nil || len(m.Revs)+len(revs) > maxRevs {
+			m.Revs = make(map[string]int64, len(revs))
+		}
+		maps.Copy(m.Revs, revs)
+	})
 }
