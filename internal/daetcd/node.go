@@ -159,7 +159,7 @@ func (op *operation) ensureNode(kv etcdkv.KV, found bool) error {
 func (op *operation) registering(cond []etcdkv.Cmp, then, els []etcdkv.Op) etcdkv.Txn {
 	k := op.keys.nodeKey(op.node)
 	return etcdkv.Txn{
-		If:   []etcdkv.Cmp{etcdkv.Absent(k)},
+		If: []etcdkv.Cmp{etcdkv.Absent(k)},
 		// The fence buckets after the write: etcd compares every
 		// condition of a transaction before it writes anything, and a
 		// simple store (the tests' fake) as it goes; this order means the
