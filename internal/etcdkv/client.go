@@ -26,6 +26,10 @@ type Config struct {
 	Password  string
 	First     int    // the endpoint to start from when none has failed lately
 	StateDir  string // where the memory between execs lives; "" for none
+	// StateKey tells apart the memories of clients that share a cluster
+	// and user but not what they remember (daetcd: the node name, whose
+	// fence revisions are its own).
+	StateKey string
 }
 
 // Client speaks to one etcd cluster until its deadline.

@@ -41,7 +41,7 @@ type memory struct {
 	path string
 }
 
-// loadMemory reads the file for cfg's cluster and user, if any. Its name
+// loadMemory reads the file for cfg's cluster, user and state key, if any. Its name
 // is a hash of them: the password takes part, so that a changed password
 // does not meet an old token.
 func loadMemory(cfg Config) *memory {
@@ -50,7 +50,7 @@ func loadMemory(cfg Config) *memory {
 		return m
 	}
 	h := sha256.New()
-	for _, s := range append([]string{cfg.Username, cfg.Password}, cfg.Endpoints...) {
+	for _, s := range append([]string{cfg.Username, cfg.Password, cfg.StateKey}, cfg.Endpoints...) {
 		h.Write([]byte(s))
 		h.Write([]byte{0})
 	}
@@ -141,10 +141,10 @@ func (m *memory) update(change func(*memory)) {
 	}
 }
 
-// maxRevs bounds the remembered revisions: a host remembers a few dozen
-// keys of its own (daetcd's fence buckets); past this the file is someone
-// else's test bed, and starting over costs only comparisons that fail once.
-const maxRevs = 512
+// maxRevs bounds the remembered revisions: a node remembers its 16 fence
+// buckets (daetcd) per prefix; past this, starting over costs only
+// comparisons that fail once.
+const maxRevs = 256
 
 // Revision is the mod revision key was last seen at by this host, 0 when
 // none is known. A hint: a caller compares it in a transaction and learns
