@@ -18,10 +18,10 @@ const stateDir = "/run/cniplugins/etcd"
 // newClient reads the TLS and password files and prepares a client whose
 // deadline is now + the timeout; nothing is sent yet.
 func newClient(c *etcdConfig) (*etcdkv.Client, error) {
-	// One memory per node: the fence revisions it remembers are the
-	// node's (fence.go); one machine is one node.
+	// The fence revisions remembered are the node's under the prefix
+	// (fence.go), whichever endpoints the config lists.
 	cfg := etcdkv.Config{Endpoints: c.endpoints, Timeout: c.timeout, Username: c.username, First: c.firstEndpoint(), StateDir: stateDir,
-		StateKey: c.node}
+		StateKey: c.prefix + "\x00" + c.node}
 	if c.tls != nil {
 		t, err := c.tls.config()
 		if err != nil {

@@ -25,9 +25,9 @@ const (
 )
 
 // memory is what a Client keeps between execs, in one small file per
-// cluster and user: the members that failed lately, the auth token, the
-// lease for expiring keys and the revisions of the keys a caller asked it
-// to remember (Remember). It is a hint only: a missing, unreadable
+// cluster and user: the members that failed lately, the auth token and
+// the lease for expiring keys. The revisions of the keys a caller asked it
+// to remember (Remember) are in a file of their own (revMemory). It is a hint only: a missing, unreadable
 // or stale file costs a retry, never a wrong answer. Every change is a
 // read-modify-write of the file under a lock (update), so that concurrent
 // execs add to what each other learnt: a member one of them found stopped
@@ -36,12 +36,10 @@ type memory struct {
 	Avoid map[string]time.Time `json:"avoid,omitempty"` // endpoint → until
 	Token string               `json:"token,omitempty"`
 	Lease heldLease            `json:"lease,omitzero"`
-	Revs  map[string]int64     `json:"revs,omitempty"` // key → the mod revision it was last seen at
-
-	path string
+	path  string
 }
 
-// loadMemory reads the file for cfg's cluster, user and state key, if any. Its name
+// loadMemory reads the file for cfg's cluster and user, if any. Its name
 // is a hash of them: the password takes part, so that a changed password
 // does not meet an old token.
 func loadMemory(cfg Config) *memory {
@@ -50,7 +48,7 @@ func loadMemory(cfg Config) *memory {
 		return m
 	}
 	h := sha256.New()
-	for _, s := range append([]string{cfg.Username, cfg.Password, cfg.StateKey}, cfg.Endpoints...) {
+	for _, s := range append([]string{cfg.Username, cfg.Password}, cfg.Endpoints...) {
 		h.Write([]byte(s))
 		h.Write([]byte{0})
 	}
@@ -81,7 +79,7 @@ func (m *memory) order(eps []string, first int, now time.Time) []string {
 // clone is a copy that saves nowhere: a forked client's failures are
 // its own.
 func (m *memory) clone() *memory {
-	return &memory{Avoid: maps.Clone(m.Avoid), Token: m.Token, Lease: m.Lease, Revs: maps.Clone(m.Revs)}
+	return &memory{Avoid: maps.Clone(m.Avoid), Token: m.Token, Lease: m.Lease}
 }
 
 // avoid notes a failure of ep, to be avoided for d; a longer avoidance
@@ -105,15 +103,29 @@ func (m *memory) avoid(ep string, now time.Time, d time.Duration) {
 
 // update applies change to this exec's memory and to the file's current
 // contents, which it then writes whole (rename), readable by root alone:
-// it holds a token. An exclusive lock on one file in the directory (for
-// every cluster's file: updates are rare and short) orders concurrent
-// updates; without it (any failure) the change is this exec's alone.
+// it holds a token.
 func (m *memory) update(change func(*memory)) {
 	change(m)
-	if m.path == "" {
+	updateFile(m.path, func(b []byte) []byte {
+		disk := &memory{}
+		_ = json.Unmarshal(b, disk)
+		change(disk)
+		out, _ := json.Marshal(disk)
+		return out
+	})
+}
+
+// updateFile rewrites the file at path (none when "") with what change
+// makes of its contents. An exclusive lock on one file in the directory
+// (for every cluster's files: updates are rare and short) orders
+// concurrent updates, so that what one exec learnt is not lost to another
+// saving its own view; without it (any failure) the change is this
+// exec's alone.
+func updateFile(path string, change func([]byte) []byte) {
+	if path == "" {
 		return
 	}
-	dir := filepath.Dir(m.path)
+	dir := filepath.Dir(path)
 	if os.MkdirAll(dir, 0o700) != nil {
 		return
 	}
@@ -125,18 +137,14 @@ func (m *memory) update(change func(*memory)) {
 	if syscall.Flock(int(lock.Fd()), syscall.LOCK_EX) != nil {
 		return
 	}
-	disk := &memory{}
-	if b, err := os.ReadFile(m.path); err == nil {
-		_ = json.Unmarshal(b, disk)
-	}
-	change(disk)
-	b, _ := json.Marshal(disk)
+	old, _ := os.ReadFile(path)
+	b := change(old)
 	f, err := os.CreateTemp(dir, ".tmp-*")
 	if err != nil {
 		return
 	}
 	_, werr := f.Write(b)
-	if cerr := f.Close(); werr != nil || cerr != nil || os.Rename(f.Name(), m.path) != nil {
+	if cerr := f.Close(); werr != nil || cerr != nil || os.Rename(f.Name(), path) != nil {
 		_ = os.Remove(f.Name())
 	}
 }
@@ -146,10 +154,42 @@ func (m *memory) update(change func(*memory)) {
 // comparisons that fail once.
 const maxRevs = 256
 
+// revMemory is the revisions a caller remembers between execs, in a file
+// of its own named by Config.StateKey alone: they are the caller's (the
+// node's), whichever endpoints or user reach the cluster. It is read at
+// the first use, so commands that remember nothing never open it.
+type revMemory struct {
+	path   string
+	loaded bool
+	revs   map[string]int64
+}
+
+func newRevMemory(cfg Config) *revMemory {
+	r := &revMemory{}
+	if cfg.StateDir != "" {
+		h := sha256.Sum256([]byte("revisions\x00" + cfg.StateKey))
+		r.path = filepath.Join(cfg.StateDir, "revs-"+hex.EncodeToString(h[:12])+".json")
+	}
+	return r
+}
+
+func (r *revMemory) load() {
+	if r.loaded {
+		return
+	}
+	r.loaded = true
+	if b, err := os.ReadFile(r.path); r.path != "" && err == nil {
+		_ = json.Unmarshal(b, &r.revs)
+	}
+}
+
 // Revision is the mod revision key was last seen at by this host, 0 when
 // none is known. A hint: a caller compares it in a transaction and learns
 // the true one when the comparison fails.
-func (c *Client) Revision(key string) int64 { return c.memory.Revs[key] }
+func (c *Client) Revision(key string) int64 {
+	c.revs.load()
+	return c.revs.revs[key]
+}
 
 // Remember notes the mod revisions keys were seen at, for this exec and the
 // next ones. The last exec to learn a key's revision sets it (not the
@@ -157,19 +197,29 @@ func (c *Client) Revision(key string) int64 { return c.memory.Revs[key] }
 // stale one costs a failed comparison. Nothing is written when nothing
 // changed.
 func (c *Client) Remember(revs map[string]int64) {
+	r := c.revs
+	r.load()
 	changed := false
-	for k, r := range revs {
-		if old, ok := c.memory.Revs[k]; !ok || old != r {
+	for k, v := range revs {
+		if old, ok := r.revs[k]; !ok || old != v {
 			changed = true
 		}
 	}
 	if !changed {
 		return
 	}
-	c.memory.update(func(m *memory) {
-		if m.Revs == nil || len(m.Revs)+len(revs) > maxRevs {
-			m.Revs = make(map[string]int64, len(revs))
+	merge := func(m map[string]int64) map[string]int64 {
+		if m == nil || len(m)+len(revs) > maxRevs {
+			m = make(map[string]int64, len(revs))
 		}
-		maps.Copy(m.Revs, revs)
+		maps.Copy(m, revs)
+		return m
+	}
+	r.revs = merge(r.revs)
+	updateFile(r.path, func(b []byte) []byte {
+		var disk map[string]int64
+		_ = json.Unmarshal(b, &disk)
+		out, _ := json.Marshal(merge(disk))
+		return out
 	})
 }

@@ -76,3 +76,25 @@ func TestLease(t *testing.T) {
 		t.Errorf("%d grants, want 2", grants)
 	}
 }
+
+// TestRememberRevisions: revisions remembered under a state key are the
+// next exec's whichever endpoints it lists, and another key's are not
+// mixed in; a newer value replaces an older one even when it is lower (a
+// cluster restored from a backup).
+func TestRememberRevisions(t *testing.T) {
+	dir := t.TempDir()
+	a := New(Config{Endpoints: []string{"http://a"}, StateDir: dir, StateKey: "node-1"})
+	a.Remember(map[string]int64{"k": 40, "j": 7})
+	b := New(Config{Endpoints: []string{"http://proxy-a", "http://proxy-b"}, StateDir: dir, StateKey: "node-1"})
+	if got := b.Revision("k"); got != 40 {
+		t.Fatalf("Revision(k) through other endpoints = %d, want 40", got)
+	}
+	if got := New(Config{Endpoints: []string{"http://a"}, StateDir: dir, StateKey: "node-2"}).Revision("k"); got != 0 {
+		t.Fatalf("another state key's Revision(k) = %d, want 0", got)
+	}
+	b.Remember(map[string]int64{"k": 12})
+	c := New(Config{Endpoints: []string{"http://a"}, StateDir: dir, StateKey: "node-1"})
+	if k, j := c.Revision("k"), c.Revision("j"); k != 12 || j != 7 {
+		t.Fatalf("after a lower revision: k=%d j=%d, want 12 and 7", k, j)
+	}
+}
