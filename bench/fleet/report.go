@@ -184,7 +184,7 @@ func (r *report) svg() string {
 		width, panelH, left, right, top, gap = 900, 170, 80, 40, 40, 50
 		plotW                                = width - left - right
 	)
-	height := top + 3*panelH + 2*gap + 60
+	height := top + 3*panelH + 2*gap + 50 + 14*len(r.events)
 	var b strings.Builder
 	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" font-family="sans-serif" font-size="12">`+"\n", width, height)
 	fmt.Fprintf(&b, `<rect width="100%%" height="100%%" fill="white"/>`+"\n")
@@ -258,18 +258,13 @@ func (r *report) svg() string {
 		t := tMax * float64(k) / 6
 		fmt.Fprintf(&b, `<text x="%.1f" y="%d" text-anchor="middle">%.0f s</text>`+"\n", x(t), yAxis+16, t)
 	}
-	var ev []string
 	for i, e := range r.events {
-		ev = append(ev, fmt.Sprintf("%d: %.0f s %s", i+1, e.at.Seconds(), e.what))
-		fmt.Fprintf(&b, `<text x="%.1f" y="%d" font-size="10" fill="#666" text-anchor="middle">%d</text>`+"\n", x(e.at.Seconds()), top-2+panelH+4, i+1)
+		fmt.Fprintf(&b, `<text x="%.1f" y="%d" font-size="10" fill="#666">%d</text>`+"\n", x(e.at.Seconds())+3, top+12, i+1)
+		fmt.Fprintf(&b, `<text x="%d" y="%d" font-size="10" fill="#666">%d: %.0f s, %s</text>`+"\n", left, yAxis+36+14*i, i+1, e.at.Seconds(), escape(e.what))
 	}
-	fmt.Fprintf(&b, `<text x="%d" y="%d" font-size="10" fill="#666">dashed lines: %s</text>`+"\n", left, yAxis+36, escape(strings.Join(firstN(ev, 3), "; ")))
-	fmt.Fprintf(&b, `<text x="%d" y="%d" font-size="10" fill="#666">%s</text>`+"\n", left, yAxis+50, escape(strings.Join(ev[min(3, len(ev)):], "; ")))
 	b.WriteString("</svg>\n")
 	return b.String()
 }
-
-func firstN(s []string, n int) []string { return s[:min(n, len(s))] }
 
 func escape(s string) string {
 	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;").Replace(s)
