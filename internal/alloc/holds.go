@@ -21,7 +21,8 @@ import (
 type Keyed struct {
 	Key     string
 	HoldFor time.Duration
-	// Migration is the ADD's migration name (MigrationName), "" for none.
+	// Migration is the ADD's migration name, "" for none: read for a VM's
+	// key alone (StickyKey).
 	Migration string
 }
 

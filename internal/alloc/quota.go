@@ -33,8 +33,16 @@ func QuotaExceeded(q *pool.Quota, inUse int) error {
 // inUse (the tenant's addresses across the selection's pools) has reached
 // max. It checks nothing (enforce false) without a quota, or when the
 // sticky key already holds an address in t's chain: that address is the
-// tenant's already and is given back whatever the quota.
-func QuotaGate(q *pool.Quota, t Target, key string, locate func(Target) (Presence, error), inUse func() (int, error)) (enforce bool, err error) {
+// tenant's already and is given back whatever the quota. mig is the ADD's
+// migration name ("" none).
+//
+// At the quota, the answers an ADD gets below it come first, so that the
+// quota changes nothing but whether a new address is taken: a retried ADD
+// of an attachment that holds an address in t's chain goes on to its 102
+// (a 106 there would have the chain's rollback free the live address),
+// and a migration target whose key holds nothing is 107, never 106 (a
+// target never allocates).
+func QuotaGate(q *pool.Quota, t Target, key, mig string, locate func(Target) (Presence, error), inUse func() (int, error)) (enforce bool, err error) {
 	if q == nil {
 		return false, nil
 	}
@@ -53,8 +61,21 @@ func QuotaGate(q *pool.Quota, t Target, key string, locate func(Target) (Presenc
 	if err != nil {
 		return true, err
 	}
-	if n >= q.Max {
-		return true, QuotaExceeded(q, n)
+	if n < q.Max {
+		return true, nil
 	}
-	return true, nil
+	// Looked for only at the quota, so an ADD below it pays nothing more.
+	for _, c := range t.Chain() {
+		at, err := locate(c)
+		if err != nil {
+			return true, err
+		}
+		if at.Attached.IsValid() {
+			return true, nil
+		}
+	}
+	if key != "" && mig != "" {
+		return true, NoMigrationSource(key, mig, t)
+	}
+	return true, QuotaExceeded(q, n)
 }

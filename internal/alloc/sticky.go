@@ -12,6 +12,7 @@ import (
 
 	"github.com/cniplugins/cniplugins/internal/cnierr"
 	"github.com/cniplugins/cniplugins/internal/netconf"
+	"github.com/cniplugins/cniplugins/internal/pool"
 )
 
 // Sticky addresses: an attachment with a stable key (a StatefulSet pod's
@@ -24,7 +25,7 @@ import (
 //	             K's hold reserved or held                    → that address
 //	             no hold (or it expired)                      → allocate, then record it
 //	             K's hold reserved by one live owner, the ADD a
-//	             migration target (MigrationName other than the owner's) → that
+//	             migration target (Keyed.Migration other than the owner's) → that
 //	             address, shared: the record's second owner; never a third
 //	             a migration target whose K holds no address             → 107
 //	DEL:         the reservation becomes a hold until now + holdFor; the
@@ -46,9 +47,6 @@ const (
 	// pod was started for (a pod keeps it after the migration).
 	AnnotationKubevirtDomain = "kubevirt.io/domain"
 	AnnotationMigrationJob   = "kubevirt.io/migrationJobName"
-	argPodNamespace          = "K8S_POD_NAMESPACE"
-	argNomadNamespace        = "NOMAD_NAMESPACE"
-	argPodName               = "K8S_POD_NAME"
 	podAnnotationsCap        = "io.kubernetes.cri.pod-annotations"
 
 	// DefaultHoldFor is how long a DEL'd key keeps its address when
@@ -68,6 +66,28 @@ type StickyKeys struct {
 type Sticky struct {
 	By      []string
 	HoldFor time.Duration
+	// NamespaceFrom is ipam.namespaceFrom: which runtime's namespace key
+	// the sources of By read (netconf.IdentityOf), as a selector's rules
+	// do, so that a standalone allocator trusts no more than a chain.
+	NamespaceFrom string
+}
+
+// StickyConf is ipam.sticky and ipam.namespaceFrom, validated: what an
+// allocator needs to find an attachment's key.
+func StickyConf(conf *netconf.Envelope) (Sticky, error) {
+	var ipam struct {
+		Sticky        *StickyKeys `json:"sticky"`
+		NamespaceFrom string      `json:"namespaceFrom"`
+	}
+	if err := conf.DecodeIPAM(&ipam); err != nil {
+		return Sticky{}, err
+	}
+	s, err := ParseSticky(ipam.Sticky)
+	if err != nil {
+		return s, err
+	}
+	s.NamespaceFrom = ipam.NamespaceFrom
+	return s, netconf.ParseNamespaceFrom(ipam.NamespaceFrom)
 }
 
 // ParseSticky validates ipam.sticky; nil is sticky off (a selector may
@@ -103,51 +123,77 @@ func ParseSticky(k *StickyKeys) (Sticky, error) {
 // StickyArgKeys are the CNI_ARGS keys stickiness reads (see ArgKeys for
 // when an allocator accepts them).
 func StickyArgKeys() []string {
-	return []string{argPodNamespace, argNomadNamespace, argPodName, ArgStickyKey}
+	return []string{netconf.ArgPodNamespace, netconf.ArgNomadNamespace, netconf.ArgPodName, ArgStickyKey}
 }
 
-// StickyKey is the attachment's stable key: the one a selector passed on
-// in prevResult ("sticky": {"key": K}) first, then the sources of s.By in
-// order; "" when none gives one (the attachment then allocates as if
-// nothing were sticky). A malformed key is code 7 naming where it came
-// from. A key the pod's or job's author chose (the annotation, the arg) is
-// scoped to the namespace the runtime passed (ScopeStickyKey).
-func StickyKey(conf *netconf.Envelope, cniArgs []netconf.CNIArg, s Sticky) (string, error) {
+// StickyKey is the attachment's stable key, held for s.HoldFor: the one
+// a selector passed on in prevResult ("sticky": {"key": K, "by": source})
+// first, then the sources of s.By in order; no key when none gives one
+// (the attachment then allocates as if nothing were sticky). A malformed
+// key is code 7 naming where it came from. The namespace is the
+// runtime's as s.NamespaceFrom says (netconf.IdentityOf: two that differ
+// are code 7), and a key the pod's or job's author chose (the annotation,
+// the arg) is scoped to it (ScopeStickyKey). The migration name is read
+// for a "kubevirt" key alone, the allocator's own or one a selector says
+// is a VM's: any pod of a namespace can present another's annotation key
+// or arg, and a migration name would make it a live pod's second owner.
+func StickyKey(conf *netconf.Envelope, cniArgs []netconf.CNIArg, s Sticky) (Keyed, error) {
 	// Most chains pass no key: a byte search spares them a second decode
 	// of prevResult on every ADD.
 	if conf.HasPrevResult() && bytes.Contains(conf.PrevResult, []byte(`"sticky"`)) {
 		var prev struct {
-			Sticky *struct {
-				Key string `json:"key"`
-			} `json:"sticky"`
+			Sticky *pool.Sticky `json:"sticky"`
 		}
 		if err := json.Unmarshal(conf.PrevResult, &prev); err == nil && prev.Sticky != nil && prev.Sticky.Key != "" {
-			return prev.Sticky.Key, validStickyKey("prevResult.sticky.key", prev.Sticky.Key)
+			if err := validStickyKey("prevResult.sticky.key", prev.Sticky.Key); err != nil {
+				return Keyed{}, err
+			}
+			return keyed(conf, nil, s, prev.Sticky.By, prev.Sticky.Key)
 		}
 	}
-	var annotations map[string]string
+	var (
+		annotations map[string]string
+		id          *netconf.Identity
+	)
+	// Only a source that reads the namespace refuses a conflicting one:
+	// without a key, the allocator reads none.
+	identity := func() (netconf.Identity, error) {
+		if id == nil {
+			got, err := netconf.IdentityOf(cniArgs, s.NamespaceFrom)
+			if err != nil {
+				return got, err
+			}
+			id = &got
+		}
+		return *id, nil
+	}
 	for _, by := range s.By {
 		key, field := "", ""
 		switch by {
 		case StickyByPod:
-			ns, _ := netconf.Lookup(cniArgs, argPodNamespace)
-			name, _ := netconf.Lookup(cniArgs, argPodName)
-			if ns != "" && name != "" {
-				key, field = ns+"/"+name, "CNI_ARGS "+argPodNamespace+"/"+argPodName
+			who, err := identity()
+			if err != nil {
+				return Keyed{}, err
+			}
+			if who.Namespace != "" && who.PodName != "" {
+				key, field = who.Namespace+"/"+who.PodName, "the namespace and CNI_ARGS "+netconf.ArgPodName
 			}
 		case StickyByAnnotation, StickyByKubevirt:
 			if annotations == nil {
 				var err error
 				if annotations, err = PodAnnotations(conf); err != nil {
-					return "", err
+					return Keyed{}, err
 				}
 			}
 			if by == StickyByAnnotation {
 				key, field = annotations[AnnotationStickyKey], annotationField(AnnotationStickyKey)
 				break
 			}
-			ns, _ := netconf.Lookup(cniArgs, argPodNamespace)
-			key, field = KubevirtKey(ns, annotations), annotationField(AnnotationKubevirtDomain)
+			who, err := identity()
+			if err != nil {
+				return Keyed{}, err
+			}
+			key, field = KubevirtKey(who.Namespace, annotations), annotationField(AnnotationKubevirtDomain)
 		case StickyByArg:
 			key, _ = netconf.Lookup(cniArgs, ArgStickyKey)
 			field = "CNI_ARGS " + ArgStickyKey
@@ -156,15 +202,38 @@ func StickyKey(conf *netconf.Envelope, cniArgs []netconf.CNIArg, s Sticky) (stri
 			continue
 		}
 		if err := validStickyKey(field, key); err != nil {
-			return "", err
+			return Keyed{}, err
 		}
-		if by == StickyByPod || by == StickyByKubevirt { // the runtime's namespace already
-			return key, nil
+		if by == StickyByAnnotation || by == StickyByArg {
+			who, err := identity()
+			if err != nil {
+				return Keyed{}, err
+			}
+			key = ScopeStickyKey(who.Namespace, key)
 		}
-		ns, err := runtimeNamespace(cniArgs)
-		return ScopeStickyKey(ns, key), err
+		return keyed(conf, annotations, s, by, key)
 	}
-	return "", nil
+	return Keyed{}, nil
+}
+
+// keyed is key from source by, with its pod's migration name when by is
+// "kubevirt". annotations are the pod's when already read, else nil.
+func keyed(conf *netconf.Envelope, annotations map[string]string, s Sticky, by, key string) (Keyed, error) {
+	k := Keyed{Key: key, HoldFor: s.HoldFor}
+	if by != StickyByKubevirt {
+		return k, nil
+	}
+	if annotations == nil {
+		var err error
+		if annotations, err = PodAnnotations(conf); err != nil {
+			return k, err
+		}
+	}
+	k.Migration = annotations[AnnotationMigrationJob]
+	if k.Migration == "" {
+		return k, nil
+	}
+	return k, validStickyKey(annotationField(AnnotationMigrationJob), k.Migration)
 }
 
 // ScopeStickyKey is an author-chosen key as it holds: within namespace ns
@@ -179,24 +248,6 @@ func ScopeStickyKey(ns, key string) string {
 		return key
 	}
 	return ns + "/" + key
-}
-
-// runtimeNamespace is the namespace the runtime passed in CNI_ARGS:
-// containerd's and CRI-O's K8S_POD_NAMESPACE or Nomad's NOMAD_NAMESPACE.
-// Both, differing, is code 7: one of them is an author posing as another
-// namespace (a Nomad job's own cni args may carry any key), and neither
-// is preferred.
-func runtimeNamespace(cniArgs []netconf.CNIArg) (string, error) {
-	k8s, _ := netconf.Lookup(cniArgs, argPodNamespace)
-	nomad, _ := netconf.Lookup(cniArgs, argNomadNamespace)
-	if k8s != "" && nomad != "" && k8s != nomad {
-		return "", cnierr.New(cnierr.CodeInvalidConfig, "conflicting namespace",
-			"CNI_ARGS %s=%q conflicts with %s=%q: a sticky key is scoped to the runtime's namespace", argPodNamespace, k8s, argNomadNamespace, nomad)
-	}
-	if k8s != "" {
-		return k8s, nil
-	}
-	return nomad, nil
 }
 
 // PodAnnotations are the pod's annotations, as the runtime passes them
@@ -229,22 +280,6 @@ func KubevirtKey(namespace string, annotations map[string]string) string {
 		return ""
 	}
 	return namespace + "/vm/" + domain
-}
-
-// MigrationName is the live migration a keyed attachment's pod was
-// started for (the annotation kubevirt.io/migrationJobName), "" for none:
-// such an ADD may share its key's address with the one live attachment
-// that has it (docs/sticky.md, KubeVirt live migration).
-func MigrationName(conf *netconf.Envelope) (string, error) {
-	annotations, err := PodAnnotations(conf)
-	if err != nil {
-		return "", err
-	}
-	name := annotations[AnnotationMigrationJob]
-	if name == "" {
-		return "", nil
-	}
-	return name, validStickyKey(annotationField(AnnotationMigrationJob), name)
 }
 
 // validStickyKey: a key is printable and bounded; stores never use it as
@@ -317,7 +352,7 @@ type Hold struct {
 	Expires time.Time `json:"expires,omitzero"`
 	// Time is when the record was written, where a store keeps it (etcd).
 	Time string `json:"time,omitempty"`
-	// Migration is the owner's migration name (MigrationName) at its ADD.
+	// Migration is the owner's migration name (Keyed.Migration) at its ADD.
 	Migration string `json:"migration,omitempty"`
 }
 

@@ -29,6 +29,7 @@ func (f Flavour) k8sInstallCmd() *cobra.Command {
 		criSocket  string
 		criTimeout time.Duration
 		minAge     time.Duration
+		scope      = criScope{dirFlag: "--net-dir", maxFlag: "--gc-max-conf-num"}
 	)
 	c := &cobra.Command{
 		Use:   "k8s-install [--conf-source DIR] [--watch] [--gc-cri SOCKET]",
@@ -38,18 +39,28 @@ func (f Flavour) k8sInstallCmd() *cobra.Command {
 atomically: the new binary is written and synced under a temporary name, then
 renamed over the old one, so a runtime running a personality meanwhile gets the
 old binary or the new one, whole. With --conf-source (a mounted ConfigMap),
-install each of its .conflist, .conf and .json files into --net-dir under its
-own name: only when it differs from what is there, atomically, after the same
-checks as validate; no other file of --net-dir is touched.
-Without --watch, exit (an init container). With --watch, stay: install the
-ConfigMap's files again every --interval when they change (a ConfigMap update
-swaps its ..data link), keep what is installed when an update does not
-validate, and exit 0 on SIGTERM, leaving everything installed.
+install each of its .conflist, .conf and .json files (hidden keys skipped;
+no link followed but the kubelet's own ..data layout; regular files only) into
+--net-dir under its own name: only when it differs from what is there,
+atomically, after the same checks as validate and the runtime's (every plugin
+type a file of --bin-dir speaking the file's cniVersion, every ipam with a
+type, no quota of 0), and only over a file it installed itself (recorded in
+--net-dir's .cniplugins-installed); no other file of --net-dir is touched. A
+ConfigMap with any problem installs nothing; a file of --bin-dir that is not
+cniplugins' is refused before anything is written.
+Without --watch, exit (an init container), 1 when anything was refused. With
+--watch, stay: install the ConfigMap's files again every --interval when they
+change (a ConfigMap update swaps its ..data link), keep what is installed when
+the ConfigMap is refused (logged once), and exit 0 on SIGTERM, leaving
+everything installed.
 With --gc-cri (full flavour), run gc --cri --apply against that runtime socket
 after the install, and with --watch every --gc-interval: every CNI
 reservation under --data-dir (or, with --etcd, among --node's claims) that no
 READY sandbox owns and that is older than --gc-min-age is released, each one
-logged.`,
+logged. Only the networks the runtime serves are reconciled: the first
+--gc-max-conf-num files of --net-dir by name (the node's net.d, the runtime's
+conf dir, read again at every pass) and any --gc-network; other runtimes'
+reservations in the same data dir (podman's, Nomad's) are left alone.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			log := cmd.ErrOrStderr()
@@ -62,10 +73,14 @@ logged.`,
 			}
 			if o.Confs.Source != "" {
 				v := ops.Validator{Lookup: f.Registry.Lookup, CNIPath: []string{o.Install.Dir}}
-				o.Confs.Validate = func(file string) []ops.Problem { return v.Files([]string{file}) }
+				o.Confs.Validate = v.Data
+				o.Confs.Runtime = k8sinstall.Runtime{BinDir: o.Install.Dir, Ours: o.Install.Names}
 			}
 			if criSocket != "" {
-				if o.GC, err = f.k8sGC(cmd, &bf, criSocket, criTimeout, minAge); err != nil {
+				// The GC loop's scope is the net.d it installs into: the
+				// node's, which is the runtime's conf dir.
+				scope.confDirs = []string{o.Confs.NetDir}
+				if o.GC, err = f.k8sGC(cmd, &bf, criSocket, criTimeout, minAge, scope); err != nil {
 					return err
 				}
 			}
@@ -89,18 +104,23 @@ logged.`,
 	fl.DurationVar(&o.GCInterval, "gc-interval", time.Hour, "with --gc-cri: time between two reconciles")
 	fl.DurationVar(&minAge, "gc-min-age", ops.DefaultMinAge, "with --gc-cri: release only reservations older than this (an ADD in flight is younger)")
 	fl.DurationVar(&criTimeout, "gc-cri-timeout", 10*time.Second, "with --gc-cri: how long to wait for the runtime's answer")
+	fl.IntVar(&scope.maxConfNum, "gc-max-conf-num", ops.DefaultMaxConfNum, "with --gc-cri: how many of --net-dir's files the runtime loads, by name (containerd's max_conf_num; 0: all); only their networks are reconciled")
+	fl.StringArrayVar(&scope.networks, "gc-network", nil, "with --gc-cri: a network the runtime's pods are attached to beside --net-dir's (a Multus attachment's; repeatable)")
 	bf.add(c, f.Etcd, true, "this node's name, whose claims --gc-cri reconciles (required)")
 	return c
 }
 
 // k8sGC is the GC loop's one pass: gc --cri --apply on the backend the
 // flags choose, each release logged.
-func (f Flavour) k8sGC(cmd *cobra.Command, bf *backendFlags, socket string, timeout, minAge time.Duration) (func(io.Writer) error, error) {
+func (f Flavour) k8sGC(cmd *cobra.Command, bf *backendFlags, socket string, timeout, minAge time.Duration, scope criScope) (func(io.Writer) error, error) {
 	if f.CRI == nil {
 		return nil, exitError{2, errors.New("--gc-cri needs the full flavour: run the cniplugins-full image; the lean binary links no network client")}
 	}
 	if minAge < 0 {
 		return nil, fmt.Errorf("invalid --gc-min-age %s: want 0 or more", minAge)
+	}
+	if scope.maxConfNum < 0 {
+		return nil, fmt.Errorf("invalid --gc-max-conf-num %d: want 0 (all) or more", scope.maxConfNum)
 	}
 	b, err := bf.backend(cmd)
 	if err != nil {
@@ -110,9 +130,9 @@ func (f Flavour) k8sGC(cmd *cobra.Command, bf *backendFlags, socket string, time
 		return nil, errors.New("with --etcd, name this host's --node: only its claims are reconciled")
 	}
 	return func(log io.Writer) error {
-		stale, live, err := reconcile(f.CRI, socket, timeout, b, ops.LiveGCRequest{Apply: true, MinAge: minAge, Node: bf.node})
+		rep, live, err := reconcile(f.CRI, socket, timeout, scope, b, ops.LiveGCRequest{Apply: true, MinAge: minAge, Node: bf.node})
 		released := 0
-		for _, l := range stale {
+		for _, l := range rep.Stale {
 			if l.Error != "" {
 				fmt.Fprintf(log, "gc: could not release %s: %s\n", l.Describe(), l.Error)
 				continue
@@ -120,7 +140,8 @@ func (f Flavour) k8sGC(cmd *cobra.Command, bf *backendFlags, socket string, time
 			released++
 			fmt.Fprintf(log, "gc: released %s, %s old, owned by no live sandbox\n", l.Describe(), l.Age)
 		}
-		if len(stale) > 0 || err == nil {
+		if rep.Stale != nil {
+			writeScope(log, "gc: ", rep)
 			fmt.Fprintf(log, "gc: %d live sandboxes, %d reservations released\n", live, released)
 		}
 		return err

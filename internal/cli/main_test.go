@@ -74,8 +74,9 @@ func TestMainExitCodesAndStreams(t *testing.T) {
 		{argv: []string{"cniplugins", "release", "10.0.0.1", "--pool", "p", "--node", "n1"}, exit: 1, stderr: "--node needs --etcd", noStdout: true},
 		// gc --cri speaks gRPC: the lean binary says where it lives.
 		{argv: []string{"cniplugins", "gc", "--cri", "/run/containerd/containerd.sock"}, exit: 2, stderr: "--cri needs the full flavour: run cniplugins-full", noStdout: true},
-		{argv: []string{"cniplugins", "gc", "--cri", "/run/x.sock", "--pool", "p"}, exit: 1, stderr: "drop --network, --pool, --keep", noStdout: true},
-		{argv: []string{"cniplugins", "gc", "--pool", "p", "--keep", "c", "--min-age", "1m"}, exit: 1, stderr: "-o and --min-age go with --cri", noStdout: true},
+		{argv: []string{"cniplugins", "gc", "--cri", "/run/x.sock", "--pool", "p"}, exit: 1, stderr: "drop --pool, --keep", noStdout: true},
+		{argv: []string{"cniplugins", "gc", "--pool", "p", "--keep", "c", "--min-age", "1m"}, exit: 1, stderr: "--min-age, --cni-conf-dir and --cni-max-conf-num go with --cri", noStdout: true},
+		{argv: []string{"cniplugins", "gc", "--network", "a", "--network", "b", "--keep", "c"}, exit: 1, stderr: "invalid --network a, b: name one network (several go with --cri)", noStdout: true},
 		// k8s-install's GC loop is gc --cri: the lean image says where it lives, before installing anything.
 		{argv: []string{"cniplugins", "k8s-install", "--bin-dir", "/nonexistent/cniplugins-test", "--watch", "--gc-cri", "/run/x.sock"}, exit: 2, stderr: "--gc-cri needs the full flavour: run the cniplugins-full image", noStdout: true},
 		// fsck: 2 when it cannot check, apart from 1 (problems remain).

@@ -3,6 +3,7 @@ package cli
 import (
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -17,10 +18,11 @@ func (f Flavour) gcCmd() *cobra.Command {
 		r        ops.GCRequest
 		keep     []string
 		keepFile string
+		networks []string
 		cri      criFlags
 	)
 	c := &cobra.Command{
-		Use:   "gc (--network N | --pool P | --etcd URLS --node NODE) (--keep CID[@IF]... | --keep-file FILE) [--apply]\n  cniplugins gc --cri ENDPOINT [--etcd URLS --node NODE] [--min-age 10m] [--apply] [-o json]",
+		Use:   "gc (--network N | --pool P | --etcd URLS --node NODE) (--keep CID[@IF]... | --keep-file FILE) [--apply]\n  cniplugins gc --cri ENDPOINT [--cni-conf-dir DIR] [--cni-max-conf-num N] [--network N...] [--etcd URLS --node NODE] [--min-age 10m] [--apply] [-o json]",
 		Short: "Release every reservation not kept, with the rules of the CNI GC command",
 		Long: `Release every reservation of a network's or a pool's state directory whose owner
 is not kept: the CNI GC command's rules, with the list of live attachments given
@@ -38,10 +40,15 @@ node's claims are never touched. --apply refuses while --node was seen alive
 (an ADD, DEL, GC or STATUS from it) within --dead-after; --force skips that
 check, and says so.
 With --cri (full flavour), the live attachments are the CRI runtime's own:
-every sandbox it lists as READY keeps its reservations, in every network and
-pool under the data dir (or, with --etcd, among --node's claims); any other
-CNI reservation older than --min-age is released, each through the same path
-as release (a sticky key's reservation becomes a hold, as release makes it).
+every sandbox it lists as READY keeps its reservations. Only the networks the
+runtime serves are reconciled: those it loads from its conf dir
+(--cni-conf-dir, the first --cni-max-conf-num files by name, as containerd
+does) and those named with --network; reservations of any other network
+(podman's, Nomad's, one not recorded) are left alone, and the output says
+which. Among those networks' reservations under the data dir (or, with
+--etcd, among --node's claims), every CNI reservation no READY sandbox owns
+that is older than --min-age is released, each through the same path as
+release (a sticky key's reservation becomes a hold, as release makes it).
 An endpoint that cannot be asked is an error (exit 2) that releases nothing.
 The Docker driver's reservations are never touched.`,
 		Args: cobra.NoArgs,
@@ -54,16 +61,26 @@ The Docker driver's reservations are never touched.`,
 			// --node's, and may release all of them (the node is gone).
 			shared := b.Shared()
 			if cri.endpoint != "" {
-				if r.Network != "" || r.Pool != "" || len(keep) > 0 || keepFile != "" {
-					return fmt.Errorf("--cri reconciles every network and pool against the runtime's sandboxes: drop --network, --pool, --keep and --keep-file")
+				if r.Pool != "" || len(keep) > 0 || keepFile != "" {
+					return fmt.Errorf("--cri reconciles the runtime's networks in every pool against its sandboxes: drop --pool, --keep and --keep-file")
 				}
+				cri.scope.networks = networks
 				if shared && bf.node == "" {
 					return fmt.Errorf("with --etcd, name this host's --node: only its claims are reconciled")
 				}
 				return cri.run(cmd, f.CRI, b, ops.LiveGCRequest{Apply: r.Apply, Node: bf.node})
 			}
-			if cmd.Flags().Changed("output") || cmd.Flags().Changed("min-age") {
-				return fmt.Errorf("-o and --min-age go with --cri")
+			for _, name := range []string{"output", "min-age", "cni-conf-dir", "cni-max-conf-num"} {
+				if cmd.Flags().Changed(name) {
+					return fmt.Errorf("-o, --min-age, --cni-conf-dir and --cni-max-conf-num go with --cri")
+				}
+			}
+			switch len(networks) {
+			case 0:
+			case 1:
+				r.Network = networks[0]
+			default:
+				return fmt.Errorf("invalid --network %s: name one network (several go with --cri)", strings.Join(networks, ", "))
 			}
 			switch {
 			case shared && bf.node == "":
@@ -113,7 +130,7 @@ The Docker driver's reservations are never touched.`,
 		},
 	}
 	bf.add(c, f.Etcd, true, "the node whose claims to collect (required with --etcd)")
-	c.Flags().StringVar(&r.Network, "network", "", "the network whose state directory to collect")
+	c.Flags().StringArrayVar(&networks, "network", nil, "the network whose state directory to collect; with --cri, a network the runtime serves beside its conf dir's (repeatable)")
 	c.Flags().StringVar(&r.Pool, "pool", "", "the pool whose state directory to collect")
 	c.Flags().StringArrayVar(&keep, "keep", nil, "a live attachment CONTAINERID[@IFNAME] (repeatable)")
 	c.Flags().StringVar(&keepFile, "keep-file", "", "a file with one CONTAINERID[@IFNAME] per line ('#' comments)")

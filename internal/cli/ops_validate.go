@@ -24,8 +24,10 @@ func (f Flavour) validateCmd() *cobra.Command {
 		Long: `Parse each .conf or .conflist (a directory: every file libcni would read in it)
 with libcni's parser and every personality's own parser, check that
 ipam-delegated's delegates are found in the CNI path, that every pool is defined
-and that ranges are valid and do not overlap, and print each problem with file,
-JSON path and value. Changes nothing. Exits non-zero when a problem is found.`,
+and that ranges are valid and do not overlap, report ipam-ds-args quotas a pod's
+author can get around (a tenant the author names, a rule without the quota the
+author can make its pod match), and print each problem with file, JSON path and
+value. Changes nothing. Exits non-zero when a problem is found.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := out.check(); err != nil {

@@ -30,7 +30,7 @@ func cmdAdd(req *plugin.Request) (types.Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	op.quota = newQuotaState(c.Quota)
+	op.quota = newQuotaState(c.Quota, targets)
 	allocated, err := op.add(targets, st)
 	if err != nil {
 		return nil, err
@@ -66,14 +66,14 @@ func (op *operation) add(targets []alloc.Target, st *stickyAtt) ([]allocated, er
 		}
 		return t.Allocator(s).Allocate(att, t.RangeID, t.Set, t.Requested, t.Label)
 	}
-	key := ""
+	key, mig := "", ""
 	if st != nil {
-		key = st.key
+		key, mig = st.key, st.migration
 	}
 	for _, t := range targets {
 		var a allocated
 		locate := op.locator(t, st)
-		enforce, err := alloc.QuotaGate(op.quotaOf(), t, key, locate, func() (int, error) { return op.count(op.quota) })
+		enforce, err := alloc.QuotaGate(op.quotaOf(), t, key, mig, locate, func() (int, error) { return op.count(op.quota) })
 		if op.quota != nil {
 			op.quota.enforce = enforce
 		}

@@ -169,6 +169,15 @@ func (s *claimStore) Reserve(a alloc.Attachment, ip netip.Addr) (bool, error) {
 			}
 			return true, nil
 		}
+		if hasSlot {
+			// Before any recount or fence retry: a retried ADD is 102 at the quota as
+			// below it (alloc.QuotaGate).
+			if r, _ := decodeRecord(slot.Value); !r.cancelled() {
+				s.sent = nil // definitely not ours: nothing to undo
+				return false, cnierr.New(cnierr.CodeDuplicateAttach, "attachment already holds an address",
+					"address=%s %s containerID=%s ifname=%s", r.Address, s.label, a.ContainerID, a.IfName)
+			}
+		}
 		if fences := resp.KVs(holdersFences); fenceMoved(fences, fenceK, op.cl.Revision(fenceK)) {
 			// A release wrote the bucket since this host last saw it (or
 			// this exec knew nothing of it): claim again at its revision.
@@ -194,12 +203,6 @@ func (s *claimStore) Reserve(a alloc.Attachment, ip netip.Addr) (bool, error) {
 			}
 		}
 		if hasSlot {
-			r, _ := decodeRecord(slot.Value)
-			if !r.cancelled() {
-				s.sent = nil // definitely not ours: nothing to undo
-				return false, cnierr.New(cnierr.CodeDuplicateAttach, "attachment already holds an address",
-					"address=%s %s containerID=%s ifname=%s", r.Address, s.label, a.ContainerID, a.IfName)
-			}
 			if slot.ModRevision != s.marker {
 				s.marker = slot.ModRevision // a failed ADD's marker: take it over, exactly this one
 				continue

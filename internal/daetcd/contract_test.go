@@ -42,7 +42,7 @@ func (e etcdSubject) Add(c alloctest.Call, targets []alloc.Target) ([]netip.Pref
 		st = &stickyAtt{key: c.Key, id: alloc.StickyID(c.Key, c.Att.IfName), holdFor: c.HoldFor, migration: c.Migration}
 	}
 	op := e.op(c)
-	op.quota = newQuotaState(c.Quota)
+	op.quota = newQuotaState(c.Quota, targets)
 	got, err := op.add(targets, st)
 	var out []netip.Prefix
 	for _, a := range got {

@@ -29,7 +29,7 @@ func validate(conf *netconf.Envelope) error {
 	if _, err := parseEtcd(conf, false); err != nil {
 		return err
 	}
-	if _, _, err := parseStickyConf(conf); err != nil {
+	if _, err := alloc.StickyConf(conf); err != nil {
 		return err
 	}
 	standalone, err := alloc.Standalone(conf, Name)

@@ -49,13 +49,34 @@ type quotaState struct {
 	// enforce: the target's claims require the version (QuotaGate);
 	// without, they only record the address as the tenant's.
 	enforce bool
+	// counted is where the count looks (scopePath): the quota's pools
+	// and the targets' chains. The tenant's records elsewhere (another
+	// network's pools, under another quota) are not this quota's.
+	counted map[string]bool
 }
 
-func newQuotaState(q *pool.Quota) *quotaState {
+// newQuotaState is the state of quota q for an ADD of targets.
+func newQuotaState(q *pool.Quota, targets []alloc.Target) *quotaState {
 	if q == nil {
 		return nil
 	}
-	return &quotaState{q: q, name: pool.TenantName(q.Tenant)}
+	qs := &quotaState{q: q, name: pool.TenantName(q.Tenant), counted: map[string]bool{}}
+	for _, name := range q.Pools {
+		qs.counted[scopePath(alloc.Scope{Pool: name})] = true
+	}
+	for _, t := range targets {
+		for _, c := range t.Chain() {
+			qs.counted[scopePath(c.Scope)] = true
+		}
+	}
+	return qs
+}
+
+// counts: the record whose address is where ("<scope>/<address>") is in
+// the count's scope.
+func (qs *quotaState) counts(where string) bool {
+	i := strings.LastIndexByte(where, '/')
+	return i > 0 && qs.counted[where[:i]]
 }
 
 // count reads the tenant's records and version, then the claims they
@@ -78,7 +99,9 @@ func (op *operation) count(qs *quotaState) (int, error) {
 		}
 		for i, m := range batch {
 			if live[i] {
-				n++
+				if _, where := op.keys.splitTenantRecord(string(m.Key)); qs.counts(where) {
+					n++
+				}
 			} else if len(qs.stale) < maxStaleDeletes {
 				qs.stale = append(qs.stale, m)
 			}

@@ -36,7 +36,7 @@ func TestQuotaCountPastMaxTxnOps(t *testing.T) {
 		}
 	}
 	op := e.op(alloctest.Call{Att: alloc.Attachment{ContainerID: "x", IfName: "eth0", Network: "net"}, Now: time.Now()})
-	if n, err := op.count(newQuotaState(q)); err != nil || n != 150 {
+	if n, err := op.count(newQuotaState(q, []alloc.Target{tg})); err != nil || n != 150 {
 		t.Fatalf("count = %d, %v; want 150", n, err)
 	}
 	last := alloctest.Call{Att: alloc.Attachment{ContainerID: "c150", IfName: "eth0", Network: "net"}, Now: time.Now(), Quota: q}
@@ -47,7 +47,7 @@ func TestQuotaCountPastMaxTxnOps(t *testing.T) {
 	if err := e.GC(nil, time.Now()); err != nil {
 		t.Fatal(err)
 	}
-	qs := newQuotaState(q)
+	qs := newQuotaState(q, []alloc.Target{tg})
 	if n, err := op.count(qs); err != nil || n != 0 || len(qs.stale) != 0 {
 		t.Fatalf("after GC: count = %d (%d records counting nothing), %v; want 0 and none", n, len(qs.stale), err)
 	}

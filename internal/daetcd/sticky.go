@@ -43,33 +43,20 @@ type stickyAtt struct {
 	key       string
 	id        string // alloc.StickyID(key, ifname)
 	holdFor   time.Duration
-	migration string // alloc.MigrationName
-}
-
-// parseStickyConf is ipam.sticky validated.
-func parseStickyConf(conf *netconf.Envelope) (*alloc.StickyKeys, alloc.Sticky, error) {
-	var ipam struct {
-		Sticky *alloc.StickyKeys `json:"sticky"`
-	}
-	if err := conf.DecodeIPAM(&ipam); err != nil {
-		return nil, alloc.Sticky{}, err
-	}
-	s, err := alloc.ParseSticky(ipam.Sticky)
-	return ipam.Sticky, s, err
+	migration string // alloc.Keyed.Migration
 }
 
 // stickyOf is the attachment's sticky key, nil when it has none.
 func stickyOf(conf *netconf.Envelope, cniArgs []netconf.CNIArg, ifname string) (*stickyAtt, error) {
-	_, s, err := parseStickyConf(conf)
+	s, err := alloc.StickyConf(conf)
 	if err != nil {
 		return nil, err
 	}
-	key, err := alloc.StickyKey(conf, cniArgs, s)
-	if err != nil || key == "" {
+	k, err := alloc.StickyKey(conf, cniArgs, s)
+	if err != nil || k.Key == "" {
 		return nil, err
 	}
-	mig, err := alloc.MigrationName(conf)
-	return &stickyAtt{key: key, id: alloc.StickyID(key, ifname), holdFor: s.HoldFor, migration: mig}, err
+	return &stickyAtt{key: k.Key, id: alloc.StickyID(k.Key, ifname), holdFor: k.HoldFor, migration: k.Migration}, nil
 }
 
 func (l layout) holdScope(s alloc.Scope) string { return l.prefix + "sticky/" + scopePath(s) + "/" }

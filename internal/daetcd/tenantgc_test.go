@@ -70,7 +70,7 @@ func (c tenantCase) records() []string {
 // it found counting nothing.
 func (c tenantCase) count() (int, int) {
 	c.t.Helper()
-	qs := newQuotaState(c.q)
+	qs := newQuotaState(c.q, []alloc.Target{c.tg})
 	n, err := c.e.op(c.call("x", "net", "")).count(qs)
 	if err != nil {
 		c.t.Fatal(err)

@@ -19,12 +19,14 @@ import (
 // this ADD reserved is released before the error is returned.
 //
 // An ADD whose targets head overflow chains first tries with the heads
-// alone (headsOnly): while a head has room and the attachment has no
+// alone (lockHeads): while a head has room and the attachment has no
 // spill record there (hostlocal.Disk.MaySpill), the chain's rules need
 // nothing of the other pools but the quota's count, which the tenant's
 // lock lets it read without their locks. Whatever needs more (a full
-// head, a spill record, a count at the quota) undoes the attempt and
-// runs the ADD again with every pool of the chains locked.
+// head, a spill record) undoes the attempt and runs the ADD again with
+// every pool of the chains locked; a count at the quota that is not
+// exact (some pool counted without its lock) runs it with every pool the
+// quota counts in locked too, since only such a count may refuse.
 func cmdAdd(req *plugin.Request) (types.Result, error) {
 	c, err := parseConfig(req.Conf, req.CNIArgs, true)
 	if err != nil {
@@ -40,9 +42,16 @@ func cmdAdd(req *plugin.Request) (types.Result, error) {
 		return nil, err
 	}
 	a := adder{config: c, targets: targets, att: c.attachment(req), log: req.Log, now: time.Now()}
-	ips, err := a.add(a.headsSuffice())
+	first := lockChains
+	if a.headsSuffice() {
+		first = lockHeads
+	}
+	ips, err := a.add(first)
 	if errors.Is(err, errWholeChain) {
-		ips, err = a.add(false)
+		ips, err = a.add(lockChains)
+	}
+	if errors.Is(err, errWholeCount) {
+		ips, err = a.add(lockCounted)
 	}
 	if err != nil {
 		return nil, err
@@ -52,8 +61,21 @@ func cmdAdd(req *plugin.Request) (types.Result, error) {
 }
 
 // errWholeChain ends an ADD with the heads alone that needs the rest of
-// its chains.
-var errWholeChain = errors.New("the ADD needs every pool of its chains")
+// its chains; errWholeCount one whose quota count, taken partly without
+// locks, reached the quota.
+var (
+	errWholeChain = errors.New("the ADD needs every pool of its chains")
+	errWholeCount = errors.New("the ADD needs every pool its quota counts in")
+)
+
+// lockMode is which pools an ADD locks.
+type lockMode int
+
+const (
+	lockHeads   lockMode = iota // the first pool of each chain
+	lockChains                  // every pool of the chains
+	lockCounted                 // and every pool the quota counts in
+)
 
 // adder is one ADD's allocation, run with the heads of its chains alone
 // or with every pool locked.
@@ -72,25 +94,34 @@ func (a *adder) headsSuffice() bool {
 	return a.stickyKey == "" && slices.ContainsFunc(a.targets, func(t alloc.Target) bool { return len(t.Overflow) > 0 })
 }
 
-// add runs the ADD once: with every pool of the chains locked, or with
-// the heads alone (errWholeChain when that is not enough, the attempt
-// undone).
-func (a *adder) add(headsOnly bool) ([]*current.IPConfig, error) {
-	var locked, chains []string // the directories to lock; every pool's
+// add runs the ADD once, with the pools mode says locked (errWholeChain
+// or errWholeCount when that is not enough, the attempt undone).
+func (a *adder) add(mode lockMode) ([]*current.IPConfig, error) {
+	headsOnly := mode == lockHeads
+	var locked, counted []string // the directories to lock; to count the tenant in
 	for _, t := range a.targets {
 		for i, ch := range t.Chain() {
 			dir := a.dir(ch.Scope)
 			if i == 0 || !headsOnly {
 				locked = append(locked, dir)
 			}
-			if !slices.Contains(chains, dir) {
-				chains = append(chains, dir)
+			if !slices.Contains(counted, dir) {
+				counted = append(counted, dir)
 			}
 		}
 	}
 	tenant := ""
 	if a.Quota != nil {
 		tenant = a.Quota.Tenant
+		for _, name := range a.Quota.Pools {
+			dir := a.dir(alloc.Scope{Pool: name})
+			if !slices.Contains(counted, dir) {
+				counted = append(counted, dir)
+				if mode == lockCounted {
+					locked = append(locked, dir)
+				}
+			}
+		}
 	}
 	st, err := openStoresAs(PoolsDir(a.dataDir), tenant, locked, a.lockTimeout)
 	if err != nil {
@@ -134,9 +165,9 @@ func (a *adder) add(headsOnly bool) ([]*current.IPConfig, error) {
 		return addr, gw, err
 	}
 	inUse := func() (int, error) {
-		n, exact, err := st.tenantAddrs(a.Quota, chains)
+		n, exact, err := st.tenantAddrs(a.Quota, counted)
 		if err == nil && !exact && n >= a.Quota.Max {
-			err = errWholeChain // only a locked count may refuse
+			err = errWholeCount // only a locked count may refuse
 		}
 		return n, err
 	}
@@ -154,7 +185,7 @@ func (a *adder) add(headsOnly bool) ([]*current.IPConfig, error) {
 		var addr netip.Prefix
 		var gw netip.Addr
 		var used alloc.Target
-		if _, err = alloc.QuotaGate(a.Quota, t, a.stickyKey, locate, inUse); err != nil {
+		if _, err = alloc.QuotaGate(a.Quota, t, a.stickyKey, a.migration, locate, inUse); err != nil {
 			break
 		}
 		if addr, gw, used, err = alloc.AllocateOverflow(t, a.att, locate, allocate); err != nil {

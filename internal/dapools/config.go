@@ -35,8 +35,6 @@ const (
 type ipamConf struct {
 	DataDir     string `json:"dataDir"`
 	LockTimeout string `json:"lockTimeout"`
-	// Sticky is ipam.sticky (see alloc.ParseSticky).
-	Sticky *alloc.StickyKeys `json:"sticky"`
 }
 
 // config is everything ipam-da-pools needs, validated.
@@ -47,7 +45,7 @@ type config struct {
 	sticky      alloc.Sticky
 	// stickyKey is the attachment's sticky key, "" when it has none.
 	stickyKey string
-	// migration is its ADD's migration name (alloc.MigrationName).
+	// migration is its ADD's migration name (alloc.Keyed.Migration).
 	migration string
 }
 
@@ -74,19 +72,16 @@ func parseConfig(conf *netconf.Envelope, cniArgs []netconf.CNIArg, needRanges bo
 	if c.Config, err = keys.Parse(conf, cniArgs, needRanges); err != nil {
 		return nil, err
 	}
-	if c.sticky, err = alloc.ParseSticky(ipam.Sticky); err != nil {
+	if c.sticky, err = alloc.StickyConf(conf); err != nil {
 		return nil, err
 	}
 	// DEL and GC never need the key (DEL finds holds by attachment), so
-	// a malformed one must not fail them.
-	if c.stickyKey, err = alloc.StickyKey(conf, cniArgs, c.sticky); err != nil && needRanges {
+	// a malformed one, or a conflicting namespace, must not fail them.
+	k, err := alloc.StickyKey(conf, cniArgs, c.sticky)
+	if err != nil && needRanges {
 		return nil, err
 	}
-	if c.stickyKey != "" && needRanges {
-		if c.migration, err = alloc.MigrationName(conf); err != nil {
-			return nil, err
-		}
-	}
+	c.stickyKey, c.migration = k.Key, k.Migration
 	return c, nil
 }
 

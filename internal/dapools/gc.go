@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/cniplugins/cniplugins/internal/alloc"
+	"github.com/cniplugins/cniplugins/internal/hostlocal"
 	"github.com/cniplugins/cniplugins/internal/logging"
 	"github.com/cniplugins/cniplugins/internal/plugin"
 )
@@ -55,5 +56,12 @@ func cmdGC(req *plugin.Request) error {
 		}
 	}
 	errs = append(errs, st.close())
+	// After the pools' locks: a tenant's lock is never waited for while
+	// holding a pool's (it is not waited for here either).
+	dropped, err := hostlocal.DropIdleTenantLocks(PoolsDir(c.dataDir), st.uid)
+	errs = append(errs, err)
+	if len(dropped) > 0 {
+		req.Log.Info("gc of tenant locks", logging.Any("done", dropped))
+	}
 	return errors.Join(errs...)
 }

@@ -65,7 +65,7 @@ func (c *Chain) Add(ctx context.Context) (types.Result, error) {
 			last, err = c.validResult(k, out)
 		}
 		if err != nil {
-			c.rollback(ctx, k, prev)
+			c.rollback(ctx, rolledBack(k, err), prev)
 			return nil, c.named(k, err)
 		}
 		prev, built = prevResult(out), res
@@ -73,7 +73,21 @@ func (c *Chain) Add(ctx context.Context) (types.Result, error) {
 	return last, nil
 }
 
-// rollback runs DEL on delegates 0..k in order. Delegate 0 gets the
+// rolledBack is the last delegate the rollback of delegate k's failed
+// ADD runs DEL on: k itself, unless it answered 102. A 102 says that the
+// attachment already holds what the ADD asked for, as a live attachment
+// (a retried ADD): the delegate's DEL would release that address from
+// under it (containerd's or CRI-O's teardown of that attachment, when
+// it is really gone, frees it). The earlier delegates succeeded in this
+// ADD and are rolled back as after any failure.
+func rolledBack(k int, err error) int {
+	if cnierr.Code(err) == cnierr.CodeDuplicateAttach {
+		return k - 1
+	}
+	return k
+}
+
+// rollback runs DEL on delegates 0..k in order (none for k < 0). Delegate 0 gets the
 // prevResult delegate k received; each next one gets what the previous
 // DEL printed, or the previous prevResult when it printed nothing. DEL
 // failures are logged and ignored: the ADD error is what the runtime needs.

@@ -102,6 +102,7 @@ func TestAddRollback(t *testing.T) {
 	tests := []struct {
 		name     string
 		failAt   string
+		code     uint // failAt's ADD error; 0: 101
 		runtime  bool
 		delPrint map[string]bool
 		want     []call
@@ -133,14 +134,34 @@ func TestAddRollback(t *testing.T) {
 				{"a", "DEL", "b-add"}, {"b", "DEL", "b-add"}, {"c", "DEL", "b-add"},
 			},
 		},
+		{
+			name: "second answers 102: DEL a alone, b's DEL would free the live attachment's address", failAt: "b", code: 102,
+			want: []call{{"a", "ADD", ""}, {"b", "ADD", "a-add"}, {"a", "DEL", "a-add"}},
+		},
+		{
+			name: "first answers 102: no DEL", failAt: "a", code: 102,
+			want: []call{{"a", "ADD", ""}},
+		},
+		{
+			name: "third answers 106: DEL a, b, c as for any other error", failAt: "c", code: 106,
+			want: []call{
+				{"a", "ADD", ""}, {"b", "ADD", "a-add"}, {"c", "ADD", "b-add"},
+				{"a", "DEL", "b-add"}, {"b", "DEL", "b-add"}, {"c", "DEL", "b-add"},
+			},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f := &fakeExec{failAdd: tt.failAt, delPrint: tt.delPrint}
+			code := uint(101)
+			if tt.code != 0 {
+				code = tt.code
+				f.failAdd, f.failCmd = "", map[string]uint{tt.failAt + "/ADD": tt.code}
+			}
 			_, err := newTestChain(t, f, tt.runtime).Add(context.Background())
 			e := cnierr.As(err)
-			if e.Code != 101 || !strings.HasPrefix(e.Msg, tt.failAt+": ") {
-				t.Errorf("error = %+v, want code 101 prefixed with %q", e, tt.failAt)
+			if e.Code != code || !strings.HasPrefix(e.Msg, tt.failAt+": ") {
+				t.Errorf("error = %+v, want code %d prefixed with %q", e, code, tt.failAt)
 			}
 			assertCalls(t, f.calls, tt.want)
 		})

@@ -82,7 +82,7 @@ func argsEvery(req *plugin.Request) (choice, error) {
 	}
 	if req.Command == plugin.CmdDel {
 		if a, err := c.attachment(req.Args.IfName, req.CNIArgs, req.Conf); err == nil {
-			ch.stickyKey = c.match(a).stickyKey(a)
+			ch.sticky = c.match(a).stickyOf(a)
 		}
 	}
 	return ch, nil

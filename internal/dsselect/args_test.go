@@ -375,30 +375,31 @@ func TestArgsStickyKey(t *testing.T) {
 		name string
 		in   input
 		want string // the sticky key, "" for none
+		by   string // its source, as the allocator is told
 		pool string
 		code uint
 	}{
-		{name: "StatefulSet pod in a sticky namespace", in: input{cniArgs: k8sArgs("db", "pg-0")}, want: "db/pg-0", pool: "db"},
-		{name: "another interface, same key", in: input{cniArgs: k8sArgs("db", "pg-0"), ifname: "net1"}, want: "db/pg-0", pool: "db"},
+		{name: "StatefulSet pod in a sticky namespace", in: input{cniArgs: k8sArgs("db", "pg-0")}, want: "db/pg-0", by: "pod", pool: "db"},
+		{name: "another interface, same key", in: input{cniArgs: k8sArgs("db", "pg-0"), ifname: "net1"}, want: "db/pg-0", by: "pod", pool: "db"},
 		{name: "the pod's choice keeps the key", in: input{cniArgs: k8sArgs("db", "pg-1"), runtimeConfig: annotations(annotationPools, "db-fast")},
-			want: "db/pg-1", pool: "db-fast"},
+			want: "db/pg-1", by: "pod", pool: "db-fast"},
 		{name: "the annotation never replaces namespace/pod", in: input{cniArgs: k8sArgs("db", "pg-0"), runtimeConfig: annotations(alloc.AnnotationStickyKey, "db/pg-9")},
-			want: "db/pg-0", pool: "db"},
+			want: "db/pg-0", by: "pod", pool: "db"},
 		{name: "sticky false", in: input{cniArgs: k8sArgs("web", "web-0")}, pool: "web"},
 		{name: "sticky null", in: input{cniArgs: k8sArgs("cache", "redis-0")}, pool: "cache"},
 		{name: "no rule matches: defaults are never sticky", in: input{cniArgs: k8sArgs("other", "pg-0")}, pool: "shared"},
 		{name: "no pod name (Nomad): no key", in: input{cniArgs: nomad}, pool: "db"},
 		{name: "no pod name (Nomad), annotated", in: input{cniArgs: nomad, runtimeConfig: annotations(alloc.AnnotationStickyKey, "pg-primary")},
-			want: "db/pg-primary", pool: "db"},
+			want: "db/pg-primary", by: "annotation", pool: "db"},
 		{name: "an annotation naming another namespace's key is scoped to its own", in: input{cniArgs: nomad, runtimeConfig: annotations(alloc.AnnotationStickyKey, "web/pg-primary")},
-			want: "db/web/pg-primary", pool: "db"},
+			want: "db/web/pg-primary", by: "annotation", pool: "db"},
 		{name: "an annotation already in its namespace's form", in: input{cniArgs: nomad, runtimeConfig: annotations(alloc.AnnotationStickyKey, "db/pg-primary")},
-			want: "db/pg-primary", pool: "db"},
+			want: "db/pg-primary", by: "annotation", pool: "db"},
 		{name: "no namespace (podman): no key", in: input{cniArgs: "IgnoreUnknown=1;K8S_POD_NAME=vm-1"}, pool: "vms"},
 		{name: "no namespace (podman), annotated", in: input{cniArgs: "IgnoreUnknown=1;K8S_POD_NAME=vm-1", runtimeConfig: annotations(alloc.AnnotationStickyKey, "vm-1-disk")},
-			want: "vm-1-disk", pool: "vms"},
+			want: "vm-1-disk", by: "annotation", pool: "vms"},
 		{name: "a KubeVirt VM: namespace and domain", in: input{cniArgs: k8sArgs("kv", "virt-launcher-pg-x1"), runtimeConfig: annotations(alloc.AnnotationKubevirtDomain, "pg")},
-			want: "kv/vm/pg", pool: "vms"},
+			want: "kv/vm/pg", by: "kubevirt", pool: "vms"},
 		{name: "a pod without a domain in a kubevirt rule: no key", in: input{cniArgs: k8sArgs("kv", "web-0"), runtimeConfig: annotations(alloc.AnnotationStickyKey, "kv/vm/pg")}, pool: "vms"},
 		{name: "an error is an error first", in: input{cniArgs: k8sArgs("db", "pg-0"), runtimeConfig: annotations(annotationPools, "web")}, code: 104},
 	}
@@ -411,11 +412,20 @@ func TestArgsStickyKey(t *testing.T) {
 			if tt.code != 0 {
 				return
 			}
-			if ch.stickyKey != tt.want || len(ch.pools) != 1 || ch.pools[0].Name != tt.pool {
-				t.Errorf("key %q, pools %v; want key %q, pool %s", ch.stickyKey, ch.pools, tt.want, tt.pool)
+			key, by := stickyOf(ch)
+			if key != tt.want || by != tt.by || len(ch.pools) != 1 || ch.pools[0].Name != tt.pool {
+				t.Errorf("key %q by %q, pools %v; want key %q by %q, pool %s", key, by, ch.pools, tt.want, tt.by, tt.pool)
 			}
 		})
 	}
+}
+
+// stickyOf is ch's sticky key and its source, "" for none.
+func stickyOf(ch choice) (key, by string) {
+	if ch.sticky == nil {
+		return "", ""
+	}
+	return ch.sticky.Key, ch.sticky.By
 }
 
 func TestArgsStickyRejects(t *testing.T) {
@@ -439,7 +449,7 @@ func TestArgsStickyRejects(t *testing.T) {
 	}
 }
 
-// The selection carries "sticky": {"key": …} beside pools on ADD and
+// The selection carries "sticky": {"key": …, "by": …} beside pools on ADD and
 // CHECK, and on DEL when what DEL presents matches the sticky rule; GC and
 // STATUS, which concern no attachment, never.
 func TestArgsStickyResult(t *testing.T) {
@@ -452,10 +462,10 @@ func TestArgsStickyResult(t *testing.T) {
 		env             []string
 		want            string // the "sticky" object as printed, "" for none
 	}{
-		{"ADD", "ADD", conf, append(attach, "CNI_ARGS="+k8sArgs("db", "pg-0")), `{"key":"db/pg-0"}`},
-		{"CHECK", "CHECK", conf, append(attach, "CNI_ARGS="+k8sArgs("db", "pg-0")), `{"key":"db/pg-0"}`},
+		{"ADD", "ADD", conf, append(attach, "CNI_ARGS="+k8sArgs("db", "pg-0")), `{"by":"pod","key":"db/pg-0"}`},
+		{"CHECK", "CHECK", conf, append(attach, "CNI_ARGS="+k8sArgs("db", "pg-0")), `{"by":"pod","key":"db/pg-0"}`},
 		{"ADD, not sticky", "ADD", conf, append(attach, "CNI_ARGS="+k8sArgs("web", "web-0")), ""},
-		{"DEL", "DEL", conf, append(attach, "CNI_ARGS="+k8sArgs("db", "pg-0")), `{"key":"db/pg-0"}`},
+		{"DEL", "DEL", conf, append(attach, "CNI_ARGS="+k8sArgs("db", "pg-0")), `{"by":"pod","key":"db/pg-0"}`},
 		{"DEL without args", "DEL", conf, attach, ""},
 		{"DEL that ADD would refuse", "DEL", conf[:len(conf)-1] + badIP, append(attach, "CNI_ARGS="+k8sArgs("db", "pg-0")), ""},
 		{"GC", "GC", conf, nil, ""},

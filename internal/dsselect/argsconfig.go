@@ -31,7 +31,7 @@ type argsConfig struct {
 	// definitions is ipam.poolDefinitions, read only to place the
 	// cniplugins.io/ip addresses of pools that carry no ranges inline.
 	definitions json.RawMessage
-	// namespaceFrom is ipam.namespaceFrom (identity.go).
+	// namespaceFrom is ipam.namespaceFrom (netconf.IdentityOf).
 	namespaceFrom string
 }
 
@@ -41,7 +41,7 @@ type rule struct {
 	pools     []pool.Pool
 	podChoice []string
 	// sticky: an attachment this rule selects for gets a sticky key
-	// (stickyKey), passed on to the allocator in the selection: "" none,
+	// (stickyOf), passed on to the allocator in the selection: "" none,
 	// stickyPod ("sticky": true) or alloc.StickyByKubevirt.
 	sticky string
 	// quota, when set, bounds each tenant's addresses (quota.go).
@@ -119,7 +119,7 @@ func readArgsConfig(conf *netconf.Envelope) (*argsConfig, error) {
 	if len(ipam.Rules) > maxRules {
 		return nil, cnierr.InvalidConfig("ipam.rules", len(ipam.Rules), fmt.Sprintf("more than %d rules", maxRules))
 	}
-	if err := parseNamespaceFrom(ipam.NamespaceFrom); err != nil {
+	if err := netconf.ParseNamespaceFrom(ipam.NamespaceFrom); err != nil {
 		return nil, err
 	}
 	c := &argsConfig{definitions: ipam.PoolDefinitions, namespaceFrom: ipam.NamespaceFrom}
@@ -319,17 +319,12 @@ func bare(p pool.Pool) bool {
 // attachment is what req presents, its namespace taken as
 // ipam.namespaceFrom says.
 func (c *argsConfig) attachment(ifname string, cniArgs []netconf.CNIArg, conf *netconf.Envelope) (attachment, error) {
-	a, err := normalise(ifname, cniArgs, conf)
-	if err != nil {
-		return a, err
-	}
-	a.namespace, err = namespaceOf(a.args, c.namespaceFrom)
-	return a, err
+	return normalise(ifname, cniArgs, conf, c.namespaceFrom)
 }
 
 // argKeys is every CNI_ARGS key the config can look at.
 func (c *argsConfig) argKeys() []string {
-	keys := []string{argNamespace, argNomadNamespace, argPodName}
+	keys := []string{netconf.ArgPodNamespace, netconf.ArgNomadNamespace, netconf.ArgPodName}
 	for _, r := range c.rules {
 		if k, ok := r.quota.argKey(); ok && !slices.Contains(keys, k) {
 			keys = append(keys, k)

@@ -59,13 +59,11 @@ func (c *argsConfig) choose(a attachment) (choice, error) {
 	if pools, err = c.placeRequests(pools, a.requestedIPs); err != nil {
 		return choice{}, err
 	}
-	var q *pool.Quota
-	if r != nil {
-		if q, err = r.quota.of(a); err != nil {
-			return choice{}, err
-		}
+	q, err := c.quotaOf(r, a)
+	if err != nil {
+		return choice{}, err
 	}
-	return choice{pools: pools, stickyKey: r.stickyKey(a), quota: q}, nil
+	return choice{pools: pools, sticky: r.stickyOf(a), quota: q}, nil
 }
 
 // match is the first rule matching a, nil when none does.
@@ -89,28 +87,34 @@ func (c *argsConfig) matchPools(r *rule, a attachment) ([]pool.Pool, error) {
 	return nil, cnierr.New(cnierr.CodeNoPoolSelected, "no rule selects a pool for this attachment", "%s", a.presented())
 }
 
-// stickyKey is the key a sticky rule gives a: "<namespace>/<podName>" (a
-// StatefulSet pod's name is stable, and unique in its namespace); for an
-// attachment that presents no namespace or no pod name, the annotation
-// cniplugins.io/sticky-key if it has one; else "" (not sticky). The pod's
-// author writes the annotation, so it never replaces a namespace and pod
-// name the runtime sent: in Kubernetes the key is not the pod's choice,
-// and an annotation key is scoped to the namespace (alloc.ScopeStickyKey).
-// A "kubevirt" rule gives the VM's key (alloc.KubevirtKey) alone. Nil
-// (no rule matched: the defaults) or a rule without sticky: "".
-func (r *rule) stickyKey(a attachment) string {
+// stickyOf is the key a sticky rule gives a, with its source:
+// "<namespace>/<podName>" (a StatefulSet pod's name is stable, and unique
+// in its namespace); for an attachment that presents no namespace or no
+// pod name, the annotation cniplugins.io/sticky-key if it has one; else
+// nil (not sticky). The pod's author writes the annotation, so it never
+// replaces a namespace and pod name the runtime sent: in Kubernetes the
+// key is not the pod's choice, and an annotation key is scoped to the
+// namespace (alloc.ScopeStickyKey). A "kubevirt" rule gives the VM's key
+// (alloc.KubevirtKey) alone. The source goes with the key because the
+// allocator honours a migration name for a VM's key only, and an
+// annotation key can look like one. Nil (no rule matched: the defaults)
+// or a rule without sticky: nil.
+func (r *rule) stickyOf(a attachment) *pool.Sticky {
 	switch {
 	case r == nil || r.sticky == "":
-		return ""
+		return nil
 	case r.sticky == alloc.StickyByKubevirt:
-		return alloc.KubevirtKey(a.namespace, a.annotations)
+		if k := alloc.KubevirtKey(a.namespace, a.annotations); k != "" {
+			return &pool.Sticky{Key: k, By: alloc.StickyByKubevirt}
+		}
+		return nil
 	case a.namespace != "" && a.podName != "":
-		return a.namespace + "/" + a.podName
+		return &pool.Sticky{Key: a.namespace + "/" + a.podName, By: alloc.StickyByPod}
 	default:
 		if k := a.annotations[alloc.AnnotationStickyKey]; k != "" {
-			return alloc.ScopeStickyKey(a.namespace, k)
+			return &pool.Sticky{Key: alloc.ScopeStickyKey(a.namespace, k), By: alloc.StickyByAnnotation}
 		}
-		return ""
+		return nil
 	}
 }
 
@@ -128,7 +132,7 @@ func (c *argsConfig) applyChoice(field string, pools []pool.Pool, allowed []stri
 			return nil, cnierr.New(cnierr.CodePoolNotAllowed, "pool not allowed for this attachment",
 				"pool=%q asked by %s; matched %s, whose podChoice is [%s]", ch.name, ch.from, field, strings.Join(allowed, " "))
 		}
-		out = append(out, c.catalogue[slices.IndexFunc(c.catalogue, func(p pool.Pool) bool { return p.Name == ch.name })])
+		out = append(out, c.catalogue[c.find(ch.name)])
 	}
 	return out, nil
 }

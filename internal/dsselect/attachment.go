@@ -15,9 +15,6 @@ import (
 // K8S_* CNI_ARGS; podman sets K8S_POD_NAME to the container's name; Nomad
 // sets NOMAD_*; the CRI runtimes hand pod annotations over as a capability.
 const (
-	argNamespace      = "K8S_POD_NAMESPACE"
-	argNomadNamespace = "NOMAD_NAMESPACE"
-	argPodName        = "K8S_POD_NAME"
 	podAnnotationsCap = "io.kubernetes.cri.pod-annotations"
 
 	// The attachment's own requests, read from its annotations.
@@ -38,14 +35,14 @@ const (
 // in one shape whatever runtime sent it. Rules match against this alone,
 // so each runtime's quirks live in normalise and nowhere else.
 type attachment struct {
-	namespace string // namespaceOf: the runtime's namespace key
+	namespace string // netconf.IdentityOf: the runtime's namespace key
 	podName   string // K8S_POD_NAME (podman: the container name)
 	ifname    string // CNI_IFNAME
 
 	// args is CNI_ARGS plus the string values of args.cni (Multus
 	// cni-args); a CNI_ARGS key wins, since the runtime sets those and the
-	// pod's author sets args.cni. The identity keys (identityKeys) come
-	// from CNI_ARGS alone.
+	// pod's author sets args.cni. The identity keys
+	// (netconf.IsIdentityKey) come from CNI_ARGS alone.
 	args        map[string]string
 	labels      map[string]string // args.cni.labels (CONVENTIONS.md)
 	annotations map[string]string // the pod-annotations capability
@@ -72,22 +69,20 @@ type cniSection struct {
 // normalise reads the attachment out of CNI_IFNAME, CNI_ARGS, args.cni and
 // runtimeConfig. Malformed input of the config (a label that is not a
 // key/value object, an unparsable cniplugins.io/ip) is code 7 naming it.
-// Who the attachment is (identityKeys) is never the pod author's to say:
-// a second, different value of one of those keys is code 7 naming both
-// (conflicting), wherever it comes from.
-func normalise(ifname string, cniArgs []netconf.CNIArg, conf *netconf.Envelope) (attachment, error) {
+// Who the attachment is comes from CNI_ARGS as namespaceFrom
+// (ipam.namespaceFrom) says (netconf.IdentityOf, the allocators' rule
+// too), and is never the pod author's to say: a value of an identity key
+// in args.cni that differs from CNI_ARGS' is code 7 naming both.
+func normalise(ifname string, cniArgs []netconf.CNIArg, conf *netconf.Envelope, namespaceFrom string) (attachment, error) {
 	a := attachment{ifname: ifname, args: map[string]string{}}
-	for _, kv := range cniArgs {
-		if old, set := a.args[kv.Key]; set && old != kv.Value && isIdentityKey(kv.Key) {
-			return a, conflicting("CNI_ARGS "+kv.Key, old, "CNI_ARGS "+kv.Key, kv.Value)
-		}
-		a.args[kv.Key] = kv.Value // the last assignment wins, as in netconf.Lookup
-	}
-	var err error
-	if a.namespace, err = namespaceOf(a.args, namespaceFromEither); err != nil {
+	id, err := netconf.IdentityOf(cniArgs, namespaceFrom)
+	if err != nil {
 		return a, err
 	}
-	a.podName = a.args[argPodName]
+	a.namespace, a.podName = id.Namespace, id.PodName
+	for _, kv := range cniArgs {
+		a.args[kv.Key] = kv.Value // the last assignment wins, as in netconf.Lookup
+	}
 
 	var args struct {
 		CNI json.RawMessage `json:"cni"`
@@ -167,8 +162,8 @@ func (a *attachment) readCNISection(raw json.RawMessage) ([]string, error) {
 		if json.Unmarshal(all[k], &s) != nil {
 			continue // non-strings are not arguments
 		}
-		if isIdentityKey(k) && s != a.args[k] {
-			return nil, conflicting("args.cni."+k, s, "CNI_ARGS "+k, a.args[k])
+		if netconf.IsIdentityKey(k) && s != a.args[k] {
+			return nil, netconf.ConflictingIdentity("args.cni."+k, s, "CNI_ARGS "+k, a.args[k])
 		}
 		if _, set := a.args[k]; !set {
 			a.args[k] = s // CNI_ARGS wins

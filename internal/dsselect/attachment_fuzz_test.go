@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cniplugins/cniplugins/internal/netconf"
 	"github.com/cniplugins/cniplugins/internal/plugin"
 )
 
@@ -65,7 +66,7 @@ func FuzzArgsAttachment(f *testing.F) {
 func trustedNamespace(cniArgs string) string {
 	ns := ""
 	for _, pair := range strings.Split(cniArgs, ";") {
-		if k, v, _ := strings.Cut(pair, "="); k == argNamespace {
+		if k, v, _ := strings.Cut(pair, "="); k == netconf.ArgPodNamespace {
 			ns = v
 		}
 	}

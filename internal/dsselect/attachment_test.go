@@ -76,7 +76,7 @@ func TestNormaliseRuntimeShapes(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, err := normalise(ifname, cniArgs, env)
+			got, err := normalise(ifname, cniArgs, env, netconf.NamespaceFromEither)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -101,7 +101,7 @@ func TestNormaliseRejects(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := normalise("eth0", nil, argsEnvelope(t, `"defaultPools":["d"]`, tt.in))
+			_, err := normalise("eth0", nil, argsEnvelope(t, `"defaultPools":["d"]`, tt.in), netconf.NamespaceFromEither)
 			e := cnierr.As(err)
 			if e == nil || e.Code != 7 || !strings.Contains(e.Msg+" "+e.Details, tt.field) {
 				t.Errorf("got %v; want code 7 naming %s", err, tt.field)

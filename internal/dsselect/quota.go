@@ -2,6 +2,7 @@ package dsselect
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
 
 	"github.com/cniplugins/cniplugins/internal/cnierr"
@@ -10,9 +11,17 @@ import (
 )
 
 // A rule's quota: {"per": "namespace" | "arg:KEY" | "annotation:KEY",
-// "max": N}. Each tenant (each value of per) holds at most max addresses
-// across the pools of its selection; the allocator counts and enforces
-// it, atomically with the reservation (code 106).
+// "max": N, "vouched": bool}. Each tenant (each value of per) holds at
+// most max addresses across the pools it is counted in; the allocator
+// counts and enforces it, atomically with the reservation (code 106).
+//
+// Only the namespace is the runtime's to say; everything else a rule
+// matches on (args, labels, annotations, the pod name, the interface, the
+// pools asked for) is the pod author's, so it must neither move an
+// address out of its tenant's count nor raise the tenant's limit
+// (quotaOf). And a tenant named by an arg or an annotation is the
+// author's choice: it is scoped to the runtime's namespace, unless the
+// operator says the value is vouched for.
 const (
 	quotaPerNamespace  = "namespace"
 	quotaPerArg        = "arg:"
@@ -24,6 +33,11 @@ type ruleQuota struct {
 	field string // "ipam.rules[2]"
 	per   string
 	max   int
+	// vouched: the value of an arg: or annotation: tenant is set by
+	// someone the operator trusts (an admission controller, the runtime),
+	// not the pod's author, so it names the same tenant in every
+	// namespace.
+	vouched bool
 }
 
 // parseQuota reads a rule's quota at field (nil: none).
@@ -34,9 +48,15 @@ func parseQuota(field string, raw json.RawMessage) (*ruleQuota, error) {
 	// Its two keys one by one, not through a struct: encoding/json's view
 	// of a struct type costs every process that decodes one more than the
 	// object itself (a rule with a quota is decoded on every command).
-	obj, err := knownKeys(raw, field, []string{"per", "max"})
+	obj, err := knownKeys(raw, field, []string{"per", "max", "vouched"})
 	if err != nil {
 		return nil, err
+	}
+	var vouched bool
+	if v := obj["vouched"]; len(v) > 0 && string(v) != "null" {
+		if err := netconf.Decode(v, field+".vouched", &vouched); err != nil {
+			return nil, err
+		}
 	}
 	var per string
 	var limit int
@@ -62,7 +82,22 @@ func parseQuota(field string, raw json.RawMessage) (*ruleQuota, error) {
 	if limit < 0 {
 		return nil, cnierr.InvalidConfig(field+".max", limit, "must be 0 or more")
 	}
-	return &ruleQuota{field: strings.TrimSuffix(field, ".quota"), per: per, max: limit}, nil
+	if vouched && per == quotaPerNamespace {
+		return nil, cnierr.InvalidConfig(field+".vouched", vouched, `only an "arg:KEY" or "annotation:KEY" tenant is vouched for; the namespace always is`)
+	}
+	return &ruleQuota{field: strings.TrimSuffix(field, ".quota"), per: per, max: limit, vouched: vouched}, nil
+}
+
+// authorChosen: the pod's author can name the tenant (an arg or an
+// annotation the operator does not vouch for).
+func (q *ruleQuota) authorChosen() bool {
+	return q != nil && q.per != quotaPerNamespace && !q.vouched
+}
+
+// sameTenants: q and o name every attachment's tenant alike (what
+// validate can tell without an attachment).
+func (q *ruleQuota) sameTenants(o *ruleQuota) bool {
+	return q != nil && o != nil && q.per == o.per && q.vouched == o.vouched
 }
 
 // argKey is the CNI_ARGS key an "arg:KEY" quota reads.
@@ -73,13 +108,13 @@ func (q *ruleQuota) argKey() (string, bool) {
 	return strings.CutPrefix(q.per, quotaPerArg)
 }
 
-// of is a's quota: its tenant is "<per>=<value>". An attachment that
-// does not present the value is code 7 naming the rule: a tenant no one
-// can tell must not escape its quota.
-func (q *ruleQuota) of(a attachment) (*pool.Quota, error) {
-	if q == nil {
-		return nil, nil
-	}
+// tenant is a's tenant: "<per>=<value>", and "<namespace>/<per>=<value>"
+// when the author chose the value (authorChosen) and the runtime sent a
+// namespace, as an author's sticky key is scoped (a namespace holds no
+// "/"): otherwise a pod could fill, or spend, another namespace's tenant.
+// An attachment that does not present the value is code 7 naming the
+// rule: a tenant no one can tell must not escape its quota.
+func (q *ruleQuota) tenant(a attachment) (string, error) {
 	var v string
 	switch {
 	case q.per == quotaPerNamespace:
@@ -90,11 +125,91 @@ func (q *ruleQuota) of(a attachment) (*pool.Quota, error) {
 		v = a.annotations[strings.TrimPrefix(q.per, quotaPerAnnotation)]
 	}
 	if v == "" {
-		return nil, cnierr.New(cnierr.CodeInvalidConfig, "attachment presents no tenant for the rule's quota",
+		return "", cnierr.New(cnierr.CodeInvalidConfig, "attachment presents no tenant for the rule's quota",
 			"%s.quota.per=%s: the attachment has no %s (%s)", q.field, q.per, q.per, a.presented())
 	}
-	pq := &pool.Quota{Tenant: q.per + "=" + v, Rule: q.field, Max: q.max}
-	return pq, pq.Validate(q.field + ".quota")
+	if q.authorChosen() && a.namespace != "" {
+		return a.namespace + "/" + q.per + "=" + v, nil
+	}
+	return q.per + "=" + v, nil
+}
+
+// quotaOf is a's quota under rule r, its matching rule (nil: none). The
+// tenant's count and limit depend on nothing a's author chooses: they
+// come from every rule the author could make a match (reachable) whose
+// quota gives a the same tenant; the count spans every pool any of them
+// could give (its pools, its podChoice, their overflow chains) and the
+// limit is the smallest max among them.
+func (c *argsConfig) quotaOf(r *rule, a attachment) (*pool.Quota, error) {
+	if r == nil || r.quota == nil {
+		return nil, nil
+	}
+	tenant, err := r.quota.tenant(a)
+	if err != nil {
+		return nil, err
+	}
+	limit := r.quota
+	var names []string
+	seen := map[string]bool{}
+	add := func(ns []string) {
+		for _, n := range ns {
+			if !seen[n] {
+				seen[n] = true
+				names = append(names, n)
+			}
+		}
+	}
+	for _, o := range c.reachable(a.namespace) {
+		if o.quota == nil {
+			continue
+		}
+		if t, err := o.quota.tenant(a); err != nil || t != tenant {
+			continue
+		}
+		if o.quota.max < limit.max {
+			limit = o.quota
+		}
+		for _, p := range o.pools {
+			add(p.Names())
+		}
+		for _, name := range o.podChoice {
+			add(c.catalogue[c.find(name)].Names())
+		}
+	}
+	q := &pool.Quota{Tenant: tenant, Rule: limit.field, Max: limit.max, Pools: names}
+	return q, q.Validate(r.field + ".quota")
+}
+
+// reachable lists the rules an attachment in namespace ns matches, or
+// can be made to match by its author, in order: those whose namespace
+// pattern matches ns, up to the first that matches on the namespace
+// alone (no later rule is ever reached in ns).
+func (c *argsConfig) reachable(ns string) []*rule {
+	var out []*rule
+	for i := range c.rules {
+		r := &c.rules[i]
+		if !matchValue(r.namespace, ns) {
+			continue
+		}
+		out = append(out, r)
+		if !r.authorCriteria() {
+			break
+		}
+	}
+	return out
+}
+
+// authorCriteria: whether r matches an attachment depends on what its
+// author sets (Multus lets a pod name its interface, and args.cni fills
+// args; Nomad jobs set any CNI arg).
+func (r *rule) authorCriteria() bool {
+	return r.podName != "" || r.ifname != "" || len(r.args) > 0 || len(r.labels) > 0 || len(r.annotations) > 0
+}
+
+// find is the index of the catalogue's pool named name (every podChoice
+// name has one), -1 when none.
+func (c *argsConfig) find(name string) int {
+	return slices.IndexFunc(c.catalogue, func(p pool.Pool) bool { return p.Name == name })
 }
 
 // PoolQuota is a rule's quota as it bounds the tenants of one pool (a
@@ -128,8 +243,12 @@ func Quotas(conf *netconf.Envelope) ([]PoolQuota, error) {
 }
 
 // QuotaOf is the max of the first of qs that bounds tenant in pool, false
-// when none does.
+// when none does. A tenant scoped to its namespace ("<namespace>/<per>=")
+// is bounded as its per says.
 func QuotaOf(qs []PoolQuota, pool, tenant string) (int, bool) {
+	if _, scoped, ok := strings.Cut(tenant, "/"); ok && !strings.HasPrefix(tenant, quotaPerArg) && !strings.HasPrefix(tenant, quotaPerAnnotation) {
+		tenant = scoped
+	}
 	for _, q := range qs {
 		if q.Pool == pool && strings.HasPrefix(tenant, q.Per+"=") {
 			return q.Max, true

@@ -94,13 +94,13 @@ func selectorFuncs(choose func(*plugin.Request) ([]pool.Pool, error)) plugin.Fun
 }
 
 // choice is a selector's answer to one command: the pools, and the
-// attachment's sticky key when the selector makes it sticky ("" for none).
+// attachment's sticky key when the selector makes it sticky (nil for none).
 // On STATUS, sets are the pool sets an ADD could be given when the
 // selector chooses among them (nil: every ADD gets all of pools).
 type choice struct {
-	pools     []pool.Pool
-	stickyKey string
-	sets      [][]string
+	pools  []pool.Pool
+	sticky *pool.Sticky
+	sets   [][]string
 	// quota is the attachment's tenant quota (an ipam-ds-args rule's).
 	quota *pool.Quota
 }
@@ -164,8 +164,8 @@ func selection(req *plugin.Request, ch choice) (types.Result, error) {
 		}
 	}
 	sel := &pool.Selection{Inner: res, Pools: ch.pools, Choices: ch.sets, Quota: ch.quota}
-	if ch.stickyKey != "" {
-		sel.Sticky = &pool.Sticky{Key: ch.stickyKey}
+	if ch.sticky != nil {
+		sel.Sticky = ch.sticky
 	} else if prev != nil {
 		sel.Sticky = prevSticky(req.Conf)
 	}

@@ -41,6 +41,9 @@ type Health struct {
 	// Tenants are the tenants' address records (quotas), judged against
 	// the reservations: a stale one counts its tenant an address too many.
 	Tenants []TenantRecord
+	// UnusedTokens are tenants' tokens no record links (a tenant that
+	// holds nothing here any more), which GC and Repair remove.
+	UnusedTokens []string
 }
 
 // Examine checks dir under its lock (the lock is held for this one
@@ -85,6 +88,9 @@ func Examine(dir string, lockTimeout time.Duration) (*Health, error) {
 		return nil, err
 	}
 	if h.Tenants, err = d.tenantRecords(sortedSet(Addrs(h.Reservations))); err != nil {
+		return nil, err
+	}
+	if h.UnusedTokens, err = d.unusedTokens(); err != nil {
 		return nil, err
 	}
 	for _, name := range slices.Sorted(slices.Values(ents.other)) {

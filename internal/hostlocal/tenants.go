@@ -104,14 +104,17 @@ const tenantLockPrefix = "_tenant-"
 // holding it knows that no other process adds to the tenant's count in
 // any pool: it may count in pools it has not locked
 // (TenantAddrsUnlocked). Nothing waits for a tenant's lock while holding
-// a pool's, so the two kinds cannot deadlock. checked is OpenChecked's;
+// a pool's, so the two kinds cannot deadlock. GC and fsck --repair remove
+// the lock file of a tenant no pool counts anything for
+// (DropIdleTenantLocks), so the lock taken is checked to be the file the
+// path names (lockNamed). checked is OpenChecked's;
 // uid the user every directory must belong to (os.Geteuid).
 func LockTenant(poolsDir, tenant string, uid int, timeout time.Duration, checked map[string]bool) (*Lock, error) {
 	idx := child(poolsDir, "_index")
 	if err := ensureChecked(checked, uid, dirSpec{poolsDir, modeStateDir}, dirSpec{idx, modePrivateDir}); err != nil {
 		return nil, err
 	}
-	return lockFile(child(idx, tenantLockPrefix+pool.TenantName(tenant)), uid, timeout, func() error {
+	return lockNamed(child(idx, tenantLockPrefix+pool.TenantName(tenant)), uid, timeout, func() error {
 		return cnierr.New(cnierr.CodeTryAgainLater, "tenant is locked", "tenant=%s timeout=%s", tenant, timeout)
 	})
 }
@@ -388,15 +391,29 @@ func (d *Disk) repairTenants(reserved func(netip.Addr) bool) ([]string, error) {
 	return append(done, emptied...), err
 }
 
-// dropUnusedTokens removes each tenant's last tokens while no record
-// links them, from the end of its chain only: a count reads a chain until
-// the first missing token.
+// dropUnusedTokens removes the tokens unusedTokens lists, each chain's
+// last first.
 func (d *Disk) dropUnusedTokens() ([]string, error) {
+	unused, err := d.unusedTokens()
+	var done []string
+	for _, p := range unused {
+		if err := os.Remove(p); err != nil {
+			return done, cnierr.IO("remove", p, err)
+		}
+		done = append(done, "removed "+p+" (no address of its tenant is left)")
+	}
+	return done, err
+}
+
+// unusedTokens lists each tenant's last tokens that no record links, from
+// the end of its chain only (a count reads a chain until the first
+// missing token), each chain's last first.
+func (d stateDir) unusedTokens() ([]string, error) {
 	toks, err := readDirIfAny(d.tokensDir(), d.uid)
 	if err != nil {
 		return nil, err
 	}
-	var done []string
+	var out []string
 	for _, t := range toks {
 		name, ok := tokenName(t.Name())
 		if !ok || t.Name() != name {
@@ -413,13 +430,10 @@ func (d *Disk) dropUnusedTokens() ([]string, error) {
 			if links, err := tokenLinks(p); err != nil || links > 1 {
 				break
 			}
-			if err := os.Remove(p); err != nil {
-				return done, cnierr.IO("remove", p, err)
-			}
-			done = append(done, "removed "+p+" (no address of its tenant is left)")
+			out = append(out, p)
 		}
 	}
-	return done, nil
+	return out, nil
 }
 
 // sortedSet is membership in sorted addrs.

@@ -4,7 +4,12 @@
 //   - links are relative ("cniplugins"), in the same directory;
 //   - running it twice changes nothing;
 //   - a file of the same name that this tool did not install (an upstream
-//     plugin, say) is never replaced without Force;
+//     plugin, say) is never replaced without Force, and every name is
+//     checked before anything is written, so a refusal changes nothing:
+//     a link is ours when it points at "cniplugins" (or, copy mode, is the
+//     binary's inode), the binary when it is a regular file built from
+//     this module (its Go build information says so) or already the
+//     binary being installed;
 //   - Uninstall removes only what it installed;
 //   - a link of ours whose name the installed binary does not answer to
 //     (a personality of another flavour, after switching back to the lean
@@ -12,6 +17,7 @@
 package install
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -60,27 +66,28 @@ func Run(o Options) error {
 		return err
 	}
 	if o.Uninstall {
-		for _, name := range o.Names {
-			if ours[name] {
-				if err := remove(o, name); err != nil {
-					return err
-				}
-			}
+		return uninstall(o, ours, stale)
+	}
+	newBin, err := readBinary(o.Binary)
+	if err != nil {
+		return err
+	}
+	// Every target is checked before any is written: a refusal leaves the
+	// bin dir exactly as it was, never with a new binary and some links.
+	if !o.Force {
+		if err := checkOwned(o.Dir, BinaryName, nil, newBin, maxBinarySize, true); err != nil {
+			return fmt.Errorf("%w (use --force)", err)
 		}
-		for _, name := range stale {
-			if err := remove(o, name); err != nil {
+		for _, name := range o.Names {
+			if err := checkName(o.Dir, name, ours[name]); err != nil {
 				return err
 			}
 		}
-		if _, err := os.Lstat(target); err == nil {
-			return remove(o, BinaryName)
-		}
-		return nil
 	}
 	if err := os.MkdirAll(o.Dir, 0o755); err != nil {
 		return err
 	}
-	if err := installBinary(o, target); err != nil {
+	if err := installBinary(o, target, newBin); err != nil {
 		return err
 	}
 	for _, name := range o.Names {
@@ -94,6 +101,58 @@ func Run(o Options) error {
 		}
 	}
 	return nil
+}
+
+// uninstall removes the links that are ours, then the binary when it is
+// ours (or with Force), then the record.
+func uninstall(o Options, ours map[string]bool, stale []string) error {
+	for _, name := range o.Names {
+		if ours[name] {
+			if err := remove(o, name); err != nil {
+				return err
+			}
+		}
+	}
+	for _, name := range stale {
+		if err := remove(o, name); err != nil {
+			return err
+		}
+	}
+	if _, err := os.Lstat(filepath.Join(o.Dir, BinaryName)); err != nil {
+		return nil
+	}
+	if !o.Force {
+		if err := checkOwned(o.Dir, BinaryName, nil, nil, maxBinarySize, true); err != nil {
+			return fmt.Errorf("%w (use --force)", err)
+		}
+	}
+	return remove(o, BinaryName)
+}
+
+// checkName refuses a personality's name held by a file that is not ours.
+func checkName(dir, name string, ours bool) error {
+	path := filepath.Join(dir, name)
+	if _, err := os.Lstat(path); err == nil && !ours {
+		return fmt.Errorf("refusing to replace %s: it was not installed by cniplugins (use --force)", path)
+	} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return nil
+}
+
+// readBinary reads the binary to install (the running executable, or
+// --binary): whole, since it is hashed for the record and compared with
+// what is installed.
+func readBinary(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("binary to install: %w", err)
+	}
+	data, err := readOpened(f, maxBinarySize)
+	if err != nil {
+		return nil, fmt.Errorf("binary to install: %w", err)
+	}
+	return data, nil
 }
 
 // staleNames lists the entries of dir that are ours (a symlink to the
@@ -160,23 +219,11 @@ func installedNames(dir string, names []string) (map[string]bool, error) {
 // runtime exec'ing a personality meanwhile runs either the old binary or
 // the new one, whole, never a missing or partial file. The links name the
 // binary, not a version of it, and need no change.
-func installBinary(o Options, target string) error {
-	src, err := os.Stat(o.Binary)
-	if err != nil {
-		return fmt.Errorf("binary to install: %w", err)
-	}
-	if dst, err := os.Stat(target); err == nil && os.SameFile(src, dst) {
+func installBinary(o Options, target string, data []byte) error {
+	if old, err := ReadRegular(target, maxBinarySize); err == nil && bytes.Equal(old, data) {
 		return nil
 	}
-	if same, _ := sameContent(o.Binary, target); same {
-		return nil
-	}
-	in, err := os.Open(o.Binary)
-	if err != nil {
-		return fmt.Errorf("binary to install: %w", err)
-	}
-	defer in.Close()
-	if err := ReplaceFile(target, 0o755, func(w io.Writer) error { _, err := io.Copy(w, in); return err }); err != nil {
+	if err := ReplaceFile(target, 0o755, func(w io.Writer) error { _, err := w.Write(data); return err }); err != nil {
 		return err
 	}
 	fmt.Fprintf(o.Out, "installed %s\n", target)
@@ -287,16 +334,4 @@ func copyFile(src, dst string) error {
 		return err
 	}
 	return out.Close()
-}
-
-func sameContent(a, b string) (bool, error) {
-	ba, err := os.ReadFile(a)
-	if err != nil {
-		return false, err
-	}
-	bb, err := os.ReadFile(b)
-	if err != nil {
-		return false, err
-	}
-	return string(ba) == string(bb), nil
 }

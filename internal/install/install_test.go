@@ -8,10 +8,17 @@ import (
 	"testing"
 )
 
+// ourBuild is a stand-in for a cniplugins binary: body, then the Go build
+// information a binary of this module carries (what tells it from another
+// project's file of the same name).
+func ourBuild(body string) []byte {
+	return []byte(body + "\n" + buildInfoMagic + "\x08\x02go1.26\npath\tgithub.com/cniplugins/cniplugins/cmd/cniplugins" + moduleMark + "(devel)\t\n")
+}
+
 func setup(t *testing.T) (dir string, opts Options) {
 	t.Helper()
 	src := filepath.Join(t.TempDir(), "built")
-	if err := os.WriteFile(src, []byte("#!/bin/sh\necho binary\n"), 0o755); err != nil {
+	if err := os.WriteFile(src, ourBuild("#!/bin/sh\necho binary\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	dir = filepath.Join(t.TempDir(), "bin")
@@ -101,7 +108,7 @@ func TestUpgradeKeepsHardLinksOurs(t *testing.T) {
 	if err := Run(o); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(o.Binary, []byte("#!/bin/sh\necho v2\n"), 0o755); err != nil {
+	if err := os.WriteFile(o.Binary, ourBuild("#!/bin/sh\necho v2\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	if err := Run(o); err != nil {
@@ -147,7 +154,7 @@ func TestSwitchFlavourRemovesNamesTheBinaryDoesNotKnow(t *testing.T) {
 			lean.Copy = copyMode
 			full := lean
 			full.Binary = filepath.Join(t.TempDir(), "full")
-			if err := os.WriteFile(full.Binary, []byte("#!/bin/sh\necho full\n"), 0o755); err != nil {
+			if err := os.WriteFile(full.Binary, ourBuild("#!/bin/sh\necho full\n"), 0o755); err != nil {
 				t.Fatal(err)
 			}
 			full.Names = append([]string{}, "ipam-a", "ipam-b", "ipam-da-etcd")
@@ -197,4 +204,99 @@ func TestSwitchFlavourRemovesNamesTheBinaryDoesNotKnow(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A `cniplugins` that is another project's file is never replaced, and
+// the refusal comes before anything is written: no link is made.
+func TestInstallRefusesForeignBinary(t *testing.T) {
+	dir, o := setup(t)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	foreign := filepath.Join(dir, BinaryName)
+	if err := os.WriteFile(foreign, []byte("#!/bin/sh\necho someone else's\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	err := Run(o)
+	if err == nil || !strings.Contains(err.Error(), "refusing to replace "+foreign) || !strings.Contains(err.Error(), "not installed by cniplugins") {
+		t.Fatalf("err = %v, want a refusal naming %s", err, foreign)
+	}
+	if b, _ := os.ReadFile(foreign); string(b) != "#!/bin/sh\necho someone else's\n" {
+		t.Errorf("the foreign binary was replaced")
+	}
+	if names := dirNames(t, dir); len(names) != 1 {
+		t.Errorf("after the refusal the dir holds %v, want the foreign file alone", names)
+	}
+	// A symbolic link named cniplugins is not ours either (we install a
+	// regular file), wherever it points.
+	if err := os.Remove(foreign); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(o.Binary, foreign); err != nil {
+		t.Fatal(err)
+	}
+	if err := Run(o); err == nil || !strings.Contains(err.Error(), "a symbolic link") {
+		t.Errorf("a symlink named cniplugins: %v, want a refusal", err)
+	}
+	if err := Run(Options{Dir: dir, Names: o.Names, Uninstall: true}); err == nil || !strings.Contains(err.Error(), "refusing") {
+		t.Errorf("uninstall removed a cniplugins it did not install: %v", err)
+	}
+}
+
+// A foreign file under a personality's name is refused before the binary
+// is replaced: the installed binary stays the old one.
+func TestInstallChecksEveryNameBeforeWriting(t *testing.T) {
+	dir, o := setup(t)
+	if err := Run(o); err != nil {
+		t.Fatal(err)
+	}
+	old, _ := os.ReadFile(filepath.Join(dir, BinaryName))
+	if err := os.Remove(filepath.Join(dir, "ipam-b")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "ipam-b"), []byte("upstream"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(o.Binary, ourBuild("#!/bin/sh\necho v2\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := Run(o); err == nil || !strings.Contains(err.Error(), "ipam-b") {
+		t.Fatalf("err = %v, want a refusal naming ipam-b", err)
+	}
+	if now, _ := os.ReadFile(filepath.Join(dir, BinaryName)); !bytes.Equal(now, old) {
+		t.Error("the binary was replaced although a name was refused")
+	}
+}
+
+// A cniplugins binary installed by hand or by an earlier release (no
+// other proof than its build information) is upgraded.
+func TestInstallUpgradesOurEarlierBuild(t *testing.T) {
+	dir, o := setup(t)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, BinaryName), ourBuild("#!/bin/sh\necho v0\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := Run(o); err != nil {
+		t.Fatal(err)
+	}
+	now, _ := os.ReadFile(filepath.Join(dir, BinaryName))
+	want, _ := os.ReadFile(o.Binary)
+	if !bytes.Equal(now, want) {
+		t.Error("an earlier cniplugins build was not upgraded")
+	}
+}
+
+func dirNames(t *testing.T, dir string) []string {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	return names
 }

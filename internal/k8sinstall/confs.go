@@ -10,11 +10,12 @@ package k8sinstall
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/cniplugins/cniplugins/internal/install"
 	"github.com/cniplugins/cniplugins/internal/ops"
@@ -24,85 +25,142 @@ import (
 // configuration is kilobytes; anything near this is not one.
 const maxConfSize = 1 << 20
 
-// Confs copies the network configurations of a mounted directory into
-// the node's net.d.
+// Confs copies the network configurations of a mounted ConfigMap into the
+// node's net.d. Whoever may edit the ConfigMap is not trusted as much as
+// the node: net.d is shared with other software, and what containerd
+// loads from it decides whether any pod of the node starts.
 type Confs struct {
-	// Source is the mounted ConfigMap: every file libcni would load from
-	// it (.conflist, .conf, .json; the ConfigMap's ..data entries are none
-	// of those) is installed under its own name.
+	// Source is the mounted ConfigMap: each of its keys libcni would load
+	// (.conflist, .conf, .json) is installed under its own name, read as
+	// readSource allows (hidden keys skipped, no link followed but the
+	// kubelet's own).
 	Source string
 	// NetDir is the node's net.d. Only the source's names are ever
-	// written there; no other file is touched or removed.
+	// written there, and only over files that are absent or that the
+	// installer wrote (install.RecordName); nothing is removed.
 	NetDir string
-	// Validate returns the problems of a configuration file (nil: none);
-	// a file with problems is not installed and the installed one stays.
-	Validate func(file string) []ops.Problem
+	// Validate returns the problems of a configuration file, given by its
+	// name and content (nil: none): validate's checks.
+	Validate func(name string, data []byte) []ops.Problem
+	// Runtime, when its BinDir is set, checks each file as the runtime
+	// will run it (every plugin in the bin dir, speaking the file's
+	// versions).
+	Runtime Runtime
 }
 
-// Install writes each source file whose content differs from what NetDir
-// holds under its name (atomically: the runtime, which watches net.d,
-// reads the old file or the new one, whole) and returns the names it
-// wrote. A file that cannot be read or does not validate is skipped, and
-// named in the returned error; the others are still installed.
-func (c Confs) Install() ([]string, error) {
-	files, err := ops.ConfFiles(c.Source)
+// Report is what one pass did.
+type Report struct {
+	Written []string // the files of net.d it wrote
+	Skipped []string // hidden keys of the ConfigMap, never installed
+	Notes   []string // what could not be checked fully, for the log
+}
+
+// Install checks every file of the ConfigMap and every file of net.d it
+// would replace, then, only when all pass, writes each one whose content
+// differs from what net.d holds (atomically: the runtime, which watches
+// net.d, reads the old file or the new one, whole). A ConfigMap with any
+// problem writes nothing: net.d keeps the configuration that worked, and
+// the error names each file and why. ctx ends the pass (SIGTERM) early,
+// with nothing written.
+func (c Confs) Install(ctx context.Context) (Report, error) {
+	files, skipped, err := readSource(c.Source)
+	rep := Report{Skipped: skipped}
 	if err != nil {
-		return nil, err
+		return rep, refused(c.Source, err)
 	}
-	var written []string
 	var failed []error
-	for _, src := range files {
-		name := filepath.Base(src)
-		data, err := readConf(src)
-		if err == nil && c.Validate != nil {
-			err = problems(c.Validate(src))
+	asked := map[string]pluginVersions{}
+	for _, f := range files {
+		var errs []error
+		if c.Validate != nil {
+			for _, p := range c.Validate(f.name, f.data) {
+				errs = append(errs, errors.New(p.String()))
+			}
 		}
-		if err != nil {
-			failed = append(failed, fmt.Errorf("%s not installed: %w", name, err))
+		if c.Runtime.BinDir != "" {
+			problems, notes, err := c.Runtime.check(ctx, f, asked)
+			if err != nil {
+				return rep, err
+			}
+			rep.Notes = append(rep.Notes, notes...)
+			for _, p := range problems {
+				errs = append(errs, errors.New(p))
+			}
+		}
+		if len(errs) > 0 {
+			failed = append(failed, fmt.Errorf("%s not installed: %w", f.name, errors.Join(errs...)))
+		}
+	}
+	rec, err := install.ReadRecord(c.NetDir)
+	if err != nil {
+		return rep, refused(c.Source, err)
+	}
+	for _, f := range files {
+		if err := install.CheckOwned(c.NetDir, f.name, rec, f.data, maxConfSize); err != nil {
+			failed = append(failed, fmt.Errorf("%s not installed: %w; rename the ConfigMap's key, or remove that file if it is a leftover", f.name, err))
+		}
+	}
+	if len(failed) > 0 {
+		return rep, refused(c.Source, errors.Join(failed...))
+	}
+	if err := ctx.Err(); err != nil {
+		return rep, err
+	}
+	return c.write(files, rec, rep)
+}
+
+// write installs files over net.d. The record names each new content
+// before its file is renamed in and only it after, so wherever the
+// installer stops, every file it wrote is one it recognises as its own.
+func (c Confs) write(files []sourceFile, rec install.Record, rep Report) (Report, error) {
+	var changed []sourceFile
+	recDirty := false
+	for _, f := range files {
+		sum := install.Sum(f.data)
+		old, err := install.ReadRegular(filepath.Join(c.NetDir, f.name), maxConfSize)
+		if err == nil && bytes.Equal(old, f.data) {
+			// Unchanged; recorded now if it was installed before the
+			// record existed (CheckOwned accepted it as equal).
+			if len(rec[f.name]) != 1 || !rec.Holds(f.name, sum) {
+				rec.Set(f.name, sum)
+				recDirty = true
+			}
 			continue
 		}
-		dst := filepath.Join(c.NetDir, name)
-		if old, err := os.ReadFile(dst); err == nil && bytes.Equal(old, data) {
-			continue
-		}
-		if err := install.ReplaceFile(dst, 0o644, func(w io.Writer) error { _, err := w.Write(data); return err }); err != nil {
+		rec.Add(f.name, sum)
+		changed = append(changed, f)
+		recDirty = true
+	}
+	if !recDirty {
+		return rep, nil
+	}
+	if err := rec.Write(c.NetDir); err != nil {
+		return rep, err
+	}
+	var failed []error
+	for _, f := range changed {
+		dst := filepath.Join(c.NetDir, f.name)
+		if err := install.ReplaceFile(dst, 0o644, func(w io.Writer) error { _, err := w.Write(f.data); return err }); err != nil {
 			failed = append(failed, err)
 			continue
 		}
-		written = append(written, dst)
+		rec.Set(f.name, install.Sum(f.data))
+		rep.Written = append(rep.Written, dst)
 	}
-	return written, errors.Join(failed...)
+	if len(changed) > 0 {
+		if err := rec.Write(c.NetDir); err != nil {
+			failed = append(failed, err)
+		}
+	}
+	return rep, errors.Join(failed...)
 }
 
-// readConf reads a regular file (a ConfigMap's key is a symlink to one)
-// of at most maxConfSize bytes.
-func readConf(path string) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("not a regular file (mode %s)", fi.Mode().Type())
-	}
-	data, err := io.ReadAll(io.LimitReader(f, maxConfSize+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(data) > maxConfSize {
-		return nil, fmt.Errorf("larger than %d bytes", maxConfSize)
-	}
-	return data, nil
+// refused is the error of a ConfigMap that is not installed.
+func refused(source string, err error) error {
+	return fmt.Errorf("the ConfigMap %s is refused, nothing of it is installed:\n%w", source, indent(err))
 }
 
-func problems(ps []ops.Problem) error {
-	var errs []error
-	for _, p := range ps {
-		errs = append(errs, errors.New(p.String()))
-	}
-	return errors.Join(errs...)
+// indent puts each line of err's message on its own indented line.
+func indent(err error) error {
+	return errors.New("  " + strings.ReplaceAll(err.Error(), "\n", "\n  "))
 }

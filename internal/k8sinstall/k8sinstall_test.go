@@ -40,12 +40,17 @@ func update(t *testing.T, v *k8smanifest.ConfigMapVolume, files map[string]strin
 const goodConf = `{"cniVersion": "1.0.0", "name": "tenants", "plugins": [{"type": "bridge", "ipam": {"type": "host-local", "subnet": "10.1.0.0/24"}}]}`
 
 // validJSON stands in for validate's checks: a file must parse.
-func validJSON(file string) []ops.Problem {
-	b, err := os.ReadFile(file)
-	if err != nil || !strings.HasPrefix(strings.TrimSpace(string(b)), "{") {
-		return []ops.Problem{{File: file, Msg: "not a JSON object"}}
+func validJSON(name string, data []byte) []ops.Problem {
+	if !strings.HasPrefix(strings.TrimSpace(string(data)), "{") {
+		return []ops.Problem{{File: name, Msg: "not a JSON object"}}
 	}
 	return nil
+}
+
+// install runs one pass of c.
+func install1(c Confs) ([]string, error) {
+	rep, err := c.Install(context.Background())
+	return rep.Written, err
 }
 
 func readFile(t *testing.T, path string) string {
@@ -69,7 +74,7 @@ func TestConfsInstall(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := Confs{Source: cm.Dir, NetDir: netDir, Validate: validJSON}
-	written, err := c.Install()
+	written, err := install1(c)
 	if err != nil || !slices.Equal(written, []string{filepath.Join(netDir, "10-tenants.conflist")}) {
 		t.Fatalf("first install wrote %v (%v)", written, err)
 	}
@@ -80,18 +85,18 @@ func TestConfsInstall(t *testing.T) {
 	if fi, err := os.Lstat(installed); err != nil || !fi.Mode().IsRegular() || fi.Mode().Perm() != 0o644 {
 		t.Errorf("installed file: %v (%v), want a regular file 0644 (not the ConfigMap's link)", fi.Mode(), err)
 	}
-	if written, err := c.Install(); err != nil || len(written) != 0 {
+	if written, err := install1(c); err != nil || len(written) != 0 {
 		t.Errorf("an unchanged ConfigMap wrote %v (%v)", written, err)
 	}
 
 	changed := strings.Replace(goodConf, "10.1.0.0/24", "10.2.0.0/24", 1)
 	update(t, cm, map[string]string{"10-tenants.conflist": changed, "README": "not a conf"})
-	if written, err := c.Install(); err != nil || len(written) != 1 || readFile(t, installed) != changed {
+	if written, err := install1(c); err != nil || len(written) != 1 || readFile(t, installed) != changed {
 		t.Errorf("after the update: wrote %v (%v), installed %q", written, err, readFile(t, installed))
 	}
 
 	update(t, cm, map[string]string{"10-tenants.conflist": "not json", "README": "not a conf"})
-	written, err = c.Install()
+	written, err = install1(c)
 	if err == nil || !strings.Contains(err.Error(), "10-tenants.conflist not installed") || !strings.Contains(err.Error(), "not a JSON object") || len(written) != 0 {
 		t.Errorf("an invalid update: wrote %v, error %v; want nothing written and an error naming the file and the problem", written, err)
 	}
@@ -101,7 +106,7 @@ func TestConfsInstall(t *testing.T) {
 	if got := readFile(t, other); got != "someone else's" {
 		t.Errorf("another file of net.d changed: %q", got)
 	}
-	if got := testkit.DirNames(t, netDir); !slices.Equal(got, []string{"05-other.conflist", "10-tenants.conflist"}) {
+	if got := testkit.DirNames(t, netDir); !slices.Equal(got, []string{".cniplugins-installed", "05-other.conflist", "10-tenants.conflist"}) {
 		t.Errorf("net.d holds %v", got)
 	}
 }
@@ -112,7 +117,7 @@ func TestConfsRefuseOversizeAndSpecialFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	netDir := t.TempDir()
-	written, err := Confs{Source: cm.Dir, NetDir: netDir}.Install()
+	written, err := install1(Confs{Source: cm.Dir, NetDir: netDir})
 	if err == nil || !strings.Contains(err.Error(), "larger than") || len(written) != 0 {
 		t.Errorf("wrote %v, error %v; want the oversize file refused", written, err)
 	}
@@ -208,7 +213,10 @@ func TestRunOnce(t *testing.T) {
 // leaving everything installed.
 func TestRunWatch(t *testing.T) {
 	binDir, netDir := filepath.Join(t.TempDir(), "bin"), t.TempDir()
-	cm := newConfigMap(t, map[string]string{"10-tenants.conflist": goodConf})
+	// A hidden key rides along with every version: its skip is said on
+	// the passes whose news differ, not on every pass.
+	const hidden = ".00-hidden.conflist"
+	cm := newConfigMap(t, map[string]string{"10-tenants.conflist": goodConf, hidden: goodConf})
 	var (
 		log  syncBuffer
 		mu   sync.Mutex
@@ -237,9 +245,9 @@ func TestRunWatch(t *testing.T) {
 	installed := filepath.Join(netDir, "10-tenants.conflist")
 	waitFor(t, "the first install", func() bool { b, _ := os.ReadFile(installed); return string(b) == goodConf })
 	changed := strings.Replace(goodConf, "tenants", "tenants-2", 1)
-	update(t, cm, map[string]string{"10-tenants.conflist": changed})
+	update(t, cm, map[string]string{"10-tenants.conflist": changed, hidden: goodConf})
 	waitFor(t, "the update to be installed", func() bool { b, _ := os.ReadFile(installed); return string(b) == changed })
-	update(t, cm, map[string]string{"10-tenants.conflist": "broken"})
+	update(t, cm, map[string]string{"10-tenants.conflist": "broken", hidden: goodConf})
 	waitFor(t, "the broken update to be refused", func() bool { return strings.Contains(log.String(), "the installed configuration stays") })
 	waitFor(t, "three GC passes", func() bool { mu.Lock(); defer mu.Unlock(); return runs >= 3 })
 	cancel()
@@ -259,5 +267,13 @@ func TestRunWatch(t *testing.T) {
 	}
 	if !strings.Contains(log.String(), "gc pass 1\n") || !strings.Contains(log.String(), "stopping") {
 		t.Errorf("log %q", log.String())
+	}
+	// Passes ran every 20ms for as long as three GC passes took: the skip
+	// said at the first pass and again with the refusal, the refusal once.
+	if n := strings.Count(log.String(), "skipped "+hidden); n != 2 {
+		t.Errorf("the hidden key's skip logged %d times, want 2 (the first pass, then beside the refusal); log %q", n, log.String())
+	}
+	if n := strings.Count(log.String(), "the installed configuration stays"); n != 1 {
+		t.Errorf("the refusal logged %d times, want once; log %q", n, log.String())
 	}
 }

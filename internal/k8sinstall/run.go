@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/cniplugins/cniplugins/internal/install"
@@ -32,9 +33,11 @@ type Options struct {
 
 // Run installs, then returns, or with Watch stays until ctx is done (the
 // container's SIGTERM), which ends it without an error. Errors of the
-// first install are returned: the container fails where the operator
-// sees it. Later ones (a ConfigMap update that does not validate, a
-// runtime that cannot be asked) are logged, and what is installed stays.
+// binary's install, and without Watch a refused ConfigMap, are returned:
+// the container fails where the operator sees it. With Watch a refused
+// ConfigMap (now or on a later pass) and a runtime that cannot be asked
+// are logged, what is installed stays, and the ConfigMap is checked
+// again every Interval.
 func Run(ctx context.Context, o Options) error {
 	if o.Log == nil {
 		o.Log = io.Discard
@@ -49,9 +52,26 @@ func Run(ctx context.Context, o Options) error {
 	if err := install.Run(o.Install); err != nil {
 		return err
 	}
-	if err := o.installConfs(); err != nil {
-		return err
+	// What a pass says beyond what it wrote (skips, notes, a refusal) is
+	// logged when it differs from the last pass's: a watch would
+	// otherwise repeat the same lines every interval.
+	var last string
+	said, err := o.installConfs(ctx)
+	if err != nil {
+		if o.Watch && ctx.Err() != nil {
+			fmt.Fprintln(o.Log, "stopping: nothing installed is removed")
+			return nil
+		}
+		if !o.Watch {
+			fmt.Fprint(o.Log, said)
+			return err
+		}
+		// Watching, a refused ConfigMap is reported and retried: the
+		// installed configuration keeps the node's pods starting, and
+		// the next edit of the ConfigMap may be a good one.
+		said += stays(err)
 	}
+	last = logChanged(o.Log, last, said)
 	if o.GC != nil {
 		o.gc()
 	}
@@ -76,24 +96,52 @@ func Run(ctx context.Context, o Options) error {
 			fmt.Fprintln(o.Log, "stopping: nothing installed is removed")
 			return nil
 		case <-confTick:
-			if err := o.installConfs(); err != nil {
-				fmt.Fprintf(o.Log, "%v; the installed configuration stays\n", err)
+			said, err := o.installConfs(ctx)
+			if ctx.Err() != nil {
+				continue // SIGTERM during the pass: the loop's next turn stops
 			}
+			if err != nil {
+				said += stays(err)
+			}
+			last = logChanged(o.Log, last, said)
 		case <-gcTick:
 			o.gc()
 		}
 	}
 }
 
-func (o Options) installConfs() error {
+// installConfs installs the ConfigMap's conflists, logging each one
+// written, and returns the rest of what the pass has to say: its skips
+// and notes, one line each.
+func (o Options) installConfs(ctx context.Context) (string, error) {
 	if o.Confs.Source == "" {
-		return nil
+		return "", nil
 	}
-	written, err := o.Confs.Install()
-	for _, w := range written {
+	rep, err := o.Confs.Install(ctx)
+	for _, w := range rep.Written {
 		fmt.Fprintf(o.Log, "installed %s\n", w)
 	}
-	return err
+	var said strings.Builder
+	for _, s := range rep.Skipped {
+		fmt.Fprintf(&said, "skipped %s: a hidden key of the ConfigMap (it would sort before every file of net.d) is never installed\n", s)
+	}
+	for _, n := range rep.Notes {
+		said.WriteString(n + "\n")
+	}
+	return said.String(), err
+}
+
+func stays(err error) string {
+	return fmt.Sprintf("%v\nthe installed configuration stays\n", err)
+}
+
+// logChanged logs said unless it is what was logged last, and returns
+// what is now the last.
+func logChanged(log io.Writer, last, said string) string {
+	if said != last {
+		fmt.Fprint(log, said)
+	}
+	return said
 }
 
 func (o Options) gc() {

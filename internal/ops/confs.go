@@ -71,19 +71,28 @@ func LoadPlugins(files []string) ([]PluginConf, []Problem) {
 			problems = append(problems, Problem{File: f, Msg: err.Error()})
 			continue
 		}
-		single := filepath.Ext(f) != ".conflist"
-		for i, p := range list.Plugins {
-			raw, err := libcni.InjectConf(p, map[string]any{"name": list.Name, "cniVersion": list.CNIVersion})
-			if err != nil {
-				problems = append(problems, Problem{File: f, Path: fmt.Sprintf("plugins[%d]", i), Msg: err.Error()})
-				continue
-			}
-			pc := PluginConf{File: f, Network: list.Name, Type: p.Network.Type, Raw: raw.Bytes}
-			if !single {
-				pc.Path = fmt.Sprintf("plugins[%d]", i)
-			}
-			out = append(out, pc)
+		ps, prs := listPlugins(f, list)
+		out, problems = append(out, ps...), append(problems, prs...)
+	}
+	return out, problems
+}
+
+// listPlugins is every plugin of a parsed list, as a runtime sends it.
+func listPlugins(f string, list *libcni.NetworkConfigList) ([]PluginConf, []Problem) {
+	var out []PluginConf
+	var problems []Problem
+	single := filepath.Ext(f) != ".conflist"
+	for i, p := range list.Plugins {
+		raw, err := libcni.InjectConf(p, map[string]any{"name": list.Name, "cniVersion": list.CNIVersion})
+		if err != nil {
+			problems = append(problems, Problem{File: f, Path: fmt.Sprintf("plugins[%d]", i), Msg: err.Error()})
+			continue
 		}
+		pc := PluginConf{File: f, Network: list.Name, Type: p.Network.Type, Raw: raw.Bytes}
+		if !single {
+			pc.Path = fmt.Sprintf("plugins[%d]", i)
+		}
+		out = append(out, pc)
 	}
 	return out, problems
 }
@@ -93,6 +102,19 @@ func loadList(file string) (*libcni.NetworkConfigList, error) {
 		return libcni.ConfListFromFile(file)
 	}
 	c, err := libcni.ConfFromFile(file)
+	if err != nil {
+		return nil, err
+	}
+	return libcni.ConfListFromConf(c)
+}
+
+// loadListData parses data as loadList parses the file name: a
+// .conflist as a list, anything else as a single config.
+func loadListData(name string, data []byte) (*libcni.NetworkConfigList, error) {
+	if filepath.Ext(name) == ".conflist" {
+		return libcni.ConfListFromBytes(data)
+	}
+	c, err := libcni.ConfFromBytes(data)
 	if err != nil {
 		return nil, err
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/cniplugins/cniplugins/internal/addrspace"
 	"github.com/cniplugins/cniplugins/internal/alloc"
+	"github.com/cniplugins/cniplugins/internal/dapools"
 	"github.com/cniplugins/cniplugins/internal/hostlocal"
 )
 
@@ -77,8 +78,42 @@ func Fsck(r FsckRequest) ([]Finding, error) {
 		}
 		out = append(out, fs...)
 	}
-	return out, nil
+	locks, err := tenantLockFindings(r)
+	return append(out, locks...), err
 }
+
+// tenantLockFindings reports the lock files of tenants no pool counts an
+// address for (tenants that came and went), and with Repair removes them
+// as GC does (hostlocal.DropIdleTenantLocks); one an ADD holds meanwhile
+// stays, unrepaired.
+func tenantLockFindings(r FsckRequest) ([]Finding, error) {
+	poolsDir := dapools.PoolsDir(r.DataDir)
+	locks, err := hostlocal.TenantLocks(poolsDir, os.Geteuid())
+	if err != nil {
+		return nil, err
+	}
+	var out []Finding
+	for _, l := range locks {
+		if !l.Counted {
+			out = append(out, Finding{Dir: tenantLocksLabel, Severity: SeverityNote, Path: l.Path,
+				What:   fmt.Sprintf("lock file of tenant %q, for which no pool counts an address any more", printable(l.Tenant)),
+				Repair: repairRemove})
+		}
+	}
+	if !r.Repair || len(out) == 0 {
+		return out, nil
+	}
+	_, err = hostlocal.DropIdleTenantLocks(poolsDir, os.Geteuid())
+	for i := range out {
+		_, serr := os.Lstat(out[i].Path)
+		out[i].Repaired = errors.Is(serr, os.ErrNotExist)
+	}
+	return out, err
+}
+
+// tenantLocksLabel is the Dir of a tenant lock's finding: the tenants'
+// locks live beside the pools' indexes.
+const tenantLocksLabel = "_pools/_index"
 
 // Unrepaired counts the problems left.
 func Unrepaired(fs []Finding) int {
@@ -161,6 +196,9 @@ func findings(d StateDir, h *hostlocal.Health, sets []addrspace.RangeSet) ([]Fin
 		default:
 			add(SeverityProblem, r.Path, fmt.Sprintf("tenant %q's record of %s counts an address it does not have (%s): a process killed mid-ADD or mid-DEL that no operation has followed yet; it over-counts the quota", printable(r.Tenant), r.Addr, r.Stale), repairRemove)
 		}
+	}
+	for _, p := range h.UnusedTokens {
+		add(SeverityNote, p, "a tenant's token that no address record links: a tenant that holds nothing here any more", repairRemove)
 	}
 	for _, ip := range h.Orphans {
 		add(SeverityProblem, filepath.Join(d.Path, ip.String()), "held for a sticky key, but no hold record names it: it can never be handed out", "free it")

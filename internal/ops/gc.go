@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"io"
 	"net/netip"
+	"os"
 	"strings"
 	"time"
 
 	"github.com/cniplugins/cniplugins/internal/alloc"
+	"github.com/cniplugins/cniplugins/internal/dapools"
 	"github.com/cniplugins/cniplugins/internal/hostlocal"
 )
 
@@ -89,8 +91,16 @@ func (b Local) GC(r GCRequest) ([]Lease, error) {
 		// time; they go with it, as the CNI GC removes them.
 		_, err = disk.GCSpills(keep.Keeps)
 	}
+	if err == nil {
+		// As the CNI GC does: records a killed ADD or DEL left, and the
+		// tokens no address needs.
+		_, err = disk.RepairTenants()
+	}
 	if cerr := disk.Close(); err == nil {
 		err = cerr
+	}
+	if err == nil {
+		_, err = hostlocal.DropIdleTenantLocks(dapools.PoolsDir(b.DataDir), os.Geteuid())
 	}
 	for _, ip := range released {
 		out = append(out, withHold(leaseOf(d, hostlocal.Reservation{Addr: ip, Owner: all[ip], Problem: all[ip].Problem()}), holds))

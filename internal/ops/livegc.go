@@ -23,6 +23,26 @@ type LiveGCRequest struct {
 	// Node, in a shared Backend, is the host whose claims alone are
 	// candidates.
 	Node string
+	// Networks are the networks the runtime attaches its sandboxes to
+	// (RuntimeNetworks of its conf dir, and any named by the operator).
+	// Only their reservations are candidates: the runtime's list of live
+	// sandboxes says nothing about another runtime's containers (podman,
+	// Nomad, a second CRI runtime sharing the data dir), whose IDs it
+	// never lists, so without this scope every one of them would look
+	// leaked. Empty covers nothing.
+	Networks map[string]bool
+}
+
+// LiveGCReport is what a reconcile found.
+type LiveGCReport struct {
+	// Stale are the reservations it releases (or would).
+	Stale []LiveGCLease
+	// Skipped counts, by network, the CNI reservations it left alone
+	// because their network is not one of the request's Networks; the key
+	// "" counts those whose network was never recorded (a pool
+	// reservation written by host-local or an old version), which are
+	// kept since nothing says which runtime made them.
+	Skipped map[string]int
 }
 
 // LiveGCLease is one reservation the reconcile releases (or would).
@@ -40,27 +60,41 @@ type LiveGCLease struct {
 // Docker driver's "_docker", markers, files fsck must look at first) are
 // never candidates.
 func (r LiveGCRequest) stale(l Lease) bool {
-	if l.Problem != "" || (l.Owner != "cni" && l.Owner != "legacy") || l.ContainerID == "" {
+	if !attachment(l) {
 		return false
 	}
 	return !r.Live[l.ContainerID] && !l.Since.IsZero() && r.Now.Sub(l.Since) >= r.MinAge
 }
 
-// LiveGC releases every stale reservation of b (every network and pool
-// of a data dir, or the node's claims in a shared store) through b's
+// attachment reports whether l is a CNI attachment's reservation at all,
+// the only kind a reconcile ever weighs.
+func attachment(l Lease) bool {
+	return l.Problem == "" && (l.Owner == "cni" || l.Owner == "legacy") && l.ContainerID != ""
+}
+
+// LiveGC releases every stale reservation of r's Networks in b (in
+// every network directory and pool of a data dir, or among the node's
+// claims in a shared store) through b's
 // Release: only while the same attachment still holds it (under the
 // directory's lock, or in a transaction comparing the owner), so a DEL
 // or an ADD that got there first is never undone. Without Apply it only
 // lists them. A release that fails is reported on its lease and makes
 // the returned error non-nil; the others still go.
-func LiveGC(b Backend, r LiveGCRequest) ([]LiveGCLease, error) {
+func LiveGC(b Backend, r LiveGCRequest) (LiveGCReport, error) {
 	all, err := b.Leases(LeaseFilter{Node: r.Node})
 	if err != nil {
-		return nil, err
+		return LiveGCReport{}, err
 	}
-	out := []LiveGCLease{}
+	out := LiveGCReport{Stale: []LiveGCLease{}, Skipped: map[string]int{}}
 	var failed []error
 	for _, l := range all {
+		// A pool's directory holds every network's reservations that
+		// select it, so the scope is the recorded network, never the
+		// directory: a reservation recording none ("") is kept.
+		if attachment(l) && (l.Network == "" || !r.Networks[l.Network]) {
+			out.Skipped[l.Network]++
+			continue
+		}
 		if !r.stale(l) {
 			continue
 		}
@@ -72,7 +106,7 @@ func LiveGC(b Backend, r LiveGCRequest) ([]LiveGCLease, error) {
 				failed = append(failed, fmt.Errorf("%s: %w", l.Describe(), err))
 			}
 		}
-		out = append(out, g)
+		out.Stale = append(out.Stale, g)
 	}
 	return out, errors.Join(failed...)
 }

@@ -1,6 +1,7 @@
 package ops
 
 import (
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -25,6 +26,10 @@ func TestLiveGC(t *testing.T) {
 		{"_pools/web/10.1.0.2", "gone-4\r\neth0\r\nlan", old},     // in a pool: released
 		{"_pools/web/10.1.0.3", "live-1\r\neth1\r\nlan", old},     // the live sandbox's second interface: kept
 		{"_pools/web/10.1.0.4", "_docker\r\nweb\r\n_docker", old}, // the Docker driver's: never touched
+		// Other runtimes' attachments beside the CRI runtime's: never its to release.
+		{"podman/10.88.0.2", "podman-ctr\r\neth0", old},              // podman's own network directory
+		{"_pools/web/10.1.0.5", "nomad-alloc\r\neth0\r\nnomad", old}, // Nomad's network in the shared pool
+		{"_pools/web/10.1.0.6", "gone-5\r\neth0", old},               // no network recorded (host-local, older versions): kept
 	}
 	dataDir := t.TempDir()
 	for _, r := range state {
@@ -40,7 +45,8 @@ func TestLiveGC(t *testing.T) {
 		}
 	}
 	local := Local{DataDir: dataDir, LockTimeout: time.Second}
-	req := LiveGCRequest{Live: map[string]bool{"live-1": true}, MinAge: 10 * time.Minute, Now: now}
+	req := LiveGCRequest{Live: map[string]bool{"live-1": true}, MinAge: 10 * time.Minute, Now: now, Networks: map[string]bool{"lan": true}}
+	wantSkipped := map[string]int{"podman": 1, "nomad": 1, "": 1}
 	want := []string{"10.0.0.3", "10.0.0.5", "10.1.0.2"}
 	addrs := func(ls []LiveGCLease) []string {
 		var out []string
@@ -54,8 +60,11 @@ func TestLiveGC(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := addrs(planned); !slices.Equal(got, want) {
+	if got := addrs(planned.Stale); !slices.Equal(got, want) {
 		t.Fatalf("dry run plans %v, want %v", got, want)
+	}
+	if !maps.Equal(planned.Skipped, wantSkipped) {
+		t.Errorf("dry run skipped %v, want %v", planned.Skipped, wantSkipped)
 	}
 	if ls, _ := local.Leases(LeaseFilter{}); len(ls) != len(state) {
 		t.Fatalf("a dry run changed the state: %d leases left of %d", len(ls), len(state))
@@ -65,7 +74,7 @@ func TestLiveGC(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := addrs(released); !slices.Equal(got, want) {
+	if got := addrs(released.Stale); !slices.Equal(got, want) {
 		t.Fatalf("released %v, want %v", got, want)
 	}
 	left, err := local.Leases(LeaseFilter{})
@@ -77,12 +86,12 @@ func TestLiveGC(t *testing.T) {
 		kept = append(kept, l.Address)
 	}
 	slices.Sort(kept)
-	if wantKept := []string{"10.0.0.2", "10.0.0.4", "10.1.0.3", "10.1.0.4"}; !slices.Equal(kept, wantKept) {
+	if wantKept := []string{"10.0.0.2", "10.0.0.4", "10.1.0.3", "10.1.0.4", "10.1.0.5", "10.1.0.6", "10.88.0.2"}; !slices.Equal(kept, wantKept) {
 		t.Errorf("left %v, want %v", kept, wantKept)
 	}
 	// A second pass finds nothing: the released are gone, the rest kept.
 	again, err := LiveGC(local, req)
-	if err != nil || len(again) != 0 {
+	if err != nil || len(again.Stale) != 0 {
 		t.Errorf("second pass: %v, %v; want nothing", again, err)
 	}
 }

@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/cniplugins/cniplugins/internal/addrspace"
 	"github.com/cniplugins/cniplugins/internal/cnierr"
+	"github.com/cniplugins/cniplugins/internal/dsselect"
 	"github.com/cniplugins/cniplugins/internal/plugin"
 )
 
@@ -90,6 +92,13 @@ func (v Validator) plugin(p PluginConf, pools map[string]poolSeen) []Problem {
 			if err := per.Validate(env); err != nil {
 				report(p.problem(err))
 			}
+		}
+	}
+	if slices.Contains(names, dsselect.ArgsName) {
+		// A config that does not parse was reported above.
+		risks, _ := dsselect.QuotaRisks(env)
+		for _, r := range risks {
+			report(Problem{File: p.File, Path: p.field(r.Field), Value: r.Value, Msg: r.Msg})
 		}
 	}
 	n, ours, err := Describe(p, "")

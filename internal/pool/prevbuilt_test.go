@@ -24,6 +24,11 @@ func TestPrevBuiltReadsAsItsBytes(t *testing.T) {
 			Pools: []Pool{{Name: "head", Overflow: "spill", OverflowPools: []Pool{{Name: "spill", Ranges: nil}}}},
 			Quota: &Quota{Tenant: "namespace=a", Rule: "ipam.rules[0]", Max: 3},
 		}},
+		{"a quota counted in other pools", &Selection{
+			Pools: []Pool{{Name: "a"}},
+			Quota: &Quota{Tenant: "team-a/annotation:team=blue", Rule: "ipam.rules[1]", Max: 2, Pools: []string{"a", "b", "spill"}},
+		}},
+		{"a quota counted in a bad pool", &Selection{Pools: []Pool{{Name: "a"}}, Quota: &Quota{Tenant: "namespace=a", Max: 1, Pools: []string{"a", "../x"}}}},
 		{"no pools", &Selection{}},
 		{"a pool twice", &Selection{Pools: []Pool{{Name: "a"}, {Name: "a"}}}},
 		{"a bad name", &Selection{Pools: []Pool{{Name: "../x"}}}},
@@ -80,6 +85,7 @@ func TestQuotaJSON(t *testing.T) {
 	for _, q := range []Quota{
 		{Tenant: "namespace=a", Rule: "ipam.rules[0]", Max: 20},
 		{Tenant: `arg:K="x\y"<&>` + "\u2028", Rule: "", Max: 0},
+		{Tenant: "ns/arg:K=v", Rule: "ipam.rules[3]", Max: 4, Pools: []string{"a", "b"}},
 	} {
 		got, err := json.Marshal(q)
 		if err != nil {
@@ -91,7 +97,7 @@ func TestQuotaJSON(t *testing.T) {
 			t.Errorf("got %s, want %s", got, want)
 		}
 		var back Quota
-		if err := json.Unmarshal(got, &back); err != nil || back != q {
+		if err := json.Unmarshal(got, &back); err != nil || !reflect.DeepEqual(back, q) {
 			t.Errorf("%s reads back as %+v (%v)", got, back, err)
 		}
 	}

@@ -9,18 +9,29 @@ import (
 	"github.com/cniplugins/cniplugins/internal/netconf"
 )
 
-// MaxTenantLen bounds a quota's tenant ("<per>=<value>"): stores name it
-// in a file or key (hex-encoded, so that no tenant names a path).
-const MaxTenantLen = 100
+// MaxTenantLen bounds a quota's tenant ("<per>=<value>", or
+// "<namespace>/<per>=<value>"): stores name it in a file or key
+// (hex-encoded, so that no tenant names a path); 120 bytes keep the
+// disk store's "_tenant-<hex>" and "<hex>.<n>" within a file name's 255.
+const MaxTenantLen = 120
+
+// MaxQuotaPools bounds a quota's count scope: a count costs a look at
+// each of its pools, and a scope is at most the config's pools.
+const MaxQuotaPools = 1024
 
 // Quota is a selection's "quota": the attachment's tenant, the rule that
 // set the quota (for messages), and how many addresses (reservations and
-// sticky holds) the tenant may hold across the selection's pools,
-// overflow pools included.
+// sticky holds) the tenant may hold across the pools it is counted in.
+// Pools is that count scope (with their overflow chains as the selector
+// resolved them): every pool that any rule the attachment's author could
+// reach would give the same tenant, so that nothing the author chooses
+// moves an address out of the count. Empty (a selector that names none):
+// the selection's pools and their chains.
 type Quota struct {
-	Tenant string `json:"tenant"`
-	Rule   string `json:"rule"`
-	Max    int    `json:"max"`
+	Tenant string   `json:"tenant"`
+	Rule   string   `json:"rule"`
+	Max    int      `json:"max"`
+	Pools  []string `json:"pools,omitempty"`
 }
 
 // MarshalJSON writes the quota object by hand: a selector prints one on
@@ -36,7 +47,15 @@ func (q Quota) MarshalJSON() ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return fmt.Appendf(nil, `{"tenant":%s,"rule":%s,"max":%d}`, tenant, rule, q.Max), nil
+	out := fmt.Appendf(nil, `{"tenant":%s,"rule":%s,"max":%d`, tenant, rule, q.Max)
+	if len(q.Pools) > 0 {
+		pools, err := json.Marshal(q.Pools)
+		if err != nil {
+			return nil, err
+		}
+		out = append(append(out, `,"pools":`...), pools...)
+	}
+	return append(out, '}'), nil
 }
 
 // Validate checks a quota found at field.
@@ -48,6 +67,13 @@ func (q Quota) Validate(field string) error {
 		return cnierr.InvalidConfig(field+".max", q.Max, "must be 0 or more")
 	case len(q.Rule) > 256:
 		return cnierr.InvalidConfig(field+".rule", q.Rule[:16]+"...", "longer than 256 bytes")
+	case len(q.Pools) > MaxQuotaPools:
+		return cnierr.InvalidConfig(field+".pools", len(q.Pools), fmt.Sprintf("more than %d pools", MaxQuotaPools))
+	}
+	for i, name := range q.Pools {
+		if err := ValidName(fmt.Sprintf("%s.pools[%d]", field, i), name); err != nil {
+			return err
+		}
 	}
 	return nil
 }

@@ -29,9 +29,14 @@ type Selection struct {
 }
 
 // Sticky is a selection's "sticky" object: the key the allocator holds
-// the attachment's addresses for (alloc.StickyKey reads it first).
+// the attachment's addresses for (alloc.StickyKey reads it first), and
+// the source it came from, in ipam.sticky.by's words ("pod",
+// "annotation", "kubevirt"). The allocator reads a migration name for a
+// "kubevirt" key only, and cannot tell one from its shape: an annotation
+// key "vm/x" scoped to its namespace reads "<ns>/vm/x", as a VM's does.
 type Sticky struct {
 	Key string `json:"key"`
+	By  string `json:"by,omitempty"`
 }
 
 func (s *Selection) Version() string { return s.Inner.Version() }

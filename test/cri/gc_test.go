@@ -163,7 +163,7 @@ func TestGCUnreachableEndpointReleasesNothing(t *testing.T) {
 	forEachStack(t, func(t *testing.T, s *stack) {
 		p := s.c.mustRunPod(t, "default", "survivor", nil)
 		before := s.leases(t)
-		out, stderr, code := s.cli(t, "gc", "--cri", filepath.Join(s.c.root, "nothing.sock"), "--min-age", "0", "--apply", "--cri-timeout", "2s")
+		out, stderr, code := s.cli(t, "gc", "--cri", filepath.Join(s.c.root, "nothing.sock"), "--cni-conf-dir", s.c.confDir, "--min-age", "0", "--apply", "--cri-timeout", "2s")
 		if code != 2 || !strings.Contains(stderr, "nothing released") {
 			t.Errorf("gc --cri against no runtime: exit %d: %s%s; want exit 2 saying nothing was released", code, out, stderr)
 		}

@@ -49,8 +49,8 @@ func TestImageInstallsTheNode(t *testing.T) {
 	if !sameBytes(t, filepath.Join(nd.bin, "cniplugins"), v1Binary()) {
 		t.Error("the installed cniplugins is not the image's binary")
 	}
-	if got := testkit.DirNames(t, nd.c.confDir); !slices.Equal(got, []string{nd.confName}) {
-		t.Errorf("the node's net.d holds %v, want only the ConfigMap's %s", got, nd.confName)
+	if got := testkit.DirNames(t, nd.c.confDir); !slices.Equal(got, []string{".cniplugins-installed", nd.confName}) {
+		t.Errorf("the node's net.d holds %v, want only the ConfigMap's %s and the record of what the installer wrote", got, nd.confName)
 	}
 	if b, err := os.ReadFile(filepath.Join(nd.c.confDir, nd.confName)); err != nil || string(b) != nd.conflist {
 		t.Errorf("installed %s differs from the ConfigMap's (%v)", nd.confName, err)
@@ -161,24 +161,37 @@ func TestImageWatchAndGCLoop(t *testing.T) {
 	live := nd.runPod(t, "team-b", "db")
 	// A leak: an ADD whose sandbox the runtime never recorded.
 	leak := nd.add(t, "leaked-sandbox-1", "default")
-	if ls := nd.leases(t); len(ls) != 2 {
-		t.Fatalf("a pod and a leak, %d reservations: %+v", len(ls), ls)
+	// Nomad's allocation on the same node: its own network over the same
+	// pools and data dir, from a conflist containerd does not load. It is
+	// never in containerd's list, and never the GC loop's to release.
+	nomadConf := nd.renamed(t, "nomad-batch")
+	nomadCall := nd.call(nomadConf, "ADD", "nomad-alloc-1", "default")
+	testbin.MustSucceed(t, nomadCall)
+	nomadCall.Command = "DEL"
+	t.Cleanup(func() { testbin.MustSucceed(t, nomadCall) })
+	if ls := nd.leases(t); len(ls) != 3 {
+		t.Fatalf("a pod, a leak and Nomad's allocation, %d reservations: %+v", len(ls), ls)
 	}
 
 	in := nd.runInstaller(t, ref, "--interval=1s", "--gc-interval=1s", "--gc-min-age=0s")
 	var ls []lease
 	for range 600 {
-		if ls = nd.leases(t); len(ls) < 2 {
+		if ls = nd.leases(t); len(ls) < 3 {
 			break
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	if l, ok := leaseOf(ls, live.id); !ok || l.Address != live.ip.String() || len(ls) != 1 {
-		t.Fatalf("after the GC loop: %+v; want only the live pod's %s (the leak %s released)\nlog:\n%s", ls, live.ip, leak, in.log())
+	l, ok := leaseOf(ls, live.id)
+	_, nomadKept := leaseOf(ls, "nomad-alloc-1")
+	if !ok || l.Address != live.ip.String() || !nomadKept || len(ls) != 2 {
+		t.Fatalf("after the GC loop: %+v; want only the live pod's %s and Nomad's allocation (the leak %s released)\nlog:\n%s", ls, live.ip, leak, in.log())
 	}
 	log := in.log()
 	if !strings.Contains(log, "gc: released "+leak.String()) || strings.Contains(log, "could not release") {
 		t.Errorf("the log does not say it released %s (and only that):\n%s", leak, log)
+	}
+	if want := "gc: networks covered: k8s-tenants; left alone 1 reservations of other networks (nomad-batch 1)"; !strings.Contains(log, want) {
+		t.Errorf("the log does not say %q:\n%s", want, log)
 	}
 
 	installed := filepath.Join(nd.c.confDir, nd.confName)
@@ -231,6 +244,22 @@ func (nd *node) ipamConf(t *testing.T) []byte {
 		t.Fatal(err)
 	}
 	return conf
+}
+
+// renamed is ipamConf under another network's name: another runtime's
+// network of the same pools and data dir.
+func (nd *node) renamed(t *testing.T, name string) []byte {
+	t.Helper()
+	var conf map[string]any
+	if err := json.Unmarshal(nd.ipamConf(t), &conf); err != nil {
+		t.Fatal(err)
+	}
+	conf["name"] = name
+	b, err := json.Marshal(conf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
 
 // call is an exec of the installed ipam-delegated as the bridge plugin

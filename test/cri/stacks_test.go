@@ -94,10 +94,11 @@ func (s *stack) leases(t *testing.T) []lease {
 	return ls
 }
 
-// gc runs `cniplugins gc --cri` against the stack's runtime and state.
+// gc runs `cniplugins gc --cri` against the stack's runtime, its conf
+// dir and its state.
 func (s *stack) gc(t *testing.T, args ...string) (string, string, int) {
 	t.Helper()
-	return s.cli(t, append([]string{"gc", "--cri", s.c.sock}, args...)...)
+	return s.cli(t, append([]string{"gc", "--cri", s.c.sock, "--cni-conf-dir", s.c.confDir}, args...)...)
 }
 
 // cli runs the installed binary's command with the stack's store flags.

@@ -87,6 +87,13 @@ func TestStickyLeakBecomesAHoldUnderGC(t *testing.T) {
 // cniVersion), for a container that no runtime knows: a leak.
 func (s *stack) runtimeADD(t *testing.T, cid, args string) netip.Addr {
 	t.Helper()
+	return s.ipamADD(t, s.pluginConf(t), cid, args)
+}
+
+// pluginConf is the stack's conflist entry with the list's name and
+// cniVersion, as the runtime hands it to the bridge plugin.
+func (s *stack) pluginConf(t *testing.T) map[string]any {
+	t.Helper()
 	raw, err := os.ReadFile(filepath.Join(s.c.confDir, "10-"+s.c.net.name+".conflist"))
 	if err != nil {
 		t.Fatal(err)
@@ -101,14 +108,14 @@ func (s *stack) runtimeADD(t *testing.T, cid, args string) netip.Addr {
 	}
 	conf := list.Plugins[0]
 	conf["name"], conf["cniVersion"] = list.Name, list.CNIVersion
-	stdin, err := json.Marshal(conf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ipam, _ := conf["ipam"].(map[string]any)
-	typ, _ := ipam["type"].(string)
-	r := testbin.MustSucceed(t, testbin.Call{Path: s.c.rel.cniBin, Plugin: typ, Command: "ADD", ContainerID: cid, IfName: "eth0",
-		Netns: "/var/run/netns/" + cid, Args: args, Stdin: stdin})
+	return conf
+}
+
+// ipamADD execs conf's IPAM plugin from the stack's bin dir with ADD, as
+// the bridge plugin would, and returns the first address it reserved.
+func (s *stack) ipamADD(t *testing.T, conf map[string]any, cid, args string) netip.Addr {
+	t.Helper()
+	r := testbin.MustSucceed(t, s.ipamCall(t, conf, "ADD", cid, args))
 	var res struct {
 		IPs []struct {
 			Address string `json:"address"`
@@ -118,4 +125,18 @@ func (s *stack) runtimeADD(t *testing.T, cid, args string) netip.Addr {
 		t.Fatalf("ADD result %s: %v", r.Stdout, err)
 	}
 	return netip.MustParsePrefix(res.IPs[0].Address).Addr()
+}
+
+// ipamCall is an exec of conf's IPAM plugin from the stack's bin dir, as
+// the bridge plugin makes it for container cid's eth0.
+func (s *stack) ipamCall(t *testing.T, conf map[string]any, command, cid, args string) testbin.Call {
+	t.Helper()
+	stdin, err := json.Marshal(conf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ipam, _ := conf["ipam"].(map[string]any)
+	typ, _ := ipam["type"].(string)
+	return testbin.Call{Path: s.c.rel.cniBin, Plugin: typ, Command: command, ContainerID: cid, IfName: "eth0",
+		Netns: "/var/run/netns/" + cid, Args: args, Stdin: stdin}
 }

@@ -58,8 +58,14 @@ func TestSelectorChain(t *testing.T) {
 		t.Fatalf("chain STATUS: %s", r.Stdout)
 	}
 	wantCode(t, call("ipam-delegated", "ADD", "ch1", conf, ""), 102)
-	// The chain's rollback of the 102 ran DEL on the allocator, as the
-	// runtime's teardown would: the attachment is gone.
+	// The chain's rollback of a 102 leaves the allocator that answered it
+	// alone: the live attachment keeps its claim.
+	if ks := keys(t); len(ks) != 2 {
+		t.Fatalf("keys after the retried ADD's 102: %v", ks)
+	}
+	if r := call("ipam-delegated", "CHECK", "ch1", withRes, ""); r.Exit != 0 {
+		t.Fatalf("chain CHECK after the retried ADD's 102: %s", r.Stdout)
+	}
 	if r := call("ipam-delegated", "DEL", "ch1", withRes, ""); r.Exit != 0 {
 		t.Fatalf("chain DEL: %s", r.Stdout)
 	}

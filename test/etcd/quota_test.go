@@ -1,6 +1,7 @@
 package etcd
 
 import (
+	"encoding/json"
 	"fmt"
 	"maps"
 	"net/netip"
@@ -175,5 +176,58 @@ func TestGCRemovesTenantRecords(t *testing.T) {
 	mustRun(t, "GC", "", gcConf(t, conf))
 	if recs := tenantRecords(t); len(recs) != 0 {
 		t.Fatalf("after GC of live too: tenant records %v, want none", recs)
+	}
+}
+
+// authorChain is ipam-delegated → ipam-ds-args → ipam-da-etcd with two
+// rules for namespaces team-*: gold (max 3), which a pod's author chooses
+// by annotation, and std (max 2) for every pod; and a third, per
+// annotation team, for namespaces t-*.
+func authorChain(t *testing.T, h host) []byte {
+	ipam := map[string]any{
+		"type": "ipam-delegated", "delegates": []string{"ipam-ds-args", "ipam-da-etcd"}, "namespaceFrom": "kubernetes",
+		"rules": []any{
+			map[string]any{"namespace": "team-*", "annotations": map[string]string{"tier": "gold"}, "pools": []string{"gold"}, "quota": map[string]any{"per": "namespace", "max": 3}},
+			map[string]any{"namespace": "team-*", "pools": []string{"std"}, "quota": map[string]any{"per": "namespace", "max": 2}},
+			map[string]any{"namespace": "t-*", "pools": []string{"std"}, "quota": map[string]any{"per": "annotation:team", "max": 2}},
+		},
+		"poolDefinitions": map[string]any{"gold": []map[string]string{{"subnet": "10.235.7.0/24"}}, "std": []map[string]string{{"subnet": "10.235.8.0/24"}}},
+		"dataDir":         h.dir, "etcd": etcdKeys(t, h, nil),
+	}
+	return mustJSON(t, map[string]any{"cniVersion": "1.1.0", "name": "author-net", "ipam": ipam})
+}
+
+// The rules of a pod author's choices hold cluster-wide too: a team-a pod
+// annotated into the gold rule after two std pods is refused at std's max
+// (the smallest), and a pod in t-mallory annotated team=blue does not
+// spend t-blue's tenant.
+func TestQuotaAuthorChoices(t *testing.T) {
+	needCluster(t)
+	conf := authorChain(t, newHost(t, "host-a"))
+	pod := func(id, ns string, annotations map[string]string) testbin.Reply {
+		var m map[string]any
+		_ = json.Unmarshal(conf, &m)
+		m["runtimeConfig"] = map[string]any{"io.kubernetes.cri.pod-annotations": annotations}
+		return call("ipam-delegated", "ADD", id, mustJSON(t, m), "IgnoreUnknown=1;K8S_POD_NAMESPACE="+ns+";K8S_POD_NAME="+id)
+	}
+	for i := range 2 {
+		if r := pod(fmt.Sprint("s", i), "team-a", nil); r.Exit != 0 {
+			t.Fatalf("std pod %d: %s", i, r.Stdout)
+		}
+	}
+	if e := wantCode(t, pod("g0", "team-a", map[string]string{"tier": "gold"}), 106); !strings.Contains(e.Details, "tenant=namespace=team-a rule=ipam.rules[1] max=2 inUse=2") {
+		t.Errorf("gold pod: %s", e.Details)
+	}
+	blue := map[string]string{"team": "blue"}
+	for i := range 2 {
+		if r := pod(fmt.Sprint("m", i), "t-mallory", blue); r.Exit != 0 {
+			t.Fatalf("t-mallory pod %d: %s", i, r.Stdout)
+		}
+	}
+	if r := pod("b0", "t-blue", blue); r.Exit != 0 {
+		t.Fatalf("t-blue's pod after t-mallory's team=blue ones: %s", r.Stdout)
+	}
+	if e := wantCode(t, pod("m2", "t-mallory", blue), 106); !strings.Contains(e.Details, "tenant=t-mallory/annotation:team=blue") {
+		t.Errorf("t-mallory's third pod: %s", e.Details)
 	}
 }

@@ -3,6 +3,7 @@ package hardening
 import (
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -12,15 +13,16 @@ import (
 	"github.com/cniplugins/cniplugins/internal/testkit/testbin"
 )
 
-// migrationCall is cmd for virt-launcher container id of VM key, started
-// for migration mig ("" for none).
+// migrationCall is cmd for virt-launcher container id of VM key
+// ("vms/vm/<domain>", the "kubevirt" key: a migration name counts for a
+// VM's key alone), started for migration mig ("" for none).
 func migrationCall(s setup, cmd, id, key, mig string) testbin.Call {
-	extra := ""
+	annotations := map[string]string{alloc.AnnotationKubevirtDomain: strings.TrimPrefix(key, "vms/vm/")}
 	if mig != "" {
-		extra = fmt.Sprintf(`,"runtimeConfig":{"io.kubernetes.cri.pod-annotations":{%q:%q}}`, alloc.AnnotationMigrationJob, mig)
+		annotations[alloc.AnnotationMigrationJob] = mig
 	}
-	c := call(s.plugin, cmd, id, s.conf(extra))
-	c.Args = alloc.ArgStickyKey + "=" + key
+	c := call(s.plugin, cmd, id, s.conf(withAnnotations(annotations)))
+	c.Args = "IgnoreUnknown=1;K8S_POD_NAMESPACE=vms;K8S_POD_NAME=virt-launcher-" + id
 	return c
 }
 
@@ -60,7 +62,7 @@ func TestCrashConsistencyMigration(t *testing.T) {
 	t.Logf("seed %d", seed)
 	rng := rand.New(rand.NewPCG(uint64(seed), 0x6d16))
 	dataDir := t.TempDir()
-	s := standaloneSetup(dataDir, "crash-migration", "10.81.0.0/27", `,"sticky":{"by":["arg"],"holdFor":"0"}`)
+	s := standaloneSetup(dataDir, "crash-migration", "10.81.0.0/27", `,"sticky":{"by":["kubevirt"],"holdFor":"0"}`)
 	dir := s.stateOf(dataDir)
 	type pod struct{ id, key string }
 	const rounds, vms = 50, 4

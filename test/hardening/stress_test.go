@@ -142,11 +142,11 @@ func TestStressSharedPool(t *testing.T) {
 					unclaim(a)
 					count("CHECK")
 				case op < 95: // ADD again on the same network: 102
-					// A failed ADD ends the attachment: ipam-delegated's
-					// rollback DELs every delegate it ran, the allocator
-					// included, and the runtime follows with its own DEL.
-					// The address may be reused as soon as the rollback
-					// frees it, so it stops being a.id's first.
+					// A failed ADD ends the attachment: the runtime
+					// follows it with its own DEL (ipam-delegated's
+					// rollback of a 102 leaves the allocator alone). The
+					// address may be reused as soon as that DEL frees
+					// it, so it stops being a.id's first.
 					mu.Lock()
 					delete(owners, a.addr)
 					mu.Unlock()

@@ -299,7 +299,7 @@ func TestDSArgsStickyKeyReachesAllocator(t *testing.T) {
 	}
 	network := map[string]any{"cniVersion": "1.1.0", "name": "stickynet", "ipam": ipam}
 	conf := invocation(network, annotated("team", "db"), nil)
-	dbPrev := `{"cniVersion":"1.1.0","pools":[{"name":"db","subnet":"10.211.20.0/24"}],"sticky":{"key":"db/pg-0"}}`
+	dbPrev := `{"cniVersion":"1.1.0","pools":[{"name":"db","subnet":"10.211.20.0/24"}],"sticky":{"by":"pod","key":"db/pg-0"}}`
 	for _, mode := range []struct {
 		name string
 		env  []string
@@ -318,7 +318,7 @@ func TestDSArgsStickyKeyReachesAllocator(t *testing.T) {
 			testbin.MustSucceed(t, web)
 
 			want := []recorded{{"test-echo ADD", dbPrev}, {"test-echo DEL", compact([]byte(
-				`{"cniVersion":"1.1.0","ips":[{"address":"10.211.20.5/24"}],"pools":[{"name":"db","subnet":"10.211.20.0/24"},{"name":"web","subnet":"10.211.21.0/24"}],"sticky":{"key":"db/pg-0"}}`))},
+				`{"cniVersion":"1.1.0","ips":[{"address":"10.211.20.5/24"}],"pools":[{"name":"db","subnet":"10.211.20.0/24"},{"name":"web","subnet":"10.211.21.0/24"}],"sticky":{"by":"pod","key":"db/pg-0"}}`))},
 				{"test-echo ADD", `{"cniVersion":"1.1.0","pools":[{"name":"web","subnet":"10.211.21.0/24"}]}`}}
 			if got := readRecord(t, rec); fmt.Sprint(got) != fmt.Sprint(want) {
 				t.Errorf("the allocator's prevResults:\n got %v\nwant %v", got, want)

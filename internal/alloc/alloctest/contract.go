@@ -38,7 +38,7 @@ type Call struct {
 	Key     string
 	HoldFor time.Duration
 	Now     time.Time
-	// Migration is the ADD's migration name (alloc.MigrationName).
+	// Migration is the ADD's migration name (alloc.Keyed.Migration).
 	Migration string
 	// Quota is the selection's tenant quota (nil none).
 	Quota *pool.Quota

@@ -60,7 +60,7 @@ func (e Engine) Add(c Call, targets []alloc.Target) ([]netip.Prefix, error) {
 		}
 		inUse := func() (int, error) { return ts.TenantAddrs(c.Quota.Tenant) }
 		for _, t := range targets {
-			_, err := alloc.QuotaGate(c.Quota, t, c.Key, locate, inUse)
+			_, err := alloc.QuotaGate(c.Quota, t, c.Key, c.Migration, locate, inUse)
 			var p netip.Prefix
 			if err == nil {
 				p, _, _, err = alloc.AllocateOverflow(t, c.Att, locate, allocate)

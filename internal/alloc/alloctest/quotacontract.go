@@ -74,5 +74,32 @@ func quotaContract() []Case {
 			}
 			mustAdd(t, s, tenant("c", 2), target(t, ""))
 		}},
+		{"quota: a retried ADD at the quota is 102, as below it, and the attachment keeps its address", func(t *testing.T, s Subject, _ Caps) {
+			a := mustAdd(t, s, tenant("a", 3), target(t, ""))
+			mustAdd(t, s, tenant("b", 3), target(t, ""))
+			_, err := add(t, s, tenant("a", 2), target(t, ""))
+			AssertCode(t, err, cnierr.CodeDuplicateAttach)
+			for i := range 3 { // p's five addresses taken: w spills into q
+				mustAdd(t, s, call(string(rune('c'+i))), chained(t, ""))
+			}
+			w := mustAdd(t, s, tenant("w", 3), chained(t, ""))
+			if ScopeOf(w) != Scopes[1] {
+				t.Fatalf("w got %s, want q's", w)
+			}
+			_, err = add(t, s, tenant("w", 3), chained(t, ""))
+			AssertCode(t, err, cnierr.CodeDuplicateAttach)
+			owns(t, s, "a", a)
+			owns(t, s, "w", w)
+		}},
+		{"quota: a migration target whose key holds nothing is 107 at the quota, as below it", func(t *testing.T, s Subject, _ Caps) {
+			mustAdd(t, s, tenant("a", 1), target(t, ""))
+			m := migrant("b", "m1")
+			m.Quota = quota(1)
+			_, err := add(t, s, m, target(t, ""))
+			AssertCode(t, err, cnierr.CodeNoMigrationSource)
+			_, err = add(t, s, m, chained(t, ""))
+			AssertCode(t, err, cnierr.CodeNoMigrationSource)
+			AssertCode(t, s.Check(call("b"), nil), cnierr.CodeUnknownContainer)
+		}},
 	}
 }

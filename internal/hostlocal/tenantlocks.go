@@ -1,0 +1,166 @@
+package hostlocal
+
+import (
+	"encoding/hex"
+	"errors"
+	"os"
+	"strings"
+	"syscall"
+
+	"github.com/cniplugins/cniplugins/internal/cnierr"
+)
+
+// Tenants' lock files. LockTenant creates one per tenant, and tenants
+// come and go (every value of a pod annotation a quota is per is a
+// tenant), so GC and fsck --repair remove the lock file of a tenant no
+// pool counts anything for. Unlinking a lock file that another process
+// has open, or is about to open, must not leave two processes each
+// holding "the" lock on a different inode:
+//
+//	the remover   opens the file (never creating it), takes its flock
+//	              without waiting (a held lock is a tenant in use: left
+//	              alone), checks that the path still names that inode,
+//	              then, still holding it, that no pool counts an address
+//	              for the tenant, and only then unlinks it
+//	a locker      (lockNamed) after its flock checks that the path still
+//	              names the inode it locked; if not (a remover unlinked
+//	              it meanwhile) it opens, creating, and locks again
+//
+// Whoever holds a lock the path names is then the tenant's only holder:
+// a remover unlinks only while it holds that very flock, and a locker
+// keeps only a flock on the inode the path names. Counts only grow under
+// the tenant's lock, so the remover's count, taken under it, stays 0
+// until it lets go, by which time the file is gone and the next ADD of
+// the tenant makes a new one.
+
+// TenantLock is one tenant's lock file in a data dir's pools.
+type TenantLock struct {
+	Path   string
+	Tenant string // decoded
+	// Counted: some pool counts addresses for the tenant (its lock is no
+	// leftover).
+	Counted bool
+}
+
+// TenantLocks lists the tenants' lock files under poolsDir (the parent of
+// the pools' state directories), judged without any lock: what fsck
+// reports.
+func TenantLocks(poolsDir string, uid int) ([]TenantLock, error) {
+	locks, _, err := tenantLocks(poolsDir, uid)
+	return locks, err
+}
+
+// tenantLocks is TenantLocks, and the pools' state directories it judged
+// them against.
+func tenantLocks(poolsDir string, uid int) ([]TenantLock, []string, error) {
+	idx := child(poolsDir, "_index")
+	des, err := readDirIfAny(idx, uid)
+	if err != nil {
+		return nil, nil, err
+	}
+	pools, err := poolDirs(poolsDir, uid)
+	if err != nil {
+		return nil, nil, err
+	}
+	var out []TenantLock
+	for _, de := range des {
+		name, ok := strings.CutPrefix(de.Name(), tenantLockPrefix)
+		if !ok || !validTenantName(name) {
+			continue
+		}
+		raw, _ := hex.DecodeString(name)
+		l := TenantLock{Path: child(idx, de.Name()), Tenant: string(raw)}
+		if l.Counted, err = counted(pools, l.Tenant, uid); err != nil {
+			return out, pools, err
+		}
+		out = append(out, l)
+	}
+	return out, pools, nil
+}
+
+// DropIdleTenantLocks removes the lock file of every tenant under
+// poolsDir that no pool counts anything for and no process holds (see
+// above). It returns what it did.
+func DropIdleTenantLocks(poolsDir string, uid int) ([]string, error) {
+	locks, pools, err := tenantLocks(poolsDir, uid)
+	if err != nil {
+		return nil, err
+	}
+	var done []string
+	var errs []error
+	for _, l := range locks {
+		if l.Counted {
+			continue
+		}
+		removed, err := dropTenantLock(l, pools, uid)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if removed {
+			done = append(done, "removed "+l.Path+" (no pool counts an address for its tenant)")
+		}
+	}
+	return done, errors.Join(errs...)
+}
+
+// dropTenantLock unlinks l's file while holding its lock, if no pool
+// counts an address for its tenant then; false when it left it (held by
+// another process, replaced or gone meanwhile, or counting again).
+func dropTenantLock(l TenantLock, pools []string, uid int) (bool, error) {
+	fd, err := openRetry(l.Path, syscall.O_RDONLY, 0)
+	if errors.Is(err, os.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, cnierr.IO("open", l.Path, err)
+	}
+	lk := &Lock{fd: fd, path: l.Path}
+	defer lk.Close()
+	if err := ownLock(fd, l.Path, uid); err != nil {
+		return false, err
+	}
+	if err := syscall.Flock(fd, syscall.LOCK_EX|syscall.LOCK_NB); err == syscall.EWOULDBLOCK {
+		return false, nil
+	} else if err != nil {
+		return false, cnierr.IO("lock", l.Path, err)
+	}
+	if named, err := lk.names(l.Path); err != nil || !named {
+		return false, err
+	}
+	if c, err := counted(pools, l.Tenant, uid); err != nil || c {
+		return false, err
+	}
+	if err := os.Remove(l.Path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return false, cnierr.IO("remove", l.Path, err)
+	}
+	return true, nil
+}
+
+// counted reports whether any of the pools' state directories counts an
+// address for tenant.
+func counted(pools []string, tenant string, uid int) (bool, error) {
+	for _, dir := range pools {
+		n, err := TenantAddrsUnlocked(dir, tenant, uid)
+		if err != nil || n > 0 {
+			return n > 0, err
+		}
+	}
+	return false, nil
+}
+
+// poolDirs lists the pools' state directories under poolsDir (names that
+// start with '_' or '.' are the engine's own).
+func poolDirs(poolsDir string, uid int) ([]string, error) {
+	des, err := readDirIfAny(poolsDir, uid)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, de := range des {
+		if de.IsDir() && !strings.HasPrefix(de.Name(), "_") && !strings.HasPrefix(de.Name(), ".") {
+			out = append(out, child(poolsDir, de.Name()))
+		}
+	}
+	return out, nil
+}
