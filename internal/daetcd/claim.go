@@ -113,15 +113,16 @@ func (s *claimStore) Reserve(a alloc.Attachment, ip netip.Addr) (bool, error) {
 		// tenant's version.
 		holders := append([]etcdkv.Op{etcdkv.Get(addrK), etcdkv.Get(slotK), etcdkv.Get(op.keys.nodeKey(op.node)),
 			etcdkv.GetPrefix(op.keys.fencesPrefix(op.node))}, readHold...)
-		cnd, thn := append(slices.Clip(cond), s.slotFree(slotK), op.fenceCmp(fenceK)), then
+		cnd, thn := append(slices.Clip(cond), s.slotFree(slotK)), then
 		qs := s.quotaOf()
 		if qs != nil {
 			qc, qops := qs.claimOps(op.keys, s.scope, ip)
 			cnd, thn = append(cnd, qc...), append(slices.Clip(then), qops...)
 			holders = append(holders, etcdkv.Get(op.keys.tenantVersion(qs.name)))
 		}
-		resp, err := op.cl.TxnOnce(op.registering(cnd, thn, holders))
-		if resp != nil && resp.Succeeded {
+		resp, err := op.cl.TxnOnce(op.registering(fenceK, cnd, thn, holders))
+		registeredNow := resp != nil && resp.Succeeded
+		if registeredNow {
 			op.fencesCreated(resp.Revision) // this claim registered the node (registering)
 		}
 		resp = registered(resp)
@@ -178,10 +179,14 @@ func (s *claimStore) Reserve(a alloc.Attachment, ip netip.Addr) (bool, error) {
 					"address=%s %s containerID=%s ifname=%s", r.Address, s.label, a.ContainerID, a.IfName)
 			}
 		}
-		if fences := resp.KVs(holdersFences); fenceMoved(fences, fenceK, op.cl.Revision(fenceK)) {
+		if fences := resp.KVs(holdersFences); fenceMoved(fences, fenceK, op.cl.Recall(fenceK)) {
 			// A release wrote the bucket since this host last saw it (or
 			// this exec knew nothing of it): claim again at its revision.
-			op.learnFences(fences)
+			// Unless this claim registered the node, which wrote every
+			// bucket after the read: its revision is the one to claim at.
+			if !registeredNow {
+				op.learnFences(fences)
+			}
 			continue
 		}
 		if qs != nil {
@@ -239,17 +244,6 @@ func (s *claimStore) Reserve(a alloc.Attachment, ip netip.Addr) (bool, error) {
 // holdersFences is where a failed claim's answer has the node's fence
 // buckets.
 const holdersFences = 3
-
-// fenceMoved reports whether the bucket key, as the claim's else branch
-// read it (fences: the node's buckets), is no longer at rev.
-func fenceMoved(fences []etcdkv.KV, key string, rev int64) bool {
-	for _, kv := range fences {
-		if string(kv.Key) == key {
-			return kv.ModRevision != rev
-		}
-	}
-	return rev != 0
-}
 
 // maxRecounts bounds, beyond the quota's max (each claim for the tenant
 // that commits moves its version once), how often one claim counts its

@@ -162,3 +162,68 @@ func TestStaleFenceRevision(t *testing.T) {
 		t.Fatalf("claims %v in %d requests, want two claims, c1's in two requests", cs, n)
 	}
 }
+
+// TestFirstClaimIgnoresStaleMemory: the host remembers fence revisions of
+// an earlier cluster under the same prefix and node name (a cluster
+// rebuilt); a new node's first claim compares its bucket absent, not at
+// what the host remembers, and so is still one request.
+func TestFirstClaimIgnoresStaleMemory(t *testing.T) {
+	f := etcdkvfake.New(t)
+	run := fakeNode(t, f)
+	stale := etcdkv.New(etcdkv.Config{Endpoints: []string{"http://elsewhere"}, StateDir: stateDir, StateKey: "/u/\x00n1"})
+	seen := map[string]etcdkv.Seen{}
+	for b := range fenceBuckets {
+		seen[layout{prefix: "/u/"}.fenceKey("n1", b)] = etcdkv.Seen{Rev: 987654, Value: "earlier"}
+	}
+	stale.Remember(seen)
+	before := len(f.Requests())
+	if out, code := run("ADD", "c1", "", nil); code != 0 {
+		t.Fatalf("ADD: exit %d %s", code, out)
+	}
+	if n := len(f.Requests()) - before; n != 1 {
+		t.Fatalf("the first ADD sent %d requests, want 1", n)
+	}
+}
+
+// TestLateCopyWithMemoryOfAnotherCluster: the host remembers c1's bucket
+// at a revision of an earlier cluster that this one reaches exactly with
+// c1's DEL. A late copy of c1's claim, which carries that memory, must
+// still fail after the DEL: the bucket's value is the DEL's nonce, not
+// the one remembered. (With the revision alone it committed.)
+func TestLateCopyWithMemoryOfAnotherCluster(t *testing.T) {
+	bucket := layout{prefix: "/u/"}.fenceOf("n1", "c1", "eth0")
+	// The revision c1's bucket gets from its DEL, in a cluster that
+	// starts as this test's does.
+	rehearsal := etcdkvfake.New(t)
+	run := fakeNode(t, rehearsal)
+	res, code := run("ADD", "c1", "", nil)
+	if code != 0 {
+		t.Fatalf("ADD: exit %d %s", code, res)
+	}
+	if _, code := run("DEL", "c1", "", res); code != 0 {
+		t.Fatal("DEL failed")
+	}
+	rev := rehearsal.Revision()
+	f := etcdkvfake.New(t)
+	run = fakeNode(t, f)
+	etcdkv.New(etcdkv.Config{Endpoints: []string{"http://elsewhere"}, StateDir: stateDir, StateKey: "/u/\x00n1"}).
+		Remember(map[string]etcdkv.Seen{bucket: {Rev: rev, Value: "an earlier cluster's write"}})
+	before := len(f.Requests())
+	res, code = run("ADD", "c1", "", nil)
+	if code != 0 {
+		t.Fatalf("ADD: exit %d %s", code, res)
+	}
+	claim := f.Requests()[before]
+	if _, code := run("DEL", "c1", "", res); code != 0 {
+		t.Fatal("DEL failed")
+	}
+	if f.Revision() != rev {
+		t.Fatalf("the DEL left revision %d, the rehearsal %d: the test proves nothing", f.Revision(), rev)
+	}
+	if status, body := f.Deliver(claim); status != 200 || !bytes.Contains(body, []byte(`"succeeded":false`)) {
+		t.Fatalf("the late claim copy: %d %s", status, body)
+	}
+	if cs := claims(f); len(cs) != 0 {
+		t.Fatalf("the late claim copy committed: %v", cs)
+	}
+}

@@ -33,7 +33,7 @@ var contractScope = alloc.Scope{Pool: "p"}
 func (e etcdSubject) op(c alloctest.Call) *operation {
 	cl := etcdkv.New(etcdkv.Config{Endpoints: e.endpoints, Timeout: 10 * time.Second})
 	return &operation{cl: cl, keys: layout{prefix: e.prefix}, node: "node-a", machine: "contract-machine", hostname: "h",
-		network: c.Att.Network, cid: c.Att.ContainerID, ifname: c.Att.IfName, now: c.Now}
+		network: c.Att.Network, cid: c.Att.ContainerID, ifname: c.Att.IfName, now: c.Now, nonce: newClaimID()}
 }
 
 func (e etcdSubject) Add(c alloctest.Call, targets []alloc.Target) ([]netip.Prefix, error) {

@@ -174,7 +174,7 @@ func (op *operation) delFromPrev(req *plugin.Request) (done, fenced bool, err er
 		}
 		outer.Then = append(outer.Then, etcdkv.Nested(release))
 	}
-	outer.Then = append(outer.Then, op.touch(), etcdkv.Put(op.fenceKey(), nil))
+	outer.Then = append(outer.Then, op.touch(), op.bumpOwn())
 	scopes := c.Scopes()
 	first := len(outer.Then)
 	for _, s := range scopes {
@@ -184,7 +184,7 @@ func (op *operation) delFromPrev(req *plugin.Request) (done, fenced bool, err er
 	if err != nil {
 		return false, false, err
 	}
-	op.cl.Remember(map[string]int64{op.fenceKey(): resp.Revision})
+	op.bumpedOwn(resp.Revision)
 	for i := range scopes {
 		for _, kv := range resp.KVs(first + i) {
 			if r, ok := decodeRecord(kv.Value); !ok || (r.Network == op.network && !r.released()) {

@@ -14,32 +14,38 @@ import (
 // copy held on the network) would claim an address for a container that
 // no longer exists.
 //
-// So every claim also compares the mod revision of one of its node's
-// fence buckets, fences/<node>/<b> (b a hash of the container ID and
-// interface, fenceBuckets of them per node), with the revision the ADD
-// knows, and every release writes that bucket in its own transaction (DEL
-// in its first round trip, whatever it finds). A mod revision only ever
-// grows, so a copy of a claim sent before a release carries a revision
-// that is gone for good: it fails however late etcd applies it, with no
-// lease and no expiry. The buckets are all the state this costs: a fixed
-// number of empty keys per node, written at its registration, whatever
-// the churn; no key per released attachment. An operator's `gc --etcd
-// --node N --apply` of a node gone for good deletes them.
+// So every claim also compares one of its node's fence buckets,
+// fences/<node>/<b> (b a hash of the container ID and interface,
+// fenceBuckets of them per node), with what the ADD knows of it, and every
+// release writes that bucket in its own transaction (DEL in its first
+// round trip, whatever it finds). The claim requires the bucket's mod
+// revision and its value both as the ADD saw them: a revision is never
+// used twice in a cluster, so no later write, not even a late copy of the
+// write the ADD saw, restores them; and the value is a random nonce of the
+// write, so a revision the host remembers from an earlier cluster under
+// the same prefix (rebuilt, its revisions started over) cannot come round
+// again with it. So a copy of a claim sent before a release fails
+// however late etcd applies it, with no lease and no expiry. The buckets
+// are all the state this costs: a fixed number of small keys per node,
+// written at its registration, whatever the churn; no key per released
+// attachment. An operator's `gc --etcd --node N --apply` of a node gone
+// for good deletes them.
 //
-// The revision an ADD knows comes from what the host remembers between
-// execs (etcdkv.Client.Remember, beside the failing members): a DEL
-// remembers the revision its write gave the bucket, so the next ADD on the
-// host claims in one round trip as before. A stale or unknown revision
-// (another exec's release meanwhile, a reboot's empty tmpfs) only fails
-// the comparison: the claim's else branch reads the node's buckets, and
-// the ADD claims again with what it read (one round trip more).
+// What the ADD knows comes from what the host remembers between execs
+// (etcdkv.Client.Remember, beside the failing members): a DEL remembers
+// what its write made of the bucket, so the next ADD on the host claims in
+// one round trip as before. A stale or unknown sight (another exec's
+// release meanwhile, a reboot's empty tmpfs) only fails the comparison:
+// the claim's else branch reads the node's buckets, and the ADD claims
+// again with what it read (one round trip more).
 //
-// A claim whose ADD knew no revision compares 0, which holds only while
-// the bucket is absent: a new node's first claim, which registers the
-// node and writes its buckets in the same transaction. A copy of such a
-// claim commits after a release only if the bucket was deleted meanwhile,
-// which only `gc --etcd --node N --apply` does (docs/etcd.md, "Timeouts
-// and late commits").
+// While the node has no record (its first claim registers it and writes
+// its buckets) the claim requires the bucket absent: only a release of
+// the attachment can have written it. A claim whose ADD knew nothing of a
+// registered node's bucket requires it absent too; a copy of such a claim
+// commits after a release only if the bucket was deleted meanwhile, which
+// only `gc --etcd --node N --apply` does (docs/etcd.md, "Timeouts and late
+// commits").
 const fenceBuckets = 16
 
 // bucketOf is the fence bucket of a container and interface: every scope
@@ -64,46 +70,74 @@ func (l layout) fenceOf(node, cid, ifname string) string {
 // fenceKey is the bucket of the operation's attachment.
 func (op *operation) fenceKey() string { return op.keys.fenceOf(op.node, op.cid, op.ifname) }
 
-// bump is a release's write of the bucket of record r's attachment. It is
-// the same empty put whether or not the release happens, so a batch
-// writes each bucket once (as it does exhaustion marks, see unmark), and
-// a late copy of it costs at most a concurrent claim one retry.
-func (l layout) bump(r Record) etcdkv.Op {
-	return etcdkv.Put(l.fenceOf(r.Node, r.ContainerID, r.IfName), nil)
+// bump is a release's write of the bucket of record r's attachment, with
+// the operation's nonce. It is the same put whether or not the release
+// happens, so a batch writes each bucket once (beside the exhaustion
+// marks, see unmark), and a late copy of it costs at most a concurrent
+// claim one retry.
+func (op *operation) bump(r Record) etcdkv.Op {
+	return etcdkv.Put(op.keys.fenceOf(r.Node, r.ContainerID, r.IfName), []byte(op.nonce))
 }
 
-// fenceCmp is a claim's condition on its bucket: still at the revision
-// this host last saw it at (0: absent, see above).
-func (op *operation) fenceCmp(key string) etcdkv.Cmp { return etcdkv.ModIs(key, op.cl.Revision(key)) }
+// bumpOwn is bump for the operation's own attachment, remembered at rev
+// once the write is known to have happened there.
+func (op *operation) bumpOwn() etcdkv.Op { return etcdkv.Put(op.fenceKey(), []byte(op.nonce)) }
+
+func (op *operation) bumpedOwn(rev int64) {
+	op.cl.Remember(map[string]etcdkv.Seen{op.fenceKey(): {Rev: rev, Value: op.nonce}})
+}
+
+// fenceCmp is a claim's condition on its bucket once the node is
+// registered: at the revision and value this host last saw it at, or
+// absent when it knows nothing (see above).
+func (op *operation) fenceCmp(key string) []etcdkv.Cmp {
+	seen := op.cl.Recall(key)
+	if seen.Rev == 0 {
+		return []etcdkv.Cmp{etcdkv.ModIs(key, 0)}
+	}
+	return []etcdkv.Cmp{etcdkv.ModIs(key, seen.Rev), etcdkv.ValueIs(key, []byte(seen.Value))}
+}
 
 // createFences writes every bucket of the node: its registration does, so
-// that a registered node's claims never compare an absent bucket.
+// that a registered node's claims compare buckets that exist.
 func (op *operation) createFences() []etcdkv.Op {
 	ops := make([]etcdkv.Op, fenceBuckets)
 	for b := range ops {
-		ops[b] = etcdkv.Put(op.keys.fenceKey(op.node, b), nil)
+		ops[b] = etcdkv.Put(op.keys.fenceKey(op.node, b), []byte(op.nonce))
 	}
 	return ops
 }
 
 // fencesCreated remembers the buckets registration wrote at rev.
 func (op *operation) fencesCreated(rev int64) {
-	revs := make(map[string]int64, fenceBuckets)
+	seen := make(map[string]etcdkv.Seen, fenceBuckets)
 	for b := range fenceBuckets {
-		revs[op.keys.fenceKey(op.node, b)] = rev
+		seen[op.keys.fenceKey(op.node, b)] = etcdkv.Seen{Rev: rev, Value: op.nonce}
 	}
-	op.cl.Remember(revs)
+	op.cl.Remember(seen)
 }
 
 // learnFences remembers the node's buckets as a read of its fences prefix
-// found them (one missing is remembered as 0, absent).
+// found them (one missing: absent, the zero Seen).
 func (op *operation) learnFences(kvs []etcdkv.KV) {
-	revs := make(map[string]int64, fenceBuckets)
+	seen := make(map[string]etcdkv.Seen, fenceBuckets)
 	for b := range fenceBuckets {
-		revs[op.keys.fenceKey(op.node, b)] = 0
+		seen[op.keys.fenceKey(op.node, b)] = etcdkv.Seen{}
 	}
 	for _, kv := range kvs {
-		revs[string(kv.Key)] = kv.ModRevision
+		seen[string(kv.Key)] = etcdkv.Seen{Rev: kv.ModRevision, Value: string(kv.Value)}
 	}
-	op.cl.Remember(revs)
+	op.cl.Remember(seen)
+}
+
+// fenceMoved reports whether the bucket key, as a failed claim's else
+// branch read it (fences: the node's buckets), is no longer as this host
+// saw it.
+func fenceMoved(fences []etcdkv.KV, key string, seen etcdkv.Seen) bool {
+	for _, kv := range fences {
+		if string(kv.Key) == key {
+			return kv.ModRevision != seen.Rev || string(kv.Value) != seen.Value
+		}
+	}
+	return seen.Rev != 0
 }

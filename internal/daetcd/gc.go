@@ -71,8 +71,8 @@ func (op *operation) collect(scopes []alloc.Scope, keep alloc.KeepSet) error {
 				continue
 			}
 			txns = append(txns, op.release(s, kv, false))
-			marks[op.keys.markOf(s, string(kv.Key))] = true
-			marks[op.keys.fenceOf(r.Node, r.ContainerID, r.IfName)] = true // written empty too: see bump
+			marks[op.keys.markOf(s, string(kv.Key))] = nil
+			marks[op.keys.fenceOf(r.Node, r.ContainerID, r.IfName)] = []byte(op.nonce) // see bump
 			op.log.Info("gc releases", logging.String("address", r.Address), logging.String("containerID", r.ContainerID), logging.String("ifname", r.IfName))
 		}
 		errs = append(errs, op.commitBatches(txns, marks, op.sameMachine()...))
@@ -111,7 +111,7 @@ func (op *operation) expiredHolds(s alloc.Scope, network string) ([]etcdkv.Txn, 
 		ip, _ := netip.ParseAddr(h.Address)
 		mark := op.keys.fullScope(s) + lastSegment(string(kv.Key))
 		txns = append(txns, expireHold(string(kv.Key), op.keys.addrKey(s, ip), kv.ModRevision, ""))
-		marks[mark] = true
+		marks[mark] = nil
 		plan = append(plan, holdLease{h: h, scope: s, kv: kv})
 		op.log.Info("gc frees an expired hold", logging.String("address", h.Address), logging.String("key", h.Key))
 	}

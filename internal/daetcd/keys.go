@@ -95,14 +95,14 @@ func freed(mark string) etcdkv.Op { return etcdkv.Put(mark, nil) }
 // stand for many of them: etcd refuses a transaction that writes a key
 // twice, so the batch writes each once, whether or not each release
 // happens (an empty mark only costs the next ADD the search that puts
-// it back). The releases' fence buckets (fence.go) are written empty the
-// same way, and go in the same set.
-type unmark map[string]bool
+// it back). The releases' fence buckets (fence.go) are written the same
+// way, and go in the same set with the value they get (marks: nil).
+type unmark map[string][]byte
 
 func (u unmark) ops() []etcdkv.Op {
 	var ops []etcdkv.Op
 	for _, k := range slices.Sorted(maps.Keys(u)) {
-		ops = append(ops, freed(k))
+		ops = append(ops, etcdkv.Put(k, u[k]))
 	}
 	return ops
 }

@@ -64,17 +64,18 @@ func (s *claimStore) Share(a alloc.Attachment, mig string) (bool, error) {
 	mine := s.sticky.mark(op.recordOf(a, s.scope, ip.String(), s.claim))
 	mine.Shares, mine.Migration = true, ""
 	sh.mine = mine.encode()
+	fenceRetries := 0
 	for try := 0; try < 3; try++ {
 		// The share is this attachment's claim: like Reserve's, it
 		// compares the attachment's fence bucket (fence.go).
 		fenceK := op.keys.fenceOf(op.node, a.ContainerID, a.IfName)
-		cond := []etcdkv.Cmp{etcdkv.ModIs(s.holdK, t.rev), etcdkv.ModIs(sh.addrK, t.rev), etcdkv.ModIs(sh.srcSlotK, t.rev), s.slotFree(sh.slotK),
-			op.fenceCmp(fenceK)}
+		cond := []etcdkv.Cmp{etcdkv.ModIs(s.holdK, t.rev), etcdkv.ModIs(sh.addrK, t.rev), etcdkv.ModIs(sh.srcSlotK, t.rev), s.slotFree(sh.slotK)}
 		then := []etcdkv.Op{etcdkv.Put(sh.addrK, sh.after), etcdkv.Put(sh.srcSlotK, sh.after), etcdkv.Put(s.holdK, sh.holdAfter), etcdkv.Put(sh.slotK, sh.mine)}
 		s.shared = sh // from here on, cancel undoes it if it committed
-		resp, err := op.cl.TxnOnce(op.registering(cond, then, []etcdkv.Op{etcdkv.Get(sh.slotK), etcdkv.Get(op.keys.nodeKey(op.node)),
+		resp, err := op.cl.TxnOnce(op.registering(fenceK, cond, then, []etcdkv.Op{etcdkv.Get(sh.slotK), etcdkv.Get(op.keys.nodeKey(op.node)),
 			etcdkv.GetPrefix(op.keys.fencesPrefix(op.node))}))
-		if resp != nil && resp.Succeeded {
+		registeredNow := resp != nil && resp.Succeeded
+		if registeredNow {
 			op.fencesCreated(resp.Revision)
 		}
 		resp = registered(resp)
@@ -91,9 +92,13 @@ func (s *claimStore) Share(a alloc.Attachment, mig string) (bool, error) {
 			}
 			continue
 		}
-		if fences := resp.KVs(2); fenceMoved(fences, fenceK, op.cl.Revision(fenceK)) {
-			op.learnFences(fences)
-			try--
+		if fences := resp.KVs(2); fenceMoved(fences, fenceK, op.cl.Recall(fenceK)) {
+			if !registeredNow { // as Reserve's
+				op.learnFences(fences)
+			}
+			if fenceRetries++; fenceRetries <= maxFenceRetries {
+				try-- // not the share's conflict: the bucket's, bounded
+			}
 			continue
 		}
 		slot, taken := resp.First(0)
@@ -111,6 +116,10 @@ func (s *claimStore) Share(a alloc.Attachment, mig string) (bool, error) {
 	}
 	return false, nil
 }
+
+// maxFenceRetries bounds a share's claims again at a fence bucket that
+// releases keep moving.
+const maxFenceRetries = 8
 
 // undoShare is a failed ADD's cancel of its share: the owner's keys and
 // the hold as they were, the target's index key a marker, while all are
@@ -158,7 +167,7 @@ func (op *operation) releaseShared(s alloc.Scope, kv etcdkv.KV, r Record) (etcdk
 	if !r.Shares {
 		alone = op.release(s, kv, true)
 	}
-	alone.Then = append(alone.Then, op.keys.bump(r)) // sent alone: it writes its own fence bucket
+	alone.Then = append(alone.Then, op.bump(r)) // sent alone: it writes its own fence bucket
 	ip, err := parseAddr(r.Address)
 	n, nerr := strconv.Atoi(slot)
 	if err != nil || nerr != nil {
@@ -199,5 +208,5 @@ func (op *operation) releaseShared(s alloc.Scope, kv etcdkv.KV, r Record) (etcdk
 	}
 	h.Time = stamp(op.now)
 	v := owner.encode()
-	return etcdkv.Txn{If: cond, Then: []etcdkv.Op{etcdkv.Delete(slotK), op.keys.bump(r), etcdkv.Put(addrK, v), etcdkv.Put(keep, v), etcdkv.Put(holdK, encodeHold(h))}}, nil
+	return etcdkv.Txn{If: cond, Then: []etcdkv.Op{etcdkv.Delete(slotK), op.bump(r), etcdkv.Put(addrK, v), etcdkv.Put(keep, v), etcdkv.Put(holdK, encodeHold(h))}}, nil
 }

@@ -27,6 +27,7 @@ type operation struct {
 	now      time.Time
 	log      *logging.Logger
 	quota    *quotaState // an ADD's tenant count (quota.go); nil: no quota
+	nonce    string      // the value this operation's writes of fence buckets carry (fence.go)
 }
 
 // begin is how every command starts: the engine's parse of the config
@@ -67,11 +68,11 @@ func newOperation(c *etcdConfig, network, cid, ifname string, log *logging.Logge
 	}
 	host, _ := os.Hostname()
 	return &operation{cl: cl, keys: layout{prefix: c.prefix}, node: c.node, machine: machine, hostname: host,
-		network: network, cid: cid, ifname: ifname, now: time.Now(), log: log}, nil
+		network: network, cid: cid, ifname: ifname, now: time.Now(), log: log, nonce: newClaimID()}, nil
 }
 
-// newClaimID names one ADD's claims: a claim found committed after its
-// answer was lost is recognised by it.
+// newClaimID names one ADD's claims (a claim found committed after its
+// answer was lost is recognised by it), and is an operation's nonce.
 func newClaimID() string {
 	var b [8]byte
 	_, _ = rand.Read(b[:])
@@ -116,9 +117,9 @@ func (op *operation) readAttachment(scopes []alloc.Scope, fence bool) (*etcdkv.R
 	}
 	// The bump last, so that response i is still scope i's. Unconditional
 	// and idempotent in effect, so the client may send it again.
-	resp, err := op.cl.Txn(etcdkv.Txn{Then: append(reads, etcdkv.Put(op.fenceKey(), nil))})
+	resp, err := op.cl.Txn(etcdkv.Txn{Then: append(reads, op.bumpOwn())})
 	if err == nil {
-		op.cl.Remember(map[string]int64{op.fenceKey(): resp.Revision})
+		op.bumpedOwn(resp.Revision)
 	}
 	return resp, err
 }

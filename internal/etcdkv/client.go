@@ -26,9 +26,9 @@ type Config struct {
 	Password  string
 	First     int    // the endpoint to start from when none has failed lately
 	StateDir  string // where the memory between execs lives; "" for none
-	// StateKey names the revisions a client remembers (Remember): they
-	// are its own whichever endpoints reach the cluster (daetcd: the
-	// prefix and node, whose fence buckets they are).
+	// StateKey names what a client remembers of keys (Remember): it is
+	// its own whichever endpoints reach the cluster (daetcd: the prefix
+	// and node, whose fence buckets they are).
 	StateKey string
 }
 

@@ -77,24 +77,24 @@ func TestLease(t *testing.T) {
 	}
 }
 
-// TestRememberRevisions: revisions remembered under a state key are the
-// next exec's whichever endpoints it lists, and another key's are not
-// mixed in; a newer value replaces an older one even when it is lower (a
-// cluster restored from a backup).
-func TestRememberRevisions(t *testing.T) {
+// TestRememberSeen: what is remembered under a state key is the next
+// exec's whichever endpoints it lists, and another key's is not mixed in;
+// a newer sight replaces an older one even at a lower revision (a cluster
+// restored from a backup).
+func TestRememberSeen(t *testing.T) {
 	dir := t.TempDir()
 	a := New(Config{Endpoints: []string{"http://a"}, StateDir: dir, StateKey: "node-1"})
-	a.Remember(map[string]int64{"k": 40, "j": 7})
+	a.Remember(map[string]Seen{"k": {Rev: 40, Value: "x"}, "j": {Rev: 7}})
 	b := New(Config{Endpoints: []string{"http://proxy-a", "http://proxy-b"}, StateDir: dir, StateKey: "node-1"})
-	if got := b.Revision("k"); got != 40 {
-		t.Fatalf("Revision(k) through other endpoints = %d, want 40", got)
+	if got := b.Recall("k"); got != (Seen{Rev: 40, Value: "x"}) {
+		t.Fatalf("Recall(k) through other endpoints = %+v, want 40 x", got)
 	}
-	if got := New(Config{Endpoints: []string{"http://a"}, StateDir: dir, StateKey: "node-2"}).Revision("k"); got != 0 {
-		t.Fatalf("another state key's Revision(k) = %d, want 0", got)
+	if got := New(Config{Endpoints: []string{"http://a"}, StateDir: dir, StateKey: "node-2"}).Recall("k"); got != (Seen{}) {
+		t.Fatalf("another state key's Recall(k) = %+v, want nothing", got)
 	}
-	b.Remember(map[string]int64{"k": 12})
+	b.Remember(map[string]Seen{"k": {Rev: 12, Value: "y"}})
 	c := New(Config{Endpoints: []string{"http://a"}, StateDir: dir, StateKey: "node-1"})
-	if k, j := c.Revision("k"), c.Revision("j"); k != 12 || j != 7 {
-		t.Fatalf("after a lower revision: k=%d j=%d, want 12 and 7", k, j)
+	if k, j := c.Recall("k"), c.Recall("j"); k != (Seen{Rev: 12, Value: "y"}) || j.Rev != 7 {
+		t.Fatalf("after a lower revision: k=%+v j=%+v, want 12 y and 7", k, j)
 	}
 }

@@ -67,7 +67,7 @@ func TestStoppedLeaderClaimAfterDel(t *testing.T) {
 
 // wantFenceBuckets checks what a release leaves: no key of the
 // attachment (no fence in its index key), no lease on any key, and per
-// node at most the fence buckets (16), each empty.
+// node at most the fence buckets (16), each holding a nonce.
 func wantFenceBuckets(t *testing.T) {
 	t.Helper()
 	var resp struct {

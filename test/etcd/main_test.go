@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -241,11 +242,12 @@ func stateKeys(t *testing.T, c *etcdtest.Cluster) []string {
 	return ks
 }
 
-// isFenceBucket reports one of a node's fence buckets (empty keys that
-// releases write and claims compare), the state a node keeps whatever
-// the churn.
+// isFenceBucket reports one of a node's fence buckets (keys holding the
+// nonce of their last write, which releases write and claims compare),
+// the state a node keeps whatever the churn.
 func isFenceBucket(rel, value string) bool {
-	return strings.HasPrefix(rel, "fences/") && value == ""
+	_, err := strconv.ParseUint(value, 16, 64)
+	return strings.HasPrefix(rel, "fences/") && len(value) == 16 && err == nil
 }
 
 func wantNoKeys(t *testing.T) {
