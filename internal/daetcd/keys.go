@@ -26,7 +26,7 @@ import (
 //	                                            (empty: an address was freed since)
 //	nodes/<node>                                the machine that is the node, and when it
 //	                                            was last seen (node.go)
-//	fences/<node>/<b>                           the node's fence buckets, 16, empty: every
+//	fences/<node>/<b>                           the node's fence buckets, 16, each a nonce: every
 //	                                            release writes one, every claim compares
 //	                                            one (fence.go)
 //
@@ -128,8 +128,9 @@ type Record struct {
 	// (DEL, GC, an operator's) needs to turn it into a hold.
 	StickyKey string `json:"stickyKey,omitempty"`
 	HoldFor   string `json:"holdFor,omitempty"`
-	// Released marks the fence a release leaves in the index key (see
-	// fence.go): no address, nothing held.
+	// Released marks the fence that versions before the fence buckets
+	// (fence.go) left in the index key, with a lease: no address, nothing
+	// held. Only read, so that one met before it expires is ignored.
 	Released bool `json:"released,omitempty"`
 	// A sticky owner's migration name, and, while a live migration's
 	// target shares its address, that target (migration.go). Shares marks
@@ -185,7 +186,7 @@ func (r Record) attachment() alloc.Attachment {
 // or a release's fence (released).
 func (r Record) cancelled() bool { return r.Address == "" }
 
-// released reports the fence a release leaves (fence.go).
+// released reports an earlier version's fence (see Released).
 func (r Record) released() bool { return r.Released }
 
 // owns reports whether the record is this attachment's on this node and
