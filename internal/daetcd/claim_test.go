@@ -100,13 +100,19 @@ func TestLateClaimCopyAfterDel(t *testing.T) {
 	if idx := f.Values("/u/node/"); len(idx) != 0 || len(f.Leases()) != 0 {
 		t.Fatalf("after DEL: index keys %v, leases %v; want none", idx, f.Leases())
 	}
-	before = len(f.Requests())
-	if out, code := run("ADD", "c1", "", nil); code != 0 {
-		t.Fatalf("re-ADD: exit %d %s", code, out)
-	}
-	if cs, n := claims(f), len(f.Requests())-before; len(cs) != 1 || n != 1 {
+	if n, cs := addCounted(t, f, run, "c1"), claims(f); len(cs) != 1 || n != 1 {
 		t.Fatalf("re-ADD: claims %v in %d requests, want one claim in one", cs, n)
 	}
+}
+
+// addCounted ADDs cid through run and returns how many requests f got.
+func addCounted(t *testing.T, f *etcdkvfake.Fake, run func(cmd, cid, cniArgs string, prev []byte) ([]byte, int), cid string) int {
+	t.Helper()
+	before := len(f.Requests())
+	if out, code := run("ADD", cid, "", nil); code != 0 {
+		t.Fatalf("ADD %s: exit %d %s", cid, code, out)
+	}
+	return len(f.Requests()) - before
 }
 
 // TestKeysBoundedAfterChurn: after N and then 4N attachments came and
@@ -154,11 +160,7 @@ func TestStaleFenceRevision(t *testing.T) {
 	if _, err := cl.Txn(etcdkv.Txn{Then: []etcdkv.Op{etcdkv.Put(layout{prefix: "/u/"}.fenceOf("n1", "c1", "eth0"), nil)}}); err != nil {
 		t.Fatal(err)
 	}
-	before := len(f.Requests())
-	if out, code := run("ADD", "c1", "", nil); code != 0 {
-		t.Fatalf("ADD c1: exit %d %s", code, out)
-	}
-	if cs, n := claims(f), len(f.Requests())-before; len(cs) != 2 || n != 2 {
+	if n, cs := addCounted(t, f, run, "c1"), claims(f); len(cs) != 2 || n != 2 {
 		t.Fatalf("claims %v in %d requests, want two claims, c1's in two requests", cs, n)
 	}
 }
@@ -176,11 +178,7 @@ func TestFirstClaimIgnoresStaleMemory(t *testing.T) {
 		seen[layout{prefix: "/u/"}.fenceKey("n1", b)] = etcdkv.Seen{Rev: 987654, Value: "earlier"}
 	}
 	stale.Remember(seen)
-	before := len(f.Requests())
-	if out, code := run("ADD", "c1", "", nil); code != 0 {
-		t.Fatalf("ADD: exit %d %s", code, out)
-	}
-	if n := len(f.Requests()) - before; n != 1 {
+	if n := addCounted(t, f, run, "c1"); n != 1 {
 		t.Fatalf("the first ADD sent %d requests, want 1", n)
 	}
 }
