@@ -195,9 +195,6 @@ func (c *Client) do(path string, in, out any, resend bool) error {
 			c.next++
 			c.pause(attempt)
 		default:
-			if kind == leaseGone {
-				c.ForgetLease()
-			}
 			return refusal(kind, ep, path, c.cfg.Username, ge.Error)
 		}
 	}

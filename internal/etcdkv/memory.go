@@ -25,8 +25,7 @@ const (
 )
 
 // memory is what a Client keeps between execs, in one small file per
-// cluster and user: the members that failed lately, the auth token and
-// the lease for expiring keys. How keys a caller asked it to remember
+// cluster and user: the members that failed lately and the auth token. How keys a caller asked it to remember
 // were seen (Remember) is in a file of its own (revMemory). It is a hint only: a missing, unreadable
 // or stale file costs a retry, never a wrong answer. Every change is a
 // read-modify-write of the file under a lock (update), so that concurrent
@@ -35,7 +34,6 @@ const (
 type memory struct {
 	Avoid map[string]time.Time `json:"avoid,omitempty"` // endpoint → until
 	Token string               `json:"token,omitempty"`
-	Lease heldLease            `json:"lease,omitzero"`
 	path  string
 }
 
@@ -79,7 +77,7 @@ func (m *memory) order(eps []string, first int, now time.Time) []string {
 // clone is a copy that saves nowhere: a forked client's failures are
 // its own.
 func (m *memory) clone() *memory {
-	return &memory{Avoid: maps.Clone(m.Avoid), Token: m.Token, Lease: m.Lease}
+	return &memory{Avoid: maps.Clone(m.Avoid), Token: m.Token}
 }
 
 // avoid notes a failure of ep, to be avoided for d; a longer avoidance
