@@ -133,10 +133,14 @@ func (s *claimStore) Reserve(a alloc.Attachment, ip netip.Addr) (bool, error) {
 			s.inFlight = true
 			// Fence it instead: a marker in the index key, through another
 			// member, and the copy in flight can never commit; or the
-			// index key shows that it already did.
+			// index key shows that it already did. Only while the fence
+			// bucket is as the claim knew it: once a release moved it,
+			// the claim cannot commit anyway, and a late copy of this
+			// write, sent again on another member, must not leave a
+			// marker after the attachment's DEL (fence.go).
 			op.log.Warn("claim unanswered; fencing it", logging.String("address", ip.String()), logging.Error(err))
 			resp, err = op.cl.Txn(etcdkv.Txn{
-				If:   []etcdkv.Cmp{s.slotFree(slotK)},
+				If:   append([]etcdkv.Cmp{s.slotFree(slotK)}, op.fenceCmp(fenceK)...),
 				Then: []etcdkv.Op{etcdkv.Put(slotK, op.recordOf(a, s.scope, "", s.claim).encode())},
 				Else: holders,
 			})
@@ -332,7 +336,8 @@ func (op *operation) cancel(stores []*claimStore) error {
 	for _, s := range stores {
 		if s.shared != nil {
 			// A migration target's share (migration.go).
-			txns = append(txns, s.shared.undo(s.holdK, etcdkv.Put(s.shared.slotK, op.recordOf(s.att, s.scope, "", s.claim).encode())))
+			txns = append(txns, s.shared.undo(s.holdK, etcdkv.Put(s.shared.slotK, op.recordOf(s.att, s.scope, "", s.claim).encode()),
+				op.fenceCmp(op.keys.fenceOf(op.node, s.att.ContainerID, s.att.IfName))))
 			continue
 		}
 		if s.sent == nil {
@@ -353,8 +358,11 @@ func (op *operation) cancel(stores []*claimStore) error {
 		if s.marker != 0 { // it may still commit over the marker it took over: replace that one
 			committed.Else = []etcdkv.Op{etcdkv.Nested(etcdkv.Txn{If: []etcdkv.Cmp{etcdkv.ModIs(slotK, s.marker)}, Then: []etcdkv.Op{marker}})}
 		}
+		// The marker only while the fence bucket is as this ADD knows it:
+		// a claim can commit only then, and a late copy of this write must
+		// not leave a marker after the attachment's DEL (fence.go).
 		txns = append(txns, etcdkv.Txn{
-			If:   []etcdkv.Cmp{etcdkv.Absent(slotK)},
+			If:   append([]etcdkv.Cmp{etcdkv.Absent(slotK)}, op.fenceCmp(op.keys.fenceOf(op.node, s.att.ContainerID, s.att.IfName))...),
 			Then: []etcdkv.Op{marker},
 			Else: []etcdkv.Op{etcdkv.Nested(committed)},
 		})

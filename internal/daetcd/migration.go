@@ -124,14 +124,15 @@ const maxFenceRetries = 8
 // undoShare is a failed ADD's cancel of its share: the owner's keys and
 // the hold as they were, the target's index key a marker, while all are
 // exactly as the share wrote them; otherwise (a hand-over or a drop came
-// first) only the marker where the index key is absent.
-func (sh *share) undo(holdK string, marker etcdkv.Op) etcdkv.Txn {
+// first) only the marker where the index key is absent and the
+// attachment's fence bucket as fence requires (see cancel).
+func (sh *share) undo(holdK string, marker etcdkv.Op, fence []etcdkv.Cmp) etcdkv.Txn {
 	committed := etcdkv.Txn{
 		If: []etcdkv.Cmp{etcdkv.ValueIs(sh.slotK, sh.mine), etcdkv.ValueIs(sh.addrK, sh.after), etcdkv.ValueIs(sh.srcSlotK, sh.after),
 			etcdkv.ValueIs(holdK, sh.holdAfter)},
 		Then: []etcdkv.Op{marker, etcdkv.Put(sh.addrK, sh.before), etcdkv.Put(sh.srcSlotK, sh.before), etcdkv.Put(holdK, sh.holdBefore)},
 	}
-	return etcdkv.Txn{If: []etcdkv.Cmp{etcdkv.Absent(sh.slotK)}, Then: []etcdkv.Op{marker}, Else: []etcdkv.Op{etcdkv.Nested(committed)}}
+	return etcdkv.Txn{If: append([]etcdkv.Cmp{etcdkv.Absent(sh.slotK)}, fence...), Then: []etcdkv.Op{marker}, Else: []etcdkv.Op{etcdkv.Nested(committed)}}
 }
 
 // sharing reports a record of an address two owners share: the owner's

@@ -187,3 +187,33 @@ func TestKeysAfterChurnBounded(t *testing.T) {
 	}
 	wantFenceBuckets(t)
 }
+
+// TestLateMarkerCopyAfterDel: the ADD's claim is held on its way; the
+// marker that fences it reaches a member only as a late copy (its
+// connection cut at once, the copy delivered 2 s later), so the ADD sends
+// it again through the third member, claims over it and succeeds, and
+// the runtime DELs the container. Then both copies arrive: neither may
+// leave anything, although the index key is absent again after the DEL
+// (the marker's condition): the DEL moved the fence bucket that the
+// marker also requires.
+func TestLateMarkerCopyAfterDel(t *testing.T) {
+	needCluster(t)
+	ps := proxies(t)
+	h := newHost(t, nodeFirst("late-marker", 0, 3))
+	conf := through(t, h, urls(ps...), "2s", sharedPool("10.214.58.0/24"))
+	mustRun(t, "STATUS", "", conf) // the node's record first
+	claim := ps[0].on(claimPut, hold, 1)
+	isMarker := func(r request) bool { return r.txn() && r.putsUnder("/node/") && !r.putsUnder("/ip/") }
+	ps[1].on(isMarker, late, 1).after(2 * time.Second)
+	r, _ := mustAdd(t, "c1", conf)
+	waitFor(t, claim.arrived, time.Second, "the claim's first copy")
+	if n := len(ps[1].requests(isMarker)); n != 1 {
+		t.Fatalf("%d markers went to member 1, want the one copied late: the test proves nothing", n)
+	}
+	mustRun(t, "DEL", "c1", withPrev(t, conf, r.Stdout))
+	close(claim.release)
+	waitFor(t, claim.applied, 5*time.Second, "the late claim's delivery")
+	time.Sleep(2500 * time.Millisecond) // the marker's late copy
+	wantNoKeys(t)
+	wantFenceBuckets(t)
+}
