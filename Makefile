@@ -6,6 +6,7 @@
 #   make lint      gofmt, go vet, staticcheck
 #   make bench     the benchmark harness (see bench/)
 #   make chaos     the etcd chaos test for CHAOSTIME per seed (CHAOSSEEDS)
+#   make bench-fleet  ipam-da-etcd as a fleet of 64 simulated hosts (bench/fleet)
 #   make fuzz      every fuzz target for FUZZTIME each
 #   make release   reproducible tarballs and images in dist/
 #   make image     the OCI images alone (lean and full, amd64 and arm64)
@@ -117,6 +118,21 @@ bench:
 	go run ./bench -out bench/results $(BENCHFLAGS)
 	go run ./bench/fullflavour -out bench/results $(FULLBENCHFLAGS)
 	go test -count=1 ./test/cri -run TestRunPodSandboxLatency -cri.n $(CRIBENCHN) -cri.out $(CURDIR)/bench/results/CRI.md
+
+# make bench-fleet: ipam-da-etcd as a fleet (bench/fleet): FLEETFLAGS
+# (default 64 hosts × 3 workers, 3 minutes of churn) against a 3-member
+# etcd on loopback; writes bench/results/FLEET.md and FLEET.svg, then the
+# same with one member killed and restarted mid-run (FLEET-MEMBER-KILL.*).
+# FLEETCOMPARE=DIR also measures one host's ADD and DEL side by side with
+# the cniplugins-full installed in the CNI bin dir DIR (another build).
+FLEETFLAGS ?=
+FLEETCOMPARE ?=
+
+.PHONY: bench-fleet
+bench-fleet:
+	scripts/test-deps.sh
+	go run ./bench/fleet -out bench/results -name FLEET $(if $(FLEETCOMPARE),-compare-with $(FLEETCOMPARE)) $(FLEETFLAGS)
+	go run ./bench/fleet -out bench/results -name FLEET-MEMBER-KILL -kill-member $(FLEETFLAGS)
 
 # The etcd chaos test (test/etcd TestChaos) for longer than `make test`
 # runs it: faults for CHAOSTIME per seed, CHAOSSEEDS one after the other.

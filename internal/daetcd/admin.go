@@ -54,7 +54,7 @@ func NewAdmin(c AdminConfig) (*Admin, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Admin{op: &operation{cl: cl, keys: layout{prefix: cfg.prefix}, now: time.Now(), log: logging.Nop()}}, nil
+	return &Admin{op: &operation{cl: cl, keys: layout{prefix: cfg.prefix}, now: time.Now(), log: logging.Nop(), nonce: newClaimID()}}, nil
 }
 
 // Lease is one claim as an operator sees it. A failed ADD's marker has no
@@ -178,12 +178,14 @@ func (a *Admin) Release(addr netip.Addr, s alloc.Scope, container, ifname string
 	}
 	l := Lease{Record: r, Scope: s}
 	txn := etcdkv.Txn{If: []etcdkv.Cmp{etcdkv.ValueIs(string(kv.Key), kv.Value)}, Then: []etcdkv.Op{etcdkv.Delete(string(kv.Key))}}
-	marks := unmark{}
+	// The attachment's fence bucket too, as any release writes it
+	// (fence.go): a claim of it still in flight can no longer commit.
+	marks := unmark{a.op.keys.fenceOf(r.Node, r.ContainerID, r.IfName): []byte(a.op.nonce)}
 	for _, ikv := range idx.KVs(0) {
 		if string(ikv.Value) == string(kv.Value) {
 			txn.If = append(txn.If, etcdkv.ModIs(string(ikv.Key), ikv.ModRevision))
 			txn.Then = append(txn.Then, etcdkv.Delete(string(ikv.Key)))
-			marks[a.op.keys.markOf(s, string(ikv.Key))] = true
+			marks[a.op.keys.markOf(s, string(ikv.Key))] = nil
 			if r.Hold != "" {
 				// A sticky claim becomes a hold, as a DEL would make it
 				// (its key gets the address back); release --sticky-key
@@ -249,7 +251,8 @@ func (a *Admin) GC(node string, f Filter, keep []alloc.Attachment, apply bool) (
 		}
 		sg := of(l.Scope)
 		sg.txns = append(sg.txns, a.op.release(l.Scope, l.key, false))
-		sg.marks[a.op.keys.markOf(l.Scope, string(l.key.Key))] = true
+		sg.marks[a.op.keys.markOf(l.Scope, string(l.key.Key))] = nil
+		sg.marks[a.op.keys.fenceOf(l.Node, l.ContainerID, l.IfName)] = []byte(a.op.nonce)
 	}
 	// Expired holds go too, whichever node held them last (sticky.go);
 	// unexpired ones stay whatever keep says.
@@ -279,6 +282,18 @@ func (a *Admin) GC(node string, f Filter, keep []alloc.Attachment, apply bool) (
 	}
 	for _, sg := range perScope {
 		if err := a.op.commitBatches(sg.txns, sg.marks); err != nil {
+			return plan, err
+		}
+	}
+	if len(keep) == 0 && f.Pool == "" && f.Network == "" {
+		// Everything of the node is gone: so are its fence buckets, the
+		// node's last keys but its record (fence.go). Done after the
+		// releases, so a GC cut short keeps them.
+		var del []etcdkv.Op
+		for b := range fenceBuckets {
+			del = append(del, etcdkv.Delete(a.op.keys.fenceKey(node, b)))
+		}
+		if _, err := a.op.cl.Txn(etcdkv.Txn{Then: del}); err != nil {
 			return plan, err
 		}
 	}

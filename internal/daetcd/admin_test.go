@@ -149,10 +149,12 @@ func TestAdminLeasesReleaseGC(t *testing.T) {
 	if len(left) != 1 || left[0].Node != "alive" || left[0].Address != b1.String() {
 		t.Fatalf("after gc of node gone: %+v", left)
 	}
-	var ks []string // the claims and index keys; exhaustion marks and node records stay
+	// The claims and index keys; exhaustion marks and node records stay,
+	// and the live node's fence buckets, but not the gone node's.
+	var ks []string
 	keys, _ := cluster.Keys("/admin-test/" + t.Name() + "/")
 	for _, k := range keys {
-		if !strings.Contains(k, "/full/") && !strings.Contains(k, "/nodes/") {
+		if !strings.Contains(k, "/full/") && !strings.Contains(k, "/nodes/") && !strings.Contains(k, "/fences/alive/") {
 			ks = append(ks, k)
 		}
 	}

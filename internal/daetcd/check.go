@@ -44,7 +44,7 @@ func (op *operation) check(addrs []netip.Addr, placed []alloc.Target) error {
 }
 
 func (op *operation) checkOwnsAny(scopes []alloc.Scope) error {
-	resp, err := op.readAttachment(scopes)
+	resp, err := op.readAttachment(scopes, false)
 	if err != nil {
 		return err
 	}

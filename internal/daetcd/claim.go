@@ -88,7 +88,7 @@ func (s *claimStore) Reserve(a alloc.Attachment, ip netip.Addr) (bool, error) {
 	op := s.op
 	s.att = a
 	val := s.sticky.mark(op.recordOf(a, s.scope, ip.String(), s.claim)).encode()
-	addrK, slotK := op.keys.addrKey(s.scope, ip), s.slotKey()
+	addrK, slotK, fenceK := op.keys.addrKey(s.scope, ip), s.slotKey(), op.keys.fenceOf(op.node, a.ContainerID, a.IfName)
 	s.sent, s.sentAddr, s.sentTake = val, ip, s.take
 	cond := []etcdkv.Cmp{etcdkv.Absent(addrK)}
 	then := []etcdkv.Op{etcdkv.Put(addrK, val), etcdkv.Put(slotK, val)}
@@ -108,7 +108,11 @@ func (s *claimStore) Reserve(a alloc.Attachment, ip netip.Addr) (bool, error) {
 		// A sticky claim also requires its hold key absent (or the
 		// hold it takes over unchanged) and puts it; its Else reads it.
 		// A claim for a tenant requires its version as counted (quota.go).
-		holders := append([]etcdkv.Op{etcdkv.Get(addrK), etcdkv.Get(slotK), etcdkv.Get(op.keys.nodeKey(op.node))}, readHold...)
+		// The else branch reads the claim key, the index key, the node,
+		// the node's fence buckets (holdersFences), then the hold and the
+		// tenant's version.
+		holders := append([]etcdkv.Op{etcdkv.Get(addrK), etcdkv.Get(slotK), etcdkv.Get(op.keys.nodeKey(op.node)),
+			etcdkv.GetPrefix(op.keys.fencesPrefix(op.node))}, readHold...)
 		cnd, thn := append(slices.Clip(cond), s.slotFree(slotK)), then
 		qs := s.quotaOf()
 		if qs != nil {
@@ -116,7 +120,11 @@ func (s *claimStore) Reserve(a alloc.Attachment, ip netip.Addr) (bool, error) {
 			cnd, thn = append(cnd, qc...), append(slices.Clip(then), qops...)
 			holders = append(holders, etcdkv.Get(op.keys.tenantVersion(qs.name)))
 		}
-		resp, err := op.cl.TxnOnce(op.registering(cnd, thn, holders))
+		resp, err := op.cl.TxnOnce(op.registering(fenceK, cnd, thn, holders))
+		registeredNow := resp != nil && resp.Succeeded
+		if registeredNow {
+			op.fencesCreated(resp.Revision) // this claim registered the node (registering)
+		}
 		resp = registered(resp)
 		if err != nil && !errors.Is(err, etcdkv.ErrOutcomeUnknown) && !s.inFlight {
 			s.sent = nil // refused for sure: nothing of it to undo
@@ -125,10 +133,14 @@ func (s *claimStore) Reserve(a alloc.Attachment, ip netip.Addr) (bool, error) {
 			s.inFlight = true
 			// Fence it instead: a marker in the index key, through another
 			// member, and the copy in flight can never commit; or the
-			// index key shows that it already did.
+			// index key shows that it already did. Only while the fence
+			// bucket is as the claim knew it: once a release moved it,
+			// the claim cannot commit anyway, and a late copy of this
+			// write, sent again on another member, must not leave a
+			// marker after the attachment's DEL (fence.go).
 			op.log.Warn("claim unanswered; fencing it", logging.String("address", ip.String()), logging.Error(err))
 			resp, err = op.cl.Txn(etcdkv.Txn{
-				If:   []etcdkv.Cmp{s.slotFree(slotK)},
+				If:   append([]etcdkv.Cmp{s.slotFree(slotK)}, op.fenceCmp(fenceK)...),
 				Then: []etcdkv.Op{etcdkv.Put(slotK, op.recordOf(a, s.scope, "", s.claim).encode())},
 				Else: holders,
 			})
@@ -163,13 +175,23 @@ func (s *claimStore) Reserve(a alloc.Attachment, ip netip.Addr) (bool, error) {
 			return true, nil
 		}
 		if hasSlot {
-			// Before any recount: a retried ADD is 102 at the quota as
+			// Before any recount or fence retry: a retried ADD is 102 at the quota as
 			// below it (alloc.QuotaGate).
 			if r, _ := decodeRecord(slot.Value); !r.cancelled() {
 				s.sent = nil // definitely not ours: nothing to undo
 				return false, cnierr.New(cnierr.CodeDuplicateAttach, "attachment already holds an address",
 					"address=%s %s containerID=%s ifname=%s", r.Address, s.label, a.ContainerID, a.IfName)
 			}
+		}
+		if fences := resp.KVs(holdersFences); fenceMoved(fences, fenceK, op.cl.Recall(fenceK)) {
+			// A release wrote the bucket since this host last saw it (or
+			// this exec knew nothing of it): claim again at its revision.
+			// Unless this claim registered the node, which wrote every
+			// bucket after the read: its revision is the one to claim at.
+			if !registeredNow {
+				op.learnFences(fences)
+			}
+			continue
 		}
 		if qs != nil {
 			if kv, found := resp.First(len(holders) - 1); qs.moved(kv, found) && recounts <= qs.q.Max+maxRecounts {
@@ -198,7 +220,7 @@ func (s *claimStore) Reserve(a alloc.Attachment, ip netip.Addr) (bool, error) {
 			s.marker = 0
 		}
 		if s.sticky != nil {
-			hold, hasHold := resp.First(3)
+			hold, hasHold := resp.First(holdersFences + 1)
 			if hasHold || s.take != nil {
 				// The key has a hold (or the one taken over changed or
 				// went): the search ends, the engine applies the rules.
@@ -222,6 +244,10 @@ func (s *claimStore) Reserve(a alloc.Attachment, ip netip.Addr) (bool, error) {
 	}
 	return false, cnierr.New(cnierr.CodeTryAgainLater, "claim kept conflicting", "address=%s %s", ip, s.label)
 }
+
+// holdersFences is where a failed claim's answer has the node's fence
+// buckets.
+const holdersFences = 3
 
 // maxRecounts bounds, beyond the quota's max (each claim for the tenant
 // that commits moves its version once), how often one claim counts its
@@ -310,7 +336,8 @@ func (op *operation) cancel(stores []*claimStore) error {
 	for _, s := range stores {
 		if s.shared != nil {
 			// A migration target's share (migration.go).
-			txns = append(txns, s.shared.undo(s.holdK, etcdkv.Put(s.shared.slotK, op.recordOf(s.att, s.scope, "", s.claim).encode())))
+			txns = append(txns, s.shared.undo(s.holdK, etcdkv.Put(s.shared.slotK, op.recordOf(s.att, s.scope, "", s.claim).encode()),
+				op.fenceCmp(op.keys.fenceOf(op.node, s.att.ContainerID, s.att.IfName))))
 			continue
 		}
 		if s.sent == nil {
@@ -331,8 +358,11 @@ func (op *operation) cancel(stores []*claimStore) error {
 		if s.marker != 0 { // it may still commit over the marker it took over: replace that one
 			committed.Else = []etcdkv.Op{etcdkv.Nested(etcdkv.Txn{If: []etcdkv.Cmp{etcdkv.ModIs(slotK, s.marker)}, Then: []etcdkv.Op{marker}})}
 		}
+		// The marker only while the fence bucket is as this ADD knows it:
+		// a claim can commit only then, and a late copy of this write must
+		// not leave a marker after the attachment's DEL (fence.go).
 		txns = append(txns, etcdkv.Txn{
-			If:   []etcdkv.Cmp{etcdkv.Absent(slotK)},
+			If:   append([]etcdkv.Cmp{etcdkv.Absent(slotK)}, op.fenceCmp(op.keys.fenceOf(op.node, s.att.ContainerID, s.att.IfName))...),
 			Then: []etcdkv.Op{marker},
 			Else: []etcdkv.Op{etcdkv.Nested(committed)},
 		})

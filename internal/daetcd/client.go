@@ -11,14 +11,17 @@ import (
 )
 
 // stateDir holds what the etcd client remembers between execs (its auth
-// token, the members that failed lately): tmpfs, gone at reboot, root's
-// alone.
+// token, the members that failed lately, the fence buckets' revisions):
+// tmpfs, gone at reboot, root's alone.
 const stateDir = "/run/cniplugins/etcd"
 
 // newClient reads the TLS and password files and prepares a client whose
 // deadline is now + the timeout; nothing is sent yet.
 func newClient(c *etcdConfig) (*etcdkv.Client, error) {
-	cfg := etcdkv.Config{Endpoints: c.endpoints, Timeout: c.timeout, Username: c.username, First: c.firstEndpoint(), StateDir: stateDir}
+	// The fence revisions remembered are the node's under the prefix
+	// (fence.go), whichever endpoints the config lists.
+	cfg := etcdkv.Config{Endpoints: c.endpoints, Timeout: c.timeout, Username: c.username, First: c.firstEndpoint(), StateDir: stateDir,
+		StateKey: c.prefix + "\x00" + c.node}
 	if c.tls != nil {
 		t, err := c.tls.config()
 		if err != nil {

@@ -33,7 +33,7 @@ var contractScope = alloc.Scope{Pool: "p"}
 func (e etcdSubject) op(c alloctest.Call) *operation {
 	cl := etcdkv.New(etcdkv.Config{Endpoints: e.endpoints, Timeout: 10 * time.Second})
 	return &operation{cl: cl, keys: layout{prefix: e.prefix}, node: "node-a", machine: "contract-machine", hostname: "h",
-		network: c.Att.Network, cid: c.Att.ContainerID, ifname: c.Att.IfName, now: c.Now}
+		network: c.Att.Network, cid: c.Att.ContainerID, ifname: c.Att.IfName, now: c.Now, nonce: newClaimID()}
 }
 
 func (e etcdSubject) Add(c alloctest.Call, targets []alloc.Target) ([]netip.Prefix, error) {
@@ -53,10 +53,7 @@ func (e etcdSubject) Add(c alloctest.Call, targets []alloc.Target) ([]netip.Pref
 
 func (e etcdSubject) Del(c alloctest.Call, _ []netip.Addr) error {
 	op := e.op(c)
-	return op.fenced(func() error {
-		_, err := op.delRead(alloctest.Scopes)
-		return err
-	})
+	return op.delRead(alloctest.Scopes, true)
 }
 
 func (e etcdSubject) Check(c alloctest.Call, ips []netip.Addr) error {

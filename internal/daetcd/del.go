@@ -15,31 +15,31 @@ import (
 
 // cmdDel releases everything the attachment holds in the scopes the
 // config touches: one read of its index keys, one transaction deleting
-// each claim and fencing its index key (fence.go), guarded by their exact
-// revisions and values. It needs no ranges, and an unknown attachment is
-// not an error.
+// each claim and its index key, guarded by their exact revisions and
+// values. Its first round trip writes the attachment's fence bucket
+// (fence.go), so no claim of the attachment sent before the DEL can
+// commit after it, whatever the DEL finds. It needs no ranges, and an
+// unknown attachment is not an error.
 func cmdDel(req *plugin.Request) error {
 	c, op, err := begin(req, false)
 	if err != nil {
 		return err
 	}
-	return op.fenced(func() error { return op.del(req, c.Scopes()) })
+	return op.del(req, c.Scopes())
 }
 
 func (op *operation) del(req *plugin.Request, scopes []alloc.Scope) error {
-	if done, err := op.delFromPrev(req); done || err != nil {
+	done, fenced, err := op.delFromPrev(req)
+	if done || err != nil {
 		return err
 	}
-	found, err := op.delRead(scopes)
+	err = op.delRead(scopes, !fenced)
 	// A sticky release that lost a race with a migration target's share
 	// (which rewrites the owner's keys) reads again: bounded, then 11.
 	for try := 1; errors.Is(err, errReleaseRaced) && try < maxReleaseRaces; try++ {
-		found, err = op.delRead(scopes)
+		err = op.delRead(scopes, false)
 	}
-	if err != nil || found {
-		return err
-	}
-	return op.fenceUnknown(req)
+	return err
 }
 
 // errReleaseRaced: a sticky release found the keys it read changed: a
@@ -52,34 +52,29 @@ var errReleaseRaced = cnierr.Wrap(types.NewError(cnierr.CodeTryAgainLater, "a st
 const maxReleaseRaces = 4
 
 // delRead is DEL's exact read path: one read of the attachment's index
-// keys in each scope, one transaction releasing what they name. found is
-// false when the attachment has nothing here, not even a fence.
-func (op *operation) delRead(scopes []alloc.Scope) (found bool, err error) {
-	resp, err := op.readAttachment(scopes)
+// keys in each scope (with fence, writing its fence bucket in the same
+// round trip), one transaction releasing what they name.
+func (op *operation) delRead(scopes []alloc.Scope, fence bool) error {
+	resp, err := op.readAttachment(scopes, fence)
 	if err != nil {
-		return false, err
+		return err
 	}
 	var txns []etcdkv.Txn
 	var sticky []bool // txns[i] releases a sticky owner's claim
-	fenced := false
 	for i, s := range scopes {
 		for _, kv := range resp.KVs(i) {
 			// The index key is the attachment's on this node; in a pool
 			// shared by several networks it must also be this network's.
-			// A fence is what an earlier release left: nothing to free.
+			// A fence an earlier version left there (a "released"
+			// record, gone with its lease) holds nothing.
 			r, ok := decodeRecord(kv.Value)
-			if ok && r.Network != op.network {
-				continue
-			}
-			if ok && r.released() {
-				fenced = true
+			if ok && (r.Network != op.network || r.released()) {
 				continue
 			}
 			if ok && r.sharing() {
 				if err := op.commitShared(s, kv, r); err != nil {
-					return true, err
+					return err
 				}
-				fenced = true
 				continue
 			}
 			sticky = append(sticky, ok && r.Hold != "" && !r.cancelled())
@@ -87,10 +82,12 @@ func (op *operation) delRead(scopes []alloc.Scope) (found bool, err error) {
 		}
 	}
 	if len(txns) == 0 {
-		return fenced, nil
+		return nil
 	}
+	// No fence bucket here: this DEL wrote it before it read (here or in
+	// delFromPrev), which fenced every claim sent before the DEL.
 	if !slices.Contains(sticky, true) {
-		return true, op.commit(txns, op.touch())
+		return op.commit(txns, op.touch())
 	}
 	// A sticky owner's keys can change under its DEL (a migration target
 	// shares them): each sticky release must have happened.
@@ -104,40 +101,7 @@ func (op *operation) delRead(scopes []alloc.Scope) (found bool, err error) {
 			err = errReleaseRaced
 		}
 	}
-	return true, err
-}
-
-// fenceUnknown is DEL of an attachment that holds nothing here: it fences
-// the index keys its config places, while they are absent. A failed ADD
-// whose fence and undo etcd refused (no quorum for the rest of its time)
-// leaves nothing, and its claim may still be in flight: it must not
-// commit after the runtime's DEL for that ADD. A config without ranges
-// places no key: nothing is written.
-func (op *operation) fenceUnknown(req *plugin.Request) error {
-	c, err := alloc.Parse(req.Conf, req.CNIArgs, true)
-	if err != nil {
-		return nil
-	}
-	targets, err := c.AddTargets()
-	if err != nil {
-		return nil
-	}
-	var txns []etcdkv.Txn
-	seen := map[string]bool{}
-	for _, t := range targets {
-		for _, c := range t.Chain() { // a claim in flight may be in any pool of the chain
-			slotK := op.slotKey(c.Scope, c.RangeID)
-			// A pool can be both a target of its own and further down
-			// another's chain (spill → others, and others): etcd refuses
-			// a transaction that writes one key twice.
-			if seen[slotK] {
-				continue
-			}
-			seen[slotK] = true
-			txns = append(txns, etcdkv.Txn{If: []etcdkv.Cmp{etcdkv.Absent(slotK)}, Then: []etcdkv.Op{op.retire(slotK, op.record(c.Scope, "", ""))}})
-		}
-	}
-	return op.commit(txns)
+	return err
 }
 
 // delFromPrev is DEL in one round trip when prevResult lists the
@@ -152,33 +116,35 @@ func (op *operation) fenceUnknown(req *plugin.Request) error {
 // deletes nothing. done is false when the attachment still holds
 // something (an address missing from prevResult, a failed ADD's marker, a
 // record from this very instant): the exact read path then finishes.
-func (op *operation) delFromPrev(req *plugin.Request) (done bool, err error) {
+// fenced is true once the transaction was sent: it writes the
+// attachment's fence bucket whatever it releases (fence.go).
+func (op *operation) delFromPrev(req *plugin.Request) (done, fenced bool, err error) {
 	addrs, err := alloc.PrevAddrs(req.Conf)
 	if err != nil || len(addrs) == 0 {
-		return false, nil
+		return false, false, nil
 	}
 	c, err := alloc.Parse(req.Conf, req.CNIArgs, true)
 	if err != nil {
-		return false, nil
+		return false, false, nil
 	}
 	targets, err := c.AddTargets()
 	if err != nil {
-		return false, nil
+		return false, false, nil
 	}
 	st, err := stickyOf(req.Conf, req.CNIArgs, op.ifname)
 	if err != nil {
-		return false, nil
+		return false, false, nil
 	}
 	var outer etcdkv.Txn
 	seen := map[string]bool{}
 	for _, a := range addrs {
 		t, ok, err := alloc.TargetFor(targets, a)
 		if err != nil || !ok {
-			return false, nil
+			return false, false, nil
 		}
 		addrK, slotK := op.keys.addrKey(t.Scope, a), op.slotKey(t.Scope, t.RangeID)
 		if seen[slotK] {
-			return false, nil // two addresses for one index key: not this attachment's result
+			return false, false, nil // two addresses for one index key: not this attachment's result
 		}
 		seen[slotK] = true
 		r := st.mark(op.record(t.Scope, a.String(), ""))
@@ -188,7 +154,7 @@ func (op *operation) delFromPrev(req *plugin.Request) (done bool, err error) {
 				etcdkv.ValueAbove(addrK, lo), etcdkv.ValueBelow(addrK, hi),
 				etcdkv.ValueAbove(slotK, lo), etcdkv.ValueBelow(slotK, hi),
 			},
-			Then: []etcdkv.Op{etcdkv.Delete(addrK), op.retire(slotK, r), freed(op.keys.fullKey(t.Scope, t.RangeID))},
+			Then: []etcdkv.Op{etcdkv.Delete(addrK), etcdkv.Delete(slotK), freed(op.keys.fullKey(t.Scope, t.RangeID))},
 		}
 		if st != nil {
 			// The sticky record's range names its hold (Record.Hold
@@ -203,12 +169,12 @@ func (op *operation) delFromPrev(req *plugin.Request) (done bool, err error) {
 			// left to the read path, which hands the address over.
 			alone := append(slices.Clip(hp), `"key":`...)
 			release.If = append(release.If, etcdkv.ValueAbove(holdK, alone), etcdkv.ValueBelow(holdK, append(slices.Clip(alone), 0xff)))
-			release.Then = []etcdkv.Op{op.retire(slotK, r), op.releaseSticky(t.Scope, r, addrK, holdK,
+			release.Then = []etcdkv.Op{etcdkv.Delete(slotK), op.releaseSticky(t.Scope, r, addrK, holdK,
 				[]etcdkv.Cmp{etcdkv.ValueAbove(holdK, hp), etcdkv.ValueBelow(holdK, append(hp, 0xff))}, op.keys.fullKey(t.Scope, t.RangeID))}
 		}
 		outer.Then = append(outer.Then, etcdkv.Nested(release))
 	}
-	outer.Then = append(outer.Then, op.touch())
+	outer.Then = append(outer.Then, op.touch(), op.bumpOwn())
 	scopes := c.Scopes()
 	first := len(outer.Then)
 	for _, s := range scopes {
@@ -216,14 +182,15 @@ func (op *operation) delFromPrev(req *plugin.Request) (done bool, err error) {
 	}
 	resp, err := op.cl.Txn(outer)
 	if err != nil {
-		return false, err
+		return false, false, err
 	}
+	op.bumpedOwn(resp.Revision)
 	for i := range scopes {
 		for _, kv := range resp.KVs(first + i) {
 			if r, ok := decodeRecord(kv.Value); !ok || (r.Network == op.network && !r.released()) {
-				return false, nil
+				return false, true, nil
 			}
 		}
 	}
-	return true, nil
+	return true, true, nil
 }

@@ -14,8 +14,8 @@ import (
 
 // cmdGC (spec 1.1) releases this node's claims of this network whose
 // attachment is not in cni.dev/valid-attachments (alloc.KeepSet, the
-// rule every GC follows), failed ADDs' markers included, leaving fences
-// as DEL does (fence.go). It reads this node's index keys of each scope,
+// rule every GC follows), failed ADDs' markers included, writing their
+// fence buckets as DEL does (fence.go). It reads this node's index keys of each scope,
 // page by page, so another node's claims are never even looked at, and it
 // frees nothing unless the node is this machine (node.go). Then it removes
 // the tenant records that count nothing, every tenant's (tenantgc.go). It
@@ -33,7 +33,7 @@ func cmdGC(req *plugin.Request) error {
 }
 
 // gc releases this node's claims of the operation's network in scopes
-// that keep rejects, leaving fences, and the network's expired holds
+// that keep rejects, fencing them, and the network's expired holds
 // there; then it sweeps the tenant records, so that those of the claims
 // it just released go too.
 func (op *operation) gc(scopes []alloc.Scope, keep alloc.KeepSet) error {
@@ -45,11 +45,12 @@ func (op *operation) gc(scopes []alloc.Scope, keep alloc.KeepSet) error {
 	if err := op.ensureNode(kv, found); err != nil {
 		return err
 	}
-	err = op.fenced(func() error { return op.collect(scopes, keep) })
+	err = op.collect(scopes, keep)
 	return errors.Join(err, op.sweepTenants())
 }
 
-// collect is gc's releases, under the host's lease for fences.
+// collect is gc's releases, each batch writing the fence buckets of the
+// attachments it releases (fence.go).
 func (op *operation) collect(scopes []alloc.Scope, keep alloc.KeepSet) error {
 	var errs []error
 	for _, s := range scopes {
@@ -70,7 +71,8 @@ func (op *operation) collect(scopes []alloc.Scope, keep alloc.KeepSet) error {
 				continue
 			}
 			txns = append(txns, op.release(s, kv, false))
-			marks[op.keys.markOf(s, string(kv.Key))] = true
+			marks[op.keys.markOf(s, string(kv.Key))] = nil
+			marks[op.keys.fenceOf(r.Node, r.ContainerID, r.IfName)] = []byte(op.nonce) // see bump
 			op.log.Info("gc releases", logging.String("address", r.Address), logging.String("containerID", r.ContainerID), logging.String("ifname", r.IfName))
 		}
 		errs = append(errs, op.commitBatches(txns, marks, op.sameMachine()...))
@@ -109,7 +111,7 @@ func (op *operation) expiredHolds(s alloc.Scope, network string) ([]etcdkv.Txn, 
 		ip, _ := netip.ParseAddr(h.Address)
 		mark := op.keys.fullScope(s) + lastSegment(string(kv.Key))
 		txns = append(txns, expireHold(string(kv.Key), op.keys.addrKey(s, ip), kv.ModRevision, ""))
-		marks[mark] = true
+		marks[mark] = nil
 		plan = append(plan, holdLease{h: h, scope: s, kv: kv})
 		op.log.Info("gc frees an expired hold", logging.String("address", h.Address), logging.String("key", h.Key))
 	}

@@ -20,13 +20,15 @@ import (
 //	ip/net/<network>/<address>                  (standalone: the network is the scope)
 //	node/<node>/<scope>/<containerID>/<ifname>/<slot>
 //	                                            the attachment's index key, one per
-//	                                            range set (slot = its index) or pool (0);
-//	                                            after a release, its fence (fence.go)
+//	                                            range set (slot = its index) or pool (0)
 //	sticky/<scope>/<StickyID>/<slot>            a sticky key's hold (sticky.go)
 //	full/<scope>/<slot>                         an ADD found that range set or pool full
 //	                                            (empty: an address was freed since)
 //	nodes/<node>                                the machine that is the node, and when it
 //	                                            was last seen (node.go)
+//	fences/<node>/<b>                           the node's fence buckets, 16, each a nonce: every
+//	                                            release writes one, every claim compares
+//	                                            one (fence.go)
 //
 // The claim and the index key hold the same record and are written and
 // deleted together, in one transaction. The index key lives under the node,
@@ -93,13 +95,14 @@ func freed(mark string) etcdkv.Op { return etcdkv.Put(mark, nil) }
 // stand for many of them: etcd refuses a transaction that writes a key
 // twice, so the batch writes each once, whether or not each release
 // happens (an empty mark only costs the next ADD the search that puts
-// it back).
-type unmark map[string]bool
+// it back). The releases' fence buckets (fence.go) are written the same
+// way, and go in the same set with the value they get (marks: nil).
+type unmark map[string][]byte
 
 func (u unmark) ops() []etcdkv.Op {
 	var ops []etcdkv.Op
 	for _, k := range slices.Sorted(maps.Keys(u)) {
-		ops = append(ops, freed(k))
+		ops = append(ops, etcdkv.Put(k, u[k]))
 	}
 	return ops
 }
@@ -125,8 +128,9 @@ type Record struct {
 	// (DEL, GC, an operator's) needs to turn it into a hold.
 	StickyKey string `json:"stickyKey,omitempty"`
 	HoldFor   string `json:"holdFor,omitempty"`
-	// Released marks the fence a release leaves in the index key (see
-	// fence.go): no address, nothing held.
+	// Released marks the fence that versions before the fence buckets
+	// (fence.go) left in the index key, with a lease: no address, nothing
+	// held. Only read, so that one met before it expires is ignored.
 	Released bool `json:"released,omitempty"`
 	// A sticky owner's migration name, and, while a live migration's
 	// target shares its address, that target (migration.go). Shares marks
@@ -182,7 +186,7 @@ func (r Record) attachment() alloc.Attachment {
 // or a release's fence (released).
 func (r Record) cancelled() bool { return r.Address == "" }
 
-// released reports the fence a release leaves (fence.go).
+// released reports an earlier version's fence (see Released).
 func (r Record) released() bool { return r.Released }
 
 // owns reports whether the record is this attachment's on this node and

@@ -64,11 +64,20 @@ func (s *claimStore) Share(a alloc.Attachment, mig string) (bool, error) {
 	mine := s.sticky.mark(op.recordOf(a, s.scope, ip.String(), s.claim))
 	mine.Shares, mine.Migration = true, ""
 	sh.mine = mine.encode()
+	fenceRetries := 0
 	for try := 0; try < 3; try++ {
+		// The share is this attachment's claim: like Reserve's, it
+		// compares the attachment's fence bucket (fence.go).
+		fenceK := op.keys.fenceOf(op.node, a.ContainerID, a.IfName)
 		cond := []etcdkv.Cmp{etcdkv.ModIs(s.holdK, t.rev), etcdkv.ModIs(sh.addrK, t.rev), etcdkv.ModIs(sh.srcSlotK, t.rev), s.slotFree(sh.slotK)}
 		then := []etcdkv.Op{etcdkv.Put(sh.addrK, sh.after), etcdkv.Put(sh.srcSlotK, sh.after), etcdkv.Put(s.holdK, sh.holdAfter), etcdkv.Put(sh.slotK, sh.mine)}
 		s.shared = sh // from here on, cancel undoes it if it committed
-		resp, err := op.cl.TxnOnce(op.registering(cond, then, []etcdkv.Op{etcdkv.Get(sh.slotK), etcdkv.Get(op.keys.nodeKey(op.node))}))
+		resp, err := op.cl.TxnOnce(op.registering(fenceK, cond, then, []etcdkv.Op{etcdkv.Get(sh.slotK), etcdkv.Get(op.keys.nodeKey(op.node)),
+			etcdkv.GetPrefix(op.keys.fencesPrefix(op.node))}))
+		registeredNow := resp != nil && resp.Succeeded
+		if registeredNow {
+			op.fencesCreated(resp.Revision)
+		}
 		resp = registered(resp)
 		if err != nil {
 			return false, err // ErrOutcomeUnknown included: cancel looks
@@ -80,6 +89,15 @@ func (s *claimStore) Share(a alloc.Attachment, mig string) (bool, error) {
 		if node, found := resp.First(1); !found || !bytes.HasPrefix(node.Value, op.identity()) {
 			if err := op.ensureNode(node, found); err != nil {
 				return false, err
+			}
+			continue
+		}
+		if fences := resp.KVs(2); fenceMoved(fences, fenceK, op.cl.Recall(fenceK)) {
+			if !registeredNow { // as Reserve's
+				op.learnFences(fences)
+			}
+			if fenceRetries++; fenceRetries <= maxFenceRetries {
+				try-- // not the share's conflict: the bucket's, bounded
 			}
 			continue
 		}
@@ -99,17 +117,22 @@ func (s *claimStore) Share(a alloc.Attachment, mig string) (bool, error) {
 	return false, nil
 }
 
+// maxFenceRetries bounds a share's claims again at a fence bucket that
+// releases keep moving.
+const maxFenceRetries = 8
+
 // undoShare is a failed ADD's cancel of its share: the owner's keys and
 // the hold as they were, the target's index key a marker, while all are
 // exactly as the share wrote them; otherwise (a hand-over or a drop came
-// first) only the marker where the index key is absent.
-func (sh *share) undo(holdK string, marker etcdkv.Op) etcdkv.Txn {
+// first) only the marker where the index key is absent and the
+// attachment's fence bucket as fence requires (see cancel).
+func (sh *share) undo(holdK string, marker etcdkv.Op, fence []etcdkv.Cmp) etcdkv.Txn {
 	committed := etcdkv.Txn{
 		If: []etcdkv.Cmp{etcdkv.ValueIs(sh.slotK, sh.mine), etcdkv.ValueIs(sh.addrK, sh.after), etcdkv.ValueIs(sh.srcSlotK, sh.after),
 			etcdkv.ValueIs(holdK, sh.holdAfter)},
 		Then: []etcdkv.Op{marker, etcdkv.Put(sh.addrK, sh.before), etcdkv.Put(sh.srcSlotK, sh.before), etcdkv.Put(holdK, sh.holdBefore)},
 	}
-	return etcdkv.Txn{If: []etcdkv.Cmp{etcdkv.Absent(sh.slotK)}, Then: []etcdkv.Op{marker}, Else: []etcdkv.Op{etcdkv.Nested(committed)}}
+	return etcdkv.Txn{If: append([]etcdkv.Cmp{etcdkv.Absent(sh.slotK)}, fence...), Then: []etcdkv.Op{marker}, Else: []etcdkv.Op{etcdkv.Nested(committed)}}
 }
 
 // sharing reports a record of an address two owners share: the owner's
@@ -141,10 +164,11 @@ func (op *operation) commitShared(s alloc.Scope, kv etcdkv.KV, r Record) error {
 // claim released as any.
 func (op *operation) releaseShared(s alloc.Scope, kv etcdkv.KV, r Record) (etcdkv.Txn, error) {
 	slotK, slot := string(kv.Key), lastSegment(string(kv.Key))
-	alone := etcdkv.Txn{If: []etcdkv.Cmp{etcdkv.ModIs(slotK, kv.ModRevision)}, Then: []etcdkv.Op{op.retire(slotK, r)}}
+	alone := etcdkv.Txn{If: []etcdkv.Cmp{etcdkv.ModIs(slotK, kv.ModRevision)}, Then: []etcdkv.Op{etcdkv.Delete(slotK)}}
 	if !r.Shares {
 		alone = op.release(s, kv, true)
 	}
+	alone.Then = append(alone.Then, op.bump(r)) // sent alone: it writes its own fence bucket
 	ip, err := parseAddr(r.Address)
 	n, nerr := strconv.Atoi(slot)
 	if err != nil || nerr != nil {
@@ -185,5 +209,5 @@ func (op *operation) releaseShared(s alloc.Scope, kv etcdkv.KV, r Record) (etcdk
 	}
 	h.Time = stamp(op.now)
 	v := owner.encode()
-	return etcdkv.Txn{If: cond, Then: []etcdkv.Op{op.retire(slotK, r), etcdkv.Put(addrK, v), etcdkv.Put(keep, v), etcdkv.Put(holdK, encodeHold(h))}}, nil
+	return etcdkv.Txn{If: cond, Then: []etcdkv.Op{etcdkv.Delete(slotK), op.bump(r), etcdkv.Put(addrK, v), etcdkv.Put(keep, v), etcdkv.Put(holdK, encodeHold(h))}}, nil
 }

@@ -114,11 +114,15 @@ func (op *operation) register() error {
 	k := op.keys.nodeKey(op.node)
 	resp, err := op.cl.Txn(etcdkv.Txn{
 		If:   []etcdkv.Cmp{etcdkv.Absent(k)},
-		Then: []etcdkv.Op{etcdkv.Put(k, op.nodeRecord())},
+		Then: append([]etcdkv.Op{etcdkv.Put(k, op.nodeRecord())}, op.createFences()...),
 		Else: []etcdkv.Op{etcdkv.Get(k)},
 	})
-	if err != nil || resp.Succeeded {
+	if err != nil {
 		return err
+	}
+	if resp.Succeeded {
+		op.fencesCreated(resp.Revision)
+		return nil
 	}
 	kv, found := resp.First(0)
 	_, err = op.checkNode(kv, found)
@@ -145,19 +149,31 @@ func (op *operation) ensureNode(kv etcdkv.KV, found bool) error {
 	return err
 }
 
-// registering is a write of this node (conditions cond, operations then,
+// registering is a claim of this node (conditions cond, operations then,
 // reads els when cond fails) in one round trip with the node's
 // registration: while the node has no record, the record is written with
 // it; otherwise the record must be this machine's (sameMachine) and the
 // write moves its last-seen time on. So a node's first ADD costs what
-// every later one does. registered unwraps the answer.
-func (op *operation) registering(cond []etcdkv.Cmp, then, els []etcdkv.Op) etcdkv.Txn {
+// every later one does. The claim also requires its attachment's fence
+// bucket fenceK (fence.go): as this host last saw it once the node is
+// registered; absent while it is not, since registration writes
+// every bucket and only a release of the attachment writes one before
+// it (a DEL does not register the node). So a host's memory of an earlier
+// cluster under the same prefix and node name costs its first claim
+// nothing. registered unwraps the answer.
+func (op *operation) registering(fenceK string, cond []etcdkv.Cmp, then, els []etcdkv.Op) etcdkv.Txn {
 	k := op.keys.nodeKey(op.node)
 	return etcdkv.Txn{
-		If:   []etcdkv.Cmp{etcdkv.Absent(k)},
-		Then: []etcdkv.Op{etcdkv.Put(k, op.nodeRecord()), etcdkv.Nested(etcdkv.Txn{If: cond, Then: then, Else: els})},
+		If: []etcdkv.Cmp{etcdkv.Absent(k)},
+		// The fence buckets after the claim: etcd compares every
+		// condition of a transaction before it writes anything, and a
+		// simple store (the tests' fake) as it goes; this order means the
+		// same to both.
+		Then: append([]etcdkv.Op{etcdkv.Put(k, op.nodeRecord()),
+			etcdkv.Nested(etcdkv.Txn{If: append(slices.Clip(cond), etcdkv.ModIs(fenceK, 0)), Then: then, Else: els})},
+			op.createFences()...),
 		Else: []etcdkv.Op{etcdkv.Nested(etcdkv.Txn{
-			If:   append(slices.Clip(cond), op.sameMachine()...),
+			If:   append(append(slices.Clip(cond), op.fenceCmp(fenceK)...), op.sameMachine()...),
 			Then: append(slices.Clip(then), op.touch()),
 			Else: els,
 		})},

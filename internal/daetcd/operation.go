@@ -26,8 +26,8 @@ type operation struct {
 	ifname   string
 	now      time.Time
 	log      *logging.Logger
-	lease    int64       // the lease releases fence index keys with (fence.go); 0: they delete them
 	quota    *quotaState // an ADD's tenant count (quota.go); nil: no quota
+	nonce    string      // the value this operation's writes of fence buckets carry (fence.go)
 }
 
 // begin is how every command starts: the engine's parse of the config
@@ -68,11 +68,11 @@ func newOperation(c *etcdConfig, network, cid, ifname string, log *logging.Logge
 	}
 	host, _ := os.Hostname()
 	return &operation{cl: cl, keys: layout{prefix: c.prefix}, node: c.node, machine: machine, hostname: host,
-		network: network, cid: cid, ifname: ifname, now: time.Now(), log: log}, nil
+		network: network, cid: cid, ifname: ifname, now: time.Now(), log: log, nonce: newClaimID()}, nil
 }
 
-// newClaimID names one ADD's claims: a claim found committed after its
-// answer was lost is recognised by it.
+// newClaimID names one ADD's claims (a claim found committed after its
+// answer was lost is recognised by it), and is an operation's nonce.
 func newClaimID() string {
 	var b [8]byte
 	_, _ = rand.Read(b[:])
@@ -104,26 +104,38 @@ func (op *operation) slotKey(s alloc.Scope, slot int) string {
 
 // readAttachment reads the attachment's index keys in each scope, and the
 // node's record, in one linearizable read: response i holds scope i's,
-// the last one the node's.
-func (op *operation) readAttachment(scopes []alloc.Scope) (*etcdkv.Response, error) {
+// the last one the node's. With fence, the same round trip first writes
+// the attachment's fence bucket (fence.go), which makes it a write.
+func (op *operation) readAttachment(scopes []alloc.Scope, fence bool) (*etcdkv.Response, error) {
 	reads := make([]etcdkv.Op, 0, len(scopes)+1)
 	for _, s := range scopes {
 		reads = append(reads, etcdkv.GetPrefix(op.keys.attachmentPrefix(op.node, s, op.cid, op.ifname)))
 	}
-	return op.cl.Read(append(reads, etcdkv.Get(op.keys.nodeKey(op.node)))...)
+	reads = append(reads, etcdkv.Get(op.keys.nodeKey(op.node)))
+	if !fence {
+		return op.cl.Read(reads...)
+	}
+	// The bump last, so that response i is still scope i's. Unconditional
+	// and idempotent in effect, so the client may send it again.
+	resp, err := op.cl.Txn(etcdkv.Txn{Then: append(reads, op.bumpOwn())})
+	if err == nil {
+		op.bumpedOwn(resp.Revision)
+	}
+	return resp, err
 }
 
 // release is the exact delete of one claim found through its index key
-// kv: the claim goes and the index key becomes the release's fence
-// (retire), in one transaction, only while both are still as read, so a
-// late copy of it can delete nothing a later ADD wrote. A failed ADD's
-// marker (no address) just becomes the fence. When markHere, the
-// same transaction records on the range set's exhaustion mark that an
-// address was freed (see freed); otherwise the caller does, once per mark.
+// kv: the claim and the index key go, in one transaction, only while both
+// are still as read, so a late copy of it can delete nothing a later ADD
+// wrote. A failed ADD's marker (no address) just goes. The caller writes
+// the attachment's fence bucket with it (fence.go), once per bucket in a
+// batch. When markHere, the same transaction records on the range set's
+// exhaustion mark that an address was freed (see freed); otherwise the
+// caller does, once per mark.
 func (op *operation) release(s alloc.Scope, kv etcdkv.KV, markHere bool) etcdkv.Txn {
 	slotK := string(kv.Key)
 	r, ok := decodeRecord(kv.Value)
-	t := etcdkv.Txn{If: []etcdkv.Cmp{etcdkv.ModIs(slotK, kv.ModRevision)}, Then: []etcdkv.Op{op.retire(slotK, r)}}
+	t := etcdkv.Txn{If: []etcdkv.Cmp{etcdkv.ModIs(slotK, kv.ModRevision)}, Then: []etcdkv.Op{etcdkv.Delete(slotK)}}
 	if ok && !r.cancelled() {
 		if ip, err := parseAddr(r.Address); err == nil {
 			// The claim was written in the transaction that wrote its

@@ -26,6 +26,10 @@ type Config struct {
 	Password  string
 	First     int    // the endpoint to start from when none has failed lately
 	StateDir  string // where the memory between execs lives; "" for none
+	// StateKey names what a client remembers of keys (Remember): it is
+	// its own whichever endpoints reach the cluster (daetcd: the prefix
+	// and node, whose fence buckets they are).
+	StateKey string
 }
 
 // Client speaks to one etcd cluster until its deadline.
@@ -36,6 +40,7 @@ type Client struct {
 	order    []string // the endpoints, those that failed lately last
 	next     int      // index in order of the endpoint to try next
 	memory   *memory
+	revs     *revMemory
 	token    string
 
 	authenticating bool // a token request is on its way: no token to send, none to ask for
@@ -57,6 +62,7 @@ func New(cfg Config) *Client {
 	}
 	c := &Client{cfg: cfg, http: &http.Client{Transport: tr}, deadline: time.Now().Add(cfg.Timeout)}
 	c.memory = loadMemory(cfg)
+	c.revs = newRevMemory(cfg)
 	c.order = c.memory.order(cfg.Endpoints, cfg.First, time.Now())
 	c.token = c.memory.Token
 	return c
@@ -69,6 +75,7 @@ func New(cfg Config) *Client {
 func (c *Client) Fork() *Client {
 	f := *c
 	f.memory = c.memory.clone()
+	f.revs = &revMemory{loaded: true} // a fork remembers nothing for the next execs
 	f.tlsFailed = maps.Clone(c.tlsFailed)
 	return &f
 }
@@ -188,9 +195,6 @@ func (c *Client) do(path string, in, out any, resend bool) error {
 			c.next++
 			c.pause(attempt)
 		default:
-			if kind == leaseGone {
-				c.ForgetLease()
-			}
 			return refusal(kind, ep, path, c.cfg.Username, ge.Error)
 		}
 	}

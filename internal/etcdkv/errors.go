@@ -22,10 +22,6 @@ var (
 	// ErrOutcomeUnknown: a TxnOnce write may have been applied, or may
 	// still be (code 11).
 	ErrOutcomeUnknown = errors.New("etcd write outcome unknown")
-	// ErrLeaseNotFound: a Put named a lease that etcd no longer has
-	// (revoked, or the cluster restored from an older backup); nothing
-	// was applied (code 11 if the caller does not try again).
-	ErrLeaseNotFound = errors.New("etcd lease not found")
 	// errTooLarge: the gateway refused an answer as too large (List then
 	// asks for smaller pages).
 	errTooLarge = errors.New("etcd message too large")
@@ -56,7 +52,6 @@ const (
 	noSpace
 	tooLarge
 	notGateway
-	leaseGone
 )
 
 func parseError(data []byte) wireError {
@@ -83,8 +78,6 @@ func classify(status int, ge wireError) errorKind {
 		return noSpace
 	case has("received message larger than max", "request is too large", "message too large"):
 		return tooLarge
-	case has("requested lease not found"):
-		return leaseGone
 	case has("revision of auth store is old", "invalid auth token", "auth token is not found"):
 		return staleToken
 	case has("no leader", "too many requests", "raft proposal dropped", "not supported for learner", "leader changed"):
@@ -116,9 +109,6 @@ func refusal(kind errorKind, ep, path, user, msg string) error {
 			"endpoint=%s path=%s: %s; the gateway of etcd 3.4 before 3.4.17 answers at most 4 MiB, and a request may be at most --max-request-bytes", ep, path, msg), errTooLarge)
 	case badCredentials, staleToken:
 		return cnierr.New(cnierr.CodeInvalidConfig, "etcd refused the credentials", "ipam.etcd.username=%q endpoint=%s: %s", user, ep, msg)
-	case leaseGone:
-		return cnierr.Wrap(cnierr.New(cnierr.CodeTryAgainLater, "etcd no longer knows the lease of a write",
-			"endpoint=%s: %s; nothing was written, and the next command asks for a new lease", ep, msg), ErrLeaseNotFound)
 	case notGateway:
 		return cnierr.New(cnierr.CodeInvalidConfig, "endpoint does not serve etcd's v3 JSON gateway", "ipam.etcd.endpoints: %s%s: HTTP 404", ep, path)
 	}

@@ -25,8 +25,8 @@ const (
 )
 
 // memory is what a Client keeps between execs, in one small file per
-// cluster and user: the members that failed lately, the auth token and
-// the lease for expiring keys. It is a hint only: a missing, unreadable
+// cluster and user: the members that failed lately and the auth token. How keys a caller asked it to remember
+// were seen (Remember) is in a file of its own (revMemory). It is a hint only: a missing, unreadable
 // or stale file costs a retry, never a wrong answer. Every change is a
 // read-modify-write of the file under a lock (update), so that concurrent
 // execs add to what each other learnt: a member one of them found stopped
@@ -34,9 +34,7 @@ const (
 type memory struct {
 	Avoid map[string]time.Time `json:"avoid,omitempty"` // endpoint → until
 	Token string               `json:"token,omitempty"`
-	Lease heldLease            `json:"lease,omitzero"`
-
-	path string
+	path  string
 }
 
 // loadMemory reads the file for cfg's cluster and user, if any. Its name
@@ -79,7 +77,7 @@ func (m *memory) order(eps []string, first int, now time.Time) []string {
 // clone is a copy that saves nowhere: a forked client's failures are
 // its own.
 func (m *memory) clone() *memory {
-	return &memory{Avoid: maps.Clone(m.Avoid), Token: m.Token, Lease: m.Lease}
+	return &memory{Avoid: maps.Clone(m.Avoid), Token: m.Token}
 }
 
 // avoid notes a failure of ep, to be avoided for d; a longer avoidance
@@ -103,15 +101,29 @@ func (m *memory) avoid(ep string, now time.Time, d time.Duration) {
 
 // update applies change to this exec's memory and to the file's current
 // contents, which it then writes whole (rename), readable by root alone:
-// it holds a token. An exclusive lock on one file in the directory (for
-// every cluster's file: updates are rare and short) orders concurrent
-// updates; without it (any failure) the change is this exec's alone.
+// it holds a token.
 func (m *memory) update(change func(*memory)) {
 	change(m)
-	if m.path == "" {
+	updateFile(m.path, func(b []byte) []byte {
+		disk := &memory{}
+		_ = json.Unmarshal(b, disk)
+		change(disk)
+		out, _ := json.Marshal(disk)
+		return out
+	})
+}
+
+// updateFile rewrites the file at path (none when "") with what change
+// makes of its contents. An exclusive lock on one file in the directory
+// (for every cluster's files: updates are rare and short) orders
+// concurrent updates, so that what one exec learnt is not lost to another
+// saving its own view; without it (any failure) the change is this
+// exec's alone.
+func updateFile(path string, change func([]byte) []byte) {
+	if path == "" {
 		return
 	}
-	dir := filepath.Dir(m.path)
+	dir := filepath.Dir(path)
 	if os.MkdirAll(dir, 0o700) != nil {
 		return
 	}
@@ -123,18 +135,95 @@ func (m *memory) update(change func(*memory)) {
 	if syscall.Flock(int(lock.Fd()), syscall.LOCK_EX) != nil {
 		return
 	}
-	disk := &memory{}
-	if b, err := os.ReadFile(m.path); err == nil {
-		_ = json.Unmarshal(b, disk)
-	}
-	change(disk)
-	b, _ := json.Marshal(disk)
+	old, _ := os.ReadFile(path)
+	b := change(old)
 	f, err := os.CreateTemp(dir, ".tmp-*")
 	if err != nil {
 		return
 	}
 	_, werr := f.Write(b)
-	if cerr := f.Close(); werr != nil || cerr != nil || os.Rename(f.Name(), m.path) != nil {
+	if cerr := f.Close(); werr != nil || cerr != nil || os.Rename(f.Name(), path) != nil {
 		_ = os.Remove(f.Name())
 	}
+}
+
+// maxRevs bounds the remembered keys: a node remembers its 16 fence
+// buckets (daetcd) per prefix; past this, starting over costs only
+// comparisons that fail once.
+const maxRevs = 256
+
+// Seen is how a key was last seen: the revision of its last write and its
+// value. The zero Seen is a key not seen, or seen absent.
+type Seen struct {
+	Rev   int64  `json:"rev"`
+	Value string `json:"value,omitempty"`
+}
+
+// revMemory is what a caller remembers of keys between execs, in a file
+// of its own named by Config.StateKey alone: they are the caller's (the
+// node's), whichever endpoints or user reach the cluster. It is read at
+// the first use, so commands that remember nothing never open it.
+type revMemory struct {
+	path   string
+	loaded bool
+	seen   map[string]Seen
+}
+
+func newRevMemory(cfg Config) *revMemory {
+	r := &revMemory{}
+	if cfg.StateDir != "" {
+		h := sha256.Sum256([]byte("seen\x00" + cfg.StateKey))
+		r.path = filepath.Join(cfg.StateDir, "seen-"+hex.EncodeToString(h[:12])+".json")
+	}
+	return r
+}
+
+func (r *revMemory) load() {
+	if r.loaded {
+		return
+	}
+	r.loaded = true
+	if b, err := os.ReadFile(r.path); r.path != "" && err == nil {
+		_ = json.Unmarshal(b, &r.seen)
+	}
+}
+
+// Recall is how this host last saw key (zero: not known). A hint: a
+// caller compares it in a transaction and learns the truth when the
+// comparison fails.
+func (c *Client) Recall(key string) Seen {
+	c.revs.load()
+	return c.revs.seen[key]
+}
+
+// Remember notes how keys were seen, for this exec and the next ones.
+// The last exec to learn of a key sets it (not the highest revision: a
+// cluster restored from a backup goes back in revisions); a stale one
+// costs a failed comparison. Nothing is written when nothing changed.
+func (c *Client) Remember(seen map[string]Seen) {
+	r := c.revs
+	r.load()
+	changed := false
+	for k, v := range seen {
+		if old, ok := r.seen[k]; !ok || old != v {
+			changed = true
+		}
+	}
+	if !changed {
+		return
+	}
+	merge := func(m map[string]Seen) map[string]Seen {
+		if m == nil || len(m)+len(seen) > maxRevs {
+			m = make(map[string]Seen, len(seen))
+		}
+		maps.Copy(m, seen)
+		return m
+	}
+	r.seen = merge(r.seen)
+	updateFile(r.path, func(b []byte) []byte {
+		var disk map[string]Seen
+		_ = json.Unmarshal(b, &disk)
+		out, _ := json.Marshal(merge(disk))
+		return out
+	})
 }

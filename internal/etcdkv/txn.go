@@ -52,7 +52,6 @@ type Op struct {
 	end      []byte
 	value    []byte
 	keysOnly bool
-	lease    int64
 	txn      *Txn
 }
 
@@ -74,12 +73,6 @@ func GetPrefix(prefix string) Op { return Op{kind: opGet, key: prefix, end: Pref
 
 // Put writes v to key.
 func Put(key string, v []byte) Op { return Op{kind: opPut, key: key, value: v} }
-
-// PutLease writes v to key, attached to lease (see Client.Lease): etcd
-// deletes the key when the lease expires, unless a later Put detached it.
-func PutLease(key string, v []byte, lease int64) Op {
-	return Op{kind: opPut, key: key, value: v, lease: lease}
-}
 
 // Delete removes key.
 func Delete(key string) Op { return Op{kind: opDelete, key: key} }

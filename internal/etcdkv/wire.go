@@ -35,16 +35,6 @@ type wireRangeResponse struct {
 type wirePut struct {
 	Key   []byte `json:"key"`
 	Value []byte `json:"value"`
-	Lease int64  `json:"lease,string,omitempty"`
-}
-
-type wireLeaseGrant struct {
-	TTL int64 `json:"TTL,string"`
-}
-
-type wireLeaseGrantResponse struct {
-	ID  int64 `json:"ID,string"`
-	TTL int64 `json:"TTL,string"`
 }
 
 type wireDelete struct {
@@ -115,7 +105,7 @@ func wireOps(ops []Op) []wireOp {
 		case opGet:
 			out[i].Range = &wireRange{Key: []byte(op.key), RangeEnd: op.end, KeysOnly: op.keysOnly}
 		case opPut:
-			out[i].Put = &wirePut{Key: []byte(op.key), Value: op.value, Lease: op.lease}
+			out[i].Put = &wirePut{Key: []byte(op.key), Value: op.value}
 		case opDelete:
 			out[i].DeleteRange = &wireDelete{Key: []byte(op.key)}
 		case opTxn:

@@ -27,7 +27,7 @@ func TestGCLeavesOtherRuntimesReservations(t *testing.T) {
 		leak := s.runtimeADD(t, "leaked-scope-1", "K8S_POD_NAMESPACE=default;K8S_POD_NAME=gone")
 		t.Cleanup(func() {
 			// Only when gc --cri left it: a DEL of an attachment that holds
-			// nothing is another path (fenceUnknown) than this test's.
+			// nothing is another path than this test's.
 			if _, ok := leaseOf(s.leases(t), "leaked-scope-1"); ok {
 				s.ipamDEL(t, s.pluginConf(t), "leaked-scope-1", "K8S_POD_NAMESPACE=default;K8S_POD_NAME=gone")
 			}
@@ -157,8 +157,9 @@ func TestGCScopeThatCannotBeToldReleasesNothing(t *testing.T) {
 // --cri released first (Nomad's DEL of an allocation, the kubelet's of a
 // sandbox it saw go) finds nothing and succeeds, on both allocators. With
 // an overflow chain whose pools are also selected alone (spill → others,
-// and others), ipam-da-etcd fenced the same index key twice in one
-// transaction, which etcd refuses: code 5, and a DEL retried forever.
+// and others), ipam-da-etcd once wrote the same index key twice in one
+// transaction (its fences then), which etcd refuses: code 5, and a DEL
+// retried forever.
 func TestDELAfterGCReleasedIt(t *testing.T) {
 	forEachStack(t, func(t *testing.T, s *stack) {
 		const args = "K8S_POD_NAMESPACE=default;K8S_POD_NAME=gone-3"

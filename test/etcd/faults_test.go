@@ -238,7 +238,7 @@ func TestFailedADDReplacesTheMarkerItTookOver(t *testing.T) {
 	}
 	// The ADD's first claim finds the marker; its second, conditioned on
 	// the marker, is the one held.
-	held := ps[0].on(func(r request) bool { return claimPut(r) && strings.Contains(r.Body, `"target":"MOD"`) }, hold, 1)
+	held := ps[0].on(func(r request) bool { return claimPut(r) && r.takesOver() }, hold, 1)
 	ps[1].on(func(r request) bool { return r.txn() && r.putsUnder("/node/") && !r.putsUnder("/ip/") }, answerOwn, 1).
 		answering(400, gatewayError(3, "etcdserver: injected refusal"))
 	e := wantCode(t, run1("ADD", "c1", conf), 5)

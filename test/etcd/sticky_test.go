@@ -35,7 +35,7 @@ func stateValues(t *testing.T) map[string]string {
 		t.Fatal(err)
 	}
 	for k := range kvs {
-		if strings.Contains(k, "/nodes/") || strings.Contains(k, "/full/") {
+		if strings.Contains(k, "/nodes/") || strings.Contains(k, "/full/") || strings.Contains(k, "/fences/") {
 			delete(kvs, k)
 		}
 	}
@@ -250,7 +250,7 @@ func TestStickyUnansweredTakeOverIsFenced(t *testing.T) {
 	// The take-over compares the hold's revision (the first claim, which
 	// finds the hold, requires it absent: CREATE).
 	takeOver := func(r request) bool {
-		return r.txn() && r.putsUnder("/sticky/") && r.putsUnder("/ip/") && strings.Contains(r.Body, `"target":"MOD"`)
+		return r.txn() && r.putsUnder("/sticky/") && r.putsUnder("/ip/") && r.takesOver()
 	}
 	held := ps[0].on(takeOver, hold, 1)
 	r2, a2 := stickyAdd(t, "c2", "web-0", conf)

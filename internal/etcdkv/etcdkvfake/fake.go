@@ -1,15 +1,13 @@
 // Package etcdkvfake is an in-memory etcd for unit tests: it serves the
 // part of etcd's v3 JSON gateway that internal/etcdkv speaks (range, put,
-// delete range, transactions with nested transactions, lease grant and
-// revoke) over httptest, so a real etcdkv.Client, and everything built on
+// delete range, transactions with nested transactions) over httptest, so a real etcdkv.Client, and everything built on
 // it, runs against it with no etcd binary. It keeps etcd's semantics
 // where callers rely on them: one revision per write transaction, create
 // and mod revisions, comparisons on value, version and revisions (a value
 // comparison on a missing key fails, as in etcd), reads inside a
 // transaction that see its earlier writes, the refusal of a transaction
 // that writes one key twice or has more operations than etcd's default
-// --max-txn-ops (128) allows, counted as etcd does, and keys deleted with
-// their lease.
+// --max-txn-ops (128) allows, counted as etcd does.
 package etcdkvfake
 
 import (
@@ -30,22 +28,20 @@ type TB interface{ Cleanup(func()) }
 type Fake struct {
 	srv *httptest.Server
 
-	mu     sync.Mutex
-	log    []Request
-	rev    int64
-	kvs    map[string]kv
-	leases map[int64]int64 // ID → TTL in seconds
-	nextID int64
+	mu  sync.Mutex
+	log []Request
+	rev int64
+	kvs map[string]kv
 }
 
 type kv struct {
-	value                   []byte
-	create, mod, ver, lease int64
+	value            []byte
+	create, mod, ver int64
 }
 
 // New starts a Fake; it stops at the test's cleanup.
 func New(t TB) *Fake {
-	f := &Fake{rev: 1, kvs: map[string]kv{}, leases: map[int64]int64{}, nextID: 1000}
+	f := &Fake{rev: 1, kvs: map[string]kv{}}
 	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
 	t.Cleanup(f.srv.Close)
 	return f
@@ -74,32 +70,6 @@ func (f *Fake) Revision() int64 {
 	return f.rev
 }
 
-// ExpireLease ends lease id now, deleting its keys, as etcd does when a
-// lease's time is up.
-func (f *Fake) ExpireLease(id int64) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.revoke(id)
-}
-
-// Leases returns the granted leases that have not ended: ID → TTL.
-func (f *Fake) Leases() map[int64]int64 {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	out := map[int64]int64{}
-	for id, ttl := range f.leases {
-		out[id] = ttl
-	}
-	return out
-}
-
-// LeaseOf is the lease key is attached to (0: none, or no such key).
-func (f *Fake) LeaseOf(key string) int64 {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.kvs[key].lease
-}
-
 // The gateway's JSON: etcdserverpb's messages as grpc-gateway encodes
 // them (bytes base64, int64 as decimal strings, zero values omitted).
 type (
@@ -113,7 +83,6 @@ type (
 	putReq struct {
 		Key   []byte `json:"key"`
 		Value []byte `json:"value"`
-		Lease int64  `json:"lease,string"`
 	}
 	deleteReq struct {
 		Key      []byte `json:"key"`
@@ -180,27 +149,6 @@ func (f *Fake) serve(w http.ResponseWriter, r *http.Request) {
 		}
 	case "/v3/kv/put", "/v3/kv/deleterange", "/v3/kv/txn":
 		out, err = f.write(r.URL.Path, body)
-	case "/v3/lease/grant":
-		var q struct {
-			TTL int64 `json:"TTL,string"`
-		}
-		if err = json.Unmarshal(body, &q); err == nil {
-			f.nextID++
-			f.leases[f.nextID] = q.TTL
-			out = respMap{"header": f.header(), "ID": strconv.FormatInt(f.nextID, 10), "TTL": strconv.FormatInt(q.TTL, 10)}
-		}
-	case "/v3/lease/revoke":
-		var q struct {
-			ID int64 `json:"ID,string"`
-		}
-		if err = json.Unmarshal(body, &q); err == nil {
-			if _, ok := f.leases[q.ID]; !ok {
-				err = errLeaseNotFound
-			} else {
-				f.revoke(q.ID)
-				out = respMap{"header": f.header()}
-			}
-		}
 	default:
 		http.Error(w, `{"error":"Not Found","code":5,"message":"Not Found"}`, http.StatusNotFound)
 		return
@@ -228,9 +176,8 @@ type gatewayErr struct {
 func (e gatewayErr) Error() string { return e.msg }
 
 var (
-	errLeaseNotFound = gatewayErr{"etcdserver: requested lease not found", http.StatusNotFound, 5}
-	errDuplicateKey  = gatewayErr{"etcdserver: duplicate key given in txn request", http.StatusBadRequest, 3}
-	errTooManyOps    = gatewayErr{"etcdserver: too many operations in txn request", http.StatusBadRequest, 3}
+	errDuplicateKey = gatewayErr{"etcdserver: duplicate key given in txn request", http.StatusBadRequest, 3}
+	errTooManyOps   = gatewayErr{"etcdserver: too many operations in txn request", http.StatusBadRequest, 3}
 )
 
 // maxTxnOps is etcd's default --max-txn-ops. As etcd counts it, a
@@ -332,9 +279,7 @@ func (w *writer) txn(t txnReq) (respMap, error) {
 		case op.Range != nil:
 			resps = append(resps, respMap{"response_range": w.f.rangeOp(*op.Range)})
 		case op.Put != nil:
-			if err := w.put(*op.Put); err != nil {
-				return nil, err
-			}
+			w.put(*op.Put)
 			resps = append(resps, respMap{"response_put": respMap{}})
 		case op.Delete != nil:
 			for _, k := range w.f.keysIn(op.Delete.Key, op.Delete.RangeEnd) {
@@ -353,19 +298,15 @@ func (w *writer) txn(t txnReq) (respMap, error) {
 	return respMap{"succeeded": ok, "responses": resps}, nil
 }
 
-func (w *writer) put(p putReq) error {
-	if _, ok := w.f.leases[p.Lease]; p.Lease != 0 && !ok {
-		return errLeaseNotFound
-	}
+func (w *writer) put(p putReq) {
 	k := string(p.Key)
 	old, exists := w.f.kvs[k]
-	n := kv{value: p.Value, create: w.rev, mod: w.rev, ver: 1, lease: p.Lease}
+	n := kv{value: p.Value, create: w.rev, mod: w.rev, ver: 1}
 	if exists {
 		n.create, n.ver = old.create, old.ver+1
 	}
 	w.f.kvs[k] = n
 	w.wrote = true
-	return nil
 }
 
 // holds evaluates one comparison as etcd does: a missing key has zero
@@ -447,9 +388,6 @@ func (f *Fake) rangeOp(q rangeReq) respMap {
 		if !q.KeysOnly && len(v.value) > 0 {
 			j["value"] = v.value
 		}
-		if v.lease != 0 {
-			j["lease"] = strconv.FormatInt(v.lease, 10)
-		}
 		kvs = append(kvs, j)
 	}
 	if kvs != nil {
@@ -459,23 +397,6 @@ func (f *Fake) rangeOp(q rangeReq) respMap {
 }
 
 func (f *Fake) header() header { return header{"revision": strconv.FormatInt(f.rev, 10)} }
-
-func (f *Fake) revoke(id int64) {
-	if id == 0 {
-		return
-	}
-	delete(f.leases, id)
-	changed := false
-	for k, v := range f.kvs {
-		if v.lease == id {
-			delete(f.kvs, k)
-			changed = true
-		}
-	}
-	if changed {
-		f.rev++
-	}
-}
 
 // checkDuplicates refuses what etcd refuses: a key put twice, or put and
 // deleted, at one level or in nested transactions of it (the two

@@ -1,7 +1,6 @@
 package etcdkvfake
 
 import (
-	"errors"
 	"testing"
 	"time"
 
@@ -79,20 +78,6 @@ func TestSemantics(t *testing.T) {
 	}
 	if _, err := c.Txn(etcdkv.Txn{Then: []etcdkv.Op{etcdkv.Get("a"), etcdkv.Nested(etcdkv.Txn{Then: gets(126)})}}); err != nil {
 		t.Fatalf("a nested 126 beside 2: %v", err)
-	}
-	// A put with an unknown lease is refused; with a granted one, the key
-	// goes with the lease.
-	if _, err := c.Txn(etcdkv.Txn{Then: []etcdkv.Op{etcdkv.PutLease("e", nil, 42)}}); !errors.Is(err, etcdkv.ErrLeaseNotFound) {
-		t.Fatalf("unknown lease: %v", err)
-	}
-	id, err := c.Lease(time.Minute)
-	if err != nil || f.Leases()[id] != 120 {
-		t.Fatalf("lease %d %v, leases %v", id, err, f.Leases())
-	}
-	txn(etcdkv.Txn{Then: []etcdkv.Op{etcdkv.PutLease("e", []byte("v"), id)}})
-	f.ExpireLease(id)
-	if len(f.Values("e")) != 0 || len(f.Values("a")) != 1 {
-		t.Fatalf("after the lease ended: %v", f.Values(""))
 	}
 	// List pages through a prefix.
 	for i := range 30 {
