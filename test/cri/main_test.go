@@ -38,6 +38,10 @@ var (
 	etcdEPs    []string // the etcd cluster's client endpoints
 	pauseTar   string
 	skipReason string
+	// runID is this run's, in every etcd prefix: a node's memory of its
+	// fence buckets (under /run) is keyed by prefix and node, and an
+	// earlier run's is of another cluster.
+	runID string
 )
 
 func TestMain(m *testing.M) { os.Exit(run(m)) }
@@ -63,6 +67,7 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(root)
+	runID = filepath.Base(root)
 	fail := func(err error) int { fmt.Fprintln(os.Stderr, err); return 1 }
 	fullBin, err = testkit.Build(root, "full")
 	if err == nil {
@@ -109,7 +114,7 @@ func run(m *testing.M) int {
 			defer wg.Done()
 			prefix, node, etcd := "", "cri-node-"+p.rel.short, ""
 			if p.allocator == "ipam-da-etcd" {
-				prefix = "/cnpcri-" + p.rel.short + "/"
+				prefix = "/cnpcri-" + runID + "-" + p.rel.short + "/"
 				etcd = etcdKeys(prefix, node)
 			}
 			stacks[i], errs[i] = startStack(filepath.Join(root, p.rel.short+"-"+p.name), p.rel, p.name, p.net, p.second, p.allocator, etcd)

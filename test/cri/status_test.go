@@ -71,7 +71,7 @@ func TestStatusThroughCRI(t *testing.T) {
 			second := byte(246 + i)
 			prefix, node, etcd := "", "cri-node-status", ""
 			if allocator == "ipam-da-etcd" {
-				prefix = fmt.Sprintf("/cnpcri-status-%d/", i)
+				prefix = fmt.Sprintf("/cnpcri-%s-status-%d/", runID, i)
 				etcd = etcdKeys(prefix, node)
 			}
 			logFile := filepath.Join(t.TempDir(), "cni.log")

@@ -33,6 +33,7 @@ const execMargin = 10 * time.Second
 
 var (
 	binDir  string
+	runID   string // this run's, in every prefix (prefix)
 	cluster *etcdtest.Cluster
 	missing error // why no etcd cluster can run here
 )
@@ -46,6 +47,7 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(root)
+	runID = filepath.Base(root)
 	bin, err := testkit.Build(root, "full")
 	if err == nil {
 		binDir = filepath.Join(root, "cni-bin")
@@ -106,7 +108,12 @@ func etcdKeys(t *testing.T, h host, extra map[string]any) map[string]any {
 	return e
 }
 
-func prefix(t *testing.T) string { return "/cniplugins-test/" + t.Name() + "/" }
+// prefix is t's own, and this run's: what a host remembers between execs
+// (its fence buckets' revisions, under /run) is keyed by prefix and node
+// name, and a run must not meet an earlier run's memory of another
+// cluster (a node that "never ran a command" would have, and its first
+// claim would cost a round trip more).
+func prefix(t *testing.T) string { return "/cniplugins-test/" + runID + "/" + t.Name() + "/" }
 
 // standalone is a host-local-style config for ipam-da-etcd.
 func standalone(t *testing.T, h host, ranges any, extra map[string]any) []byte {
