@@ -6,7 +6,8 @@
 # Debian's docker.io with busybox-static (test/docker runs the full
 # flavour's docker-ipam under a private dockerd, on an image imported from
 # busybox-static), and containerd (test/cri; containerd 2.x and upstream
-# plugins that speak CNI 1.1.0 are built from the Go module proxy, below).
+# plugins that speak CNI 1.1.0 are built from the Go module proxy, below),
+# and Kubernetes itself (test/kubernetes), built the same way.
 # Go modules are fetched by `go mod download`. Does nothing when everything
 # is already there; needs root for apt.
 set -eu
@@ -63,6 +64,7 @@ go mod download
 # from the Go module proxy once into fixed directories, then reused. No
 # apt package carries these versions. Building containerd takes minutes.
 runtime_dir=/usr/local/lib/cniplugins-test
+# module "script": the packages are a script run as SCRIPT DIR VERSION.
 build_once() { # name module version tags package...
 	name=$1 module=$2 version=$3 tags=$4
 	shift 4
@@ -75,11 +77,16 @@ build_once() { # name module version tags package...
 	echo "test-deps.sh: building $name $version into $dir" >&2
 	tmp=$(mktemp -d "$runtime_dir.tmp.XXXXXX")
 	chmod 0755 "$tmp"
-	pkgs=""
-	for p in "$@"; do pkgs="$pkgs $module/$p@$version"; done
-	# Outside this module (cd /): go install PKG@VERSION builds the
-	# package's own module as released, leaving go.mod untouched.
-	if ! (cd / && GOBIN=$tmp CGO_ENABLED=0 GOFLAGS= go install -trimpath -tags "$tags" $pkgs); then
+	if [ "$module" = script ]; then
+		built() { "$@" "$tmp" "$version"; }
+	else
+		pkgs=""
+		for p in "$@"; do pkgs="$pkgs $module/$p@$version"; done
+		# Outside this module (cd /): go install PKG@VERSION builds the
+		# package's own module as released, leaving go.mod untouched.
+		built() { (cd / && GOBIN=$tmp CGO_ENABLED=0 GOFLAGS= go install -trimpath -tags "$tags" $pkgs); }
+	fi
+	if ! built "$@"; then
 		rm -rf "$tmp"
 		echo "test-deps.sh: building $name $version failed" >&2
 		return 1
@@ -93,3 +100,7 @@ build_once containerd github.com/containerd/containerd/v2 v2.4.2 "no_btrfs no_de
 	cmd/containerd cmd/containerd-shim-runc-v2 cmd/ctr
 build_once cni-plugins github.com/containernetworking/plugins v1.9.1 "" \
 	plugins/main/bridge plugins/main/loopback plugins/ipam/host-local
+# Kubernetes (test/kubernetes runs a single-node cluster of it): the API
+# server, controller manager, scheduler, kubelet and kubectl, about ten
+# minutes on two cores.
+build_once kubernetes script v1.34.4 "" "$(dirname "$0")/build-kubernetes.sh"

@@ -1,19 +1,19 @@
 package cri
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/cniplugins/cniplugins/internal/testkit/hostclean"
 )
 
 // containerd is one private containerd daemon and a CRI client to it.
@@ -149,46 +149,10 @@ func (c *containerd) stop() {
 	if c.conn != nil {
 		_ = c.conn.Close()
 	}
-	killShims(c.sock)
-	unmountUnder(c.root)
+	hostclean.KillShims(c.sock)
+	hostclean.UnmountUnder(c.root)
 	// The bridge plugin made the bridge; nothing else uses its name.
 	_ = exec.Command("ip", "link", "del", c.net.bridge).Run()
-}
-
-// killShims kills the runc shims started for this daemon: their command
-// line names its socket.
-func killShims(sock string) {
-	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
-	for _, p := range procs {
-		b, err := os.ReadFile(p)
-		if err != nil || !strings.Contains(string(b), "containerd-shim") || !strings.Contains(string(b), sock) {
-			continue
-		}
-		var pid int
-		if _, err := fmt.Sscanf(filepath.Base(filepath.Dir(p)), "%d", &pid); err == nil {
-			_ = syscall.Kill(pid, syscall.SIGKILL)
-		}
-	}
-}
-
-// unmountUnder detaches every mount below dir, deepest first.
-func unmountUnder(dir string) {
-	f, err := os.Open("/proc/self/mountinfo")
-	if err != nil {
-		return
-	}
-	defer f.Close()
-	var mounts []string
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
-		if len(fields) > 4 && strings.HasPrefix(fields[4], dir+"/") {
-			mounts = append(mounts, fields[4])
-		}
-	}
-	for i := len(mounts) - 1; i >= 0; i-- {
-		_ = syscall.Unmount(mounts[i], syscall.MNT_DETACH)
-	}
 }
 
 func (c *containerd) tail() string {

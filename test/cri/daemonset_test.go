@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -16,8 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
-	"github.com/cniplugins/cniplugins/internal/ociimage"
-	"github.com/cniplugins/cniplugins/internal/testkit"
+	"github.com/cniplugins/cniplugins/internal/testkit/ctrimage"
 	"github.com/cniplugins/cniplugins/internal/testkit/k8smanifest"
 	"github.com/cniplugins/cniplugins/internal/testkit/testbin"
 )
@@ -27,22 +25,11 @@ import (
 const imageRepo = "cnpcri.test/cniplugins-full"
 
 // imageOf builds the full flavour's image of binary, tagged version, with
-// the builder of `make image` (for this machine's architecture only), and
-// returns its archive. The test binaries keep their symbol table; nothing
-// else differs from the release's.
+// the builder of `make image`, and returns its archive.
 func imageOf(t *testing.T, binary, version string) string {
 	t.Helper()
-	s := ociimage.Spec{
-		Repository: imageRepo, Version: version, Commit: "test", Epoch: time.Unix(0, 0),
-		Binaries: map[string]string{runtime.GOARCH: binary}, Names: personalities(t, binary),
-		Examples: filepath.Join(testkit.RepoRoot(), "examples"),
-	}
-	idx, err := ociimage.Build(s)
+	archive, err := ctrimage.CNIPlugins(t.TempDir(), imageRepo, version, binary)
 	if err != nil {
-		t.Fatal(err)
-	}
-	archive := filepath.Join(t.TempDir(), version+".oci.tar")
-	if _, err := ociimage.WriteArchive(idx, s, archive); err != nil {
 		t.Fatal(err)
 	}
 	return archive

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/cniplugins/cniplugins/internal/testkit"
+	"github.com/cniplugins/cniplugins/internal/testkit/ctrimage"
 	"github.com/cniplugins/cniplugins/internal/testkit/testbin"
 )
 
@@ -387,11 +388,11 @@ func compress(vs []string) []string {
 
 func personalities(t *testing.T, binary string) []string {
 	t.Helper()
-	r := testbin.Run(testbin.Call{Path: filepath.Dir(binary), Plugin: filepath.Base(binary), Argv: []string{"list"}})
-	if r.Exit != 0 {
-		t.Fatalf("%s list: exit %d: %s", binary, r.Exit, r.Stderr)
+	names, err := ctrimage.Personalities(binary)
+	if err != nil {
+		t.Fatal(err)
 	}
-	return strings.Fields(string(r.Stdout))
+	return names
 }
 
 func sameBytes(t *testing.T, a, b string) bool {

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/cniplugins/cniplugins/internal/testkit"
+	"github.com/cniplugins/cniplugins/internal/testkit/kubenode"
 )
 
 // release is one containerd release every case runs on, with the CNI bin
@@ -28,8 +29,8 @@ type release struct {
 // Where scripts/test-deps.sh builds containerd 2.x and upstream plugins
 // that speak spec 1.1.0 (Debian 12's 1.1.1 stop at 1.0.0).
 const (
-	containerd2Dir = "/usr/local/lib/cniplugins-test/containerd-v2.4.2"
-	plugins2Dir    = "/usr/local/lib/cniplugins-test/cni-plugins-v1.9.1"
+	containerd2Dir = kubenode.ContainerdDir
+	plugins2Dir    = kubenode.PluginsDir
 )
 
 // releases finds both releases and installs a CNI bin dir for each under
@@ -127,35 +128,6 @@ disabled_plugins = ["io.containerd.internal.v1.opt", "io.containerd.snapshotter.
     conf_dir = %[7]q
 `
 
-// configV3 is containerd 2.x's (version 3): the CRI's keys live under
-// io.containerd.cri.v1.runtime and .images; the native snapshotter needs
-// an unpack_config entry, or ctr images import finds no platform to
-// unpack for. NRI is off: its socket is one fixed path for every daemon.
-const configV3 = `version = 3
-root = %[1]q
-state = %[2]q
-disabled_plugins = ["io.containerd.internal.v1.opt", "io.containerd.nri.v1.nri", "io.containerd.snapshotter.v1.erofs", "io.containerd.snapshotter.v1.blockfile"]
-[grpc]
-  address = %[3]q
-[ttrpc]
-  address = %[4]q
-[plugins."io.containerd.cri.v1.images"]
-  snapshotter = "native"
-  [plugins."io.containerd.cri.v1.images".pinned_images]
-    sandbox = %[5]q
-[plugins."io.containerd.cri.v1.runtime"]
-  disable_apparmor = true
-  restrict_oom_score_adj = true
-  netns_mounts_under_state_dir = true
-  [plugins."io.containerd.cri.v1.runtime".containerd]
-    [plugins."io.containerd.cri.v1.runtime".containerd.runtimes.runc]
-      runtime_type = "io.containerd.runc.v2"
-      snapshotter = "native"
-  [plugins."io.containerd.cri.v1.runtime".cni]
-    bin_dirs = [%[6]q]
-    conf_dir = %[7]q
-[plugins."io.containerd.transfer.v1.local"]
-  [[plugins."io.containerd.transfer.v1.local".unpack_config]]
-    platform = "linux/amd64"
-    snapshotter = "native"
-`
+// configV3 is containerd 2.x's (version 3), the Kubernetes node's: the
+// same arguments as configV2's.
+const configV3 = kubenode.ContainerdConfig

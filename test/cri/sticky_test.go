@@ -98,16 +98,10 @@ func (s *stack) pluginConf(t *testing.T) map[string]any {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var list struct {
-		CNIVersion string           `json:"cniVersion"`
-		Name       string           `json:"name"`
-		Plugins    []map[string]any `json:"plugins"`
-	}
-	if err := json.Unmarshal(raw, &list); err != nil || len(list.Plugins) == 0 {
+	conf, err := testbin.PluginConf(raw)
+	if err != nil {
 		t.Fatalf("conflist: %v", err)
 	}
-	conf := list.Plugins[0]
-	conf["name"], conf["cniVersion"] = list.Name, list.CNIVersion
 	return conf
 }
 

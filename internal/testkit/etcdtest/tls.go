@@ -1,19 +1,15 @@
 package etcdtest
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
-	"encoding/pem"
-	"math/big"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
-	"time"
+
+	"github.com/cniplugins/cniplugins/internal/testkit/pki"
 )
 
 // TLSFiles are the PEM files of a test CA and the certificates it signed:
@@ -38,75 +34,35 @@ func WriteTLS(dir string) (*TLSFiles, error) {
 		OtherCA:   filepath.Join(dir, "other-ca.pem"),
 		OtherCert: filepath.Join(dir, "other.pem"), OtherKey: filepath.Join(dir, "other-key.pem"),
 	}
-	ca, caKey, err := issue(nil, nil, "cniplugins test CA", true, f.CA, f.CAKey)
+	ca, err := issue(nil, "cniplugins test CA", true, f.CA, f.CAKey)
 	if err != nil {
 		return nil, err
 	}
-	if _, _, err := issue(ca, caKey, "127.0.0.1", false, f.ServerCert, f.ServerKey); err != nil {
+	if _, err := issue(ca, "127.0.0.1", false, f.ServerCert, f.ServerKey); err != nil {
 		return nil, err
 	}
-	if _, _, err := issue(ca, caKey, "cniplugins-client", false, f.ClientCert, f.ClientKey); err != nil {
+	if _, err := issue(ca, "cniplugins-client", false, f.ClientCert, f.ClientKey); err != nil {
 		return nil, err
 	}
-	other, otherKey, err := issue(nil, nil, "untrusted test CA", true, f.OtherCA, filepath.Join(dir, "other-ca-key.pem"))
+	other, err := issue(nil, "untrusted test CA", true, f.OtherCA, filepath.Join(dir, "other-ca-key.pem"))
 	if err != nil {
 		return nil, err
 	}
-	if _, _, err := issue(other, otherKey, "cniplugins-client", false, f.OtherCert, f.OtherKey); err != nil {
+	if _, err := issue(other, "cniplugins-client", false, f.OtherCert, f.OtherKey); err != nil {
 		return nil, err
 	}
 	return f, nil
 }
 
 // issue makes a key and a certificate for cn, signed by parent (self-signed
-// when parent is nil), and writes both as PEM.
-func issue(parent *x509.Certificate, parentKey *ecdsa.PrivateKey, cn string, isCA bool, certPath, keyPath string) (*x509.Certificate, *ecdsa.PrivateKey, error) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, nil, err
+// when parent is nil), and writes both as PEM. A leaf serves 127.0.0.1
+// and localhost.
+func issue(parent *pki.Cert, cn string, isCA bool, certPath, keyPath string) (*pki.Cert, error) {
+	r := pki.Request{Subject: pkix.Name{CommonName: cn}, CA: isCA}
+	if !isCA {
+		r.IPs, r.DNS = []net.IP{net.ParseIP("127.0.0.1")}, []string{"localhost"}
 	}
-	serial, err := rand.Int(rand.Reader, big.NewInt(1<<62))
-	if err != nil {
-		return nil, nil, err
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: serial,
-		Subject:      pkix.Name{CommonName: cn},
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(24 * time.Hour),
-		KeyUsage:     x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
-	}
-	if isCA {
-		tmpl.IsCA, tmpl.BasicConstraintsValid = true, true
-		tmpl.KeyUsage |= x509.KeyUsageCertSign
-	} else {
-		tmpl.IPAddresses = []net.IP{net.ParseIP("127.0.0.1")}
-		tmpl.DNSNames = []string{"localhost"}
-	}
-	signer, signKey := parent, parentKey
-	if parent == nil {
-		signer, signKey = tmpl, key
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, signer, &key.PublicKey, signKey)
-	if err != nil {
-		return nil, nil, err
-	}
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		return nil, nil, err
-	}
-	keyDER, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		return nil, nil, err
-	}
-	if err := os.WriteFile(certPath, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
-		return nil, nil, err
-	}
-	if err := os.WriteFile(keyPath, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), 0o600); err != nil {
-		return nil, nil, err
-	}
-	return cert, key, nil
+	return pki.Issue(parent, r, certPath, keyPath)
 }
 
 // HTTPClient is a client that trusts the test CA and presents the client

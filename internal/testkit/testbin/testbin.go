@@ -10,6 +10,7 @@ package testbin
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -124,3 +125,22 @@ func Installed(prefix string) (Setup, error) {
 
 // Cleanup removes everything Installed made.
 func (s Setup) Cleanup() { _ = os.RemoveAll(s.Root) }
+
+// PluginConf is the first plugin of a conflist as a runtime hands it to
+// that plugin: its object with the list's name and cniVersion added.
+func PluginConf(conflist []byte) (map[string]any, error) {
+	var list struct {
+		CNIVersion string           `json:"cniVersion"`
+		Name       string           `json:"name"`
+		Plugins    []map[string]any `json:"plugins"`
+	}
+	if err := json.Unmarshal(conflist, &list); err != nil {
+		return nil, err
+	}
+	if len(list.Plugins) == 0 {
+		return nil, errors.New("the conflist has no plugin")
+	}
+	conf := list.Plugins[0]
+	conf["name"], conf["cniVersion"] = list.Name, list.CNIVersion
+	return conf, nil
+}

@@ -20,6 +20,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/cniplugins/cniplugins/internal/testkit/hostclean"
 )
 
 // Binaries: Debian's docker.io. /usr/local/bin/docker, where present, is a
@@ -266,29 +268,10 @@ func (d *Daemon) cleanup() {
 		d.log.Close()
 	}
 	// vfs layers and container state may hold mounts under the data root.
-	unmountUnder(d.Dir)
+	hostclean.UnmountUnder(d.Dir)
 	_ = os.RemoveAll(d.Dir)
 	for _, p := range d.madeRun {
 		_ = os.Remove(p) // only if empty
-	}
-}
-
-// unmountUnder lazily unmounts every mount point below dir, deepest
-// first.
-func unmountUnder(dir string) {
-	b, err := os.ReadFile("/proc/self/mountinfo")
-	if err != nil {
-		return
-	}
-	var points []string
-	for _, line := range strings.Split(string(b), "\n") {
-		f := strings.Fields(line)
-		if len(f) > 4 && strings.HasPrefix(f[4], dir+"/") {
-			points = append(points, f[4])
-		}
-	}
-	for i := len(points) - 1; i >= 0; i-- {
-		_ = syscall.Unmount(points[i], syscall.MNT_DETACH)
 	}
 }
 
