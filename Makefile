@@ -113,11 +113,19 @@ FULLBENCHFLAGS ?=
 # the chain against host-local on each (root): bench/results/CRI.md.
 CRIBENCHN ?= 40
 
+# A Deployment from 0 to K8SBENCHPODS pods on a real Kubernetes node, the
+# chain against bridge + host-local, K8SBENCHROUNDS rounds taking turns
+# (root): bench/results/KUBERNETES.md.
+K8SBENCHPODS ?= 100
+K8SBENCHROUNDS ?= 3
+
 .PHONY: bench
 bench:
 	go run ./bench -out bench/results $(BENCHFLAGS)
 	go run ./bench/fullflavour -out bench/results $(FULLBENCHFLAGS)
 	go test -count=1 ./test/cri -run TestRunPodSandboxLatency -cri.n $(CRIBENCHN) -cri.out $(CURDIR)/bench/results/CRI.md
+	go test -count=1 -timeout 60m ./test/kubernetes -run 'TestKubernetesNode/(NotReadyUntilInstalled|PodStartup)' \
+		-k8s.pods $(K8SBENCHPODS) -k8s.rounds $(K8SBENCHROUNDS) -k8s.out $(CURDIR)/bench/results/KUBERNETES.md
 
 # make bench-fleet: ipam-da-etcd as a fleet (bench/fleet): FLEETFLAGS
 # (default 64 hosts × 3 workers, 3 minutes of churn) against a 3-member

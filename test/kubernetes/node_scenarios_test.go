@@ -37,6 +37,7 @@ func TestKubernetesNode(t *testing.T) {
 		{"MetricsScraped", metricsScraped},
 		{"RollingUpdateUnderChurn", rollingUpdateUnderChurn},
 		{"RuntimeKilledUnderLoad", runtimeKilledUnderLoad},
+		{"PodStartup", podStartup},
 	}
 	for i, s := range steps {
 		if !t.Run(s.name, func(t *testing.T) { s.run(t, c) }) && i == 0 {
