@@ -1,7 +1,6 @@
 package integration
 
 import (
-	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -29,30 +28,8 @@ func TestPoolsInlinePools(t *testing.T) {
 		c.Args = fmt.Sprintf("IgnoreUnknown=1;K8S_POD_NAMESPACE=%s;K8S_POD_NAME=p%d", ns, i)
 		testbin.MustSucceed(t, c)
 	}
-	r := cliRun("pools", "--conf", conflist, "-o", "json")
-	var us []struct {
-		Name     string `json:"name"`
-		Used     int    `json:"used"`
-		Conflict string `json:"conflict"`
-		Tenants  []struct {
-			Tenant string `json:"tenant"`
-			InUse  int    `json:"inUse"`
-			Quota  *int   `json:"quota"`
-		} `json:"tenants"`
-	}
-	if r.Exit != 0 || json.Unmarshal(r.Stdout, &us) != nil {
-		t.Fatalf("pools: exit %d %s %s", r.Exit, r.Stdout, r.Stderr)
-	}
-	var got []string
-	for _, u := range us {
-		row := fmt.Sprintf("%s %d", u.Name, u.Used)
-		for _, tu := range u.Tenants {
-			row += fmt.Sprintf(" %s %d/%d", tu.Tenant, tu.InUse, *tu.Quota)
-		}
-		got = append(got, row)
-	}
-	if want := "inl 3 namespace=team-a 1/3 namespace=team-b 2/5\ndflt 1"; strings.Join(got, "\n") != want {
-		t.Errorf("pools:\n%s\nwant\n%s", strings.Join(got, "\n"), want)
+	if got, want := strings.Join(poolsJSON(t, "--conf", conflist), "\n"), "inl 3 namespace=team-a 1/3 namespace=team-b 2/5\ndflt 1"; got != want {
+		t.Errorf("pools:\n%s\nwant\n%s", got, want)
 	}
 	prom := string(cliRun("pools", "--conf", conflist, "-o", "prom").Stdout)
 	for _, want := range []string{`cniplugins_ipam_used_addresses{kind="pool",name="inl",range_set="",networks="inline"} 3`,
@@ -69,7 +46,7 @@ func TestPoolsInlinePools(t *testing.T) {
 	other := filepath.Join(dir, "20-other.conflist")
 	writeFile(t, other, `{"cniVersion":"1.0.0","name":"other","plugins":[{"type":"bridge","ipam":{"type":"ipam-delegated",
 		"delegates":["ipam-ds-args","ipam-da-pools"],"dataDir":"`+dataDir+`","defaultPools":[{"name":"dflt","subnet":"10.237.8.0/29"}]}}]}`)
-	r = cliRun("pools", "--conf-dir", dir)
+	r := cliRun("pools", "--conf-dir", dir)
 	if r.Exit != 0 || !strings.Contains(string(r.Stdout), "CONFLICT") || strings.Count(string(r.Stdout), " dflt ") != 2 ||
 		!strings.Contains(string(r.Stderr), "warning: pool dflt, as "+conflist+" (plugins[0].ipam.defaultPools[0]) defines it; defined differently in "+other+" (plugins[0].ipam.defaultPools[0]: 10.237.8.1-10.237.8.6)") {
 		t.Errorf("pools with a conflicting default: exit %d\n%s%s", r.Exit, r.Stdout, r.Stderr)
