@@ -3,6 +3,7 @@ package dsselect
 import (
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/cniplugins/cniplugins/internal/netconf"
 	"github.com/cniplugins/cniplugins/internal/pool"
@@ -18,7 +19,9 @@ import (
 type TenantQuotas struct {
 	c *argsConfig
 	// found caches each tenant's quotas: pools asks once per pool the
-	// tenant has addresses in.
+	// tenant has addresses in. A long-lived caller (a metrics endpoint)
+	// may ask from several goroutines, hence mu.
+	mu    sync.Mutex
 	found map[string][]*pool.Quota
 }
 
@@ -37,11 +40,13 @@ func ReadTenantQuotas(conf *netconf.Envelope) (*TenantQuotas, error) {
 // quotas from different namespaces: Of is the smallest, the one at which
 // ADDs start being refused.
 func (q *TenantQuotas) Of(name, tenant string) (int, bool) {
+	q.mu.Lock()
 	qs, ok := q.found[tenant]
 	if !ok {
 		qs = q.c.quotasOfTenant(tenant)
 		q.found[tenant] = qs
 	}
+	q.mu.Unlock()
 	limit, found := 0, false
 	for _, qt := range qs {
 		if slices.Contains(qt.Pools, name) && (!found || qt.Max < limit) {
