@@ -62,9 +62,9 @@ type Usage struct {
 	file, path string
 }
 
-// TenantUsage is one tenant's addresses in a pool, and the quota that
-// bounds them (across the pools of its rule's selection; nil when no
-// configured rule names it).
+// TenantUsage is one tenant's addresses in a pool, and the quota its
+// ADDs carry, which bounds them across the pools it is counted in (nil
+// when no rule gives the tenant a quota counting this pool).
 type TenantUsage struct {
 	Tenant string `json:"tenant"`
 	InUse  int    `json:"inUse"`
@@ -80,7 +80,11 @@ type PlaceError struct {
 }
 
 func (e PlaceError) Error() string {
-	return fmt.Sprintf("state of %+v read at %s, not at %s", e.Scope.Scope, e.Place, e.Scope.Dir)
+	what := "network " + e.Scope.Scope.Network
+	if e.Scope.Scope.Pool != "" {
+		what = "pool " + e.Scope.Scope.Pool
+	}
+	return fmt.Sprintf("%s: its state was read at %s, not at %s where its configuration places it", what, e.Place, e.Scope.Dir)
 }
 
 // Usages lists, for every network in nets whose state is under a data

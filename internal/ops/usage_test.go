@@ -1,6 +1,7 @@
 package ops
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 	"github.com/cniplugins/cniplugins/internal/dapools"
 	"github.com/cniplugins/cniplugins/internal/dsselect"
 	"github.com/cniplugins/cniplugins/internal/plugin"
+	"github.com/cniplugins/cniplugins/internal/pool"
 	"github.com/cniplugins/cniplugins/internal/testkit/plugintest"
 )
 
@@ -204,5 +206,25 @@ func TestUsagesLeavesEtcdNetworks(t *testing.T) {
 	n := Network{Conf: PluginConf{Network: "e"}, EtcdPrefix: "/cniplugins/", Dir: "/cniplugins/ip/net/e/", RangeSets: []addrspace.RangeSet{set}}
 	if us, err := Usages([]Network{n}); err != nil || len(us) != 0 {
 		t.Errorf("Usages of an etcd network: %+v %v", us, err)
+	}
+}
+
+// elsewhere is a backend whose layout disagrees with Describe's.
+type elsewhere struct{ Local }
+
+func (elsewhere) Shared() bool { return true }
+func (elsewhere) States(ss []StateScope) ([]ScopeState, error) {
+	return []ScopeState{{Place: "/other/ip/pool/p/"}}, nil
+}
+
+// A backend that reads a scope elsewhere than Describe placed it is an
+// error naming both places, never another place's counts.
+func TestUsagesPlaceError(t *testing.T) {
+	set := rangeSet(t, addrspace.RangeConfig{Subnet: "10.0.0.0/29"})
+	n := Network{Conf: PluginConf{Network: "e"}, EtcdPrefix: "/cniplugins/", Pools: []PoolDef{{Name: "p", Dir: "/cniplugins/ip/pool/p/", Definition: pool.Definition{Set: set}}}}
+	_, err := UsagesIn(elsewhere{}, []Network{n})
+	var pe PlaceError
+	if !errors.As(err, &pe) || err.Error() != "pool p: its state was read at /other/ip/pool/p/, not at /cniplugins/ip/pool/p/ where its configuration places it" {
+		t.Errorf("UsagesIn = %v", err)
 	}
 }
