@@ -9,7 +9,7 @@ import (
 	"github.com/cniplugins/cniplugins/internal/ops"
 )
 
-// etcdBackend is the ops.Backend of `leases`, `release` and `gc --etcd`:
+// etcdBackend is the ops.Backend of `leases`, `release`, `gc` and `pools --etcd`:
 // ipam-da-etcd's claims, for a node that is gone for good (its runtime
 // will never send the DEL or GC that would free them). daetcd.Admin does
 // the work; this is only the seam between its types and ops', kept in
@@ -98,6 +98,24 @@ func (b etcdBackend) GC(q ops.GCRequest) ([]ops.Lease, error) {
 	}
 	ls, err := b.ad.GC(q.Node, daetcd.Filter{Network: q.Network, Pool: q.Pool}, q.Keep, q.Apply)
 	return leasesOf(ls), err
+}
+
+// States reads what pools counts in each scope: the same fields on
+// both sides, so each state converts as it is.
+func (b etcdBackend) States(scopes []ops.StateScope) ([]ops.ScopeState, error) {
+	ss := make([]alloc.Scope, len(scopes))
+	for i, s := range scopes {
+		ss[i] = s.Scope
+	}
+	sts, err := b.ad.ScopeStates(ss)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]ops.ScopeState, len(sts))
+	for i, st := range sts {
+		out[i] = ops.ScopeState(st)
+	}
+	return out, nil
 }
 
 func leasesOf(ls []daetcd.Lease) []ops.Lease {

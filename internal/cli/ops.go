@@ -14,7 +14,7 @@ import (
 // opsCommands are the operators' commands (internal/ops does the work),
 // built per call like every command.
 func (f Flavour) opsCommands() []*cobra.Command {
-	return []*cobra.Command{f.leasesCmd(), poolsCmd(), f.releaseCmd(), f.gcCmd(), fsckCmd(), f.validateCmd()}
+	return []*cobra.Command{f.leasesCmd(), f.poolsCmd(), f.releaseCmd(), f.gcCmd(), fsckCmd(), f.validateCmd()}
 }
 
 // stateFlags are the flags of every command that reads or writes state.

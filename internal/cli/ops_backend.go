@@ -29,7 +29,8 @@ func etcdOnly() []string {
 }
 
 // add gives c the flags of both backends; lock adds --lock-timeout (the
-// commands that write), nodeUsage says what --node does in c.
+// commands that write), nodeUsage says what --node does in c ("": c has
+// none).
 func (b *backendFlags) add(c *cobra.Command, open func(ops.EtcdConfig) (ops.Backend, error), lock bool, nodeUsage string) {
 	b.local.add(c, lock)
 	b.open = open
@@ -39,7 +40,9 @@ func (b *backendFlags) add(c *cobra.Command, open func(ops.EtcdConfig) (ops.Back
 		etcdUsage += " (full flavour only: cniplugins-full)"
 	}
 	f.StringSliceVar(&b.etcd.Endpoints, "etcd", nil, etcdUsage)
-	f.StringVar(&b.node, "node", "", "with --etcd: "+nodeUsage)
+	if nodeUsage != "" { // a command that reads every node's claims has no --node
+		f.StringVar(&b.node, "node", "", "with --etcd: "+nodeUsage)
+	}
 	f.StringVar(&b.etcd.Prefix, "prefix", "", "with --etcd: key prefix (ipam.etcd.prefix; default /cniplugins/)")
 	// An operator's listing reads whole prefixes (every node's index keys)
 	// that no CNI command reads: more time than a plugin's default.

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/netip"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -23,6 +25,8 @@ type recorder struct {
 	release ops.ReleaseRequest
 	gc      ops.GCRequest
 	leases  []ops.Lease
+	scopes  []ops.StateScope
+	states  map[string]ops.ScopeState // by Dir
 }
 
 func (r *recorder) Leases(f ops.LeaseFilter) ([]ops.Lease, error) { r.filter = f; return r.leases, nil }
@@ -32,6 +36,15 @@ func (r *recorder) Release(q ops.ReleaseRequest) (ops.Lease, error) {
 }
 func (r *recorder) GC(q ops.GCRequest) ([]ops.Lease, error) { r.gc = q; return r.leases, nil }
 func (r *recorder) Shared() bool                            { return true }
+func (r *recorder) States(ss []ops.StateScope) ([]ops.ScopeState, error) {
+	r.scopes = ss
+	out := make([]ops.ScopeState, len(ss))
+	for i, s := range ss {
+		out[i] = r.states[s.Dir]
+		out[i].Place = s.Dir
+	}
+	return out, nil
+}
 
 func TestEtcdFlagsReachTheBackend(t *testing.T) {
 	since := time.Date(2026, 11, 23, 6, 0, 0, 0, time.UTC)
@@ -91,6 +104,57 @@ func TestEtcdFlagsReachTheBackend(t *testing.T) {
 	} {
 		if exit, _, errs := run(args...); exit != 1 || !strings.Contains(errs, "--etcd") {
 			t.Errorf("%v: exit %d %s", args, exit, errs)
+		}
+	}
+}
+
+// pools --etcd lists the ipam-da-etcd networks under --prefix, from the
+// backend's states of the scopes ops placed, and says which networks it
+// leaves out; the data dir's networks and flags are not its.
+func TestPoolsEtcd(t *testing.T) {
+	dir := t.TempDir()
+	conflist := func(file, name, ipam string) {
+		body := fmt.Sprintf(`{"cniVersion":"1.0.0","name":%q,"plugins":[{"type":"bridge","ipam":%s}]}`, name, ipam)
+		if err := os.WriteFile(filepath.Join(dir, file), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	conflist("10-local.conflist", "local", `{"type":"ipam-da-pools","dataDir":"`+dir+`","ranges":[[{"subnet":"10.9.9.0/29"}]]}`)
+	conflist("20-etcd.conflist", "shared-net", `{"type":"ipam-delegated","delegates":["ipam-ds-args","ipam-da-etcd"],"etcd":{"endpoints":["http://a:2379"]},
+		"rules":[{"namespace":"a","pools":[{"name":"p","subnet":"10.9.0.0/29"}]}]}`)
+	conflist("30-other.conflist", "other-net", `{"type":"ipam-da-etcd","etcd":{"endpoints":["http://a:2379"],"prefix":"/other"},"ranges":[[{"subnet":"10.9.1.0/29"}]]}`)
+	rec := &recorder{states: map[string]ops.ScopeState{"/cniplugins/ip/pool/p/": {Addrs: []netip.Addr{netip.MustParseAddr("10.9.0.2")}, Full: []int{0}}}}
+	f := Lean(version.FlavourFull)
+	f.Etcd = func(c ops.EtcdConfig) (ops.Backend, error) { rec.conf = c; return rec, nil }
+	run := func(f Flavour, args ...string) (int, string, string) {
+		var stdout, stderr bytes.Buffer
+		exit := Main(append([]string{"cniplugins-full"}, args...), plugin.IO{Stdin: strings.NewReader(""), Stdout: &stdout, Stderr: &stderr}, f)
+		return exit, stdout.String(), stderr.String()
+	}
+	exit, out, errs := run(f, "pools", "--etcd", "http://a:2379", "--conf-dir", dir, "-o", "json")
+	var us []ops.Usage
+	if exit != 0 || json.Unmarshal([]byte(out), &us) != nil {
+		t.Fatalf("pools --etcd: exit %d %s %s", exit, out, errs)
+	}
+	if fmt.Sprint(rec.scopes) != "[{/cniplugins/ip/pool/p/ {p }}]" || len(us) != 1 || us[0].Name != "p" || us[0].Used != 1 || !us[0].Exhausted ||
+		us[0].Dir != "/cniplugins/ip/pool/p/" || strings.Join(us[0].Networks, ",") != "shared-net" {
+		t.Errorf("pools --etcd read %v, listed %+v", rec.scopes, us)
+	}
+	if !strings.Contains(errs, "network other-net keeps its keys under /other/, not /cniplugins/: not listed") {
+		t.Errorf("stderr does not say other-net is left out: %q", errs)
+	}
+	for _, tt := range []struct {
+		f    Flavour
+		args []string
+		err  string
+	}{
+		{f, []string{"pools", "--etcd", "http://a:2379", "--data-dir", dir}, "--data-dir is for the local state"},
+		{f, []string{"pools", "--etcd", "http://a:2379", "--node", "n"}, "unknown flag: --node"},
+		{f, []string{"pools", "--prefix", "/x/"}, "--prefix needs --etcd"},
+		{Lean(version.FlavourLean), []string{"pools", "--etcd", "http://a:2379"}, "--etcd needs the full flavour"},
+	} {
+		if exit, _, errs := run(tt.f, tt.args...); exit != 1 || !strings.Contains(errs, tt.err) {
+			t.Errorf("%v: exit %d %s, want %q", tt.args, exit, errs, tt.err)
 		}
 	}
 }

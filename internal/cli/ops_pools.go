@@ -2,9 +2,6 @@ package cli
 
 import (
 	"fmt"
-	"slices"
-	"strconv"
-	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -49,9 +46,9 @@ func (c *confFlags) networks(dataDir string) ([]ops.Network, error) {
 	return out, nil
 }
 
-func poolsCmd() *cobra.Command {
+func (fl Flavour) poolsCmd() *cobra.Command {
 	var (
-		st   stateFlags
+		bf   backendFlags
 		out  outputFlags
 		conf confFlags
 	)
@@ -59,25 +56,41 @@ func poolsCmd() *cobra.Command {
 		Use:   "pools",
 		Short: "Show how full each range set and pool of the configured networks is",
 		Long: `For every network in the CNI configuration whose IPAM is ipam-da-pools, host-local,
-or ipam-delegated with one of them as a delegate, and every pool defined there:
-size, used, free, percent used, and whether STATUS reports it exhausted.
+or ipam-delegated with one of them as a delegate: each standalone range set and every
+pool the configuration can select (named in ipam.pools, written in an ipam-ds-args
+rule or defaultPools, or defined in ipam.poolDefinitions), with its size, used, free,
+percent used, whether STATUS reports it exhausted, and its quotas' tenants.
+With --etcd (full flavour), the same for the ipam-da-etcd networks, counted from
+their claims in etcd.
 -o prom writes the Prometheus text format for node_exporter's textfile collector.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := out.check(); err != nil {
 				return err
 			}
+			b, err := bf.backend(cmd)
+			if err != nil {
+				return err
+			}
 			dataDir := ""
 			if cmd.Flags().Changed("data-dir") {
-				dataDir = st.dataDir
+				dataDir = bf.local.dataDir
 			}
 			nets, err := conf.networks(dataDir)
 			if err != nil {
 				return err
 			}
-			us, err := ops.Usages(nets)
+			if b.Shared() {
+				nets = bf.underPrefix(cmd, nets)
+			}
+			us, err := ops.UsagesIn(b, nets)
 			if err != nil {
 				return err
+			}
+			for _, u := range us {
+				if u.Conflict != "" {
+					fmt.Fprintf(cmd.ErrOrStderr(), "warning: %s %s, %s: the networks sharing it disagree on its ranges; each definition is listed apart (see cniplugins validate)\n", u.Kind, u.Name, u.Conflict)
+				}
 			}
 			w := cmd.OutOrStdout()
 			switch out.format {
@@ -86,70 +99,31 @@ size, used, free, percent used, and whether STATUS reports it exhausted.
 			case ops.FormatProm:
 				return ops.WriteProm(w, us)
 			}
-			// HELD (sticky holds, part of USED) appears once anything is
-			// held, OVERFLOW once a pool has a chain.
-			held := slices.ContainsFunc(us, func(u ops.Usage) bool { return u.Held > 0 })
-			// MIGRATING (shared by a live migration's two owners, part of
-			// USED) appears once any address is.
-			migrating := slices.ContainsFunc(us, func(u ops.Usage) bool { return u.Migrating > 0 })
-			chained := slices.ContainsFunc(us, func(u ops.Usage) bool { return len(u.Overflow) > 0 })
-			tenanted := slices.ContainsFunc(us, func(u ops.Usage) bool { return len(u.Tenants) > 0 })
-			rows := make([][]string, len(us))
-			for i, u := range us {
-				set, exhausted := "", "no"
-				if u.RangeSet != nil {
-					set = strconv.Itoa(*u.RangeSet)
-				}
-				if u.Exhausted {
-					exhausted = "yes"
-				}
-				rows[i] = []string{u.Kind, u.Name, set, u.Ranges, strconv.FormatUint(u.Size, 10), strconv.FormatUint(u.Used, 10),
-					strconv.FormatUint(u.Free, 10), strconv.FormatFloat(u.Percent, 'f', 1, 64) + "%", ops.Bar(u.Percent), exhausted, strings.Join(u.Networks, ",")}
-				if migrating {
-					rows[i] = slices.Insert(rows[i], 6, strconv.FormatUint(u.Migrating, 10))
-				}
-				if held {
-					rows[i] = slices.Insert(rows[i], 6, strconv.FormatUint(u.Held, 10))
-				}
-				if chained {
-					rows[i] = append(rows[i], strings.Join(append([]string{u.Name}, u.Overflow...), "→"))
-				}
-				if tenanted {
-					rows[i] = append(rows[i], tenantsCell(u.Tenants))
-				}
-			}
-			header := []string{"KIND", "NAME", "SET", "RANGES", "SIZE", "USED", "FREE", "USED%", "USAGE", "EXHAUSTED", "NETWORKS"}
-			if migrating {
-				header = slices.Insert(header, 6, "MIGRATING")
-			}
-			if held {
-				header = slices.Insert(header, 6, "HELD")
-			}
-			if chained {
-				header = append(header, "OVERFLOW")
-			}
-			if tenanted {
-				header = append(header, "TENANTS")
-			}
-			return ops.WriteTable(w, header, rows, out.noHeaders)
+			return writePoolsTable(w, us, out.noHeaders)
 		},
 	}
-	st.dataDir = ""
-	c.Flags().StringVar(&st.dataDir, "data-dir", "", "read state from this data dir instead of each configuration's ipam.dataDir")
+	bf.add(c, fl.Etcd, false, "")
+	// Without --data-dir, each configuration's own ipam.dataDir.
+	dd := c.Flags().Lookup("data-dir")
+	dd.DefValue, dd.Usage, bf.local.dataDir = "", "read state from this data dir instead of each configuration's ipam.dataDir", ""
 	out.add(c, ops.FormatProm)
 	conf.add(c)
 	return c
 }
 
-// tenantsCell is a pool's tenants as "tenant in-use/quota" (in-use alone
-// without a quota), comma-separated.
-func tenantsCell(ts []ops.TenantUsage) string {
-	cells := make([]string, len(ts))
-	for i, t := range ts {
-		cells[i] = fmt.Sprintf("%s %d", printableKey(t.Tenant), t.InUse)
-		if t.Quota != nil {
-			cells[i] += fmt.Sprintf("/%d", *t.Quota)
+// underPrefix keeps the ipam-da-etcd networks whose keys are under
+// --prefix, the keys the backend reads; each network left out is said on
+// stderr, since its pools would otherwise show another prefix's counts
+// or none.
+func (b *backendFlags) underPrefix(cmd *cobra.Command, nets []ops.Network) []ops.Network {
+	prefix := ops.EtcdPrefix(b.etcd.Prefix)
+	var out []ops.Network
+	for _, n := range nets {
+		if n.EtcdPrefix != "" && n.EtcdPrefix != prefix {
+			fmt.Fprintf(cmd.ErrOrStderr(), "%s: network %s keeps its keys under %s, not %s: not listed (pass --prefix %s)\n", n.Conf.File, n.Conf.Network, n.EtcdPrefix, prefix, n.EtcdPrefix)
+			continue
 		}
+		out = append(out, n)
 	}
-	return strings.Join(cells, ", ")
+	return out
 }

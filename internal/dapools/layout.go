@@ -40,7 +40,27 @@ func DescribeConfig(conf *netconf.Envelope) (Layout, error) {
 	if err != nil {
 		return Layout{}, err
 	}
-	l := Layout{DataDir: c.dataDir, NetworkDir: c.dir(alloc.Scope{Network: c.Network}), defs: c.PoolDefs}
+	l, err := layoutOf(conf, c.Config)
+	l.DataDir, l.NetworkDir = c.dataDir, c.dir(alloc.Scope{Network: c.Network})
+	return l, err
+}
+
+// DescribeKeys is DescribeConfig for another allocator of this engine
+// (ipam-da-etcd), whose state is not under a dataDir: the engine's keys
+// alone, DataDir and NetworkDir left empty.
+func DescribeKeys(conf *netconf.Envelope) (Layout, error) {
+	c, err := alloc.Parse(conf, nil, false)
+	if err != nil {
+		return Layout{}, err
+	}
+	return layoutOf(conf, c)
+}
+
+// layoutOf is what every allocator of the engine shares of a layout:
+// the pool definitions and the standalone range sets.
+func layoutOf(conf *netconf.Envelope, c *alloc.Config) (Layout, error) {
+	l := Layout{defs: c.PoolDefs}
+	var err error
 	if l.PoolDefs, err = c.PoolDefs.All(); err != nil {
 		return Layout{}, err
 	}

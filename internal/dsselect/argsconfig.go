@@ -28,6 +28,10 @@ type argsConfig struct {
 	// once, in order of first appearance: DEL, GC and STATUS name all of
 	// it, and a podChoice name resolves to its entry here.
 	catalogue []pool.Pool
+	// fields are where the config writes each catalogue entry (the first
+	// place that gives it ranges, else the first that names it), for
+	// ArgsPools: `cniplugins pools` and validate name a pool by it.
+	fields []string
 	// definitions is ipam.poolDefinitions, read only to place the
 	// cniplugins.io/ip addresses of pools that carry no ranges inline.
 	definitions json.RawMessage
@@ -153,6 +157,7 @@ func readArgsConfig(conf *netconf.Envelope) (*argsConfig, error) {
 		for _, name := range r.podChoice {
 			if cat.find(name) < 0 {
 				cat.pools = append(cat.pools, pool.Pool{Name: name})
+				cat.fields = append(cat.fields, fmt.Sprintf("%s.podChoice[%d]", r.field, slices.Index(r.podChoice, name)))
 			}
 		}
 	}
@@ -160,7 +165,7 @@ func readArgsConfig(conf *netconf.Envelope) (*argsConfig, error) {
 		cat.resolve(r.pools)
 	}
 	cat.resolve(c.defaults)
-	c.catalogue = cat.pools
+	c.catalogue, c.fields = cat.pools, cat.fields
 	return c, c.resolveChains()
 }
 
@@ -278,7 +283,10 @@ func checkPattern(field, pattern string) error {
 // that name defined elsewhere in the config (or, if nowhere, in the
 // allocator's poolDefinitions). A name defined twice must be defined alike:
 // DEL names each pool once, so a second definition would be unreachable.
-type catalogue struct{ pools []pool.Pool }
+type catalogue struct {
+	pools  []pool.Pool
+	fields []string // where each pool is defined (argsConfig.fields)
+}
 
 func (c *catalogue) find(name string) int {
 	return slices.IndexFunc(c.pools, func(p pool.Pool) bool { return p.Name == name })
@@ -289,8 +297,9 @@ func (c *catalogue) add(p pool.Pool, field string) error {
 	switch {
 	case i < 0:
 		c.pools = append(c.pools, p)
-	case bare(c.pools[i]):
-		c.pools[i] = p
+		c.fields = append(c.fields, field)
+	case bare(c.pools[i]) && !bare(p):
+		c.pools[i], c.fields[i] = p, field
 	case bare(p):
 	default:
 		a, _ := json.Marshal(c.pools[i])

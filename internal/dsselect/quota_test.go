@@ -144,28 +144,63 @@ func TestQuotaRisks(t *testing.T) {
 	}
 }
 
-// pools' view: a tenant scoped to its namespace is bounded as its per
-// says; a namespace tenant is not taken for a scoped one.
-func TestQuotaOfTenant(t *testing.T) {
-	qs := []PoolQuota{{Pool: "p", Per: "namespace", Max: 4}, {Pool: "p", Per: "annotation:team", Max: 2}, {Pool: "q", Per: "arg:T", Max: 1}}
+// pools' view of a tenant's quota is the one its ADDs carry (quotaOf):
+// its own namespace's rules, never the first rule that names the pool; a
+// tenant naming no namespace gets the smallest of its namespaces'.
+func TestTenantQuotasOf(t *testing.T) {
+	shared := `"rules":[{"namespace":"a","pools":["p"],"quota":{"per":"namespace","max":3}},
+		{"namespace":"b","pools":["p"],"quota":{"per":"namespace","max":5}}]`
+	vouched := `"rules":[{"namespace":"x-*","pools":["p"],"quota":{"per":"annotation:t","max":4,"vouched":true}},
+		{"namespace":"y","pools":["p"],"quota":{"per":"annotation:t","max":2,"vouched":true}},
+		{"namespace":"z","pools":["q"],"quota":{"per":"annotation:t","max":1,"vouched":true}}]`
+	noNamespace := `"rules":[{"args":{"T":"*"},"pools":["p"],"quota":{"per":"arg:T","max":2}},
+		{"namespace":"n","pools":["p"],"quota":{"per":"annotation:example.com/team","max":7}}]`
 	for _, tt := range []struct {
-		pool, tenant string
-		want         int // -1: none
+		name, ipam, pool, tenant string
+		want                     int // -1: none
 	}{
-		{"p", "namespace=a", 4},
-		{"p", "a/annotation:team=blue", 2},
-		{"p", "annotation:team=blue", 2},
-		{"p", "annotation:team=x/y", 2},
-		{"q", "ns/arg:T=v", 1},
-		{"q", "namespace=a", -1},
-		{"p", "a/arg:T=v", -1},
+		{"the second rule's tenant: its own max", shared, "p", "namespace=b", 5},
+		{"the first rule's tenant", shared, "p", "namespace=a", 3},
+		{"a namespace no rule reaches", shared, "p", "namespace=c", -1},
+		{"the smallest max its namespace reaches", authorRules, "std", "namespace=team-a", 2},
+		{"the count's pools include the chain", authorRules, "spill", "namespace=team-a", 2},
+		{"a pool outside the count", authorRules, "alt", "namespace=team-x", -1},
+		{"team-x reaches its own rule alone", authorRules, "spill", "namespace=team-x", 9},
+		{"an annotation's tenant, scoped", authorRules, "alt", "lab-1/annotation:team=blue", 3},
+		{"vouched for: the vouched rule", authorRules, "alt", "annotation:team=blue", 5},
+		{"an arg's tenant, scoped", authorRules, "alt", "ops/arg:TEAM=blue", 1},
+		{"an arg's tenant without a namespace, no rule reaches", authorRules, "alt", "arg:TEAM=blue", -1},
+		{"vouched in several namespaces: the smallest", vouched, "p", "annotation:t=v", 2},
+		{"vouched, another pool's rule", vouched, "q", "annotation:t=v", 1},
+		{"sent without a namespace", noNamespace, "p", "arg:T=v", 2},
+		{"the same value in a namespace", noNamespace, "p", "ns/arg:T=v", 2},
+		{"an annotation key holding '/'", noNamespace, "p", "n/annotation:example.com/team=x", 7},
+		{"not a tenant", shared, "p", "garbage", -1},
+		{"a scoped namespace tenant is no tenant", shared, "p", "a/namespace=a", -1},
 	} {
-		got, ok := QuotaOf(qs, tt.pool, tt.tenant)
-		if !ok {
-			got = -1
-		}
-		if got != tt.want {
-			t.Errorf("QuotaOf(%s, %s) = %d, want %d", tt.pool, tt.tenant, got, tt.want)
+		t.Run(tt.name, func(t *testing.T) {
+			q, err := ReadTenantQuotas(argsEnvelope(t, tt.ipam, input{}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, ok := q.Of(tt.pool, tt.tenant)
+			if !ok {
+				got = -1
+			}
+			if got != tt.want {
+				t.Errorf("Of(%s, %s) = %d, want %d", tt.pool, tt.tenant, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestSampleOf(t *testing.T) {
+	for pattern, want := range map[string]string{
+		"team-*": "team-x", "[ab]c": "ac", "[^a-c]z": "dz", `a\*`: "a*", "?": "x", "ops": "ops", "": "", `[\]]`: "",
+	} {
+		got, ok := sampleOf(pattern)
+		if got != want || ok != (want != "") {
+			t.Errorf("sampleOf(%q) = %q %v, want %q", pattern, got, ok, want)
 		}
 	}
 }

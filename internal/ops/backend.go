@@ -2,8 +2,8 @@ package ops
 
 import "time"
 
-// Backend is the store of reservations that leases, release, gc and
-// gc --cri act on. The CLI chooses one from its flags, once per command:
+// Backend is the store of reservations that leases, release, gc,
+// gc --cri and pools act on. The CLI chooses one from its flags, once per command:
 // Local (the data dir on this host), or with --etcd the full flavour's
 // etcd backend. The interface and Local are all the lean binary links;
 // the etcd implementation is named only by the full flavour's main, so the
@@ -15,6 +15,8 @@ type Backend interface {
 	Leases(LeaseFilter) ([]Lease, error)
 	Release(ReleaseRequest) (Lease, error)
 	GC(GCRequest) ([]Lease, error)
+	// States reads what pools counts in each scope, in order.
+	States([]StateScope) ([]ScopeState, error)
 	// Shared reports a store that many nodes share: its Leases carry
 	// Node, requests may name one, and gc collects one node's claims
 	// (which a local data dir, holding this host's only, has no use for).

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
-	"path/filepath"
 	"slices"
 	"strings"
 
@@ -20,10 +19,15 @@ import (
 const (
 	typeDelegated = "ipam-delegated"
 	typeHostLocal = "host-local"
+	// typeEtcd is ipam-da-etcd, named here only: the lean binary links
+	// none of it, and reads its configurations to list their pools.
+	typeEtcd = "ipam-da-etcd"
 )
 
-// isAllocator reports whether an IPAM type keeps host-local's state layout.
-func isAllocator(t string) bool { return t == dapools.Name || t == typeHostLocal }
+// isAllocator reports whether an IPAM type is an allocator whose state
+// the CLI reads: host-local's layout under a data dir, or ipam-da-etcd's
+// keys.
+func isAllocator(t string) bool { return t == dapools.Name || t == typeHostLocal || t == typeEtcd }
 
 // Network is what one plugin configuration allocates from.
 type Network struct {
@@ -31,32 +35,44 @@ type Network struct {
 	// Dir is the standalone state directory; RangeSets its range sets.
 	Dir       string
 	RangeSets []addrspace.RangeSet
-	// Pools are the pools the configuration names (ipam.pools) or defines
-	// (ipam.poolDefinitions), with their ranges and state directories.
+	// Pools are every pool the configuration can select: named
+	// (ipam.pools), written in an ipam-ds-args rule, podChoice or
+	// defaultPools, or defined (ipam.poolDefinitions), with their ranges
+	// and state directories.
 	Pools []PoolDef
-	// Quotas are its ipam-ds-args rules' quotas, per pool.
-	Quotas []dsselect.PoolQuota
+	// Quotas answer each tenant's quota under its ipam-ds-args rules
+	// (nil without them).
+	Quotas *dsselect.TenantQuotas
+	// EtcdPrefix is an ipam-da-etcd network's key prefix (ipam.etcd.prefix
+	// as the allocator reads it); "" for a network whose state is under a
+	// data dir. Its Dir and its pools' are then where their claims' keys
+	// are in etcd.
+	EtcdPrefix string
 }
 
 // PoolDef is one pool a network can allocate from.
 type PoolDef struct {
-	Name  string
-	Field string // where the configuration names it: ipam.pools[i] or ipam.poolDefinitions.NAME
+	Name string
+	// Field is where the configuration defines or names it:
+	// ipam.pools[i], ipam.rules[i].pools[j], ipam.defaultPools[i],
+	// ipam.rules[i].podChoice[j] or ipam.poolDefinitions.NAME.
+	Field string
 	Dir   string
 	pool.Definition
 	// Chain is the pool's overflow chain: the pools after it, in order.
 	Chain []string
 }
 
-// ours reports whether p's IPAM keeps state the CLI can read: ipam-da-pools
-// or host-local directly, or ipam-delegated with one of them as a delegate.
-func ours(p PluginConf) (delegates []string, ok bool) {
+// ours reports whether p's IPAM keeps state the CLI can read: one of the
+// allocators directly, or ipam-delegated with one of them as a delegate
+// (the allocator is its first such delegate).
+func ours(p PluginConf) (delegates []string, allocator string, ok bool) {
 	t := p.IPAMType()
 	if isAllocator(t) {
-		return nil, true
+		return nil, t, true
 	}
 	if t != typeDelegated {
-		return nil, false
+		return nil, "", false
 	}
 	var c struct {
 		IPAM struct {
@@ -64,14 +80,14 @@ func ours(p PluginConf) (delegates []string, ok bool) {
 		} `json:"ipam"`
 	}
 	if json.Unmarshal(p.Raw, &c) != nil {
-		return nil, false
+		return nil, "", false
 	}
 	for _, d := range c.IPAM.Delegates {
 		if isAllocator(d) {
-			return c.IPAM.Delegates, true
+			return c.IPAM.Delegates, d, true
 		}
 	}
-	return nil, false
+	return nil, "", false
 }
 
 // Describe works out where p keeps its addresses; ok is false when its
@@ -79,7 +95,7 @@ func ours(p PluginConf) (delegates []string, ok bool) {
 // configuration's dataDir (to inspect a copy, or a test's directory).
 // Errors are the plugins' own (code 7 naming the field).
 func Describe(p PluginConf, dataDir string) (Network, bool, error) {
-	delegates, ok := ours(p)
+	delegates, allocator, ok := ours(p)
 	if !ok {
 		return Network{}, false, nil
 	}
@@ -87,17 +103,30 @@ func Describe(p PluginConf, dataDir string) (Network, bool, error) {
 	if err != nil {
 		return Network{}, true, err
 	}
-	layout, err := dapools.DescribeConfig(env)
+	n := Network{Conf: p}
+	var layout dapools.Layout
+	if allocator == typeEtcd {
+		// ipam-da-etcd has no dataDir: the engine's keys alone.
+		if layout, err = dapools.DescribeKeys(env); err == nil {
+			n.EtcdPrefix, err = etcdPrefixOf(env)
+		}
+	} else {
+		layout, err = dapools.DescribeConfig(env)
+	}
 	if err != nil {
 		return Network{}, true, err
 	}
 	if dataDir == "" {
 		dataDir = layout.DataDir
 	}
-	n := Network{Conf: p, Dir: filepath.Join(dataDir, env.Name)}
+	n.Dir = n.stateDir(dataDir, alloc.Scope{Network: env.Name})
 	selected := slices.ContainsFunc(delegates, func(d string) bool { return strings.HasPrefix(d, "ipam-ds-") })
+	var argsPools []dsselect.ArgsPool
 	if slices.Contains(delegates, dsselect.ArgsName) {
-		if n.Quotas, err = dsselect.Quotas(env); err != nil {
+		if n.Quotas, err = dsselect.ReadTenantQuotas(env); err != nil {
+			return n, true, err
+		}
+		if argsPools, err = dsselect.ArgsPools(env); err != nil {
 			return n, true, err
 		}
 	}
@@ -139,9 +168,26 @@ func Describe(p PluginConf, dataDir string) (Network, bool, error) {
 			if !ok {
 				return n, true, cnierr.New(cnierr.CodeInvalidConfig, "unknown pool: no inline ranges and no ipam.poolDefinitions entry", "ipam.pools[%d].name=%s", i, pl.Name)
 			}
-			n.Pools = append(n.Pools, PoolDef{Name: pl.Name, Field: field, Dir: dapools.PoolDir(dataDir, pl.Name), Definition: src, Chain: resolved.Names()[1:]})
+			n.Pools = append(n.Pools, PoolDef{Name: pl.Name, Field: field, Dir: n.stateDir(dataDir, alloc.Scope{Pool: pl.Name}), Definition: src, Chain: resolved.Names()[1:]})
 			seen[pl.Name] = true
 		}
+	}
+	// The pools ipam-ds-args can select, as the allocator resolves each
+	// (alloc.PoolSource: inline ranges, else the definition): an inline
+	// pool's state is where a defined one's of the same name is.
+	for _, ap := range argsPools {
+		if seen[ap.Name] {
+			continue
+		}
+		src, ok, err := layout.Pool(ap.Pool, ap.Field)
+		if err != nil {
+			return n, true, err
+		}
+		if !ok {
+			continue // a name nothing defines: its ADDs fail (code 7), nothing to count
+		}
+		n.Pools = append(n.Pools, PoolDef{Name: ap.Name, Field: ap.Field, Dir: n.stateDir(dataDir, alloc.Scope{Pool: ap.Name}), Definition: src, Chain: ap.Names()[1:]})
+		seen[ap.Name] = true
 	}
 	for _, name := range slices.Sorted(maps.Keys(layout.PoolDefs)) {
 		if !seen[name] {
@@ -149,7 +195,7 @@ func Describe(p PluginConf, dataDir string) (Network, bool, error) {
 			if err != nil {
 				return n, true, err
 			}
-			n.Pools = append(n.Pools, PoolDef{Name: name, Field: "ipam.poolDefinitions." + name, Dir: dapools.PoolDir(dataDir, name), Definition: layout.PoolDefs[name], Chain: c})
+			n.Pools = append(n.Pools, PoolDef{Name: name, Field: "ipam.poolDefinitions." + name, Dir: n.stateDir(dataDir, alloc.Scope{Pool: name}), Definition: layout.PoolDefs[name], Chain: c})
 		}
 	}
 	return n, true, checkChainFamilies(n.Pools)

@@ -1,6 +1,7 @@
 package ops
 
 import (
+	"fmt"
 	"maps"
 	"math"
 	"net/netip"
@@ -11,7 +12,6 @@ import (
 	"github.com/cniplugins/cniplugins/internal/addrspace"
 	"github.com/cniplugins/cniplugins/internal/alloc"
 	"github.com/cniplugins/cniplugins/internal/dsselect"
-	"github.com/cniplugins/cniplugins/internal/hostlocal"
 )
 
 // Usage is how full one range set or pool is; its JSON form is the
@@ -47,106 +47,182 @@ type Usage struct {
 	Overflow []string `json:"overflow,omitempty"`
 	// Tenants are the quotas' tenants with addresses in the pool.
 	Tenants []TenantUsage `json:"tenants,omitempty"`
+	// Conflict is set when configurations sharing its state disagree on
+	// its ranges (`cniplugins validate` reports it too): each definition
+	// is a row of its own, and Conflict says which this one is and where
+	// the others are written.
+	Conflict string `json:"conflict,omitempty"`
 
 	set     addrspace.RangeSet
 	exclude addrspace.Exclusions
 	id      int // range set ID in its directory
-	quotas  []dsselect.PoolQuota
+	scope   alloc.Scope
+	quotas  []*dsselect.TenantQuotas // of each network using it
+	// file and path are where its definition is written.
+	file, path string
 }
 
-// TenantUsage is one tenant's addresses in a pool, and the quota that
-// bounds them (across the pools of its rule's selection; nil when no
-// configured rule names it).
+// TenantUsage is one tenant's addresses in a pool, and the quota its
+// ADDs carry, which bounds them across the pools it is counted in (nil
+// when no rule gives the tenant a quota counting this pool).
 type TenantUsage struct {
 	Tenant string `json:"tenant"`
 	InUse  int    `json:"inUse"`
 	Quota  *int   `json:"quota"`
 }
 
-// Usages lists, for every network in nets, each standalone range set and
-// each pool once (a pool shared by several networks lists them all), in
-// configuration order, with counts read from the state directories.
-func Usages(nets []Network) ([]Usage, error) {
-	out := []Usage{}
-	index := map[string]int{} // dir + set ID → position in out
-	add := func(u Usage, network string) {
-		key := u.Dir + "\x00" + strconv.Itoa(u.id)
-		if i, ok := index[key]; ok {
-			if !slices.Contains(out[i].Networks, network) {
-				out[i].Networks = append(out[i].Networks, network)
-			}
-			return
-		}
-		u.Networks = []string{network}
-		index[key] = len(out)
-		out = append(out, u)
+// PlaceError is a backend that read a scope's state elsewhere than
+// Describe placed it: their layouts disagree, and the counts would be
+// another place's.
+type PlaceError struct {
+	Scope StateScope
+	Place string
+}
+
+func (e PlaceError) Error() string {
+	what := "network " + e.Scope.Scope.Network
+	if e.Scope.Scope.Pool != "" {
+		what = "pool " + e.Scope.Scope.Pool
 	}
-	for _, n := range nets {
-		for i, rs := range n.RangeSets {
-			add(Usage{Kind: "range-set", Name: n.Conf.Network, RangeSet: &i, Dir: n.Dir, set: rs, id: i}, n.Conf.Network)
-		}
-		for _, p := range n.Pools {
-			add(Usage{Kind: "pool", Name: p.Name, Dir: p.Dir, set: p.Set, exclude: p.Exclude, Overflow: p.Chain, quotas: n.Quotas}, n.Conf.Network)
+	return fmt.Sprintf("%s: its state was read at %s, not at %s where its configuration places it", what, e.Place, e.Scope.Dir)
+}
+
+// Usages lists, for every network in nets whose state is under a data
+// dir, each standalone range set and each pool once (a pool shared by
+// several networks lists them all), in configuration order, with counts
+// read from the state directories.
+func Usages(nets []Network) ([]Usage, error) { return UsagesIn(Local{}, nets) }
+
+// UsagesIn is Usages for the networks whose state b holds (the etcd
+// backend: the ipam-da-etcd networks; the data dir: the others), with
+// counts read from b.
+func UsagesIn(b Backend, nets []Network) ([]Usage, error) {
+	out := usageRows(nets, b.Shared())
+	var scopes []StateScope
+	at := map[StateScope]int{}
+	for _, u := range out {
+		s := StateScope{Dir: u.Dir, Scope: u.scope}
+		if _, ok := at[s]; !ok {
+			at[s] = len(scopes)
+			scopes = append(scopes, s)
 		}
 	}
-	used := map[string][]netip.Addr{}
-	held := map[string]map[string]alloc.HoldRecord{}
-	full := map[string][]int{}
+	states, err := b.States(scopes)
+	if err != nil {
+		return nil, err
+	}
 	for i := range out {
-		u := &out[i]
-		addrs, ok := used[u.Dir]
-		if !ok {
-			var err error
-			if addrs, err = hostlocal.ReservedAddrs(u.Dir); err != nil {
-				return nil, err
-			}
-			used[u.Dir] = addrs
-			if full[u.Dir], err = hostlocal.Exhausted(u.Dir); err != nil {
-				return nil, err
-			}
-			if held[u.Dir], err = validHolds(u.Dir); err != nil {
-				return nil, err
-			}
+		s := StateScope{Dir: out[i].Dir, Scope: out[i].scope}
+		st := states[at[s]]
+		if st.Place != s.Dir {
+			return nil, PlaceError{Scope: s, Place: st.Place}
 		}
-		for _, e := range held[u.Dir] {
-			if !u.set.Contains(e.Addr) || u.exclude.Contains(e.Addr) {
-				continue
-			}
-			if e.Held() {
-				u.Held++
-			} else if e.Second != "" {
-				u.Migrating++
-			}
-		}
-		for _, ip := range addrs {
-			if u.set.Contains(ip) && !u.exclude.Contains(ip) {
-				u.Used++
-			}
-		}
-		u.Ranges = u.set.String()
-		u.Size, _ = u.set.Size(u.exclude)
-		u.Free = u.Size - min(u.Used, u.Size)
-		if u.Size > 0 {
-			u.Percent = math.Round(float64(u.Used)/float64(u.Size)*10000) / 100
-		}
-		u.Exhausted = slices.Contains(full[u.Dir], u.id)
-		if u.Kind == "pool" {
-			var err error
-			if u.Tenants, err = tenantUsage(u.Dir, addrs, u.Name, u.quotas); err != nil {
-				return nil, err
-			}
-		}
+		out[i].count(st)
 	}
 	return out, nil
 }
 
-// tenantUsage counts each tenant's addresses in pool (state directory
-// dir, reserved addresses addrs), sorted by tenant.
-func tenantUsage(dir string, addrs []netip.Addr, pool string, quotas []dsselect.PoolQuota) ([]TenantUsage, error) {
-	tenants, err := hostlocal.ReadTenants(dir, addrs)
-	if err != nil || len(tenants) == 0 {
-		return nil, err
+// usageRows lists the rows of nets' range sets and pools kept in a
+// shared store (or not): one per state directory, range set and ranges,
+// so that a pool two configurations define differently is never counted
+// against one of the definitions only (markConflicts).
+func usageRows(nets []Network, shared bool) []Usage {
+	out := []Usage{}
+	index := map[string][]int{} // dir + set ID → its rows, one per definition
+	add := func(u Usage, n Network, field string) {
+		u.Ranges = u.set.String()
+		key := u.Dir + "\x00" + strconv.Itoa(u.id)
+		for _, i := range index[key] {
+			if out[i].Ranges == u.Ranges {
+				out[i].join(n)
+				return
+			}
+		}
+		u.file, u.path = n.Conf.File, n.Conf.field(field)
+		u.join(n)
+		index[key] = append(index[key], len(out))
+		out = append(out, u)
 	}
+	for _, n := range nets {
+		if (n.EtcdPrefix != "") != shared {
+			continue
+		}
+		for i, rs := range n.RangeSets {
+			add(Usage{Kind: "range-set", Name: n.Conf.Network, RangeSet: &i, Dir: n.Dir, set: rs, id: i, scope: alloc.Scope{Network: n.Conf.Network}}, n,
+				fmt.Sprintf("ipam.ranges[%d]", i))
+		}
+		for _, p := range n.Pools {
+			add(Usage{Kind: "pool", Name: p.Name, Dir: p.Dir, set: p.Set, exclude: p.Exclude, Overflow: p.Chain, scope: alloc.Scope{Pool: p.Name}}, n, p.Field)
+		}
+	}
+	for _, rows := range index {
+		markConflicts(out, rows)
+	}
+	return out
+}
+
+// join adds network n to u's networks, and its quotas to u's.
+func (u *Usage) join(n Network) {
+	if !slices.Contains(u.Networks, n.Conf.Network) {
+		u.Networks = append(u.Networks, n.Conf.Network)
+	}
+	if n.Quotas != nil && !slices.Contains(u.quotas, n.Quotas) {
+		u.quotas = append(u.quotas, n.Quotas)
+	}
+}
+
+// markConflicts says, on each of rows (one state directory's definitions)
+// when there are several, which definition it is and where the others
+// are, in validate's words.
+func markConflicts(us []Usage, rows []int) {
+	if len(rows) < 2 {
+		return
+	}
+	for _, i := range rows {
+		var others []string
+		for _, j := range rows {
+			if j != i {
+				others = append(others, fmt.Sprintf("%s (%s: %s)", us[j].file, us[j].path, us[j].Ranges))
+			}
+		}
+		us[i].Conflict = fmt.Sprintf("as %s (%s) defines it; defined differently in %s", us[i].file, us[i].path, strings.Join(others, ", "))
+	}
+}
+
+// count fills u's counts from its scope's state.
+func (u *Usage) count(st ScopeState) {
+	in := func(ip netip.Addr) bool { return u.set.Contains(ip) && !u.exclude.Contains(ip) }
+	for _, ip := range st.Addrs {
+		if in(ip) {
+			u.Used++
+		}
+	}
+	for _, ip := range st.Held {
+		if in(ip) {
+			u.Held++
+		}
+	}
+	for _, ip := range st.Migrating {
+		if in(ip) {
+			u.Migrating++
+		}
+	}
+	u.Size, _ = u.set.Size(u.exclude)
+	u.Free = u.Size - min(u.Used, u.Size)
+	if u.Size > 0 {
+		u.Percent = math.Round(float64(u.Used)/float64(u.Size)*10000) / 100
+	}
+	u.Exhausted = slices.Contains(st.Full, u.id)
+	if u.Kind == "pool" {
+		u.Tenants = u.tenantUsage(st.Tenants)
+	}
+}
+
+// tenantUsage counts each tenant's addresses in the pool, sorted by
+// tenant, each with the quota its ADDs carry: the smallest of the
+// networks' using the pool (dsselect.TenantQuotas, the selector's own
+// computation), nil when none bounds it.
+func (u *Usage) tenantUsage(tenants map[netip.Addr]string) []TenantUsage {
 	count := map[string]int{}
 	for _, t := range tenants {
 		count[t]++
@@ -154,12 +230,14 @@ func tenantUsage(dir string, addrs []netip.Addr, pool string, quotas []dsselect.
 	var out []TenantUsage
 	for _, t := range slices.Sorted(maps.Keys(count)) {
 		tu := TenantUsage{Tenant: t, InUse: count[t]}
-		if m, ok := dsselect.QuotaOf(quotas, pool, t); ok {
-			tu.Quota = &m
+		for _, q := range u.quotas {
+			if m, ok := q.Of(u.Name, t); ok && (tu.Quota == nil || m < *tu.Quota) {
+				tu.Quota = &m
+			}
 		}
 		out = append(out, tu)
 	}
-	return out, nil
+	return out
 }
 
 // Bar is a 20-cell gauge of p percent for tables.

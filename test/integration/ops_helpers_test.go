@@ -131,3 +131,35 @@ func golden(t *testing.T, name, got string) {
 		t.Errorf("%s differs from the golden file\n--- got:\n%s\n--- want:\n%s", name, got, want)
 	}
 }
+
+// poolsJSON runs `pools -o json` with args and gives each row as
+// "NAME USED[ TENANT INUSE/QUOTA]..." (a quota of -1: none).
+func poolsJSON(t *testing.T, args ...string) []string {
+	t.Helper()
+	r := cliRun(append([]string{"pools", "-o", "json"}, args...)...)
+	var us []struct {
+		Name    string `json:"name"`
+		Used    int    `json:"used"`
+		Tenants []struct {
+			Tenant string `json:"tenant"`
+			InUse  int    `json:"inUse"`
+			Quota  *int   `json:"quota"`
+		} `json:"tenants"`
+	}
+	if r.Exit != 0 || json.Unmarshal(r.Stdout, &us) != nil {
+		t.Fatalf("pools: exit %d %s %s", r.Exit, r.Stdout, r.Stderr)
+	}
+	var rows []string
+	for _, u := range us {
+		row := fmt.Sprintf("%s %d", u.Name, u.Used)
+		for _, tu := range u.Tenants {
+			q := -1
+			if tu.Quota != nil {
+				q = *tu.Quota
+			}
+			row += fmt.Sprintf(" %s %d/%d", tu.Tenant, tu.InUse, q)
+		}
+		rows = append(rows, row)
+	}
+	return rows
+}

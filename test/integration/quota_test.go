@@ -187,30 +187,8 @@ func TestQuotaOperators(t *testing.T) {
 	if r := cliRun("leases", "--data-dir", dataDir); !strings.Contains(string(r.Stdout), "TENANT") || !strings.Contains(string(r.Stdout), `"namespace=team-a"`) {
 		t.Errorf("leases table:\n%s", r.Stdout)
 	}
-	r = cliRun("pools", "--conf", conflist, "-o", "json")
-	var us []struct {
-		Name    string `json:"name"`
-		Tenants []struct {
-			Tenant string `json:"tenant"`
-			InUse  int    `json:"inUse"`
-			Quota  *int   `json:"quota"`
-		} `json:"tenants"`
-	}
-	if r.Exit != 0 || json.Unmarshal(r.Stdout, &us) != nil {
-		t.Fatalf("pools: exit %d %s %s", r.Exit, r.Stdout, r.Stderr)
-	}
-	got := map[string]string{}
-	for _, u := range us {
-		for _, tu := range u.Tenants {
-			q := -1
-			if tu.Quota != nil {
-				q = *tu.Quota
-			}
-			got[u.Name] = fmt.Sprintf("%s %d/%d", tu.Tenant, tu.InUse, q)
-		}
-	}
-	if got["team-a"] != "namespace=team-a 2/3" || got["shared"] != "namespace=team-a 1/3" {
-		t.Errorf("pools' tenants = %v", got)
+	if rows := strings.Join(poolsJSON(t, "--conf", conflist), "\n"); !strings.Contains(rows, "team-a 2 namespace=team-a 2/3") || !strings.Contains(rows, "shared 1 namespace=team-a 1/3") {
+		t.Errorf("pools' tenants:\n%s", rows)
 	}
 	prom := string(cliRun("pools", "--conf", conflist, "-o", "prom").Stdout)
 	for _, want := range []string{`cniplugins_tenant_addresses{tenant="namespace=team-a",pool="team-a"} 2`, `cniplugins_tenant_addresses{tenant="namespace=team-a",pool="shared"} 1`,

@@ -18,6 +18,7 @@ import (
 
 	"github.com/cniplugins/cniplugins/internal/cnierr"
 	"github.com/cniplugins/cniplugins/internal/netconf"
+	"github.com/cniplugins/cniplugins/internal/plugin"
 )
 
 // ErrorOutput is the error object a failed invocation prints.
@@ -119,4 +120,27 @@ func ParsePrevResult(conf []byte) (*current.Result, error) {
 		return nil, err
 	}
 	return env.Result()
+}
+
+// AddThrough runs ADD for container cid (interface eth0, CNI_ARGS
+// cniArgs) through ps in-process, as ipam-delegated threads a chain: each
+// personality gets conf (a JSON object) with the previous one's result as
+// its prevResult. It returns the last result, or the first failure with
+// what that personality printed.
+func AddThrough(conf []byte, cid, cniArgs string, ps ...plugin.Personality) ([]byte, error) {
+	environ := []string{"CNI_COMMAND=ADD", "CNI_CONTAINERID=" + cid, "CNI_IFNAME=eth0", "CNI_NETNS=/x", "CNI_PATH=/nonexistent", "CNI_ARGS=" + cniArgs}
+	var prev []byte
+	for _, p := range ps {
+		stdin := conf
+		if prev != nil {
+			// A new slice: appending to conf's would write into the caller's.
+			stdin = fmt.Appendf(nil, `%s,"prevResult":%s}`, bytes.TrimSuffix(bytes.TrimSpace(conf), []byte("}")), prev)
+		}
+		var stdout, stderr bytes.Buffer
+		if exit := plugin.Run(p, plugin.IO{Environ: environ, Stdin: bytes.NewReader(stdin), Stdout: &stdout, Stderr: &stderr}); exit != 0 {
+			return nil, fmt.Errorf("%s ADD %s: exit %d: %s %s", p.Name, cid, exit, stdout.Bytes(), stderr.Bytes())
+		}
+		prev = bytes.TrimSpace(stdout.Bytes())
+	}
+	return prev, nil
 }

@@ -1,0 +1,125 @@
+package ops
+
+import (
+	"net/netip"
+	"path/filepath"
+	"strings"
+
+	"github.com/cniplugins/cniplugins/internal/alloc"
+	"github.com/cniplugins/cniplugins/internal/cnierr"
+	"github.com/cniplugins/cniplugins/internal/dapools"
+	"github.com/cniplugins/cniplugins/internal/hostlocal"
+	"github.com/cniplugins/cniplugins/internal/netconf"
+)
+
+// StateScope is one range set's network or one pool, as `pools` asks a
+// Backend for its state: Dir is where Describe placed it (a directory
+// under the data dir, or an ipam-da-etcd network's key prefix), Scope
+// its name as the allocators key it.
+type StateScope struct {
+	Dir   string
+	Scope alloc.Scope
+}
+
+// ScopeState is what one scope holds, as `pools` counts it. The etcd
+// backend's counterpart (daetcd.ScopeState) has the same fields, so the
+// full flavour converts one to the other.
+type ScopeState struct {
+	// Place is where it was read: the directory, or the claims' key
+	// prefix in etcd (`pools -o json`'s "dir").
+	Place string
+	// Addrs are the reserved addresses, any owner (sticky holds too).
+	Addrs []netip.Addr
+	// Held are the addresses sticky keys hold with no container;
+	// Migrating those a live migration's two owners share.
+	Held, Migrating []netip.Addr
+	// Full lists the range sets (a pool: 0) an ADD found full with
+	// nothing freed since: what STATUS reads.
+	Full []int
+	// Tenants maps each address counted for a quota's tenant to the
+	// tenant (a pool's only).
+	Tenants map[netip.Addr]string
+}
+
+// States reads each scope's directory, without a lock, as the plugins
+// leave it.
+func (Local) States(scopes []StateScope) ([]ScopeState, error) {
+	out := make([]ScopeState, len(scopes))
+	for i, s := range scopes {
+		st := ScopeState{Place: s.Dir}
+		var err error
+		if st.Addrs, err = hostlocal.ReservedAddrs(s.Dir); err != nil {
+			return nil, err
+		}
+		if st.Full, err = hostlocal.Exhausted(s.Dir); err != nil {
+			return nil, err
+		}
+		holds, err := validHolds(s.Dir)
+		if err != nil {
+			return nil, err
+		}
+		for _, e := range holds {
+			if e.Held() {
+				st.Held = append(st.Held, e.Addr)
+			} else if e.Second != "" {
+				st.Migrating = append(st.Migrating, e.Addr)
+			}
+		}
+		if s.Scope.Pool != "" {
+			if st.Tenants, err = hostlocal.ReadTenants(s.Dir, st.Addrs); err != nil {
+				return nil, err
+			}
+		}
+		out[i] = st
+	}
+	return out, nil
+}
+
+// stateDir is where scope s of n keeps its state: its directory under
+// dataDir, or for an ipam-da-etcd network the prefix of its claims' keys
+// (docs/etcd.md, "Keys in etcd": ip/pool/<pool>/, ip/net/<network>/),
+// which the etcd backend checks against its own layout.
+func (n Network) stateDir(dataDir string, s alloc.Scope) string {
+	switch {
+	case n.EtcdPrefix != "" && s.Pool != "":
+		return n.EtcdPrefix + "ip/pool/" + s.Pool + "/"
+	case n.EtcdPrefix != "":
+		return n.EtcdPrefix + "ip/net/" + s.Network + "/"
+	case s.Pool != "":
+		return dapools.PoolDir(dataDir, s.Pool)
+	}
+	return filepath.Join(dataDir, s.Network)
+}
+
+// DefaultEtcdPrefix is ipam.etcd.prefix's default: daetcd.DefaultPrefix,
+// which the lean binary does not link (the full flavour's tests check
+// that they agree).
+const DefaultEtcdPrefix = "/cniplugins/"
+
+// EtcdPrefix is a key prefix as ipam-da-etcd reads ipam.etcd.prefix, and
+// the operators' --prefix: the default when empty, ending in '/'.
+func EtcdPrefix(p string) string {
+	if p == "" {
+		return DefaultEtcdPrefix
+	}
+	if !strings.HasSuffix(p, "/") {
+		p += "/"
+	}
+	return p
+}
+
+// etcdPrefixOf is an ipam-da-etcd configuration's key prefix.
+func etcdPrefixOf(env *netconf.Envelope) (string, error) {
+	var ipam struct {
+		Etcd *struct {
+			Prefix string `json:"prefix"`
+		} `json:"etcd"`
+	}
+	if err := env.DecodeIPAM(&ipam); err != nil {
+		return "", err
+	}
+	if ipam.Etcd == nil {
+		return "", cnierr.MissingConfig("ipam.etcd")
+	}
+	return EtcdPrefix(ipam.Etcd.Prefix), nil
+}
