@@ -242,6 +242,20 @@ func TestMetricsServedAsTheComponentConfigures(t *testing.T) {
 		}
 	})
 
+	t.Run("every metric served is documented", func(t *testing.T) {
+		for _, doc := range []string{"cli.md", "kubernetes.md"} {
+			b, err := os.ReadFile(filepath.Join(testkit.RepoRoot(), "docs", doc))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for name := range fams {
+				if !strings.Contains(string(b), "`"+name+"`") {
+					t.Errorf("docs/%s does not name %s", doc, name)
+				}
+			}
+		}
+	})
+
 	// A file of net.d that does not parse: the pools go, the installer's
 	// series stay, the log says why once.
 	if err := os.WriteFile(filepath.Join(n.netd, "99-broken.conflist"), []byte("{"), 0o644); err != nil {
