@@ -12,6 +12,7 @@ import (
 	"github.com/cniplugins/cniplugins/internal/criclient"
 	"github.com/cniplugins/cniplugins/internal/daetcd"
 	"github.com/cniplugins/cniplugins/internal/dockeripam"
+	"github.com/cniplugins/cniplugins/internal/metricsserver"
 	"github.com/cniplugins/cniplugins/internal/plugin"
 	"github.com/cniplugins/cniplugins/internal/version"
 )
@@ -24,5 +25,6 @@ func main() {
 	full.Commands = cli.Join(full.Commands, dockeripam.Commands)
 	full.Etcd = openEtcd               // leases, release and gc --etcd (etcd.go)
 	full.CRI = criclient.LiveSandboxes // gc --cri
+	full.Metrics = metricsserver.Serve // k8s-install --metrics-address
 	os.Exit(cli.Main(os.Args, plugin.ProcessIO(), full))
 }

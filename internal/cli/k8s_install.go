@@ -30,9 +30,10 @@ func (f Flavour) k8sInstallCmd() *cobra.Command {
 		criTimeout time.Duration
 		minAge     time.Duration
 		scope      = criScope{dirFlag: "--net-dir", maxFlag: "--gc-max-conf-num"}
+		metrics    string
 	)
 	c := &cobra.Command{
-		Use:   "k8s-install [--conf-source DIR] [--watch] [--gc-cri SOCKET]",
+		Use:   "k8s-install [--conf-source DIR] [--watch] [--gc-cri SOCKET] [--metrics-address HOST:PORT]",
 		Short: "The container image's entrypoint: install into the node's mounted CNI directories, optionally stay",
 		Long: `Install this binary and one symlink per personality into the node's CNI bin dir
 (--bin-dir, the DaemonSet's mount of /opt/cni/bin) with install's rules,
@@ -60,11 +61,21 @@ READY sandbox owns and that is older than --gc-min-age is released, each one
 logged. Only the networks the runtime serves are reconciled: the first
 --gc-max-conf-num files of --net-dir by name (the node's net.d, the runtime's
 conf dir, read again at every pass) and any --gc-network; other runtimes'
-reservations in the same data dir (podman's, Nomad's) are left alone.`,
+reservations in the same data dir (podman's, Nomad's) are left alone.
+With --metrics-address (full flavour; needs --watch), serve GET /metrics
+there in Prometheus' text format: pools -o prom of --net-dir's networks,
+computed at each scrape, and the installer's own counters (GC passes and
+releases, install passes and refusals).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			log := cmd.ErrOrStderr()
 			var err error
+			if metrics != "" {
+				if err := f.k8sMetrics(o.Watch); err != nil {
+					return err
+				}
+				o.Metrics = &k8sinstall.Metrics{}
+			}
 			if o.Install.Binary, err = f.flavourBinary("", ""); err != nil {
 				return err
 			}
@@ -87,7 +98,11 @@ reservations in the same data dir (podman's, Nomad's) are left alone.`,
 			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 			defer stop()
 			o.Log = log
-			return k8sinstall.Run(ctx, o)
+			run := func(ctx context.Context) error { return k8sinstall.Run(ctx, o) }
+			if metrics == "" {
+				return run(ctx)
+			}
+			return f.withMetrics(ctx, metrics, f.k8sExposition(cmd, &o.Confs.NetDir, &bf, o.Metrics), log, run)
 		},
 	}
 	fl := c.Flags()
@@ -106,13 +121,18 @@ reservations in the same data dir (podman's, Nomad's) are left alone.`,
 	fl.DurationVar(&criTimeout, "gc-cri-timeout", 10*time.Second, "with --gc-cri: how long to wait for the runtime's answer")
 	fl.IntVar(&scope.maxConfNum, "gc-max-conf-num", ops.DefaultMaxConfNum, "with --gc-cri: how many of --net-dir's files the runtime loads, by name (containerd's max_conf_num; 0: all); only their networks are reconciled")
 	fl.StringArrayVar(&scope.networks, "gc-network", nil, "with --gc-cri: a network the runtime's pods are attached to beside --net-dir's (a Multus attachment's; repeatable)")
+	usage = "with --watch: serve GET /metrics (Prometheus) on this HOST:PORT (port 0: any; the bound address is logged)"
+	if f.Metrics == nil {
+		usage += " (full flavour only: cniplugins-full)"
+	}
+	fl.StringVar(&metrics, "metrics-address", "", usage)
 	bf.add(c, f.Etcd, true, "this node's name, whose claims --gc-cri reconciles (required)")
 	return c
 }
 
 // k8sGC is the GC loop's one pass: gc --cri --apply on the backend the
 // flags choose, each release logged.
-func (f Flavour) k8sGC(cmd *cobra.Command, bf *backendFlags, socket string, timeout, minAge time.Duration, scope criScope) (func(io.Writer) error, error) {
+func (f Flavour) k8sGC(cmd *cobra.Command, bf *backendFlags, socket string, timeout, minAge time.Duration, scope criScope) (func(io.Writer) (int, error), error) {
 	if f.CRI == nil {
 		return nil, exitError{2, errors.New("--gc-cri needs the full flavour: run the cniplugins-full image; the lean binary links no network client")}
 	}
@@ -129,7 +149,7 @@ func (f Flavour) k8sGC(cmd *cobra.Command, bf *backendFlags, socket string, time
 	if b.Shared() && bf.node == "" {
 		return nil, errors.New("with --etcd, name this host's --node: only its claims are reconciled")
 	}
-	return func(log io.Writer) error {
+	return func(log io.Writer) (int, error) {
 		rep, live, err := reconcile(f.CRI, socket, timeout, scope, b, ops.LiveGCRequest{Apply: true, MinAge: minAge, Node: bf.node})
 		released := 0
 		for _, l := range rep.Stale {
@@ -144,6 +164,6 @@ func (f Flavour) k8sGC(cmd *cobra.Command, bf *backendFlags, socket string, time
 			writeScope(log, "gc: ", rep)
 			fmt.Fprintf(log, "gc: %d live sandboxes, %d reservations released\n", live, released)
 		}
-		return err
+		return released, err
 	}, nil
 }

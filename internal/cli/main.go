@@ -3,6 +3,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -39,6 +40,10 @@ type Flavour struct {
 	// CRI lists the live pod sandboxes of a CRI runtime for `gc --cri`;
 	// nil in a flavour without a gRPC client, which refuses --cri.
 	CRI func(endpoint string, timeout time.Duration) (map[string]bool, error)
+	// Metrics serves write's exposition over HTTP on addr until ctx is
+	// done (`k8s-install --metrics-address`); done is closed once it has
+	// stopped. nil in a flavour without net/http, which refuses the flag.
+	Metrics func(ctx context.Context, addr string, write func(io.Writer) error, log io.Writer) (done <-chan struct{}, err error)
 }
 
 // Lean is the lean binary's content under name (version.FlavourLean, or

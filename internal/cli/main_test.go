@@ -79,6 +79,9 @@ func TestMainExitCodesAndStreams(t *testing.T) {
 		{argv: []string{"cniplugins", "gc", "--network", "a", "--network", "b", "--keep", "c"}, exit: 1, stderr: "invalid --network a, b: name one network (several go with --cri)", noStdout: true},
 		// k8s-install's GC loop is gc --cri: the lean image says where it lives, before installing anything.
 		{argv: []string{"cniplugins", "k8s-install", "--bin-dir", "/nonexistent/cniplugins-test", "--watch", "--gc-cri", "/run/x.sock"}, exit: 2, stderr: "--gc-cri needs the full flavour: run the cniplugins-full image", noStdout: true},
+		// So is its HTTP server, with or without --watch.
+		{argv: []string{"cniplugins", "k8s-install", "--bin-dir", "/nonexistent/cniplugins-test", "--watch", "--metrics-address", "127.0.0.1:0"}, exit: 2, stderr: "--metrics-address needs the full flavour: run the cniplugins-full image", noStdout: true},
+		{argv: []string{"cniplugins", "k8s-install", "--bin-dir", "/nonexistent/cniplugins-test", "--metrics-address=:9745"}, exit: 2, stderr: "--metrics-address needs the full flavour", noStdout: true},
 		// fsck: 2 when it cannot check, apart from 1 (problems remain).
 		{argv: []string{"cniplugins", "fsck", "--data-dir", "/nonexistent/cniplugins-test"}, exit: 2, stderr: "does not exist", noStdout: true},
 		{argv: []string{"cniplugins", "fsck", "--bogus"}, exit: 2, stderr: "unknown flag", noStdout: true},

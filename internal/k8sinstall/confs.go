@@ -53,6 +53,11 @@ type Report struct {
 	Written []string // the files of net.d it wrote
 	Skipped []string // hidden keys of the ConfigMap, never installed
 	Notes   []string // what could not be checked fully, for the log
+	// Installed counts the ConfigMap's files that net.d holds as the
+	// pass left it, written or already equal: set only when the pass
+	// succeeded (a refused or failed pass leaves net.d as it was, which
+	// the caller knows from its last success).
+	Installed int
 }
 
 // Install checks every file of the ConfigMap and every file of net.d it
@@ -113,7 +118,11 @@ func (c Confs) Install(ctx context.Context) (Report, error) {
 	if err := ctx.Err(); err != nil {
 		return rep, err
 	}
-	return c.write(files, rec, rep)
+	rep, err = c.write(files, rec, rep)
+	if err == nil {
+		rep.Installed = len(files)
+	}
+	return rep, err
 }
 
 // write installs files over net.d. The record names each new content
@@ -162,9 +171,24 @@ func (c Confs) write(files []sourceFile, rec install.Record, rep Report) (Report
 	return rep, errors.Join(failed...)
 }
 
+// RefusedError is the error of a ConfigMap that is not installed for
+// what it holds (its files' problems, a name net.d gives another
+// owner), as against a pass that could not write: the installer counts
+// refusals apart (cniplugins_install_refusals_total).
+type RefusedError struct {
+	Source string
+	Err    error
+}
+
+func (e *RefusedError) Error() string {
+	return fmt.Sprintf("the ConfigMap %s is refused, nothing of it is installed:\n%v", e.Source, indent(e.Err))
+}
+
+func (e *RefusedError) Unwrap() error { return e.Err }
+
 // refused is the error of a ConfigMap that is not installed.
 func refused(source string, err error) error {
-	return fmt.Errorf("the ConfigMap %s is refused, nothing of it is installed:\n%w", source, indent(err))
+	return &RefusedError{Source: source, Err: err}
 }
 
 // indent puts each line of err's message on its own indented line.

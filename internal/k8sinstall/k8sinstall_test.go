@@ -136,24 +136,6 @@ func binary(t *testing.T, content string) string {
 	return p
 }
 
-// syncBuffer is a log the test reads while Run writes it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // waitFor polls cond every 10 ms, for at most 10 s.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
@@ -173,17 +155,27 @@ func TestRunOnce(t *testing.T) {
 	cm := newConfigMap(t, map[string]string{"10-tenants.conflist": goodConf})
 	var log bytes.Buffer
 	gcRuns := 0
+	m := &Metrics{}
 	err := Run(context.Background(), Options{
 		Install: install.Options{Dir: binDir, Binary: binary(t, "v1"), Names: []string{"ipam-a", "ipam-b"}},
 		Confs:   Confs{Source: cm.Dir, NetDir: netDir, Validate: validJSON},
-		GC:      func(io.Writer) error { gcRuns++; return fmt.Errorf("runtime away") },
+		GC:      func(io.Writer) (int, error) { gcRuns++; return 0, fmt.Errorf("runtime away") },
 		Log:     &log,
+		Metrics: m,
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if gcRuns != 1 || !strings.Contains(log.String(), "gc: runtime away") {
 		t.Errorf("GC ran %d times, log %q; want once, its error logged", gcRuns, log.String())
+	}
+	for name, want := range map[string]float64{"cniplugins_gc_runs_total": 1, "cniplugins_gc_errors_total": 1, "cniplugins_install_conflists": 1, "cniplugins_install_refusals_total": 0} {
+		if got := metricValue(t, m, name); got != want {
+			t.Errorf("%s = %v, want %v", name, got, want)
+		}
+	}
+	if metricValue(t, m, "cniplugins_install_last_timestamp_seconds") == 0 {
+		t.Error("no install pass recorded")
 	}
 	if got := testkit.DirNames(t, binDir); !slices.Equal(got, []string{"cniplugins", "ipam-a", "ipam-b"}) {
 		t.Errorf("bin dir holds %v", got)
@@ -218,9 +210,10 @@ func TestRunWatch(t *testing.T) {
 	const hidden = ".00-hidden.conflist"
 	cm := newConfigMap(t, map[string]string{"10-tenants.conflist": goodConf, hidden: goodConf})
 	var (
-		log  syncBuffer
+		log  testkit.SyncBuffer
 		mu   sync.Mutex
 		runs int
+		m    = &Metrics{}
 	)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -231,15 +224,16 @@ func TestRunWatch(t *testing.T) {
 			Confs:    Confs{Source: cm.Dir, NetDir: netDir, Validate: validJSON},
 			Watch:    true,
 			Interval: 20 * time.Millisecond,
-			GC: func(w io.Writer) error {
+			GC: func(w io.Writer) (int, error) {
 				mu.Lock()
 				defer mu.Unlock()
 				runs++
 				fmt.Fprintf(w, "gc pass %d\n", runs)
-				return nil
+				return 1, nil
 			},
 			GCInterval: 30 * time.Millisecond,
 			Log:        &log,
+			Metrics:    m,
 		})
 	}()
 	installed := filepath.Join(netDir, "10-tenants.conflist")
@@ -261,6 +255,20 @@ func TestRunWatch(t *testing.T) {
 	}
 	if got := readFile(t, installed); got != changed {
 		t.Errorf("installed %q, want the last valid update", got)
+	}
+	// Every pass counted: GC's and their releases (one each), the refused
+	// ConfigMap's on every pass since, the conflist the last success left.
+	mu.Lock()
+	gcRuns := float64(runs)
+	mu.Unlock()
+	if got := metricValue(t, m, "cniplugins_gc_runs_total"); got != gcRuns || metricValue(t, m, "cniplugins_gc_released_total") != gcRuns {
+		t.Errorf("gc runs %v released %v, want %v each", got, metricValue(t, m, "cniplugins_gc_released_total"), gcRuns)
+	}
+	if got := metricValue(t, m, "cniplugins_install_refusals_total"); got < 1 {
+		t.Errorf("refusals %v, want the broken update's passes", got)
+	}
+	if got := metricValue(t, m, "cniplugins_install_conflists"); got != 1 {
+		t.Errorf("conflists %v, want 1", got)
 	}
 	if got := testkit.DirNames(t, binDir); !slices.Equal(got, []string{"cniplugins", "ipam-a"}) {
 		t.Errorf("after stopping, the bin dir holds %v", got)

@@ -22,13 +22,17 @@ type Options struct {
 	Watch    bool
 	Interval time.Duration
 	// GC, when set (the full flavour's `gc --cri`), releases the node's
-	// leaked reservations and reports each one on the log; it runs once
-	// after the install, then (with Watch) every GCInterval. Its errors
-	// are logged: they never undo or fail the install.
-	GC         func(log io.Writer) error
+	// leaked reservations, reports each one on the log and returns how
+	// many it released; it runs once after the install, then (with
+	// Watch) every GCInterval. Its errors are logged: they never undo or
+	// fail the install.
+	GC         func(log io.Writer) (released int, err error)
 	GCInterval time.Duration
 	// Log gets one line per change, error and GC report.
 	Log io.Writer
+	// Metrics, when set, counts the install and GC passes for the
+	// exposition that --metrics-address serves.
+	Metrics *Metrics
 }
 
 // Run installs, then returns, or with Watch stays until ctx is done (the
@@ -115,9 +119,11 @@ func Run(ctx context.Context, o Options) error {
 // and notes, one line each.
 func (o Options) installConfs(ctx context.Context) (string, error) {
 	if o.Confs.Source == "" {
+		o.Metrics.installPass(Report{}, nil, time.Now()) // the binary alone is the install
 		return "", nil
 	}
 	rep, err := o.Confs.Install(ctx)
+	o.Metrics.installPass(rep, err, time.Now())
 	for _, w := range rep.Written {
 		fmt.Fprintf(o.Log, "installed %s\n", w)
 	}
@@ -145,7 +151,9 @@ func logChanged(log io.Writer, last, said string) string {
 }
 
 func (o Options) gc() {
-	if err := o.GC(o.Log); err != nil {
+	released, err := o.GC(o.Log)
+	o.Metrics.gcPass(released, err, time.Now())
+	if err != nil {
 		fmt.Fprintf(o.Log, "gc: %v\n", err)
 	}
 }

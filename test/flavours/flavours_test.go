@@ -19,7 +19,7 @@ import (
 var networkPackages = []string{"net/http", "google.golang.org/grpc", "go.etcd.io/etcd",
 	// The full flavour's own network-facing packages.
 	"github.com/cniplugins/cniplugins/internal/daetcd", "github.com/cniplugins/cniplugins/internal/dockeripam",
-	"github.com/cniplugins/cniplugins/internal/etcdkv",
+	"github.com/cniplugins/cniplugins/internal/etcdkv", "github.com/cniplugins/cniplugins/internal/metricsserver",
 	// Not network code, but as heavy: any crypto package brings the FIPS
 	// module, 28 packages initialised on every exec (about 0.6 ms).
 	"crypto"}
@@ -84,6 +84,9 @@ func TestBinariesLinkWhatTheirFlavourSays(t *testing.T) {
 	}
 	if !strings.Contains(fullSyms, " github.com/cniplugins/cniplugins/internal/criclient.LiveSandboxes") {
 		t.Error("the full binary holds no CRI client for gc --cri")
+	}
+	if !strings.Contains(fullSyms, " github.com/cniplugins/cniplugins/internal/metricsserver.Serve") {
+		t.Error("the full binary holds no metrics server for k8s-install --metrics-address")
 	}
 	// gc --cri makes its one gRPC call with net/http: the gRPC packages
 	// (and their package initialisation) stay out of every binary.
@@ -188,6 +191,14 @@ func TestLeanSaysWhereFullOnlyThingsLive(t *testing.T) {
 		if code != 1 || !strings.Contains(out, "--etcd needs the full flavour: run cniplugins-full") {
 			t.Errorf("lean %v: exit %d: %s", args, code, out)
 		}
+	}
+	// k8s-install's HTTP server: exit 2 before anything is installed.
+	binDir := filepath.Join(t.TempDir(), "bin")
+	if out, code := run(t, lean, "k8s-install", "--bin-dir", binDir, "--watch", "--metrics-address", "127.0.0.1:0"); code != 2 || !strings.Contains(out, "--metrics-address needs the full flavour") {
+		t.Errorf("lean k8s-install --metrics-address: exit %d: %s", code, out)
+	}
+	if _, err := os.Stat(binDir); err == nil {
+		t.Error("lean k8s-install --metrics-address installed before refusing")
 	}
 	if out, _ := run(t, lean, "leases", "--help"); !strings.Contains(out, "full flavour only") || strings.Contains(out, "--cacert") {
 		t.Errorf("lean leases --help: want --etcd marked full-only and its companions hidden:\n%s", out)

@@ -36,6 +36,8 @@ type kustomization struct {
 	Kind       string   `json:"kind"`
 	Namespace  string   `json:"namespace"`
 	Resources  []string `json:"resources"`
+	// Components is where an operator enables components/metrics.
+	Components []string `json:"components,omitempty"`
 	Labels     []struct {
 		Pairs map[string]string `json:"pairs"`
 	} `json:"labels"`
