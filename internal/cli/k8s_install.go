@@ -102,7 +102,11 @@ releases, install passes and refusals).`,
 			if metrics == "" {
 				return run(ctx)
 			}
-			return f.withMetrics(ctx, metrics, f.k8sExposition(cmd, &o.Confs.NetDir, &bf, o.Metrics), log, run)
+			e, err := f.k8sExposition(cmd, &o.Confs.NetDir, &bf, o.Metrics)
+			if err != nil {
+				return err
+			}
+			return f.withMetrics(ctx, metrics, e, log, run)
 		},
 	}
 	fl := c.Flags()

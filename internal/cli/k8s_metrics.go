@@ -29,9 +29,15 @@ func (f Flavour) k8sMetrics(watch bool) error {
 // k8sExposition is what --metrics-address serves: `pools -o prom` of the
 // node's net.d, computed at each scrape as the pools command computes it
 // (its conf dir --net-dir, read again each time, so a ConfigMap update
-// shows at the next scrape; the state of --data-dir when given, else of
-// each configuration's dataDir), and the installer's counters m.
-func (f Flavour) k8sExposition(cmd *cobra.Command, netDir *string, bf *backendFlags, m *k8sinstall.Metrics) *k8sinstall.Exposition {
+// shows at the next scrape; with --etcd, ipam-da-etcd's claims, else the
+// state of --data-dir when given, else of each configuration's dataDir),
+// and the installer's counters m.
+func (f Flavour) k8sExposition(cmd *cobra.Command, netDir *string, bf *backendFlags, m *k8sinstall.Metrics) (*k8sinstall.Exposition, error) {
+	// One backend for every scrape: with --etcd, one client.
+	b, err := bf.backend(cmd)
+	if err != nil {
+		return nil, err
+	}
 	return &k8sinstall.Exposition{
 		Usages: func() ([]ops.Usage, error) {
 			dataDir := ""
@@ -43,13 +49,13 @@ func (f Flavour) k8sExposition(cmd *cobra.Command, netDir *string, bf *backendFl
 			if err != nil {
 				return nil, err
 			}
-			return ops.Usages(nets)
+			return ops.UsagesIn(b, nets)
 		},
 		Metrics: m,
 		Version: version.Version,
 		Flavour: f.Name,
 		Log:     cmd.ErrOrStderr(),
-	}
+	}, nil
 }
 
 // withMetrics runs run with e served on addr: the server first, so an

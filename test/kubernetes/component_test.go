@@ -15,8 +15,12 @@ import (
 	"github.com/cniplugins/cniplugins/internal/testkit/k8smanifest"
 )
 
-// metricsDir is the optional metrics component, relative to deploy/kubernetes.
-const metricsDir = "components/metrics"
+// The optional components, relative to deploy/kubernetes: the metrics
+// listener, and the PodMonitor for the Prometheus Operator.
+const (
+	metricsDir    = "components/metrics"
+	podMonitorDir = "components/podmonitor"
+)
 
 // component is the part of kustomize's Component the file may use.
 type component struct {
@@ -131,27 +135,13 @@ func TestMetricsComponent(t *testing.T) {
 	decode(t, "daemonset.yaml", &base)
 
 	// Every file of the directory is used, and every file used is there.
-	used := []string{"kustomization.yaml"}
-	used = append(used, c.k.Resources...)
-	for _, p := range c.k.Patches {
-		if p.Path != "" {
-			used = append(used, p.Path)
-		}
+	usesItsDirectory(t, metricsDir, c.k)
+	var pmc component
+	decode(t, filepath.Join(podMonitorDir, "kustomization.yaml"), &pmc)
+	if pmc.APIVersion != "kustomize.config.k8s.io/v1alpha1" || pmc.Kind != "Component" || len(pmc.Patches) != 0 || len(pmc.ConfigMapGenerator) != 0 {
+		t.Errorf("%s: %+v, want a Component of resources only", podMonitorDir, pmc)
 	}
-	for _, g := range c.k.ConfigMapGenerator {
-		used = append(used, g.Files...)
-	}
-	entries, err := os.ReadDir(filepath.Join(k8smanifest.Dir(), metricsDir))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var files []string
-	for _, e := range entries {
-		files = append(files, e.Name())
-	}
-	if slices.Sort(used); !slices.Equal(used, files) {
-		t.Errorf("the component uses %v, its directory holds %v", used, files)
-	}
+	usesItsDirectory(t, podMonitorDir, pmc)
 
 	// The listener, on every address of the node (the pod is on the
 	// host's network), at the documented port.
@@ -179,12 +169,18 @@ func TestMetricsComponent(t *testing.T) {
 		}
 	}
 
+	// The metrics component makes nothing that needs a CRD: the
+	// PodMonitor is its own component, which a cluster without the
+	// Prometheus Operator leaves out.
+	if len(c.k.Resources) != 0 {
+		t.Errorf("resources %v: the PodMonitor belongs to %s", c.k.Resources, podMonitorDir)
+	}
 	// The PodMonitor selects the DaemonSet's pods on that port.
-	if len(c.k.Resources) != 1 {
-		t.Fatalf("resources %v, want the PodMonitor", c.k.Resources)
+	if len(pmc.Resources) != 1 {
+		t.Fatalf("%s's resources %v, want the PodMonitor", podMonitorDir, pmc.Resources)
 	}
 	var pm podMonitor
-	decode(t, filepath.Join(metricsDir, c.k.Resources[0]), &pm)
+	decode(t, filepath.Join(podMonitorDir, pmc.Resources[0]), &pm)
 	if pm.APIVersion != "monitoring.coreos.com/v1" || pm.Kind != "PodMonitor" || pm.Metadata.Name == "" {
 		t.Errorf("PodMonitor %s %s %q", pm.APIVersion, pm.Kind, pm.Metadata.Name)
 	}
@@ -317,5 +313,32 @@ func TestDashboard(t *testing.T) {
 		if !named[m] {
 			t.Errorf("no panel queries %s", m)
 		}
+	}
+}
+
+// usesItsDirectory checks that a component names every file of its
+// directory, and that every file it names is there.
+func usesItsDirectory(t *testing.T, dir string, k component) {
+	t.Helper()
+	used := []string{"kustomization.yaml"}
+	used = append(used, k.Resources...)
+	for _, p := range k.Patches {
+		if p.Path != "" {
+			used = append(used, p.Path)
+		}
+	}
+	for _, g := range k.ConfigMapGenerator {
+		used = append(used, g.Files...)
+	}
+	entries, err := os.ReadDir(filepath.Join(k8smanifest.Dir(), dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var files []string
+	for _, e := range entries {
+		files = append(files, e.Name())
+	}
+	if slices.Sort(used); !slices.Equal(used, files) {
+		t.Errorf("%s uses %v, its directory holds %v", dir, used, files)
 	}
 }

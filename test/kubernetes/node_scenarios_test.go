@@ -47,7 +47,7 @@ func TestKubernetesNode(t *testing.T) {
 }
 
 // installed is the first overlay: image v1, capped's quota 2.
-var installed = overlay{tag: "v1", cappedMax: 2, metrics: false}
+var installed = overlay{tag: "v1", cappedMax: 2, metrics: true}
 
 // The node has no network until the DaemonSet installs the conflist: the
 // runtime reports NetworkReady false and the kubelet keeps the node
@@ -61,6 +61,8 @@ func notReadyUntilInstalled(t *testing.T, c *cluster) {
 		}
 		return nil
 	})
+	c.apply(t, podMonitorCRD)
+	c.kubectl(t, "wait", "--for=condition=Established", "--timeout=1m", "crd/podmonitors.monitoring.coreos.com")
 	c.importImage(t, c.cli, installed.tag)
 	c.install(t, installed)
 	c.kubectl(t, "-n", "kube-system", "rollout", "status", "ds/cniplugins", "--timeout=3m")
@@ -126,11 +128,29 @@ func (c *cluster) oneAddressPerPod(t *testing.T) {
 			t.Errorf("%s/%s's %s is not reserved", p.Namespace, p.Name, ip)
 		}
 	}
+	stale := false
 	for ip, l := range byIP {
 		if _, ok := seen[ip]; !ok {
 			t.Errorf("%s is reserved for %s, which no running pod has (pool %s)", ip, l.ContainerID, l.Pool)
+			stale = true
 		}
 	}
+	if stale {
+		c.diagnose(t)
+	}
+}
+
+// diagnose logs what explains a leak: every pod's state, the sandbox
+// failures, the installer's log.
+func (c *cluster) diagnose(t *testing.T) {
+	t.Helper()
+	for _, p := range c.pods(t, "") {
+		t.Logf("pod %s/%s %s %s deleting=%v", p.Namespace, p.Name, p.Status.Phase, p.Status.PodIP, p.DeletionTimestamp != nil)
+	}
+	out, _ := c.Kubectl(ctx(t), "get", "events", "-A", "--field-selector", "type=Warning")
+	t.Logf("warnings:\n%s", out)
+	out, _ = c.Kubectl(ctx(t), "-n", "kube-system", "logs", "ds/cniplugins", "--tail=40")
+	t.Logf("installer:\n%s", out)
 }
 
 // A namespace past its quota: the pods over it do not start, the event
@@ -289,8 +309,8 @@ func metricsScraped(t *testing.T, c *cluster) {
 	for _, want := range []string{
 		`cniplugins_ipam_used_addresses{kind="pool",name="team-a",range_set="",networks="k8s-test"} 8`,
 		`cniplugins_ipam_exhausted{kind="pool",name="team-a",range_set="",networks="k8s-test"} 1`,
-		`cniplugins_tenant_addresses{tenant="capped",pool="capped"} 4`,
-		`cniplugins_tenant_quota{tenant="capped",pool="capped"} 4`,
+		`cniplugins_tenant_addresses{tenant="namespace=capped",pool="capped"} 4`,
+		`cniplugins_tenant_quota{tenant="namespace=capped",pool="capped"} 4`,
 		`cniplugins_install_last_timestamp_seconds `,
 		`cniplugins_gc_released_total `,
 	} {
@@ -300,6 +320,20 @@ func metricsScraped(t *testing.T, c *cluster) {
 	}
 	if strings.Contains(body, "cniplugins_gc_released_total 0\n") {
 		t.Error("cniplugins_gc_released_total is 0 after the GC loop released the planted leak")
+	}
+	// The Prometheus Operator would find the pods by the PodMonitor.
+	var pm struct {
+		Spec struct {
+			PodMetricsEndpoints []struct {
+				Port string `json:"port"`
+			} `json:"podMetricsEndpoints"`
+		} `json:"spec"`
+	}
+	if err := c.Get(ctx(t), &pm, "podmonitor", "-n", "kube-system", "cniplugins"); err != nil {
+		t.Fatal(err)
+	}
+	if len(pm.Spec.PodMetricsEndpoints) != 1 || pm.Spec.PodMetricsEndpoints[0].Port != "metrics" {
+		t.Errorf("the PodMonitor's endpoints: %+v", pm.Spec.PodMetricsEndpoints)
 	}
 }
 

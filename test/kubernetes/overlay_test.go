@@ -26,7 +26,8 @@ type overlay struct {
 	tag string // the image tag
 	// cappedMax is the quota of namespace capped.
 	cappedMax int
-	// metrics adds deploy/kubernetes/components/metrics.
+	// metrics adds deploy/kubernetes/components/metrics and podmonitor
+	// (the cluster has the Prometheus Operator's PodMonitor CRD).
 	metrics bool
 }
 
@@ -82,31 +83,44 @@ func poolOf(ip string) string {
 	return ""
 }
 
-// write writes the overlay into dir, its base deploy/kubernetes.
+// write writes the overlay into dir: dir/node, the base with the node's
+// paths and the user's conflist, and dir itself, which adds the image and
+// the optional component on top, as a user's overlay would.
 func (o overlay) write(c *cluster, dir string) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	nodeDir := filepath.Join(dir, "node")
+	if err := os.MkdirAll(nodeDir, 0o755); err != nil {
 		return err
 	}
-	base, err := filepath.Rel(dir, k8smanifest.Dir())
+	base, err := filepath.Rel(nodeDir, k8smanifest.Dir())
+	if err != nil {
+		return err
+	}
+	top, err := filepath.Rel(dir, k8smanifest.Dir())
 	if err != nil {
 		return err
 	}
 	components := ""
 	if o.metrics {
-		components = "components:\n  - " + filepath.Join(base, "components", "metrics") + "\n"
+		components = "components:\n  - " + filepath.Join(top, "components", "metrics") + "\n  - " + filepath.Join(top, "components", "podmonitor") + "\n"
 	}
 	kustomization := fmt.Sprintf(`apiVersion: kustomize.config.k8s.io/v1beta1
 kind: Kustomization
+namespace: kube-system
 resources:
-  - %s
+  - node
 %simages:
   - name: ghcr.io/cniplugins/cniplugins-full
     newName: %s
     newTag: %s
+`, components, imageRepo, o.tag)
+	nodeKustomization := fmt.Sprintf(`apiVersion: kustomize.config.k8s.io/v1beta1
+kind: Kustomization
+resources:
+  - %s
 patches:
   - path: node.yaml
   - path: conflist.yaml
-`, base, components, imageRepo, o.tag)
+`, base)
 	// The GC loop's pace is a test's: a reservation is released within
 	// seconds once it is a minute old. The data dir is mounted where the
 	// conflist (run on the host) keeps it.
@@ -143,7 +157,11 @@ spec:
 `, c.CNIBin, c.NetDir, c.dataDir, c.ContainerdSock)
 	conflist := fmt.Sprintf(testConflist, c.dataDir, o.cappedMax, bridgeName)
 	cm := "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cniplugins-conflist\n  namespace: kube-system\ndata:\n  10-k8s-tenants.conflist: |\n" + indent(conflist, "    ")
-	for name, content := range map[string]string{"kustomization.yaml": kustomization, "node.yaml": node, "conflist.yaml": cm} {
+	files := map[string]string{
+		"kustomization.yaml": kustomization, "node/kustomization.yaml": nodeKustomization,
+		"node/node.yaml": node, "node/conflist.yaml": cm,
+	}
+	for name, content := range files {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
 			return err
 		}
@@ -193,3 +211,25 @@ func runCLI(bin string, args ...string) (string, error) {
 	}
 	return stdout.String(), nil
 }
+
+// podMonitorCRD stands for the Prometheus Operator's CRD, as a cluster
+// running the operator has it: the API server then stores PodMonitors,
+// which the podmonitor component makes. The schema is the operator's
+// business; this one keeps any field.
+const podMonitorCRD = `apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: podmonitors.monitoring.coreos.com
+spec:
+  group: monitoring.coreos.com
+  scope: Namespaced
+  names: {kind: PodMonitor, listKind: PodMonitorList, plural: podmonitors, singular: podmonitor}
+  versions:
+    - name: v1
+      served: true
+      storage: true
+      schema:
+        openAPIV3Schema:
+          type: object
+          x-kubernetes-preserve-unknown-fields: true
+`

@@ -71,6 +71,9 @@ func podStartup(t *testing.T, c *cluster) {
 			c.deployment(t, "startup", "burst", *startupPods)
 			wait(t, 10*time.Minute, fmt.Sprintf("%d pods through %s", *startupPods, s), c.allReady(t, "startup", *startupPods))
 			times[s] = append(times[s], time.Since(start))
+			for _, e := range c.events(t, "startup", "FailedCreatePodSandBox") {
+				t.Errorf("%s: a sandbox failed: %s", s, e.Message)
+			}
 			for _, p := range c.pods(t, "startup") {
 				if got, want := strings.HasPrefix(p.Status.PodIP, "10.241."), s == "host-local"; got != want {
 					t.Fatalf("%s: pod %s has %s", s, p.Name, p.Status.PodIP)

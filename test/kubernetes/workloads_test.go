@@ -9,14 +9,17 @@ import (
 	corev1 "k8s.io/api/core/v1"
 )
 
-// podTemplate is every test pod: busybox sleeping, no API token, gone at
-// once when deleted.
+// podTemplate is every test pod: busybox sleeping, no API token, the
+// host's DNS (the cluster runs none), quick to stop. Not a grace period of
+// 0: that deletes the pod's object at once, before the kubelet has torn
+// its sandbox (and so its address) down, and the tests compare the two.
 const podTemplate = `    metadata:
       labels: {app: %[1]s}
     spec:
       automountServiceAccountToken: false
       enableServiceLinks: false
-      terminationGracePeriodSeconds: 0
+      terminationGracePeriodSeconds: 1
+      dnsPolicy: Default
       containers:
         - name: sleep
           image: ` + busyboxImage + `
