@@ -15,6 +15,8 @@ go build -o "$report/testreport" ./internal/tools/testreport
 # than one transaction may read, on a real etcd cluster, behind a build
 # tag so that the unit tests (./internal/...) need none.
 {
-	go test -count=1 -json "$@" ./...
+	# 30 minutes a package, not go test's 10: test/kubernetes runs a
+	# whole cluster, and the packages share two cores.
+	go test -count=1 -json -timeout 30m "$@" ./...
 	go test -count=1 -json -tags etcdcluster -run '^(TestStoreContractOnACluster|TestQuotaCountPastMaxTxnOps)$' "$@" ./internal/daetcd
 } 2>&1 | "$report/testreport"

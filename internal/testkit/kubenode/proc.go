@@ -18,7 +18,9 @@ type proc struct {
 
 // startProc starts bin with args, its output appended to dir/name.log, in
 // a process group of its own (so a test's ^C does not reach it before
-// Stop does).
+// Stop does), and killed if the test process dies without stopping it (a
+// go test -timeout panic): a kubelet left running would go on changing
+// the host.
 func startProc(dir, name, bin string, env []string, args ...string) (*proc, error) {
 	p := &proc{name: name, log: filepath.Join(dir, name+".log")}
 	f, err := os.OpenFile(p.log, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
@@ -29,7 +31,7 @@ func startProc(dir, name, bin string, env []string, args ...string) (*proc, erro
 	p.cmd = exec.Command(bin, args...)
 	p.cmd.Env = append(os.Environ(), env...)
 	p.cmd.Stdout, p.cmd.Stderr = f, f
-	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := p.cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start %s: %w", name, err)
 	}
