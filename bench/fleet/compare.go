@@ -15,11 +15,10 @@ import (
 // sideBySide is one host's ADD and DEL latency, this build and another
 // (main's), alternating in one run against the same cluster.
 type sideBySide struct {
-	n              int
-	other          string
-	this, against  map[string][]time.Duration // "ADD", "DEL"
-	thisF, otherF  int                        // failures
-	thisDesc, desc string
+	n             int
+	other         string
+	this, against map[string][]time.Duration // "ADD", "DEL"
+	thisF, otherF int                        // failures
 }
 
 // compare alternates ADD then DEL (with prevResult) of a new container,

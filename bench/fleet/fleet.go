@@ -46,17 +46,16 @@ type opRec struct {
 }
 
 type sample struct {
-	at                       time.Duration
-	keys, claims, index      int
-	live                     int
-	dbSize, dbInUse          int64
-	addsSince, delsSince     int
-	intervalS                float64
-	sampleErr                string
-	membersUp                int
-	phase                    int
-	fences, nodes, marks     int
-	claimsNote, sampleSource string
+	at                   time.Duration
+	keys, claims, index  int
+	live                 int
+	dbSize, dbInUse      int64
+	addsSince, delsSince int
+	intervalS            float64
+	sampleErr            string
+	membersUp            int
+	phase                int
+	fences, nodes, marks int
 }
 
 type event struct {

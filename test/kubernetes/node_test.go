@@ -77,7 +77,8 @@ func startCluster() (*cluster, error) {
 	n.Links = append(n.Links, bridgeName)
 	c := &cluster{Node: n, root: filepath.Join(n.Root, "tests"), dataDir: filepath.Join(n.Root, "ipam")}
 	fmt.Fprintf(os.Stderr, "test/kubernetes: Kubernetes %s node %s up in %s (%s)\n", kubenode.KubernetesVersion, n.Name, time.Since(start).Round(time.Second), n.Root)
-	if err := os.MkdirAll(c.root, 0o755); err == nil {
+	err = os.MkdirAll(c.root, 0o755)
+	if err == nil {
 		err = os.MkdirAll(c.dataDir, 0o755)
 	}
 	if err == nil {
