@@ -16,7 +16,9 @@ import (
 // checkTargets are a standalone dual-stack network (range sets 0 and 1
 // of network n) and, in pool mode, pool a overflowing into b, and pool c.
 func checkTargets(t *testing.T) (standalone, pools []alloc.Target) {
-	set := func(subnet string) addrspace.RangeSet { return alloctest.MustSet(t, addrspace.RangeConfig{Subnet: subnet}) }
+	set := func(subnet string) addrspace.RangeSet {
+		return alloctest.MustSet(t, addrspace.RangeConfig{Subnet: subnet})
+	}
 	n := alloc.Scope{Network: "n"}
 	standalone = []alloc.Target{
 		{Label: "range set 0", Scope: n, Set: set("10.1.0.0/24")},
