@@ -31,9 +31,10 @@ type GCRequest struct {
 
 // GC returns the reservations the rules release: only planned without
 // Apply (read without the lock, nothing changed), released with it by
-// the CNI GC's own code (dapools.Collect), tenant records included. With --pool and --network both set,
-// only the reservations recorded for that network are candidates, as in
-// that network's CNI GC; with --pool alone, every network's are.
+// the CNI GC's own code (dapools.Collect, tenant records included). With
+// --pool and --network both set, only the reservations recorded for that
+// network are candidates, as in that network's CNI GC; with --pool alone,
+// every network's are.
 func (b Local) GC(r GCRequest) ([]Lease, error) {
 	d, err := b.existingDir(r.Location)
 	if err != nil {
@@ -67,9 +68,8 @@ func (b Local) GC(r GCRequest) ([]Lease, error) {
 		}
 		return out, nil
 	}
-	// The CNI GC's own code (dapools.Collect), which also repairs the
-	// quotas' tenant records and drops idle tenants' locks; what it
-	// released is reported with the owners and holds read under the lock.
+	// What it released is reported with the owners and holds it read
+	// under the lock.
 	var all map[netip.Addr]alloc.Attachment
 	var holds map[string]alloc.HoldRecord
 	released, err := dapools.Collect(dapools.Collection{DataDir: b.DataDir, Dirs: []string{d.Path}, LockTimeout: b.LockTimeout, Keep: keep.Keeps, Now: now,
