@@ -12,5 +12,6 @@
 // it too; a Ledger that can list itself (a Lister) gets host-local's GC.
 // ipam-da-pools' state directories (internal/hostlocal) are all three;
 // ipam-da-etcd's claims (internal/daetcd) are a plain Store, because its
-// DEL, CHECK and GC are etcd transactions of their own.
+// DEL, GC and CHECK's reads are etcd transactions of their own; CHECK's
+// rule stays the engine's (CheckPrev, CheckHeld).
 package alloc

@@ -122,7 +122,7 @@ func TestLedgerFailures(t *testing.T) {
 	checks := map[string]error{}
 	_, checks["Release"] = alloc.Release(l, alloctest.CidA, ips)
 	checks["Check"] = alloc.Check(l, alloctest.CidA, ips)
-	_, checks["OwnsAny"] = alloc.OwnsAny(l, alloctest.CidA)
+	_, checks["Held"] = alloc.Held(l, alloctest.CidA)
 	_, checks["GC"] = alloc.GC(l, func(alloc.Attachment) bool { return false })
 	checks["Rollback"] = alloc.Rollback(l, alloctest.CidA, ips)
 	_, checks["Free"] = alloc.Free(l, alloctest.CidA, ips)

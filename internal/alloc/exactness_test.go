@@ -1,6 +1,7 @@
 package alloc_test
 
 import (
+	"fmt"
 	"net/netip"
 	"slices"
 	"testing"
@@ -137,13 +138,14 @@ func mustAllocID(t *testing.T, h harness, a alloc.Attachment, rangeID int, rs ad
 	}
 }
 
-// OwnsAny is host-local's CHECK without addresses: any reservation of the
-// attachment counts, whatever its range, and so does an id-only legacy one.
-func TestOwnsAny(t *testing.T) {
+// Held is a ledger's side of CHECK without addresses: every reservation
+// of the attachment, whatever its range (CheckHeld judges ranges), and
+// an id-only legacy one of its container.
+func TestHeld(t *testing.T) {
 	forEachStore(t, func(t *testing.T, h harness) {
 		h.with(t, func(al *alloc.Allocator, s alloc.Lister) {
-			if ok, err := alloc.OwnsAny(s, alloctest.CidA); ok || err != nil {
-				t.Fatalf("empty store: %v, %v", ok, err)
+			if got, err := alloc.Held(s, alloctest.CidA); len(got) != 0 || err != nil {
+				t.Fatalf("empty store: %v, %v", got, err)
 			}
 			if _, err := s.Reserve(alloctest.CidA, netip.MustParseAddr("192.0.2.9")); err != nil { // in no range
 				t.Fatal(err)
@@ -153,12 +155,13 @@ func TestOwnsAny(t *testing.T) {
 			}
 		})
 		h.with(t, func(al *alloc.Allocator, s alloc.Lister) {
-			for a, want := range map[alloc.Attachment]bool{
-				alloctest.CidA: true, alloctest.CidB: false, {ContainerID: "old", IfName: "eth0"}: true,
-				{ContainerID: "cid-a", IfName: "eth1"}: false,
+			for a, want := range map[alloc.Attachment]string{
+				alloctest.CidA: "192.0.2.9", alloctest.CidB: "", {ContainerID: "old", IfName: "eth0"}: "192.0.2.10",
+				{ContainerID: "cid-a", IfName: "eth1"}: "",
 			} {
-				if ok, err := alloc.OwnsAny(s, a); ok != want || err != nil {
-					t.Errorf("OwnsAny(%v) = %v, %v; want %v", a, ok, err, want)
+				got, err := alloc.Held(s, a)
+				if fmt.Sprint(got) != "["+want+"]" || err != nil {
+					t.Errorf("Held(%v) = %v, %v; want [%s]", a, got, err, want)
 				}
 			}
 		})

@@ -91,17 +91,20 @@ func Check(l Ledger, a Attachment, ips []netip.Addr) error {
 	return nil
 }
 
-// OwnsAny reports whether a (or an id-only legacy reservation of its
-// container) owns any address in l, whatever its range, or, in a ledger
-// that keeps holds, shares one as a migration target: host-local's
-// CHECK when the runtime gives no addresses to verify.
-func OwnsAny(l Ledger, a Attachment) (bool, error) {
+// Held lists what a holds in l, whatever its range: its reservations,
+// those of id-only legacy reservations of its container, and, in a ledger
+// that keeps holds, the addresses it shares as a migration target. It is
+// a store's answer to CHECK without addresses (CheckHeld has the rule).
+func Held(l Ledger, a Attachment) ([]netip.Addr, error) {
 	held, err := ownedBy(l, a)
-	if hr, holds := l.(HoldReader); err == nil && len(held) == 0 && holds {
-		shared, err := SecondsOf(hr, a)
-		return len(shared) > 0, err
+	if hr, holds := l.(HoldReader); err == nil && holds {
+		var shared []HoldRecord
+		shared, err = SecondsOf(hr, a)
+		for _, e := range shared {
+			held = append(held, e.Addr)
+		}
 	}
-	return len(held) > 0, err
+	return held, err
 }
 
 // GC releases every reservation whose owner keep rejects (KeepSet.Keeps

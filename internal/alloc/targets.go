@@ -8,7 +8,6 @@ import (
 
 	"github.com/cniplugins/cniplugins/internal/addrspace"
 	"github.com/cniplugins/cniplugins/internal/cnierr"
-	"github.com/cniplugins/cniplugins/internal/netconf"
 	"github.com/cniplugins/cniplugins/internal/pool"
 )
 
@@ -179,29 +178,6 @@ func TargetFor(targets []Target, a netip.Addr) (Target, bool, error) {
 	return Target{}, false, nil
 }
 
-// CheckList is what CHECK verifies: prevResult's addresses, each with
-// its target. An address no target holds cannot be this attachment's
-// (code 3). Without addresses, CHECK asks whether the attachment holds
-// any.
-func CheckList(conf *netconf.Envelope, targets []Target) ([]netip.Addr, []Target, error) {
-	addrs, err := PrevAddrs(conf)
-	if err != nil {
-		return nil, nil, err
-	}
-	placed := make([]Target, len(addrs))
-	for i, a := range addrs {
-		t, ok, err := TargetFor(targets, a)
-		if err != nil {
-			return nil, nil, err
-		}
-		if !ok {
-			return nil, nil, cnierr.New(cnierr.CodeUnknownContainer, "address is in no selected range set", "address=%s", a)
-		}
-		placed[i] = t
-	}
-	return addrs, placed, nil
-}
-
 // PoolSource is a pool's ranges (inline, else its ipam.poolDefinitions
 // entry) and exclusions; false when it has neither. The allocator's
 // exclusions hold whichever side supplies the ranges: never handing an
@@ -226,19 +202,4 @@ func PoolSource(p pool.Pool, field string, defs *pool.Definitions) (pool.Definit
 		return pool.Definition{}, false, err
 	}
 	return pool.Definition{Set: rs, Exclude: ex.Union(def.Exclude)}, true, nil
-}
-
-// CheckPrev is every allocator's CHECK: prevResult's addresses, each
-// placed in its target (CheckList) and verified by check; without
-// addresses, ownsAny says whether the attachment owns any (host-local's
-// CHECK).
-func CheckPrev(conf *netconf.Envelope, targets []Target, ownsAny func() error, check func(addrs []netip.Addr, placed []Target) error) error {
-	addrs, placed, err := CheckList(conf, targets)
-	if err != nil {
-		return err
-	}
-	if len(addrs) == 0 {
-		return ownsAny()
-	}
-	return check(addrs, placed)
 }

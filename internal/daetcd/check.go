@@ -11,13 +11,13 @@ import (
 
 // cmdCheck verifies that every address in prevResult is claimed by this
 // attachment, on this node and network (code 3 otherwise). Without
-// addresses to verify it checks that the attachment holds any.
+// addresses, the engine's rule (alloc.CheckHeld) over what it holds.
 func cmdCheck(req *plugin.Request) error {
-	c, op, targets, err := beginTargets(req)
+	_, op, targets, err := beginTargets(req)
 	if err != nil {
 		return err
 	}
-	return alloc.CheckPrev(req.Conf, targets, func() error { return op.checkOwnsAny(c.Scopes()) }, op.check)
+	return alloc.CheckPrev(req.Conf, targets, alloc.Attachment{ContainerID: op.cid, IfName: op.ifname}, op.held, op.check)
 }
 
 // check verifies that each address, placed in its target, is claimed by
@@ -43,17 +43,23 @@ func (op *operation) check(addrs []netip.Addr, placed []alloc.Target) error {
 	return nil
 }
 
-func (op *operation) checkOwnsAny(scopes []alloc.Scope) error {
+// held is what the operation's attachment claims, or shares as a
+// migration target, in each scope on this node and network: its index
+// keys, in one read.
+func (op *operation) held(scopes []alloc.Scope) (map[alloc.Scope][]netip.Addr, error) {
 	resp, err := op.readAttachment(scopes, false)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	for i := range scopes {
+	out := map[alloc.Scope][]netip.Addr{}
+	for i, s := range scopes {
 		for _, kv := range resp.KVs(i) {
 			if r, ok := decodeRecord(kv.Value); ok && !r.cancelled() && r.Network == op.network {
-				return nil
+				if ip, err := parseAddr(r.Address); err == nil {
+					out[s] = append(out[s], ip)
+				}
 			}
 		}
 	}
-	return cnierr.New(cnierr.CodeUnknownContainer, "attachment holds no address", "containerID=%s ifname=%s node=%s", op.cid, op.ifname, op.node)
+	return out, nil
 }

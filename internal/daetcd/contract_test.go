@@ -59,7 +59,7 @@ func (e etcdSubject) Del(c alloctest.Call, _ []netip.Addr) error {
 func (e etcdSubject) Check(c alloctest.Call, ips []netip.Addr) error {
 	op := e.op(c)
 	if len(ips) == 0 {
-		return op.checkOwnsAny(alloctest.Scopes)
+		return alloc.CheckHeld(alloctest.CheckTargets(), c.Att, op.held)
 	}
 	placed := make([]alloc.Target, len(ips))
 	for i, ip := range ips {

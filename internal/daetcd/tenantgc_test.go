@@ -172,20 +172,40 @@ func TestGCRemovesManyTenantRecords(t *testing.T) {
 	}
 }
 
-// An operator's gc --apply (a node gone for good) removes the records
-// that count nothing too; its plan changes nothing.
-func TestAdminGCRemovesTenantRecords(t *testing.T) {
-	c := newTenantCase(t, addrspace.RangeConfig{Subnet: "10.238.5.0/24"})
-	c.add("c0", "net", "")
-	ad := c.e.admin(time.Now())
-	if plan, err := ad.GC("node-a", Filter{}, nil, false); err != nil || len(plan) != 1 || len(c.records()) != 1 {
-		t.Fatalf("plan %+v, %v; records %v", plan, err, c.records())
-	}
-	if _, err := ad.GC("node-a", Filter{}, nil, true); err != nil {
-		t.Fatal(err)
-	}
-	if got := c.records(); len(got) != 0 {
-		t.Fatalf("after gc --apply: records %v, want none", got)
+// The CNI GC and an operator's gc --apply (a node gone for good) leave
+// the tenants alike, through one sweep (sweepTenants): from the same
+// state (a live claim, a dead one GC releases, a DEL's record that counts
+// nothing), each keeps the live claim's record alone, and a count then
+// reads it and nothing stale. gc's plan changes nothing.
+func TestGCsRemoveTenantRecordsAlike(t *testing.T) {
+	live := alloc.Attachment{ContainerID: "live", IfName: "eth0"}
+	for i, gc := range map[string]func(c tenantCase) error{
+		"the CNI GC": func(c tenantCase) error { return c.e.GC([]alloc.Attachment{live}, time.Now()) },
+		"gc --etcd --apply": func(c tenantCase) error {
+			ad := c.e.admin(time.Now())
+			if plan, err := ad.GC("node-a", Filter{}, []alloc.Attachment{live}, false); err != nil || len(plan) != 1 || len(c.records()) != 3 {
+				t.Fatalf("plan %+v, %v; records %v", plan, err, c.records())
+			}
+			_, err := ad.GC("node-a", Filter{}, []alloc.Attachment{live}, true)
+			return err
+		},
+	} {
+		t.Run(i, func(t *testing.T) {
+			c := newTenantCase(t, addrspace.RangeConfig{Subnet: "10.238.5.0/24"})
+			kept := c.add("live", "net", "")
+			c.add("c0", "net", "")
+			c.add("c1", "net", "")
+			c.del("c1", "net", "")
+			if err := gc(c); err != nil {
+				t.Fatal(err)
+			}
+			if got := c.records(); !slices.Equal(got, []string{kept.String()}) {
+				t.Fatalf("after GC: records %v, want live's %s alone", got, kept)
+			}
+			if n, stale := c.count(); n != 1 || stale != 0 || len(c.versions()) != 1 {
+				t.Fatalf("count %d with %d records counting nothing, version keys %v; want 1, 0 and the tenant's", n, stale, c.versions())
+			}
+		})
 	}
 }
 

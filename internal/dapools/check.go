@@ -5,8 +5,6 @@ import (
 	"io/fs"
 	"net/netip"
 	"os"
-	"slices"
-	"strings"
 
 	"github.com/cniplugins/cniplugins/internal/alloc"
 	"github.com/cniplugins/cniplugins/internal/cnierr"
@@ -15,13 +13,14 @@ import (
 
 // cmdCheck verifies that every address in prevResult is reserved for this
 // attachment in the range set or pool it belongs to; without addresses in
-// prevResult, that the attachment holds one (host-local's CHECK).
+// prevResult, the engine's rule (alloc.CheckHeld) over what it holds.
 func cmdCheck(req *plugin.Request) error {
 	c, targets, err := load(req)
 	if err != nil {
 		return err
 	}
-	return alloc.CheckPrev(req.Conf, targets, func() error { return checkOwnsAny(req, c, targets) },
+	att := c.attachment(req)
+	return alloc.CheckPrev(req.Conf, targets, att, func(scopes []alloc.Scope) (map[alloc.Scope][]netip.Addr, error) { return held(c, att, scopes) },
 		func(addrs []netip.Addr, placed []alloc.Target) error { return checkAddrs(req, c, addrs, placed) })
 }
 
@@ -53,52 +52,30 @@ func checkAddrs(req *plugin.Request, c *config, addrs []netip.Addr, placed []all
 	return nil
 }
 
-// checkOwnsAny is host-local's CHECK, for a runtime that sends no
-// addresses to verify: the attachment must hold some address in every
-// state directory the config allocates from (standalone: the network's),
-// in one of each overflow chain's.
-func checkOwnsAny(req *plugin.Request, c *config, targets []alloc.Target) error {
-	att := c.attachment(req)
-	var groups [][]string // each target's chain's directories; one must own an address
-	for _, t := range targets {
-		var g []string
-		for _, ch := range t.Chain() {
-			g = append(g, c.dir(ch.Scope))
-		}
-		if !slices.ContainsFunc(groups, func(h []string) bool { return slices.Equal(g, h) }) {
-			groups = append(groups, g)
-		}
-	}
-	// CHECK only reads: a directory not there yet is not created.
+// held is what att holds in each scope's state directory, read under its
+// lock. CHECK only reads: a directory not there yet is not created, and
+// nothing is held there.
+func held(c *config, att alloc.Attachment, scopes []alloc.Scope) (map[alloc.Scope][]netip.Addr, error) {
 	var existing []string
-	for _, dir := range c.dirs() {
-		if requireStateDirs([]string{dir}, att) == nil {
-			existing = append(existing, dir)
+	for _, s := range scopes {
+		if requireStateDirs([]string{c.dir(s)}, att) == nil {
+			existing = append(existing, c.dir(s))
 		}
 	}
 	st, err := openStores(existing, c.lockTimeout)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer st.close()
-	for _, g := range groups {
-		owns := false
-		for _, dir := range g {
-			d := st.disks[dir]
-			if d == nil {
-				continue
+	out := map[alloc.Scope][]netip.Addr{}
+	for _, s := range scopes {
+		if d := st.disks[c.dir(s)]; d != nil {
+			if out[s], err = alloc.Held(d, att); err != nil {
+				return nil, err
 			}
-			ok, err := alloc.OwnsAny(d, att)
-			if err != nil {
-				return err
-			}
-			owns = owns || ok
-		}
-		if !owns {
-			return cnierr.New(cnierr.CodeUnknownContainer, "attachment holds no address", "dir=%s containerID=%s ifname=%s", strings.Join(g, " or "), att.ContainerID, att.IfName)
 		}
 	}
-	return nil
+	return out, nil
 }
 
 // requireStateDirs answers CHECK for a state directory that does not exist

@@ -2,6 +2,7 @@ package dapools
 
 import (
 	"errors"
+	"net/netip"
 	"time"
 
 	"github.com/cniplugins/cniplugins/internal/alloc"
@@ -11,8 +12,7 @@ import (
 )
 
 // cmdGC releases every reservation of this network whose attachment the
-// runtime no longer lists (alloc.KeepSet has the rules). It keeps going
-// after errors.
+// runtime no longer lists (alloc.KeepSet has the rules), through Collect.
 func cmdGC(req *plugin.Request) error {
 	c, err := parseConfig(req.Conf, req.CNIArgs, false)
 	if err != nil {
@@ -22,46 +22,82 @@ func cmdGC(req *plugin.Request) error {
 	if err != nil {
 		return err
 	}
-	keep := alloc.NewKeepSet(c.Network, live).Keeps
-	st, err := openStores(c.dirs(), c.lockTimeout)
-	if err != nil {
-		return err
+	_, err = Collect(Collection{DataDir: c.dataDir, Dirs: c.dirs(), LockTimeout: c.lockTimeout,
+		Keep: alloc.NewKeepSet(c.Network, live).Keeps, Now: time.Now(), Log: req.Log})
+	return err
+}
+
+// Collection is one GC of state directories under a data dir.
+type Collection struct {
+	DataDir     string
+	Dirs        []string
+	LockTimeout time.Duration
+	Keep        func(alloc.Attachment) bool
+	Now         time.Time
+	Log         *logging.Logger
+	// Inspect, when set, sees each directory under its lock before the
+	// GC changes anything there (what `cniplugins gc` reports with).
+	Inspect func(dir string, d *hostlocal.Disk) error
+}
+
+// Collect is every GC of local state: the CNI GC command's and the
+// operators' `cniplugins gc --apply`, one orchestration so that what a GC
+// repairs cannot differ between them again (the operators' once left the
+// tenant records alone). In each directory, under its lock: the sticky
+// holds (GCHolds) first, then the reservations not kept, the spill
+// records of attachments not kept, and the tenant records a killed ADD or
+// DEL left; then, after the directories' locks, the lock files of idle
+// tenants. It keeps going after errors and returns them joined, with the
+// addresses it released (expired holds included) by directory.
+func Collect(g Collection) (map[string][]netip.Addr, error) {
+	if g.Log == nil {
+		g.Log = logging.Nop()
 	}
-	now := time.Now()
+	st, err := openStores(g.Dirs, g.LockTimeout)
+	if err != nil {
+		return nil, err
+	}
+	released := map[string][]netip.Addr{}
 	var errs []error
 	for _, dir := range st.order {
-		freed, held, err := alloc.GCHolds(st.disks[dir], keep, now)
+		d := st.disks[dir]
+		if g.Inspect != nil {
+			if err := g.Inspect(dir, d); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+		}
+		freed, held, err := alloc.GCHolds(d, g.Keep, g.Now)
 		errs = append(errs, err)
 		if len(freed)+len(held) > 0 {
-			req.Log.Info("gc of sticky holds", logging.String("dir", dir), logging.Any("expired", freed), logging.Any("held", held))
+			g.Log.Info("gc of sticky holds", logging.String("dir", dir), logging.Any("expired", freed), logging.Any("held", held))
 		}
 		if err != nil {
 			continue // alloc.GC would free what failed to become a hold
 		}
-		released, err := alloc.GC(st.disks[dir], keep)
+		more, err := alloc.GC(d, g.Keep)
 		errs = append(errs, err)
-		if len(released) > 0 {
-			req.Log.Info("gc released", logging.String("dir", dir), logging.Any("addresses", released))
-		}
-		gone, err := st.disks[dir].GCSpills(keep)
+		logDone(g.Log, "gc released", dir, "addresses", more)
+		released[dir] = append(freed, more...)
+		gone, err := d.GCSpills(g.Keep)
 		errs = append(errs, err)
-		if len(gone) > 0 {
-			req.Log.Info("gc of spill records", logging.String("dir", dir), logging.Any("done", gone))
-		}
+		logDone(g.Log, "gc of spill records", dir, "done", gone)
 		// Tenant records a killed ADD or DEL left over-count their tenant.
-		fixed, err := st.disks[dir].RepairTenants()
+		fixed, err := d.RepairTenants()
 		errs = append(errs, err)
-		if len(fixed) > 0 {
-			req.Log.Info("gc of tenant records", logging.String("dir", dir), logging.Any("done", fixed))
-		}
+		logDone(g.Log, "gc of tenant records", dir, "done", fixed)
 	}
 	errs = append(errs, st.close())
 	// After the pools' locks: a tenant's lock is never waited for while
 	// holding a pool's (it is not waited for here either).
-	dropped, err := hostlocal.DropIdleTenantLocks(PoolsDir(c.dataDir), st.uid)
-	errs = append(errs, err)
-	if len(dropped) > 0 {
-		req.Log.Info("gc of tenant locks", logging.Any("done", dropped))
+	dropped, err := hostlocal.DropIdleTenantLocks(PoolsDir(g.DataDir), st.uid)
+	logDone(g.Log, "gc of tenant locks", PoolsDir(g.DataDir), "done", dropped)
+	return released, errors.Join(append(errs, err)...)
+}
+
+// logDone logs what a step of GC did in dir, if it did anything.
+func logDone[T any](log *logging.Logger, msg, dir, key string, done []T) {
+	if len(done) > 0 {
+		log.Info(msg, logging.String("dir", dir), logging.Any(key, done))
 	}
-	return errors.Join(errs...)
 }

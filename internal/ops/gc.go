@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"net/netip"
-	"os"
 	"strings"
 	"time"
 
@@ -31,10 +30,11 @@ type GCRequest struct {
 }
 
 // GC returns the reservations the rules release: only planned without
-// Apply (read without the lock, nothing changed), released under the lock
-// as a plugin's GC would with it. With --pool and --network both set,
-// only the reservations recorded for that network are candidates, as in
-// that network's CNI GC; with --pool alone, every network's are.
+// Apply (read without the lock, nothing changed), released with it by
+// the CNI GC's own code (dapools.Collect, tenant records included). With
+// --pool and --network both set, only the reservations recorded for that
+// network are candidates, as in that network's CNI GC; with --pool alone,
+// every network's are.
 func (b Local) GC(r GCRequest) ([]Lease, error) {
 	d, err := b.existingDir(r.Location)
 	if err != nil {
@@ -68,41 +68,18 @@ func (b Local) GC(r GCRequest) ([]Lease, error) {
 		}
 		return out, nil
 	}
-	disk, err := hostlocal.Open(d.Path, b.LockTimeout)
-	if err != nil {
-		return nil, err
-	}
-	all, err := disk.All()
-	holds := map[string]alloc.HoldRecord{}
-	if err == nil {
-		holds, err = validHolds(d.Path)
-	}
-	var released []netip.Addr
-	if err == nil {
-		released, _, err = alloc.GCHolds(disk, keep.Keeps, now)
-	}
-	if err == nil {
-		var more []netip.Addr
-		more, err = alloc.GC(disk, keep.Keeps)
-		released = append(released, more...)
-	}
-	if err == nil {
-		// The spill records of what is gone only cost its next ADD
-		// time; they go with it, as the CNI GC removes them.
-		_, err = disk.GCSpills(keep.Keeps)
-	}
-	if err == nil {
-		// As the CNI GC does: records a killed ADD or DEL left, and the
-		// tokens no address needs.
-		_, err = disk.RepairTenants()
-	}
-	if cerr := disk.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		_, err = hostlocal.DropIdleTenantLocks(dapools.PoolsDir(b.DataDir), os.Geteuid())
-	}
-	for _, ip := range released {
+	// What it released is reported with the owners and holds it read
+	// under the lock.
+	var all map[netip.Addr]alloc.Attachment
+	var holds map[string]alloc.HoldRecord
+	released, err := dapools.Collect(dapools.Collection{DataDir: b.DataDir, Dirs: []string{d.Path}, LockTimeout: b.LockTimeout, Keep: keep.Keeps, Now: now,
+		Inspect: func(dir string, disk *hostlocal.Disk) (err error) {
+			if all, err = disk.All(); err == nil {
+				holds, err = validHolds(dir)
+			}
+			return err
+		}})
+	for _, ip := range released[d.Path] {
 		out = append(out, withHold(leaseOf(d, hostlocal.Reservation{Addr: ip, Owner: all[ip], Problem: all[ip].Problem()}), holds))
 	}
 	return out, err

@@ -3,6 +3,7 @@ package etcd
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"net/netip"
 	"slices"
@@ -35,7 +36,7 @@ func TestAllocatorsAlike(t *testing.T) {
 	// The sequences must have reached every outcome they are meant to
 	// compare, or the comparison proves less than it says.
 	t.Logf("outcomes: %v", seen)
-	for _, o := range []string{"ADD", "ADD held again", "ADD requested", "ADD after DROP", "100", "101", "105", "DEL", "DEL without key", "DEL without prevResult", "GC", "CHECK", "DROP"} {
+	for _, o := range []string{"ADD", "ADD held again", "ADD requested", "ADD after DROP", "100", "101", "105", "DEL", "DEL without key", "DEL without prevResult", "GC", "CHECK", "CHECK without addresses", "CHECK without addresses: 3", "DROP"} {
 		if seen[o] == 0 {
 			t.Errorf("no step reached %q: %v", o, seen)
 		}
@@ -125,6 +126,9 @@ type step struct {
 	// container ID whose address each side requests.
 	requested string
 	valid     []string // GC
+	// noAddrs (CHECK): "" sends the ADD's result as prevResult, "no ips"
+	// a prevResult without addresses, "none" no prevResult.
+	noAddrs string
 }
 
 func (s *side) run(t *testing.T, st step, conf []byte) testbin.Reply {
@@ -143,6 +147,9 @@ func (s *side) config(t *testing.T, st step, requested netip.Addr) []byte {
 		m["capabilities"] = map[string]any{"ips": true}
 	}
 	switch {
+	case st.cmd == "CHECK" && st.noAddrs == "no ips":
+		m["prevResult"] = map[string]any{"cniVersion": "1.1.0"}
+	case st.cmd == "CHECK" && st.noAddrs == "none":
 	case st.cmd == "DEL" && st.withPrev, st.cmd == "CHECK":
 		var prev map[string]any
 		if err := json.Unmarshal(s.live[st.cid].res, &prev); err != nil {
@@ -229,6 +236,29 @@ func runAlike(t *testing.T, seed uint64, steps int, seen map[string]int) {
 			t.Fatalf("%s: ipam-da-pools exit %d code %d (%s), ipam-da-etcd exit %d code %d (%s)",
 				what, ra.Exit, codeOf(ra), ra.Stdout, rb.Exit, codeOf(rb), rb.Stdout)
 		}
+		if st.cmd == "CHECK" {
+			checkWithoutAddrs(t, a, b, st.cid, what, seen)
+		}
+	}
+}
+
+// checkWithoutAddrs runs CHECK of live attachment cid with a prevResult
+// without addresses and with none, and CHECK of an attachment that never
+// was, on both sides: the engine's one rule (alloc.CheckHeld), so the
+// same answer, code and message; success for cid, 3 for the other.
+func checkWithoutAddrs(t *testing.T, a, b *side, cid, what string, seen map[string]int) {
+	t.Helper()
+	for _, st := range []step{{cmd: "CHECK", cid: cid, noAddrs: "no ips"}, {cmd: "CHECK", cid: cid, noAddrs: "none"}, {cmd: "CHECK", cid: "gone", noAddrs: "none"}} {
+		ra, rb := a.apply(t, st, what, netip.Addr{}), b.apply(t, st, what, netip.Addr{})
+		want, outcome := uint(0), "CHECK without addresses"
+		if st.cid == "gone" {
+			want, outcome = 3, "CHECK without addresses: 3"
+		}
+		if codeOf(ra) != want || codeOf(rb) != want || (want != 0 && ra.Err().Msg != rb.Err().Msg) {
+			t.Fatalf("%s, then CHECK %s without addresses (prevResult %s): ipam-da-pools exit %d %s, ipam-da-etcd exit %d %s; want code %d on both",
+				what, st.cid, st.noAddrs, ra.Exit, ra.Stdout, rb.Exit, rb.Stdout, want)
+		}
+		seen[outcome]++
 	}
 }
 
@@ -356,4 +386,73 @@ func (s *side) freeOfBoth(other *side) netip.Addr {
 		}
 	}
 	return netip.Addr{}
+}
+
+// CHECK without addresses on both allocators, where they once differed:
+// once an operator's release took one of an attachment's two addresses
+// (one family's, one pool's), the attachment no longer has what its ADD
+// gave it. Both answer CHECK without addresses (no prevResult; in pool
+// mode a selector's prevResult, which lists pools and no addresses) with
+// the same 3, message and details, naming the target that lost its
+// address; before the release, both succeed (ipam-da-etcd once accepted
+// any claim, ipam-da-pools wanted one per target).
+func TestAllocatorsAlikeCheckWithoutAddresses(t *testing.T) {
+	needCluster(t)
+	for _, tc := range []struct {
+		name    string
+		ipam    map[string]any
+		prev    map[string]any // the selector's, in pool mode
+		where   []string       // release's flags for the second address
+		details string         // CHECK's after the release
+	}{
+		{"two range sets", map[string]any{"ranges": []any{[]map[string]string{{"subnet": "10.214.91.0/29"}}, []map[string]string{{"subnet": "fd14:91::/125"}}}}, nil,
+			[]string{"--network", "alike"}, "range set 1 (fd14:91::1-fd14:91::7): containerID=c1 ifname=eth0"},
+		{"two pools", map[string]any{}, map[string]any{"cniVersion": "1.1.0", "pools": []map[string]string{{"name": "pa", "subnet": "10.214.92.0/29"}, {"name": "pb", "subnet": "10.214.93.0/29"}}},
+			[]string{"--pool", "pb"}, "pool pb: containerID=c1 ifname=eth0"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pools, etcd := newHost(t, "alike-pools"), newHost(t, "alike-etcd")
+			conf := func(typ string, h host) []byte {
+				ipam := maps.Clone(tc.ipam)
+				ipam["type"], ipam["dataDir"] = typ, h.dir
+				if typ == "ipam-da-etcd" {
+					ipam["etcd"] = etcdKeys(t, h, nil)
+				}
+				m := map[string]any{"cniVersion": "1.1.0", "name": "alike", "ipam": ipam}
+				if tc.prev != nil {
+					m["prevResult"] = tc.prev
+				}
+				return mustJSON(t, m)
+			}
+			a, b := conf("ipam-da-pools", pools), conf("ipam-da-etcd", etcd)
+			both := func(cmd, cid string) (testbin.Reply, testbin.Reply) {
+				return call("ipam-da-pools", cmd, cid, a, ""), call("ipam-da-etcd", cmd, cid, b, "")
+			}
+			ra, rb := both("ADD", "c1")
+			got := addrsOf(t, rb.Stdout)
+			if ra.Exit != 0 || rb.Exit != 0 || len(addrsOf(t, ra.Stdout)) != 2 || len(got) != 2 {
+				t.Fatalf("ADD: %s / %s", ra.Stdout, rb.Stdout)
+			}
+			alike := func(when string, want uint, details string) {
+				t.Helper()
+				ra, rb := both("CHECK", "c1")
+				if codeOf(ra) != want || codeOf(rb) != want {
+					t.Fatalf("CHECK %s: ipam-da-pools %s, ipam-da-etcd %s; want code %d on both", when, ra.Stdout, rb.Stdout, want)
+				}
+				if ea, eb := ra.Err(), rb.Err(); want != 0 && (*ea != *eb || ea.Msg != "attachment holds no address" || ea.Details != details) {
+					t.Fatalf("CHECK %s: ipam-da-pools %+v, ipam-da-etcd %+v; want both %q, %q", when, ea, eb, "attachment holds no address", details)
+				}
+			}
+			alike("after ADD", 0, "")
+			if ra, rb := both("CHECK", "gone"); codeOf(ra) != 3 || ra.Err().Msg != rb.Err().Msg || ra.Err().Details != rb.Err().Details {
+				t.Fatalf("CHECK of an attachment that never was: %s / %s", ra.Stdout, rb.Stdout)
+			}
+			local := testbin.Run(testbin.Call{Plugin: "cniplugins", Path: binDir,
+				Argv: append([]string{"release", addrsOf(t, ra.Stdout)[1].String(), "--data-dir", pools.dir}, tc.where...)})
+			if shared := cli(t, append([]string{"release", got[1].String()}, tc.where...)...); local.Exit != 0 || shared.Exit != 0 {
+				t.Fatalf("release: %s%s / %s%s", local.Stdout, local.Stderr, shared.Stdout, shared.Stderr)
+			}
+			alike("after one address's release", 3, tc.details)
+		})
+	}
 }

@@ -148,7 +148,8 @@ func tenantRecords(t *testing.T) []string {
 
 // A tenant claims three addresses and DELs them, and never claims again:
 // the CNI GC removes their records, which count nothing (DEL writes nothing
-// for quotas), and keeps the record of the claim it keeps.
+// for quotas), and keeps the record of the claim it keeps; so does the
+// operators' gc --etcd --apply.
 func TestGCRemovesTenantRecords(t *testing.T) {
 	needCluster(t)
 	h := newHost(t, "host-a")
@@ -172,6 +173,15 @@ func TestGCRemovesTenantRecords(t *testing.T) {
 	}
 	if ls := cliLeases(t); len(ls) != 1 || ls[0].ContainerID != "live" || ls[0].Tenant != "namespace=a" {
 		t.Fatalf("leases after GC: %+v, want live's, tenant namespace=a", ls)
+	}
+	// The operators' gc --etcd --apply sweeps them alike.
+	r, _ := mustAdd(t, "g3", conf)
+	mustRun(t, "DEL", "g3", withPrev(t, conf, r.Stdout))
+	if r := cli(t, "gc", "--node", "host-a", "--keep", "live@eth0", "--apply", "--force"); r.Exit != 0 {
+		t.Fatalf("gc --apply: exit %d %s %s", r.Exit, r.Stdout, r.Stderr)
+	}
+	if got := tenantRecords(t); !slices.Equal(got, recs) {
+		t.Fatalf("after gc --etcd --apply: tenant records %v, want only live's %v", got, recs)
 	}
 	mustRun(t, "GC", "", gcConf(t, conf))
 	if recs := tenantRecords(t); len(recs) != 0 {

@@ -15,7 +15,8 @@ import (
 // which a pod's author chooses) leave their lock files only until fsck
 // --repair, `cniplugins gc --apply` or the CNI GC, which remove those of
 // tenants no pool counts an address for; fsck reports them. A tenant
-// that holds an address keeps its lock file.
+// that holds an address keeps its lock file. gc --apply also removes a
+// tenant record a killed ADD left, as the CNI GC does.
 func TestQuotaTenantLocksDoNotPileUp(t *testing.T) {
 	dataDir := t.TempDir()
 	conf := quotaConf(dataDir, 3)
@@ -93,10 +94,26 @@ func TestQuotaTenantLocksDoNotPileUp(t *testing.T) {
 	left("fsck --repair")
 
 	comeAndGo("gc", 10)
+	// And a record a killed ADD left: it counts, for the live tenant, an
+	// address that is not reserved. gc --apply repairs it as the CNI GC
+	// does (one code path), and fsck finds nothing left to report.
+	stale := filepath.Join(dataDir, "_pools", "shared", "_tenants", "_addr", "10.234.9.250")
+	if err := os.Link(filepath.Join(dataDir, "_pools", "shared", "_tenants", "_tok", strings.TrimPrefix(live, "_tenant-")), stale); err != nil {
+		t.Fatal(err)
+	}
+	if r := cliRun("fsck", "--data-dir", dataDir); r.Exit != 1 || !strings.Contains(string(r.Stdout), "10.234.9.250") {
+		t.Fatalf("fsck of the stale tenant record: exit %d %s %s", r.Exit, r.Stdout, r.Stderr)
+	}
 	if r := cliRun("gc", "--data-dir", dataDir, "--pool", "shared", "--keep", "live", "--apply"); r.Exit != 0 {
 		t.Fatalf("gc --apply: exit %d %s %s", r.Exit, r.Stdout, r.Stderr)
 	}
 	left("cniplugins gc --apply")
+	if _, err := os.Lstat(stale); !os.IsNotExist(err) {
+		t.Errorf("after gc --apply the stale tenant record is still there (%v)", err)
+	}
+	if r := cliRun("fsck", "--data-dir", dataDir, "-o", "json"); r.Exit != 0 || strings.TrimSpace(string(r.Stdout)) != "[]" {
+		t.Errorf("fsck after gc --apply: exit %d %s %s", r.Exit, r.Stdout, r.Stderr)
+	}
 
 	comeAndGo("cni", 10)
 	gc := call("ipam-delegated", "GC", "", []byte(strings.Replace(string(conf), `"name":"quota",`,

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/cniplugins/cniplugins/internal/alloc"
-	"github.com/cniplugins/cniplugins/internal/cnierr"
 )
 
 // Store is what ipam-da-pools' state directories are: a Lister that
@@ -87,18 +86,21 @@ func (e Engine) Del(c Call, hints []netip.Addr) error {
 	})
 }
 
-// Check implements Subject; without addresses the attachment must own
-// one.
+// Check implements Subject; without addresses, CheckHeld over
+// CheckTargets (one store holds every scope's reservations).
 func (e Engine) Check(c Call, ips []netip.Addr) error {
 	return e.with(func(l Store) error {
 		if len(ips) > 0 {
 			return alloc.Check(l, c.Att, ips)
 		}
-		owns, err := alloc.OwnsAny(l, c.Att)
-		if err == nil && !owns {
-			return cnierr.New(cnierr.CodeUnknownContainer, "attachment owns no address", "containerID=%s", c.Att.ContainerID)
-		}
-		return err
+		return alloc.CheckHeld(CheckTargets(), c.Att, func(scopes []alloc.Scope) (map[alloc.Scope][]netip.Addr, error) {
+			held, err := alloc.Held(l, c.Att)
+			in := map[alloc.Scope][]netip.Addr{}
+			for _, s := range scopes {
+				in[s] = held
+			}
+			return in, err
+		})
 	})
 }
 

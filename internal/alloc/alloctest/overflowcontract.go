@@ -30,13 +30,28 @@ func ScopeOf(ip netip.Addr) alloc.Scope {
 
 // chained is target(t, requested) overflowing into q, then r: each a /29
 // of five addresses, with a round-robin cursor of its own.
-func chained(t *testing.T, requested string) alloc.Target {
-	tg := target(t, requested)
+func chained(t *testing.T, requested string) alloc.Target { return withChain(target(t, requested)) }
+
+func withChain(tg alloc.Target) alloc.Target {
 	for i, subnet := range []string{"10.2.0.0/29", "10.3.0.0/29"} {
-		tg.Overflow = append(tg.Overflow, alloc.Target{Label: "pool " + Scopes[i+1].Pool, Scope: Scopes[i+1], RangeID: i + 2,
-			Set: MustSet(t, addrspace.RangeConfig{Subnet: subnet})})
+		tg.Overflow = append(tg.Overflow, alloc.Target{Label: "pool " + Scopes[i+1].Pool, Scope: Scopes[i+1], RangeID: i + 2, Set: set(subnet)})
 	}
 	return tg
+}
+
+// CheckTargets are what a contract CHECK without addresses verifies
+// (alloc.CheckHeld): pool p, 10.0.0.0/29, overflowing into q, then r.
+func CheckTargets() []alloc.Target {
+	return []alloc.Target{withChain(alloc.Target{Label: "pool p", Scope: scope, Set: set("10.0.0.0/29")})}
+}
+
+// set is subnet's range set; the contract's subnets always parse.
+func set(subnet string) addrspace.RangeSet {
+	rs, err := addrspace.ParseRangeSet("test", []addrspace.RangeConfig{{Subnet: subnet}})
+	if err != nil {
+		panic(err)
+	}
+	return rs
 }
 
 // in reports the addresses of got in scope s.
