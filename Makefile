@@ -6,6 +6,7 @@
 #   make lint      gofmt, go vet, staticcheck
 #   make bench     the benchmark harness (see bench/)
 #   make chaos     the etcd chaos test for CHAOSTIME per seed (CHAOSSEEDS)
+#   make differential  ipam-da-pools and ipam-da-etcd driven alike, DIFFSEEDS × DIFFSTEPS
 #   make bench-fleet  ipam-da-etcd as a fleet of 64 simulated hosts (bench/fleet)
 #   make fuzz      every fuzz target for FUZZTIME each
 #   make release   reproducible tarballs and images in dist/
@@ -146,6 +147,17 @@ bench-fleet:
 # runs it: faults for CHAOSTIME per seed, CHAOSSEEDS one after the other.
 CHAOSTIME ?= 10m
 CHAOSSEEDS ?= 1,2,3
+
+# The two allocators' seeded differential test (test/etcd
+# TestAllocatorsAlike) for more sequences than `make test` runs: each a
+# random run of ADD, DEL, CHECK, CNI GC, the operators' release and
+# configuration changes, both binaries compared at every step.
+DIFFSEEDS ?= 20
+DIFFSTEPS ?= 100
+
+.PHONY: differential
+differential:
+	go test -count=1 -timeout 0 -v ./test/etcd -run '^TestAllocatorsAlike$$' -alike.seeds $(DIFFSEEDS) -alike.steps $(DIFFSTEPS)
 
 .PHONY: chaos
 chaos:

@@ -2,11 +2,13 @@ package etcd
 
 import (
 	"encoding/json"
+	"flag"
 	"fmt"
 	"maps"
 	"math/rand/v2"
 	"net/netip"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/cniplugins/cniplugins/internal/testkit/testbin"
@@ -15,9 +17,11 @@ import (
 // The two allocators proven alike: the real ipam-da-pools and ipam-da-etcd
 // binaries driven by the same seeded random sequence (ADD with and
 // without a sticky key or a requested address, DEL with and without
-// prevResult and the key, GC, and configuration changes that drop a held
-// address from the ranges), compared step by step: the same exit and CNI
-// error code, and each address what a model of the engine's rules says.
+// prevResult and the key, GC, the operators' release of an address and of
+// a key's hold, and configuration changes that drop a held address from
+// the ranges), compared step by step: the same exit and CNI error code,
+// and each address what a model of the engine's rules says. make test runs
+// a few seeds; `make differential` runs -alike.seeds of -alike.steps each.
 //
 // What differs on purpose is stated here, not discovered: the search
 // order (ipam-da-pools goes round robin from host-local's cursor,
@@ -30,18 +34,23 @@ import (
 func TestAllocatorsAlike(t *testing.T) {
 	needCluster(t)
 	seen := map[string]int{}
-	for _, seed := range []uint64{1, 2, 3, 4, 5, 6} {
-		t.Run(fmt.Sprint(seed), func(t *testing.T) { runAlike(t, seed, 40, seen) })
+	for seed := range uint64(*alikeSeeds) {
+		t.Run(fmt.Sprint(seed+1), func(t *testing.T) { runAlike(t, seed+1, *alikeSteps, seen) })
 	}
 	// The sequences must have reached every outcome they are meant to
 	// compare, or the comparison proves less than it says.
 	t.Logf("outcomes: %v", seen)
-	for _, o := range []string{"ADD", "ADD held again", "ADD requested", "ADD after DROP", "100", "101", "105", "DEL", "DEL without key", "DEL without prevResult", "GC", "CHECK", "CHECK without addresses", "CHECK without addresses: 3", "DROP"} {
+	for _, o := range []string{"ADD", "ADD held again", "ADD requested", "ADD after DROP", "100", "101", "105", "DEL", "DEL without key", "DEL without prevResult", "GC", "CHECK", "CHECK without addresses", "CHECK without addresses: 3", "DROP", "RELEASE", "RELEASE KEY"} {
 		if seen[o] == 0 {
 			t.Errorf("no step reached %q: %v", o, seen)
 		}
 	}
 }
+
+var (
+	alikeSeeds = flag.Int("alike.seeds", 6, "TestAllocatorsAlike: how many seeded sequences (seeds 1..N)")
+	alikeSteps = flag.Int("alike.steps", 40, "TestAllocatorsAlike: steps per sequence")
+)
 
 // diffNet is the network both sides serve: a /29, five usable addresses
 // (.2-.6), so that exhaustion comes too.
@@ -50,6 +59,7 @@ var diffNet = netip.MustParsePrefix("10.214.90.0/29")
 // side is one allocator under test and the model of its state.
 type side struct {
 	plugin  string
+	cli     []string // the operators' commands' flags naming this side's state
 	conf    func(ranges []map[string]string) map[string]any // the ipam section
 	live    map[string]liveAtt                              // by container ID
 	held    map[string]netip.Addr                           // by sticky key
@@ -117,7 +127,7 @@ func (s *side) taken(a netip.Addr) bool {
 
 // step is one operation, the same on both sides.
 type step struct {
-	cmd      string // ADD, DEL, GC, CHECK, DROP
+	cmd      string // ADD, DEL, GC, CHECK, DROP, RELEASE (an address), RELEASE KEY (a hold)
 	cid      string
 	key      string // sticky key ("" none)
 	sendKey  bool   // DEL: CNI_ARGS with the key
@@ -132,6 +142,16 @@ type step struct {
 }
 
 func (s *side) run(t *testing.T, st step, conf []byte) testbin.Reply {
+	var argv []string
+	switch st.cmd {
+	case "RELEASE":
+		argv = []string{"release", s.live[st.cid].addr.String(), "--network", "alike", "--container", st.cid}
+	case "RELEASE KEY":
+		argv = []string{"release", "--sticky-key", st.key, "--network", "alike"}
+	}
+	if argv != nil {
+		return testbin.Run(testbin.Call{Plugin: "cniplugins", Path: binDir, Argv: append(argv, s.cli...)})
+	}
 	args := "IgnoreUnknown=1"
 	if st.key != "" && (st.cmd != "DEL" || st.sendKey) {
 		args += ";CNIPLUGINS_STICKY_KEY=" + st.key
@@ -175,6 +195,8 @@ func runAlike(t *testing.T, seed uint64, steps int, seen map[string]int) {
 	b := newSide("ipam-da-etcd", func(r []map[string]string) map[string]any {
 		return map[string]any{"type": "ipam-da-etcd", "dataDir": etcd.dir, "etcd": etcdKeys(t, etcd, nil), "ranges": [][]map[string]string{r}, "sticky": sticky}
 	})
+	a.cli = []string{"--data-dir", pools.dir}
+	b.cli = []string{"--etcd", strings.Join(cluster.Endpoints(), ","), "--prefix", prefix(t)}
 	rng := rand.New(rand.NewPCG(seed, 27))
 	keys := []string{"", "", "ns/db-0", "ns/db-1", "vm/a"}
 	n := 0
@@ -283,7 +305,7 @@ func nextStep(rng *rand.Rand, m *side, keys []string, n *int) step {
 			}
 		}
 	})
-	switch r := rng.IntN(20); {
+	switch r := rng.IntN(22); {
 	case r < 9 || len(lives) == 0:
 		*n++
 		st := step{cmd: "ADD", cid: fmt.Sprintf("c%d", *n), key: keys[rng.IntN(len(keys))]}
@@ -309,19 +331,26 @@ func nextStep(rng *rand.Rand, m *side, keys []string, n *int) step {
 			}
 		}
 		return step{cmd: "GC", valid: valid}
-	default:
-		held := slices.Sorted(func(yield func(string) bool) {
-			for k := range m.held {
-				if !yield(k) {
-					return
-				}
-			}
-		})
+	case r < 20:
+		held := m.heldKeys()
 		if len(held) == 0 || len(m.dropped) >= 2 {
 			return step{}
 		}
 		return step{cmd: "DROP", key: held[rng.IntN(len(held))]}
+	case r < 21:
+		return step{cmd: "RELEASE", cid: lives[rng.IntN(len(lives))]}
+	default:
+		held := m.heldKeys()
+		if len(held) == 0 {
+			return step{}
+		}
+		return step{cmd: "RELEASE KEY", key: held[rng.IntN(len(held))]}
 	}
+}
+
+// heldKeys are the keys the model holds an address for, sorted.
+func (s *side) heldKeys() []string {
+	return slices.Sorted(maps.Keys(s.held))
 }
 
 // apply runs st on s (requested: the address it asks for, if any),
@@ -349,8 +378,10 @@ func (s *side) apply(t *testing.T, st step, what string, requested netip.Addr) t
 		}
 		delete(s.held, st.key)
 		s.live[st.cid] = liveAtt{addr: got[0], key: st.key, res: r.Stdout}
-	case "DEL":
+	case "DEL", "RELEASE":
 		s.release(st.cid)
+	case "RELEASE KEY":
+		delete(s.held, st.key)
 	case "GC":
 		for _, cid := range slices.Collect(func(yield func(string) bool) {
 			for cid := range s.live {
@@ -367,7 +398,7 @@ func (s *side) apply(t *testing.T, st step, what string, requested netip.Addr) t
 	return r
 }
 
-// release is a DEL's or GC's effect on the model: a keyed reservation
+// release is a DEL's, GC's or an operator's release's effect on the model: a keyed reservation
 // becomes its key's hold.
 func (s *side) release(cid string) {
 	l := s.live[cid]
