@@ -14,7 +14,9 @@ import (
 // Every transition is two writes, a record and a reservation, in the
 // order that makes a crash between them read back, through judgeHold, as
 // the state before or the state after, never as an address both held and
-// handed out.
+// handed out. A record left behind its reservation is rewritten as judged
+// by the next DEL of the container it names, GC or fsck --repair
+// (SettleHold, holddel.go).
 
 // Keyed is an attachment's sticky key as an ADD or DEL sees it: the key,
 // and the holdFor of the configuration.
@@ -345,86 +347,6 @@ func EndHold(hs HoldStore, e HoldRecord) (bool, error) {
 	return freed, hs.RemoveHold(e.ID)
 }
 
-// HoldOnDel is DEL's part for holds, before Release: every reservation of
-// a that a key has becomes a hold until now + its record's holdFor (that
-// of the ADD), or its migration target's alone, so that Release no longer
-// sees it as a's. key, when the DEL knows it (runtimes usually send DEL
-// the ADD's arguments), finds the records by ID; otherwise, or when that
-// does not account for every address a has, every record is read. An
-// attachment that reserves nothing may be a migration target: its share
-// ends, the owner keeping the address; anything else owns nothing, and
-// its DEL (a refused ADD's rollback) changes nothing.
-func HoldOnDel(hs HoldStore, a Attachment, key string, now time.Time) ([]netip.Addr, error) {
-	addrs, err := hs.ByAttachment(a)
-	if err != nil {
-		return nil, err
-	}
-	if len(addrs) == 0 {
-		seconds, err := sharedBy(hs, a, key)
-		for i := 0; err == nil && i < len(seconds); i++ {
-			err = DropSecond(hs, seconds[i])
-		}
-		return nil, err
-	}
-	records, err := keyedRecords(hs, a, key, len(addrs))
-	if err != nil {
-		return nil, err
-	}
-	var held []netip.Addr
-	for _, e := range records {
-		if a.Network != "" && e.Network != "" && e.Network != a.Network {
-			continue
-		}
-		if err := release(hs, e, now); err != nil {
-			return held, err
-		}
-		held = append(held, e.Addr)
-	}
-	return held, nil
-}
-
-// keyedRecords finds the records of a's reservations (count addresses),
-// by ID with the key, else by listing.
-func keyedRecords(hs HoldStore, a Attachment, key string, count int) ([]HoldRecord, error) {
-	if key != "" {
-		var found []HoldRecord
-		for n := range count {
-			e, err := LookupHold(hs, HoldID(key, a.IfName, n))
-			if err != nil {
-				return nil, err
-			}
-			if e != nil && e.Keyed(a) {
-				found = append(found, *e)
-			}
-		}
-		if len(found) == count {
-			return found, nil
-		}
-	}
-	return KeyedOf(hs, a)
-}
-
-// sharedBy finds the records whose migration target a is: with the key,
-// by ID (its records are one per range set, from the first on), so that
-// the second DEL a runtime sends for every pod (containerd's
-// RemovePodSandbox) reads a record, not the directory; else by listing.
-func sharedBy(hs HoldStore, a Attachment, key string) ([]HoldRecord, error) {
-	if key == "" {
-		return SecondsOf(hs, a)
-	}
-	var found []HoldRecord
-	for n := 0; n < maxRangeSets; n++ {
-		e, err := LookupHold(hs, HoldID(key, a.IfName, n))
-		if err != nil || e == nil {
-			return found, err
-		}
-		if e.SecondOf(a) {
-			found = append(found, *e)
-		}
-	}
-	return found, nil
-}
-
 // GCHolds is GC's part for holds, before GC: it frees holds past their
 // expiry at now, turns the keyed reservations of attachments keep rejects
 // into holds (rather than letting GC free them: the key gets its address
@@ -438,6 +360,12 @@ func GCHolds(hs HoldStore, keep func(Attachment) bool, now time.Time) (freed, he
 	}
 	var errs []error
 	for _, e := range all {
+		// A transition a crash stopped is finished first, as its DEL's
+		// retry would finish it: GC then leaves records as it judges them.
+		if err := SettleHold(hs, e); err != nil {
+			errs = append(errs, err)
+			continue
+		}
 		switch {
 		case e.Stale != "":
 			errs = append(errs, hs.RemoveHold(e.ID))

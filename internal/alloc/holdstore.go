@@ -74,12 +74,15 @@ func HoldID(key, ifname string, rangeID int) string {
 
 // HoldRecord is a hold record as found in a store, judged against the
 // reservation of its address (judgeHold): Hold is what it effectively
-// says; Stale, when not "", why it holds nothing.
+// says; Stale, when not "", why it holds nothing. Written is the record
+// as the store keeps it, which differs from Hold where a crash stopped a
+// transition between its two writes (Unfinished).
 type HoldRecord struct {
 	ID string
 	Hold
-	Addr  netip.Addr
-	Stale string
+	Addr    netip.Addr
+	Stale   string
+	Written Hold
 }
 
 // judgeHold is the rule that reconciles record h (ID id) with the
@@ -95,6 +98,9 @@ type HoldRecord struct {
 //	                                        source's DEL of a migration that
 //	                                        did not finish its second write)
 //	anything else, or not reserved          stale: the record holds nothing
+//
+// Where the judged record names other containers than the written one (a
+// transition stopped between its writes), SettleHold writes it.
 func judgeHold(id string, h Hold, owner Attachment, exists bool) (Hold, string) {
 	switch {
 	case !exists:
@@ -131,7 +137,7 @@ func LookupHold(r HoldReader, id string) (*HoldRecord, error) {
 	if err != nil || h == nil {
 		return nil, err
 	}
-	e := &HoldRecord{ID: id, Hold: *h}
+	e := &HoldRecord{ID: id, Hold: *h, Written: *h}
 	ip, err := netip.ParseAddr(h.Address)
 	if err != nil || ip.Zone() != "" || ip.Is4In6() {
 		e.Stale = "it names no address"

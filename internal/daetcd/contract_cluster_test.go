@@ -22,6 +22,6 @@ func TestStoreContractOnACluster(t *testing.T) {
 	}
 	t.Cleanup(c.Stop)
 	alloctest.RunStoreContract(t, alloctest.Caps{Migration: true}, func(t *testing.T) alloctest.Subject {
-		return etcdSubject{t: t, endpoints: c.Endpoints(), prefix: "/contract-test/" + t.Name() + "/"}
+		return newEtcdSubject(t, c.Endpoints(), "/contract-test/"+t.Name()+"/")
 	})
 }

@@ -17,7 +17,7 @@ import (
 // more over a real cluster.
 func TestStoreContract(t *testing.T) {
 	alloctest.RunStoreContract(t, alloctest.Caps{Migration: true}, func(t *testing.T) alloctest.Subject {
-		return etcdSubject{t: t, endpoints: []string{etcdkvfake.New(t).URL()}, prefix: "/contract/"}
+		return newEtcdSubject(t, []string{etcdkvfake.New(t).URL()}, "/contract/")
 	})
 }
 
@@ -25,13 +25,18 @@ type etcdSubject struct {
 	t         *testing.T
 	endpoints []string
 	prefix    string
+	crash     *crashProxy // contract_crash_test.go
+}
+
+func newEtcdSubject(t *testing.T, endpoints []string, prefix string) etcdSubject {
+	return etcdSubject{t: t, endpoints: endpoints, prefix: prefix, crash: newCrashProxy(t, endpoints[0])}
 }
 
 // contractScope is alloctest's: the pool every target is in.
 var contractScope = alloc.Scope{Pool: "p"}
 
 func (e etcdSubject) op(c alloctest.Call) *operation {
-	cl := etcdkv.New(etcdkv.Config{Endpoints: e.endpoints, Timeout: 10 * time.Second})
+	cl := etcdkv.New(etcdkv.Config{Endpoints: e.eps(), Timeout: 10 * time.Second})
 	return &operation{cl: cl, keys: layout{prefix: e.prefix}, node: "node-a", machine: "contract-machine", hostname: "h",
 		network: c.Att.Network, cid: c.Att.ContainerID, ifname: c.Att.IfName, now: c.Now, nonce: newClaimID()}
 }
@@ -74,7 +79,7 @@ func (e etcdSubject) GC(live []alloc.Attachment, now time.Time) error {
 }
 
 func (e etcdSubject) admin(now time.Time) *Admin {
-	a, err := NewAdmin(AdminConfig{Endpoints: e.endpoints, Prefix: e.prefix})
+	a, err := NewAdmin(AdminConfig{Endpoints: e.eps(), Prefix: e.prefix})
 	if err != nil {
 		e.t.Fatal(err)
 	}

@@ -13,12 +13,12 @@ import (
 func TestStoreContract(t *testing.T) {
 	alloctest.RunStoreContract(t, alloctest.Caps{Cursor: true, Migration: true}, func(t *testing.T) alloctest.Subject {
 		dir := filepath.Join(t.TempDir(), "p")
-		return alloctest.Engine{Open: func() (alloctest.Store, func() error, error) {
+		return alloctest.NewEngine(func() (alloctest.Store, func() error, error) {
 			d, err := Open(dir, time.Second)
 			if err != nil {
 				return nil, nil, err
 			}
 			return d, d.Close, nil
-		}}
+		})
 	})
 }

@@ -110,6 +110,9 @@
 //	expiry, release       file removed, then record removed
 //	failed ADD            claimed: file back to "_sticky", then the record;
 //	                      new: record removed, then the reservation
+//	migration target      ADD, DEL: the record alone (second owner set,
+//	                      dropped)
+//	migration source DEL  file to the target, then record (target owner)
 //
 // and a record is always read against its address's file (the engine's
 // reconciliation rule):
@@ -119,6 +122,8 @@
 //	file of the record's owner              reserved by it
 //	file of the lastOwner, record held      reserved by lastOwner (an unfinished
 //	                                        DEL; its retry finishes it)
+//	file of the record's second owner       reserved by it alone (a source's
+//	                                        unfinished DEL)
 //	no file, or anyone else's               stale: the record holds nothing,
 //	                                        and the next ADD, GC or fsck
 //	                                        --repair of that key drops it
@@ -128,7 +133,11 @@
 // failed ADD (which the runtime's DEL frees), or a stale record: an
 // address is never both held and handed out (a file has one owner, and a
 // record counts only when its file agrees), and no key loses an address
-// it held. A "_sticky" file without a record (left by hand, never by this
+// it held. A record that still names a container its file does not (an
+// unfinished claim, or a source's DEL stopped mid-hand-over) is rewritten
+// as judged (alloc.SettleHold) by the next DEL of that container, with or
+// without the key, by GC and by fsck --repair, which reports it until
+// then. A "_sticky" file without a record (left by hand, never by this
 // order) stays taken until fsck --repair frees it. A DEL with the key
 // reads the key's records by ID; without it (DEL may come without the
 // key) it lists _sticky/: one failed open where nothing is sticky, a read

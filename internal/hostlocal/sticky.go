@@ -185,8 +185,10 @@ func (d stateDir) holdProblems(rs []Reservation) ([]alloc.HoldRecord, []netip.Ad
 	return holds, orphans, nil
 }
 
-// repairHolds drops stale records, frees expired holds (as GC would) and
-// frees held files without a record (nothing can ever claim them).
+// repairHolds finishes the records a crash left unfinished (as the DEL
+// of the container they still name would), drops stale records, frees
+// expired holds (as GC would) and frees held files without a record
+// (nothing can ever claim them).
 func (d *Disk) repairHolds(now time.Time) ([]string, error) {
 	rs, err := ReadReservations(d.dir)
 	if err != nil {
@@ -198,6 +200,12 @@ func (d *Disk) repairHolds(now time.Time) ([]string, error) {
 	}
 	var done []string
 	for _, e := range holds {
+		if e.Unfinished() != "" {
+			if err := alloc.SettleHold(d, e); err != nil {
+				return done, err
+			}
+			done = append(done, "finished the interrupted transition of "+d.holdPath(e.ID))
+		}
 		switch {
 		case e.Stale != "":
 			if err := d.RemoveHold(e.ID); err != nil {

@@ -180,6 +180,9 @@ func findings(d StateDir, h *hostlocal.Health, sets []addrspace.RangeSet) ([]Fin
 		case e.SecondProblem() != "":
 			add(SeverityProblem, path, "sticky hold record of key "+printable(fmt.Sprintf("%q", e.Key))+" "+e.SecondProblem(), "drop the migration target; the owner keeps the address")
 		}
+		if u := e.Unfinished(); u != "" {
+			add(SeverityProblem, path, "sticky hold record of key "+printable(fmt.Sprintf("%q", e.Key))+" "+printable(u), "finish it, as the DEL of the container it names would")
+		}
 	}
 	for _, r := range h.Tenants {
 		switch {

@@ -69,9 +69,21 @@ func vmHolds(t *testing.T) map[string]alloc.Hold {
 	return out
 }
 
+// keylessConf is h's VM network as a runtime's DEL may send it after a
+// restart: without the pod's annotations (and so without its key).
+func keylessConf(t *testing.T, h host) []byte {
+	var conf map[string]any
+	if err := json.Unmarshal(vmConf(t, h, "none", ""), &conf); err != nil {
+		t.Fatal(err)
+	}
+	delete(conf, "runtimeConfig")
+	return mustJSON(t, conf)
+}
+
 // TestCrashConsistencyMigrationAcrossHosts SIGKILLs ipam-da-etcd's ADDs
 // and DELs of migrating VMs' virt-launcher pods on two hosts at random
-// moments. After every round each VM keeps the one address it was first
+// moments; half the DELs come without pod args or annotations (issue
+// 37). After every round each VM keeps the one address it was first
 // told (holdFor "0"), every pod whose ADD succeeded and that was not
 // DELed since is its owner or its migration target, and no refused pod
 // is either: never a third owner, never no owner while one runs, never
@@ -99,10 +111,11 @@ func TestCrashConsistencyMigrationAcrossHosts(t *testing.T) {
 	key := func(domain string) string { return "vms/vm/" + domain }
 	for round := range rounds {
 		type job struct {
-			p    pod
-			cmd  string
-			mig  string
-			kill time.Duration // 0: not killed
+			p       pod
+			cmd     string
+			mig     string
+			kill    time.Duration // 0: not killed
+			keyless bool          // a DEL without pod args or annotations
 		}
 		var jobs []job
 		for v := range vms {
@@ -137,12 +150,16 @@ func TestCrashConsistencyMigrationAcrossHosts(t *testing.T) {
 			if rng.IntN(3) == 0 {
 				jobs[i].kill = time.Duration(1 + rng.Int64N(int64(20*time.Millisecond)))
 			}
+			jobs[i].keyless = jobs[i].cmd == "DEL" && rng.IntN(2) == 0
 		}
 		var wg sync.WaitGroup
 		var mu sync.Mutex
 		for _, j := range jobs {
 			c := testbin.Call{Plugin: "ipam-da-etcd", Command: j.cmd, ContainerID: j.p.id, IfName: "eth0", Netns: "/var/run/netns/none",
 				Args: "IgnoreUnknown=1;K8S_POD_NAMESPACE=vms;K8S_POD_NAME=virt-launcher-" + j.p.id, Path: binDir, Stdin: vmConf(t, j.p.h, j.p.domain, j.mig)}
+			if j.keyless {
+				c.Args, c.Stdin = "", keylessConf(t, j.p.h)
+			}
 			k := startKillable(t, c)
 			wg.Add(1)
 			go func() {
@@ -154,7 +171,7 @@ func TestCrashConsistencyMigrationAcrossHosts(t *testing.T) {
 				exit := k.wait(t)
 				mu.Lock()
 				defer mu.Unlock()
-				history[j.p.id] = append(history[j.p.id], fmt.Sprintf("round %d %s on %s (migration %q): exit %d %s %s", round, j.cmd, j.p.h.node, j.mig, exit, strings.TrimSpace(k.stdout.String()), k.stderr.String()))
+				history[j.p.id] = append(history[j.p.id], fmt.Sprintf("round %d %s on %s (migration %q, keyless %v): exit %d %s %s", round, j.cmd, j.p.h.node, j.mig, j.keyless, exit, strings.TrimSpace(k.stdout.String()), k.stderr.String()))
 				switch {
 				case exit < 0:
 					stats["killed "+j.cmd]++

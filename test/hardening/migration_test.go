@@ -51,12 +51,14 @@ func owners(t *testing.T, dir string) map[string][]string {
 // virt-launcher pods at random moments while they migrate: each round
 // DELs some of a VM's pods and starts one more (a source when it seems to
 // have none, else a migration target with a new name), sometimes a third.
-// After every round: the state is consistent (stickyState), every VM
-// keeps the one address it was first told (reserved or held: holdFor
-// "0"), every pod whose ADD succeeded and that was not DELed since owns
-// it or shares it, and no refused pod does: never a third owner, never
-// no owner while one runs, never the address free while its key holds
-// it.
+// Half the DELs come without pod args or annotations, as a runtime's DEL
+// may after a restart (issue 37). After every round: the state is
+// consistent (stickyState), every VM keeps the one address it was first
+// told (reserved or held: holdFor "0"), every pod whose ADD succeeded and
+// that was not DELed since owns it or shares it, no refused pod does, and
+// no record, as written, names a pod whose DEL succeeded: never a third
+// owner, never no owner while one runs, never the address free while its
+// key holds it, never a deleted source left in the record.
 func TestCrashConsistencyMigration(t *testing.T) {
 	seed := time.Now().UnixNano()
 	t.Logf("seed %d", seed)
@@ -80,6 +82,7 @@ func TestCrashConsistencyMigration(t *testing.T) {
 			p         pod
 			cmd, mig  string
 			kill      bool
+			keyless   bool // a DEL without pod args or annotations
 			delayNano int64
 		}
 		var jobs []job
@@ -112,14 +115,20 @@ func TestCrashConsistencyMigration(t *testing.T) {
 		}
 		for i := range jobs {
 			jobs[i].kill = rng.IntN(3) == 0
+			jobs[i].keyless = jobs[i].cmd == "DEL" && rng.IntN(2) == 0
 			jobs[i].delayNano = rng.Int64N(int64(15 * time.Millisecond))
 		}
 		wasRefused := refused
 		refused = map[string]bool{}
+		deleted := map[string]bool{} // DEL succeeded this round: named by no record
 		var wg sync.WaitGroup
 		var mu sync.Mutex
 		for _, j := range jobs {
-			p := startCall(t, migrationCall(s, j.cmd, j.p.id, j.p.key, j.mig))
+			c := migrationCall(s, j.cmd, j.p.id, j.p.key, j.mig)
+			if j.keyless {
+				c = call(s.plugin, j.cmd, j.p.id, s.conf(""))
+			}
+			p := startCall(t, c)
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
@@ -141,7 +150,8 @@ func TestCrashConsistencyMigration(t *testing.T) {
 				case j.cmd == "DEL" && o.exit != 0:
 					t.Errorf("DEL %s failed: %s", j.p.id, o.stdout)
 				case j.cmd == "DEL":
-					stats["ok DEL"]++
+					stats[fmt.Sprintf("ok DEL (keyless %v)", j.keyless)]++
+					deleted[j.p.id] = true
 				case o.exit == 0:
 					stats[fmt.Sprintf("ok ADD (target %v)", j.mig != "")]++
 					addr := firstAddr(t, o.stdout)
@@ -182,6 +192,11 @@ func TestCrashConsistencyMigration(t *testing.T) {
 				if refused[id] || wasRefused[id] {
 					t.Fatalf("round %d: refused %s has %s (owners %v)", round, id, addr, ids)
 				}
+			}
+		}
+		for _, h := range writtenHolds(t, dir) {
+			if deleted[h.Owner] || deleted[h.Second] {
+				t.Fatalf("round %d: the record of %s, as written, still names a pod whose DEL succeeded: %+v", round, h.Key, h)
 			}
 		}
 	}

@@ -167,7 +167,7 @@ func addr(s string) netip.Addr { return netip.MustParseAddr(s) }
 // StoreContract is the table of the engine's behaviours every store must
 // give.
 func StoreContract() []Case {
-	return slices.Concat(plainContract(), stickyContract(), migrationContract(), overflowContract(), quotaContract())
+	return slices.Concat(plainContract(), stickyContract(), migrationContract(), crashContract(), overflowContract(), quotaContract())
 }
 
 func plainContract() []Case {

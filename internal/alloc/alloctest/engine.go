@@ -16,22 +16,36 @@ type Store interface {
 }
 
 // Engine is the Subject of a Store driven by the engine's functions, as
-// ipam-da-pools drives its state directories: Open gives the store for
-// one command and the function that ends it (a disk store's Close).
+// ipam-da-pools drives its state directories: open gives the store for
+// one command and the function that ends it (a disk store's Close). It
+// is Crashable: a crashed command's store stops writing, and is then
+// ended as usual (a disk store's index, stamped on Close, then describes
+// exactly what was written; a kill -9's rebuild is the disk store's own
+// test).
 type Engine struct {
-	Open func() (Store, func() error, error)
+	open  func() (Store, func() error, error)
+	crash *crashPlan
+}
+
+// NewEngine is the Engine over the stores open gives.
+func NewEngine(open func() (Store, func() error, error)) Engine {
+	return Engine{open: open, crash: &crashPlan{}}
 }
 
 // Mem is the Engine over one MemStore.
 func Mem() Engine {
 	m := NewMemStore()
-	return Engine{Open: func() (Store, func() error, error) { return m, func() error { return nil }, nil }}
+	return NewEngine(func() (Store, func() error, error) { return m, func() error { return nil }, nil })
 }
 
 func (e Engine) with(f func(Store) error) error {
-	l, done, err := e.Open()
+	l, done, err := e.open()
 	if err != nil {
 		return err
+	}
+	if e.crash.armed {
+		e.crash.armed = false
+		l = crashStore{Store: l, plan: e.crash}
 	}
 	return errors.Join(f(l), done())
 }
