@@ -147,9 +147,9 @@ func (c *cluster) diagnose(t *testing.T) {
 	for _, p := range c.pods(t, "") {
 		t.Logf("pod %s/%s %s %s deleting=%v", p.Namespace, p.Name, p.Status.Phase, p.Status.PodIP, p.DeletionTimestamp != nil)
 	}
-	out, _ := c.Kubectl(ctx(t), "get", "events", "-A", "--field-selector", "type=Warning")
+	out, _ := c.Kubectl(t.Context(), "get", "events", "-A", "--field-selector", "type=Warning")
 	t.Logf("warnings:\n%s", out)
-	out, _ = c.Kubectl(ctx(t), "-n", "kube-system", "logs", "ds/cniplugins", "--tail=40")
+	out, _ = c.Kubectl(t.Context(), "-n", "kube-system", "logs", "ds/cniplugins", "--tail=40")
 	t.Logf("installer:\n%s", out)
 }
 
@@ -329,7 +329,7 @@ func metricsScraped(t *testing.T, c *cluster) {
 			} `json:"podMetricsEndpoints"`
 		} `json:"spec"`
 	}
-	if err := c.Get(ctx(t), &pm, "podmonitor", "-n", "kube-system", "cniplugins"); err != nil {
+	if err := c.Get(t.Context(), &pm, "podmonitor", "-n", "kube-system", "cniplugins"); err != nil {
 		t.Fatal(err)
 	}
 	if len(pm.Spec.PodMetricsEndpoints) != 1 || pm.Spec.PodMetricsEndpoints[0].Port != "metrics" {
@@ -359,7 +359,7 @@ func rollingUpdateUnderChurn(t *testing.T, c *cluster) {
 			default:
 			}
 			n := 3 + 5*(i%2)
-			if _, err := c.Kubectl(ctx(t), "-n", "team-b", "scale", "deployment", "web", fmt.Sprintf("--replicas=%d", n)); err != nil {
+			if _, err := c.Kubectl(t.Context(), "-n", "team-b", "scale", "deployment", "web", fmt.Sprintf("--replicas=%d", n)); err != nil {
 				t.Error(err)
 				return
 			}
@@ -413,7 +413,7 @@ func runtimeKilledUnderLoad(t *testing.T, c *cluster) {
 		counts[p.Namespace]++
 	}
 	c.KillContainerd()
-	if err := c.RestartContainerd(ctx(t)); err != nil {
+	if err := c.RestartContainerd(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	for ns, n := range counts {

@@ -99,17 +99,10 @@ func startCluster() (*cluster, error) {
 
 func (c *cluster) stop() { c.Node.Stop() }
 
-// ctx is a test's context: it ends with the test.
-func ctx(t *testing.T) context.Context {
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	return ctx
-}
-
 // kubectl runs kubectl and fails t on error.
 func (c *cluster) kubectl(t *testing.T, args ...string) string {
 	t.Helper()
-	out, err := c.Kubectl(ctx(t), args...)
+	out, err := c.Kubectl(t.Context(), args...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,7 +112,7 @@ func (c *cluster) kubectl(t *testing.T, args ...string) string {
 // apply applies manifest (YAML or JSON) with kubectl apply -f -.
 func (c *cluster) apply(t *testing.T, manifest string) {
 	t.Helper()
-	if _, err := c.KubectlIn(ctx(t), []byte(manifest), "apply", "-f", "-"); err != nil {
+	if _, err := c.KubectlIn(t.Context(), []byte(manifest), "apply", "-f", "-"); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -128,7 +121,7 @@ func (c *cluster) apply(t *testing.T, manifest string) {
 // timeout.
 func wait(t *testing.T, timeout time.Duration, what string, f func() error) {
 	t.Helper()
-	if err := kubenode.Wait(ctx(t), timeout, what, f); err != nil {
+	if err := kubenode.Wait(t.Context(), timeout, what, f); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -195,7 +195,7 @@ func (c *cluster) importImage(t *testing.T, binary, tag string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := c.Import(ctx(t), archive); err != nil {
+	if err := c.Import(t.Context(), archive); err != nil {
 		t.Fatal(err)
 	}
 }

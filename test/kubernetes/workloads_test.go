@@ -1,6 +1,7 @@
 package kubernetes
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -70,13 +71,24 @@ spec:
 // pods lists the pods of ns ("" for every namespace but kube-system's).
 func (c *cluster) pods(t *testing.T, ns string) []corev1.Pod {
 	t.Helper()
+	pods, err := c.listPods(t.Context(), ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pods
+}
+
+// listPods is pods without failing a test: for the waits, which retry
+// what kubectl could not answer, and for other goroutines than the
+// test's.
+func (c *cluster) listPods(ctx context.Context, ns string) ([]corev1.Pod, error) {
 	var l corev1.PodList
 	args := []string{"pods", "-n", ns}
 	if ns == "" {
 		args = []string{"pods", "-A"}
 	}
-	if err := c.Get(ctx(t), &l, args...); err != nil {
-		t.Fatal(err)
+	if err := c.Get(ctx, &l, args...); err != nil {
+		return nil, err
 	}
 	var pods []corev1.Pod
 	for _, p := range l.Items {
@@ -84,7 +96,7 @@ func (c *cluster) pods(t *testing.T, ns string) []corev1.Pod {
 			pods = append(pods, p)
 		}
 	}
-	return pods
+	return pods, nil
 }
 
 // ready reports whether p runs with every container ready.
@@ -100,7 +112,10 @@ func ready(p corev1.Pod) bool {
 // allReady is nil once ns has exactly n pods, all ready.
 func (c *cluster) allReady(t *testing.T, ns string, n int) func() error {
 	return func() error {
-		pods := c.pods(t, ns)
+		pods, err := c.listPods(t.Context(), ns)
+		if err != nil {
+			return err
+		}
 		r := 0
 		var waiting []string
 		for _, p := range pods {
@@ -121,7 +136,7 @@ func (c *cluster) allReady(t *testing.T, ns string, n int) func() error {
 func (c *cluster) nodeReady(t *testing.T) (corev1.ConditionStatus, string) {
 	t.Helper()
 	var n corev1.Node
-	if err := c.Get(ctx(t), &n, "node", c.Name); err != nil {
+	if err := c.Get(t.Context(), &n, "node", c.Name); err != nil {
 		t.Fatal(err)
 	}
 	for _, cond := range n.Status.Conditions {
@@ -136,7 +151,7 @@ func (c *cluster) nodeReady(t *testing.T) (corev1.ConditionStatus, string) {
 func (c *cluster) events(t *testing.T, ns, reason string) []corev1.Event {
 	t.Helper()
 	var l corev1.EventList
-	if err := c.Get(ctx(t), &l, "events", "-n", ns); err != nil {
+	if err := c.Get(t.Context(), &l, "events", "-n", ns); err != nil {
 		t.Fatal(err)
 	}
 	var es []corev1.Event
