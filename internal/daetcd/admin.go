@@ -143,9 +143,10 @@ func (l Lease) ScopeName() string {
 	return "network " + l.Scope.Network
 }
 
-// Release frees addr in scope, refusing when it is not claimed or when
-// container (and ifname) are given and do not match its owner. dryRun
-// checks and returns the lease without changing anything.
+// Release frees addr in scope as the engine plans it (alloc.PlanRelease)
+// over the claim read: refused when it is not claimed or when container
+// (and ifname) are given and do not match its owner. dryRun plans and
+// returns the lease without changing anything.
 func (a *Admin) Release(addr netip.Addr, s alloc.Scope, container, ifname string, dryRun bool) (Lease, error) {
 	addr = addr.Unmap()
 	resp, err := a.op.cl.Read(etcdkv.Get(a.op.keys.addrKey(s, addr)))
@@ -154,19 +155,22 @@ func (a *Admin) Release(addr netip.Addr, s alloc.Scope, container, ifname string
 	}
 	kv, ok := resp.First(0)
 	r, valid := decodeRecord(kv.Value)
+	v := alloc.ReleaseView{Reserved: ok, NoOwner: !valid}
+	if h, held := decodeHold(kv.Value); !valid && held && h.Held() {
+		v.Record = &alloc.HoldRecord{Hold: h}
+	} else if valid {
+		v.Owner = alloc.Attachment{ContainerID: r.ContainerID, IfName: r.IfName, Network: r.Network}
+		if r.Hold != "" {
+			v.Record = &alloc.HoldRecord{Hold: alloc.Hold{Key: r.StickyKey, IfName: r.IfName, Address: r.Address, Owner: r.ContainerID, Node: r.Node,
+				Second: r.Second, SecondNode: r.SecondNode, SecondMigration: r.SecondMigration}}
+		}
+	}
+	p, err := alloc.PlanRelease(v, alloc.ReleaseRequest{Addr: addr, Container: container, IfName: ifname, Where: scopePath(s)})
 	switch {
-	case !ok:
-		return Lease{}, fmt.Errorf("%s is not claimed in %s", addr, scopePath(s))
-	case !valid && heldFor(kv.Value) != "":
-		return Lease{}, alloc.HeldForKey(addr, scopePath(s), heldFor(kv.Value))
-	case !valid:
-		return Lease{}, fmt.Errorf("%s in %s holds no owner record; refusing", addr, scopePath(s))
-	case r.Second != "" && (container == r.Second || container == "" || container == r.ContainerID) && (ifname == "" || ifname == r.IfName):
-		return a.releaseShare(s, r, container == r.Second, dryRun)
-	case container != "" && r.ContainerID != container:
-		return Lease{}, fmt.Errorf("%s is held by container %s, not %s", addr, r.ContainerID, container)
-	case ifname != "" && r.IfName != ifname:
-		return Lease{}, fmt.Errorf("%s is held by interface %s, not %s", addr, r.IfName, ifname)
+	case err != nil:
+		return Lease{}, err
+	case p.Action == alloc.EndShare, p.Action == alloc.HandOverAddr:
+		return a.releaseShare(s, r, p.Action == alloc.EndShare, dryRun)
 	}
 	// The index key holds the same record; find it to delete both, each
 	// guarded by its exact value.
@@ -184,7 +188,7 @@ func (a *Admin) Release(addr netip.Addr, s alloc.Scope, container, ifname string
 			txn.If = append(txn.If, etcdkv.ModIs(string(ikv.Key), ikv.ModRevision))
 			txn.Then = append(txn.Then, etcdkv.Delete(string(ikv.Key)))
 			marks[a.op.keys.markOf(s, string(ikv.Key))] = nil
-			if r.Hold != "" {
+			if p.Action == alloc.HoldAddr {
 				// A sticky claim becomes a hold, as a DEL would make it
 				// (its key gets the address back); release --sticky-key
 				// frees the hold.

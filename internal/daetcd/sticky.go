@@ -315,7 +315,7 @@ func (a *Admin) holds(f Filter) ([]Lease, error) {
 // ReleaseHold frees sticky key's holds for ifname (every interface when
 // "") in scope s now, whatever their expiry: each held address is freed
 // (its hold key and claim, each at the revision read). Which, and when it
-// refuses, is the engine's rule for every store (alloc.KeyHolds). It
+// refuses, is the engine's rule for every store (alloc.PlanRelease). It
 // returns what it released.
 func (a *Admin) ReleaseHold(key, ifname string, s alloc.Scope, dryRun bool) ([]Lease, error) {
 	prefix := a.op.keys.holdScope(s)
@@ -326,7 +326,7 @@ func (a *Admin) ReleaseHold(key, ifname string, s alloc.Scope, dryRun bool) ([]L
 	if err != nil {
 		return nil, err
 	}
-	// The engine's rule (alloc.KeyHolds) decides, over the hold keys read.
+	// The engine (alloc.PlanRelease) decides, over the hold keys read.
 	var records []alloc.HoldRecord
 	byKey := map[string]etcdkv.KV{}
 	for _, kv := range kvs {
@@ -335,13 +335,13 @@ func (a *Admin) ReleaseHold(key, ifname string, s alloc.Scope, dryRun bool) ([]L
 			byKey[string(kv.Key)] = kv
 		}
 	}
-	found, err := alloc.KeyHolds(records, key, ifname, scopePath(s))
+	p, err := alloc.PlanRelease(alloc.ReleaseView{Holds: records}, alloc.ReleaseRequest{Key: key, IfName: ifname, Where: scopePath(s)})
 	if err != nil {
 		return nil, err
 	}
 	var out []Lease
 	var txns []etcdkv.Txn
-	for _, e := range found {
+	for _, e := range p.Holds {
 		kv := byKey[e.ID]
 		ip, _ := netip.ParseAddr(e.Address)
 		out = append(out, holdLease{h: e.Hold, scope: s, kv: kv}.lease())

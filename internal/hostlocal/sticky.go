@@ -80,6 +80,10 @@ func (d stateDir) Owner(ip netip.Addr) (alloc.Attachment, bool, error) {
 // operators' read view (leases, pools).
 func ReadHolds(dir string) ([]alloc.HoldRecord, error) { return alloc.ListHolds(newStateDir(dir)) }
 
+// Reader is dir's records and reservations, read without the lock (an
+// operator's dry run).
+func Reader(dir string) alloc.HoldReader { return newStateDir(dir) }
+
 // ReadHold implements alloc.HoldReader once D's _sticky is checked.
 func (d *Disk) ReadHold(id string) (*alloc.Hold, error) {
 	if err := d.checkSticky(); errors.Is(err, os.ErrNotExist) {

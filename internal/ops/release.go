@@ -74,130 +74,52 @@ type ReleaseRequest struct {
 	StickyKey string
 }
 
-// Release frees r.Addr under the directory's lock, as a plugin's DEL
-// would (the index entry goes with it and the stamp stays valid, so the
-// next plugin run does not rebuild), after checking that it is reserved
-// and, when asked, held by the named container. It returns the lease as
-// it was. A dry run reads without the lock and changes nothing.
+// Release frees r.Addr, or r.StickyKey's holds, under the directory's
+// lock, as a plugin's DEL would (the index entry goes with it and the
+// stamp stays valid, so the next plugin run does not rebuild). The engine
+// decides (alloc.PlanRelease) over what is read; it returns the lease as
+// it was. A dry run reads without the lock, plans the same, and changes
+// nothing.
 func (b Local) Release(r ReleaseRequest) (Lease, error) {
 	d, err := b.existingDir(r.Location)
 	if err != nil {
 		return Lease{}, err
 	}
-	if r.StickyKey != "" {
-		return b.releaseSticky(d, r)
-	}
-	if !r.Addr.IsValid() {
-		return Lease{}, fmt.Errorf("no address given")
-	}
+	q := alloc.ReleaseRequest{Addr: r.Addr, Key: r.StickyKey, Container: r.Container, IfName: r.IfName, Where: d.Label()}
+	var v alloc.ReleaseView
+	var p alloc.ReleasePlan
 	if r.DryRun {
-		res, ok, err := hostlocal.ReadReservation(d.Path, r.Addr)
-		if err != nil {
+		v, err = alloc.ReadRelease(hostlocal.Reader(d.Path), q)
+		if err == nil {
+			p, err = alloc.PlanRelease(v, q)
+		}
+	} else {
+		var disk *hostlocal.Disk
+		if disk, err = hostlocal.Open(d.Path, b.LockTimeout); err != nil {
 			return Lease{}, err
 		}
-		if err := r.check(d, res.Owner, ok); err != nil {
-			return Lease{}, err
+		v, p, err = alloc.OperatorRelease(disk, q, time.Now())
+		if cerr := disk.Close(); err == nil {
+			err = cerr
 		}
-		holds, err := validHolds(d.Path)
-		if h, held := holds[r.Addr.String()]; held && h.Held() {
-			return Lease{}, alloc.HeldForKey(r.Addr, d.Label(), h.Key)
-		}
-		return withHold(leaseOf(d, res), holds), err
-	}
-	disk, err := hostlocal.Open(d.Path, b.LockTimeout)
-	if err != nil {
-		return Lease{}, err
-	}
-	owner, ok, err := disk.Owner(r.Addr)
-	var share *alloc.HoldRecord
-	if err == nil && ok && r.Container != "" && owner.ContainerID != r.Container {
-		share, err = r.migrationShare(disk)
-	}
-	if err == nil && share == nil {
-		err = r.check(d, owner, ok)
-	}
-	var keyed *alloc.HoldRecord
-	switch {
-	case err != nil:
-	case share != nil:
-		// The migration target's share ends, as its DEL would end it.
-		err = alloc.DropSecond(disk, *share)
-		owner.ContainerID, keyed = share.Second, share
-	default:
-		keyed, err = alloc.ReleaseAddr(disk, owner, r.Addr, d.Label(), time.Now())
-	}
-	if cerr := disk.Close(); err == nil {
-		err = cerr
 	}
 	if err != nil {
 		return Lease{}, err
 	}
-	l := leaseOf(d, hostlocal.Reservation{Addr: r.Addr, Owner: owner, Problem: owner.Problem()})
-	if keyed != nil {
-		l.StickyKey, l.SecondOwner, l.SecondMigration = keyed.Key, keyed.Second, keyed.SecondMigration
+	var l Lease
+	if p.Action == alloc.FreeHolds {
+		e := p.Holds[0]
+		l = leaseOf(d, hostlocal.Reservation{Addr: e.Addr, Owner: alloc.Attachment{Network: e.Network, IfName: e.IfName}})
+		l.Owner, l.StickyKey, l.LastOwner, l.HoldExpires = "sticky", e.Key, e.LastOwner, e.Expires.UTC()
+		return l, nil
+	}
+	owner := v.Owner
+	if p.Action == alloc.EndShare {
+		owner.ContainerID = p.Record.Second
+	}
+	l = leaseOf(d, hostlocal.Reservation{Addr: r.Addr, Owner: owner, Problem: owner.Problem()})
+	if e := p.Record; e != nil {
+		l.StickyKey, l.SecondOwner, l.SecondMigration = e.Key, e.Second, e.SecondMigration
 	}
 	return l, nil
-}
-
-// migrationShare is the record of r.Addr whose migration target is
-// r.Container (and r.IfName, when set), nil when there is none.
-func (r ReleaseRequest) migrationShare(disk *hostlocal.Disk) (*alloc.HoldRecord, error) {
-	holds, err := alloc.ListHolds(disk)
-	for _, e := range holds {
-		if e.Addr == r.Addr && e.Stale == "" && !e.Held() && e.Second == r.Container && (r.IfName == "" || r.IfName == e.IfName) {
-			return &e, err
-		}
-	}
-	return nil, err
-}
-
-func (r ReleaseRequest) check(d StateDir, owner alloc.Attachment, reserved bool) error {
-	switch {
-	case !reserved:
-		return fmt.Errorf("%s is not reserved in %s", r.Addr, d.Label())
-	case r.Container != "" && owner.ContainerID != r.Container:
-		return fmt.Errorf("%s in %s is held by container %q, not %q", r.Addr, d.Label(), owner.ContainerID, r.Container)
-	case r.IfName != "" && owner.IfName != r.IfName:
-		return fmt.Errorf("%s in %s is held by interface %q of container %q, not %q", r.Addr, d.Label(), owner.IfName, owner.ContainerID, r.IfName)
-	}
-	return nil
-}
-
-// releaseSticky frees every hold of r.StickyKey (and r.IfName) in d: the
-// address file, then the record, as an expiry does. A key whose address
-// a container has is refused: delete that container, or release the
-// address itself.
-func (b Local) releaseSticky(d StateDir, r ReleaseRequest) (Lease, error) {
-	leaseOfHold := func(e alloc.HoldRecord) Lease {
-		l := Lease{Address: e.Address, Network: e.Network, IfName: e.IfName, Owner: "sticky", StickyKey: e.Key, LastOwner: e.LastOwner, HoldExpires: e.Expires.UTC()}
-		if d.Kind == "pool" {
-			l.Pool = d.Name
-		} else {
-			l.Network = d.Name
-		}
-		return l
-	}
-	var found []alloc.HoldRecord
-	if r.DryRun {
-		holds, err := hostlocal.ReadHolds(d.Path)
-		if err == nil {
-			found, err = alloc.KeyHolds(holds, r.StickyKey, r.IfName, d.Label())
-		}
-		if err != nil {
-			return Lease{}, err
-		}
-		return leaseOfHold(found[0]), nil
-	}
-	disk, err := hostlocal.Open(d.Path, b.LockTimeout)
-	if err != nil {
-		return Lease{}, err
-	}
-	found, err = alloc.ReleaseKey(disk, r.StickyKey, r.IfName, d.Label())
-	if cerr := disk.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return Lease{}, err
-	}
-	return leaseOfHold(found[0]), nil
 }

@@ -113,7 +113,7 @@ func TestCLIForAGoneNode(t *testing.T) {
 		!strings.HasPrefix(string(r.Stdout), "released "+left[0].Address+" (pool shared") {
 		t.Fatalf("release: %s %s", r.Stdout, r.Stderr)
 	}
-	if r := cli(t, "release", left[0].Address, "--pool", "shared"); r.Exit != 1 || !strings.Contains(string(r.Stderr), "not claimed") {
+	if r := cli(t, "release", left[0].Address, "--pool", "shared"); r.Exit != 1 || !strings.Contains(string(r.Stderr), "is not reserved in pool/shared") {
 		t.Fatalf("second release: exit %d %s %s", r.Exit, r.Stdout, r.Stderr)
 	}
 	if ls := cliLeases(t); len(ls) != 1 || ls[0].Node != "host-b" {

@@ -59,7 +59,7 @@ var diffNet = netip.MustParsePrefix("10.214.90.0/29")
 // side is one allocator under test and the model of its state.
 type side struct {
 	plugin  string
-	cli     []string // the operators' commands' flags naming this side's state
+	cli     []string                                        // the operators' commands' flags naming this side's state
 	conf    func(ranges []map[string]string) map[string]any // the ipam section
 	live    map[string]liveAtt                              // by container ID
 	held    map[string]netip.Addr                           // by sticky key

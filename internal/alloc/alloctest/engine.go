@@ -134,7 +134,7 @@ func (e Engine) GC(live []alloc.Attachment, now time.Time) error {
 // ReleaseKey implements Subject.
 func (e Engine) ReleaseKey(key, ifname string, _ time.Time) error {
 	return e.with(func(l Store) error {
-		_, err := alloc.ReleaseKey(l, key, ifname, "the contract's scope")
+		_, _, err := alloc.OperatorRelease(l, alloc.ReleaseRequest{Key: key, IfName: ifname, Where: "the contract's scope"}, time.Now())
 		return err
 	})
 }
@@ -142,11 +142,7 @@ func (e Engine) ReleaseKey(key, ifname string, _ time.Time) error {
 // ReleaseAddr implements Subject.
 func (e Engine) ReleaseAddr(ip netip.Addr, now time.Time) error {
 	return e.with(func(l Store) error {
-		owner, ok, err := l.Owner(ip)
-		if err != nil || !ok {
-			return errors.Join(err, errors.New("not reserved"))
-		}
-		_, err = alloc.ReleaseAddr(l, owner, ip, "the contract's scope", now)
+		_, _, err := alloc.OperatorRelease(l, alloc.ReleaseRequest{Addr: ip, Where: "the contract's scope"}, now)
 		return err
 	})
 }

@@ -1,0 +1,194 @@
+package alloc
+
+import (
+	"fmt"
+	"net/netip"
+	"time"
+)
+
+// An operator's release (`cniplugins release`), decided once for every
+// store: the store reads a ReleaseView, PlanRelease decides, and the
+// store applies the plan its own way (the disk under its lock, in the
+// write order of the transitions in holds.go; etcd in a transaction
+// guarded by the revisions it read). A dry run plans the same way and
+// applies nothing.
+
+// ReleaseRequest is what the operator asked: an address (Addr) or a
+// sticky key's holds (Key, instead of Addr). Container and IfName, when
+// set, must name the address's owner (or its migration target); with
+// Key, IfName narrows the holds to one interface. Where names the scope
+// in messages.
+type ReleaseRequest struct {
+	Addr              netip.Addr
+	Key               string
+	Container, IfName string
+	Where             string
+}
+
+// ReleaseView is what the store read for the request. For an address:
+// whether it is reserved, by whom, and the record of a key that has it
+// (judged, not stale: a hold, or Owner's keyed reservation), nil when no
+// key has it. NoOwner marks a reservation whose bytes name no owner. For
+// a key: Holds, the records read (at least the key's).
+type ReleaseView struct {
+	Reserved bool
+	Owner    Attachment
+	NoOwner  bool
+	Record   *HoldRecord
+	Holds    []HoldRecord
+}
+
+// ReleaseAction is what a release does.
+type ReleaseAction int
+
+const (
+	// FreeAddr frees the address: no key has it (a held address whose
+	// record is gone or stale included).
+	FreeAddr ReleaseAction = iota + 1
+	// HoldAddr makes the keyed reservation (Plan.Record) its key's hold,
+	// as its DEL would: the key gets the address back.
+	HoldAddr
+	// HandOverAddr gives the address to the record's migration target alone,
+	// its owner released, as the source's DEL would.
+	HandOverAddr
+	// EndShare ends the record's migration target's share, as the
+	// target's DEL would: the owner keeps the address.
+	EndShare
+	// FreeHolds frees the key's holds (Plan.Holds) whatever their expiry.
+	FreeHolds
+)
+
+// ReleasePlan is PlanRelease's decision.
+type ReleasePlan struct {
+	Action ReleaseAction
+	Record *HoldRecord  // HoldAddr, HandOverAddr, EndShare
+	Holds  []HoldRecord // FreeHolds
+}
+
+// PlanRelease decides an operator's release r over what the store read.
+// An address: refused when it is not reserved, held for a key (release
+// the key), reserved by bytes that name no owner, or owned by another
+// container or interface than r names; r naming a migration target ends
+// its share; else a key's reservation becomes the key's hold (or its
+// migration target's alone), and any other is freed. A key: its holds
+// are freed, refused while a container has one of its addresses (that
+// container's DEL would hold it again) and when it holds nothing.
+func PlanRelease(v ReleaseView, r ReleaseRequest) (ReleasePlan, error) {
+	if r.Key != "" {
+		holds, err := keyHolds(v.Holds, r.Key, r.IfName, r.Where)
+		return ReleasePlan{Action: FreeHolds, Holds: holds}, err
+	}
+	e, owner := v.Record, v.Owner
+	switch {
+	case !r.Addr.IsValid():
+		return ReleasePlan{}, fmt.Errorf("no address given")
+	case !v.Reserved:
+		return ReleasePlan{}, fmt.Errorf("%s is not reserved in %s", r.Addr, r.Where)
+	case e != nil && e.Held():
+		return ReleasePlan{}, HeldForKey(r.Addr, r.Where, e.Key)
+	case v.NoOwner:
+		return ReleasePlan{}, fmt.Errorf("%s in %s holds no owner record; refusing", r.Addr, r.Where)
+	case e != nil && e.Second != "" && r.Container == e.Second && (r.IfName == "" || r.IfName == e.IfName):
+		return ReleasePlan{Action: EndShare, Record: e}, nil
+	case r.Container != "" && owner.ContainerID != r.Container:
+		return ReleasePlan{}, fmt.Errorf("%s in %s is held by container %q, not %q", r.Addr, r.Where, owner.ContainerID, r.Container)
+	case r.IfName != "" && owner.IfName != r.IfName:
+		return ReleasePlan{}, fmt.Errorf("%s in %s is held by interface %q of container %q, not %q", r.Addr, r.Where, owner.IfName, owner.ContainerID, r.IfName)
+	case e == nil:
+		return ReleasePlan{Action: FreeAddr}, nil
+	case e.Second != "":
+		return ReleasePlan{Action: HandOverAddr, Record: e}, nil
+	}
+	return ReleasePlan{Action: HoldAddr, Record: e}, nil
+}
+
+// HeldForKey refuses an operator's release of an address held for key: a
+// hold ends early by releasing its key, which says whose address it is.
+func HeldForKey(ip netip.Addr, where, key string) error {
+	return fmt.Errorf("%s in %s is held for sticky key %q: release the hold (--sticky-key)", ip, where, key)
+}
+
+// keyHolds are the holds of key (on ifname, every interface when "")
+// among records; see PlanRelease.
+func keyHolds(records []HoldRecord, key, ifname, where string) ([]HoldRecord, error) {
+	var found []HoldRecord
+	for _, e := range records {
+		if e.Stale != "" || e.Key != key || (ifname != "" && e.IfName != ifname) {
+			continue
+		}
+		if !e.Held() {
+			return nil, fmt.Errorf("sticky key %q in %s: %s is reserved by container %s; delete it first, or release the address (it becomes a hold), then the key", key, where, e.Address, e.owner())
+		}
+		found = append(found, e)
+	}
+	if len(found) == 0 {
+		return nil, fmt.Errorf("sticky key %q holds no address in %s", key, where)
+	}
+	return found, nil
+}
+
+// ReadRelease reads r's view from a HoldReader (a HoldStore under its
+// lock, or an operator's unlocked view for a dry run).
+func ReadRelease(hr HoldReader, r ReleaseRequest) (ReleaseView, error) {
+	var v ReleaseView
+	var err error
+	if r.Key != "" || !r.Addr.IsValid() {
+		v.Holds, err = ListHolds(hr)
+		return v, err
+	}
+	v.Owner, v.Reserved, err = hr.Owner(r.Addr)
+	if err != nil || !v.Reserved {
+		return v, err
+	}
+	if id, ok := HoldIDOf(v.Owner); ok {
+		e, err := LookupHold(hr, id)
+		if e != nil && e.Stale == "" {
+			v.Record = e
+		}
+		return v, err
+	}
+	records, err := KeyedOf(hr, v.Owner)
+	for _, e := range records {
+		if e.Addr == r.Addr {
+			v.Record = &e
+		}
+	}
+	return v, err
+}
+
+// ApplyRelease carries out plan p, made over view v, in hs, in the write
+// order of each transition (holds.go).
+func ApplyRelease(hs HoldStore, v ReleaseView, p ReleasePlan, ip netip.Addr, now time.Time) error {
+	switch p.Action {
+	case FreeAddr:
+		_, err := Free(hs, v.Owner, []netip.Addr{ip})
+		return err
+	case HoldAddr:
+		return ToHold(hs, *p.Record, now)
+	case HandOverAddr:
+		return HandOver(hs, *p.Record)
+	case EndShare:
+		return DropSecond(hs, *p.Record)
+	case FreeHolds:
+		for _, e := range p.Holds {
+			if _, err := EndHold(hs, e); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// OperatorRelease is an operator's release in a HoldStore, under its
+// lock: read, plan, apply.
+func OperatorRelease(hs HoldStore, r ReleaseRequest, now time.Time) (ReleaseView, ReleasePlan, error) {
+	v, err := ReadRelease(hs, r)
+	if err != nil {
+		return v, ReleasePlan{}, err
+	}
+	p, err := PlanRelease(v, r)
+	if err != nil {
+		return v, p, err
+	}
+	return v, p, ApplyRelease(hs, v, p, r.Addr, now)
+}

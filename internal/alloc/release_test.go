@@ -1,0 +1,74 @@
+package alloc
+
+import (
+	"net/netip"
+	"testing"
+)
+
+func TestPlanRelease(t *testing.T) {
+	ip := netip.MustParseAddr("10.1.0.5")
+	c1 := Attachment{ContainerID: "c1", IfName: "eth0"}
+	keyed := &HoldRecord{Hold: Hold{Key: "vm", IfName: "eth0", Address: "10.1.0.5", Owner: "c1"}, Addr: ip}
+	shared := &HoldRecord{Hold: Hold{Key: "vm", IfName: "eth0", Address: "10.1.0.5", Owner: "c1", Second: "c2"}, Addr: ip}
+	held := &HoldRecord{Hold: Hold{Key: "vm", IfName: "eth0", Address: "10.1.0.5"}, Addr: ip}
+	heldNet1 := HoldRecord{Hold: Hold{Key: "vm", IfName: "net1", Address: "10.1.0.6"}, Addr: netip.MustParseAddr("10.1.0.6")}
+	stale := HoldRecord{Hold: Hold{Key: "vm", IfName: "eth0", Address: "10.1.0.7"}, Stale: "its address is not reserved"}
+	addr := func(c, ifn string) ReleaseRequest {
+		return ReleaseRequest{Addr: ip, Container: c, IfName: ifn, Where: "net1"}
+	}
+	key := func(k, ifn string) ReleaseRequest { return ReleaseRequest{Key: k, IfName: ifn, Where: "net1"} }
+	for _, tc := range []struct {
+		name    string
+		v       ReleaseView
+		r       ReleaseRequest
+		want    ReleaseAction
+		record  *HoldRecord
+		holds   int
+		wantErr string
+	}{
+		{"no address", ReleaseView{}, ReleaseRequest{Where: "net1"}, 0, nil, 0, "no address given"},
+		{"not reserved", ReleaseView{}, addr("", ""), 0, nil, 0, "10.1.0.5 is not reserved in net1"},
+		{"held for a key", ReleaseView{Reserved: true, Owner: HoldOwner("x"), Record: held}, addr("", ""), 0, nil, 0,
+			`10.1.0.5 in net1 is held for sticky key "vm": release the hold (--sticky-key)`},
+		{"held for a key, etcd's bytes", ReleaseView{Reserved: true, NoOwner: true, Record: held}, addr("c1", ""), 0, nil, 0,
+			`10.1.0.5 in net1 is held for sticky key "vm": release the hold (--sticky-key)`},
+		{"no owner record", ReleaseView{Reserved: true, NoOwner: true}, addr("", ""), 0, nil, 0, "10.1.0.5 in net1 holds no owner record; refusing"},
+		{"another container", ReleaseView{Reserved: true, Owner: c1}, addr("c9", ""), 0, nil, 0, `10.1.0.5 in net1 is held by container "c1", not "c9"`},
+		{"another interface", ReleaseView{Reserved: true, Owner: c1}, addr("c1", "net1"), 0, nil, 0,
+			`10.1.0.5 in net1 is held by interface "eth0" of container "c1", not "net1"`},
+		{"free", ReleaseView{Reserved: true, Owner: c1}, addr("", ""), FreeAddr, nil, 0, ""},
+		{"free, the owner named", ReleaseView{Reserved: true, Owner: c1}, addr("c1", "eth0"), FreeAddr, nil, 0, ""},
+		{"a held address no record names", ReleaseView{Reserved: true, Owner: HoldOwner("x")}, addr("", ""), FreeAddr, nil, 0, ""},
+		{"keyed: becomes a hold", ReleaseView{Reserved: true, Owner: c1, Record: keyed}, addr("c1", ""), HoldAddr, keyed, 0, ""},
+		{"shared, no container: handed over", ReleaseView{Reserved: true, Owner: c1, Record: shared}, addr("", ""), HandOverAddr, shared, 0, ""},
+		{"shared, the owner: handed over", ReleaseView{Reserved: true, Owner: c1, Record: shared}, addr("c1", "eth0"), HandOverAddr, shared, 0, ""},
+		{"shared, the target: its share ends", ReleaseView{Reserved: true, Owner: c1, Record: shared}, addr("c2", ""), EndShare, shared, 0, ""},
+		{"shared, the target and its interface", ReleaseView{Reserved: true, Owner: c1, Record: shared}, addr("c2", "eth0"), EndShare, shared, 0, ""},
+		{"shared, the target on another interface", ReleaseView{Reserved: true, Owner: c1, Record: shared}, addr("c2", "net1"), 0, nil, 0,
+			`10.1.0.5 in net1 is held by container "c1", not "c2"`},
+		{"shared, a third container", ReleaseView{Reserved: true, Owner: c1, Record: shared}, addr("c3", ""), 0, nil, 0,
+			`10.1.0.5 in net1 is held by container "c1", not "c3"`},
+		{"key: every hold", ReleaseView{Holds: []HoldRecord{*held, heldNet1, stale}}, key("vm", ""), FreeHolds, nil, 2, ""},
+		{"key: one interface", ReleaseView{Holds: []HoldRecord{*held, heldNet1}}, key("vm", "net1"), FreeHolds, nil, 1, ""},
+		{"key: a container has it", ReleaseView{Holds: []HoldRecord{heldNet1, *keyed}}, key("vm", ""), 0, nil, 0,
+			`sticky key "vm" in net1: 10.1.0.5 is reserved by container c1; delete it first, or release the address (it becomes a hold), then the key`},
+		{"key: holds nothing", ReleaseView{Holds: []HoldRecord{stale}}, key("vm", ""), 0, nil, 0, `sticky key "vm" holds no address in net1`},
+		{"key: another key's", ReleaseView{Holds: []HoldRecord{*held}}, key("other", ""), 0, nil, 0, `sticky key "other" holds no address in net1`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, err := PlanRelease(tc.v, tc.r)
+			if tc.wantErr != "" {
+				if err == nil || err.Error() != tc.wantErr {
+					t.Fatalf("error %v, want %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p.Action != tc.want || p.Record != tc.record || len(p.Holds) != tc.holds {
+				t.Fatalf("plan %+v, want action %d record %v, %d holds", p, tc.want, tc.record, tc.holds)
+			}
+		})
+	}
+}
