@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"sync"
 	"syscall"
 	"time"
 
@@ -87,11 +88,14 @@ releases, install passes and refusals).`,
 				o.Confs.Validate = v.Data
 				o.Confs.Runtime = k8sinstall.Runtime{BinDir: o.Install.Dir, Ours: o.Install.Names}
 			}
+			// One backend for the GC loop and the scrapes: with --etcd, one
+			// client, opened by whichever needs it first.
+			backend := sync.OnceValues(func() (ops.Backend, error) { return bf.backend(cmd) })
 			if criSocket != "" {
 				// The GC loop's scope is the net.d it installs into: the
 				// node's, which is the runtime's conf dir.
 				scope.confDirs = []string{o.Confs.NetDir}
-				if o.GC, err = f.k8sGC(cmd, &bf, criSocket, criTimeout, minAge, scope); err != nil {
+				if o.GC, err = f.k8sGC(backend, bf.node, criSocket, criTimeout, minAge, scope); err != nil {
 					return err
 				}
 			}
@@ -102,7 +106,7 @@ releases, install passes and refusals).`,
 			if metrics == "" {
 				return run(ctx)
 			}
-			e, err := f.k8sExposition(cmd, &o.Confs.NetDir, &bf, o.Metrics)
+			e, err := f.k8sExposition(cmd, backend, &o.Confs.NetDir, &bf, o.Metrics)
 			if err != nil {
 				return err
 			}
@@ -136,7 +140,7 @@ releases, install passes and refusals).`,
 
 // k8sGC is the GC loop's one pass: gc --cri --apply on the backend the
 // flags choose, each release logged.
-func (f Flavour) k8sGC(cmd *cobra.Command, bf *backendFlags, socket string, timeout, minAge time.Duration, scope criScope) (func(io.Writer) (int, error), error) {
+func (f Flavour) k8sGC(backend func() (ops.Backend, error), node, socket string, timeout, minAge time.Duration, scope criScope) (func(io.Writer) (int, error), error) {
 	if f.CRI == nil {
 		return nil, exitError{2, errors.New("--gc-cri needs the full flavour: run the cniplugins-full image; the lean binary links no network client")}
 	}
@@ -146,15 +150,15 @@ func (f Flavour) k8sGC(cmd *cobra.Command, bf *backendFlags, socket string, time
 	if scope.maxConfNum < 0 {
 		return nil, fmt.Errorf("invalid --gc-max-conf-num %d: want 0 (all) or more", scope.maxConfNum)
 	}
-	b, err := bf.backend(cmd)
+	b, err := backend()
 	if err != nil {
 		return nil, err
 	}
-	if b.Shared() && bf.node == "" {
+	if b.Shared() && node == "" {
 		return nil, errors.New("with --etcd, name this host's --node: only its claims are reconciled")
 	}
 	return func(log io.Writer) (int, error) {
-		rep, live, err := reconcile(f.CRI, socket, timeout, scope, b, ops.LiveGCRequest{Apply: true, MinAge: minAge, Node: bf.node})
+		rep, live, err := reconcile(f.CRI, socket, timeout, scope, b, ops.LiveGCRequest{Apply: true, MinAge: minAge, Node: node})
 		released := 0
 		for _, l := range rep.Stale {
 			if l.Error != "" {

@@ -32,9 +32,8 @@ func (f Flavour) k8sMetrics(watch bool) error {
 // shows at the next scrape; with --etcd, ipam-da-etcd's claims, else the
 // state of --data-dir when given, else of each configuration's dataDir),
 // and the installer's counters m.
-func (f Flavour) k8sExposition(cmd *cobra.Command, netDir *string, bf *backendFlags, m *k8sinstall.Metrics) (*k8sinstall.Exposition, error) {
-	// One backend for every scrape: with --etcd, one client.
-	b, err := bf.backend(cmd)
+func (f Flavour) k8sExposition(cmd *cobra.Command, backend func() (ops.Backend, error), netDir *string, bf *backendFlags, m *k8sinstall.Metrics) (*k8sinstall.Exposition, error) {
+	b, err := backend()
 	if err != nil {
 		return nil, err
 	}

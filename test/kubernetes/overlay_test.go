@@ -1,17 +1,15 @@
 package kubernetes
 
 import (
-	"bytes"
-	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/cniplugins/cniplugins/internal/testkit/ctrimage"
 	"github.com/cniplugins/cniplugins/internal/testkit/k8smanifest"
+	"github.com/cniplugins/cniplugins/internal/testkit/testbin"
 )
 
 // The tests install cniplugins as docs/kubernetes.md tells a user to: the
@@ -200,16 +198,13 @@ func (c *cluster) importImage(t *testing.T, binary, tag string) {
 	}
 }
 
-// runCLI runs the cniplugins binary as the CLI.
+// runCLI runs the cniplugins binary bin as the CLI, as an operator does.
 func runCLI(bin string, args ...string) (string, error) {
-	cmd := exec.CommandContext(context.Background(), bin, args...)
-	cmd.Args[0] = "cniplugins"
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		return stdout.String(), fmt.Errorf("cniplugins %s: %w: %s", strings.Join(args, " "), err, stderr.String())
+	r := testbin.Run(testbin.Call{Path: filepath.Dir(bin), Plugin: filepath.Base(bin), Argv: args})
+	if r.Exit != 0 {
+		return string(r.Stdout), fmt.Errorf("cniplugins %s: exit %d: %s", strings.Join(args, " "), r.Exit, r.Stderr)
 	}
-	return stdout.String(), nil
+	return string(r.Stdout), nil
 }
 
 // podMonitorCRD stands for the Prometheus Operator's CRD, as a cluster

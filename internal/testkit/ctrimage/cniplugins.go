@@ -2,7 +2,6 @@ package ctrimage
 
 import (
 	"fmt"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -10,6 +9,7 @@ import (
 
 	"github.com/cniplugins/cniplugins/internal/ociimage"
 	"github.com/cniplugins/cniplugins/internal/testkit"
+	"github.com/cniplugins/cniplugins/internal/testkit/testbin"
 )
 
 // CNIPlugins builds the image repo:version of binary with the builder of
@@ -40,11 +40,9 @@ func CNIPlugins(dir, repo, version, binary string) (string, error) {
 // Personalities are the names binary answers to: what `cniplugins list`
 // prints.
 func Personalities(binary string) ([]string, error) {
-	cmd := exec.Command(binary, "list")
-	cmd.Args[0] = "cniplugins"
-	out, err := cmd.Output()
-	if err != nil {
-		return nil, fmt.Errorf("%s list: %w", binary, err)
+	r := testbin.Run(testbin.Call{Path: filepath.Dir(binary), Plugin: filepath.Base(binary), Argv: []string{"list"}})
+	if r.Exit != 0 {
+		return nil, fmt.Errorf("%s list: exit %d: %s", binary, r.Exit, r.Stderr)
 	}
-	return strings.Fields(string(out)), nil
+	return strings.Fields(string(r.Stdout)), nil
 }

@@ -3,6 +3,7 @@ package kubenode
 import (
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 )
@@ -35,7 +36,7 @@ var kubeletPaths = []string{
 // iptablesTables are where the kubelet keeps its canary chains.
 var iptablesTables = []string{"filter", "nat", "mangle"}
 
-func guardHost() (*hostGuard, error) {
+func guardHost() *hostGuard {
 	g := &hostGuard{sysctls: map[string]string{}, chains: map[string][]string{}}
 	for _, s := range kubeletSysctls {
 		if b, err := os.ReadFile("/proc/sys/" + s); err == nil {
@@ -52,10 +53,13 @@ func guardHost() (*hostGuard, error) {
 			g.absent = append(g.absent, p)
 		}
 	}
-	return g, nil
+	return g
 }
 
-func (g *hostGuard) restore() {
+// restore puts the host back. root is the node's directory: the kubelet
+// links each container's log from /var/log/containers into it, and the
+// node is stopped through the CRI, so the kubelet never unlinks them.
+func (g *hostGuard) restore(root string) {
 	if g == nil {
 		return
 	}
@@ -72,6 +76,13 @@ func (g *hostGuard) restore() {
 	}
 	for _, p := range g.absent {
 		_ = os.RemoveAll(p)
+	}
+	logs, _ := os.ReadDir("/var/log/containers")
+	for _, e := range logs {
+		link := filepath.Join("/var/log/containers", e.Name())
+		if to, err := os.Readlink(link); err == nil && strings.HasPrefix(to, root+string(filepath.Separator)) {
+			_ = os.Remove(link)
+		}
 	}
 }
 

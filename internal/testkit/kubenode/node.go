@@ -122,9 +122,7 @@ func Start(ctx context.Context) (n *Node, err error) {
 			n = nil
 		}
 	}()
-	if n.guard, err = guardHost(); err != nil {
-		return n, err
-	}
+	n.guard = guardHost()
 	for _, d := range []string{n.CNIBin, n.NetDir, filepath.Dir(n.ContainerdSock)} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return n, err
@@ -182,7 +180,7 @@ func (n *Node) Stop() {
 		n.etcd.Stop()
 	}
 	hostclean.UnmountUnder(n.Root)
-	n.guard.restore()
+	n.guard.restore(n.Root)
 	_ = os.RemoveAll(n.Root)
 }
 
