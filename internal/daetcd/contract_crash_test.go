@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/cniplugins/cniplugins/internal/alloc"
-	"github.com/cniplugins/cniplugins/internal/alloc/alloctest"
 	"github.com/cniplugins/cniplugins/internal/etcdkv"
 )
 
@@ -94,5 +93,3 @@ func (e etcdSubject) Holds() ([]alloc.Hold, error) {
 	}
 	return out, err
 }
-
-var _ alloctest.Crashable = etcdSubject{}

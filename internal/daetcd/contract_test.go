@@ -2,6 +2,8 @@ package daetcd
 
 import (
 	"net/netip"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -9,18 +11,21 @@ import (
 	"github.com/cniplugins/cniplugins/internal/alloc/alloctest"
 	"github.com/cniplugins/cniplugins/internal/etcdkv"
 	"github.com/cniplugins/cniplugins/internal/etcdkv/etcdkvfake"
+	"github.com/cniplugins/cniplugins/internal/plugin"
 )
 
-// The etcd store under the engine's contract: each call is one
-// operation of node-a, as an exec of the plugin would make it, over the
-// in-memory etcd (no etcd binary). contract_cluster_test.go runs it once
-// more over a real cluster.
+// ipam-da-etcd under the engine's contract: every row through its own
+// CNI commands, in-process, as node-a over the in-memory etcd (no etcd
+// binary), and the operators' releases through Admin, the code behind
+// `cniplugins release --etcd`. contract_cluster_test.go runs it once more
+// over a real cluster.
 func TestStoreContract(t *testing.T) {
 	alloctest.RunStoreContract(t, alloctest.Caps{Migration: true}, func(t *testing.T) alloctest.Subject {
 		return newEtcdSubject(t, []string{etcdkvfake.New(t).URL()}, "/contract/")
 	})
 }
 
+// etcdSubject is node-a's commands over a prefix of one etcd.
 type etcdSubject struct {
 	t         *testing.T
 	endpoints []string
@@ -28,13 +33,27 @@ type etcdSubject struct {
 	crash     *crashProxy // contract_crash_test.go
 }
 
-func newEtcdSubject(t *testing.T, endpoints []string, prefix string) etcdSubject {
-	return etcdSubject{t: t, endpoints: endpoints, prefix: prefix, crash: newCrashProxy(t, endpoints[0])}
+func newEtcdSubject(t *testing.T, endpoints []string, prefix string) alloctest.Crashable {
+	e := etcdSubject{t: t, endpoints: endpoints, prefix: prefix, crash: newCrashProxy(t, endpoints[0])}
+	return alloctest.WithCrashes(e.cni(), e)
 }
 
 // contractScope is alloctest's: the pool every target is in.
 var contractScope = alloc.Scope{Pool: "p"}
 
+// cni is the subject's commands: ipam-da-etcd as node-a, whose machine
+// ID file the test writes.
+func (e etcdSubject) cni() alloctest.CNI {
+	machine := filepath.Join(e.t.TempDir(), "machine-id")
+	if err := os.WriteFile(machine, []byte("contract-machine\n"), 0o600); err != nil {
+		e.t.Fatal(err)
+	}
+	return alloctest.CNI{Operators: e, Command: func() (plugin.Personality, map[string]any) {
+		return Personality(), map[string]any{"etcd": map[string]any{"endpoints": e.eps(), "prefix": e.prefix, "nodeName": "node-a", "machineIDFile": machine}}
+	}}
+}
+
+// op is an operation of node-a, for tests that look inside the store.
 func (e etcdSubject) op(c alloctest.Call) *operation {
 	cl := etcdkv.New(etcdkv.Config{Endpoints: e.eps(), Timeout: 10 * time.Second})
 	return &operation{cl: cl, keys: layout{prefix: e.prefix}, node: "node-a", machine: "contract-machine", hostname: "h",
@@ -42,41 +61,12 @@ func (e etcdSubject) op(c alloctest.Call) *operation {
 }
 
 func (e etcdSubject) Add(c alloctest.Call, targets []alloc.Target) ([]netip.Prefix, error) {
-	var st *stickyAtt
-	if c.Key != "" {
-		st = &stickyAtt{key: c.Key, id: alloc.StickyID(c.Key, c.Att.IfName), holdFor: c.HoldFor, migration: c.Migration}
-	}
-	op := e.op(c)
-	op.quota = newQuotaState(c.Quota, targets)
-	got, err := op.add(targets, st)
-	var out []netip.Prefix
-	for _, a := range got {
-		out = append(out, a.addr)
-	}
-	return out, err
+	return e.cni().Add(c, targets)
 }
 
-func (e etcdSubject) Del(c alloctest.Call, _ []netip.Addr) error {
-	op := e.op(c)
-	return op.delRead(alloctest.Scopes, true)
-}
+func (e etcdSubject) Del(c alloctest.Call, hints []netip.Addr) error { return e.cni().Del(c, hints) }
 
-func (e etcdSubject) Check(c alloctest.Call, ips []netip.Addr) error {
-	op := e.op(c)
-	if len(ips) == 0 {
-		return alloc.CheckHeld(alloctest.CheckTargets(), c.Att, op.held)
-	}
-	placed := make([]alloc.Target, len(ips))
-	for i, ip := range ips {
-		placed[i].Scope = alloctest.ScopeOf(ip)
-	}
-	return op.check(ips, placed)
-}
-
-func (e etcdSubject) GC(live []alloc.Attachment, now time.Time) error {
-	op := e.op(alloctest.Call{Att: alloc.Attachment{Network: "net"}, Now: now})
-	return op.gc(alloctest.Scopes, alloc.NewKeepSet("net", live))
-}
+func (e etcdSubject) GC(live []alloc.Attachment, now time.Time) error { return e.cni().GC(live, now) }
 
 func (e etcdSubject) admin(now time.Time) *Admin {
 	a, err := NewAdmin(AdminConfig{Endpoints: e.eps(), Prefix: e.prefix})
@@ -93,6 +83,6 @@ func (e etcdSubject) ReleaseKey(key, ifname string, now time.Time) error {
 }
 
 func (e etcdSubject) ReleaseAddr(ip netip.Addr, now time.Time) error {
-	_, err := e.admin(now).Release(ip, contractScope, "", "", false)
+	_, err := e.admin(now).Release(ip, alloctest.ScopeOf(ip), "", "", false)
 	return err
 }

@@ -42,7 +42,7 @@ func begin(req *plugin.Request, needRanges bool) (*alloc.Config, *operation, err
 	if err != nil {
 		return nil, nil, err
 	}
-	op, err := newOperation(ec, c.Network, req.Args.ContainerID, req.Args.IfName, req.Log)
+	op, err := newOperation(ec, c.Network, req)
 	return c, op, err
 }
 
@@ -57,7 +57,7 @@ func beginTargets(req *plugin.Request) (*alloc.Config, *operation, []alloc.Targe
 	return c, op, targets, err
 }
 
-func newOperation(c *etcdConfig, network, cid, ifname string, log *logging.Logger) (*operation, error) {
+func newOperation(c *etcdConfig, network string, req *plugin.Request) (*operation, error) {
 	machine, err := machineID(c.machineIDFile)
 	if err != nil {
 		return nil, err
@@ -68,7 +68,7 @@ func newOperation(c *etcdConfig, network, cid, ifname string, log *logging.Logge
 	}
 	host, _ := os.Hostname()
 	return &operation{cl: cl, keys: layout{prefix: c.prefix}, node: c.node, machine: machine, hostname: host,
-		network: network, cid: cid, ifname: ifname, now: time.Now(), log: log, nonce: newClaimID()}, nil
+		network: network, cid: req.Args.ContainerID, ifname: req.Args.IfName, now: req.Now, log: req.Log, nonce: newClaimID()}, nil
 }
 
 // newClaimID names one ADD's claims (a claim found committed after its

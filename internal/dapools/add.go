@@ -27,8 +27,8 @@ import (
 // every pool of the chains locked; a count at the quota that is not
 // exact (some pool counted without its lock) runs it with every pool the
 // quota counts in locked too, since only such a count may refuse.
-func cmdAdd(req *plugin.Request) (types.Result, error) {
-	c, err := parseConfig(req.Conf, req.CNIArgs, true)
+func (k commands) cmdAdd(req *plugin.Request) (types.Result, error) {
+	c, err := k.parse(req, true)
 	if err != nil {
 		return nil, err
 	}
@@ -41,7 +41,7 @@ func cmdAdd(req *plugin.Request) (types.Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	a := adder{config: c, targets: targets, att: c.attachment(req), log: req.Log, now: time.Now()}
+	a := adder{config: c, targets: targets, att: c.attachment(req), log: req.Log, now: req.Now}
 	first := lockChains
 	if a.headsSuffice() {
 		first = lockHeads
@@ -123,7 +123,7 @@ func (a *adder) add(mode lockMode) ([]*current.IPConfig, error) {
 			}
 		}
 	}
-	st, err := openStoresAs(PoolsDir(a.dataDir), tenant, locked, a.lockTimeout)
+	st, err := openStoresAs(PoolsDir(a.dataDir), tenant, locked, a.lockTimeout, a.faults)
 	if err != nil {
 		return nil, err
 	}

@@ -14,8 +14,8 @@ import (
 // cmdCheck verifies that every address in prevResult is reserved for this
 // attachment in the range set or pool it belongs to; without addresses in
 // prevResult, the engine's rule (alloc.CheckHeld) over what it holds.
-func cmdCheck(req *plugin.Request) error {
-	c, targets, err := load(req)
+func (k commands) cmdCheck(req *plugin.Request) error {
+	c, targets, err := k.load(req)
 	if err != nil {
 		return err
 	}
@@ -38,7 +38,7 @@ func checkAddrs(req *plugin.Request, c *config, addrs []netip.Addr, placed []all
 	if err := requireStateDirs(dirs, c.attachment(req)); err != nil {
 		return err
 	}
-	st, err := openStores(dirs, c.lockTimeout)
+	st, err := openStores(dirs, c.lockTimeout, c.faults)
 	if err != nil {
 		return err
 	}
@@ -62,7 +62,7 @@ func held(c *config, att alloc.Attachment, scopes []alloc.Scope) (map[alloc.Scop
 			existing = append(existing, c.dir(s))
 		}
 	}
-	st, err := openStores(existing, c.lockTimeout)
+	st, err := openStores(existing, c.lockTimeout, c.faults)
 	if err != nil {
 		return nil, err
 	}

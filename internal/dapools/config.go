@@ -47,6 +47,8 @@ type config struct {
 	stickyKey string
 	// migration is its ADD's migration name (alloc.Keyed.Migration).
 	migration string
+	// faults, nil but in the store contract, may stop the writes.
+	faults *hostlocal.Faults
 }
 
 // parseConfig reads and validates everything before anything touches disk.
@@ -132,8 +134,8 @@ func lockTimeout(s string) (time.Duration, error) {
 
 // load parses the config and lists the targets: how ADD, CHECK and
 // STATUS begin.
-func load(req *plugin.Request) (*config, []alloc.Target, error) {
-	c, err := parseConfig(req.Conf, req.CNIArgs, true)
+func (k commands) load(req *plugin.Request) (*config, []alloc.Target, error) {
+	c, err := k.parse(req, true)
 	if err != nil {
 		return nil, nil, err
 	}

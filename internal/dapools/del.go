@@ -2,7 +2,6 @@ package dapools
 
 import (
 	"errors"
-	"time"
 
 	"github.com/cniplugins/cniplugins/internal/alloc"
 	"github.com/cniplugins/cniplugins/internal/logging"
@@ -13,8 +12,8 @@ import (
 // this config touches. It needs no ranges (they may have changed since the
 // ADD) and never fails for an attachment it does not know. prevResult's
 // addresses are hints: DEL goes straight to their files.
-func cmdDel(req *plugin.Request) error {
-	c, err := parseConfig(req.Conf, req.CNIArgs, false)
+func (k commands) cmdDel(req *plugin.Request) error {
+	c, err := k.parse(req, false)
 	if err != nil {
 		return err
 	}
@@ -22,12 +21,12 @@ func cmdDel(req *plugin.Request) error {
 	if err != nil {
 		return err
 	}
-	st, err := openStores(c.dirs(), c.lockTimeout)
+	st, err := openStores(c.dirs(), c.lockTimeout, c.faults)
 	if err != nil {
 		return err
 	}
 	att := c.attachment(req)
-	now := time.Now()
+	now := req.Now
 	var errs []error
 	for _, dir := range st.order {
 		held, err := alloc.HoldOnDel(st.disks[dir], att, c.stickyKey, now)

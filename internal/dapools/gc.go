@@ -13,8 +13,8 @@ import (
 
 // cmdGC releases every reservation of this network whose attachment the
 // runtime no longer lists (alloc.KeepSet has the rules), through Collect.
-func cmdGC(req *plugin.Request) error {
-	c, err := parseConfig(req.Conf, req.CNIArgs, false)
+func (k commands) cmdGC(req *plugin.Request) error {
+	c, err := k.parse(req, false)
 	if err != nil {
 		return err
 	}
@@ -23,7 +23,7 @@ func cmdGC(req *plugin.Request) error {
 		return err
 	}
 	_, err = Collect(Collection{DataDir: c.dataDir, Dirs: c.dirs(), LockTimeout: c.lockTimeout,
-		Keep: alloc.NewKeepSet(c.Network, live).Keeps, Now: time.Now(), Log: req.Log})
+		Keep: alloc.NewKeepSet(c.Network, live).Keeps, Now: req.Now, Log: req.Log, Faults: c.faults})
 	return err
 }
 
@@ -38,6 +38,9 @@ type Collection struct {
 	// Inspect, when set, sees each directory under its lock before the
 	// GC changes anything there (what `cniplugins gc` reports with).
 	Inspect func(dir string, d *hostlocal.Disk) error
+	// Faults, when set, may stop the GC's writes (the store contract's
+	// crashes).
+	Faults *hostlocal.Faults
 }
 
 // Collect is every GC of local state: the CNI GC command's and the
@@ -53,7 +56,7 @@ func Collect(g Collection) (map[string][]netip.Addr, error) {
 	if g.Log == nil {
 		g.Log = logging.Nop()
 	}
-	st, err := openStores(g.Dirs, g.LockTimeout)
+	st, err := openStores(g.Dirs, g.LockTimeout, g.Faults)
 	if err != nil {
 		return nil, err
 	}

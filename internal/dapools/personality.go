@@ -19,6 +19,7 @@ package dapools
 
 import (
 	"github.com/cniplugins/cniplugins/internal/alloc"
+	"github.com/cniplugins/cniplugins/internal/hostlocal"
 	"github.com/cniplugins/cniplugins/internal/netconf"
 	"github.com/cniplugins/cniplugins/internal/plugin"
 )
@@ -27,9 +28,27 @@ import (
 const Name = "ipam-da-pools"
 
 // Personality returns ipam-da-pools.
-func Personality() plugin.Personality {
+func Personality() plugin.Personality { return PersonalityWith(nil) }
+
+// PersonalityWith is ipam-da-pools whose writes faults may stop part-way:
+// the store contract's crashes, through the real commands.
+func PersonalityWith(faults *hostlocal.Faults) plugin.Personality {
+	k := commands{faults: faults}
 	return alloc.Personality(Name, "allocates one address per selected pool (or range set: a drop-in host-local) from local files under flock",
-		plugin.IPAMFuncs(cmdAdd, cmdDel, cmdCheck, cmdGC, cmdStatus), validate)
+		plugin.IPAMFuncs(k.cmdAdd, k.cmdDel, k.cmdCheck, k.cmdGC, k.cmdStatus), validate)
+}
+
+// commands are ipam-da-pools' CNI commands.
+type commands struct{ faults *hostlocal.Faults }
+
+// parse is parseConfig of req, with the commands' faults.
+func (k commands) parse(req *plugin.Request, needRanges bool) (*config, error) {
+	c, err := parseConfig(req.Conf, req.CNIArgs, needRanges)
+	if err != nil {
+		return nil, err
+	}
+	c.faults = k.faults
+	return c, nil
 }
 
 // validate is ADD's parse without the disk: standalone (ipam.type is this

@@ -14,8 +14,8 @@ import (
 // served. The rule needs no scan: the exhaustion marks live beside the
 // index and are trusted only while the index is (another writer's
 // release invalidates them).
-func cmdStatus(req *plugin.Request) error {
-	c, targets, err := load(req)
+func (k commands) cmdStatus(req *plugin.Request) error {
+	c, targets, err := k.load(req)
 	if err != nil {
 		return err
 	}

@@ -22,13 +22,13 @@ type stores struct {
 	uid    int             // who the state must belong to (os.Geteuid)
 }
 
-func openStores(dirs []string, timeout time.Duration) (*stores, error) {
-	return openStoresAs("", "", dirs, timeout)
+func openStores(dirs []string, timeout time.Duration, faults *hostlocal.Faults) (*stores, error) {
+	return openStoresAs("", "", dirs, timeout, faults)
 }
 
 // openStoresAs is openStores for an ADD of tenant's (a quota's; "" none),
 // whose lock, kept in poolsDir, it takes first.
-func openStoresAs(poolsDir, tenant string, dirs []string, timeout time.Duration) (*stores, error) {
+func openStoresAs(poolsDir, tenant string, dirs []string, timeout time.Duration, faults *hostlocal.Faults) (*stores, error) {
 	order := slices.Clone(dirs)
 	slices.Sort(order)
 	order = slices.Compact(order)
@@ -47,6 +47,7 @@ func openStoresAs(poolsDir, tenant string, dirs []string, timeout time.Duration)
 			_ = s.close()
 			return nil, err
 		}
+		d.SetFaults(faults)
 		s.disks[dir] = d
 	}
 	return s, nil

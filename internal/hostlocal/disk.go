@@ -38,6 +38,8 @@ type Disk struct {
 	// scratch file, kept across failed link attempts so that skipping a
 	// taken address costs one link(2). nil: content unknown.
 	tmpFor *alloc.Attachment
+	// faults, when set, may stop a write (a test's crash).
+	faults *Faults
 	// tenant is the hex name of the tenant the reservations are for
 	// (ForTenant; "" none); hasTenants whether D has _tenants (0 not
 	// looked yet, 1 yes, -1 no).
@@ -131,6 +133,9 @@ func (d *Disk) Close() error {
 
 // Reserve implements alloc.Store: the file appears in D, complete, or not at all.
 func (d *Disk) Reserve(a alloc.Attachment, ip netip.Addr) (bool, error) {
+	if err := d.faults.step(); err != nil {
+		return false, err
+	}
 	final, err := d.addrPath(ip)
 	if err != nil {
 		return false, err
@@ -189,6 +194,9 @@ func (d *Disk) link(a alloc.Attachment, ip netip.Addr, final string) (bool, erro
 // Release implements alloc.Ledger; the file's content, not the index, decides
 // ownership.
 func (d *Disk) Release(a alloc.Attachment, ip netip.Addr) (bool, error) {
+	if err := d.faults.step(); err != nil {
+		return false, err
+	}
 	owner, ok, err := d.Owner(ip)
 	if err != nil || !ok || !a.Owns(owner) {
 		return false, err
@@ -252,6 +260,9 @@ func (d *Disk) LastReserved(rangeID int) (netip.Addr, error) {
 
 // SetLastReserved implements alloc.Ledger, replacing the cursor atomically.
 func (d *Disk) SetLastReserved(rangeID int, ip netip.Addr) error {
+	if err := d.faults.step(); err != nil {
+		return err
+	}
 	d.dirty = true
 	return d.replaceRecycled(d.cursorPath(rangeID), ip.String())
 }
@@ -259,6 +270,9 @@ func (d *Disk) SetLastReserved(rangeID int, ip netip.Addr) error {
 // MarkExhausted implements alloc.Store; the record lives in the stamp file and
 // is written by Close.
 func (d *Disk) MarkExhausted(rangeID int) error {
+	if err := d.faults.step(); err != nil {
+		return err
+	}
 	if !d.untrusted && !slices.Contains(d.exhausted, rangeID) {
 		d.exhausted = append(d.exhausted, rangeID)
 		slices.Sort(d.exhausted)
@@ -269,6 +283,9 @@ func (d *Disk) MarkExhausted(rangeID int) error {
 
 // ClearExhausted implements alloc.Ledger.
 func (d *Disk) ClearExhausted() error {
+	if err := d.faults.step(); err != nil {
+		return err
+	}
 	if len(d.exhausted) > 0 {
 		d.exhausted = nil
 		d.dirty = true

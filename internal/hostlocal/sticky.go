@@ -114,6 +114,9 @@ func (d *Disk) checkSticky() error {
 // power loss is host-local's, and the record must not be surer than the
 // file it describes.
 func (d *Disk) WriteHold(id string, h alloc.Hold) error {
+	if err := d.faults.step(); err != nil {
+		return err
+	}
 	if !alloc.ValidHoldID(id) {
 		return cnierr.New(cnierr.CodeInternal, "invalid hold ID", "id=%q", id)
 	}
@@ -131,6 +134,9 @@ func (d *Disk) WriteHold(id string, h alloc.Hold) error {
 
 // RemoveHold implements alloc.HoldStore.
 func (d *Disk) RemoveHold(id string) error {
+	if err := d.faults.step(); err != nil {
+		return err
+	}
 	if err := d.checkSticky(); errors.Is(err, os.ErrNotExist) {
 		return nil
 	} else if err != nil {
@@ -145,6 +151,9 @@ func (d *Disk) RemoveHold(id string) error {
 // Reassign implements alloc.HoldStore: ip's file is rewritten atomically
 // (a rename over it) and ip moves between the owners' index entries.
 func (d *Disk) Reassign(ip netip.Addr, from, to alloc.Attachment) error {
+	if err := d.faults.step(); err != nil {
+		return err
+	}
 	path, err := d.addrPath(ip)
 	if err != nil {
 		return err

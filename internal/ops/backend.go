@@ -30,6 +30,17 @@ type Local struct {
 	DataDir string
 	// LockTimeout is how long a writer waits for a state directory's lock.
 	LockTimeout time.Duration
+	// Now, when set, is the clock (nil: time.Now): what a release turns
+	// into a hold is held from then.
+	Now func() time.Time
+}
+
+// now is the time an operator's command runs at.
+func (b Local) now() time.Time {
+	if b.Now != nil {
+		return b.Now()
+	}
+	return time.Now()
 }
 
 // Shared is false: a data dir holds this host's reservations only.

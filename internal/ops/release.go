@@ -5,7 +5,6 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
-	"time"
 
 	"github.com/containernetworking/cni/pkg/utils"
 
@@ -98,7 +97,7 @@ func (b Local) Release(r ReleaseRequest) (Lease, error) {
 		if disk, err = hostlocal.Open(d.Path, b.LockTimeout); err != nil {
 			return Lease{}, err
 		}
-		v, p, err = alloc.OperatorRelease(disk, q, time.Now())
+		v, p, err = alloc.OperatorRelease(disk, q, b.now())
 		if cerr := disk.Close(); err == nil {
 			err = cerr
 		}

@@ -11,6 +11,7 @@ package plugin
 import (
 	"io"
 	"os"
+	"time"
 
 	"github.com/containernetworking/cni/pkg/skel"
 	"github.com/containernetworking/cni/pkg/types"
@@ -78,6 +79,9 @@ type Request struct {
 	Getenv  func(string) string
 	Stderr  io.Writer
 	Log     *logging.Logger
+	// Now is the time the command runs at: every expiry and record time
+	// of one command is this one instant.
+	Now time.Time
 }
 
 // IO is the process boundary: what skel would read from os.*.
@@ -93,6 +97,9 @@ type IO struct {
 	// the personality built it (a delegate run in-process, whose result
 	// the next delegate need not decode again).
 	Printed *types.Result
+	// Now, when set, is the clock (nil: time.Now), so that a test can
+	// run commands at the times it chooses (holds expire, records age).
+	Now func() time.Time
 }
 
 // Getenv looks a variable up in Environ (the last assignment wins, as with

@@ -5,6 +5,7 @@ import (
 	"io"
 	"runtime/debug"
 	"strings"
+	"time"
 
 	"github.com/containernetworking/cni/pkg/types"
 	cniversion "github.com/containernetworking/cni/pkg/version"
@@ -101,9 +102,13 @@ func dispatch(p Personality, pio IO, log *logging.Logger) (types.Result, string,
 	if err != nil {
 		return nil, conf.CNIVersion, err
 	}
+	now := time.Now
+	if pio.Now != nil {
+		now = pio.Now
+	}
 	res, err := fn(&Request{
 		Command: cmd, Args: args, CNIArgs: cniArgs, Conf: conf,
-		Environ: pio.Environ, Getenv: pio.Getenv, Stderr: pio.Stderr, Log: log,
+		Environ: pio.Environ, Getenv: pio.Getenv, Stderr: pio.Stderr, Log: log, Now: now(),
 	})
 	if err != nil || res == nil {
 		return nil, conf.CNIVersion, err

@@ -7,6 +7,7 @@ import (
 	"net"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/containernetworking/cni/pkg/types"
 	current "github.com/containernetworking/cni/pkg/types/100"
@@ -139,5 +140,29 @@ func TestIOGetenvLastWins(t *testing.T) {
 	p := IO{Environ: []string{"A=1", "AB=2", "A=3", "B"}}
 	if p.Getenv("A") != "3" || p.Getenv("AB") != "2" || p.Getenv("B") != "" || p.Getenv("C") != "" {
 		t.Errorf("Getenv wrong: A=%q AB=%q", p.Getenv("A"), p.Getenv("AB"))
+	}
+}
+
+// TestRunClock: a command runs at IO.Now's instant when it is set, and at
+// the time it starts otherwise.
+func TestRunClock(t *testing.T) {
+	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for name, tc := range map[string]struct {
+		now  func() time.Time
+		want func(time.Time) bool
+	}{
+		"IO.Now":   {func() time.Time { return at }, func(got time.Time) bool { return got.Equal(at) }},
+		"time.Now": {nil, func(got time.Time) bool { return time.Since(got) >= 0 && time.Since(got) < time.Minute }},
+	} {
+		var got time.Time
+		p := Personality{Name: "clock", Funcs: Funcs{Del: func(req *Request) (types.Result, error) { got = req.Now; return nil, nil }}}
+		env := []string{"CNI_COMMAND=DEL", "CNI_CONTAINERID=abc", "CNI_IFNAME=eth0", "CNI_PATH=/p"}
+		var stdout bytes.Buffer
+		if exit := Run(p, IO{Environ: env, Stdin: strings.NewReader(`{"cniVersion":"1.0.0","name":"n","ipam":{}}`), Stdout: &stdout, Stderr: io.Discard, Now: tc.now}); exit != 0 {
+			t.Fatalf("%s: exit %d: %s", name, exit, stdout.String())
+		}
+		if !tc.want(got) {
+			t.Errorf("%s: the command ran at %v", name, got)
+		}
 	}
 }

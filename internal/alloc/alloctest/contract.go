@@ -87,10 +87,11 @@ func target(t *testing.T, requested string, exclude ...string) alloc.Target {
 	return tg
 }
 
-// second is another range set of the same scope, the second target of a
-// two-address ADD.
-func second(t *testing.T) alloc.Target {
-	return alloc.Target{Label: "range set 1", Scope: scope, RangeID: 1, Set: MustSet(t, addrspace.RangeConfig{Subnet: "10.1.0.0/29"})}
+// second is pool s, the second target of a two-address ADD. Its range
+// set has an index of its own, so that a store holding every pool in one
+// place (MemStore) keeps its cursor apart.
+func second() alloc.Target {
+	return alloc.Target{Label: "pool s", Scope: alloc.Scope{Pool: "s"}, RangeID: 1, Set: set("10.1.0.0/29")}
 }
 
 // att is attachment n of network net.
@@ -234,8 +235,8 @@ func plainContract() []Case {
 			}
 		}},
 		{"a failed ADD leaves nothing", func(t *testing.T, s Subject, _ Caps) {
-			tg := second(t)
-			tg.Requested = mustAdd(t, s, call("b"), second(t))
+			tg := second()
+			tg.Requested = mustAdd(t, s, call("b"), second())
 			ip := mustAdd(t, s, call("a"), target(t, "10.0.0.4"))
 			// c asks for b's address in the second target: the ADD fails there
 			_, err := add(t, s, call("c"), target(t, ""), tg)

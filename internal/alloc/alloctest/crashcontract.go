@@ -51,6 +51,11 @@ func crashAt(t *testing.T, s Subject, caps Caps, setup func(step int) netip.Addr
 		ip := setup(step)
 		cs.CrashAfter(step)
 		err := cmd(step, ip)
+		if step == 0 && err == nil {
+			// Every command crashed here writes: one stopped before its
+			// first write cannot have succeeded.
+			t.Fatal("a command stopped before its first step succeeded: the subject does not crash it")
+		}
 		then(step, ip)
 		if err == nil {
 			return

@@ -187,12 +187,12 @@ func migrationContract() []Case {
 			notFree(t, s, ip)
 		}},
 		{"migration: a failed target ADD gives its share back", func(t *testing.T, s Subject, caps Caps) {
-			ps, err := s.Add(sticky("a", 0), []alloc.Target{target(t, ""), second(t)})
+			ps, err := s.Add(sticky("a", 0), []alloc.Target{target(t, ""), second()})
 			if err != nil {
 				t.Fatal(err)
 			}
 			ip := ps[0].Addr()
-			tg := second(t)
+			tg := second()
 			tg.Requested = addr("10.1.0.6")
 			if tg.Requested == ps[1].Addr() {
 				tg.Requested = addr("10.1.0.5")
@@ -204,7 +204,7 @@ func migrationContract() []Case {
 			}
 			AssertCode(t, err, cnierr.CodeAddrUnavailable)
 			AssertCode(t, s.Check(call("b"), []netip.Addr{ip}), cnierr.CodeUnknownContainer)
-			if got := mustAdd(t, s, migrant("c", "m2"), target(t, ""), second(t)); got != ip {
+			if got := mustAdd(t, s, migrant("c", "m2"), target(t, ""), second()); got != ip {
 				t.Errorf("a target after the failed one got %s, want %s", got, ip)
 			}
 		}},

@@ -11,15 +11,17 @@ import (
 	"github.com/cniplugins/cniplugins/internal/cnierr"
 )
 
-// Scopes are every pool the contract allocates from: p (target's), and
-// q and r, its overflow chain (chained). A store whose DEL, CHECK or GC
-// names its scopes names these.
-var Scopes = []alloc.Scope{{Pool: "p"}, {Pool: "q"}, {Pool: "r"}}
+// Scopes are every pool the contract allocates from: p (target's), q
+// and r, its overflow chain (chained), and s (second's). A store whose
+// DEL, CHECK or GC names its scopes names these.
+var Scopes = []alloc.Scope{{Pool: "p"}, {Pool: "q"}, {Pool: "r"}, {Pool: "s"}}
 
 // ScopeOf is the contract's pool of ip: 10.0.0.0/29 is p, 10.2.0.0/29 q,
-// 10.3.0.0/29 r.
+// 10.3.0.0/29 r, 10.1.0.0/29 s.
 func ScopeOf(ip netip.Addr) alloc.Scope {
 	switch b := ip.As4(); b[1] {
+	case 1:
+		return Scopes[3]
 	case 2:
 		return Scopes[1]
 	case 3:

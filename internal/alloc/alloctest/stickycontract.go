@@ -208,9 +208,9 @@ func stickyContract() []Case {
 			free(t, s, ip)
 		}},
 		{"sticky: a failed ADD gives a taken-over hold back", func(t *testing.T, s Subject, _ Caps) {
-			xs := mustAdd(t, s, call("x"), second(t))
+			xs := mustAdd(t, s, call("x"), second())
 			ip := heldByK(t, s, target(t, ""))
-			tg := second(t)
+			tg := second()
 			tg.Requested = xs // x's: the second target fails
 			c := sticky("b", 0)
 			_, err := add(t, s, c, target(t, ""), tg)
@@ -221,8 +221,8 @@ func stickyContract() []Case {
 			}
 		}},
 		{"sticky: a failed ADD of a new key leaves no hold", func(t *testing.T, s Subject, _ Caps) {
-			tg := second(t)
-			tg.Requested = mustAdd(t, s, call("x"), second(t))
+			tg := second()
+			tg.Requested = mustAdd(t, s, call("x"), second())
 			_, err := add(t, s, sticky("b", 0), target(t, "10.0.0.4"), tg)
 			AssertCode(t, err, cnierr.CodeAddrUnavailable)
 			free(t, s, addr("10.0.0.4"))
