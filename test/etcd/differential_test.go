@@ -7,6 +7,8 @@ import (
 	"maps"
 	"math/rand/v2"
 	"net/netip"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -40,7 +42,7 @@ func TestAllocatorsAlike(t *testing.T) {
 	// The sequences must have reached every outcome they are meant to
 	// compare, or the comparison proves less than it says.
 	t.Logf("outcomes: %v", seen)
-	for _, o := range []string{"ADD", "ADD held again", "ADD requested", "ADD after DROP", "100", "101", "105", "DEL", "DEL without key", "DEL without prevResult", "GC", "CHECK", "CHECK without addresses", "CHECK without addresses: 3", "DROP", "RELEASE", "RELEASE KEY"} {
+	for _, o := range []string{"ADD", "ADD held again", "ADD requested", "ADD after DROP", "100", "101", "105", "DEL", "DEL without key", "DEL without prevResult", "GC", "OPERATORS GC", "CHECK", "CHECK without addresses", "CHECK without addresses: 3", "DROP", "RELEASE", "RELEASE KEY"} {
 		if seen[o] == 0 {
 			t.Errorf("no step reached %q: %v", o, seen)
 		}
@@ -60,6 +62,7 @@ var diffNet = netip.MustParsePrefix("10.214.90.0/29")
 type side struct {
 	plugin  string
 	cli     []string                                        // the operators' commands' flags naming this side's state
+	gc      []string                                        // and `cniplugins gc`'s, naming this host's
 	conf    func(ranges []map[string]string) map[string]any // the ipam section
 	live    map[string]liveAtt                              // by container ID
 	held    map[string]netip.Addr                           // by sticky key
@@ -148,6 +151,18 @@ func (s *side) run(t *testing.T, st step, conf []byte) testbin.Reply {
 		argv = []string{"release", s.live[st.cid].addr.String(), "--network", "alike", "--container", st.cid}
 	case "RELEASE KEY":
 		argv = []string{"release", "--sticky-key", st.key, "--network", "alike"}
+	case "OPERATORS GC":
+		// The live attachments as a keep file: an empty one says, as the
+		// operator must, that none lives.
+		var keep strings.Builder
+		for _, cid := range st.valid {
+			keep.WriteString(cid + "@eth0\n")
+		}
+		file := filepath.Join(t.TempDir(), "keep")
+		if err := os.WriteFile(file, []byte(keep.String()), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		argv = append([]string{"gc", "--apply", "--keep-file", file}, s.gc...)
 	}
 	if argv != nil {
 		return testbin.Run(testbin.Call{Plugin: "cniplugins", Path: binDir, Argv: append(argv, s.cli...)})
@@ -197,6 +212,9 @@ func runAlike(t *testing.T, seed uint64, steps int, seen map[string]int) {
 	})
 	a.cli = []string{"--data-dir", pools.dir}
 	b.cli = []string{"--etcd", strings.Join(cluster.Endpoints(), ","), "--prefix", prefix(t)}
+	// The etcd side's node is alive (it just ran a command): an
+	// operator's gc of it is forced.
+	a.gc, b.gc = []string{"--network", "alike"}, []string{"--node", etcd.node, "--network", "alike", "--force"}
 	rng := rand.New(rand.NewPCG(seed, 27))
 	keys := []string{"", "", "ns/db-0", "ns/db-1", "vm/a"}
 	n := 0
@@ -330,6 +348,9 @@ func nextStep(rng *rand.Rand, m *side, keys []string, n *int) step {
 				valid = append(valid, cid)
 			}
 		}
+		if r == 17 {
+			return step{cmd: "OPERATORS GC", valid: valid}
+		}
 		return step{cmd: "GC", valid: valid}
 	case r < 20:
 		held := m.heldKeys()
@@ -382,7 +403,7 @@ func (s *side) apply(t *testing.T, st step, what string, requested netip.Addr) t
 		s.release(st.cid)
 	case "RELEASE KEY":
 		delete(s.held, st.key)
-	case "GC":
+	case "GC", "OPERATORS GC":
 		for _, cid := range slices.Collect(func(yield func(string) bool) {
 			for cid := range s.live {
 				if !yield(cid) {
