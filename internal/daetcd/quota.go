@@ -49,10 +49,7 @@ type quotaState struct {
 	// enforce: the target's claims require the version (QuotaGate);
 	// without, they only record the address as the tenant's.
 	enforce bool
-	// counted is where the count looks (scopePath): the quota's pools
-	// and the targets' chains. The tenant's records elsewhere (another
-	// network's pools, under another quota) are not this quota's.
-	counted map[string]bool
+	counted map[string]bool // alloc.CountScopes, as scopePath writes them
 }
 
 // newQuotaState is the state of quota q for an ADD of targets.
@@ -61,13 +58,8 @@ func newQuotaState(q *pool.Quota, targets []alloc.Target) *quotaState {
 		return nil
 	}
 	qs := &quotaState{q: q, name: pool.TenantName(q.Tenant), counted: map[string]bool{}}
-	for _, name := range q.Pools {
-		qs.counted[scopePath(alloc.Scope{Pool: name})] = true
-	}
-	for _, t := range targets {
-		for _, c := range t.Chain() {
-			qs.counted[scopePath(c.Scope)] = true
-		}
+	for _, s := range alloc.CountScopes(q, targets) {
+		qs.counted[scopePath(s)] = true
 	}
 	return qs
 }
@@ -110,11 +102,12 @@ func (op *operation) count(qs *quotaState) (int, error) {
 	return n, nil
 }
 
-// judge is the one rule of what a tenant record counts, which count,
-// leases and GC's sweep all follow: it reads the claims that the records
-// of batch (at most readBatch, of any tenants) name, and reports for each
-// whether it counts: whether the claim key of its address exists with the
-// create revision the record was written at.
+// judge reads the claims that the records of batch (at most readBatch,
+// of any tenants) name, and reports for each whether it counts
+// (alloc.TenantRecord.Stale), which count, leases and GC's sweep all
+// follow. A record was written in its claim's transaction, so the claim
+// it was written with is the claim key with the record's revision as its
+// create revision: a hold keeps that key.
 func (op *operation) judge(batch []etcdkv.KV) ([]bool, error) {
 	reads := make([]etcdkv.Op, len(batch))
 	for i, m := range batch {
@@ -128,7 +121,10 @@ func (op *operation) judge(batch []etcdkv.KV) ([]bool, error) {
 	live := make([]bool, len(batch))
 	for i, m := range batch {
 		c, ok := resp.First(i)
-		live[i] = ok && c.CreateRevision == m.ModRevision
+		tenant, where := op.keys.ofTenantRecord(string(m.Key))
+		r := alloc.TenantRecord{Tenant: tenant, Reserved: ok && c.CreateRevision == m.ModRevision}
+		r.Addr, _ = netip.ParseAddr(where[strings.LastIndexByte(where, '/')+1:])
+		live[i] = r.Stale() == ""
 	}
 	return live, nil
 }
