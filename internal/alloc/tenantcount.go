@@ -2,6 +2,7 @@ package alloc
 
 import (
 	"net/netip"
+	"slices"
 
 	"github.com/cniplugins/cniplugins/internal/pool"
 )
@@ -25,12 +26,9 @@ func CountScopes(q *pool.Quota, targets []Target) []Scope {
 	}
 	var out []Scope
 	add := func(s Scope) {
-		for _, o := range out {
-			if o == s {
-				return
-			}
+		if !slices.Contains(out, s) {
+			out = append(out, s)
 		}
-		out = append(out, s)
 	}
 	for _, t := range targets {
 		for _, c := range t.Chain() {
@@ -48,6 +46,7 @@ func CountScopes(q *pool.Quota, targets []Target) []Scope {
 type TenantRecord struct {
 	Tenant string     // "" when the record names no tenant
 	Addr   netip.Addr // invalid when the record names no address
+	Scope  Scope      // where Addr is
 	// Reserved: the address is reserved by the reservation the record
 	// was written with. A sticky hold keeps its reservation (the disk
 	// store's file, etcd's claim key), so a held address counts.
@@ -75,6 +74,21 @@ func (r TenantRecord) Stale() string {
 		return "its address is not reserved"
 	}
 	return ""
+}
+
+// CountTenant is a tenant's count over its records: those that count
+// (Stale) in scopes (CountScopes). stale lists, by index, the records that
+// count nothing, for the store to remove.
+func CountTenant(recs []TenantRecord, scopes []Scope) (n int, stale []int) {
+	for i, r := range recs {
+		switch {
+		case r.Stale() != "":
+			stale = append(stale, i)
+		case slices.Contains(scopes, r.Scope):
+			n++
+		}
+	}
+	return n, stale
 }
 
 // QuotaReached is the quota's verdict on a count: 106 once the tenant's

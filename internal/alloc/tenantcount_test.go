@@ -68,3 +68,21 @@ func TestQuotaReached(t *testing.T) {
 		t.Fatal("max 0 admits")
 	}
 }
+
+// A count takes the records that count in its scopes; those that count
+// nothing are listed for removal wherever they are, and a counting record
+// in another scope (another quota's) is neither.
+func TestCountTenant(t *testing.T) {
+	a, b, other := alloc.Scope{Pool: "a"}, alloc.Scope{Pool: "b"}, alloc.Scope{Pool: "other"}
+	rec := func(s alloc.Scope, ip string, reserved bool) alloc.TenantRecord {
+		return alloc.TenantRecord{Tenant: "namespace=x", Addr: netip.MustParseAddr(ip), Scope: s, Reserved: reserved}
+	}
+	recs := []alloc.TenantRecord{
+		rec(a, "10.0.0.1", true), rec(b, "10.0.1.1", true), rec(other, "10.0.2.1", true),
+		rec(a, "10.0.0.2", false), rec(other, "10.0.2.2", false),
+	}
+	n, stale := alloc.CountTenant(recs, []alloc.Scope{a, b})
+	if n != 2 || !slices.Equal(stale, []int{3, 4}) {
+		t.Fatalf("CountTenant = %d, %v; want 2, [3 4]", n, stale)
+	}
+}
