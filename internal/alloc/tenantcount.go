@@ -41,6 +41,29 @@ func CountScopes(q *pool.Quota, targets []Target) []Scope {
 	return out
 }
 
+// TenantQuota is the one quota of a tenant whom several rules bound
+// together: quotas, in the rules' order, are those of every rule the
+// attachment's author could make it match that give it the same tenant,
+// and own is the rule it matches. Nothing the author chooses moves an
+// address out of the count or raises the limit: the count spans every
+// pool any of them could give, and the limit is the smallest max, own's
+// where it is as small as any (106 names it).
+func TenantQuota(own pool.Quota, quotas []pool.Quota) *pool.Quota {
+	q := own
+	q.Pools = nil
+	for _, o := range quotas {
+		if o.Max < q.Max {
+			q.Rule, q.Max = o.Rule, o.Max
+		}
+		for _, name := range o.Pools {
+			if !slices.Contains(q.Pools, name) {
+				q.Pools = append(q.Pools, name)
+			}
+		}
+	}
+	return &q
+}
+
 // TenantRecord is what a store knows of one of its records of a tenant's
 // address.
 type TenantRecord struct {

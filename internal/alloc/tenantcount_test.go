@@ -86,3 +86,21 @@ func TestCountTenant(t *testing.T) {
 		t.Fatalf("CountTenant = %d, %v; want 2, [3 4]", n, stale)
 	}
 }
+
+// The rules that bind one tenant give it one quota: counted across all
+// their pools, limited by the smallest max; the matched rule's own on a
+// tie.
+func TestTenantQuota(t *testing.T) {
+	own := pool.Quota{Tenant: "namespace=a", Rule: "ipam.rules[1]", Max: 2}
+	q := alloc.TenantQuota(own, []pool.Quota{
+		{Rule: "ipam.rules[0]", Max: 2, Pools: []string{"gold", "shared"}},
+		{Rule: "ipam.rules[1]", Max: 2, Pools: []string{"std", "shared"}},
+	})
+	if q.Tenant != "namespace=a" || q.Rule != "ipam.rules[1]" || q.Max != 2 || !slices.Equal(q.Pools, []string{"gold", "shared", "std"}) {
+		t.Fatalf("tie: %+v", q)
+	}
+	q = alloc.TenantQuota(own, []pool.Quota{{Rule: "ipam.rules[0]", Max: 1, Pools: []string{"gold"}}})
+	if q.Rule != "ipam.rules[0]" || q.Max != 1 {
+		t.Fatalf("a smaller max elsewhere: %+v", q)
+	}
+}
