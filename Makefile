@@ -151,13 +151,14 @@ CHAOSSEEDS ?= 1,2,3
 # The two allocators' seeded differential test (test/etcd
 # TestAllocatorsAlike) for more sequences than `make test` runs: each a
 # random run of ADD, DEL, CHECK, CNI GC, the operators' release and
-# configuration changes, both binaries compared at every step.
+# configuration changes, both binaries compared at every step; and
+# TestAllocatorsAlikeQuota, the same under a tenant quota.
 DIFFSEEDS ?= 20
 DIFFSTEPS ?= 100
 
 .PHONY: differential
 differential:
-	go test -count=1 -timeout 0 -v ./test/etcd -run '^TestAllocatorsAlike$$' -alike.seeds $(DIFFSEEDS) -alike.steps $(DIFFSTEPS)
+	go test -count=1 -timeout 0 -v ./test/etcd -run '^TestAllocatorsAlike(Quota)?$$' -alike.seeds $(DIFFSEEDS) -alike.steps $(DIFFSTEPS)
 
 .PHONY: chaos
 chaos:

@@ -61,7 +61,8 @@ func QuotaGate(q *pool.Quota, t Target, key, mig string, locate func(Target) (Pr
 	if err != nil {
 		return true, err
 	}
-	if n < q.Max {
+	verdict := QuotaReached(q, n)
+	if verdict == nil {
 		return true, nil
 	}
 	// Looked for only at the quota, so an ADD below it pays nothing more.
@@ -77,5 +78,5 @@ func QuotaGate(q *pool.Quota, t Target, key, mig string, locate func(Target) (Pr
 	if key != "" && mig != "" {
 		return true, NoMigrationSource(key, mig, t)
 	}
-	return true, QuotaExceeded(q, n)
+	return true, verdict
 }

@@ -158,3 +158,61 @@ func TestPoolsEtcd(t *testing.T) {
 		}
 	}
 }
+
+// pools --etcd shows each tenant the quota its ADDs carry, as local state
+// does (ops.Usage is one for both): the smallest max among the rules that
+// bind the tenant, whichever pool its addresses are in. team-a's pods
+// annotated into gold (max 3) are bound by std's max 2 too, so 2 in both
+// pools, in the table's JSON and in cniplugins_tenant_quota.
+func TestPoolsEtcdTenantQuota(t *testing.T) {
+	dir := t.TempDir()
+	body := `{"cniVersion":"1.0.0","name":"tenants","plugins":[{"type":"bridge","ipam":{"type":"ipam-delegated","delegates":["ipam-ds-args","ipam-da-etcd"],
+		"etcd":{"endpoints":["http://a:2379"]},"namespaceFrom":"kubernetes",
+		"rules":[{"namespace":"team-*","annotations":{"tier":"gold"},"pools":["gold"],"quota":{"per":"namespace","max":3}},
+			{"namespace":"team-*","pools":["std"],"quota":{"per":"namespace","max":2}},
+			{"namespace":"solo","pools":["gold"],"quota":{"per":"namespace","max":4}}],
+		"poolDefinitions":{"gold":[{"subnet":"10.9.2.0/29"}],"std":[{"subnet":"10.9.3.0/29"}]}}}]}`
+	if err := os.WriteFile(filepath.Join(dir, "10-tenants.conflist"), []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ip := netip.MustParseAddr
+	rec := &recorder{states: map[string]ops.ScopeState{
+		"/cniplugins/ip/pool/gold/": {Addrs: []netip.Addr{ip("10.9.2.1"), ip("10.9.2.2")},
+			Tenants: map[netip.Addr]string{ip("10.9.2.1"): "namespace=team-a", ip("10.9.2.2"): "namespace=solo"}},
+		"/cniplugins/ip/pool/std/": {Addrs: []netip.Addr{ip("10.9.3.1")}, Tenants: map[netip.Addr]string{ip("10.9.3.1"): "namespace=team-a"}},
+	}}
+	f := Lean(version.FlavourFull)
+	f.Etcd = func(c ops.EtcdConfig) (ops.Backend, error) { return rec, nil }
+	pools := func(format string) string {
+		var stdout, stderr bytes.Buffer
+		if exit := Main([]string{"cniplugins-full", "pools", "--etcd", "http://a:2379", "--conf-dir", dir, "-o", format},
+			plugin.IO{Stdin: strings.NewReader(""), Stdout: &stdout, Stderr: &stderr}, f); exit != 0 {
+			t.Fatalf("pools -o %s: exit %d %s", format, exit, stderr.String())
+		}
+		return stdout.String()
+	}
+	var us []ops.Usage
+	if err := json.Unmarshal([]byte(pools("json")), &us); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, u := range us {
+		for _, tu := range u.Tenants {
+			q := -1
+			if tu.Quota != nil {
+				q = *tu.Quota
+			}
+			got = append(got, fmt.Sprintf("%s %s %d/%d", u.Name, tu.Tenant, tu.InUse, q))
+		}
+	}
+	if want := "gold namespace=solo 1/4,gold namespace=team-a 1/2,std namespace=team-a 1/2"; strings.Join(got, ",") != want {
+		t.Errorf("pools --etcd tenants %q, want %q", strings.Join(got, ","), want)
+	}
+	prom := pools("prom")
+	for _, line := range []string{`cniplugins_tenant_quota{tenant="namespace=team-a",pool="gold"} 2`, `cniplugins_tenant_quota{tenant="namespace=team-a",pool="std"} 2`,
+		`cniplugins_tenant_quota{tenant="namespace=solo",pool="gold"} 4`} {
+		if !strings.Contains(prom, line+"\n") {
+			t.Errorf("pools -o prom lacks %s:\n%s", line, prom)
+		}
+	}
+}

@@ -196,17 +196,17 @@ func (s *claimStore) Reserve(a alloc.Attachment, ip netip.Addr) (bool, error) {
 		if qs != nil {
 			if kv, found := resp.First(len(holders) - 1); qs.moved(kv, found) && recounts <= qs.q.Max+maxRecounts {
 				// Another claim for the tenant committed since the
-				// count: count again, and refuse at max.
+				// count: count again, in this transaction's place,
+				// and the engine judges that count.
 				recounts++
 				try--
 				n, err := op.count(qs)
+				if err == nil {
+					err = alloc.QuotaReached(qs.q, n)
+				}
 				if err != nil {
 					s.sent = nil
 					return false, err
-				}
-				if n >= qs.q.Max {
-					s.sent = nil
-					return false, alloc.QuotaExceeded(qs.q, n)
 				}
 				continue
 			}

@@ -49,10 +49,7 @@ type quotaState struct {
 	// enforce: the target's claims require the version (QuotaGate);
 	// without, they only record the address as the tenant's.
 	enforce bool
-	// counted is where the count looks (scopePath): the quota's pools
-	// and the targets' chains. The tenant's records elsewhere (another
-	// network's pools, under another quota) are not this quota's.
-	counted map[string]bool
+	counted []alloc.Scope // alloc.CountScopes
 }
 
 // newQuotaState is the state of quota q for an ADD of targets.
@@ -60,23 +57,7 @@ func newQuotaState(q *pool.Quota, targets []alloc.Target) *quotaState {
 	if q == nil {
 		return nil
 	}
-	qs := &quotaState{q: q, name: pool.TenantName(q.Tenant), counted: map[string]bool{}}
-	for _, name := range q.Pools {
-		qs.counted[scopePath(alloc.Scope{Pool: name})] = true
-	}
-	for _, t := range targets {
-		for _, c := range t.Chain() {
-			qs.counted[scopePath(c.Scope)] = true
-		}
-	}
-	return qs
-}
-
-// counts: the record whose address is where ("<scope>/<address>") is in
-// the count's scope.
-func (qs *quotaState) counts(where string) bool {
-	i := strings.LastIndexByte(where, '/')
-	return i > 0 && qs.counted[where[:i]]
+	return &quotaState{q: q, name: pool.TenantName(q.Tenant), counted: alloc.CountScopes(q, targets)}
 }
 
 // count reads the tenant's records and version, then the claims they
@@ -93,60 +74,55 @@ func (op *operation) count(qs *quotaState) (int, error) {
 	n := 0
 	qs.stale = nil
 	for batch := range slices.Chunk(resp.KVs(0), readBatch) {
-		live, err := op.judge(batch)
+		recs, err := op.judge(batch)
 		if err != nil {
 			return 0, err
 		}
-		for i, m := range batch {
-			if live[i] {
-				if _, where := op.keys.splitTenantRecord(string(m.Key)); qs.counts(where) {
-					n++
-				}
-			} else if len(qs.stale) < maxStaleDeletes {
-				qs.stale = append(qs.stale, m)
-			}
+		c, stale := alloc.CountTenant(recs, qs.counted)
+		n += c
+		for _, i := range stale[:min(len(stale), maxStaleDeletes-len(qs.stale))] {
+			qs.stale = append(qs.stale, batch[i])
 		}
 	}
 	return n, nil
 }
 
-// judge is the one rule of what a tenant record counts, which count,
-// leases and GC's sweep all follow: it reads the claims that the records
-// of batch (at most readBatch, of any tenants) name, and reports for each
-// whether it counts: whether the claim key of its address exists with the
-// create revision the record was written at.
-func (op *operation) judge(batch []etcdkv.KV) ([]bool, error) {
+// judge reads the claims that the records of batch (at most readBatch,
+// of any tenants) name, for the engine to judge each record
+// (alloc.TenantRecord.Stale): count, leases and GC's sweep all follow it.
+// A record is written in its claim's transaction, so the reservation it
+// was written with is the claim key whose create revision is the
+// record's mod revision; a hold keeps that key.
+func (op *operation) judge(batch []etcdkv.KV) ([]alloc.TenantRecord, error) {
 	reads := make([]etcdkv.Op, len(batch))
+	recs := make([]alloc.TenantRecord, len(batch))
 	for i, m := range batch {
-		_, where := op.keys.ofTenantRecord(string(m.Key))
+		tenant, where := op.keys.ofTenantRecord(string(m.Key))
 		reads[i] = etcdkv.Get(op.keys.prefix + "ip/" + where)
+		recs[i].Tenant = tenant
+		if parts := strings.Split(where, "/"); len(parts) == 3 {
+			recs[i].Scope, _ = parseScope(parts[0], parts[1])
+			recs[i].Addr, _ = netip.ParseAddr(parts[2])
+		}
 	}
 	resp, err := op.cl.Read(reads...)
 	if err != nil {
 		return nil, err
 	}
-	live := make([]bool, len(batch))
 	for i, m := range batch {
 		c, ok := resp.First(i)
-		live[i] = ok && c.CreateRevision == m.ModRevision
+		recs[i].Reserved = ok && c.CreateRevision == m.ModRevision
 	}
-	return live, nil
+	return recs, nil
 }
 
 // ofTenantRecord splits a record's key into its tenant (as the quota
 // names it) and the address it records, "<scope>/<address>" as in the
 // address's claim key.
 func (l layout) ofTenantRecord(key string) (tenant, where string) {
-	name, where := l.splitTenantRecord(key)
+	name, where, _ := strings.Cut(strings.TrimPrefix(key, l.tenantsRoot()), "/")
 	raw, _ := hex.DecodeString(name)
 	return string(raw), where
-}
-
-// splitTenantRecord is ofTenantRecord with the tenant as its keys name it
-// (pool.TenantName).
-func (l layout) splitTenantRecord(key string) (name, where string) {
-	name, where, _ = strings.Cut(strings.TrimPrefix(key, l.tenantsRoot()), "/")
-	return name, where
 }
 
 // removeRecord deletes a record that counts nothing (or a version key
@@ -205,10 +181,9 @@ const (
 // shows. Records that count nothing are left out.
 func (op *operation) tenantsOfClaims() (map[string]string, error) {
 	out := map[string]string{}
-	err := op.judgeAll(func(m etcdkv.KV, live bool) {
-		if live {
-			tenant, where := op.keys.ofTenantRecord(string(m.Key))
-			out[where] = tenant
+	err := op.judgeAll(func(_ etcdkv.KV, r alloc.TenantRecord) {
+		if r.Stale() == "" {
+			out[scopePath(r.Scope)+"/"+r.Addr.String()] = r.Tenant
 		}
 	})
 	if err != nil {
@@ -220,20 +195,20 @@ func (op *operation) tenantsOfClaims() (map[string]string, error) {
 // judgeAll lists every tenant's records, page by page, judges them
 // readBatch at a time and calls f with each. A batch that cannot be read
 // is skipped; the errors are returned joined.
-func (op *operation) judgeAll(f func(m etcdkv.KV, live bool)) error {
+func (op *operation) judgeAll(f func(m etcdkv.KV, r alloc.TenantRecord)) error {
 	marks, err := op.cl.List(op.keys.tenantsRoot(), true)
 	if err != nil {
 		return err
 	}
 	var errs []error
 	for batch := range slices.Chunk(marks, readBatch) {
-		live, err := op.judge(batch)
+		recs, err := op.judge(batch)
 		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
 		for i, m := range batch {
-			f(m, live[i])
+			f(m, recs[i])
 		}
 	}
 	return errors.Join(errs...)

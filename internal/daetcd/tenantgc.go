@@ -4,8 +4,10 @@ import (
 	"errors"
 	"strings"
 
+	"github.com/cniplugins/cniplugins/internal/alloc"
 	"github.com/cniplugins/cniplugins/internal/etcdkv"
 	"github.com/cniplugins/cniplugins/internal/logging"
+	"github.com/cniplugins/cniplugins/internal/pool"
 )
 
 // sweepTenants deletes the tenant records (quota.go) that count nothing:
@@ -53,13 +55,12 @@ func (op *operation) sweepTenants() error {
 func (op *operation) deadTenantRecords() ([]etcdkv.Txn, map[string]bool, error) {
 	var dead []etcdkv.Txn
 	counting := map[string]bool{}
-	err := op.judgeAll(func(m etcdkv.KV, live bool) {
-		if !live {
+	err := op.judgeAll(func(m etcdkv.KV, r alloc.TenantRecord) {
+		if r.Stale() != "" {
 			dead = append(dead, removeRecord(m))
 			return
 		}
-		name, _ := op.keys.splitTenantRecord(string(m.Key))
-		counting[name] = true
+		counting[pool.TenantName(r.Tenant)] = true
 	})
 	return dead, counting, err
 }

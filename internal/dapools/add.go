@@ -101,26 +101,19 @@ func (a *adder) add(mode lockMode) ([]*current.IPConfig, error) {
 	var locked, counted []string // the directories to lock; to count the tenant in
 	for _, t := range a.targets {
 		for i, ch := range t.Chain() {
-			dir := a.dir(ch.Scope)
 			if i == 0 || !headsOnly {
-				locked = append(locked, dir)
-			}
-			if !slices.Contains(counted, dir) {
-				counted = append(counted, dir)
+				locked = append(locked, a.dir(ch.Scope))
 			}
 		}
 	}
 	tenant := ""
 	if a.Quota != nil {
 		tenant = a.Quota.Tenant
-		for _, name := range a.Quota.Pools {
-			dir := a.dir(alloc.Scope{Pool: name})
-			if !slices.Contains(counted, dir) {
-				counted = append(counted, dir)
-				if mode == lockCounted {
-					locked = append(locked, dir)
-				}
-			}
+	}
+	for _, s := range alloc.CountScopes(a.Quota, a.targets) {
+		counted = append(counted, a.dir(s))
+		if mode == lockCounted {
+			locked = append(locked, a.dir(s))
 		}
 	}
 	st, err := openStoresAs(PoolsDir(a.dataDir), tenant, locked, a.lockTimeout, a.faults)

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/cniplugins/cniplugins/internal/alloc"
 	"github.com/cniplugins/cniplugins/internal/cnierr"
 	"github.com/cniplugins/cniplugins/internal/netconf"
 	"github.com/cniplugins/cniplugins/internal/pool"
@@ -134,12 +135,11 @@ func (q *ruleQuota) tenant(a attachment) (string, error) {
 	return q.per + "=" + v, nil
 }
 
-// quotaOf is a's quota under rule r, its matching rule (nil: none). The
-// tenant's count and limit depend on nothing a's author chooses: they
-// come from every rule the author could make a match (reachable) whose
-// quota gives a the same tenant; the count spans every pool any of them
-// could give (its pools, its podChoice, their overflow chains) and the
-// limit is the smallest max among them.
+// quotaOf is a's quota under rule r, its matching rule (nil: none): the
+// rules that bind a's tenant together are every rule a's author could
+// make a match (reachable) whose quota gives a the same tenant, each with
+// every pool it could give (its pools, its podChoice, their overflow
+// chains); alloc.TenantQuota joins them.
 func (c *argsConfig) quotaOf(r *rule, a attachment) (*pool.Quota, error) {
 	if r == nil || r.quota == nil {
 		return nil, nil
@@ -148,17 +148,7 @@ func (c *argsConfig) quotaOf(r *rule, a attachment) (*pool.Quota, error) {
 	if err != nil {
 		return nil, err
 	}
-	limit := r.quota
-	var names []string
-	seen := map[string]bool{}
-	add := func(ns []string) {
-		for _, n := range ns {
-			if !seen[n] {
-				seen[n] = true
-				names = append(names, n)
-			}
-		}
-	}
+	var quotas []pool.Quota
 	for _, o := range c.reachable(a.namespace) {
 		if o.quota == nil {
 			continue
@@ -166,17 +156,16 @@ func (c *argsConfig) quotaOf(r *rule, a attachment) (*pool.Quota, error) {
 		if t, err := o.quota.tenant(a); err != nil || t != tenant {
 			continue
 		}
-		if o.quota.max < limit.max {
-			limit = o.quota
-		}
+		var names []string
 		for _, p := range o.pools {
-			add(p.Names())
+			names = append(names, p.Names()...)
 		}
 		for _, name := range o.podChoice {
-			add(c.catalogue[c.find(name)].Names())
+			names = append(names, c.catalogue[c.find(name)].Names()...)
 		}
+		quotas = append(quotas, pool.Quota{Rule: o.quota.field, Max: o.quota.max, Pools: names})
 	}
-	q := &pool.Quota{Tenant: tenant, Rule: limit.field, Max: limit.max, Pools: names}
+	q := alloc.TenantQuota(pool.Quota{Tenant: tenant, Rule: r.quota.field, Max: r.quota.max}, quotas)
 	return q, q.Validate(r.field + ".quota")
 }
 

@@ -275,17 +275,15 @@ func tokenName(file string) (string, bool) {
 	return name, validTenantName(name)
 }
 
-// TenantRecord is one tenant's address record, judged.
+// TenantRecord is one of D's tenant records, as the engine judges it
+// (alloc.TenantRecord.Stale).
 type TenantRecord struct {
-	Tenant string // decoded; "" when the record names no tenant
-	Addr   netip.Addr
-	// Stale says why the record counts an address the tenant does not
-	// have, or is no record of this layout ("" when it is the tenant's).
-	Stale string
-	Path  string
+	alloc.TenantRecord
+	Path string
 }
 
-// tenantRecords reads every record, judged against reserved.
+// tenantRecords reads every record, with reserved saying which addresses
+// are (a held address keeps its file).
 func (d stateDir) tenantRecords(reserved func(netip.Addr) bool) ([]TenantRecord, error) {
 	top, err := readDirIfAny(d.tenantsDir(), d.uid)
 	if err != nil {
@@ -294,10 +292,8 @@ func (d stateDir) tenantRecords(reserved func(netip.Addr) bool) ([]TenantRecord,
 	var out []TenantRecord
 	for _, de := range top {
 		if name := de.Name(); name != tenantAddrName && name != tenantTokenName {
-			// Anything else is no part of this layout: an earlier one
-			// linked each address to the token twice, so its entries
-			// count the tenant's addresses twice.
-			out = append(out, TenantRecord{Stale: "not part of the tenant records' layout: it inflates the counts", Path: child(d.tenantsDir(), name)})
+			// An earlier layout linked each address to the token twice.
+			out = append(out, TenantRecord{alloc.TenantRecord{Foreign: "not part of the tenant records' layout: it inflates the counts"}, child(d.tenantsDir(), name)})
 		}
 	}
 	tenantOf, err := d.tokenInodes()
@@ -310,21 +306,12 @@ func (d stateDir) tenantRecords(reserved func(netip.Addr) bool) ([]TenantRecord,
 	}
 	for _, e := range recs {
 		r := TenantRecord{Path: child(d.recordsDir(), e.Name())}
-		ip, perr := netip.ParseAddr(e.Name())
-		r.Addr = ip
-		fi, serr := e.Info()
-		if serr == nil {
+		r.Addr, _ = netip.ParseAddr(e.Name())
+		r.Reserved = r.Addr.IsValid() && reserved(r.Addr)
+		if fi, err := e.Info(); err == nil {
 			if st, ok := fi.Sys().(*syscall.Stat_t); ok && fi.Mode().IsRegular() {
 				r.Tenant = tenantOf[st.Ino]
 			}
-		}
-		switch {
-		case perr != nil:
-			r.Stale = "names no address"
-		case r.Tenant == "":
-			r.Stale = "is no tenant's token"
-		case !reserved(ip):
-			r.Stale = "its address is not reserved"
 		}
 		out = append(out, r)
 	}
@@ -376,13 +363,14 @@ func (d *Disk) repairTenants(reserved func(netip.Addr) bool) ([]string, error) {
 	recs, err := d.tenantRecords(reserved)
 	var done []string
 	for _, r := range recs {
-		if r.Stale == "" {
+		stale := r.Stale()
+		if stale == "" {
 			continue
 		}
 		if rerr := os.RemoveAll(r.Path); rerr != nil {
 			return done, errors.Join(err, cnierr.IO("remove", r.Path, rerr))
 		}
-		done = append(done, "removed "+r.Path+" ("+r.Stale+")")
+		done = append(done, "removed "+r.Path+" ("+stale+")")
 	}
 	if err != nil {
 		return done, err
@@ -451,7 +439,7 @@ func ReadTenants(dir string, reserved []netip.Addr) (map[netip.Addr]string, erro
 	recs, err := newStateDir(dir).tenantRecords(sortedSet(reserved))
 	out := map[netip.Addr]string{}
 	for _, r := range recs {
-		if r.Stale == "" {
+		if r.Stale() == "" {
 			out[r.Addr] = r.Tenant
 		}
 	}

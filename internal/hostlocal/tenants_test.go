@@ -236,8 +236,8 @@ func TestTenantRecordsRepaired(t *testing.T) {
 	}
 	stale := map[string]string{}
 	for _, r := range recs {
-		if r.Stale != "" {
-			stale[r.Path] = r.Stale
+		if r.Stale() != "" {
+			stale[r.Path] = r.Stale()
 		}
 	}
 	if len(stale) != 3 || stale[stray] != "names no address" || !strings.HasPrefix(stale[old], plant[filepath.Join(old, ip.String())]) ||

@@ -185,12 +185,12 @@ func findings(d StateDir, h *hostlocal.Health, sets []addrspace.RangeSet) ([]Fin
 		}
 	}
 	for _, r := range h.Tenants {
-		switch {
-		case r.Stale == "":
+		switch stale := r.Stale(); {
+		case stale == "":
 		case r.Tenant == "":
-			add(SeverityProblem, r.Path, "not a tenant record this version keeps ("+r.Stale+")", repairRemove)
+			add(SeverityProblem, r.Path, "not a tenant record this version keeps ("+stale+")", repairRemove)
 		default:
-			add(SeverityProblem, r.Path, fmt.Sprintf("tenant %q's record of %s counts an address it does not have (%s): a process killed mid-ADD or mid-DEL that no operation has followed yet; it over-counts the quota", printable(r.Tenant), r.Addr, r.Stale), repairRemove)
+			add(SeverityProblem, r.Path, fmt.Sprintf("tenant %q's record of %s counts an address it does not have (%s): a process killed mid-ADD or mid-DEL that no operation has followed yet; it over-counts the quota", printable(r.Tenant), r.Addr, stale), repairRemove)
 		}
 	}
 	for _, p := range h.UnusedTokens {

@@ -37,12 +37,37 @@ func TestAllocatorsAlike(t *testing.T) {
 	needCluster(t)
 	seen := map[string]int{}
 	for seed := range uint64(*alikeSeeds) {
-		t.Run(fmt.Sprint(seed+1), func(t *testing.T) { runAlike(t, seed+1, *alikeSteps, seen) })
+		t.Run(fmt.Sprint(seed+1), func(t *testing.T) { runAlike(t, seed+1, *alikeSteps, seen, 0) })
 	}
 	// The sequences must have reached every outcome they are meant to
 	// compare, or the comparison proves less than it says.
+	wantOutcomes(t, seen, "ADD", "ADD held again", "ADD requested", "ADD after DROP", "100", "101", "105", "DEL", "DEL without key", "DEL without prevResult", "GC", "OPERATORS GC", "CHECK", "CHECK without addresses", "CHECK without addresses: 3", "DROP", "RELEASE", "RELEASE KEY")
+}
+
+// The same with a tenant quota: pool mode, the selection (as ipam-ds-args
+// sends it) carrying a quota of alikeQuota of the five addresses, so that
+// both allocators count reservations and sticky holds alike, refuse a new
+// address at the quota (106) and give a key its held address back there.
+// Every ADD and DEL sends the selection, so no step sends an ADD's result
+// as prevResult: no CHECK, GC (the CNI's or the operators') or DROP.
+func TestAllocatorsAlikeQuota(t *testing.T) {
+	needCluster(t)
+	seen := map[string]int{}
+	for seed := range uint64(*alikeSeeds) {
+		t.Run(fmt.Sprint(seed+1), func(t *testing.T) { runAlike(t, seed+1, *alikeSteps, seen, alikeQuota) })
+	}
+	wantOutcomes(t, seen, "ADD", "ADD held again", "ADD requested", "106", "DEL", "DEL without key", "RELEASE", "RELEASE KEY")
+}
+
+// alikeQuota is TestAllocatorsAlikeQuota's max: below the five addresses,
+// so that the quota, not exhaustion, refuses most.
+const alikeQuota = 3
+
+// wantOutcomes fails t unless the sequences reached every outcome of want.
+func wantOutcomes(t *testing.T, seen map[string]int, want ...string) {
+	t.Helper()
 	t.Logf("outcomes: %v", seen)
-	for _, o := range []string{"ADD", "ADD held again", "ADD requested", "ADD after DROP", "100", "101", "105", "DEL", "DEL without key", "DEL without prevResult", "GC", "OPERATORS GC", "CHECK", "CHECK without addresses", "CHECK without addresses: 3", "DROP", "RELEASE", "RELEASE KEY"} {
+	for _, o := range want {
 		if seen[o] == 0 {
 			t.Errorf("no step reached %q: %v", o, seen)
 		}
@@ -67,6 +92,7 @@ type side struct {
 	live    map[string]liveAtt                              // by container ID
 	held    map[string]netip.Addr                           // by sticky key
 	dropped []netip.Addr                                    // left out of the ranges
+	quota   int                                             // the selection's max; 0: no selection
 }
 
 type liveAtt struct {
@@ -148,9 +174,9 @@ func (s *side) run(t *testing.T, st step, conf []byte) testbin.Reply {
 	var argv []string
 	switch st.cmd {
 	case "RELEASE":
-		argv = []string{"release", s.live[st.cid].addr.String(), "--network", "alike", "--container", st.cid}
+		argv = append([]string{"release", s.live[st.cid].addr.String(), "--container", st.cid}, s.scopeFlag()...)
 	case "RELEASE KEY":
-		argv = []string{"release", "--sticky-key", st.key, "--network", "alike"}
+		argv = append([]string{"release", "--sticky-key", st.key}, s.scopeFlag()...)
 	case "OPERATORS GC":
 		// The live attachments as a keep file: an empty one says, as the
 		// operator must, that none lives.
@@ -174,9 +200,24 @@ func (s *side) run(t *testing.T, st step, conf []byte) testbin.Reply {
 	return call(s.plugin, st.cmd, st.cid, conf, args)
 }
 
+// scopeFlag names the side's state to the operators' release: the pool
+// under a quota (pool mode), else the network.
+func (s *side) scopeFlag() []string {
+	if s.quota > 0 {
+		return []string{"--pool", "alike"}
+	}
+	return []string{"--network", "alike"}
+}
+
 func (s *side) config(t *testing.T, st step, requested netip.Addr) []byte {
 	ipam := s.conf(s.ranges())
 	m := map[string]any{"cniVersion": "1.1.0", "name": "alike", "ipam": ipam}
+	if s.quota > 0 {
+		delete(ipam, "ranges")
+		m["prevResult"] = map[string]any{"cniVersion": "1.1.0", "pools": []map[string]any{{"name": "alike", "ranges": s.ranges()}},
+			"quota": map[string]any{"tenant": "namespace=alike", "rule": "ipam.rules[0]", "max": s.quota}}
+		st.withPrev = false // the DEL's prevResult is the selection
+	}
 	if requested.IsValid() {
 		m["runtimeConfig"] = map[string]any{"ips": []string{requested.String() + "/29"}}
 		m["capabilities"] = map[string]any{"ips": true}
@@ -201,7 +242,7 @@ func (s *side) config(t *testing.T, st step, requested netip.Addr) []byte {
 	return mustJSON(t, m)
 }
 
-func runAlike(t *testing.T, seed uint64, steps int, seen map[string]int) {
+func runAlike(t *testing.T, seed uint64, steps int, seen map[string]int, quota int) {
 	pools, etcd := newHost(t, "alike-pools"), newHost(t, "alike-etcd")
 	sticky := map[string]any{"by": []string{"arg"}, "holdFor": "1h"}
 	a := newSide("ipam-da-pools", func(r []map[string]string) map[string]any {
@@ -210,6 +251,7 @@ func runAlike(t *testing.T, seed uint64, steps int, seen map[string]int) {
 	b := newSide("ipam-da-etcd", func(r []map[string]string) map[string]any {
 		return map[string]any{"type": "ipam-da-etcd", "dataDir": etcd.dir, "etcd": etcdKeys(t, etcd, nil), "ranges": [][]map[string]string{r}, "sticky": sticky}
 	})
+	a.quota, b.quota = quota, quota
 	a.cli = []string{"--data-dir", pools.dir}
 	b.cli = []string{"--etcd", strings.Join(cluster.Endpoints(), ","), "--prefix", prefix(t)}
 	// The etcd side's node is alive (it just ran a command): an
@@ -221,7 +263,7 @@ func runAlike(t *testing.T, seed uint64, steps int, seen map[string]int) {
 	var dropKeys []string // keys whose held address was dropped, until their next ADD
 	for i := range steps {
 		st := nextStep(rng, a, keys, &n)
-		if st.cmd == "" {
+		if st.cmd == "" || (quota > 0 && (st.cmd == "CHECK" || st.cmd == "GC" || st.cmd == "OPERATORS GC" || st.cmd == "DROP")) {
 			continue
 		}
 		what := fmt.Sprintf("seed %d step %d %+v", seed, i, st)
@@ -263,9 +305,22 @@ func runAlike(t *testing.T, seed uint64, steps int, seen map[string]int) {
 		default:
 			reqA, reqB = a.live[st.requested].addr, b.live[st.requested].addr
 		}
+		// The quota's own rule, on the model: a new address is refused
+		// once the tenant's reservations and holds reach the quota; a
+		// key that holds an address (a hold or a live attachment's, which
+		// is 105) is never checked.
+		_, keyHeld := a.held[st.key]
+		for _, l := range a.live {
+			keyHeld = keyHeld || l.key == st.key
+		}
+		want106 := quota > 0 && st.cmd == "ADD" && !(st.key != "" && keyHeld) && len(a.live)+len(a.held) >= quota
 		ra, rb := a.apply(t, st, what, reqA), b.apply(t, st, what, reqB)
 		if code := codeOf(ra); code != 0 {
 			outcome = fmt.Sprint(code)
+		}
+		if quota > 0 && st.cmd == "ADD" && (codeOf(ra) == 106) != want106 {
+			t.Fatalf("%s: ipam-da-pools answered code %d (%s); the model, with %d reserved and %d held at max %d, wants 106: %v",
+				what, codeOf(ra), ra.Stdout, len(a.live), len(a.held), quota, want106)
 		}
 		if ra.Exit == rb.Exit && codeOf(ra) == codeOf(rb) {
 			seen[outcome]++
