@@ -272,7 +272,7 @@ func giveBack(hs HoldStore, e HoldRecord, a Attachment) error {
 	if err := hs.Reassign(e.Addr, owner, HoldOwner(e.ID)); err != nil {
 		return err
 	}
-	return hs.WriteHold(e.ID, e.Hold)
+	return hs.WriteHold(e.ID, *UndoHold(&e.Hold, false))
 }
 
 // ToHold turns e's reservation into a hold from now, for the holdFor its
@@ -280,6 +280,11 @@ func giveBack(hs HoldStore, e HoldRecord, a Attachment) error {
 // leaves the reservation its owner's, which judgeHold reads as still
 // reserved by the record's LastOwner; the DEL's retry finishes it.
 func ToHold(hs HoldStore, e HoldRecord, now time.Time) error {
+	return toHold(hs, e, e.HeldFrom(now))
+}
+
+// toHold writes held, e held (PlanDel's record), in ToHold's order.
+func toHold(hs HoldStore, e HoldRecord, held Hold) error {
 	owner, ok, err := hs.Owner(e.Addr)
 	if err != nil {
 		return err
@@ -287,7 +292,7 @@ func ToHold(hs HoldStore, e HoldRecord, now time.Time) error {
 	if !ok || owner.ContainerID != e.Owner || owner.IfName != e.IfName {
 		return nil // judged a moment ago under the store's lock; cannot happen
 	}
-	if err := hs.WriteHold(e.ID, e.HeldFrom(now)); err != nil {
+	if err := hs.WriteHold(e.ID, held); err != nil {
 		return err
 	}
 	return hs.Reassign(e.Addr, owner, HoldOwner(e.ID))
@@ -299,6 +304,12 @@ func ToHold(hs HoldStore, e HoldRecord, now time.Time) error {
 // the record's Second, which judgeHold reads as handed over; never
 // unowned, never a third owner.
 func HandOver(hs HoldStore, e HoldRecord) error {
+	return handOver(hs, e, e.HandedOver())
+}
+
+// handOver writes after, e handed over (PlanDel's record), in HandOver's
+// order.
+func handOver(hs HoldStore, e HoldRecord, after Hold) error {
 	owner, ok, err := hs.Owner(e.Addr)
 	if err != nil {
 		return err
@@ -309,7 +320,7 @@ func HandOver(hs HoldStore, e HoldRecord) error {
 	if err := hs.Reassign(e.Addr, owner, e.secondAtt(owner)); err != nil {
 		return err
 	}
-	return hs.WriteHold(e.ID, e.HandedOver())
+	return hs.WriteHold(e.ID, after)
 }
 
 // DropSecond ends e's migration target's share of the address (its DEL,
@@ -447,7 +458,7 @@ func (u *Undo) Run(a Attachment) error {
 	for _, r := range u.seconds {
 		e, err := LookupHold(r.hs, r.id)
 		if err == nil && e != nil && e.SecondOf(a) {
-			err = DropSecond(r.hs, *e)
+			err = r.hs.WriteHold(e.ID, *UndoHold(&e.Hold, true))
 		}
 		errs = append(errs, err)
 	}

@@ -100,17 +100,10 @@ func ownedPrefix(node, cid, ifname, network, addr string) []byte {
 	return append(alloc.OwnerPrefix(node, cid, ifname, network, addr), ',')
 }
 
-// released is h held from now on (alloc.Hold.HeldFrom), stamped.
-func released(h alloc.Hold, now time.Time) alloc.Hold {
-	h = h.HeldFrom(now)
+// stamped is h as etcd writes it at now.
+func stamped(h alloc.Hold, now time.Time) alloc.Hold {
 	h.Time = stamp(now)
 	return h
-}
-
-// heldOf is the hold a release of the sticky claim r leaves.
-func heldOf(r Record, now time.Time) alloc.Hold {
-	return released(alloc.Hold{Node: r.Node, Owner: r.ContainerID, IfName: r.IfName, Network: r.Network, Address: r.Address,
-		Key: r.StickyKey, HoldFor: r.HoldFor}, now)
 }
 
 // stickyRecord marks a claim record as the sticky attachment's.
@@ -119,24 +112,6 @@ func (st *stickyAtt) mark(r Record) Record {
 		r.Hold, r.StickyKey, r.HoldFor, r.Migration = st.id, st.key, st.holdFor.String(), st.migration
 	}
 	return r
-}
-
-// releaseSticky is what a release of sticky claim r does once its index
-// key is gone: the claim and the hold become the held record, while the
-// hold is still the one written with the claim (rev); otherwise (an
-// operator released the hold) the address is freed. mark, when not "",
-// is written freed with it.
-func (op *operation) releaseSticky(s alloc.Scope, r Record, addrK, holdK string, holdIf []etcdkv.Cmp, mark string) etcdkv.Op {
-	held := encodeHold(heldOf(r, op.now))
-	free := []etcdkv.Op{etcdkv.Delete(addrK)}
-	if mark != "" {
-		free = append(free, freed(mark))
-	}
-	return etcdkv.Nested(etcdkv.Txn{
-		If:   holdIf,
-		Then: []etcdkv.Op{etcdkv.Put(addrK, held), etcdkv.Put(holdK, held)},
-		Else: free,
-	})
 }
 
 // requireSource refuses a migration target whose key has no hold in t's
@@ -253,19 +228,19 @@ func (s *claimStore) holdOps(a alloc.Attachment, ip netip.Addr, addrK string) (c
 }
 
 // undoHold is what cancelling a committed sticky claim does besides
-// writing its marker: a new hold goes with its address; a hold taken
-// over is held again, its address kept.
+// writing its marker, as the engine decides (alloc.UndoHold): a new hold
+// goes with its address; a hold taken over is put back, its address kept.
 func (s *claimStore) undoHold(addrK string) []etcdkv.Op {
-	t := s.sentTake
-	if t == nil {
+	var found *alloc.Hold
+	if t := s.sentTake; t != nil {
+		found = &t.hold
+	}
+	h := alloc.UndoHold(found, false)
+	if h == nil {
 		return []etcdkv.Op{etcdkv.Delete(addrK), etcdkv.Delete(s.holdK), freed(s.op.keys.fullKey(s.scope, s.slot))}
 	}
-	h := t.hold
-	if !h.Held() {
-		h.HoldFor = s.sticky.holdFor.String()
-	}
-	held := encodeHold(released(h, s.op.now))
-	return []etcdkv.Op{etcdkv.Put(addrK, held), etcdkv.Put(s.holdK, held)}
+	back := encodeHold(stamped(*h, s.op.now))
+	return []etcdkv.Op{etcdkv.Put(addrK, back), etcdkv.Put(s.holdK, back)}
 }
 
 // holdLease is a hold as an operator sees it.
