@@ -124,7 +124,7 @@ func AllocateKeyed(hs HoldStore, a Attachment, t Target, k Keyed, now time.Time,
 	case action == addSecond:
 		return shareAddr(hs, al, *e, a, t, k.Migration, u)
 	case action == takeItOver:
-		if err := takeOver(hs, *e, a, k.HoldFor, k.Migration); err != nil {
+		if err := takeOver(hs, *e, a, k); err != nil {
 			return netip.Prefix{}, netip.Addr{}, err
 		}
 		u.tookOver(hs, *e)
@@ -141,9 +141,7 @@ func AllocateKeyed(hs HoldStore, a Attachment, t Target, k Keyed, now time.Time,
 		return p, gw, err
 	}
 	u.Reserved(hs, p.Addr())
-	rec := Hold{Key: k.Key, IfName: a.IfName, Address: p.Addr().String(), Network: a.Network, Owner: a.ContainerID, HoldFor: k.HoldFor.String(),
-		Migration: k.Migration}
-	if err := hs.WriteHold(id, rec); err != nil {
+	if err := hs.WriteHold(id, KeyRecord(nil, a, "", p.Addr().String(), k)); err != nil {
 		return p, gw, err
 	}
 	u.recorded(hs, id)
@@ -249,17 +247,28 @@ func AllocateClaimed(s HoldClaimer, a Attachment, node string, t Target, key, mi
 	}
 }
 
-// takeOver gives e's held address to a, whose ADD holds for holdFor: the
-// record first (owner a, the hold's expiry kept), then the reservation.
-// A crash between leaves the address reserved for the hold, which
-// judgeHold reads as still held.
-func takeOver(hs HoldStore, e HoldRecord, a Attachment, holdFor time.Duration, mig string) error {
-	h := e.Hold.WithoutSecond()
-	h.Owner, h.Network, h.HoldFor, h.Migration = a.ContainerID, a.Network, holdFor.String(), mig
-	if err := hs.WriteHold(e.ID, h); err != nil {
+// takeOver gives e's held address to a, whose ADD has sticky key k: the
+// record first (KeyRecord), then the reservation. A crash between leaves
+// the address reserved for the hold, which judgeHold reads as still held.
+func takeOver(hs HoldStore, e HoldRecord, a Attachment, k Keyed) error {
+	if err := hs.WriteHold(e.ID, KeyRecord(&e.Hold, a, "", e.Address, k)); err != nil {
 		return err
 	}
 	return hs.Reassign(e.Addr, HoldOwner(e.ID), a)
+}
+
+// KeyRecord is the record of a's reservation (its container on node) of
+// addr for its sticky key k: a new one when found is nil, else found,
+// the key's hold, taken over: its last owner and expiry kept (a crash
+// before the reservation is written reads as the hold still), a
+// migration target it named dropped.
+func KeyRecord(found *Hold, a Attachment, node, addr string, k Keyed) Hold {
+	h := Hold{Key: k.Key, IfName: a.IfName, Address: addr}
+	if found != nil {
+		h = found.WithoutSecond()
+	}
+	h.Node, h.Owner, h.Network, h.HoldFor, h.Migration = node, a.ContainerID, a.Network, k.HoldFor.String(), k.Migration
+	return h
 }
 
 // giveBack undoes takeOver after a failed ADD: the reservation first,

@@ -87,12 +87,9 @@ func (op *operation) delRead(scopes []alloc.Scope, fence bool) error {
 		return nil
 	}
 	// No fence bucket here: this DEL wrote it before it read (here or in
-	// delFromPrev), which fenced every claim sent before the DEL.
-	if !slices.Contains(sticky, true) {
-		return op.commit(txns, op.touch())
-	}
-	// A sticky owner's keys can change under its DEL (a migration target
-	// shares them): each sticky release must have happened.
+	// delFromPrev), which fenced every claim sent before the DEL. A sticky
+	// owner's keys can change under its DEL (a migration target shares
+	// them): each of its releases must have happened.
 	outer := etcdkv.Txn{Then: []etcdkv.Op{op.touch()}}
 	for _, t := range txns {
 		outer.Then = append(outer.Then, etcdkv.Nested(t))

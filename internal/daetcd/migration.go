@@ -166,16 +166,12 @@ func (op *operation) commitShared(s alloc.Scope, kv etcdkv.KV, r Record, network
 // first): the source's claim is released as any, the target's index key
 // only goes (the claim is the owner's). ok is false for a record the DEL
 // leaves (another network's).
-func (op *operation) releaseShared(s alloc.Scope, kv etcdkv.KV, r Record, network string) (t etcdkv.Txn, ok bool, err error) {
+func (op *operation) releaseShared(s alloc.Scope, kv etcdkv.KV, r Record, network string) (etcdkv.Txn, bool, error) {
 	slotK, slot := string(kv.Key), lastSegment(string(kv.Key))
 	a := r.attachment()
 	a.Network = network
 	alone := func() (etcdkv.Txn, bool, error) {
-		t := etcdkv.Txn{If: []etcdkv.Cmp{etcdkv.ModIs(slotK, kv.ModRevision)}, Then: []etcdkv.Op{etcdkv.Delete(slotK)}}
-		step := alloc.PlanDel(a, r.Node, alloc.DelView{Network: r.Network}, op.now).Step
-		if !r.Shares {
-			t, step = op.release(s, kv, network, true)
-		}
+		t, step := op.release(s, kv, network, true)
 		t.Then = append(t.Then, op.bump(r)) // sent alone: it writes its own fence bucket
 		return t, step != alloc.DelSkip, nil
 	}

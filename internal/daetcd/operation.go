@@ -146,8 +146,8 @@ func (op *operation) release(s alloc.Scope, kv etcdkv.KV, network string, markHe
 	a.Network = network
 	p, gone := op.planDel(a, r)
 	ip, err := parseAddr(r.Address)
-	if p.Step == alloc.DelSkip || r.cancelled() || err != nil {
-		return t, p.Step
+	if p.Step == alloc.DelSkip || r.cancelled() || r.Shares || err != nil {
+		return t, p.Step // no claim of its own: a marker, a migration target's index key
 	}
 	// The claim was written in the transaction that wrote its index key
 	// (and a sticky claim's hold key), so all carry one revision:
@@ -171,7 +171,7 @@ func (op *operation) release(s alloc.Scope, kv etcdkv.KV, network string, markHe
 func (op *operation) planDel(a alloc.Attachment, r Record) (p, gone alloc.DelPlan) {
 	v := alloc.DelView{Network: r.Network}
 	gone = alloc.PlanDel(a, r.Node, v, op.now)
-	if r.Hold != "" && !r.cancelled() {
+	if r.Hold != "" && !r.cancelled() && !r.Shares {
 		v.Record = &alloc.HoldRecord{Hold: alloc.Hold{Node: r.Node, Owner: r.ContainerID, IfName: r.IfName, Network: r.Network,
 			Address: r.Address, Key: r.StickyKey, HoldFor: r.HoldFor}}
 	}

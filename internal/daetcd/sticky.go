@@ -210,21 +210,18 @@ func expireHold(holdK, addrK string, rev int64, mark string) etcdkv.Txn {
 
 // holdOps are what the claim transaction of a sticky store adds: the
 // condition on the hold key (absent, or the hold being taken over with
-// its address's claim), the hold to put, and the read when it fails.
+// its address's claim), and the engine's record of the reservation
+// (alloc.KeyRecord) to put.
 func (s *claimStore) holdOps(a alloc.Attachment, ip netip.Addr, addrK string) (cond []etcdkv.Cmp, put etcdkv.Op) {
-	op := s.op
-	h := alloc.Hold{Node: op.node, Owner: a.ContainerID, IfName: a.IfName, Network: a.Network, Address: ip.String(), Key: s.sticky.key,
-		HoldFor: s.sticky.holdFor.String(), Time: stamp(op.now), Migration: s.sticky.migration}
+	var found *alloc.Hold
 	if t := s.take; t != nil {
-		h.LastOwner, h.LastNode = t.hold.LastOwner, t.hold.LastNode
-		if t.hold.Owner != "" {
-			h.LastOwner, h.LastNode = t.hold.Owner, t.hold.Node
-		}
+		found = &t.hold
 		cond = []etcdkv.Cmp{etcdkv.ModIs(s.holdK, t.rev), etcdkv.ModIs(addrK, t.rev)}
 	} else {
 		cond = []etcdkv.Cmp{etcdkv.Absent(addrK), etcdkv.Absent(s.holdK)}
 	}
-	return cond, etcdkv.Put(s.holdK, encodeHold(h))
+	k := alloc.Keyed{Key: s.sticky.key, HoldFor: s.sticky.holdFor, Migration: s.sticky.migration}
+	return cond, etcdkv.Put(s.holdK, encodeHold(stamped(alloc.KeyRecord(found, a, s.op.node, ip.String(), k), s.op.now)))
 }
 
 // undoHold is what cancelling a committed sticky claim does besides
