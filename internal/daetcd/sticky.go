@@ -224,20 +224,24 @@ func (s *claimStore) holdOps(a alloc.Attachment, ip netip.Addr, addrK string) (c
 	return cond, etcdkv.Put(s.holdK, encodeHold(stamped(alloc.KeyRecord(found, a, s.op.node, ip.String(), k), s.op.now)))
 }
 
-// undoHold is what cancelling a committed sticky claim does besides
-// writing its marker, as the engine decides (alloc.UndoHold): a new hold
-// goes with its address; a hold taken over is put back, its address kept.
-func (s *claimStore) undoHold(addrK string) []etcdkv.Op {
+// undoClaim is what cancelling a committed claim does besides writing
+// its marker, as the engine decides (alloc.UndoHold): its address goes,
+// with its hold when the ADD met none; a hold taken over is put back, its
+// address kept.
+func (s *claimStore) undoClaim(addrK string) []etcdkv.Op {
 	var found *alloc.Hold
 	if t := s.sentTake; t != nil {
 		found = &t.hold
 	}
-	h := alloc.UndoHold(found, false)
-	if h == nil {
-		return []etcdkv.Op{etcdkv.Delete(addrK), etcdkv.Delete(s.holdK), freed(s.op.keys.fullKey(s.scope, s.slot))}
+	if h := alloc.UndoHold(found, false); h != nil {
+		back := encodeHold(stamped(*h, s.op.now))
+		return []etcdkv.Op{etcdkv.Put(addrK, back), etcdkv.Put(s.holdK, back)}
 	}
-	back := encodeHold(stamped(*h, s.op.now))
-	return []etcdkv.Op{etcdkv.Put(addrK, back), etcdkv.Put(s.holdK, back)}
+	free := []etcdkv.Op{etcdkv.Delete(addrK), freed(s.op.keys.fullKey(s.scope, s.slot))}
+	if s.sticky != nil {
+		free = append(free, etcdkv.Delete(s.holdK))
+	}
+	return free
 }
 
 // holdLease is a hold as an operator sees it.
