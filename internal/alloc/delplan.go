@@ -44,10 +44,15 @@ type DelView struct {
 }
 
 // DelPlan is PlanDel's decision: the step, and for every step but
-// DelSkip and DelFree the record to write.
+// DelSkip and DelFree the record to write. Gone is the step for a store
+// that applies the plan guarded on the record as it read or assumed it
+// (etcd), should the record have changed before it writes: a hold whose
+// key an operator released meanwhile pins nothing, so the address is
+// freed.
 type DelPlan struct {
 	Step DelStep
 	Hold Hold
+	Gone DelStep
 }
 
 // PlanDel decides the DEL of attachment a (whose container is on node,
@@ -72,7 +77,7 @@ func PlanDel(a Attachment, node string, v DelView, now time.Time) DelPlan {
 		case e.Second != "":
 			return DelPlan{Step: DelHandOver, Hold: e.HandedOver()}
 		}
-		return DelPlan{Step: DelToHold, Hold: e.HeldFrom(now)}
+		return DelPlan{Step: DelToHold, Hold: e.HeldFrom(now), Gone: DelFree}
 	case mine && e.SecondIs(node, a.ContainerID):
 		return DelPlan{Step: DelDropSecond, Hold: e.WithoutSecond()}
 	}

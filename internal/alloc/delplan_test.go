@@ -42,6 +42,9 @@ func TestPlanDel(t *testing.T) {
 		{"unfinished hand-over, retried by the source", source, "n1", alloc.DelView{Record: &unfinished}, alloc.DelSettle, shared.HandedOver()},
 	} {
 		p := alloc.PlanDel(c.a, c.node, c.v, now)
+		if gone := map[bool]alloc.DelStep{true: alloc.DelFree}[c.step == alloc.DelToHold]; p.Gone != gone {
+			t.Errorf("%s: if the hold is gone: %d, want %d", c.name, p.Gone, gone)
+		}
 		if p.Step != c.step || p.Hold != c.hold {
 			t.Errorf("%s: %+v, want step %d with %+v", c.name, p, c.step, c.hold)
 		}

@@ -157,9 +157,7 @@ func shareAddr(hs HoldStore, al *Allocator, e HoldRecord, a Attachment, t Target
 	if err != nil {
 		return netip.Prefix{}, netip.Addr{}, err
 	}
-	h := e.Hold
-	h.Second, h.SecondMigration = a.ContainerID, mig
-	if err := hs.WriteHold(e.ID, h); err != nil {
+	if err := hs.WriteHold(e.ID, e.SharedWith("", a.ContainerID, mig)); err != nil {
 		return netip.Prefix{}, netip.Addr{}, err
 	}
 	u.seconded(hs, e.ID)

@@ -193,8 +193,7 @@ func (a *Admin) Release(addr netip.Addr, s alloc.Scope, container, ifname string
 				// (its key gets the address back); release --sticky-key
 				// frees the hold.
 				holdK := a.op.keys.holdKey(s, r.Hold, lastSegment(string(ikv.Key)))
-				held, gone := a.op.planDel(r.attachment(), r)
-				txn.Then[0] = a.op.applyDel(held, gone, string(kv.Key), holdK, []etcdkv.Cmp{etcdkv.ModIs(holdK, kv.ModRevision)}, "")[0]
+				txn.Then[0] = a.op.applyDel(a.op.planDel(r.attachment(), r), string(kv.Key), holdK, []etcdkv.Cmp{etcdkv.ModIs(holdK, kv.ModRevision)}, "")[0]
 			}
 		}
 	}

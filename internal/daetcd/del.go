@@ -172,8 +172,7 @@ func (op *operation) delFromPrev(req *plugin.Request) (done, fenced bool, err er
 			release.If = append(release.If, etcdkv.ValueAbove(holdK, alone), etcdkv.ValueBelow(holdK, append(slices.Clip(alone), 0xff)))
 			holdIf = []etcdkv.Cmp{etcdkv.ValueAbove(holdK, hp), etcdkv.ValueBelow(holdK, append(hp, 0xff))}
 		}
-		p, gone := op.planDel(op.attachment(), r)
-		release.Then = append(release.Then, op.applyDel(p, gone, addrK, holdK, holdIf, op.keys.fullKey(t.Scope, t.RangeID))...)
+		release.Then = append(release.Then, op.applyDel(op.planDel(op.attachment(), r), addrK, holdK, holdIf, op.keys.fullKey(t.Scope, t.RangeID))...)
 		outer.Then = append(outer.Then, etcdkv.Nested(release))
 	}
 	outer.Then = append(outer.Then, op.touch(), op.bumpOwn())

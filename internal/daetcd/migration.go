@@ -57,11 +57,8 @@ func (s *claimStore) Share(a alloc.Attachment, mig string) (bool, error) {
 	s.att = a
 	sh := &share{addrK: op.keys.addrKey(s.scope, ip), srcSlotK: op.keys.slotKey(owner.Node, s.scope, owner.ContainerID, owner.IfName, s.slot),
 		slotK: s.slotKey(), before: t.claim}
-	owner.SecondNode, owner.Second, owner.SecondMigration = op.node, a.ContainerID, mig
-	sh.after = owner.encode()
-	h := t.hold
-	h.SecondNode, h.Second, h.SecondMigration, h.Time = op.node, a.ContainerID, mig, stamp(op.now)
-	sh.holdAfter = encodeHold(h)
+	h := stamped(t.hold.SharedWith(op.node, a.ContainerID, mig), op.now)
+	sh.after, sh.holdAfter = owner.holding(h).encode(), encodeHold(h)
 	sh.holdBefore = encodeHold(*alloc.UndoHold(&h, true)) // the engine's undo of a failed ADD's share
 	mine := s.sticky.mark(op.recordOf(a, s.scope, ip.String(), s.claim))
 	mine.Shares, mine.Migration = true, ""
@@ -137,6 +134,13 @@ func (sh *share) undo(holdK string, marker etcdkv.Op, fence []etcdkv.Cmp) etcdkv
 	return etcdkv.Txn{If: append([]etcdkv.Cmp{etcdkv.Absent(sh.slotK)}, fence...), Then: []etcdkv.Op{marker}, Else: []etcdkv.Op{etcdkv.Nested(committed)}}
 }
 
+// holding is claim r as the hold h says: its owner and migration target.
+func (r Record) holding(h alloc.Hold) Record {
+	r.Node, r.ContainerID, r.Migration = h.Node, h.Owner, h.Migration
+	r.SecondNode, r.Second, r.SecondMigration = h.SecondNode, h.Second, h.SecondMigration
+	return r
+}
+
 // sharing reports a record of an address two owners share: the owner's
 // (r.Second set) or the migration target's (r.Shares).
 func (r Record) sharing() bool { return r.Hold != "" && (r.Second != "" || r.Shares) }
@@ -208,9 +212,7 @@ func (op *operation) releaseShared(s alloc.Scope, kv etcdkv.KV, r Record, networ
 	}
 	// The claim and the index key of the owner that stays say what the
 	// planned hold says; a target handed the address is its claimant now.
-	v := owner
-	v.Node, v.ContainerID, v.Migration = p.Hold.Node, p.Hold.Owner, p.Hold.Migration
-	v.SecondNode, v.Second, v.SecondMigration = p.Hold.SecondNode, p.Hold.Second, p.Hold.SecondMigration
+	v := owner.holding(p.Hold)
 	if p.Step == alloc.DelHandOver {
 		v.Time = stamp(op.now)
 	}

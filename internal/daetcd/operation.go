@@ -144,7 +144,7 @@ func (op *operation) release(s alloc.Scope, kv etcdkv.KV, network string, markHe
 	}
 	a := r.attachment()
 	a.Network = network
-	p, gone := op.planDel(a, r)
+	p := op.planDel(a, r)
 	ip, err := parseAddr(r.Address)
 	if p.Step == alloc.DelSkip || r.cancelled() || r.Shares || err != nil {
 		return t, p.Step // no claim of its own: a marker, a migration target's index key
@@ -160,36 +160,34 @@ func (op *operation) release(s alloc.Scope, kv etcdkv.KV, network string, markHe
 		mark = op.keys.markOf(s, slotK)
 	}
 	holdK := op.keys.holdKey(s, r.Hold, lastSegment(slotK))
-	t.Then = append(t.Then, op.applyDel(p, gone, addrK, holdK, []etcdkv.Cmp{etcdkv.ModIs(holdK, kv.ModRevision)}, mark)...)
+	t.Then = append(t.Then, op.applyDel(p, addrK, holdK, []etcdkv.Cmp{etcdkv.ModIs(holdK, kv.ModRevision)}, mark)...)
 	return t, p.Step
 }
 
 // planDel is the engine's plan for the DEL of a's claim r, over the hold
 // the claim was written with (one owner's: a share is released through
-// releaseShared, which reads the hold), and gone, the plan should that
-// hold be gone when the transaction runs (an operator released it).
-func (op *operation) planDel(a alloc.Attachment, r Record) (p, gone alloc.DelPlan) {
+// releaseShared, which reads the hold).
+func (op *operation) planDel(a alloc.Attachment, r Record) alloc.DelPlan {
 	v := alloc.DelView{Network: r.Network}
-	gone = alloc.PlanDel(a, r.Node, v, op.now)
 	if r.Hold != "" && !r.cancelled() && !r.Shares {
 		v.Record = &alloc.HoldRecord{Hold: alloc.Hold{Node: r.Node, Owner: r.ContainerID, IfName: r.IfName, Network: r.Network,
 			Address: r.Address, Key: r.StickyKey, HoldFor: r.HoldFor}}
 	}
-	return alloc.PlanDel(a, r.Node, v, op.now), gone
+	return alloc.PlanDel(a, r.Node, v, op.now)
 }
 
 // applyDel is what plan p does to the claim at addrK once its index key
 // goes: a hold puts the held record in the claim and the hold key while
-// holdIf says the hold is still the one planned over, else gone applies;
-// a free deletes the claim and writes mark, when not "", freed.
-func (op *operation) applyDel(p, gone alloc.DelPlan, addrK, holdK string, holdIf []etcdkv.Cmp, mark string) []etcdkv.Op {
+// holdIf says the hold is still the one planned over, else p.Gone
+// applies; a free deletes the claim and writes mark, when not "", freed.
+func (op *operation) applyDel(p alloc.DelPlan, addrK, holdK string, holdIf []etcdkv.Cmp, mark string) []etcdkv.Op {
 	switch p.Step {
 	case alloc.DelToHold:
 		held := encodeHold(stamped(p.Hold, op.now))
 		return []etcdkv.Op{etcdkv.Nested(etcdkv.Txn{
 			If:   holdIf,
 			Then: []etcdkv.Op{etcdkv.Put(addrK, held), etcdkv.Put(holdK, held)},
-			Else: op.applyDel(gone, alloc.DelPlan{}, addrK, holdK, nil, mark),
+			Else: op.applyDel(alloc.DelPlan{Step: p.Gone}, addrK, holdK, nil, mark),
 		})}
 	case alloc.DelFree:
 		if mark == "" {

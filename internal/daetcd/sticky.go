@@ -40,10 +40,8 @@ import (
 
 // stickyAtt is the sticky key of the attachment an ADD or DEL is for.
 type stickyAtt struct {
-	key       string
-	id        string // alloc.StickyID(key, ifname)
-	holdFor   time.Duration
-	migration string // alloc.Keyed.Migration
+	alloc.Keyed
+	id string // alloc.StickyID(Key, ifname)
 }
 
 // stickyOf is the attachment's sticky key, nil when it has none.
@@ -56,7 +54,7 @@ func stickyOf(conf *netconf.Envelope, cniArgs []netconf.CNIArg, ifname string) (
 	if err != nil || k.Key == "" {
 		return nil, err
 	}
-	return &stickyAtt{key: k.Key, id: alloc.StickyID(k.Key, ifname), holdFor: k.HoldFor, migration: k.Migration}, nil
+	return &stickyAtt{Keyed: k, id: alloc.StickyID(k.Key, ifname)}, nil
 }
 
 func (l layout) holdScope(s alloc.Scope) string { return l.prefix + "sticky/" + scopePath(s) + "/" }
@@ -109,7 +107,7 @@ func stamped(h alloc.Hold, now time.Time) alloc.Hold {
 // stickyRecord marks a claim record as the sticky attachment's.
 func (st *stickyAtt) mark(r Record) Record {
 	if st != nil {
-		r.Hold, r.StickyKey, r.HoldFor, r.Migration = st.id, st.key, st.holdFor.String(), st.migration
+		r.Hold, r.StickyKey, r.HoldFor, r.Migration = st.id, st.Key, st.HoldFor.String(), st.Migration
 	}
 	return r
 }
@@ -118,7 +116,7 @@ func (st *stickyAtt) mark(r Record) Record {
 // scope before its claim could allocate one (the engine's rule,
 // alloc.NoMigrationSource): one read, for migration targets only.
 func (s *claimStore) requireSource(t alloc.Target) error {
-	if s.sticky == nil || s.sticky.migration == "" {
+	if s.sticky == nil || s.sticky.Migration == "" {
 		return nil
 	}
 	resp, err := s.op.cl.Read(etcdkv.Get(s.holdK))
@@ -128,7 +126,7 @@ func (s *claimStore) requireSource(t alloc.Target) error {
 	if _, ok := resp.First(0); ok {
 		return nil
 	}
-	return alloc.NoMigrationSource(s.sticky.key, s.sticky.migration, t)
+	return alloc.NoMigrationSource(s.sticky.Key, s.sticky.Migration, t)
 }
 
 // takeOver is the hold an ADD takes over, as read.
@@ -220,8 +218,7 @@ func (s *claimStore) holdOps(a alloc.Attachment, ip netip.Addr, addrK string) (c
 	} else {
 		cond = []etcdkv.Cmp{etcdkv.Absent(addrK), etcdkv.Absent(s.holdK)}
 	}
-	k := alloc.Keyed{Key: s.sticky.key, HoldFor: s.sticky.holdFor, Migration: s.sticky.migration}
-	return cond, etcdkv.Put(s.holdK, encodeHold(stamped(alloc.KeyRecord(found, a, s.op.node, ip.String(), k), s.op.now)))
+	return cond, etcdkv.Put(s.holdK, encodeHold(stamped(alloc.KeyRecord(found, a, s.op.node, ip.String(), s.sticky.Keyed), s.op.now)))
 }
 
 // undoClaim is what cancelling a committed claim does besides writing

@@ -248,7 +248,7 @@ func TestStickyConcurrentSameKey(t *testing.T) {
 func TestStickyRecordRanges(t *testing.T) {
 	now := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
 	plain := Record{Node: "n", ContainerID: "c", IfName: "eth0", Network: "net", Address: "10.0.0.5", Time: stamp(now), Claim: "x"}
-	st := &stickyAtt{key: "ns/web-0", id: alloc.StickyID("ns/web-0", "eth0"), holdFor: time.Minute}
+	st := &stickyAtt{Keyed: alloc.Keyed{Key: "ns/web-0", HoldFor: time.Minute}, id: alloc.StickyID("ns/web-0", "eth0")}
 	sticky := st.mark(plain)
 	in := func(r, bound Record) bool {
 		v := r.encode()
@@ -274,9 +274,9 @@ func TestHoldRecord(t *testing.T) {
 	now := time.Date(2026, 11, 25, 12, 0, 0, 500, time.UTC)
 	r := Record{Hold: "h", Node: "n", ContainerID: "c", IfName: "eth0", Network: "net", Address: "10.0.0.5", StickyKey: "k", HoldFor: "30m0s"}
 	heldOf := func(r Record) alloc.Hold {
-		p, gone := (&operation{now: now}).planDel(r.attachment(), r)
-		if p.Step != alloc.DelToHold || gone.Step != alloc.DelFree {
-			t.Fatalf("DEL of sticky claim %+v: %+v, else %+v", r, p, gone)
+		p := (&operation{now: now}).planDel(r.attachment(), r)
+		if p.Step != alloc.DelToHold || p.Gone != alloc.DelFree {
+			t.Fatalf("DEL of sticky claim %+v: %+v", r, p)
 		}
 		return p.Hold
 	}
