@@ -38,22 +38,12 @@ func HoldOnDel(hs HoldStore, a Attachment, key string, now time.Time) ([]netip.A
 	}
 	var held []netip.Addr
 	for _, e := range records {
-		switch {
-		case e.Keyed(a):
-			if a.Network != "" && e.Network != "" && e.Network != a.Network {
-				continue // another network's reservation in a shared pool
-			}
-			err = release(hs, e, now)
-			if err == nil {
-				held = append(held, e.Addr)
-			}
-		case e.SecondOf(a):
-			err = DropSecond(hs, e)
-		default:
-			err = SettleHold(hs, e)
-		}
-		if err != nil {
+		p := PlanDel(a, "", DelView{Record: &e}, now)
+		if err := applyDel(hs, e, p); err != nil {
 			return held, err
+		}
+		if p.Step == DelToHold || p.Step == DelHandOver {
+			held = append(held, e.Addr)
 		}
 	}
 	return held, nil
@@ -152,4 +142,20 @@ func SettleHold(hs HoldStore, e HoldRecord) error {
 		return nil
 	}
 	return hs.WriteHold(e.ID, e.Hold)
+}
+
+// applyDel applies PlanDel's decision p for record e in the write order
+// of its transition (holds.go). DelFree is Release's, after HoldOnDel.
+func applyDel(hs HoldStore, e HoldRecord, p DelPlan) error {
+	switch p.Step {
+	case DelToHold:
+		return toHold(hs, e, p.Hold)
+	case DelHandOver:
+		return handOver(hs, e, p.Hold)
+	case DelDropSecond:
+		return hs.WriteHold(e.ID, p.Hold)
+	case DelSettle:
+		return SettleHold(hs, e)
+	}
+	return nil
 }

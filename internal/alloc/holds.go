@@ -124,7 +124,7 @@ func AllocateKeyed(hs HoldStore, a Attachment, t Target, k Keyed, now time.Time,
 	case action == addSecond:
 		return shareAddr(hs, al, *e, a, t, k.Migration, u)
 	case action == takeItOver:
-		if err := takeOver(hs, *e, a, k.HoldFor, k.Migration); err != nil {
+		if err := takeOver(hs, *e, a, k); err != nil {
 			return netip.Prefix{}, netip.Addr{}, err
 		}
 		u.tookOver(hs, *e)
@@ -141,9 +141,7 @@ func AllocateKeyed(hs HoldStore, a Attachment, t Target, k Keyed, now time.Time,
 		return p, gw, err
 	}
 	u.Reserved(hs, p.Addr())
-	rec := Hold{Key: k.Key, IfName: a.IfName, Address: p.Addr().String(), Network: a.Network, Owner: a.ContainerID, HoldFor: k.HoldFor.String(),
-		Migration: k.Migration}
-	if err := hs.WriteHold(id, rec); err != nil {
+	if err := hs.WriteHold(id, KeyRecord(nil, a, "", p.Addr().String(), k)); err != nil {
 		return p, gw, err
 	}
 	u.recorded(hs, id)
@@ -159,9 +157,7 @@ func shareAddr(hs HoldStore, al *Allocator, e HoldRecord, a Attachment, t Target
 	if err != nil {
 		return netip.Prefix{}, netip.Addr{}, err
 	}
-	h := e.Hold
-	h.Second, h.SecondMigration = a.ContainerID, mig
-	if err := hs.WriteHold(e.ID, h); err != nil {
+	if err := hs.WriteHold(e.ID, e.SharedWith("", a.ContainerID, mig)); err != nil {
 		return netip.Prefix{}, netip.Addr{}, err
 	}
 	u.seconded(hs, e.ID)
@@ -249,17 +245,28 @@ func AllocateClaimed(s HoldClaimer, a Attachment, node string, t Target, key, mi
 	}
 }
 
-// takeOver gives e's held address to a, whose ADD holds for holdFor: the
-// record first (owner a, the hold's expiry kept), then the reservation.
-// A crash between leaves the address reserved for the hold, which
-// judgeHold reads as still held.
-func takeOver(hs HoldStore, e HoldRecord, a Attachment, holdFor time.Duration, mig string) error {
-	h := e.Hold.WithoutSecond()
-	h.Owner, h.Network, h.HoldFor, h.Migration = a.ContainerID, a.Network, holdFor.String(), mig
-	if err := hs.WriteHold(e.ID, h); err != nil {
+// takeOver gives e's held address to a, whose ADD has sticky key k: the
+// record first (KeyRecord), then the reservation. A crash between leaves
+// the address reserved for the hold, which judgeHold reads as still held.
+func takeOver(hs HoldStore, e HoldRecord, a Attachment, k Keyed) error {
+	if err := hs.WriteHold(e.ID, KeyRecord(&e.Hold, a, "", e.Address, k)); err != nil {
 		return err
 	}
 	return hs.Reassign(e.Addr, HoldOwner(e.ID), a)
+}
+
+// KeyRecord is the record of a's reservation (its container on node) of
+// addr for its sticky key k: a new one when found is nil, else found,
+// the key's hold, taken over: its last owner and expiry kept (a crash
+// before the reservation is written reads as the hold still), a
+// migration target it named dropped.
+func KeyRecord(found *Hold, a Attachment, node, addr string, k Keyed) Hold {
+	h := Hold{Key: k.Key, IfName: a.IfName, Address: addr}
+	if found != nil {
+		h = found.WithoutSecond()
+	}
+	h.Node, h.Owner, h.Network, h.HoldFor, h.Migration = node, a.ContainerID, a.Network, k.HoldFor.String(), k.Migration
+	return h
 }
 
 // giveBack undoes takeOver after a failed ADD: the reservation first,
@@ -272,7 +279,7 @@ func giveBack(hs HoldStore, e HoldRecord, a Attachment) error {
 	if err := hs.Reassign(e.Addr, owner, HoldOwner(e.ID)); err != nil {
 		return err
 	}
-	return hs.WriteHold(e.ID, e.Hold)
+	return hs.WriteHold(e.ID, *UndoHold(&e.Hold, false))
 }
 
 // ToHold turns e's reservation into a hold from now, for the holdFor its
@@ -280,6 +287,11 @@ func giveBack(hs HoldStore, e HoldRecord, a Attachment) error {
 // leaves the reservation its owner's, which judgeHold reads as still
 // reserved by the record's LastOwner; the DEL's retry finishes it.
 func ToHold(hs HoldStore, e HoldRecord, now time.Time) error {
+	return toHold(hs, e, e.HeldFrom(now))
+}
+
+// toHold writes held, e held (PlanDel's record), in ToHold's order.
+func toHold(hs HoldStore, e HoldRecord, held Hold) error {
 	owner, ok, err := hs.Owner(e.Addr)
 	if err != nil {
 		return err
@@ -287,7 +299,7 @@ func ToHold(hs HoldStore, e HoldRecord, now time.Time) error {
 	if !ok || owner.ContainerID != e.Owner || owner.IfName != e.IfName {
 		return nil // judged a moment ago under the store's lock; cannot happen
 	}
-	if err := hs.WriteHold(e.ID, e.HeldFrom(now)); err != nil {
+	if err := hs.WriteHold(e.ID, held); err != nil {
 		return err
 	}
 	return hs.Reassign(e.Addr, owner, HoldOwner(e.ID))
@@ -299,6 +311,12 @@ func ToHold(hs HoldStore, e HoldRecord, now time.Time) error {
 // the record's Second, which judgeHold reads as handed over; never
 // unowned, never a third owner.
 func HandOver(hs HoldStore, e HoldRecord) error {
+	return handOver(hs, e, e.HandedOver())
+}
+
+// handOver writes after, e handed over (PlanDel's record), in HandOver's
+// order.
+func handOver(hs HoldStore, e HoldRecord, after Hold) error {
 	owner, ok, err := hs.Owner(e.Addr)
 	if err != nil {
 		return err
@@ -309,7 +327,7 @@ func HandOver(hs HoldStore, e HoldRecord) error {
 	if err := hs.Reassign(e.Addr, owner, e.secondAtt(owner)); err != nil {
 		return err
 	}
-	return hs.WriteHold(e.ID, e.HandedOver())
+	return hs.WriteHold(e.ID, after)
 }
 
 // DropSecond ends e's migration target's share of the address (its DEL,
@@ -447,7 +465,7 @@ func (u *Undo) Run(a Attachment) error {
 	for _, r := range u.seconds {
 		e, err := LookupHold(r.hs, r.id)
 		if err == nil && e != nil && e.SecondOf(a) {
-			err = DropSecond(r.hs, *e)
+			err = r.hs.WriteHold(e.ID, *UndoHold(&e.Hold, true))
 		}
 		errs = append(errs, err)
 	}

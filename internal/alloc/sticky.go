@@ -390,6 +390,13 @@ func (h Hold) SecondProblem() string {
 	return ""
 }
 
+// SharedWith is h once container cid on node, the target of migration
+// mig, shares its owner's address (addSecond).
+func (h Hold) SharedWith(node, cid, mig string) Hold {
+	h.SecondNode, h.Second, h.SecondMigration = node, cid, mig
+	return h
+}
+
 // WithoutSecond is h with no migration target.
 func (h Hold) WithoutSecond() Hold {
 	h.Second, h.SecondNode, h.SecondMigration = "", "", ""

@@ -62,13 +62,13 @@ func (op *operation) add(targets []alloc.Target, st *stickyAtt) ([]allocated, er
 			return netip.Prefix{}, netip.Addr{}, err
 		}
 		if st != nil {
-			return alloc.AllocateClaimed(s, att, op.node, t, st.key, st.migration, op.now)
+			return alloc.AllocateClaimed(s, att, op.node, t, st.Key, st.Migration, op.now)
 		}
 		return t.Allocator(s).Allocate(att, t.RangeID, t.Set, t.Requested, t.Label)
 	}
 	key, mig := "", ""
 	if st != nil {
-		key, mig = st.key, st.migration
+		key, mig = st.Key, st.Migration
 	}
 	for _, t := range targets {
 		var a allocated
@@ -126,7 +126,7 @@ func (op *operation) locator(t alloc.Target, st *stickyAtt) func(alloc.Target) (
 			if st != nil {
 				if kv, ok := resp.First(i*per + 1); ok {
 					h, valid := decodeHold(kv.Value)
-					at.KeyHeld = valid && h.For(st.key, op.ifname) && !h.Expired(op.now)
+					at.KeyHeld = valid && h.For(st.Key, op.ifname) && !h.Expired(op.now)
 				}
 			}
 			found[p.Scope] = at

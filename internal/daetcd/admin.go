@@ -193,7 +193,7 @@ func (a *Admin) Release(addr netip.Addr, s alloc.Scope, container, ifname string
 				// (its key gets the address back); release --sticky-key
 				// frees the hold.
 				holdK := a.op.keys.holdKey(s, r.Hold, lastSegment(string(ikv.Key)))
-				txn.Then[0] = a.op.releaseSticky(s, r, string(kv.Key), holdK, []etcdkv.Cmp{etcdkv.ModIs(holdK, kv.ModRevision)}, "")
+				txn.Then[0] = a.op.applyDel(a.op.planDel(r.attachment(), r), string(kv.Key), holdK, []etcdkv.Cmp{etcdkv.ModIs(holdK, kv.ModRevision)}, "")[0]
 			}
 		}
 	}
@@ -312,7 +312,7 @@ func (a *Admin) releaseShare(s alloc.Scope, r Record, target bool, dryRun bool) 
 		if dryRun {
 			return l, nil
 		}
-		return l, a.op.commitShared(s, kv, ir)
+		return l, a.op.commitShared(s, kv, ir, "")
 	}
 	return Lease{}, fmt.Errorf("%s in %s changed while being released; nothing done, try again", r.Address, scopePath(s))
 }

@@ -43,7 +43,8 @@ func (a *Admin) GC(node string, f Filter, keep []alloc.Attachment, apply bool) (
 			continue
 		}
 		sg := of(l.Scope)
-		sg.txns = append(sg.txns, a.op.release(l.Scope, l.key, false))
+		t, _ := a.op.release(l.Scope, l.key, "", false)
+		sg.txns = append(sg.txns, t)
 		sg.marks[a.op.keys.markOf(l.Scope, string(l.key.Key))] = nil
 		sg.marks[a.op.keys.fenceOf(l.Node, l.ContainerID, l.IfName)] = []byte(a.op.nonce)
 	}
@@ -81,7 +82,7 @@ func (a *Admin) GC(node string, f Filter, keep []alloc.Attachment, apply bool) (
 // releases so that a GC cut short keeps them.
 func (a *Admin) collect(node string, shared []Lease, perScope map[alloc.Scope]*scopeGC, all bool) error {
 	for _, l := range shared {
-		if err := a.op.commitShared(l.Scope, l.key, l.Record); err != nil {
+		if err := a.op.commitShared(l.Scope, l.key, l.Record, ""); err != nil {
 			return err
 		}
 	}

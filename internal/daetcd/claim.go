@@ -345,14 +345,10 @@ func (op *operation) cancel(stores []*claimStore) error {
 		}
 		slotK := s.slotKey()
 		marker := etcdkv.Put(slotK, op.recordOf(s.att, s.scope, "", s.claim).encode())
-		// The claim committed: free its address, keep the marker.
-		addrK := op.keys.addrKey(s.scope, s.sentAddr)
+		// The claim committed: undo it (undoClaim), keep the marker.
 		committed := etcdkv.Txn{
 			If:   []etcdkv.Cmp{etcdkv.ValueIs(slotK, s.sent)},
-			Then: []etcdkv.Op{etcdkv.Delete(addrK), marker, freed(op.keys.fullKey(s.scope, s.slot))},
-		}
-		if s.sticky != nil {
-			committed.Then = append([]etcdkv.Op{marker}, s.undoHold(addrK)...)
+			Then: append([]etcdkv.Op{marker}, s.undoClaim(op.keys.addrKey(s.scope, s.sentAddr))...),
 		}
 
 		if s.marker != 0 { // it may still commit over the marker it took over: replace that one

@@ -60,37 +60,36 @@ func (op *operation) delRead(scopes []alloc.Scope, fence bool) error {
 		return err
 	}
 	var txns []etcdkv.Txn
-	var sticky []bool // txns[i] releases a sticky owner's claim
+	var sticky []bool // txns[i] makes a sticky owner's claim a hold
 	for i, s := range scopes {
 		for _, kv := range resp.KVs(i) {
 			// The index key is the attachment's on this node; in a pool
-			// shared by several networks it must also be this network's.
-			// A fence an earlier version left there (a "released"
-			// record, gone with its lease) holds nothing.
+			// shared by several networks the engine leaves another
+			// network's. A fence an earlier version left there (a
+			// "released" record, gone with its lease) holds nothing.
 			r, ok := decodeRecord(kv.Value)
-			if ok && (r.Network != op.network || r.released()) {
+			if ok && r.released() {
 				continue
 			}
 			if ok && r.sharing() {
-				if err := op.commitShared(s, kv, r); err != nil {
+				if err := op.commitShared(s, kv, r, op.network); err != nil {
 					return err
 				}
 				continue
 			}
-			sticky = append(sticky, ok && r.Hold != "" && !r.cancelled())
-			txns = append(txns, op.release(s, kv, true))
+			if t, step := op.release(s, kv, op.network, true); step != alloc.DelSkip {
+				sticky = append(sticky, step == alloc.DelToHold)
+				txns = append(txns, t)
+			}
 		}
 	}
 	if len(txns) == 0 {
 		return nil
 	}
 	// No fence bucket here: this DEL wrote it before it read (here or in
-	// delFromPrev), which fenced every claim sent before the DEL.
-	if !slices.Contains(sticky, true) {
-		return op.commit(txns, op.touch())
-	}
-	// A sticky owner's keys can change under its DEL (a migration target
-	// shares them): each sticky release must have happened.
+	// delFromPrev), which fenced every claim sent before the DEL. A sticky
+	// owner's keys can change under its DEL (a migration target shares
+	// them): each of its releases must have happened.
 	outer := etcdkv.Txn{Then: []etcdkv.Op{op.touch()}}
 	for _, t := range txns {
 		outer.Then = append(outer.Then, etcdkv.Nested(t))
@@ -154,24 +153,26 @@ func (op *operation) delFromPrev(req *plugin.Request) (done, fenced bool, err er
 				etcdkv.ValueAbove(addrK, lo), etcdkv.ValueBelow(addrK, hi),
 				etcdkv.ValueAbove(slotK, lo), etcdkv.ValueBelow(slotK, hi),
 			},
-			Then: []etcdkv.Op{etcdkv.Delete(addrK), etcdkv.Delete(slotK), freed(op.keys.fullKey(t.Scope, t.RangeID))},
+			Then: []etcdkv.Op{etcdkv.Delete(slotK)},
 		}
+		holdK := ""
+		var holdIf []etcdkv.Cmp
 		if st != nil {
 			// The sticky record's range names its hold (Record.Hold
-			// first): the claim becomes a hold while the hold key is
+			// first): the plan holds the address while the hold key is
 			// still this owner's for this address, as written with the
 			// claim; a plain record of this owner is left to the read
 			// path below, and so is a sticky one when no key is derivable.
-			holdK := op.keys.holdKey(t.Scope, st.id, strconv.Itoa(t.RangeID))
+			holdK = op.keys.holdKey(t.Scope, st.id, strconv.Itoa(t.RangeID))
 			hp := ownedPrefix(op.node, op.cid, op.ifname, op.network, a.String())
 			// Only a hold of one owner: its key follows the address at
 			// once. One a migration's target shares (migration.go) is
 			// left to the read path, which hands the address over.
 			alone := append(slices.Clip(hp), `"key":`...)
 			release.If = append(release.If, etcdkv.ValueAbove(holdK, alone), etcdkv.ValueBelow(holdK, append(slices.Clip(alone), 0xff)))
-			release.Then = []etcdkv.Op{etcdkv.Delete(slotK), op.releaseSticky(t.Scope, r, addrK, holdK,
-				[]etcdkv.Cmp{etcdkv.ValueAbove(holdK, hp), etcdkv.ValueBelow(holdK, append(hp, 0xff))}, op.keys.fullKey(t.Scope, t.RangeID))}
+			holdIf = []etcdkv.Cmp{etcdkv.ValueAbove(holdK, hp), etcdkv.ValueBelow(holdK, append(hp, 0xff))}
 		}
+		release.Then = append(release.Then, op.applyDel(op.planDel(op.attachment(), r), addrK, holdK, holdIf, op.keys.fullKey(t.Scope, t.RangeID))...)
 		outer.Then = append(outer.Then, etcdkv.Nested(release))
 	}
 	outer.Then = append(outer.Then, op.touch(), op.bumpOwn())

@@ -67,10 +67,11 @@ func (op *operation) collect(scopes []alloc.Scope, keep alloc.KeepSet) error {
 				continue
 			}
 			if r.sharing() {
-				errs = append(errs, op.commitShared(s, kv, r))
+				errs = append(errs, op.commitShared(s, kv, r, op.network))
 				continue
 			}
-			txns = append(txns, op.release(s, kv, false))
+			t, _ := op.release(s, kv, op.network, false)
+			txns = append(txns, t)
 			marks[op.keys.markOf(s, string(kv.Key))] = nil
 			marks[op.keys.fenceOf(r.Node, r.ContainerID, r.IfName)] = []byte(op.nonce) // see bump
 			op.log.Info("gc releases", logging.String("address", r.Address), logging.String("containerID", r.ContainerID), logging.String("ifname", r.IfName))

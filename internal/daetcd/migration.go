@@ -29,7 +29,8 @@ import (
 //	                as if it had claimed the address; the source's fenced
 
 // share is what a target's ADD wrote, for its cancel: each key's value
-// before and after.
+// after, and what the cancel puts back (the owner's keys as found, the
+// hold as the engine undoes a share, alloc.UndoHold).
 type share struct {
 	addrK, srcSlotK, slotK string
 	before, after          []byte // the owner's claim and index key
@@ -55,12 +56,10 @@ func (s *claimStore) Share(a alloc.Attachment, mig string) (bool, error) {
 	op := s.op
 	s.att = a
 	sh := &share{addrK: op.keys.addrKey(s.scope, ip), srcSlotK: op.keys.slotKey(owner.Node, s.scope, owner.ContainerID, owner.IfName, s.slot),
-		slotK: s.slotKey(), before: t.claim, holdBefore: encodeHold(t.hold)}
-	owner.SecondNode, owner.Second, owner.SecondMigration = op.node, a.ContainerID, mig
-	sh.after = owner.encode()
-	h := t.hold
-	h.SecondNode, h.Second, h.SecondMigration, h.Time = op.node, a.ContainerID, mig, stamp(op.now)
-	sh.holdAfter = encodeHold(h)
+		slotK: s.slotKey(), before: t.claim}
+	h := stamped(t.hold.SharedWith(op.node, a.ContainerID, mig), op.now)
+	sh.after, sh.holdAfter = owner.holding(h).encode(), encodeHold(h)
+	sh.holdBefore = encodeHold(*alloc.UndoHold(&h, true)) // the engine's undo of a failed ADD's share
 	mine := s.sticky.mark(op.recordOf(a, s.scope, ip.String(), s.claim))
 	mine.Shares, mine.Migration = true, ""
 	sh.mine = mine.encode()
@@ -135,17 +134,24 @@ func (sh *share) undo(holdK string, marker etcdkv.Op, fence []etcdkv.Cmp) etcdkv
 	return etcdkv.Txn{If: append([]etcdkv.Cmp{etcdkv.Absent(sh.slotK)}, fence...), Then: []etcdkv.Op{marker}, Else: []etcdkv.Op{etcdkv.Nested(committed)}}
 }
 
+// holding is claim r as the hold h says: its owner and migration target.
+func (r Record) holding(h alloc.Hold) Record {
+	r.Node, r.ContainerID, r.Migration = h.Node, h.Owner, h.Migration
+	r.SecondNode, r.Second, r.SecondMigration = h.SecondNode, h.Second, h.SecondMigration
+	return r
+}
+
 // sharing reports a record of an address two owners share: the owner's
 // (r.Second set) or the migration target's (r.Shares).
 func (r Record) sharing() bool { return r.Hold != "" && (r.Second != "" || r.Shares) }
 
 // commitShared releases the sharing record r found through index key kv
-// (releaseShared), on its own: a release that finds the address changed
-// is an error to retry, never a silent no-op that would leave the address
-// with an owner that is gone.
-func (op *operation) commitShared(s alloc.Scope, kv etcdkv.KV, r Record) error {
-	t, err := op.releaseShared(s, kv, r)
-	if err != nil {
+// (releaseShared) for a DEL in network ("" for any), on its own: a
+// release that finds the address changed is an error to retry, never a
+// silent no-op that would leave the address with an owner that is gone.
+func (op *operation) commitShared(s alloc.Scope, kv etcdkv.KV, r Record, network string) error {
+	t, ok, err := op.releaseShared(s, kv, r, network)
+	if err != nil || !ok {
 		return err
 	}
 	resp, err := op.cl.Txn(t)
@@ -155,59 +161,64 @@ func (op *operation) commitShared(s alloc.Scope, kv etcdkv.KV, r Record) error {
 	return err
 }
 
-// releaseShared plans the release of sharing record r, found through
-// index key kv: the source's (r.Second set) hands the address to the
-// target; the target's (r.Shares) ends its share. It reads the owner's
-// claim and the hold, and releases while all four keys are at their one
-// revision. A share that is gone meanwhile (the other owner's release
-// came first): the target's index key is only fenced, the source's
-// claim released as any.
-func (op *operation) releaseShared(s alloc.Scope, kv etcdkv.KV, r Record) (etcdkv.Txn, error) {
+// releaseShared applies the engine's plan (alloc.PlanDel) for sharing
+// record r, found through index key kv, over the hold and the owner's
+// claim it reads: the source's DEL hands the address to the target, the
+// target's ends its share, while all four keys are at their one
+// revision, the claim and both index keys rewritten as the hold planned.
+// A share that is gone meanwhile (the other owner's release came
+// first): the source's claim is released as any, the target's index key
+// only goes (the claim is the owner's). ok is false for a record the DEL
+// leaves (another network's).
+func (op *operation) releaseShared(s alloc.Scope, kv etcdkv.KV, r Record, network string) (etcdkv.Txn, bool, error) {
 	slotK, slot := string(kv.Key), lastSegment(string(kv.Key))
-	alone := etcdkv.Txn{If: []etcdkv.Cmp{etcdkv.ModIs(slotK, kv.ModRevision)}, Then: []etcdkv.Op{etcdkv.Delete(slotK)}}
-	if !r.Shares {
-		alone = op.release(s, kv, true)
+	a := r.attachment()
+	a.Network = network
+	alone := func() (etcdkv.Txn, bool, error) {
+		t, step := op.release(s, kv, network, true)
+		t.Then = append(t.Then, op.bump(r)) // sent alone: it writes its own fence bucket
+		return t, step != alloc.DelSkip, nil
 	}
-	alone.Then = append(alone.Then, op.bump(r)) // sent alone: it writes its own fence bucket
 	ip, err := parseAddr(r.Address)
 	n, nerr := strconv.Atoi(slot)
 	if err != nil || nerr != nil {
-		return alone, nil
+		return alone()
 	}
 	addrK, holdK := op.keys.addrKey(s, ip), op.keys.holdKey(s, r.Hold, slot)
 	resp, err := op.cl.Read(etcdkv.Get(addrK), etcdkv.Get(holdK))
 	if err != nil {
-		return etcdkv.Txn{}, err
+		return etcdkv.Txn{}, false, err
 	}
 	claim, okC := resp.First(0)
 	hkv, okH := resp.First(1)
 	owner, okO := decodeRecord(claim.Value)
 	h, okD := decodeHold(hkv.Value)
 	rev := claim.ModRevision
-	if !okC || !okH || !okO || !okD || hkv.ModRevision != rev || owner.Second == "" {
-		return alone, nil
+	if !okC || !okH || !okO || !okD || hkv.ModRevision != rev {
+		return alone()
 	}
+	p := alloc.PlanDel(a, r.Node, alloc.DelView{Network: r.Network, Record: &alloc.HoldRecord{Hold: h}}, op.now)
 	ownerSlotK := op.keys.slotKey(owner.Node, s, owner.ContainerID, owner.IfName, n)
 	targetSlotK := op.keys.slotKey(owner.SecondNode, s, owner.Second, owner.IfName, n)
-	if (r.Shares && slotK != targetSlotK) || (!r.Shares && slotK != ownerSlotK) {
-		return alone, nil
+	mineK := ownerSlotK
+	if p.Step == alloc.DelDropSecond {
+		mineK = targetSlotK
 	}
+	switch {
+	case p.Step == alloc.DelSkip:
+		return etcdkv.Txn{}, false, nil
+	case owner.Second == "" || (p.Step != alloc.DelHandOver && p.Step != alloc.DelDropSecond) || slotK != mineK:
+		return alone()
+	}
+	// The claim and the index key of the owner that stays say what the
+	// planned hold says; a target handed the address is its claimant now.
+	v := owner.holding(p.Hold)
+	if p.Step == alloc.DelHandOver {
+		v.Time = stamp(op.now)
+	}
+	keep := op.keys.slotKey(v.Node, s, v.ContainerID, v.IfName, n)
 	cond := []etcdkv.Cmp{etcdkv.ModIs(addrK, rev), etcdkv.ModIs(holdK, rev), etcdkv.ModIs(ownerSlotK, rev), etcdkv.ModIs(targetSlotK, rev)}
-	var keep string // the index key of the owner that stays
-	if r.Shares {
-		// The target's DEL: the owner keeps the address alone.
-		owner.SecondNode, owner.Second, owner.SecondMigration = "", "", ""
-		h = h.WithoutSecond()
-		keep = ownerSlotK
-	} else {
-		// The source's DEL: the target has it, as if it had claimed it.
-		owner.Node, owner.ContainerID, owner.Migration = owner.SecondNode, owner.Second, owner.SecondMigration
-		owner.SecondNode, owner.Second, owner.SecondMigration = "", "", ""
-		owner.Time = stamp(op.now)
-		h = h.HandedOver()
-		keep = targetSlotK
-	}
-	h.Time = stamp(op.now)
-	v := owner.encode()
-	return etcdkv.Txn{If: cond, Then: []etcdkv.Op{etcdkv.Delete(slotK), op.bump(r), etcdkv.Put(addrK, v), etcdkv.Put(keep, v), etcdkv.Put(holdK, encodeHold(h))}}, nil
+	b := v.encode()
+	return etcdkv.Txn{If: cond, Then: []etcdkv.Op{etcdkv.Delete(slotK), op.bump(r), etcdkv.Put(addrK, b), etcdkv.Put(keep, b),
+		etcdkv.Put(holdK, encodeHold(stamped(p.Hold, op.now)))}}, true, nil
 }

@@ -125,42 +125,77 @@ func (op *operation) readAttachment(scopes []alloc.Scope, fence bool) (*etcdkv.R
 }
 
 // release is the exact delete of one claim found through its index key
-// kv: the claim and the index key go, in one transaction, only while both
-// are still as read, so a late copy of it can delete nothing a later ADD
-// wrote. A failed ADD's marker (no address) just goes. The caller writes
-// the attachment's fence bucket with it (fence.go), once per bucket in a
-// batch. When markHere, the same transaction records on the range set's
-// exhaustion mark that an address was freed (see freed); otherwise the
-// caller does, once per mark.
-func (op *operation) release(s alloc.Scope, kv etcdkv.KV, markHere bool) etcdkv.Txn {
+// kv, as the engine plans the DEL of its attachment in network ("" for
+// any; alloc.PlanDel): the claim and the index key go, in one
+// transaction, only while both are still as read, so a late copy of it
+// can delete nothing a later ADD wrote. A failed ADD's marker (no
+// address) just goes. The step is alloc.DelSkip for a claim the DEL
+// leaves (no transaction then). The caller writes the attachment's fence
+// bucket with it (fence.go), once per bucket in a batch. When markHere,
+// the same transaction records on the range set's exhaustion mark that
+// an address was freed (see freed); otherwise the caller does, once per
+// mark.
+func (op *operation) release(s alloc.Scope, kv etcdkv.KV, network string, markHere bool) (etcdkv.Txn, alloc.DelStep) {
 	slotK := string(kv.Key)
-	r, ok := decodeRecord(kv.Value)
 	t := etcdkv.Txn{If: []etcdkv.Cmp{etcdkv.ModIs(slotK, kv.ModRevision)}, Then: []etcdkv.Op{etcdkv.Delete(slotK)}}
-	if ok && !r.cancelled() {
-		if ip, err := parseAddr(r.Address); err == nil {
-			// The claim was written in the transaction that wrote its
-			// index key, so both carry one revision: comparing it is as
-			// exact as comparing the value, and a tenth of the bytes.
-			addrK := op.keys.addrKey(s, ip)
-			t.If = append(t.If, etcdkv.ModIs(addrK, kv.ModRevision))
-			mark := ""
-			if markHere {
-				mark = op.keys.markOf(s, slotK)
-			}
-			if r.Hold != "" {
-				// A sticky claim becomes a hold; its hold key was
-				// written with it, at the same revision (sticky.go).
-				holdK := op.keys.holdKey(s, r.Hold, lastSegment(slotK))
-				t.Then = append(t.Then, op.releaseSticky(s, r, addrK, holdK, []etcdkv.Cmp{etcdkv.ModIs(holdK, kv.ModRevision)}, mark))
-				return t
-			}
-			t.Then = append(t.Then, etcdkv.Delete(addrK))
-			if mark != "" {
-				t.Then = append(t.Then, freed(mark))
-			}
-		}
+	r, ok := decodeRecord(kv.Value)
+	if !ok {
+		return t, alloc.DelFree // bytes that are no record hold nothing
 	}
-	return t
+	a := r.attachment()
+	a.Network = network
+	p := op.planDel(a, r)
+	ip, err := parseAddr(r.Address)
+	if p.Step == alloc.DelSkip || r.cancelled() || r.Shares || err != nil {
+		return t, p.Step // no claim of its own: a marker, a migration target's index key
+	}
+	// The claim was written in the transaction that wrote its index key
+	// (and a sticky claim's hold key), so all carry one revision:
+	// comparing it is as exact as comparing the value, and a tenth of the
+	// bytes.
+	addrK := op.keys.addrKey(s, ip)
+	t.If = append(t.If, etcdkv.ModIs(addrK, kv.ModRevision))
+	mark := ""
+	if markHere {
+		mark = op.keys.markOf(s, slotK)
+	}
+	holdK := op.keys.holdKey(s, r.Hold, lastSegment(slotK))
+	t.Then = append(t.Then, op.applyDel(p, addrK, holdK, []etcdkv.Cmp{etcdkv.ModIs(holdK, kv.ModRevision)}, mark)...)
+	return t, p.Step
+}
+
+// planDel is the engine's plan for the DEL of a's claim r, over the hold
+// the claim was written with (one owner's: a share is released through
+// releaseShared, which reads the hold).
+func (op *operation) planDel(a alloc.Attachment, r Record) alloc.DelPlan {
+	v := alloc.DelView{Network: r.Network}
+	if r.Hold != "" && !r.cancelled() && !r.Shares {
+		v.Record = &alloc.HoldRecord{Hold: alloc.Hold{Node: r.Node, Owner: r.ContainerID, IfName: r.IfName, Network: r.Network,
+			Address: r.Address, Key: r.StickyKey, HoldFor: r.HoldFor}}
+	}
+	return alloc.PlanDel(a, r.Node, v, op.now)
+}
+
+// applyDel is what plan p does to the claim at addrK once its index key
+// goes: a hold puts the held record in the claim and the hold key while
+// holdIf says the hold is still the one planned over, else p.Gone
+// applies; a free deletes the claim and writes mark, when not "", freed.
+func (op *operation) applyDel(p alloc.DelPlan, addrK, holdK string, holdIf []etcdkv.Cmp, mark string) []etcdkv.Op {
+	switch p.Step {
+	case alloc.DelToHold:
+		held := encodeHold(stamped(p.Hold, op.now))
+		return []etcdkv.Op{etcdkv.Nested(etcdkv.Txn{
+			If:   holdIf,
+			Then: []etcdkv.Op{etcdkv.Put(addrK, held), etcdkv.Put(holdK, held)},
+			Else: op.applyDel(alloc.DelPlan{Step: p.Gone}, addrK, holdK, nil, mark),
+		})}
+	case alloc.DelFree:
+		if mark == "" {
+			return []etcdkv.Op{etcdkv.Delete(addrK)}
+		}
+		return []etcdkv.Op{etcdkv.Delete(addrK), freed(mark)}
+	}
+	return nil
 }
 
 // commit sends the transactions as one: a single one as it is, several as

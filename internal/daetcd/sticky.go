@@ -40,10 +40,8 @@ import (
 
 // stickyAtt is the sticky key of the attachment an ADD or DEL is for.
 type stickyAtt struct {
-	key       string
-	id        string // alloc.StickyID(key, ifname)
-	holdFor   time.Duration
-	migration string // alloc.Keyed.Migration
+	alloc.Keyed
+	id string // alloc.StickyID(Key, ifname)
 }
 
 // stickyOf is the attachment's sticky key, nil when it has none.
@@ -56,7 +54,7 @@ func stickyOf(conf *netconf.Envelope, cniArgs []netconf.CNIArg, ifname string) (
 	if err != nil || k.Key == "" {
 		return nil, err
 	}
-	return &stickyAtt{key: k.Key, id: alloc.StickyID(k.Key, ifname), holdFor: k.HoldFor, migration: k.Migration}, nil
+	return &stickyAtt{Keyed: k, id: alloc.StickyID(k.Key, ifname)}, nil
 }
 
 func (l layout) holdScope(s alloc.Scope) string { return l.prefix + "sticky/" + scopePath(s) + "/" }
@@ -100,50 +98,25 @@ func ownedPrefix(node, cid, ifname, network, addr string) []byte {
 	return append(alloc.OwnerPrefix(node, cid, ifname, network, addr), ',')
 }
 
-// released is h held from now on (alloc.Hold.HeldFrom), stamped.
-func released(h alloc.Hold, now time.Time) alloc.Hold {
-	h = h.HeldFrom(now)
+// stamped is h as etcd writes it at now.
+func stamped(h alloc.Hold, now time.Time) alloc.Hold {
 	h.Time = stamp(now)
 	return h
-}
-
-// heldOf is the hold a release of the sticky claim r leaves.
-func heldOf(r Record, now time.Time) alloc.Hold {
-	return released(alloc.Hold{Node: r.Node, Owner: r.ContainerID, IfName: r.IfName, Network: r.Network, Address: r.Address,
-		Key: r.StickyKey, HoldFor: r.HoldFor}, now)
 }
 
 // stickyRecord marks a claim record as the sticky attachment's.
 func (st *stickyAtt) mark(r Record) Record {
 	if st != nil {
-		r.Hold, r.StickyKey, r.HoldFor, r.Migration = st.id, st.key, st.holdFor.String(), st.migration
+		r.Hold, r.StickyKey, r.HoldFor, r.Migration = st.id, st.Key, st.HoldFor.String(), st.Migration
 	}
 	return r
-}
-
-// releaseSticky is what a release of sticky claim r does once its index
-// key is gone: the claim and the hold become the held record, while the
-// hold is still the one written with the claim (rev); otherwise (an
-// operator released the hold) the address is freed. mark, when not "",
-// is written freed with it.
-func (op *operation) releaseSticky(s alloc.Scope, r Record, addrK, holdK string, holdIf []etcdkv.Cmp, mark string) etcdkv.Op {
-	held := encodeHold(heldOf(r, op.now))
-	free := []etcdkv.Op{etcdkv.Delete(addrK)}
-	if mark != "" {
-		free = append(free, freed(mark))
-	}
-	return etcdkv.Nested(etcdkv.Txn{
-		If:   holdIf,
-		Then: []etcdkv.Op{etcdkv.Put(addrK, held), etcdkv.Put(holdK, held)},
-		Else: free,
-	})
 }
 
 // requireSource refuses a migration target whose key has no hold in t's
 // scope before its claim could allocate one (the engine's rule,
 // alloc.NoMigrationSource): one read, for migration targets only.
 func (s *claimStore) requireSource(t alloc.Target) error {
-	if s.sticky == nil || s.sticky.migration == "" {
+	if s.sticky == nil || s.sticky.Migration == "" {
 		return nil
 	}
 	resp, err := s.op.cl.Read(etcdkv.Get(s.holdK))
@@ -153,7 +126,7 @@ func (s *claimStore) requireSource(t alloc.Target) error {
 	if _, ok := resp.First(0); ok {
 		return nil
 	}
-	return alloc.NoMigrationSource(s.sticky.key, s.sticky.migration, t)
+	return alloc.NoMigrationSource(s.sticky.Key, s.sticky.Migration, t)
 }
 
 // takeOver is the hold an ADD takes over, as read.
@@ -235,37 +208,37 @@ func expireHold(holdK, addrK string, rev int64, mark string) etcdkv.Txn {
 
 // holdOps are what the claim transaction of a sticky store adds: the
 // condition on the hold key (absent, or the hold being taken over with
-// its address's claim), the hold to put, and the read when it fails.
+// its address's claim), and the engine's record of the reservation
+// (alloc.KeyRecord) to put.
 func (s *claimStore) holdOps(a alloc.Attachment, ip netip.Addr, addrK string) (cond []etcdkv.Cmp, put etcdkv.Op) {
-	op := s.op
-	h := alloc.Hold{Node: op.node, Owner: a.ContainerID, IfName: a.IfName, Network: a.Network, Address: ip.String(), Key: s.sticky.key,
-		HoldFor: s.sticky.holdFor.String(), Time: stamp(op.now), Migration: s.sticky.migration}
+	var found *alloc.Hold
 	if t := s.take; t != nil {
-		h.LastOwner, h.LastNode = t.hold.LastOwner, t.hold.LastNode
-		if t.hold.Owner != "" {
-			h.LastOwner, h.LastNode = t.hold.Owner, t.hold.Node
-		}
+		found = &t.hold
 		cond = []etcdkv.Cmp{etcdkv.ModIs(s.holdK, t.rev), etcdkv.ModIs(addrK, t.rev)}
 	} else {
 		cond = []etcdkv.Cmp{etcdkv.Absent(addrK), etcdkv.Absent(s.holdK)}
 	}
-	return cond, etcdkv.Put(s.holdK, encodeHold(h))
+	return cond, etcdkv.Put(s.holdK, encodeHold(stamped(alloc.KeyRecord(found, a, s.op.node, ip.String(), s.sticky.Keyed), s.op.now)))
 }
 
-// undoHold is what cancelling a committed sticky claim does besides
-// writing its marker: a new hold goes with its address; a hold taken
-// over is held again, its address kept.
-func (s *claimStore) undoHold(addrK string) []etcdkv.Op {
-	t := s.sentTake
-	if t == nil {
-		return []etcdkv.Op{etcdkv.Delete(addrK), etcdkv.Delete(s.holdK), freed(s.op.keys.fullKey(s.scope, s.slot))}
+// undoClaim is what cancelling a committed claim does besides writing
+// its marker, as the engine decides (alloc.UndoHold): its address goes,
+// with its hold when the ADD met none; a hold taken over is put back, its
+// address kept.
+func (s *claimStore) undoClaim(addrK string) []etcdkv.Op {
+	var found *alloc.Hold
+	if t := s.sentTake; t != nil {
+		found = &t.hold
 	}
-	h := t.hold
-	if !h.Held() {
-		h.HoldFor = s.sticky.holdFor.String()
+	if h := alloc.UndoHold(found, false); h != nil {
+		back := encodeHold(stamped(*h, s.op.now))
+		return []etcdkv.Op{etcdkv.Put(addrK, back), etcdkv.Put(s.holdK, back)}
 	}
-	held := encodeHold(released(h, s.op.now))
-	return []etcdkv.Op{etcdkv.Put(addrK, held), etcdkv.Put(s.holdK, held)}
+	free := []etcdkv.Op{etcdkv.Delete(addrK), freed(s.op.keys.fullKey(s.scope, s.slot))}
+	if s.sticky != nil {
+		free = append(free, etcdkv.Delete(s.holdK))
+	}
+	return free
 }
 
 // holdLease is a hold as an operator sees it.

@@ -248,7 +248,7 @@ func TestStickyConcurrentSameKey(t *testing.T) {
 func TestStickyRecordRanges(t *testing.T) {
 	now := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
 	plain := Record{Node: "n", ContainerID: "c", IfName: "eth0", Network: "net", Address: "10.0.0.5", Time: stamp(now), Claim: "x"}
-	st := &stickyAtt{key: "ns/web-0", id: alloc.StickyID("ns/web-0", "eth0"), holdFor: time.Minute}
+	st := &stickyAtt{Keyed: alloc.Keyed{Key: "ns/web-0", HoldFor: time.Minute}, id: alloc.StickyID("ns/web-0", "eth0")}
 	sticky := st.mark(plain)
 	in := func(r, bound Record) bool {
 		v := r.encode()
@@ -273,14 +273,21 @@ func TestStickyRecordRanges(t *testing.T) {
 func TestHoldRecord(t *testing.T) {
 	now := time.Date(2026, 11, 25, 12, 0, 0, 500, time.UTC)
 	r := Record{Hold: "h", Node: "n", ContainerID: "c", IfName: "eth0", Network: "net", Address: "10.0.0.5", StickyKey: "k", HoldFor: "30m0s"}
-	h := heldOf(r, now)
+	heldOf := func(r Record) alloc.Hold {
+		p := (&operation{now: now}).planDel(r.attachment(), r)
+		if p.Step != alloc.DelToHold || p.Gone != alloc.DelFree {
+			t.Fatalf("DEL of sticky claim %+v: %+v", r, p)
+		}
+		return p.Hold
+	}
+	h := heldOf(r)
 	if h.Owner != "" || h.Node != "" || h.LastOwner != "c" || h.LastNode != "n" || !h.Expires.Equal(time.Date(2026, 11, 25, 12, 30, 1, 0, time.UTC)) { // 30m after now, rounded up
 		t.Fatalf("held: %+v", h)
 	}
 	if !h.Held() || h.Expired(now) || !h.Expired(now.Add(time.Hour)) {
 		t.Fatalf("rules: %+v", h)
 	}
-	if h0 := heldOf(Record{ContainerID: "c", HoldFor: "0s"}, now); !h0.Expires.IsZero() {
+	if h0 := heldOf(Record{Hold: "h", ContainerID: "c", IfName: "eth0", Address: "10.0.0.5", HoldFor: "0s"}); !h0.Expires.IsZero() {
 		t.Fatalf("holdFor 0: %+v", h0)
 	}
 	owned := alloc.Hold{Node: "n", Owner: "c", IfName: "eth0", Network: "net", Address: "10.0.0.5", Key: "k", Time: "t"}
