@@ -75,7 +75,7 @@ func New(cfg Config) *Client {
 func (c *Client) Fork() *Client {
 	f := *c
 	f.memory = c.memory.clone()
-	f.revs = &revMemory{loaded: true} // a fork remembers nothing for the next execs
+	f.revs = &revMemory{seen: map[string]Seen{}} // a fork remembers nothing for the next execs
 	f.tlsFailed = maps.Clone(c.tlsFailed)
 	return &f
 }
