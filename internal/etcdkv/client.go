@@ -46,8 +46,7 @@ type Client struct {
 	last      error            // the last failure, for the error's details
 }
 
-// New prepares a Client whose deadline is now + Timeout, and starts
-// connecting to the member it will try first; nothing is sent.
+// New prepares a Client whose deadline is now + Timeout; nothing is sent.
 func New(cfg Config) *Client {
 	// Straight to the member, whatever the runtime's proxy variables say.
 	c := &Client{cfg: cfg, http: &transport{tls: cfg.TLS}, deadline: time.Now().Add(cfg.Timeout)}
@@ -55,9 +54,6 @@ func New(cfg Config) *Client {
 	c.revs = newRevMemory(cfg)
 	c.order = c.memory.order(cfg.Endpoints, cfg.First, time.Now())
 	c.token = c.memory.Token
-	if len(c.order) > 0 {
-		c.http.prepare(c.order[0], c.tryDeadline())
-	}
 	return c
 }
 
@@ -196,15 +192,12 @@ func (c *Client) do(path string, in, out any, resend bool) error {
 // post sends one request to one member; gotConn tells whether a
 // connection was made, sent whether the whole request went out on it.
 func (c *Client) post(ep, path string, body []byte) (data []byte, status int, gotConn, sent bool, err error) {
-	return c.http.roundTrip(ep, path, c.token, body, c.tryDeadline())
-}
-
-// tryDeadline is when a try that starts now ends: each gets half the
-// timeout, so that a slow but healthy cluster (an fsync stall of a second
-// or two) answers within it, and a member that accepts connections but
-// never answers (stopped, cut off) leaves the other half for the rest.
-func (c *Client) tryDeadline() time.Time {
-	return time.Now().Add(min(time.Until(c.deadline), max(c.cfg.Timeout/2, 300*time.Millisecond)))
+	// Each try gets half the timeout: a slow but healthy cluster (an fsync
+	// stall of a second or two) answers within it, and a member that
+	// accepts connections but never answers (stopped, cut off) leaves the
+	// other half for the rest.
+	per := min(time.Until(c.deadline), max(c.cfg.Timeout/2, 300*time.Millisecond))
+	return c.http.roundTrip(ep, path, c.token, body, time.Now().Add(per))
 }
 
 // maxAnswer bounds one answer. List pages large ranges, so only a

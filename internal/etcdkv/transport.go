@@ -25,9 +25,6 @@ type transport struct {
 	tls  *tls.Config // nil: as the endpoint's scheme says, no client certificate
 	mu   sync.Mutex
 	idle map[string][]*conn // by endpoint
-	// early is the connection prepare is making, until a request takes
-	// it (nil: none).
-	early *earlyDial
 }
 
 // conn is one connection to a member and its read buffer.
@@ -75,69 +72,23 @@ func (t *transport) roundTrip(ep, path, token string, body []byte, deadline time
 	return data, resp.StatusCode, true, true, err
 }
 
-// get is an idle connection to ep, the one made ahead for it, or a new
-// one.
+// get is an idle connection to ep, or a new one.
 func (t *transport) get(ep string, deadline time.Time) (*conn, error) {
 	for {
 		t.mu.Lock()
-		var c *conn
-		if n := len(t.idle[ep]); n > 0 {
-			c = t.idle[ep][n-1]
-			t.idle[ep] = t.idle[ep][:n-1]
+		n := len(t.idle[ep])
+		if n == 0 {
+			t.mu.Unlock()
+			break
 		}
-		e := t.early
-		if c == nil && e != nil && e.ep == ep {
-			t.early = nil
-		} else {
-			e = nil
-		}
+		c := t.idle[ep][n-1]
+		t.idle[ep] = t.idle[ep][:n-1]
 		t.mu.Unlock()
-		switch {
-		case c != nil && c.alive():
+		if c.alive() {
 			return c, nil
-		case c != nil:
-			c.Close()
-			continue
-		case e != nil:
-			<-e.done
-			if e.err != nil {
-				return nil, e.err // this try's connection failed: no second one
-			}
-			if e.c.alive() {
-				return e.c, nil
-			}
-			e.c.Close()
 		}
-		return t.dial(ep, deadline)
+		c.Close()
 	}
-}
-
-// earlyDial is a connection being made while the command works out its
-// first request.
-type earlyDial struct {
-	ep   string
-	done chan struct{}
-	c    *conn
-	err  error
-}
-
-// prepare starts connecting to ep (with the TLS handshake, when it is
-// https://), for the first request to ep to take over: the command's own
-// work before that request (parsing, the allocation engine) hides the
-// connection's cost, all of a handshake's. Nothing is sent on it.
-func (t *transport) prepare(ep string, deadline time.Time) {
-	e := &earlyDial{ep: ep, done: make(chan struct{})}
-	t.mu.Lock()
-	t.early = e
-	t.mu.Unlock()
-	go func() {
-		defer close(e.done)
-		e.c, e.err = t.dial(ep, deadline)
-	}()
-}
-
-// dial makes a new connection to ep.
-func (t *transport) dial(ep string, deadline time.Time) (*conn, error) {
 	u, err := url.Parse(ep)
 	if err != nil {
 		return nil, err
