@@ -1,17 +1,12 @@
 package etcdkv
 
 import (
-	"bytes"
-	"context"
 	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"maps"
-	"net"
 	"net/http"
-	"net/http/httptrace"
 	"strings"
 	"syscall"
 	"time"
@@ -35,7 +30,7 @@ type Config struct {
 // Client speaks to one etcd cluster until its deadline.
 type Client struct {
 	cfg      Config
-	http     *http.Client
+	http     *transport
 	deadline time.Time
 	order    []string // the endpoints, those that failed lately last
 	next     int      // index in order of the endpoint to try next
@@ -53,14 +48,8 @@ type Client struct {
 
 // New prepares a Client whose deadline is now + Timeout; nothing is sent.
 func New(cfg Config) *Client {
-	tr := &http.Transport{
-		Proxy:               nil, // etcd is reached directly, whatever the runtime's proxy variables say
-		DialContext:         (&net.Dialer{Timeout: cfg.Timeout, KeepAlive: -1}).DialContext,
-		MaxIdleConnsPerHost: 4,
-		DisableCompression:  true,
-		TLSClientConfig:     cfg.TLS,
-	}
-	c := &Client{cfg: cfg, http: &http.Client{Transport: tr}, deadline: time.Now().Add(cfg.Timeout)}
+	// Straight to the member, whatever the runtime's proxy variables say.
+	c := &Client{cfg: cfg, http: &transport{tls: cfg.TLS}, deadline: time.Now().Add(cfg.Timeout)}
 	c.memory = loadMemory(cfg)
 	c.revs = newRevMemory(cfg)
 	c.order = c.memory.order(cfg.Endpoints, cfg.First, time.Now())
@@ -75,7 +64,7 @@ func New(cfg Config) *Client {
 func (c *Client) Fork() *Client {
 	f := *c
 	f.memory = c.memory.clone()
-	f.revs = &revMemory{loaded: true} // a fork remembers nothing for the next execs
+	f.revs = &revMemory{seen: map[string]Seen{}} // a fork remembers nothing for the next execs
 	f.tlsFailed = maps.Clone(c.tlsFailed)
 	return &f
 }
@@ -208,27 +197,7 @@ func (c *Client) post(ep, path string, body []byte) (data []byte, status int, go
 	// accepts connections but never answers (stopped, cut off) leaves the
 	// other half for the rest.
 	per := min(time.Until(c.deadline), max(c.cfg.Timeout/2, 300*time.Millisecond))
-	ctx, cancel := context.WithTimeout(context.Background(), per)
-	defer cancel()
-	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
-		GotConn:      func(httptrace.GotConnInfo) { gotConn = true },
-		WroteRequest: func(w httptrace.WroteRequestInfo) { sent = w.Err == nil },
-	})
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, ep+path, bytes.NewReader(body))
-	if err != nil {
-		return nil, 0, false, false, err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	if c.token != "" {
-		req.Header.Set("Authorization", c.token)
-	}
-	resp, err := c.http.Do(req)
-	if err != nil {
-		return nil, 0, gotConn, sent, err
-	}
-	defer resp.Body.Close()
-	data, err = io.ReadAll(io.LimitReader(resp.Body, maxAnswer+1))
-	return data, resp.StatusCode, true, true, err
+	return c.http.roundTrip(ep, path, c.token, body, time.Now().Add(per))
 }
 
 // maxAnswer bounds one answer. List pages large ranges, so only a

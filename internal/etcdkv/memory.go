@@ -26,7 +26,7 @@ const (
 
 // memory is what a Client keeps between execs, in one small file per
 // cluster and user: the members that failed lately and the auth token. How keys a caller asked it to remember
-// were seen (Remember) is in a file of its own (revMemory). It is a hint only: a missing, unreadable
+// were seen (Remember) is in files of their own (revMemory, seen.go). It is a hint only: a missing, unreadable
 // or stale file costs a retry, never a wrong answer. Every change is a
 // read-modify-write of the file under a lock (update), so that concurrent
 // execs add to what each other learnt: a member one of them found stopped
@@ -145,85 +145,4 @@ func updateFile(path string, change func([]byte) []byte) {
 	if cerr := f.Close(); werr != nil || cerr != nil || os.Rename(f.Name(), path) != nil {
 		_ = os.Remove(f.Name())
 	}
-}
-
-// maxRevs bounds the remembered keys: a node remembers its 16 fence
-// buckets (daetcd) per prefix; past this, starting over costs only
-// comparisons that fail once.
-const maxRevs = 256
-
-// Seen is how a key was last seen: the revision of its last write and its
-// value. The zero Seen is a key not seen, or seen absent.
-type Seen struct {
-	Rev   int64  `json:"rev"`
-	Value string `json:"value,omitempty"`
-}
-
-// revMemory is what a caller remembers of keys between execs, in a file
-// of its own named by Config.StateKey alone: they are the caller's (the
-// node's), whichever endpoints or user reach the cluster. It is read at
-// the first use, so commands that remember nothing never open it.
-type revMemory struct {
-	path   string
-	loaded bool
-	seen   map[string]Seen
-}
-
-func newRevMemory(cfg Config) *revMemory {
-	r := &revMemory{}
-	if cfg.StateDir != "" {
-		h := sha256.Sum256([]byte("seen\x00" + cfg.StateKey))
-		r.path = filepath.Join(cfg.StateDir, "seen-"+hex.EncodeToString(h[:12])+".json")
-	}
-	return r
-}
-
-func (r *revMemory) load() {
-	if r.loaded {
-		return
-	}
-	r.loaded = true
-	if b, err := os.ReadFile(r.path); r.path != "" && err == nil {
-		_ = json.Unmarshal(b, &r.seen)
-	}
-}
-
-// Recall is how this host last saw key (zero: not known). A hint: a
-// caller compares it in a transaction and learns the truth when the
-// comparison fails.
-func (c *Client) Recall(key string) Seen {
-	c.revs.load()
-	return c.revs.seen[key]
-}
-
-// Remember notes how keys were seen, for this exec and the next ones.
-// The last exec to learn of a key sets it (not the highest revision: a
-// cluster restored from a backup goes back in revisions); a stale one
-// costs a failed comparison. Nothing is written when nothing changed.
-func (c *Client) Remember(seen map[string]Seen) {
-	r := c.revs
-	r.load()
-	changed := false
-	for k, v := range seen {
-		if old, ok := r.seen[k]; !ok || old != v {
-			changed = true
-		}
-	}
-	if !changed {
-		return
-	}
-	merge := func(m map[string]Seen) map[string]Seen {
-		if m == nil || len(m)+len(seen) > maxRevs {
-			m = make(map[string]Seen, len(seen))
-		}
-		maps.Copy(m, seen)
-		return m
-	}
-	r.seen = merge(r.seen)
-	updateFile(r.path, func(b []byte) []byte {
-		var disk map[string]Seen
-		_ = json.Unmarshal(b, &disk)
-		out, _ := json.Marshal(merge(disk))
-		return out
-	})
 }
