@@ -48,23 +48,22 @@ func (b Local) GC(r GCRequest) ([]Lease, error) {
 	now := time.Now()
 	out := []Lease{}
 	if !r.Apply {
-		ls, rs, holds, err := readLeases(d)
+		// The engine's plan over what is read without the lock: the
+		// addresses --apply frees, in the order it frees them.
+		ls, rs, _, err := readLeases(d)
 		if err != nil {
 			return nil, err
 		}
+		v := alloc.GCView{Owners: map[netip.Addr]alloc.Attachment{}}
+		if v.Holds, err = hostlocal.ReadHolds(d.Path); err != nil {
+			return nil, err
+		}
+		leases := map[netip.Addr]Lease{}
 		for i, res := range rs {
-			// A sticky key's reservation becomes a hold, an expired hold
-			// is freed, an unexpired one stays.
-			l := ls[i]
-			if h, ok := holds[l.Address]; ok {
-				if h.Expired(now) {
-					out = append(out, l)
-				}
-				continue
-			}
-			if !keep.Keeps(res.Owner) {
-				out = append(out, l)
-			}
+			v.Owners[res.Addr], leases[res.Addr] = res.Owner, ls[i]
+		}
+		for _, ip := range alloc.PlanGC(v, keep.Keeps, now).Freed() {
+			out = append(out, leases[ip])
 		}
 		return out, nil
 	}
