@@ -96,13 +96,13 @@ func PlanGC(v GCView, keep func(Attachment) bool, now time.Time) GCPlan {
 		}
 		if owner, ok := v.Owners[e.Addr]; ok && e.Stale == "" && !e.Held() {
 			second := e.Second != "" && s.Fix != DropBadSecond
-			s.EndShare = second && !keep(e.secondAtt(owner))
-			s.Release = !keep(owner)
+			s.EndShare = second && PlanClaim(e.secondAtt(owner), false, true, keep) != ClaimKept
+			s.Release = PlanClaim(owner, false, false, keep) != ClaimKept
 		}
 		p.Records = append(p.Records, s)
 	}
 	for _, ip := range slices.SortedFunc(maps.Keys(v.Owners), netip.Addr.Compare) {
-		if !named[ip] && !keep(v.Owners[ip]) {
+		if !named[ip] && PlanClaim(v.Owners[ip], false, false, keep) == ClaimReleased {
 			p.Free = append(p.Free, ip)
 		}
 	}
@@ -215,4 +215,40 @@ func CollectGC(l Lister, keep func(Attachment) bool, now time.Time) (freed, held
 		return nil, nil, err
 	}
 	return ApplyGC(l, v, PlanGC(v, keep, now), now)
+}
+
+// ClaimGC is what a GC does with one claim of a store that keeps each
+// attachment's reservation as its own record (etcd: a migration's owner
+// and target have one each).
+type ClaimGC int
+
+const (
+	// ClaimKept: the claim stays.
+	ClaimKept ClaimGC = iota
+	// ClaimReleased: released as its DEL would (a key's claim becomes
+	// the key's hold).
+	ClaimReleased
+	// ClaimShareEnds: a migration's owner or target not kept; its share
+	// goes as its DEL would (the owner's hands the address over, the
+	// target's drops its share).
+	ClaimShareEnds
+)
+
+// PlanClaim is PlanGC's rule for one claim of owner: a key's hold stays
+// (only its expiry ends it, HoldEnds), as does a claim keep keeps; a
+// shared one ends its share; any other is released.
+func PlanClaim(owner Attachment, held, shared bool, keep func(Attachment) bool) ClaimGC {
+	switch {
+	case held || keep(owner):
+		return ClaimKept
+	case shared:
+		return ClaimShareEnds
+	}
+	return ClaimReleased
+}
+
+// HoldEnds reports a hold a GC of network ("" for every network) ends:
+// one past its expiry at now, whichever node held it last.
+func HoldEnds(h Hold, network string, now time.Time) bool {
+	return (network == "" || h.Network == network) && h.Expired(now)
 }
