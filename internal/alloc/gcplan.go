@@ -88,12 +88,9 @@ type GCPlan struct {
 // which KeepSet never frees.
 func PlanGC(v GCView, keep func(Attachment) bool, now time.Time) GCPlan {
 	var p GCPlan
-	named := map[netip.Addr]bool{}
+	named := validlyNamed(v.Holds)
 	for _, e := range v.Holds {
 		s := GCStep{RecordRepair: RepairOf(e, now)}
-		if e.Stale == "" {
-			named[e.Addr] = true
-		}
 		if owner, ok := v.Owners[e.Addr]; ok && e.Stale == "" && !e.Held() {
 			second := e.Second != "" && s.Fix != DropBadSecond
 			s.EndShare = second && PlanClaim(e.secondAtt(owner), false, true, keep) != ClaimKept
@@ -107,6 +104,29 @@ func PlanGC(v GCView, keep func(Attachment) bool, now time.Time) GCPlan {
 		}
 	}
 	return p
+}
+
+// Orphans lists the addresses of v held for a hold (HoldOwner) that no
+// valid record names: nothing can ever claim them. fsck --repair frees
+// them; GC leaves them, as it leaves every '_' owner.
+func Orphans(v GCView) []netip.Addr {
+	named := validlyNamed(v.Holds)
+	var out []netip.Addr
+	for _, ip := range slices.SortedFunc(maps.Keys(v.Owners), netip.Addr.Compare) {
+		if _, held := HoldIDOf(v.Owners[ip]); held && !named[ip] {
+			out = append(out, ip)
+		}
+	}
+	return out
+}
+
+// validlyNamed is the addresses that a record which is not stale names.
+func validlyNamed(holds []HoldRecord) map[netip.Addr]bool {
+	named := map[netip.Addr]bool{}
+	for _, e := range holds {
+		named[e.Addr] = named[e.Addr] || e.Stale == ""
+	}
+	return named
 }
 
 // Freed lists the addresses p frees: expired holds, then reservations.

@@ -177,25 +177,15 @@ func (d *Disk) Reassign(ip netip.Addr, from, to alloc.Attachment) error {
 }
 
 // holdProblems is fsck's view of D's holds: every record judged, and the
-// held files that no valid record names.
+// held files that no valid record names (alloc.Orphans).
 func (d stateDir) holdProblems(rs []Reservation) ([]alloc.HoldRecord, []netip.Addr, error) {
-	holds, err := alloc.ListHolds(d)
-	if err != nil {
-		return nil, nil, err
-	}
-	valid := map[netip.Addr]bool{}
-	for _, e := range holds {
-		if e.Stale == "" {
-			valid[e.Addr] = true
-		}
-	}
-	var orphans []netip.Addr
+	v := alloc.GCView{Owners: map[netip.Addr]alloc.Attachment{}}
 	for _, r := range rs {
-		if _, ok := alloc.HoldIDOf(r.Owner); ok && !valid[r.Addr] {
-			orphans = append(orphans, r.Addr)
-		}
+		v.Owners[r.Addr] = r.Owner
 	}
-	return holds, orphans, nil
+	var err error
+	v.Holds, err = alloc.ListHolds(d)
+	return v.Holds, alloc.Orphans(v), err
 }
 
 // repairHolds repairs every record as the engine judges it
