@@ -253,7 +253,7 @@ func TestGC(t *testing.T) {
 		legacyDrop := mustAlloc(t, h, alloc.Attachment{ContainerID: "old"}, rs, "")
 		valid := func(a alloc.Attachment) bool { return a.ContainerID == "cid-a" }
 		h.with(t, func(al *alloc.Allocator, s alloc.Lister) {
-			rel, err := alloc.GC(s, valid)
+			rel, _, err := alloc.CollectGC(s, valid, time.Now())
 			if err != nil || !slices.Equal(rel, []netip.Addr{drop, legacyDrop}) {
 				t.Fatalf("gc = %v %v", rel, err)
 			}

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cniplugins/cniplugins/internal/addrspace"
 	"github.com/cniplugins/cniplugins/internal/alloc"
@@ -123,7 +124,7 @@ func TestLedgerFailures(t *testing.T) {
 	_, checks["Release"] = alloc.Release(l, alloctest.CidA, ips)
 	checks["Check"] = alloc.Check(l, alloctest.CidA, ips)
 	_, checks["Held"] = alloc.Held(l, alloctest.CidA)
-	_, checks["GC"] = alloc.GC(l, func(alloc.Attachment) bool { return false })
+	_, _, checks["GC"] = alloc.CollectGC(l, func(alloc.Attachment) bool { return false }, time.Now())
 	checks["Rollback"] = alloc.Rollback(l, alloctest.CidA, ips)
 	_, checks["Free"] = alloc.Free(l, alloctest.CidA, ips)
 	_, _, checks["Allocate"] = alloc.New(l).Allocate(alloctest.CidA, 0, alloctest.Small(t), netip.Addr{}, "r")
@@ -152,7 +153,7 @@ func TestGCKeepsGoing(t *testing.T) {
 		}
 	}
 	boom := errors.New("boom")
-	released, err := alloc.GC(releaseFails{m, boom}, func(alloc.Attachment) bool { return false })
+	released, _, err := alloc.CollectGC(releaseFails{m, boom}, func(alloc.Attachment) bool { return false }, time.Now())
 	if len(released) != 0 || !errors.Is(err, boom) || strings.Count(err.Error(), "boom") != 2 {
 		t.Errorf("gc = %v, %v", released, err)
 	}

@@ -365,60 +365,6 @@ func EndHold(hs HoldStore, e HoldRecord) (bool, error) {
 	return freed, hs.RemoveHold(e.ID)
 }
 
-// GCHolds is GC's part for holds, before GC: it frees holds past their
-// expiry at now, turns the keyed reservations of attachments keep rejects
-// into holds (rather than letting GC free them: the key gets its address
-// back), and drops stale records. Unexpired holds stay whatever keep
-// says: they are '_' owners, which KeepSet never frees. It returns the
-// addresses freed and those turned into holds.
-func GCHolds(hs HoldStore, keep func(Attachment) bool, now time.Time) (freed, held []netip.Addr, err error) {
-	all, err := ListHolds(hs)
-	if err != nil {
-		return nil, nil, err
-	}
-	var errs []error
-	for _, e := range all {
-		// A transition a crash stopped is finished first, as its DEL's
-		// retry would finish it: GC then leaves records as it judges them.
-		if err := SettleHold(hs, e); err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		switch {
-		case e.Stale != "":
-			errs = append(errs, hs.RemoveHold(e.ID))
-		case e.Expired(now):
-			ok, err := EndHold(hs, e)
-			errs = append(errs, err)
-			if ok {
-				freed = append(freed, e.Addr)
-			}
-		case !e.Held():
-			owner, ok, err := hs.Owner(e.Addr)
-			if err != nil || !ok {
-				errs = append(errs, err)
-				continue
-			}
-			if e.Second != "" && !keep(e.secondAtt(owner)) {
-				if err := DropSecond(hs, e); err != nil {
-					errs = append(errs, err)
-					continue
-				}
-				e.Hold = e.WithoutSecond()
-			}
-			if keep(owner) {
-				continue
-			}
-			if err := release(hs, e, now); err != nil {
-				errs = append(errs, err)
-				continue
-			}
-			held = append(held, e.Addr)
-		}
-	}
-	return freed, held, errors.Join(errs...)
-}
-
 // Undo is what a failed ADD must put back in its stores so that it leaves
 // nothing: the addresses it reserved, the holds it took over, the records
 // it wrote.

@@ -2,7 +2,6 @@ package alloc
 
 import (
 	"errors"
-	"maps"
 	"net/netip"
 	"slices"
 
@@ -105,35 +104,6 @@ func Held(l Ledger, a Attachment) ([]netip.Addr, error) {
 		}
 	}
 	return held, err
-}
-
-// GC releases every reservation whose owner keep rejects (KeepSet.Keeps
-// is the rule). Legacy id-only reservations are passed as
-// Attachment{ContainerID: id}. GC keeps going after errors and returns
-// them joined; cursors are never touched because they are not
-// reservations.
-func GC(l Lister, keep func(Attachment) bool) ([]netip.Addr, error) {
-	all, err := l.All()
-	if err != nil {
-		return nil, err
-	}
-	var released []netip.Addr
-	var errs []error
-	for _, ip := range slices.SortedFunc(maps.Keys(all), netip.Addr.Compare) {
-		if keep(all[ip]) {
-			continue
-		}
-		ok, err := l.Release(all[ip], ip)
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		if ok {
-			released = append(released, ip)
-		}
-	}
-	errs = append(errs, clearIfReleased(l, released))
-	return released, errors.Join(errs...)
 }
 
 // Rollback undoes a failed ADD: it frees exactly the addresses that ADD

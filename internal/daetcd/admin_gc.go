@@ -2,7 +2,6 @@ package daetcd
 
 import (
 	"errors"
-	"maps"
 
 	"github.com/cniplugins/cniplugins/internal/alloc"
 	"github.com/cniplugins/cniplugins/internal/cnierr"
@@ -34,34 +33,24 @@ func (a *Admin) GC(node string, f Filter, keep []alloc.Attachment, apply bool) (
 		return perScope[s]
 	}
 	for _, l := range leases {
-		if l.Held || keeps(l.attachment()) { // holds: only expired ones go, below
-			continue
+		switch alloc.PlanClaim(l.attachment(), l.Held, l.sharing(), keeps) {
+		case alloc.ClaimShareEnds:
+			plan, shared = append(plan, l), append(shared, l)
+		case alloc.ClaimReleased:
+			plan = append(plan, l)
+			of(l.Scope).release(a.op, l.Scope, l.key, l.Record, "")
 		}
-		plan = append(plan, l)
-		if l.sharing() {
-			shared = append(shared, l)
-			continue
-		}
-		sg := of(l.Scope)
-		t, _ := a.op.release(l.Scope, l.key, "", false)
-		sg.txns = append(sg.txns, t)
-		sg.marks[a.op.keys.markOf(l.Scope, string(l.key.Key))] = nil
-		sg.marks[a.op.keys.fenceOf(l.Node, l.ContainerID, l.IfName)] = []byte(a.op.nonce)
 	}
-	// Expired holds go too, whichever node held them last (sticky.go);
-	// unexpired ones stay whatever keep says.
+	// Expired holds go too (alloc.HoldEnds).
 	holdScopes, err := a.holdScopes(f)
 	if err != nil {
 		return nil, err
 	}
 	for _, s := range holdScopes {
-		txns, m, hls, err := a.op.expiredHolds(s, f.Network)
+		hls, err := a.op.expiredHolds(s, f.Network, of(s))
 		if err != nil {
 			return nil, err
 		}
-		sg := of(s)
-		sg.txns = append(sg.txns, txns...)
-		maps.Copy(sg.marks, m)
 		for _, hl := range hls {
 			plan = append(plan, hl.lease())
 		}
@@ -108,4 +97,14 @@ func (a *Admin) collect(node string, shared []Lease, perScope map[alloc.Scope]*s
 type scopeGC struct {
 	txns  []etcdkv.Txn
 	marks unmark
+}
+
+// release adds the release of claim r, found through index key kv in
+// scope s, for a GC of network ("" for any), with its range set's mark
+// and its attachment's fence bucket (fence.go: see bump).
+func (sg *scopeGC) release(op *operation, s alloc.Scope, kv etcdkv.KV, r Record, network string) {
+	t, _ := op.release(s, kv, network, false)
+	sg.txns = append(sg.txns, t)
+	sg.marks[op.keys.markOf(s, string(kv.Key))] = nil
+	sg.marks[op.keys.fenceOf(r.Node, r.ContainerID, r.IfName)] = []byte(op.nonce)
 }

@@ -49,8 +49,9 @@ func (op *operation) gc(scopes []alloc.Scope, keep alloc.KeepSet) error {
 	return errors.Join(err, op.sweepTenants())
 }
 
-// collect is gc's releases, each batch writing the fence buckets of the
-// attachments it releases (fence.go).
+// collect is gc's releases, as alloc.PlanClaim decides each claim, each
+// batch writing the fence buckets of the attachments it releases
+// (fence.go); then the expired holds.
 func (op *operation) collect(scopes []alloc.Scope, keep alloc.KeepSet) error {
 	var errs []error
 	for _, s := range scopes {
@@ -59,64 +60,51 @@ func (op *operation) collect(scopes []alloc.Scope, keep alloc.KeepSet) error {
 			errs = append(errs, err)
 			continue
 		}
-		var txns []etcdkv.Txn
-		marks := unmark{}
+		sg := scopeGC{marks: unmark{}}
 		for _, kv := range kvs {
 			r, ok := decodeRecord(kv.Value)
-			if !ok || r.released() || r.Network != op.network || keep.Keeps(r.attachment()) {
+			if !ok || r.released() || r.Network != op.network {
 				continue
 			}
-			if r.sharing() {
+			switch alloc.PlanClaim(r.attachment(), false, r.sharing(), keep.Keeps) {
+			case alloc.ClaimShareEnds:
 				errs = append(errs, op.commitShared(s, kv, r, op.network))
-				continue
+			case alloc.ClaimReleased:
+				sg.release(op, s, kv, r, op.network)
+				op.log.Info("gc releases", logging.String("address", r.Address), logging.String("containerID", r.ContainerID), logging.String("ifname", r.IfName))
 			}
-			t, _ := op.release(s, kv, op.network, false)
-			txns = append(txns, t)
-			marks[op.keys.markOf(s, string(kv.Key))] = nil
-			marks[op.keys.fenceOf(r.Node, r.ContainerID, r.IfName)] = []byte(op.nonce) // see bump
-			op.log.Info("gc releases", logging.String("address", r.Address), logging.String("containerID", r.ContainerID), logging.String("ifname", r.IfName))
 		}
-		errs = append(errs, op.commitBatches(txns, marks, op.sameMachine()...))
-		errs = append(errs, op.expireHolds(s, op.network))
+		errs = append(errs, op.commitBatches(sg.txns, sg.marks, op.sameMachine()...))
+		// Expired holds go whichever node held them last: no node guard.
+		holds := scopeGC{marks: unmark{}}
+		_, err = op.expiredHolds(s, op.network, &holds)
+		errs = append(errs, err, op.commitBatches(holds.txns, holds.marks))
 	}
 	return errors.Join(errs...)
 }
 
-// expireHolds frees the holds of network in scope s (every network's
-// when "") whose time is over, whichever node held them last: each hold
-// key and its address's claim go at the revision the release wrote them
-// (expireHold), so a hold taken over meanwhile is kept. Unexpired holds
-// stay whatever the valid attachments say.
-func (op *operation) expireHolds(s alloc.Scope, network string) error {
-	txns, marks, _, err := op.expiredHolds(s, network)
-	if err != nil {
-		return err
-	}
-	return op.commitBatches(txns, marks)
-}
-
-// expiredHolds plans expireHolds.
-func (op *operation) expiredHolds(s alloc.Scope, network string) ([]etcdkv.Txn, unmark, []holdLease, error) {
+// expiredHolds adds to sg the release of the holds of network in scope s
+// (every network's when "") that alloc.HoldEnds ends, and returns them:
+// each hold key and its address's claim go at the revision the release
+// wrote them (expireHold), so a hold taken over meanwhile is kept.
+func (op *operation) expiredHolds(s alloc.Scope, network string, sg *scopeGC) ([]holdLease, error) {
 	kvs, err := op.cl.List(op.keys.holdScope(s), false)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, err
 	}
-	var txns []etcdkv.Txn
 	var plan []holdLease
-	marks := unmark{}
 	for _, kv := range kvs {
 		h, ok := decodeHold(kv.Value)
-		if !ok || (network != "" && h.Network != network) || !h.Expired(op.now) {
+		if !ok || !alloc.HoldEnds(h, network, op.now) {
 			continue
 		}
 		ip, _ := netip.ParseAddr(h.Address)
-		mark := op.keys.fullScope(s) + lastSegment(string(kv.Key))
-		txns = append(txns, expireHold(string(kv.Key), op.keys.addrKey(s, ip), kv.ModRevision, ""))
-		marks[mark] = nil
+		sg.txns = append(sg.txns, expireHold(string(kv.Key), op.keys.addrKey(s, ip), kv.ModRevision, ""))
+		sg.marks[op.keys.fullScope(s)+lastSegment(string(kv.Key))] = nil
 		plan = append(plan, holdLease{h: h, scope: s, kv: kv})
 		op.log.Info("gc frees an expired hold", logging.String("address", h.Address), logging.String("key", h.Key))
 	}
-	return txns, marks, plan, nil
+	return plan, nil
 }
 
 // maxTxnOps is etcd's default --max-txn-ops: the widest part of a

@@ -46,8 +46,8 @@ type Collection struct {
 // Collect is every GC of local state: the CNI GC command's and the
 // operators' `cniplugins gc --apply`, one orchestration so that what a GC
 // repairs cannot differ between them again (the operators' once left the
-// tenant records alone). In each directory, under its lock: the sticky
-// holds (GCHolds) first, then the reservations not kept, the spill
+// tenant records alone). In each directory, under its lock: the engine's
+// GC (alloc.CollectGC: hold records and reservations), then the spill
 // records of attachments not kept, and the tenant records a killed ADD or
 // DEL left; then, after the directories' locks, the lock files of idle
 // tenants. It keeps going after errors and returns them joined, with the
@@ -70,18 +70,11 @@ func Collect(g Collection) (map[string][]netip.Addr, error) {
 				continue
 			}
 		}
-		freed, held, err := alloc.GCHolds(d, g.Keep, g.Now)
+		freed, held, err := alloc.CollectGC(d, g.Keep, g.Now)
 		errs = append(errs, err)
-		if len(freed)+len(held) > 0 {
-			g.Log.Info("gc of sticky holds", logging.String("dir", dir), logging.Any("expired", freed), logging.Any("held", held))
-		}
-		if err != nil {
-			continue // alloc.GC would free what failed to become a hold
-		}
-		more, err := alloc.GC(d, g.Keep)
-		errs = append(errs, err)
-		logDone(g.Log, "gc released", dir, "addresses", more)
-		released[dir] = append(freed, more...)
+		logDone(g.Log, "gc made sticky holds", dir, "addresses", held)
+		logDone(g.Log, "gc released", dir, "addresses", freed)
+		released[dir] = freed
 		gone, err := d.GCSpills(g.Keep)
 		errs = append(errs, err)
 		logDone(g.Log, "gc of spill records", dir, "done", gone)

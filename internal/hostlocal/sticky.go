@@ -177,31 +177,20 @@ func (d *Disk) Reassign(ip netip.Addr, from, to alloc.Attachment) error {
 }
 
 // holdProblems is fsck's view of D's holds: every record judged, and the
-// held files that no valid record names.
+// held files that no valid record names (alloc.Orphans).
 func (d stateDir) holdProblems(rs []Reservation) ([]alloc.HoldRecord, []netip.Addr, error) {
-	holds, err := alloc.ListHolds(d)
-	if err != nil {
-		return nil, nil, err
-	}
-	valid := map[netip.Addr]bool{}
-	for _, e := range holds {
-		if e.Stale == "" {
-			valid[e.Addr] = true
-		}
-	}
-	var orphans []netip.Addr
+	v := alloc.GCView{Owners: map[netip.Addr]alloc.Attachment{}}
 	for _, r := range rs {
-		if _, ok := alloc.HoldIDOf(r.Owner); ok && !valid[r.Addr] {
-			orphans = append(orphans, r.Addr)
-		}
+		v.Owners[r.Addr] = r.Owner
 	}
-	return holds, orphans, nil
+	var err error
+	v.Holds, err = alloc.ListHolds(d)
+	return v.Holds, alloc.Orphans(v), err
 }
 
-// repairHolds finishes the records a crash left unfinished (as the DEL
-// of the container they still name would), drops stale records, frees
-// expired holds (as GC would) and frees held files without a record
-// (nothing can ever claim them).
+// repairHolds repairs every record as the engine judges it
+// (alloc.RepairOf, what fsck reports) and frees held files without a
+// record (nothing can ever claim them).
 func (d *Disk) repairHolds(now time.Time) ([]string, error) {
 	rs, err := ReadReservations(d.dir)
 	if err != nil {
@@ -213,27 +202,19 @@ func (d *Disk) repairHolds(now time.Time) ([]string, error) {
 	}
 	var done []string
 	for _, e := range holds {
-		if e.Unfinished() != "" {
-			if err := alloc.SettleHold(d, e); err != nil {
-				return done, err
-			}
+		r := alloc.RepairOf(e, now)
+		if _, err := alloc.Repair(d, r); err != nil {
+			return done, err
+		}
+		if r.Settle != "" {
 			done = append(done, "finished the interrupted transition of "+d.holdPath(e.ID))
 		}
-		switch {
-		case e.Stale != "":
-			if err := d.RemoveHold(e.ID); err != nil {
-				return done, err
-			}
+		switch r.Fix {
+		case alloc.RemoveRecord:
 			done = append(done, "removed "+d.holdPath(e.ID))
-		case e.Expired(now):
-			if _, err := alloc.EndHold(d, e); err != nil {
-				return done, err
-			}
+		case alloc.EndExpired:
 			done = append(done, "freed the expired hold of "+e.Address)
-		case e.SecondProblem() != "":
-			if err := alloc.DropSecond(d, e); err != nil {
-				return done, err
-			}
+		case alloc.DropBadSecond:
 			done = append(done, "dropped the invalid migration target of "+e.Address)
 		}
 	}

@@ -46,43 +46,42 @@ func (b Local) GC(r GCRequest) ([]Lease, error) {
 	}
 	keep := alloc.NewKeepSet(network, r.Keep)
 	now := time.Now()
-	out := []Lease{}
-	if !r.Apply {
-		ls, rs, holds, err := readLeases(d)
-		if err != nil {
-			return nil, err
-		}
-		for i, res := range rs {
-			// A sticky key's reservation becomes a hold, an expired hold
-			// is freed, an unexpired one stays.
-			l := ls[i]
-			if h, ok := holds[l.Address]; ok {
-				if h.Expired(now) {
-					out = append(out, l)
-				}
-				continue
-			}
-			if !keep.Keeps(res.Owner) {
-				out = append(out, l)
-			}
-		}
-		return out, nil
+	var v alloc.GCView
+	var leases map[netip.Addr]Lease
+	read := func(string, *hostlocal.Disk) (err error) {
+		v, leases, err = gcView(d)
+		return err
 	}
-	// What it released is reported with the owners and holds it read
-	// under the lock.
-	var all map[netip.Addr]alloc.Attachment
-	var holds map[string]alloc.HoldRecord
-	released, err := dapools.Collect(dapools.Collection{DataDir: b.DataDir, Dirs: []string{d.Path}, LockTimeout: b.LockTimeout, Keep: keep.Keeps, Now: now,
-		Inspect: func(dir string, disk *hostlocal.Disk) (err error) {
-			if all, err = disk.All(); err == nil {
-				holds, err = validHolds(dir)
-			}
-			return err
-		}})
-	for _, ip := range released[d.Path] {
-		out = append(out, withHold(leaseOf(d, hostlocal.Reservation{Addr: ip, Owner: all[ip], Problem: all[ip].Problem()}), holds))
+	freed := map[string][]netip.Addr{}
+	if r.Apply {
+		// What it released is reported as read under the lock.
+		freed, err = dapools.Collect(dapools.Collection{DataDir: b.DataDir, Dirs: []string{d.Path}, LockTimeout: b.LockTimeout, Keep: keep.Keeps, Now: now, Inspect: read})
+	} else if err = read("", nil); err == nil {
+		// The engine's plan over what is read without the lock: what
+		// --apply frees, in its order.
+		freed[d.Path] = alloc.PlanGC(v, keep.Keeps, now).Freed()
+	}
+	out := []Lease{}
+	for _, ip := range freed[d.Path] {
+		out = append(out, leases[ip])
 	}
 	return out, err
+}
+
+// gcView reads d as the engine's GC sees it, with each reservation as a
+// lease.
+func gcView(d StateDir) (alloc.GCView, map[netip.Addr]Lease, error) {
+	ls, rs, _, err := readLeases(d)
+	if err != nil {
+		return alloc.GCView{}, nil, err
+	}
+	v := alloc.GCView{Owners: map[netip.Addr]alloc.Attachment{}}
+	leases := map[netip.Addr]Lease{}
+	for i, res := range rs {
+		v.Owners[res.Addr], leases[res.Addr] = res.Owner, ls[i]
+	}
+	v.Holds, err = hostlocal.ReadHolds(d.Path)
+	return v, leases, err
 }
 
 // ParseKeep reads "CONTAINERID" (every reservation of that container) or

@@ -1,0 +1,274 @@
+package alloc
+
+import (
+	"errors"
+	"maps"
+	"net/netip"
+	"slices"
+	"time"
+)
+
+// Garbage collection, decided once for every store and for fsck: a store
+// reads a GCView, PlanGC decides, and the store applies the plan (the
+// disk under its lock through ApplyGC, in the write order of the
+// transitions in holds.go; etcd in transactions guarded by the revisions
+// it read). A dry run plans the same way and applies nothing; fsck
+// reports and repairs each record by the same RepairOf.
+
+// RecordFix is what every GC and fsck --repair do with one hold record,
+// whatever the keep set says.
+type RecordFix int
+
+const (
+	// KeepRecord: the record is as it should be.
+	KeepRecord RecordFix = iota
+	// RemoveRecord: a stale record, which holds nothing, goes.
+	RemoveRecord
+	// EndExpired: a hold past its expiry is freed (EndHold).
+	EndExpired
+	// DropBadSecond: a migration target no ADD writes loses its share
+	// (DropSecond); the owner keeps the address.
+	DropBadSecond
+)
+
+// RecordRepair is RepairOf's judgement of one record: Settle, when not
+// "", says why the record is written as judged first (SettleHold), then
+// Fix applies.
+type RecordRepair struct {
+	Record HoldRecord
+	Settle string
+	Fix    RecordFix
+}
+
+// RepairOf judges record e at now: unfinished records are settled, stale
+// ones removed, expired holds ended, and invalid migration targets
+// dropped.
+func RepairOf(e HoldRecord, now time.Time) RecordRepair {
+	r := RecordRepair{Record: e, Settle: e.Unfinished()}
+	switch {
+	case e.Stale != "":
+		r.Fix = RemoveRecord
+	case e.Expired(now):
+		r.Fix = EndExpired
+	case e.SecondProblem() != "":
+		r.Fix = DropBadSecond
+	}
+	return r
+}
+
+// GCView is what a GC reads: every reservation by address (its owner) and
+// every hold record, judged.
+type GCView struct {
+	Owners map[netip.Addr]Attachment
+	Holds  []HoldRecord
+}
+
+// GCStep is the plan for one hold record: its repair, then, for a record
+// of a reservation, what the keep set ends: EndShare drops a migration
+// target not kept; Release makes an owner not kept give the address to
+// its kept target, or to its key as a hold (as their DELs would).
+type GCStep struct {
+	RecordRepair
+	EndShare bool
+	Release  bool
+}
+
+// GCPlan is PlanGC's decision: the records' steps, in ID order, and the
+// reservations freed, which no record names.
+type GCPlan struct {
+	Records []GCStep
+	Free    []netip.Addr
+}
+
+// PlanGC decides a GC over v: every record is repaired (RepairOf); a
+// reservation's record whose migration target keep rejects loses the
+// share, and whose owner keep rejects is released as its DEL would (the
+// key keeps the address); any other reservation keep rejects is freed.
+// Unexpired holds stay whatever keep says: their owners are '_' owners,
+// which KeepSet never frees.
+func PlanGC(v GCView, keep func(Attachment) bool, now time.Time) GCPlan {
+	var p GCPlan
+	named := validlyNamed(v.Holds)
+	for _, e := range v.Holds {
+		s := GCStep{RecordRepair: RepairOf(e, now)}
+		if owner, ok := v.Owners[e.Addr]; ok && e.Stale == "" && !e.Held() {
+			second := e.Second != "" && s.Fix != DropBadSecond
+			s.EndShare = second && PlanClaim(e.secondAtt(owner), false, true, keep) != ClaimKept
+			s.Release = PlanClaim(owner, false, false, keep) != ClaimKept
+		}
+		p.Records = append(p.Records, s)
+	}
+	for _, ip := range slices.SortedFunc(maps.Keys(v.Owners), netip.Addr.Compare) {
+		if !named[ip] && PlanClaim(v.Owners[ip], false, false, keep) == ClaimReleased {
+			p.Free = append(p.Free, ip)
+		}
+	}
+	return p
+}
+
+// Orphans lists the addresses of v held for a hold (HoldOwner) that no
+// valid record names: nothing can ever claim them. fsck --repair frees
+// them; GC leaves them, as it leaves every '_' owner.
+func Orphans(v GCView) []netip.Addr {
+	named := validlyNamed(v.Holds)
+	var out []netip.Addr
+	for _, ip := range slices.SortedFunc(maps.Keys(v.Owners), netip.Addr.Compare) {
+		if _, held := HoldIDOf(v.Owners[ip]); held && !named[ip] {
+			out = append(out, ip)
+		}
+	}
+	return out
+}
+
+// validlyNamed is the addresses that a record which is not stale names.
+func validlyNamed(holds []HoldRecord) map[netip.Addr]bool {
+	named := map[netip.Addr]bool{}
+	for _, e := range holds {
+		named[e.Addr] = named[e.Addr] || e.Stale == ""
+	}
+	return named
+}
+
+// Freed lists the addresses p frees: expired holds, then reservations.
+func (p GCPlan) Freed() []netip.Addr {
+	var out []netip.Addr
+	for _, s := range p.Records {
+		if s.Fix == EndExpired {
+			out = append(out, s.Record.Addr)
+		}
+	}
+	return append(out, p.Free...)
+}
+
+// ReadGC reads l's GC view: its reservations, and its hold records when
+// it keeps holds.
+func ReadGC(l Lister) (GCView, error) {
+	owners, err := l.All()
+	if err != nil {
+		return GCView{}, err
+	}
+	v := GCView{Owners: owners}
+	if hs, ok := l.(HoldStore); ok {
+		v.Holds, err = ListHolds(hs)
+	}
+	return v, err
+}
+
+// Repair carries out r in hs: the settle, then the fix. It returns
+// whether an expired hold's address was freed.
+func Repair(hs HoldStore, r RecordRepair) (bool, error) {
+	e := r.Record
+	if err := SettleHold(hs, e); err != nil {
+		return false, err
+	}
+	switch r.Fix {
+	case RemoveRecord:
+		return false, hs.RemoveHold(e.ID)
+	case EndExpired:
+		return EndHold(hs, e)
+	case DropBadSecond:
+		return false, DropSecond(hs, e)
+	}
+	return false, nil
+}
+
+// ApplyGC carries out p, planned over v, in l (a HoldStore where p has
+// records, which ReadGC reads only from one): each record's steps in
+// the write order of their transitions, going on after failures; then,
+// only if every record's steps succeeded (else a reservation that failed
+// to become a hold would be freed), the free reservations, each only
+// while its owner in v still has it. It returns the addresses freed
+// (expired holds first) and those that became holds or went to a
+// migration target.
+func ApplyGC(l Ledger, v GCView, p GCPlan, now time.Time) (freed, held []netip.Addr, err error) {
+	hs, _ := l.(HoldStore)
+	var errs []error
+	for _, s := range p.Records {
+		e := s.Record
+		ok, err := Repair(hs, s.RecordRepair)
+		if ok {
+			freed = append(freed, e.Addr)
+		}
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if s.Fix == DropBadSecond {
+			e.Hold = e.WithoutSecond()
+		}
+		if s.EndShare {
+			if err := DropSecond(hs, e); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			e.Hold = e.WithoutSecond()
+		}
+		if s.Release {
+			if err := release(hs, e, now); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			held = append(held, e.Addr)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return freed, held, err
+	}
+	var released []netip.Addr
+	for _, ip := range p.Free {
+		ok, err := l.Release(v.Owners[ip], ip)
+		if err != nil {
+			errs = append(errs, err)
+		} else if ok {
+			released = append(released, ip)
+		}
+	}
+	errs = append(errs, clearIfReleased(l, released))
+	return append(freed, released...), held, errors.Join(errs...)
+}
+
+// CollectGC is a GC of l under its lock: read, plan, apply. It keeps
+// going after errors and returns them joined.
+func CollectGC(l Lister, keep func(Attachment) bool, now time.Time) (freed, held []netip.Addr, err error) {
+	v, err := ReadGC(l)
+	if err != nil {
+		return nil, nil, err
+	}
+	return ApplyGC(l, v, PlanGC(v, keep, now), now)
+}
+
+// ClaimGC is what a GC does with one claim of a store that keeps each
+// attachment's reservation as its own record (etcd: a migration's owner
+// and target have one each).
+type ClaimGC int
+
+const (
+	// ClaimKept: the claim stays.
+	ClaimKept ClaimGC = iota
+	// ClaimReleased: released as its DEL would (a key's claim becomes
+	// the key's hold).
+	ClaimReleased
+	// ClaimShareEnds: a migration's owner or target not kept; its share
+	// goes as its DEL would (the owner's hands the address over, the
+	// target's drops its share).
+	ClaimShareEnds
+)
+
+// PlanClaim is PlanGC's rule for one claim of owner: a key's hold stays
+// (only its expiry ends it, HoldEnds), as does a claim keep keeps; a
+// shared one ends its share; any other is released.
+func PlanClaim(owner Attachment, held, shared bool, keep func(Attachment) bool) ClaimGC {
+	switch {
+	case held || keep(owner):
+		return ClaimKept
+	case shared:
+		return ClaimShareEnds
+	}
+	return ClaimReleased
+}
+
+// HoldEnds reports a hold a GC of network ("" for every network) ends:
+// one past its expiry at now, whichever node held it last.
+func HoldEnds(h Hold, network string, now time.Time) bool {
+	return (network == "" || h.Network == network) && h.Expired(now)
+}

@@ -1,0 +1,109 @@
+package alloc
+
+import (
+	"net/netip"
+	"slices"
+	"testing"
+	"time"
+)
+
+func TestPlanClaim(t *testing.T) {
+	live := Attachment{ContainerID: "live", IfName: "eth0"}
+	gone := Attachment{ContainerID: "gone", IfName: "eth0"}
+	keep := NewKeepSet("", []Attachment{live}).Keeps
+	for _, tc := range []struct {
+		name         string
+		owner        Attachment
+		held, shared bool
+		want         ClaimGC
+	}{
+		{"kept", live, false, false, ClaimKept},
+		{"kept and shared", live, false, true, ClaimKept},
+		{"a hold, whatever keep says", gone, true, false, ClaimKept},
+		{"not kept", gone, false, false, ClaimReleased},
+		{"not kept, shared", gone, false, true, ClaimShareEnds},
+	} {
+		if got := PlanClaim(tc.owner, tc.held, tc.shared, keep); got != tc.want {
+			t.Errorf("%s: PlanClaim = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+func TestHoldEnds(t *testing.T) {
+	now := time.Now()
+	h := Hold{Key: "vm", Network: "n1", Expires: now.Add(-time.Second)}
+	if !HoldEnds(h, "n1", now) || !HoldEnds(h, "", now) || HoldEnds(h, "n2", now) {
+		t.Errorf("an expired hold of n1: ends in n1 and every network, not in n2")
+	}
+	if HoldEnds(Hold{Key: "vm", Expires: now.Add(time.Second)}, "", now) || HoldEnds(Hold{Key: "vm"}, "", now) {
+		t.Errorf("an unexpired hold, or one without expiry, ended")
+	}
+	if HoldEnds(Hold{Key: "vm", Owner: "c1", Expires: now.Add(-time.Second)}, "", now) {
+		t.Errorf("a reservation's record ended as a hold")
+	}
+}
+
+// One view, every kind of record: the plan a dry run prints is what GC
+// and fsck do to each.
+func TestPlanGC(t *testing.T) {
+	now := time.Now()
+	a := func(s string) netip.Addr { return netip.MustParseAddr("10.0.0." + s) }
+	live := Attachment{ContainerID: "live", IfName: "eth0"}
+	gone := Attachment{ContainerID: "gone", IfName: "eth0"}
+	rec := func(id, ip string, h Hold) HoldRecord {
+		h.Key, h.IfName, h.Address = "k"+id, "eth0", "10.0.0."+ip
+		return HoldRecord{ID: id, Hold: h, Addr: a(ip), Written: h}
+	}
+	expired := rec("1", "2", Hold{Expires: now.Add(-time.Minute)})
+	held := rec("2", "3", Hold{Expires: now.Add(time.Minute)})
+	keyedGone := rec("3", "4", Hold{Owner: "gone"})
+	keyedLive := rec("4", "5", Hold{Owner: "live"})
+	sharedGone := rec("5", "6", Hold{Owner: "live", Second: "gone"})
+	badSecond := rec("6", "7", Hold{Owner: "gone", Second: "gone"})
+	stale := rec("7", "8", Hold{Owner: "other"})
+	stale.Stale = "its address is owned by gone/eth0"
+	unfinished := rec("8", "9", Hold{Owner: "live"})
+	unfinished.Written.Owner = "killed"
+	v := GCView{
+		Owners: map[netip.Addr]Attachment{
+			a("2"): HoldOwner("1"), a("3"): HoldOwner("2"), a("4"): gone, a("5"): live, a("6"): live,
+			a("7"): gone, a("8"): gone, a("9"): live, a("10"): gone, a("11"): live, a("12"): HoldOwner(StickyID("nobody", "eth0")),
+		},
+		Holds: []HoldRecord{expired, held, keyedGone, keyedLive, sharedGone, badSecond, stale, unfinished},
+	}
+	p := PlanGC(v, NewKeepSet("", []Attachment{live}).Keeps, now)
+	want := []struct {
+		fix               RecordFix
+		settle            bool
+		endShare, release bool
+	}{
+		{EndExpired, false, false, false},
+		{KeepRecord, false, false, false},
+		{KeepRecord, false, false, true},
+		{KeepRecord, false, false, false},
+		{KeepRecord, false, true, false},
+		{DropBadSecond, false, false, true},
+		{RemoveRecord, false, false, false},
+		{KeepRecord, true, false, false},
+	}
+	if len(p.Records) != len(want) {
+		t.Fatalf("plan has %d records, want %d", len(p.Records), len(want))
+	}
+	for i, w := range want {
+		s := p.Records[i]
+		if s.Fix != w.fix || (s.Settle != "") != w.settle || s.EndShare != w.endShare || s.Release != w.release {
+			t.Errorf("record %s: %+v, want %+v", s.Record.ID, s, w)
+		}
+		if s.RecordRepair != RepairOf(v.Holds[i], now) {
+			t.Errorf("record %s: GC's repair differs from fsck's", s.Record.ID)
+		}
+	}
+	// The stale record's address and the plain reservation not kept go;
+	// held addresses, named or not, are '_' owners GC never frees.
+	if got := p.Freed(); !slices.Equal(got, []netip.Addr{a("2"), a("8"), a("10")}) {
+		t.Errorf("Freed = %v", got)
+	}
+	if got := Orphans(v); !slices.Equal(got, []netip.Addr{a("12")}) {
+		t.Errorf("Orphans = %v, want the held address no record names", got)
+	}
+}
