@@ -291,6 +291,12 @@ func runAlike(t *testing.T, seed uint64, steps int, seen map[string]int, quota i
 	a.gc, b.gc = []string{"--network", "alike"}, []string{"--node", etcd.node, "--network", "alike", "--force"}
 	rng := rand.New(rand.NewPCG(seed, 27))
 	keys := []string{"", "", "ns/db-0", "ns/db-1", "vm/a", vmKey, vmKey}
+	if quota > 0 {
+		// A VM's two pods hold one address between them, and its
+		// migration target's 107 comes before 106: the quota's model
+		// counts neither, so the quota's sequences have no VM.
+		keys = keys[:5]
+	}
 	n := 0
 	var dropKeys []string // keys whose held address was dropped, until their next ADD
 	for i := range steps {
