@@ -41,7 +41,7 @@ func TestAllocatorsAlike(t *testing.T) {
 	}
 	// The sequences must have reached every outcome they are meant to
 	// compare, or the comparison proves less than it says.
-	wantOutcomes(t, seen, "ADD", "ADD held again", "ADD requested", "ADD after DROP", "100", "101", "105", "DEL", "DEL without key", "DEL without prevResult", "GC", "OPERATORS GC", "CHECK", "CHECK without addresses", "CHECK without addresses: 3", "DROP", "RELEASE", "RELEASE KEY")
+	wantOutcomes(t, seen, "ADD", "ADD held again", "ADD requested", "ADD after DROP", "ADD of a VM's second pod", "DEL of a migration's owner", "100", "101", "105", "107", "DEL", "DEL without key", "DEL without prevResult", "GC", "OPERATORS GC", "CHECK", "CHECK without addresses", "CHECK without addresses: 3", "DROP", "RELEASE", "RELEASE KEY")
 }
 
 // The same with a tenant quota: pool mode, the selection (as ipam-ds-args
@@ -98,7 +98,24 @@ type side struct {
 type liveAtt struct {
 	addr netip.Addr
 	key  string
+	mig  string // a VM pod's migration name ("" none)
 	res  []byte // the ADD's result, for DEL's and CHECK's prevResult
+}
+
+// vmKey is the key of VM vm1's virt-launcher pods: by "kubevirt", from
+// the pod's namespace and its kubevirt.io/domain annotation. Only such a
+// key has a live migration (two owners of one address).
+const vmKey = "ns/vm/vm1"
+
+// owner is the live attachment that holds key's address other than cid
+// ("" none): during a live migration, the other owner.
+func (s *side) owner(key, cid string) string {
+	for other, l := range s.live {
+		if other != cid && key != "" && l.key == key {
+			return other
+		}
+	}
+	return ""
 }
 
 func newSide(plugin string, conf func([]map[string]string) map[string]any) *side {
@@ -159,6 +176,7 @@ type step struct {
 	cmd      string // ADD, DEL, GC, CHECK, DROP, RELEASE (an address), RELEASE KEY (a hold)
 	cid      string
 	key      string // sticky key ("" none)
+	mig      string // ADD of a VM pod: its migration name ("" none)
 	sendKey  bool   // DEL: CNI_ARGS with the key
 	withPrev bool   // DEL: prevResult
 	// requested: "" none, "free" an address free on both sides, or a
@@ -194,7 +212,11 @@ func (s *side) run(t *testing.T, st step, conf []byte) testbin.Reply {
 		return testbin.Run(testbin.Call{Plugin: "cniplugins", Path: binDir, Argv: append(argv, s.cli...)})
 	}
 	args := "IgnoreUnknown=1"
-	if st.key != "" && (st.cmd != "DEL" || st.sendKey) {
+	switch {
+	case st.key == "" || (st.cmd == "DEL" && !st.sendKey):
+	case st.key == vmKey:
+		args += ";K8S_POD_NAMESPACE=ns;K8S_POD_NAME=virt-launcher-" + st.cid
+	default:
 		args += ";CNIPLUGINS_STICKY_KEY=" + st.key
 	}
 	return call(s.plugin, st.cmd, st.cid, conf, args)
@@ -218,9 +240,19 @@ func (s *side) config(t *testing.T, st step, requested netip.Addr) []byte {
 			"quota": map[string]any{"tenant": "namespace=alike", "rule": "ipam.rules[0]", "max": s.quota}}
 		st.withPrev = false // the DEL's prevResult is the selection
 	}
+	rc := map[string]any{}
 	if requested.IsValid() {
-		m["runtimeConfig"] = map[string]any{"ips": []string{requested.String() + "/29"}}
-		m["capabilities"] = map[string]any{"ips": true}
+		rc["ips"] = []string{requested.String() + "/29"}
+	}
+	if st.key == vmKey && (st.cmd != "DEL" || st.sendKey) {
+		ann := map[string]string{"kubevirt.io/domain": "vm1"}
+		if st.mig != "" {
+			ann["kubevirt.io/migrationJobName"] = st.mig
+		}
+		rc["io.kubernetes.cri.pod-annotations"] = ann
+	}
+	if len(rc) > 0 {
+		m["runtimeConfig"] = rc
 	}
 	switch {
 	case st.cmd == "CHECK" && st.noAddrs == "no ips":
@@ -244,7 +276,7 @@ func (s *side) config(t *testing.T, st step, requested netip.Addr) []byte {
 
 func runAlike(t *testing.T, seed uint64, steps int, seen map[string]int, quota int) {
 	pools, etcd := newHost(t, "alike-pools"), newHost(t, "alike-etcd")
-	sticky := map[string]any{"by": []string{"arg"}, "holdFor": "1h"}
+	sticky := map[string]any{"by": []string{"arg", "kubevirt"}, "holdFor": "1h"}
 	a := newSide("ipam-da-pools", func(r []map[string]string) map[string]any {
 		return map[string]any{"type": "ipam-da-pools", "dataDir": pools.dir, "ranges": [][]map[string]string{r}, "sticky": sticky}
 	})
@@ -258,7 +290,13 @@ func runAlike(t *testing.T, seed uint64, steps int, seen map[string]int, quota i
 	// operator's gc of it is forced.
 	a.gc, b.gc = []string{"--network", "alike"}, []string{"--node", etcd.node, "--network", "alike", "--force"}
 	rng := rand.New(rand.NewPCG(seed, 27))
-	keys := []string{"", "", "ns/db-0", "ns/db-1", "vm/a"}
+	keys := []string{"", "", "ns/db-0", "ns/db-1", "vm/a", vmKey, vmKey}
+	if quota > 0 {
+		// A VM's two pods hold one address between them, and its
+		// migration target's 107 comes before 106: the quota's model
+		// counts neither, so the quota's sequences have no VM.
+		keys = keys[:5]
+	}
 	n := 0
 	var dropKeys []string // keys whose held address was dropped, until their next ADD
 	for i := range steps {
@@ -270,6 +308,8 @@ func runAlike(t *testing.T, seed uint64, steps int, seen map[string]int, quota i
 		outcome := st.cmd
 		if st.cmd == "ADD" {
 			switch _, held := a.held[st.key]; {
+			case st.key == vmKey && a.owner(vmKey, "") != "":
+				outcome = "ADD of a VM's second pod"
 			case held:
 				outcome = "ADD held again"
 			case slices.Contains(dropKeys, st.key) && st.key != "":
@@ -278,7 +318,9 @@ func runAlike(t *testing.T, seed uint64, steps int, seen map[string]int, quota i
 				outcome = "ADD requested"
 			}
 		}
-		if st.cmd == "DEL" && !st.sendKey && st.key != "" {
+		if (st.cmd == "DEL" || st.cmd == "RELEASE") && st.key == vmKey && a.owner(vmKey, st.cid) != "" {
+			outcome = st.cmd + " of a migration's owner"
+		} else if st.cmd == "DEL" && !st.sendKey && st.key != "" {
 			outcome = "DEL without key"
 		} else if st.cmd == "DEL" && !st.withPrev {
 			outcome = "DEL without prevResult"
@@ -328,8 +370,8 @@ func runAlike(t *testing.T, seed uint64, steps int, seen map[string]int, quota i
 				dropKeys = slices.DeleteFunc(dropKeys, func(k string) bool { return k == st.key })
 			}
 		} else {
-			t.Fatalf("%s: ipam-da-pools exit %d code %d (%s), ipam-da-etcd exit %d code %d (%s)",
-				what, ra.Exit, codeOf(ra), ra.Stdout, rb.Exit, codeOf(rb), rb.Stdout)
+			t.Fatalf("%s: ipam-da-pools exit %d code %d (%s %s), ipam-da-etcd exit %d code %d (%s %s)",
+				what, ra.Exit, codeOf(ra), ra.Stdout, ra.Stderr, rb.Exit, codeOf(rb), rb.Stdout, rb.Stderr)
 		}
 		if st.cmd == "CHECK" {
 			checkWithoutAddrs(t, a, b, st.cid, what, seen)
@@ -382,6 +424,18 @@ func nextStep(rng *rand.Rand, m *side, keys []string, n *int) step {
 	case r < 9 || len(lives) == 0:
 		*n++
 		st := step{cmd: "ADD", cid: fmt.Sprintf("c%d", *n), key: keys[rng.IntN(len(keys))]}
+		if st.key == vmKey {
+			// A migration's target (a new name, or the one a pod of the
+			// VM already carries), or a plain virt-launcher pod.
+			switch rng.IntN(3) {
+			case 0:
+				st.mig = fmt.Sprintf("m%d", *n)
+			case 1:
+				if o := m.owner(vmKey, ""); o != "" {
+					st.mig = m.live[o].mig
+				}
+			}
+		}
 		switch rng.IntN(6) {
 		case 0:
 			st.requested = "free"
@@ -444,6 +498,9 @@ func (s *side) apply(t *testing.T, st step, what string, requested netip.Addr) t
 			t.Fatalf("%s: %s gave %v", what, s.plugin, got)
 		}
 		want, ok := s.held[st.key]
+		if o := s.owner(st.key, st.cid); st.key == vmKey && o != "" {
+			want, ok = s.live[o].addr, true // a migration's target shares it
+		}
 		switch {
 		case requested.IsValid() && got[0] != requested:
 			t.Fatalf("%s: %s gave %s, asked for %s", what, s.plugin, got[0], requested)
@@ -453,7 +510,7 @@ func (s *side) apply(t *testing.T, st step, what string, requested netip.Addr) t
 			t.Fatalf("%s: %s gave %s, which is not free", what, s.plugin, got[0])
 		}
 		delete(s.held, st.key)
-		s.live[st.cid] = liveAtt{addr: got[0], key: st.key, res: r.Stdout}
+		s.live[st.cid] = liveAtt{addr: got[0], key: st.key, mig: st.mig, res: r.Stdout}
 	case "DEL", "RELEASE":
 		s.release(st.cid)
 	case "RELEASE KEY":
@@ -474,11 +531,13 @@ func (s *side) apply(t *testing.T, st step, what string, requested netip.Addr) t
 	return r
 }
 
-// release is a DEL's, GC's or an operator's release's effect on the model: a keyed reservation
-// becomes its key's hold.
+// release is a DEL's, GC's or an operator's release's effect on the
+// model: a keyed reservation becomes its key's hold, unless a live
+// migration's other owner keeps the address (the hand-over, or the end of
+// the target's share).
 func (s *side) release(cid string) {
 	l := s.live[cid]
-	if l.key != "" {
+	if l.key != "" && s.owner(l.key, cid) == "" {
 		s.held[l.key] = l.addr
 	}
 	delete(s.live, cid)
