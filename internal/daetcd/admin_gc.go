@@ -71,7 +71,7 @@ func (a *Admin) GC(node string, f Filter, keep []alloc.Attachment, apply bool) (
 // releases so that a GC cut short keeps them.
 func (a *Admin) collect(node string, shared []Lease, perScope map[alloc.Scope]*scopeGC, all bool) error {
 	for _, l := range shared {
-		if err := a.op.commitShared(l.Scope, l.key, l.Record, ""); err != nil {
+		if err := a.op.gcShared(l.Scope, l.key, l.Record, ""); err != nil {
 			return err
 		}
 	}

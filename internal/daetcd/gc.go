@@ -68,7 +68,7 @@ func (op *operation) collect(scopes []alloc.Scope, keep alloc.KeepSet) error {
 			}
 			switch alloc.PlanClaim(r.attachment(), false, r.sharing(), keep.Keeps) {
 			case alloc.ClaimShareEnds:
-				errs = append(errs, op.commitShared(s, kv, r, op.network))
+				errs = append(errs, op.gcShared(s, kv, r, op.network))
 			case alloc.ClaimReleased:
 				sg.release(op, s, kv, r, op.network)
 				op.log.Info("gc releases", logging.String("address", r.Address), logging.String("containerID", r.ContainerID), logging.String("ifname", r.IfName))
@@ -81,6 +81,37 @@ func (op *operation) collect(scopes []alloc.Scope, keep alloc.KeepSet) error {
 		errs = append(errs, err, op.commitBatches(holds.txns, holds.marks))
 	}
 	return errors.Join(errs...)
+}
+
+// gcShared is a GC's release of the sharing record r, found through
+// index key kv, for network ("" for any). Both owners of a migration may
+// go in one GC: the first one's release rewrites the other's keys (hands
+// it the address, or ends its share), so the other's release, planned
+// from the listing, finds them changed. It then reads the index key
+// again and releases the record it now holds, as the engine plans for a
+// claim no GC keeps (the attachment is the same): a sole owner's, into
+// its key's hold. Bounded as DEL's reads are.
+func (op *operation) gcShared(s alloc.Scope, kv etcdkv.KV, r Record, network string) error {
+	err := op.commitShared(s, kv, r, network)
+	for try := 1; errors.Is(err, errReleaseRaced) && try < maxReleaseRaces; try++ {
+		resp, rerr := op.cl.Read(etcdkv.Get(string(kv.Key)))
+		if rerr != nil {
+			return rerr
+		}
+		cur, found := resp.First(0)
+		now, ok := decodeRecord(cur.Value)
+		switch {
+		case !found || !ok || now.released():
+			return nil // released meanwhile: nothing is left to do
+		case now.sharing():
+			err = op.commitShared(s, cur, now, network)
+		default:
+			sg := scopeGC{marks: unmark{}}
+			sg.release(op, s, cur, now, network)
+			err = op.commitBatches(sg.txns, sg.marks)
+		}
+	}
+	return err
 }
 
 // expiredHolds adds to sg the release of the holds of network in scope s

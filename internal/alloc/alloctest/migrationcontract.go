@@ -186,6 +186,19 @@ func migrationContract() []Case {
 			mustGC(t, s, epoch)
 			notFree(t, s, ip)
 		}},
+		{"migration: one GC that finds both owners gone holds the address for the key", func(t *testing.T, s Subject, caps Caps) {
+			ip, ok := migrated(t, s, caps)
+			if !ok {
+				return
+			}
+			mustGC(t, s, epoch)
+			AssertCode(t, s.Check(call("a"), []netip.Addr{ip}), cnierr.CodeUnknownContainer)
+			AssertCode(t, s.Check(call("b"), []netip.Addr{ip}), cnierr.CodeUnknownContainer)
+			notFree(t, s, ip)
+			if got := mustAdd(t, s, sticky("e", time.Second), target(t, "")); got != ip {
+				t.Fatalf("K got %s after a GC of both owners, want %s", got, ip)
+			}
+		}},
 		{"migration: a failed target ADD gives its share back", func(t *testing.T, s Subject, caps Caps) {
 			ps, err := s.Add(sticky("a", 0), []alloc.Target{target(t, ""), second()})
 			if err != nil {
