@@ -14,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/cniplugins/cniplugins/internal/testkit"
+	"github.com/cniplugins/cniplugins/internal/testkit/kubenode"
 	"github.com/cniplugins/cniplugins/internal/testkit/testbin"
 )
 
@@ -113,6 +114,20 @@ func namespacesOnTheirPools(t *testing.T, c *cluster) {
 // for one of its containers, and nothing else is reserved but holds.
 func (c *cluster) oneAddressPerPod(t *testing.T) {
 	t.Helper()
+	problems, stale := c.addressProblems(t)
+	for _, p := range problems {
+		t.Error(p)
+	}
+	if stale {
+		c.diagnose(t)
+	}
+}
+
+// addressProblems compares the reservations with the ready pods'
+// addresses: a pod that shares its address or whose address is not
+// reserved, a reservation no ready pod has (stale).
+func (c *cluster) addressProblems(t *testing.T) (problems []string, stale bool) {
+	t.Helper()
 	byIP := addressesOf(c.leases(t))
 	seen := map[string]string{}
 	for _, p := range c.pods(t, "") {
@@ -121,23 +136,20 @@ func (c *cluster) oneAddressPerPod(t *testing.T) {
 		}
 		ip := p.Status.PodIP
 		if other, dup := seen[ip]; dup {
-			t.Errorf("%s/%s and %s share %s", p.Namespace, p.Name, other, ip)
+			problems = append(problems, fmt.Sprintf("%s/%s and %s share %s", p.Namespace, p.Name, other, ip))
 		}
 		seen[ip] = p.Namespace + "/" + p.Name
 		if _, ok := byIP[ip]; !ok {
-			t.Errorf("%s/%s's %s is not reserved", p.Namespace, p.Name, ip)
+			problems = append(problems, fmt.Sprintf("%s/%s's %s is not reserved", p.Namespace, p.Name, ip))
 		}
 	}
-	stale := false
 	for ip, l := range byIP {
 		if _, ok := seen[ip]; !ok {
-			t.Errorf("%s is reserved for %s, which no running pod has (pool %s)", ip, l.ContainerID, l.Pool)
+			problems = append(problems, fmt.Sprintf("%s is reserved for %s, which no running pod has (pool %s)", ip, l.ContainerID, l.Pool))
 			stale = true
 		}
 	}
-	if stale {
-		c.diagnose(t)
-	}
+	return problems, stale
 }
 
 // diagnose logs what explains a leak: every pod's state, the sandbox
@@ -419,19 +431,19 @@ func runtimeKilledUnderLoad(t *testing.T, c *cluster) {
 	for ns, n := range counts {
 		wait(t, 8*time.Minute, ns+" back after the runtime's restart", c.allReady(t, ns, n))
 	}
-	wait(t, 3*time.Minute, "one address per pod", func() error {
-		byIP := addressesOf(c.leases(t))
-		pods := 0
-		for _, p := range c.pods(t, "") {
-			if ready(p) {
-				pods++
-			}
-		}
-		if len(byIP) != pods {
-			return fmt.Errorf("%d reservations for %d pods", len(byIP), pods)
+	// The kubelet goes on replacing sandboxes for a while after every
+	// pod is ready again (and a pod's status names its new address a
+	// moment after the ADD): the reservations must come to match the
+	// ready pods exactly, and stay so.
+	err := kubenode.Wait(t.Context(), 3*time.Minute, "one address per pod", func() error {
+		if problems, _ := c.addressProblems(t); len(problems) > 0 {
+			return fmt.Errorf("%d mismatches, first: %s", len(problems), problems[0])
 		}
 		return nil
 	})
+	if err != nil {
+		t.Error(err) // oneAddressPerPod says what is still wrong
+	}
 	c.oneAddressPerPod(t)
 	if status, msg := c.nodeReady(t); status != corev1.ConditionTrue {
 		t.Errorf("the node is not Ready after the runtime's restart: %s", msg)
