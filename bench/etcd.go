@@ -169,7 +169,7 @@ func (e *etcdResult) markdown(nproc string) string {
 		w("Not measured: %s.\n\n", e.skipped)
 		return b.String()
 	}
-	w("The full flavour's ipam-da-etcd (etcd's v3 JSON gateway over net/http) and the lean ipam-da-pools, taking turns, each ADD of a fresh container followed by its DEL (prevResult = the ADD's result); etcd: %d members on 127.0.0.1, data directories on %s (every write fsync'd by etcd), one /16 range set. Median / p99 in ms, n = %d.\n\n", e.members, e.dataFS, e.n)
+	w("The full flavour's ipam-da-etcd (etcd's v3 JSON gateway, HTTP/1.1 on the client's own connections) and the lean ipam-da-pools, taking turns, each ADD of a fresh container followed by its DEL (prevResult = the ADD's result); etcd: %d members on 127.0.0.1, data directories on %s (every write fsync'd by etcd), one /16 range set. Median / p99 in ms, n = %d.\n\n", e.members, e.dataFS, e.n)
 	w("| op | ipam-da-pools | ipam-da-etcd | ipam-da-etcd ÷ ipam-da-pools | target ≤ 2× |\n| --- | ---: | ---: | ---: | --- |\n")
 	for _, op := range latencyOps {
 		rt := e.samples.ratio(eEtcd, eLean, op)
