@@ -150,8 +150,9 @@ CHAOSSEEDS ?= 1,2,3
 
 # The two allocators' seeded differential test (test/etcd
 # TestAllocatorsAlike) for more sequences than `make test` runs: each a
-# random run of ADD, DEL, CHECK, CNI GC, the operators' release and
-# configuration changes, both binaries compared at every step; and
+# random run of ADD, DEL, CHECK, CNI GC, the operators' release and gc,
+# a KubeVirt VM's migrations and configuration changes, both binaries
+# compared at every step; and
 # TestAllocatorsAlikeQuota, the same under a tenant quota.
 DIFFSEEDS ?= 20
 DIFFSTEPS ?= 100
