@@ -74,8 +74,8 @@ func (s CNI) Del(c Call, hints []netip.Addr) error {
 	return err
 }
 
-// Check implements Subject: without addresses, the pools of
-// CheckTargets alone, as the contract's engine view checks them.
+// Check implements Subject: without addresses, the selection is
+// CheckTargets' pools alone, the targets every such CHECK verifies.
 func (s CNI) Check(c Call, ips []netip.Addr) error {
 	pools := allPools()
 	if len(ips) == 0 {
