@@ -30,26 +30,33 @@ type etcdSubject struct {
 	t         *testing.T
 	endpoints []string
 	prefix    string
-	crash     *crashProxy // contract_crash_test.go
+	machine   string      // node-a's machine ID file
+	crash     *crashProxy // contract_crash_test.go; nil: never crashes
+}
+
+// etcdAt is node-a over prefix of the etcd at endpoints, its machine ID
+// file written once for the test.
+func etcdAt(t *testing.T, endpoints []string, prefix string) etcdSubject {
+	machine := filepath.Join(t.TempDir(), "machine-id")
+	if err := os.WriteFile(machine, []byte("contract-machine\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return etcdSubject{t: t, endpoints: endpoints, prefix: prefix, machine: machine}
 }
 
 func newEtcdSubject(t *testing.T, endpoints []string, prefix string) alloctest.Crashable {
-	e := etcdSubject{t: t, endpoints: endpoints, prefix: prefix, crash: newCrashProxy(t, endpoints[0])}
+	e := etcdAt(t, endpoints, prefix)
+	e.crash = newCrashProxy(t, endpoints[0])
 	return alloctest.WithCrashes(e.cni(), e)
 }
 
 // contractScope is alloctest's: the pool every target is in.
 var contractScope = alloc.Scope{Pool: "p"}
 
-// cni is the subject's commands: ipam-da-etcd as node-a, whose machine
-// ID file the test writes.
+// cni is the subject's commands: ipam-da-etcd as node-a.
 func (e etcdSubject) cni() alloctest.CNI {
-	machine := filepath.Join(e.t.TempDir(), "machine-id")
-	if err := os.WriteFile(machine, []byte("contract-machine\n"), 0o600); err != nil {
-		e.t.Fatal(err)
-	}
 	return alloctest.CNI{Operators: e, Command: func() (plugin.Personality, map[string]any) {
-		return Personality(), map[string]any{"etcd": map[string]any{"endpoints": e.eps(), "prefix": e.prefix, "nodeName": "node-a", "machineIDFile": machine}}
+		return Personality(), map[string]any{"etcd": map[string]any{"endpoints": e.eps(), "prefix": e.prefix, "nodeName": "node-a", "machineIDFile": e.machine}}
 	}}
 }
 

@@ -99,15 +99,15 @@ func (op *operation) gcShared(s alloc.Scope, kv etcdkv.KV, r Record, network str
 			return rerr
 		}
 		cur, found := resp.First(0)
-		now, ok := decodeRecord(cur.Value)
+		rec, ok := decodeRecord(cur.Value)
 		switch {
-		case !found || !ok || now.released():
+		case !found || !ok || rec.released():
 			return nil // released meanwhile: nothing is left to do
-		case now.sharing():
-			err = op.commitShared(s, cur, now, network)
+		case rec.sharing():
+			err = op.commitShared(s, cur, rec, network)
 		default:
 			sg := scopeGC{marks: unmark{}}
-			sg.release(op, s, cur, now, network)
+			sg.release(op, s, cur, rec, network)
 			err = op.commitBatches(sg.txns, sg.marks)
 		}
 	}

@@ -26,7 +26,7 @@ func TestQuotaCountPastMaxTxnOps(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(c.Stop)
-	e := etcdSubject{t: t, endpoints: c.Endpoints(), prefix: "/quota-count-test/"}
+	e := etcdAt(t, c.Endpoints(), "/quota-count-test/")
 	tg := alloc.Target{Label: "pool p", Scope: alloc.Scope{Pool: "p"}, Set: alloctest.MustSet(t, addrspace.RangeConfig{Subnet: "10.237.0.0/24"})}
 	q := &pool.Quota{Tenant: "namespace=big", Rule: "ipam.rules[0]", Max: 150}
 	for i := range 150 {

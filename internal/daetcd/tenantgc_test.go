@@ -25,7 +25,7 @@ type tenantCase struct {
 }
 
 func newTenantCase(t *testing.T, set addrspace.RangeConfig) tenantCase {
-	return tenantCase{t: t, e: etcdSubject{t: t, endpoints: cluster.Endpoints(), prefix: "/tenant-gc/" + t.Name() + "/"},
+	return tenantCase{t: t, e: etcdAt(t, cluster.Endpoints(), "/tenant-gc/"+t.Name()+"/"),
 		tg: alloc.Target{Label: "pool p", Scope: contractScope, Set: alloctest.MustSet(t, set)},
 		q:  &pool.Quota{Tenant: "namespace=a", Rule: "ipam.rules[0]", Max: 1000}}
 }
