@@ -34,6 +34,16 @@ func (a Attachment) Owns(owner Attachment) bool {
 	return a.Is(owner) && (a.Network == "" || owner.Network == "" || a.Network == owner.Network)
 }
 
+// Checks is CHECK's verdict on one address: whether a reservation
+// recorded for owner, and shared with second as a migration target (the
+// zero Attachment when it is shared with nobody), is a's. Its owner's,
+// the id-only legacy reservation of its container (host-local's DEL falls
+// back to it, so CHECK accepts it too), or its share; every store asks
+// here, with owners that are not on its node left zero.
+func (a Attachment) Checks(owner, second Attachment) bool {
+	return a.Owns(owner) || owner.Is(a.Legacy()) || (second.ContainerID != "" && a.Owns(second))
+}
+
 // Legacy is the id-only attachment an old host-local would have recorded
 // for a; host-local's DEL falls back to it when nothing matched exactly.
 func (a Attachment) Legacy() Attachment { return Attachment{ContainerID: a.ContainerID} }

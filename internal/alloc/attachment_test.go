@@ -42,6 +42,31 @@ func TestNetworkTagIsNotIdentity(t *testing.T) {
 	})
 }
 
+// CHECK's verdict on one address, as every store asks it.
+func TestAttachmentChecks(t *testing.T) {
+	a := alloc.Attachment{ContainerID: "c", IfName: "eth0", Network: "blue"}
+	none := alloc.Attachment{}
+	for _, tt := range []struct {
+		name          string
+		owner, second alloc.Attachment
+		want          bool
+	}{
+		{"its own", a, none, true},
+		{"its own, recorded without a network", a.Key(), none, true},
+		{"its container's legacy reservation", a.Legacy(), none, true},
+		{"another network's", alloc.Attachment{ContainerID: "c", IfName: "eth0", Network: "red"}, none, false},
+		{"another interface's", alloc.Attachment{ContainerID: "c", IfName: "eth1", Network: "blue"}, none, false},
+		{"another container's", alloc.Attachment{ContainerID: "d", IfName: "eth0", Network: "blue"}, none, false},
+		{"its share as a migration target", alloc.Attachment{ContainerID: "src", IfName: "eth0", Network: "blue"}, a, true},
+		{"another target's share", alloc.Attachment{ContainerID: "src", IfName: "eth0", Network: "blue"}, alloc.Attachment{ContainerID: "d", IfName: "eth0", Network: "blue"}, false},
+		{"no owner here", none, none, false},
+	} {
+		if got := a.Checks(tt.owner, tt.second); got != tt.want {
+			t.Errorf("%s: Checks(%+v, %+v) = %v, want %v", tt.name, tt.owner, tt.second, got, tt.want)
+		}
+	}
+}
+
 func TestAttachmentKind(t *testing.T) {
 	for _, tt := range []struct {
 		a    alloc.Attachment

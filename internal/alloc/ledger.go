@@ -66,9 +66,7 @@ func clearIfReleased(l Ledger, released []netip.Addr) error {
 // Check verifies that every ip is reserved for a (an id-only legacy
 // reservation of a's container counts, and so does a share of a sticky
 // key's address as its migration target, in a ledger that keeps holds).
-// A miss is reported as code 3 (unknown container): from CHECK's point of
-// view the attachment the runtime asked about does not exist in this
-// ledger.
+// A miss is NotReserved.
 func Check(l Ledger, a Attachment, ips []netip.Addr) error {
 	var shared []HoldRecord
 	for _, ip := range ips {
@@ -82,12 +80,23 @@ func Check(l Ledger, a Attachment, ips []netip.Addr) error {
 				return err
 			}
 		}
-		if !ok || (!a.Owns(owner) && !owner.Is(a.Legacy()) && !slices.ContainsFunc(shared, func(e HoldRecord) bool { return e.Addr == ip })) {
-			return cnierr.New(cnierr.CodeUnknownContainer, "address not reserved for this attachment",
-				"address=%s containerID=%s ifname=%s", ip, a.ContainerID, a.IfName)
+		var second Attachment
+		if slices.ContainsFunc(shared, func(e HoldRecord) bool { return e.Addr == ip }) {
+			second = a
+		}
+		if !ok || !a.Checks(owner, second) {
+			return NotReserved(a, ip)
 		}
 	}
 	return nil
+}
+
+// NotReserved is CHECK's answer for an address that is not a's, from any
+// store: code 3 (unknown container), since from CHECK's point of view the
+// attachment the runtime asked about does not exist there.
+func NotReserved(a Attachment, ip netip.Addr) error {
+	return cnierr.New(cnierr.CodeUnknownContainer, "address not reserved for this attachment",
+		"address=%s containerID=%s ifname=%s", ip, a.ContainerID, a.IfName)
 }
 
 // Held lists what a holds in l, whatever its range: its reservations,

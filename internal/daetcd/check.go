@@ -4,7 +4,6 @@ import (
 	"net/netip"
 
 	"github.com/cniplugins/cniplugins/internal/alloc"
-	"github.com/cniplugins/cniplugins/internal/cnierr"
 	"github.com/cniplugins/cniplugins/internal/etcdkv"
 	"github.com/cniplugins/cniplugins/internal/plugin"
 )
@@ -20,8 +19,9 @@ func cmdCheck(req *plugin.Request) error {
 	return alloc.CheckPrev(req.Conf, targets, alloc.Attachment{ContainerID: op.cid, IfName: op.ifname}, op.held, op.check)
 }
 
-// check verifies that each address, placed in its target, is claimed by
-// the operation's attachment on this node and network.
+// check verifies that each address, placed in its target, is the
+// operation's attachment's by the engine's verdict (Attachment.Checks) on
+// the claim's owner and migration target, each counted only on this node.
 func (op *operation) check(addrs []netip.Addr, placed []alloc.Target) error {
 	reads := make([]etcdkv.Op, len(addrs))
 	for i, a := range addrs {
@@ -31,13 +31,19 @@ func (op *operation) check(addrs []netip.Addr, placed []alloc.Target) error {
 	if err != nil {
 		return err
 	}
+	me := op.attachment()
 	for i, a := range addrs {
 		kv, ok := resp.First(i)
 		r, valid := decodeRecord(kv.Value)
-		shares := r.Second == op.cid && r.SecondNode == op.node && r.IfName == op.ifname && r.Network == op.network
-		if !ok || !valid || (!r.owns(op.node, op.network, op.cid, op.ifname) && !shares) {
-			return cnierr.New(cnierr.CodeUnknownContainer, "address not reserved for this attachment",
-				"address=%s containerID=%s ifname=%s node=%s", a, op.cid, op.ifname, op.node)
+		var owner, second alloc.Attachment
+		if r.Node == op.node {
+			owner = r.attachment()
+		}
+		if r.SecondNode == op.node {
+			second = alloc.Attachment{ContainerID: r.Second, IfName: r.IfName, Network: r.Network}
+		}
+		if !ok || !valid || !me.Checks(owner, second) {
+			return alloc.NotReserved(me, a)
 		}
 	}
 	return nil

@@ -189,12 +189,6 @@ func (r Record) cancelled() bool { return r.Address == "" }
 // released reports an earlier version's fence (see Released).
 func (r Record) released() bool { return r.Released }
 
-// owns reports whether the record is this attachment's on this node and
-// network: who may release or check it.
-func (r Record) owns(node, network, cid, ifname string) bool {
-	return r.Node == node && r.Network == network && r.ContainerID == cid && r.IfName == ifname
-}
-
 // Since parses the record's time.
 func (r Record) Since() time.Time {
 	t, _ := time.Parse(time.RFC3339, r.Time)
