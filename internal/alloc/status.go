@@ -9,16 +9,25 @@ import (
 	"github.com/cniplugins/cniplugins/internal/pool"
 )
 
-// Status is STATUS's verdict once the allocator has read which targets
-// are exhausted (full[i] for targets[i]): 50 only when no ADD the network
-// could be asked for can be served. An ADD is given one set of pools
+// Status is every allocator's STATUS, marked reporting whether the store
+// holds an exhaustion mark for one pool or range set (an ADD found it
+// full and nothing was released there since): 50 only when no ADD the
+// network could be asked for can be served. A target is full only when
+// every pool of its overflow chain is. An ADD is given one set of pools
 // (prevResult.choices lists the sets a selector can choose among; without
 // it, the one set of every target) and needs an address from each, so a
 // set is servable when none of its pools is full. One tenant's full pool
 // beside another set with room is that tenant's ADD error (100), never
 // the network's: a runtime turns a STATUS error into a node that takes
 // no pod at all (containerd 2.x reports NetworkReady=false).
-func (c *Config) Status(conf *netconf.Envelope, targets []Target, full []bool) error {
+func (c *Config) Status(conf *netconf.Envelope, targets []Target, marked func(Target) (bool, error)) error {
+	full := make([]bool, len(targets))
+	for i, t := range targets {
+		var err error
+		if full[i], err = chainFull(t, marked); err != nil {
+			return err
+		}
+	}
 	var choices [][]string
 	if c.PoolMode() {
 		var err error

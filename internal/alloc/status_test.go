@@ -35,7 +35,7 @@ func TestStatusVerdict(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			err = c.Status(envelope(t, `{"cniVersion":"1.1.0","name":"n","prevResult":{"cniVersion":"1.1.0",`+tt.prev+`}}`), ts, tt.full)
+			err = c.Status(envelope(t, `{"cniVersion":"1.1.0","name":"n","prevResult":{"cniVersion":"1.1.0",`+tt.prev+`}}`), ts, marks(ts, tt.full))
 			e := cnierr.As(err)
 			switch {
 			case tt.want50 == "" && err != nil:
@@ -52,10 +52,10 @@ func TestStatusVerdict(t *testing.T) {
 		t.Fatal(err)
 	}
 	ts, _ := c.Targets()
-	if e := cnierr.As(c.Status(envelope(t, `{"cniVersion":"1.1.0","name":"n"}`), ts, []bool{false, true})); e == nil || e.Code != cnierr.CodeNotAvailable || !strings.Contains(e.Details, "range set 1 (10.9.0.1") {
+	if e := cnierr.As(c.Status(envelope(t, `{"cniVersion":"1.1.0","name":"n"}`), ts, marks(ts, []bool{false, true}))); e == nil || e.Code != cnierr.CodeNotAvailable || !strings.Contains(e.Details, "range set 1 (10.9.0.1") {
 		t.Errorf("standalone with a full range set: %+v, want 50 naming it", e)
 	}
-	if err := c.Status(envelope(t, `{"cniVersion":"1.1.0","name":"n"}`), ts, []bool{false, false}); err != nil {
+	if err := c.Status(envelope(t, `{"cniVersion":"1.1.0","name":"n"}`), ts, marks(ts, []bool{false, false})); err != nil {
 		t.Errorf("standalone with room: %v", err)
 	}
 
@@ -68,8 +68,20 @@ func TestStatusVerdict(t *testing.T) {
 			t.Fatal(err)
 		}
 		ts, _ := c.Targets()
-		if e := cnierr.As(c.Status(env, ts, []bool{false})); e == nil || e.Code != cnierr.CodeInvalidConfig || !strings.Contains(e.Msg+e.Details, "choices") {
+		if e := cnierr.As(c.Status(env, ts, marks(ts, []bool{false}))); e == nil || e.Code != cnierr.CodeInvalidConfig || !strings.Contains(e.Msg+e.Details, "choices") {
 			t.Errorf("%s: %+v, want 7 naming prevResult.choices", bad, e)
 		}
+	}
+}
+
+// marks is a store whose exhaustion marks are full, by target.
+func marks(ts []alloc.Target, full []bool) func(alloc.Target) (bool, error) {
+	return func(p alloc.Target) (bool, error) {
+		for i, t := range ts {
+			if t.Scope == p.Scope && t.RangeID == p.RangeID {
+				return full[i], nil
+			}
+		}
+		return false, nil
 	}
 }

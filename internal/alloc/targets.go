@@ -149,9 +149,9 @@ func ResolveChains(targets []Target) error {
 	return nil
 }
 
-// ChainFull is STATUS's rule for target t: exhausted only when every pool
+// chainFull is STATUS's rule for target t: exhausted only when every pool
 // of its overflow chain is (full reports one pool's exhaustion mark).
-func ChainFull(t Target, full func(Target) (bool, error)) (bool, error) {
+func chainFull(t Target, full func(Target) (bool, error)) (bool, error) {
 	for _, c := range t.Chain() {
 		if ok, err := full(c); err != nil || !ok {
 			return false, err

@@ -41,26 +41,14 @@ func cmdStatus(req *plugin.Request) error {
 	if err := op.ensureNode(node, found); err != nil {
 		return err
 	}
-	full := make([]bool, len(targets))
-	next := 0 // marks are read in chain order, target after target
-	for i, t := range targets {
-		// A chain is full only when every pool in it is.
-		full[i], _ = alloc.ChainFull(t, func(alloc.Target) (bool, error) {
-			kv, ok := resp.First(next)
-			next++
-			return ok && len(kv.Value) > 0, nil // empty: freed since
-		})
-		next = chainStart(targets, i+1)
+	type mark struct {
+		scope alloc.Scope
+		id    int
 	}
-	return c.Status(req.Conf, targets, full)
-}
-
-// chainStart is the index, in cmdStatus's marks, of the first pool of
-// targets[i]'s chain.
-func chainStart(targets []alloc.Target, i int) int {
-	n := 0
-	for _, t := range targets[:i] {
-		n += len(t.Chain())
+	marked := map[mark]bool{}
+	for i, m := range marks {
+		kv, ok := resp.First(i)
+		marked[mark{m.Scope, m.RangeID}] = ok && len(kv.Value) > 0 // empty: freed since
 	}
-	return n
+	return c.Status(req.Conf, targets, func(p alloc.Target) (bool, error) { return marked[mark{p.Scope, p.RangeID}], nil })
 }

@@ -19,15 +19,8 @@ func (k commands) cmdStatus(req *plugin.Request) error {
 	if err != nil {
 		return err
 	}
-	full := make([]bool, len(targets))
-	for i, t := range targets {
-		// A chain is full only when every pool in it is.
-		if full[i], err = alloc.ChainFull(t, func(p alloc.Target) (bool, error) {
-			marks, err := hostlocal.Exhausted(c.dir(p.Scope))
-			return slices.Contains(marks, p.RangeID), err
-		}); err != nil {
-			return err
-		}
-	}
-	return c.Status(req.Conf, targets, full)
+	return c.Status(req.Conf, targets, func(p alloc.Target) (bool, error) {
+		marks, err := hostlocal.Exhausted(c.dir(p.Scope))
+		return slices.Contains(marks, p.RangeID), err
+	})
 }
