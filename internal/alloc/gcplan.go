@@ -236,39 +236,3 @@ func CollectGC(l Lister, keep func(Attachment) bool, now time.Time) (freed, held
 	}
 	return ApplyGC(l, v, PlanGC(v, keep, now), now)
 }
-
-// ClaimGC is what a GC does with one claim of a store that keeps each
-// attachment's reservation as its own record (etcd: a migration's owner
-// and target have one each).
-type ClaimGC int
-
-const (
-	// ClaimKept: the claim stays.
-	ClaimKept ClaimGC = iota
-	// ClaimReleased: released as its DEL would (a key's claim becomes
-	// the key's hold).
-	ClaimReleased
-	// ClaimShareEnds: a migration's owner or target not kept; its share
-	// goes as its DEL would (the owner's hands the address over, the
-	// target's drops its share).
-	ClaimShareEnds
-)
-
-// PlanClaim is PlanGC's rule for one claim of owner: a key's hold stays
-// (only its expiry ends it, HoldEnds), as does a claim keep keeps; a
-// shared one ends its share; any other is released.
-func PlanClaim(owner Attachment, held, shared bool, keep func(Attachment) bool) ClaimGC {
-	switch {
-	case held || keep(owner):
-		return ClaimKept
-	case shared:
-		return ClaimShareEnds
-	}
-	return ClaimReleased
-}
-
-// HoldEnds reports a hold a GC of network ("" for every network) ends:
-// one past its expiry at now, whichever node held it last.
-func HoldEnds(h Hold, network string, now time.Time) bool {
-	return (network == "" || h.Network == network) && h.Expired(now)
-}

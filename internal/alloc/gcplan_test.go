@@ -107,3 +107,35 @@ func TestPlanGC(t *testing.T) {
 		t.Errorf("Orphans = %v, want the held address no record names", got)
 	}
 }
+
+func TestPlanClaims(t *testing.T) {
+	now := time.Now()
+	live := Attachment{ContainerID: "live", IfName: "eth0", Network: "n1"}
+	gone := Attachment{ContainerID: "gone", IfName: "eth0", Network: "n1"}
+	migrating := Attachment{ContainerID: "src", IfName: "eth0", Network: "n1"}
+	other := Attachment{ContainerID: "other", IfName: "eth0", Network: "n2"}
+	expired := GCHold{Hold: Hold{Key: "vm", Network: "n1", Expires: now.Add(-time.Second)}, Ref: "h1"}
+	v := ClaimsView{Network: "n1",
+		Claims: []GCClaim{{Owner: live, Ref: "live"}, {Owner: gone, Ref: "gone"}, {Owner: migrating, Shared: true, Ref: "src"}, {Owner: other, Ref: "other"}},
+		Holds:  []GCHold{expired, {Hold: Hold{Key: "vm", Network: "n2", Expires: now.Add(-time.Second)}, Ref: "h2"}, {Hold: Hold{Key: "vm", Network: "n1"}, Ref: "h3"}},
+	}
+	p := PlanClaims(v, NewKeepSet("", []Attachment{live.Key()}).Keeps, now)
+	refs := func(cs []GCClaim) (out []any) {
+		for _, c := range cs {
+			out = append(out, c.Ref)
+		}
+		return out
+	}
+	if got := refs(p.Release); !slices.Equal(got, []any{"gone"}) {
+		t.Errorf("released %v, want only the claim not kept of the network collected", got)
+	}
+	if got := refs(p.EndShare); !slices.Equal(got, []any{"src"}) {
+		t.Errorf("shares ended %v, want the shared claim not kept", got)
+	}
+	if len(p.Expire) != 1 || p.Expire[0].Ref != "h1" {
+		t.Errorf("expired %v, want the expired hold of the network collected only", p.Expire)
+	}
+	if all := PlanClaims(ClaimsView{Claims: v.Claims, Holds: v.Holds}, NewKeepSet("", nil).Keeps, now); len(all.Release) != 3 || len(all.Expire) != 2 {
+		t.Errorf("a GC of every network keeping nothing: %d released, %d expired, want 3 and 2", len(all.Release), len(all.Expire))
+	}
+}

@@ -110,7 +110,13 @@ func (a *Admin) Leases(f Filter) ([]Lease, error) {
 	for i := range out {
 		out[i].Tenant = tenants[scopePath(out[i].Scope)+"/"+out[i].Address]
 	}
-	slices.SortFunc(out, func(x, y Lease) int {
+	sortLeases(out)
+	return out, nil
+}
+
+// sortLeases sorts by node, scope and address.
+func sortLeases(ls []Lease) {
+	slices.SortFunc(ls, func(x, y Lease) int {
 		if c := strings.Compare(x.Node+"\x00"+scopePath(x.Scope), y.Node+"\x00"+scopePath(y.Scope)); c != 0 {
 			return c
 		}
@@ -118,7 +124,6 @@ func (a *Admin) Leases(f Filter) ([]Lease, error) {
 		b, _ := netip.ParseAddr(y.Address)
 		return a.Compare(b)
 	})
-	return out, nil
 }
 
 // lease decodes an index key: node/<node>/<pool|net>/<name>/<cid>/<ifname>/<slot>.
@@ -253,31 +258,6 @@ func (a *Admin) CheckGone(node string, deadAfter time.Duration) error {
 		}
 	}
 	return nil
-}
-
-// holdScopes are the scopes with holds that f selects.
-func (a *Admin) holdScopes(f Filter) ([]alloc.Scope, error) {
-	if f.Pool != "" {
-		return []alloc.Scope{{Pool: f.Pool}}, nil
-	}
-	prefix := a.op.keys.prefix + "sticky/"
-	kvs, err := a.op.cl.List(prefix, true)
-	if err != nil {
-		return nil, err
-	}
-	seen := map[alloc.Scope]bool{}
-	var out []alloc.Scope
-	for _, kv := range kvs {
-		parts := strings.Split(string(kv.Key[len(prefix):]), "/")
-		if len(parts) != 4 {
-			continue
-		}
-		if s, ok := parseScope(parts[0], parts[1]); ok && !seen[s] {
-			seen[s] = true
-			out = append(out, s)
-		}
-	}
-	return out, nil
 }
 
 // parseScope is the scope a key names as <pool|net>/<name>.

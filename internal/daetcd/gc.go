@@ -2,8 +2,10 @@ package daetcd
 
 import (
 	"errors"
+	"maps"
 	"net/netip"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/cniplugins/cniplugins/internal/alloc"
@@ -45,97 +47,150 @@ func (op *operation) gc(scopes []alloc.Scope, keep alloc.KeepSet) error {
 	if err := op.ensureNode(kv, found); err != nil {
 		return err
 	}
-	err = op.collect(scopes, keep)
+	run := gcRun{node: op.node, network: op.network, keep: keep.Keeps, guard: op.sameMachine()}
+	for _, s := range scopes {
+		run.index, run.holds = append(run.index, op.keys.nodeScope(op.node, s)), append(run.holds, op.keys.holdScope(s))
+	}
+	_, err = op.collect(run, false)
 	return errors.Join(err, op.sweepTenants())
 }
 
-// collect is gc's releases, as alloc.PlanClaim decides each claim, each
-// batch writing the fence buckets of the attachments it releases
-// (fence.go); then the expired holds.
-func (op *operation) collect(scopes []alloc.Scope, keep alloc.KeepSet) error {
+// read lists the run's node's index keys, page by page (another node's
+// claims are never even looked at), and the hold keys, by the scope each
+// key names. It keeps going after errors.
+func (op *operation) read(run gcRun) (map[alloc.Scope]*gcScope, error) {
+	read := map[alloc.Scope]*gcScope{}
 	var errs []error
-	for _, s := range scopes {
-		kvs, err := op.cl.List(op.keys.nodeScope(op.node, s), false)
-		if err != nil {
+	for kind, prefixes := range [2][]string{run.index, run.holds} {
+		root := [2]string{op.keys.nodePrefix(run.node), op.keys.prefix + "sticky/"}[kind]
+		for _, prefix := range prefixes {
+			kvs, err := op.cl.List(prefix, false)
 			errs = append(errs, err)
-			continue
-		}
-		sg := scopeGC{marks: unmark{}}
-		for _, kv := range kvs {
-			r, ok := decodeRecord(kv.Value)
-			if !ok || r.released() || r.Network != op.network {
-				continue
-			}
-			switch alloc.PlanClaim(r.attachment(), false, r.sharing(), keep.Keeps) {
-			case alloc.ClaimShareEnds:
-				errs = append(errs, op.gcShared(s, kv, r, op.network))
-			case alloc.ClaimReleased:
-				sg.release(op, s, kv, r, op.network)
-				op.log.Info("gc releases", logging.String("address", r.Address), logging.String("containerID", r.ContainerID), logging.String("ifname", r.IfName))
+			for _, kv := range kvs {
+				s, ok := op.keys.scopeIn(root, string(kv.Key))
+				if !ok || (run.pool != "" && s.Pool != run.pool) {
+					continue
+				}
+				if read[s] == nil {
+					read[s] = &gcScope{}
+				}
+				read[s][kind] = append(read[s][kind], kv)
 			}
 		}
-		errs = append(errs, op.commitBatches(sg.txns, sg.marks, op.sameMachine()...))
-		// Expired holds go whichever node held them last: no node guard.
-		holds := scopeGC{marks: unmark{}}
-		_, err = op.expiredHolds(s, op.network, &holds)
-		errs = append(errs, err, op.commitBatches(holds.txns, holds.marks))
 	}
+	return read, errors.Join(errs...)
+}
+
+// gcRun is one GC of one node's claims: the CNI GC's (this machine's
+// node, one network, the config's scopes) or an operator's (`gc --etcd`:
+// a gone node, every network or one, every scope or one pool). They
+// differ only in what they read (the prefixes of index and hold keys),
+// what keep keeps, and the guard of each batch of releases (the CNI
+// GC's: the node is still this machine's, node.go); expired holds go
+// whichever node held them last, unguarded.
+type gcRun struct {
+	node, network, pool string // network, pool: "" for every one
+	index, holds        []string
+	keep                func(alloc.Attachment) bool
+	guard               []etcdkv.Cmp
+}
+
+// gcScope is what a GC read in one scope: the node's index keys, then
+// the scope's hold keys.
+type gcScope [2][]etcdkv.KV
+
+// view is what s read, as the engine's view: the claims the index keys
+// name (an earlier version's fences and bytes that are no record hold
+// nothing), and the holds that decode.
+func (g *gcScope) view(network string) alloc.ClaimsView {
+	v := alloc.ClaimsView{Network: network}
+	for _, kv := range g[0] {
+		if r, ok := decodeRecord(kv.Value); ok && !r.released() {
+			v.Claims = append(v.Claims, alloc.GCClaim{Owner: r.attachment(), Shared: r.sharing(), Ref: kv})
+		}
+	}
+	for _, kv := range g[1] {
+		if h, ok := decodeHold(kv.Value); ok {
+			v.Holds = append(v.Holds, alloc.GCHold{Hold: h, Ref: kv})
+		}
+	}
+	return v
+}
+
+// collect is the one GC driver: it reads, the engine plans each scope
+// (alloc.PlanClaims), and, unless dryRun, each plan is applied
+// (applyGC). It returns the plan as leases. It keeps going after
+// errors.
+func (op *operation) collect(run gcRun, dryRun bool) ([]Lease, error) {
+	var claims, holds []Lease
+	read, err := op.read(run)
+	errs := []error{err}
+	for _, s := range slices.SortedFunc(maps.Keys(read), func(x, y alloc.Scope) int { return strings.Compare(scopePath(x), scopePath(y)) }) {
+		p := alloc.PlanClaims(read[s].view(run.network), run.keep, op.now)
+		for _, c := range append(p.EndShare, p.Release...) {
+			r, _ := decodeRecord(c.Ref.(etcdkv.KV).Value)
+			claims = append(claims, Lease{Record: r, Scope: s, key: c.Ref.(etcdkv.KV)})
+		}
+		for _, h := range p.Expire {
+			holds = append(holds, holdLease{h: h.Hold, scope: s, kv: h.Ref.(etcdkv.KV)}.lease())
+		}
+		if !dryRun {
+			errs = append(errs, op.applyGC(run, s, p))
+		}
+	}
+	sortLeases(claims)
+	return append(claims, holds...), errors.Join(errs...)
+}
+
+// applyGC applies plan p of scope s: the shares first, each on its own
+// (gcShared), then the releases and the expiries in batches, each
+// writing the marks of the range sets it frees and the fence buckets of
+// the attachments it releases (fence.go).
+func (op *operation) applyGC(run gcRun, s alloc.Scope, p alloc.ClaimsPlan) error {
+	var errs []error
+	for _, c := range p.EndShare {
+		errs = append(errs, op.gcShared(run, s, c.Ref.(etcdkv.KV)))
+	}
+	released, expired := scopeGC{marks: unmark{}}, scopeGC{marks: unmark{}}
+	for _, c := range p.Release {
+		r := released.release(op, s, c.Ref.(etcdkv.KV), run.network)
+		op.log.Info("gc releases", logging.String("address", r.Address), logging.String("containerID", r.ContainerID), logging.String("ifname", r.IfName))
+	}
+	for _, h := range p.Expire {
+		kv := h.Ref.(etcdkv.KV)
+		ip, _ := netip.ParseAddr(h.Address)
+		expired.txns = append(expired.txns, expireHold(string(kv.Key), op.keys.addrKey(s, ip), kv.ModRevision, ""))
+		expired.marks[op.keys.fullScope(s)+lastSegment(string(kv.Key))] = nil
+		op.log.Info("gc frees an expired hold", logging.String("address", h.Address), logging.String("key", h.Key))
+	}
+	errs = append(errs, op.commitBatches(released.txns, released.marks, run.guard...), op.commitBatches(expired.txns, expired.marks))
 	return errors.Join(errs...)
 }
 
-// gcShared is a GC's release of the sharing record r, found through
-// index key kv, for network ("" for any). Both owners of a migration may
-// go in one GC: the first one's release rewrites the other's keys (hands
-// it the address, or ends its share), so the other's release, planned
-// from the listing, finds them changed. It then reads the index key
-// again and releases the record it now holds, as the engine plans for a
-// claim no GC keeps (the attachment is the same): a sole owner's, into
-// its key's hold. Bounded as DEL's reads are.
-func (op *operation) gcShared(s alloc.Scope, kv etcdkv.KV, r Record, network string) error {
-	err := op.commitShared(s, kv, r, network)
-	for try := 1; errors.Is(err, errReleaseRaced) && try < maxReleaseRaces; try++ {
-		resp, rerr := op.cl.Read(etcdkv.Get(string(kv.Key)))
-		if rerr != nil {
-			return rerr
+// gcShared ends the share of the claim found through index key kv, as
+// its DEL would. Both owners of a migration may go in one GC: the first
+// one's release rewrites the other's keys (hands it the address, or ends
+// its share), so the other's, planned from the listing, finds them
+// changed. It then reads the index key again and applies what the
+// engine plans for it now (a sole owner's claim is released, into its
+// key's hold). Bounded as DEL's reads are.
+func (op *operation) gcShared(run gcRun, s alloc.Scope, kv etcdkv.KV) error {
+	for try := 1; ; try++ {
+		r, _ := decodeRecord(kv.Value)
+		err := op.commitShared(s, kv, r, run.network)
+		if !errors.Is(err, errReleaseRaced) || try == maxReleaseRaces {
+			return err
 		}
-		cur, found := resp.First(0)
-		rec, ok := decodeRecord(cur.Value)
-		switch {
-		case !found || !ok || rec.released():
-			return nil // released meanwhile: nothing is left to do
-		case rec.sharing():
-			err = op.commitShared(s, cur, rec, network)
-		default:
-			sg := scopeGC{marks: unmark{}}
-			sg.release(op, s, cur, rec, network)
-			err = op.commitBatches(sg.txns, sg.marks)
+		resp, err := op.cl.Read(etcdkv.Get(string(kv.Key)))
+		if err != nil {
+			return err
 		}
-	}
-	return err
-}
-
-// expiredHolds adds to sg the release of the holds of network in scope s
-// (every network's when "") that alloc.HoldEnds ends, and returns them:
-// each hold key and its address's claim go at the revision the release
-// wrote them (expireHold), so a hold taken over meanwhile is kept.
-func (op *operation) expiredHolds(s alloc.Scope, network string, sg *scopeGC) ([]holdLease, error) {
-	kvs, err := op.cl.List(op.keys.holdScope(s), false)
-	if err != nil {
-		return nil, err
-	}
-	var plan []holdLease
-	for _, kv := range kvs {
-		h, ok := decodeHold(kv.Value)
-		if !ok || !alloc.HoldEnds(h, network, op.now) {
-			continue
+		p := alloc.PlanClaims((&gcScope{resp.KVs(0)}).view(run.network), run.keep, op.now)
+		if len(p.EndShare) == 0 {
+			return op.applyGC(run, s, p) // released meanwhile, or no share left
 		}
-		ip, _ := netip.ParseAddr(h.Address)
-		sg.txns = append(sg.txns, expireHold(string(kv.Key), op.keys.addrKey(s, ip), kv.ModRevision, ""))
-		sg.marks[op.keys.fullScope(s)+lastSegment(string(kv.Key))] = nil
-		plan = append(plan, holdLease{h: h, scope: s, kv: kv})
-		op.log.Info("gc frees an expired hold", logging.String("address", h.Address), logging.String("key", h.Key))
+		kv = p.EndShare[0].Ref.(etcdkv.KV)
 	}
-	return plan, nil
 }
 
 // maxTxnOps is etcd's default --max-txn-ops: the widest part of a

@@ -73,6 +73,15 @@ func (l layout) fullScope(s alloc.Scope) string { return l.prefix + "full/" + sc
 
 func (l layout) fullKey(s alloc.Scope, slot int) string { return l.fullScope(s) + strconv.Itoa(slot) }
 
+// scopeIn is the scope that key, under root, names: root<pool|net>/<name>/...
+func (l layout) scopeIn(root, key string) (alloc.Scope, bool) {
+	parts := strings.SplitN(strings.TrimPrefix(key, root), "/", 3)
+	if len(parts) < 3 {
+		return alloc.Scope{}, false
+	}
+	return parseScope(parts[0], parts[1])
+}
+
 // markOf is the exhaustion mark of the range set or pool an index key is
 // for (its last segment is the slot).
 func (l layout) markOf(s alloc.Scope, indexKey string) string {

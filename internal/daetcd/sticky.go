@@ -268,12 +268,11 @@ func (a *Admin) holds(f Filter) ([]Lease, error) {
 	var out []Lease
 	for _, kv := range kvs {
 		h, ok := decodeHold(kv.Value)
-		parts := strings.Split(strings.TrimPrefix(string(kv.Key), a.op.keys.prefix+"sticky/"), "/")
-		if !ok || h.Owner != "" || len(parts) != 4 {
+		if !ok || h.Owner != "" {
 			continue
 		}
 		hl := holdLease{h: h, kv: kv}
-		if hl.scope, ok = parseScope(parts[0], parts[1]); !ok {
+		if hl.scope, ok = a.op.keys.scopeIn(a.op.keys.prefix+"sticky/", string(kv.Key)); !ok {
 			continue
 		}
 		if (f.Node != "" && h.LastNode != f.Node) || (f.Network != "" && h.Network != f.Network) ||
