@@ -1,7 +1,6 @@
 package main
 
 import (
-	"fmt"
 	"time"
 
 	"github.com/cniplugins/cniplugins/internal/alloc"
@@ -52,9 +51,9 @@ func (b etcdBackend) Leases(f ops.LeaseFilter) ([]ops.Lease, error) {
 	return out, nil
 }
 
-// Release frees one claim. With Node, it first reads the claim and
-// refuses unless that node holds it; the release then names the owner it
-// read, so a claim that changed hands in between is not freed.
+// Release frees one claim. With Node, the engine refuses unless that
+// node has the attachment the release releases (alloc.PlanRelease), over
+// the one read that the release's transaction is guarded by.
 func (b etcdBackend) Release(q ops.ReleaseRequest) (ops.Lease, error) {
 	if err := q.Validate(); err != nil {
 		return ops.Lease{}, err
@@ -67,20 +66,7 @@ func (b etcdBackend) Release(q ops.ReleaseRequest) (ops.Lease, error) {
 		}
 		return leaseOf(ls[0]), nil
 	}
-	if q.Node != "" {
-		if err := daetcd.ValidNodeName("--node", q.Node); err != nil {
-			return ops.Lease{}, err
-		}
-		l, err := b.ad.Release(q.Addr, s, q.Container, q.IfName, true)
-		if err != nil {
-			return ops.Lease{}, err
-		}
-		if l.Node != q.Node {
-			return ops.Lease{}, fmt.Errorf("%s in %s is held by node %q, not %q", q.Addr, l.ScopeName(), l.Node, q.Node)
-		}
-		q.Container, q.IfName = l.ContainerID, l.IfName
-	}
-	l, err := b.ad.Release(q.Addr, s, q.Container, q.IfName, q.DryRun)
+	l, err := b.ad.Release(q.Addr, s, q.Container, q.IfName, q.Node, q.DryRun)
 	if err != nil {
 		return ops.Lease{}, err
 	}

@@ -16,26 +16,31 @@ import (
 // ReleaseRequest is what the operator asked: an address (Addr) or a
 // sticky key's holds (Key, instead of Addr). Container and IfName, when
 // set, must name the address's owner (or its migration target); with
-// Key, IfName narrows the holds to one interface. Where names the scope
-// in messages.
+// Key, IfName narrows the holds to one interface. Node, when set, must
+// be the node of the attachment an address's release releases (a store
+// whose reservations name nodes: etcd). Where names the scope in
+// messages.
 type ReleaseRequest struct {
 	Addr              netip.Addr
 	Key               string
 	Container, IfName string
+	Node              string
 	Where             string
 }
 
 // ReleaseView is what the store read for the request. For an address:
 // whether it is reserved, by whom, and the record of a key that has it
 // (judged, not stale: a hold, or Owner's keyed reservation), nil when no
-// key has it. NoOwner marks a reservation whose bytes name no owner. For
-// a key: Holds, the records read (at least the key's).
+// key has it. NoOwner marks a reservation whose bytes name no owner;
+// OwnerNode is the owner's node, in a store whose reservations name one.
+// For a key: Holds, the records read (at least the key's).
 type ReleaseView struct {
-	Reserved bool
-	Owner    Attachment
-	NoOwner  bool
-	Record   *HoldRecord
-	Holds    []HoldRecord
+	Reserved  bool
+	Owner     Attachment
+	OwnerNode string
+	NoOwner   bool
+	Record    *HoldRecord
+	Holds     []HoldRecord
 }
 
 // ReleaseAction is what a release does.
@@ -72,12 +77,30 @@ type ReleasePlan struct {
 // its share; else a key's reservation becomes the key's hold (or its
 // migration target's alone), and any other is freed. A key: its holds
 // are freed, refused while a container has one of its addresses (that
-// container's DEL would hold it again) and when it holds nothing.
+// container's DEL would hold it again) and when it holds nothing. An
+// address's release that r.Node names is refused when the attachment it
+// releases (the migration target, for EndShare) is another node's.
 func PlanRelease(v ReleaseView, r ReleaseRequest) (ReleasePlan, error) {
 	if r.Key != "" {
 		holds, err := keyHolds(v.Holds, r.Key, r.IfName, r.Where)
 		return ReleasePlan{Action: FreeHolds, Holds: holds}, err
 	}
+	p, err := planAddr(v, r)
+	if err != nil || r.Node == "" {
+		return p, err
+	}
+	node := v.OwnerNode
+	if p.Action == EndShare {
+		node = p.Record.SecondNode
+	}
+	if node != r.Node {
+		return ReleasePlan{}, fmt.Errorf("%s in %s is held by node %q, not %q", r.Addr, r.Where, node, r.Node)
+	}
+	return p, nil
+}
+
+// planAddr is PlanRelease's plan for an address, whichever node has it.
+func planAddr(v ReleaseView, r ReleaseRequest) (ReleasePlan, error) {
 	e, owner := v.Record, v.Owner
 	switch {
 	case !r.Addr.IsValid():

@@ -16,6 +16,8 @@ func TestPlanRelease(t *testing.T) {
 	addr := func(c, ifn string) ReleaseRequest {
 		return ReleaseRequest{Addr: ip, Container: c, IfName: ifn, Where: "net1"}
 	}
+	sharedNodes := &HoldRecord{Hold: Hold{Key: "vm", IfName: "eth0", Address: "10.1.0.5", Owner: "c1", Node: "n1", Second: "c2", SecondNode: "n2"}, Addr: ip}
+	onNode := func(c, node string) ReleaseRequest { r := addr(c, ""); r.Node = node; return r }
 	key := func(k, ifn string) ReleaseRequest { return ReleaseRequest{Key: k, IfName: ifn, Where: "net1"} }
 	for _, tc := range []struct {
 		name    string
@@ -48,6 +50,12 @@ func TestPlanRelease(t *testing.T) {
 			`10.1.0.5 in net1 is held by container "c1", not "c2"`},
 		{"shared, a third container", ReleaseView{Reserved: true, Owner: c1, Record: shared}, addr("c3", ""), 0, nil, 0,
 			`10.1.0.5 in net1 is held by container "c1", not "c3"`},
+		{"the owner's node", ReleaseView{Reserved: true, Owner: c1, OwnerNode: "n1"}, onNode("", "n1"), FreeAddr, nil, 0, ""},
+		{"another node", ReleaseView{Reserved: true, Owner: c1, OwnerNode: "n1"}, onNode("c1", "n2"), 0, nil, 0, `10.1.0.5 in net1 is held by node "n1", not "n2"`},
+		{"shared, the target's node", ReleaseView{Reserved: true, Owner: c1, OwnerNode: "n1", Record: sharedNodes}, onNode("c2", "n2"), EndShare, sharedNodes, 0, ""},
+		{"shared, the target on the owner's node", ReleaseView{Reserved: true, Owner: c1, OwnerNode: "n1", Record: sharedNodes}, onNode("c2", "n1"), 0, nil, 0,
+			`10.1.0.5 in net1 is held by node "n2", not "n1"`},
+		{"shared, the owner on its node", ReleaseView{Reserved: true, Owner: c1, OwnerNode: "n1", Record: sharedNodes}, onNode("c1", "n1"), HandOverAddr, sharedNodes, 0, ""},
 		{"key: every hold", ReleaseView{Holds: []HoldRecord{*held, heldNet1, stale}}, key("vm", ""), FreeHolds, nil, 2, ""},
 		{"key: one interface", ReleaseView{Holds: []HoldRecord{*held, heldNet1}}, key("vm", "net1"), FreeHolds, nil, 1, ""},
 		{"key: a container has it", ReleaseView{Holds: []HoldRecord{heldNet1, *keyed}}, key("vm", ""), 0, nil, 0,

@@ -150,9 +150,15 @@ func (l Lease) ScopeName() string {
 
 // Release frees addr in scope as the engine plans it (alloc.PlanRelease)
 // over the claim read: refused when it is not claimed or when container
-// (and ifname) are given and do not match its owner. dryRun plans and
-// returns the lease without changing anything.
-func (a *Admin) Release(addr netip.Addr, s alloc.Scope, container, ifname string, dryRun bool) (Lease, error) {
+// (and ifname, and node) are given and do not match the attachment it
+// releases. dryRun plans and returns the lease without changing
+// anything.
+func (a *Admin) Release(addr netip.Addr, s alloc.Scope, container, ifname, node string, dryRun bool) (Lease, error) {
+	if node != "" {
+		if err := ValidNodeName("--node", node); err != nil {
+			return Lease{}, err
+		}
+	}
 	addr = addr.Unmap()
 	resp, err := a.op.cl.Read(etcdkv.Get(a.op.keys.addrKey(s, addr)))
 	if err != nil {
@@ -164,13 +170,13 @@ func (a *Admin) Release(addr netip.Addr, s alloc.Scope, container, ifname string
 	if h, held := decodeHold(kv.Value); !valid && held && h.Held() {
 		v.Record = &alloc.HoldRecord{Hold: h}
 	} else if valid {
-		v.Owner = alloc.Attachment{ContainerID: r.ContainerID, IfName: r.IfName, Network: r.Network}
+		v.Owner, v.OwnerNode = alloc.Attachment{ContainerID: r.ContainerID, IfName: r.IfName, Network: r.Network}, r.Node
 		if r.Hold != "" {
 			v.Record = &alloc.HoldRecord{Hold: alloc.Hold{Key: r.StickyKey, IfName: r.IfName, Address: r.Address, Owner: r.ContainerID, Node: r.Node,
 				Second: r.Second, SecondNode: r.SecondNode, SecondMigration: r.SecondMigration}}
 		}
 	}
-	p, err := alloc.PlanRelease(v, alloc.ReleaseRequest{Addr: addr, Container: container, IfName: ifname, Where: scopePath(s)})
+	p, err := alloc.PlanRelease(v, alloc.ReleaseRequest{Addr: addr, Container: container, IfName: ifname, Node: node, Where: scopePath(s)})
 	switch {
 	case err != nil:
 		return Lease{}, err

@@ -90,6 +90,6 @@ func (e etcdSubject) ReleaseKey(key, ifname string, now time.Time) error {
 }
 
 func (e etcdSubject) ReleaseAddr(ip netip.Addr, now time.Time) error {
-	_, err := e.admin(now).Release(ip, alloctest.ScopeOf(ip), "", "", false)
+	_, err := e.admin(now).Release(ip, alloctest.ScopeOf(ip), "", "", "", false)
 	return err
 }

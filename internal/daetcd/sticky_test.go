@@ -311,10 +311,10 @@ func TestStickyAdminRelease(t *testing.T) {
 	c := stickyCase{t: t, holdFor: "30m"}
 	a1, _ := c.add("host-a", "c1", "web-0")
 	ad := stickyAdmin(t)
-	if _, err := ad.Release(a1, alloc.Scope{Network: "net"}, "", "", false); err != nil {
+	if _, err := ad.Release(a1, alloc.Scope{Network: "net"}, "", "", "", false); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := ad.Release(a1, alloc.Scope{Network: "net"}, "", "", false); err == nil || !strings.Contains(err.Error(), `"ns/web-0"`) {
+	if _, err := ad.Release(a1, alloc.Scope{Network: "net"}, "", "", "", false); err == nil || !strings.Contains(err.Error(), `"ns/web-0"`) {
 		t.Fatalf("release of a held address: %v", err)
 	}
 	if a2, _ := c.add("host-b", "c2", "web-0"); a2 != a1 {
