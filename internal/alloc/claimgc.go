@@ -2,14 +2,13 @@ package alloc
 
 import "time"
 
-// A store that keeps each attachment's reservation as its own record
-// (etcd: a migration's owner and target have one each) cannot read
-// PlanGC's view, where one record names both owners; it reads a
-// ClaimsView instead, and PlanClaims decides each claim by PlanGC's own
-// rule (PlanClaim) and each hold by HoldEnds. Both GCs of etcd (the CNI
-// GC and an operator's gc --etcd) plan through it, and so does a step
-// applied against a guard that failed: the store reads the claim again
-// and asks PlanClaims anew.
+// Every store's GC is planned here, once: a store reads its claims and
+// holds as a ClaimsView, and PlanClaims decides each claim (PlanClaim)
+// and each hold (HoldEnds). etcd reads its view as it keeps it (each
+// owner of a migration has its own claim); the disk store's PlanGC reads
+// its records as such claims, and adds the repairs of its records. A
+// store whose step's guard failed reads that claim again and asks
+// PlanClaims anew.
 
 // GCClaim is one claim as a GC read it; Ref is the store's handle to
 // apply a step by.

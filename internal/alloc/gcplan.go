@@ -80,30 +80,50 @@ type GCPlan struct {
 	Free    []netip.Addr
 }
 
-// PlanGC decides a GC over v: every record is repaired (RepairOf); a
-// reservation's record whose migration target keep rejects loses the
-// share, and whose owner keep rejects is released as its DEL would (the
-// key keeps the address); any other reservation keep rejects is freed.
-// Unexpired holds stay whatever keep says: their owners are '_' owners,
-// which KeepSet never frees.
+// PlanGC decides a GC over v: every record is repaired (RepairOf); the
+// reservations are judged as the claims of a ClaimsView, by PlanClaims,
+// the one plan of every store's GC: a record's owner and its migration
+// target are one claim each, the target's shared. A reservation's
+// record whose target is not kept loses the share, and whose owner is
+// not kept is released as its DEL would (the key keeps the address); any
+// other reservation not kept is freed. Unexpired holds stay whatever
+// keep says: their owners are '_' owners, which KeepSet never frees.
 func PlanGC(v GCView, keep func(Attachment) bool, now time.Time) GCPlan {
 	var p GCPlan
-	named := validlyNamed(v.Holds)
-	for _, e := range v.Holds {
-		s := GCStep{RecordRepair: RepairOf(e, now)}
+	var claims []GCClaim
+	for i, e := range v.Holds {
+		p.Records = append(p.Records, GCStep{RecordRepair: RepairOf(e, now)})
 		if owner, ok := v.Owners[e.Addr]; ok && e.Stale == "" && !e.Held() {
-			second := e.Second != "" && s.Fix != DropBadSecond
-			s.EndShare = second && PlanClaim(e.secondAtt(owner), false, true, keep) != ClaimKept
-			s.Release = PlanClaim(owner, false, false, keep) != ClaimKept
+			claims = append(claims, GCClaim{Owner: owner, Ref: recordRef{i, false}})
+			if e.Second != "" && p.Records[i].Fix != DropBadSecond {
+				claims = append(claims, GCClaim{Owner: e.secondAtt(owner), Shared: true, Ref: recordRef{i, true}})
+			}
 		}
-		p.Records = append(p.Records, s)
 	}
+	named := validlyNamed(v.Holds)
 	for _, ip := range slices.SortedFunc(maps.Keys(v.Owners), netip.Addr.Compare) {
-		if !named[ip] && PlanClaim(v.Owners[ip], false, false, keep) == ClaimReleased {
-			p.Free = append(p.Free, ip)
+		if !named[ip] {
+			claims = append(claims, GCClaim{Owner: v.Owners[ip], Ref: ip})
+		}
+	}
+	cp := PlanClaims(ClaimsView{Claims: claims}, keep, now)
+	for _, c := range append(cp.Release, cp.EndShare...) {
+		switch ref := c.Ref.(type) {
+		case recordRef:
+			p.Records[ref.i].EndShare = p.Records[ref.i].EndShare || ref.second
+			p.Records[ref.i].Release = p.Records[ref.i].Release || !ref.second
+		case netip.Addr:
+			p.Free = append(p.Free, ref)
 		}
 	}
 	return p
+}
+
+// recordRef names a claim of PlanGC's view: record i's owner, or its
+// migration target.
+type recordRef struct {
+	i      int
+	second bool
 }
 
 // Orphans lists the addresses of v held for a hold (HoldOwner) that no
