@@ -140,6 +140,19 @@ func (p GCPlan) Freed() []netip.Addr {
 	return append(out, p.Free...)
 }
 
+// Released lists the addresses p takes from their owners, as ApplyGC
+// returns them: Freed, then the reservations that become holds or go to
+// their migration target.
+func (p GCPlan) Released() []netip.Addr {
+	out := p.Freed()
+	for _, s := range p.Records {
+		if s.Release {
+			out = append(out, s.Record.Addr)
+		}
+	}
+	return out
+}
+
 // ReadGC reads l's GC view: its reservations, and its hold records when
 // it keeps holds.
 func ReadGC(l Lister) (GCView, error) {

@@ -51,7 +51,9 @@ type Collection struct {
 // records of attachments not kept, and the tenant records a killed ADD or
 // DEL left; then, after the directories' locks, the lock files of idle
 // tenants. It keeps going after errors and returns them joined, with the
-// addresses it released (expired holds included) by directory.
+// addresses it took from their owners by directory, in the order of
+// alloc.GCPlan.Released (expired holds, freed reservations, those that
+// became holds).
 func Collect(g Collection) (map[string][]netip.Addr, error) {
 	if g.Log == nil {
 		g.Log = logging.Nop()
@@ -74,7 +76,7 @@ func Collect(g Collection) (map[string][]netip.Addr, error) {
 		errs = append(errs, err)
 		logDone(g.Log, "gc made sticky holds", dir, "addresses", held)
 		logDone(g.Log, "gc released", dir, "addresses", freed)
-		released[dir] = freed
+		released[dir] = append(freed, held...)
 		gone, err := d.GCSpills(g.Keep)
 		errs = append(errs, err)
 		logDone(g.Log, "gc of spill records", dir, "done", gone)

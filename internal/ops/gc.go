@@ -2,6 +2,7 @@ package ops
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"net/netip"
@@ -18,8 +19,13 @@ import (
 // operator.
 type GCRequest struct {
 	Location
-	Keep  []alloc.Attachment
-	Apply bool
+	Keep []alloc.Attachment
+	// Runtime, when set, is `gc --cri`'s account of what lives in place
+	// of Keep (alloc.NewRuntimeKeepSet), and every state directory is
+	// collected: Local's alone, since a shared Backend's GC collects a
+	// gone node (LiveGC never sends it one).
+	Runtime *alloc.Runtime
+	Apply   bool
 	// Node is a shared Backend's only and required there: the host whose
 	// claims to collect (Network and Pool are then optional filters).
 	Node string
@@ -29,22 +35,43 @@ type GCRequest struct {
 	Force     bool
 }
 
-// GC returns the reservations the rules release: only planned without
-// Apply (read without the lock, nothing changed), released with it by
-// the CNI GC's own code (dapools.Collect, tenant records included). With
-// --pool and --network both set, only the reservations recorded for that
-// network are candidates, as in that network's CNI GC; with --pool alone,
-// every network's are.
+// GC returns the reservations the rules take from their owners: only
+// planned without Apply (read without the lock, nothing changed), done
+// with it by the CNI GC's own code (dapools.Collect, tenant records
+// included). With --pool and --network both set, only the reservations
+// recorded for that network are candidates, as in that network's CNI
+// GC; with --pool alone, every network's are.
 func (b Local) GC(r GCRequest) ([]Lease, error) {
-	d, err := b.existingDir(r.Location)
+	keep := alloc.NewKeepSet(r.Network, r.Keep)
+	var dirs []StateDir
+	var err error
+	if r.Runtime != nil {
+		keep = alloc.NewRuntimeKeepSet(*r.Runtime)
+		dirs, err = StateDirs(b.DataDir)
+	} else {
+		var d StateDir
+		d, err = b.existingDir(r.Location)
+		dirs = []StateDir{d}
+	}
 	if err != nil {
 		return nil, err
 	}
-	network := r.Network
-	if d.Kind == "network" {
-		network = d.Name
+	out := []Lease{}
+	var errs []error
+	for _, d := range dirs {
+		in := keep
+		if d.Kind == "network" {
+			in = keep.In(d.Name)
+		}
+		ls, err := b.collect(d, in, r.Apply)
+		out = append(out, ls...)
+		errs = append(errs, err)
 	}
-	keep := alloc.NewKeepSet(network, r.Keep)
+	return out, errors.Join(errs...)
+}
+
+// collect is GC's work in one state directory.
+func (b Local) collect(d StateDir, keep alloc.KeepSet, apply bool) ([]Lease, error) {
 	now := time.Now()
 	var v alloc.GCView
 	var leases map[netip.Addr]Lease
@@ -52,17 +79,18 @@ func (b Local) GC(r GCRequest) ([]Lease, error) {
 		v, leases, err = gcView(d)
 		return err
 	}
-	freed := map[string][]netip.Addr{}
-	if r.Apply {
+	var err error
+	released := map[string][]netip.Addr{}
+	if apply {
 		// What it released is reported as read under the lock.
-		freed, err = dapools.Collect(dapools.Collection{DataDir: b.DataDir, Dirs: []string{d.Path}, LockTimeout: b.LockTimeout, Keep: keep.Keeps, Now: now, Inspect: read})
+		released, err = dapools.Collect(dapools.Collection{DataDir: b.DataDir, Dirs: []string{d.Path}, LockTimeout: b.LockTimeout, Keep: keep.Keeps, Now: now, Inspect: read})
 	} else if err = read("", nil); err == nil {
 		// The engine's plan over what is read without the lock: what
-		// --apply frees, in its order.
-		freed[d.Path] = alloc.PlanGC(v, keep.Keeps, now).Freed()
+		// --apply does, in its order.
+		released[d.Path] = alloc.PlanGC(v, keep.Keeps, now).Released()
 	}
-	out := []Lease{}
-	for _, ip := range freed[d.Path] {
+	var out []Lease
+	for _, ip := range released[d.Path] {
 		out = append(out, leases[ip])
 	}
 	return out, err
