@@ -140,11 +140,10 @@ func (p GCPlan) Freed() []netip.Addr {
 	return append(out, p.Free...)
 }
 
-// Released lists the addresses p takes from their owners, as ApplyGC
-// returns them: Freed, then the reservations that become holds or go to
-// their migration target.
-func (p GCPlan) Released() []netip.Addr {
-	out := p.Freed()
+// Held lists the addresses whose owner p releases to a hold or to its
+// migration target, in ApplyGC's order.
+func (p GCPlan) Held() []netip.Addr {
+	var out []netip.Addr
 	for _, s := range p.Records {
 		if s.Release {
 			out = append(out, s.Record.Addr)

@@ -63,15 +63,18 @@ func (b Local) GC(r GCRequest) ([]Lease, error) {
 		if d.Kind == "network" {
 			in = keep.In(d.Name)
 		}
-		ls, err := b.collect(d, in, r.Apply)
+		ls, err := b.collect(d, in, r.Apply, r.Runtime != nil)
 		out = append(out, ls...)
 		errs = append(errs, err)
 	}
 	return out, errors.Join(errs...)
 }
 
-// collect is GC's work in one state directory.
-func (b Local) collect(d StateDir, keep alloc.KeepSet, apply bool) ([]Lease, error) {
+// collect is GC's work in one state directory. It returns the
+// reservations freed and, with held, also those whose container lost
+// them to a key's hold or a migration target: `gc --cri` reports every
+// reservation it takes from a container, `gc` the addresses it frees.
+func (b Local) collect(d StateDir, keep alloc.KeepSet, apply, held bool) ([]Lease, error) {
 	now := time.Now()
 	var v alloc.GCView
 	var leases map[netip.Addr]Lease
@@ -79,18 +82,25 @@ func (b Local) collect(d StateDir, keep alloc.KeepSet, apply bool) ([]Lease, err
 		v, leases, err = gcView(d)
 		return err
 	}
+	var done dapools.Released
 	var err error
-	released := map[string][]netip.Addr{}
 	if apply {
 		// What it released is reported as read under the lock.
-		released, err = dapools.Collect(dapools.Collection{DataDir: b.DataDir, Dirs: []string{d.Path}, LockTimeout: b.LockTimeout, Keep: keep.Keeps, Now: now, Inspect: read})
+		var all map[string]dapools.Released
+		all, err = dapools.Collect(dapools.Collection{DataDir: b.DataDir, Dirs: []string{d.Path}, LockTimeout: b.LockTimeout, Keep: keep.Keeps, Now: now, Inspect: read})
+		done = all[d.Path]
 	} else if err = read("", nil); err == nil {
 		// The engine's plan over what is read without the lock: what
 		// --apply does, in its order.
-		released[d.Path] = alloc.PlanGC(v, keep.Keeps, now).Released()
+		p := alloc.PlanGC(v, keep.Keeps, now)
+		done = dapools.Released{Freed: p.Freed(), Held: p.Held()}
+	}
+	ips := done.Freed
+	if held {
+		ips = append(ips, done.Held...)
 	}
 	var out []Lease
-	for _, ip := range released[d.Path] {
+	for _, ip := range ips {
 		out = append(out, leases[ip])
 	}
 	return out, err
