@@ -46,9 +46,6 @@ const (
 func Fsck(r FsckRequest) ([]Finding, error) {
 	dirs, err := StateDirs(r.DataDir)
 	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return nil, fmt.Errorf("data dir %s does not exist", r.DataDir)
-		}
 		return nil, err
 	}
 	sets := configuredSets(r.Networks)

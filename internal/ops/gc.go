@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/netip"
 	"strings"
 	"time"
 
@@ -43,15 +42,11 @@ type GCRequest struct {
 // GC; with --pool alone, every network's are.
 func (b Local) GC(r GCRequest) ([]Lease, error) {
 	keep := alloc.NewKeepSet(r.Network, r.Keep)
-	var dirs []StateDir
-	var err error
+	d, err := b.existingDir(r.Location)
+	dirs := []StateDir{d}
 	if r.Runtime != nil {
 		keep = alloc.NewRuntimeKeepSet(*r.Runtime)
 		dirs, err = StateDirs(b.DataDir)
-	} else {
-		var d StateDir
-		d, err = b.existingDir(r.Location)
-		dirs = []StateDir{d}
 	}
 	if err != nil {
 		return nil, err
@@ -59,32 +54,31 @@ func (b Local) GC(r GCRequest) ([]Lease, error) {
 	out := []Lease{}
 	var errs []error
 	for _, d := range dirs {
-		in := keep
+		in := keep // a pool's reservations record their networks
 		if d.Kind == "network" {
 			in = keep.In(d.Name)
 		}
-		ls, err := b.collect(d, in, r.Apply, r.Runtime != nil)
+		ls, err := b.collect(d, in, r)
 		out = append(out, ls...)
 		errs = append(errs, err)
 	}
 	return out, errors.Join(errs...)
 }
 
-// collect is GC's work in one state directory. It returns the
-// reservations freed and, with held, also those whose container lost
-// them to a key's hold or a migration target: `gc --cri` reports every
-// reservation it takes from a container, `gc` the addresses it frees.
-func (b Local) collect(d StateDir, keep alloc.KeepSet, apply, held bool) ([]Lease, error) {
+// collect is GC's work in one state directory. `gc` reports the
+// addresses it frees; `gc --cri` every reservation it takes from a
+// container, those that became a key's hold included.
+func (b Local) collect(d StateDir, keep alloc.KeepSet, r GCRequest) ([]Lease, error) {
 	now := time.Now()
+	var ls []Lease
 	var v alloc.GCView
-	var leases map[netip.Addr]Lease
 	read := func(string, *hostlocal.Disk) (err error) {
-		v, leases, err = gcView(d)
+		ls, v, err = readLeases(d)
 		return err
 	}
 	var done dapools.Released
 	var err error
-	if apply {
+	if r.Apply {
 		// What it released is reported as read under the lock.
 		var all map[string]dapools.Released
 		all, err = dapools.Collect(dapools.Collection{DataDir: b.DataDir, Dirs: []string{d.Path}, LockTimeout: b.LockTimeout, Keep: keep.Keeps, Now: now, Inspect: read})
@@ -95,31 +89,18 @@ func (b Local) collect(d StateDir, keep alloc.KeepSet, apply, held bool) ([]Leas
 		p := alloc.PlanGC(v, keep.Keeps, now)
 		done = dapools.Released{Freed: p.Freed(), Held: p.Held()}
 	}
-	ips := done.Freed
-	if held {
-		ips = append(ips, done.Held...)
+	if r.Runtime != nil {
+		done.Freed = append(done.Freed, done.Held...)
+	}
+	byAddr := map[string]Lease{}
+	for _, l := range ls {
+		byAddr[l.Address] = l
 	}
 	var out []Lease
-	for _, ip := range ips {
-		out = append(out, leases[ip])
+	for _, ip := range done.Freed {
+		out = append(out, byAddr[ip.String()])
 	}
 	return out, err
-}
-
-// gcView reads d as the engine's GC sees it, with each reservation as a
-// lease.
-func gcView(d StateDir) (alloc.GCView, map[netip.Addr]Lease, error) {
-	ls, rs, _, err := readLeases(d)
-	if err != nil {
-		return alloc.GCView{}, nil, err
-	}
-	v := alloc.GCView{Owners: map[netip.Addr]alloc.Attachment{}}
-	leases := map[netip.Addr]Lease{}
-	for i, res := range rs {
-		v.Owners[res.Addr], leases[res.Addr] = res.Owner, ls[i]
-	}
-	v.Holds, err = hostlocal.ReadHolds(d.Path)
-	return v, leases, err
 }
 
 // ParseKeep reads "CONTAINERID" (every reservation of that container) or
