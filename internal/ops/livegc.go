@@ -63,39 +63,32 @@ func LiveGC(b Backend, r LiveGCRequest) (LiveGCReport, error) {
 	}
 	keep := alloc.NewRuntimeKeepSet(r.Runtime)
 	out := LiveGCReport{Stale: []LiveGCLease{}, Skipped: map[string]int{}}
+	var gone []Lease
 	for _, l := range all {
-		if keep.Verdict(l.owner()) == alloc.KeptOtherNetwork {
+		switch keep.Verdict(l.owner()) {
+		case alloc.KeptOtherNetwork:
 			out.Skipped[l.Network]++
+		case alloc.Collected:
+			gone = append(gone, l)
 		}
 	}
-	var failed []error
+	var errs []error
 	if !b.Shared() {
-		var gone []Lease
 		gone, err = b.GC(GCRequest{Runtime: &r.Runtime, Apply: r.Apply})
-		for _, l := range gone {
-			out.Stale = append(out.Stale, r.aged(l))
-		}
-		return out, err
+		errs = append(errs, err)
 	}
-	for _, l := range all {
-		if keep.Keeps(l.owner()) {
-			continue
-		}
-		g := r.aged(l)
-		if r.Apply {
+	for _, l := range gone {
+		age := r.Now.Sub(l.Since).Round(time.Second)
+		g := LiveGCLease{Lease: l, Age: age, AgeSeconds: int64(age / time.Second)}
+		if r.Apply && b.Shared() { // Local.GC released what it reports
 			if err := r.release(b, l); err != nil {
 				g.Error = err.Error()
-				failed = append(failed, fmt.Errorf("%s: %w", l.Describe(), err))
+				errs = append(errs, fmt.Errorf("%s: %w", l.Describe(), err))
 			}
 		}
 		out.Stale = append(out.Stale, g)
 	}
-	return out, errors.Join(failed...)
-}
-
-func (r LiveGCRequest) aged(l Lease) LiveGCLease {
-	age := r.Now.Sub(l.Since).Round(time.Second)
-	return LiveGCLease{Lease: l, Age: age, AgeSeconds: int64(age / time.Second)}
+	return out, errors.Join(errs...)
 }
 
 // owner is the attachment l is the reservation of; a lease that is no
