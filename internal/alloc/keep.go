@@ -46,8 +46,9 @@ func ValidAttachments(conf *netconf.Envelope) ([]Attachment, error) {
 // stays when its attachment is live, when it is a legacy id-only file of
 // a container that has any live attachment, when it records another
 // network than the one being collected (a shared pool), or when its owner
-// is not a CNI attachment at all (a '_'-kind owner such as a Docker
-// endpoint: CNI's list of valid attachments can never name it). A live
+// is not a CNI attachment at all (no container ID, or a '_'-kind owner
+// such as a Docker endpoint: CNI's list of valid attachments can never
+// name it). A live
 // attachment given without an ifname keeps every reservation of its
 // container: the safe reading of an incomplete entry. A runtime's keep
 // set (NewRuntimeKeepSet) adds its own scope and the minimum age.
@@ -122,8 +123,9 @@ func NewRuntimeKeepSet(r Runtime) KeepSet {
 	return k
 }
 
-// In is k for the state of one network, whose reservations record no
-// network: a runtime's keep set reads them as that network's.
+// In is k for a network's own state directory, whose reservations
+// record no network: the CNI GC's keep set collects that network, and a
+// runtime's reads them as that network's.
 func (k KeepSet) In(network string) KeepSet {
 	k.network = network
 	return k

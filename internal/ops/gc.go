@@ -42,11 +42,15 @@ type GCRequest struct {
 // GC; with --pool alone, every network's are.
 func (b Local) GC(r GCRequest) ([]Lease, error) {
 	keep := alloc.NewKeepSet(r.Network, r.Keep)
-	d, err := b.existingDir(r.Location)
-	dirs := []StateDir{d}
+	var dirs []StateDir
+	var err error
 	if r.Runtime != nil {
 		keep = alloc.NewRuntimeKeepSet(*r.Runtime)
 		dirs, err = StateDirs(b.DataDir)
+	} else {
+		var d StateDir
+		d, err = b.existingDir(r.Location)
+		dirs = []StateDir{d}
 	}
 	if err != nil {
 		return nil, err
