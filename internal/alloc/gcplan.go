@@ -160,6 +160,18 @@ func (p GCPlan) Freed() []netip.Addr {
 	return append(out, p.Free...)
 }
 
+// Held lists the addresses whose owner p releases to a hold or to its
+// migration target, in ApplyGC's order.
+func (p GCPlan) Held() []netip.Addr {
+	var out []netip.Addr
+	for _, s := range p.Records {
+		if s.Release {
+			out = append(out, s.Record.Addr)
+		}
+	}
+	return out
+}
+
 // ReadGC reads l's GC view: its reservations, and its hold records when
 // it keeps holds.
 func ReadGC(l Lister) (GCView, error) {

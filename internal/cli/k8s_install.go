@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/cniplugins/cniplugins/internal/alloc"
 	"github.com/cniplugins/cniplugins/internal/k8sinstall"
 	"github.com/cniplugins/cniplugins/internal/ops"
 )
@@ -158,7 +159,7 @@ func (f Flavour) k8sGC(backend func() (ops.Backend, error), node, socket string,
 		return nil, errors.New("with --etcd, name this host's --node: only its claims are reconciled")
 	}
 	return func(log io.Writer) (int, error) {
-		rep, live, err := reconcile(f.CRI, socket, timeout, scope, b, ops.LiveGCRequest{Apply: true, MinAge: minAge, Node: node})
+		rep, live, err := reconcile(f.CRI, socket, timeout, scope, b, ops.LiveGCRequest{Runtime: alloc.Runtime{MinAge: minAge}, Apply: true, Node: node})
 		released := 0
 		for _, l := range rep.Stale {
 			if l.Error != "" {

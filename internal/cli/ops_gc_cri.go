@@ -159,10 +159,7 @@ func reconcile(live liveSandboxes, endpoint string, timeout time.Duration, scope
 	if err != nil {
 		return scopedReport{}, 0, exitError{2, fmt.Errorf("%w; nothing released", err)}
 	}
-	r.Live, r.Now, r.Networks = sandboxes, time.Now(), map[string]bool{}
-	for _, n := range networks {
-		r.Networks[n] = true
-	}
+	r.Ready, r.Now, r.Networks = sandboxes, time.Now(), networks
 	rep, err := ops.LiveGC(b, r)
 	return scopedReport{LiveGCReport: rep, Networks: networks}, len(sandboxes), err
 }

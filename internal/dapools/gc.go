@@ -43,6 +43,13 @@ type Collection struct {
 	Faults *hostlocal.Faults
 }
 
+// Released is what a GC did in one directory, as alloc.ApplyGC returns
+// it: the addresses it freed (expired holds first), and those whose
+// owner it released to a hold or to a migration target.
+type Released struct {
+	Freed, Held []netip.Addr
+}
+
 // Collect is every GC of local state: the CNI GC command's and the
 // operators' `cniplugins gc --apply`, one orchestration so that what a GC
 // repairs cannot differ between them again (the operators' once left the
@@ -50,9 +57,9 @@ type Collection struct {
 // GC (alloc.CollectGC: hold records and reservations), then the spill
 // records of attachments not kept, and the tenant records a killed ADD or
 // DEL left; then, after the directories' locks, the lock files of idle
-// tenants. It keeps going after errors and returns them joined, with the
-// addresses it released (expired holds included) by directory.
-func Collect(g Collection) (map[string][]netip.Addr, error) {
+// tenants. It keeps going after errors and returns them joined, with
+// what it released by directory.
+func Collect(g Collection) (map[string]Released, error) {
 	if g.Log == nil {
 		g.Log = logging.Nop()
 	}
@@ -60,7 +67,7 @@ func Collect(g Collection) (map[string][]netip.Addr, error) {
 	if err != nil {
 		return nil, err
 	}
-	released := map[string][]netip.Addr{}
+	released := map[string]Released{}
 	var errs []error
 	for _, dir := range st.order {
 		d := st.disks[dir]
@@ -74,7 +81,7 @@ func Collect(g Collection) (map[string][]netip.Addr, error) {
 		errs = append(errs, err)
 		logDone(g.Log, "gc made sticky holds", dir, "addresses", held)
 		logDone(g.Log, "gc released", dir, "addresses", freed)
-		released[dir] = freed
+		released[dir] = Released{Freed: freed, Held: held}
 		gone, err := d.GCSpills(g.Keep)
 		errs = append(errs, err)
 		logDone(g.Log, "gc of spill records", dir, "done", gone)

@@ -3,6 +3,7 @@ package ops
 import (
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -116,18 +117,16 @@ func listPlugins(f string, list *libcni.NetworkConfigList) ([]PluginConf, []Prob
 	return out, problems
 }
 
+// loadList parses file as libcni reads it from a conf dir.
 func loadList(file string) (*libcni.NetworkConfigList, error) {
-	if filepath.Ext(file) == ".conflist" {
-		return libcni.ConfListFromFile(file)
-	}
-	c, err := libcni.ConfFromFile(file)
+	data, err := os.ReadFile(file)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("error reading %s: %w", file, err)
 	}
-	return libcni.ConfListFromConf(c)
+	return loadListData(file, data)
 }
 
-// loadListData parses data as loadList parses the file name: a
+// loadListData parses data as libcni parses a file of that name: a
 // .conflist as a list, anything else as a single config.
 func loadListData(name string, data []byte) (*libcni.NetworkConfigList, error) {
 	if filepath.Ext(name) == ".conflist" {

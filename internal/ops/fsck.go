@@ -46,9 +46,6 @@ const (
 func Fsck(r FsckRequest) ([]Finding, error) {
 	dirs, err := StateDirs(r.DataDir)
 	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return nil, fmt.Errorf("data dir %s does not exist", r.DataDir)
-		}
 		return nil, err
 	}
 	sets := configuredSets(r.Networks)
@@ -172,17 +169,18 @@ func findings(d StateDir, h *hostlocal.Health, sets []addrspace.RangeSet) ([]Fin
 	now := time.Now()
 	for _, e := range h.Holds {
 		path := filepath.Join(d.Path, "_sticky", e.ID+".json")
+		record := "sticky hold record of key " + printable(fmt.Sprintf("%q", e.Key)) + " "
 		r := alloc.RepairOf(e, now)
 		switch r.Fix {
 		case alloc.RemoveRecord:
-			add(SeverityProblem, path, "sticky hold record of key "+printable(fmt.Sprintf("%q", e.Key))+" holds nothing: "+e.Stale, repairRemove)
+			add(SeverityProblem, path, record+"holds nothing: "+e.Stale, repairRemove)
 		case alloc.EndExpired:
 			add(SeverityNote, path, fmt.Sprintf("sticky hold of %s for key %q expired at %s; GC frees it", e.Address, e.Key, e.Expires.Format(time.RFC3339)), "free it, as GC would")
 		case alloc.DropBadSecond:
-			add(SeverityProblem, path, "sticky hold record of key "+printable(fmt.Sprintf("%q", e.Key))+" "+e.SecondProblem(), "drop the migration target; the owner keeps the address")
+			add(SeverityProblem, path, record+e.SecondProblem(), "drop the migration target; the owner keeps the address")
 		}
 		if r.Settle != "" {
-			add(SeverityProblem, path, "sticky hold record of key "+printable(fmt.Sprintf("%q", e.Key))+" "+printable(r.Settle), "finish it, as the DEL of the container it names would")
+			add(SeverityProblem, path, record+printable(r.Settle), "finish it, as the DEL of the container it names would")
 		}
 	}
 	for _, r := range h.Tenants {

@@ -2,9 +2,9 @@ package ops
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
-	"net/netip"
 	"strings"
 	"time"
 
@@ -18,8 +18,13 @@ import (
 // operator.
 type GCRequest struct {
 	Location
-	Keep  []alloc.Attachment
-	Apply bool
+	Keep []alloc.Attachment
+	// Runtime, when set, is `gc --cri`'s account of what lives in place
+	// of Keep (alloc.NewRuntimeKeepSet), and every state directory is
+	// collected: Local's alone, since a shared Backend's GC collects a
+	// gone node (LiveGC never sends it one).
+	Runtime *alloc.Runtime
+	Apply   bool
 	// Node is a shared Backend's only and required there: the host whose
 	// claims to collect (Network and Pool are then optional filters).
 	Node string
@@ -29,59 +34,77 @@ type GCRequest struct {
 	Force     bool
 }
 
-// GC returns the reservations the rules release: only planned without
-// Apply (read without the lock, nothing changed), released with it by
-// the CNI GC's own code (dapools.Collect, tenant records included). With
-// --pool and --network both set, only the reservations recorded for that
-// network are candidates, as in that network's CNI GC; with --pool alone,
-// every network's are.
+// GC returns the reservations the rules take from their owners: only
+// planned without Apply (read without the lock, nothing changed), done
+// with it by the CNI GC's own code (dapools.Collect, tenant records
+// included). With --pool and --network both set, only the reservations
+// recorded for that network are candidates, as in that network's CNI
+// GC; with --pool alone, every network's are.
 func (b Local) GC(r GCRequest) ([]Lease, error) {
-	d, err := b.existingDir(r.Location)
+	keep := alloc.NewKeepSet(r.Network, r.Keep)
+	var dirs []StateDir
+	var err error
+	if r.Runtime != nil {
+		keep = alloc.NewRuntimeKeepSet(*r.Runtime)
+		dirs, err = StateDirs(b.DataDir)
+	} else {
+		var d StateDir
+		d, err = b.existingDir(r.Location)
+		dirs = []StateDir{d}
+	}
 	if err != nil {
 		return nil, err
 	}
-	network := r.Network
-	if d.Kind == "network" {
-		network = d.Name
-	}
-	keep := alloc.NewKeepSet(network, r.Keep)
-	now := time.Now()
-	var v alloc.GCView
-	var leases map[netip.Addr]Lease
-	read := func(string, *hostlocal.Disk) (err error) {
-		v, leases, err = gcView(d)
-		return err
-	}
-	freed := map[string][]netip.Addr{}
-	if r.Apply {
-		// What it released is reported as read under the lock.
-		freed, err = dapools.Collect(dapools.Collection{DataDir: b.DataDir, Dirs: []string{d.Path}, LockTimeout: b.LockTimeout, Keep: keep.Keeps, Now: now, Inspect: read})
-	} else if err = read("", nil); err == nil {
-		// The engine's plan over what is read without the lock: what
-		// --apply frees, in its order.
-		freed[d.Path] = alloc.PlanGC(v, keep.Keeps, now).Freed()
-	}
 	out := []Lease{}
-	for _, ip := range freed[d.Path] {
-		out = append(out, leases[ip])
+	var errs []error
+	for _, d := range dirs {
+		in := keep // a pool's reservations record their networks
+		if d.Kind == "network" {
+			in = keep.In(d.Name)
+		}
+		ls, err := b.collect(d, in, r)
+		out = append(out, ls...)
+		errs = append(errs, err)
 	}
-	return out, err
+	return out, errors.Join(errs...)
 }
 
-// gcView reads d as the engine's GC sees it, with each reservation as a
-// lease.
-func gcView(d StateDir) (alloc.GCView, map[netip.Addr]Lease, error) {
-	ls, rs, _, err := readLeases(d)
-	if err != nil {
-		return alloc.GCView{}, nil, err
+// collect is GC's work in one state directory. `gc` reports the
+// addresses it frees; `gc --cri` every reservation it takes from a
+// container, those that became a key's hold included.
+func (b Local) collect(d StateDir, keep alloc.KeepSet, r GCRequest) ([]Lease, error) {
+	now := time.Now()
+	var ls []Lease
+	var v alloc.GCView
+	read := func(string, *hostlocal.Disk) (err error) {
+		ls, v, err = readLeases(d)
+		return err
 	}
-	v := alloc.GCView{Owners: map[netip.Addr]alloc.Attachment{}}
-	leases := map[netip.Addr]Lease{}
-	for i, res := range rs {
-		v.Owners[res.Addr], leases[res.Addr] = res.Owner, ls[i]
+	var done dapools.Released
+	var err error
+	if r.Apply {
+		// What it released is reported as read under the lock.
+		var all map[string]dapools.Released
+		all, err = dapools.Collect(dapools.Collection{DataDir: b.DataDir, Dirs: []string{d.Path}, LockTimeout: b.LockTimeout, Keep: keep.Keeps, Now: now, Inspect: read})
+		done = all[d.Path]
+	} else if err = read("", nil); err == nil {
+		// The engine's plan over what is read without the lock: what
+		// --apply does, in its order.
+		p := alloc.PlanGC(v, keep.Keeps, now)
+		done = dapools.Released{Freed: p.Freed(), Held: p.Held()}
 	}
-	v.Holds, err = hostlocal.ReadHolds(d.Path)
-	return v, leases, err
+	if r.Runtime != nil {
+		done.Freed = append(done.Freed, done.Held...)
+	}
+	byAddr := map[string]Lease{}
+	for _, l := range ls {
+		byAddr[l.Address] = l
+	}
+	var out []Lease
+	for _, ip := range done.Freed {
+		out = append(out, byAddr[ip.String()])
+	}
+	return out, err
 }
 
 // ParseKeep reads "CONTAINERID" (every reservation of that container) or

@@ -39,7 +39,7 @@ func TestGCRepairsTenantRecords(t *testing.T) {
 			got, err := dapools.Collect(dapools.Collection{DataDir: dataDir, Dirs: []string{dir},
 				Keep: alloc.NewKeepSet("net", []alloc.Attachment{live.Key()}).Keeps, Now: time.Now()})
 			var out []string
-			for _, ip := range got[dir] {
+			for _, ip := range got[dir].Freed {
 				out = append(out, ip.String())
 			}
 			return out, err

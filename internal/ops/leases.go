@@ -1,9 +1,8 @@
 package ops
 
 import (
-	"errors"
 	"fmt"
-	"os"
+	"net/netip"
 	"strings"
 	"time"
 
@@ -64,9 +63,6 @@ type LeaseFilter struct {
 func (b Local) Leases(f LeaseFilter) ([]Lease, error) {
 	dirs, err := StateDirs(b.DataDir)
 	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return nil, fmt.Errorf("data dir %s does not exist", b.DataDir)
-		}
 		return nil, err
 	}
 	out := []Lease{}
@@ -77,7 +73,7 @@ func (b Local) Leases(f LeaseFilter) ([]Lease, error) {
 		case f.Network != "" && d.Kind == "network" && d.Name != f.Network:
 			continue
 		}
-		ls, _, _, err := readLeases(d)
+		ls, _, err := readLeases(d)
 		if err != nil {
 			return nil, err
 		}
@@ -91,25 +87,28 @@ func (b Local) Leases(f LeaseFilter) ([]Lease, error) {
 }
 
 // readLeases reads d's reservations without the lock, as leases with
-// what sticky keys' records say (ls[i] is rs[i]), and those records by
-// address.
-func readLeases(d StateDir) (ls []Lease, rs []hostlocal.Reservation, holds map[string]alloc.HoldRecord, err error) {
-	if rs, err = hostlocal.ReadReservations(d.Path); err != nil {
-		return nil, nil, nil, err
+// what sticky keys' records say, and as the engine's GC reads them.
+func readLeases(d StateDir) ([]Lease, alloc.GCView, error) {
+	v := alloc.GCView{Owners: map[netip.Addr]alloc.Attachment{}}
+	rs, err := hostlocal.ReadReservations(d.Path)
+	if err != nil {
+		return nil, v, err
 	}
-	if holds, err = validHolds(d.Path); err != nil {
-		return nil, nil, nil, err
+	if v.Holds, err = hostlocal.ReadHolds(d.Path); err != nil {
+		return nil, v, err
 	}
 	tenants, err := hostlocal.ReadTenants(d.Path, hostlocal.Addrs(rs))
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, v, err
 	}
-	ls = make([]Lease, len(rs))
+	holds := validHolds(v.Holds)
+	ls := make([]Lease, len(rs))
 	for i, r := range rs {
 		ls[i] = withHold(leaseOf(d, r), holds)
 		ls[i].Tenant = tenants[r.Addr]
+		v.Owners[r.Addr] = r.Owner
 	}
-	return ls, rs, holds, nil
+	return ls, v, nil
 }
 
 func leaseOf(d StateDir, r hostlocal.Reservation) Lease {
@@ -128,17 +127,15 @@ func leaseOf(d StateDir, r hostlocal.Reservation) Lease {
 	return l
 }
 
-// validHolds maps the addresses of dir that sticky keys keep to their
-// records.
-func validHolds(dir string) (map[string]alloc.HoldRecord, error) {
-	hs, err := hostlocal.ReadHolds(dir)
+// validHolds maps the addresses that sticky keys keep to their records.
+func validHolds(hs []alloc.HoldRecord) map[string]alloc.HoldRecord {
 	out := map[string]alloc.HoldRecord{}
 	for _, e := range hs {
 		if e.Stale == "" {
 			out[e.Addr.String()] = e
 		}
 	}
-	return out, err
+	return out
 }
 
 // withHold adds what a sticky key's record says to l.

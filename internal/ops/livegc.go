@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net/netip"
 	"time"
+
+	"github.com/cniplugins/cniplugins/internal/alloc"
 )
 
 // DefaultMinAge is how old a reservation must be before `gc --cri` may
@@ -13,35 +15,23 @@ import (
 const DefaultMinAge = 10 * time.Minute
 
 // LiveGCRequest reconciles the reservations of this node against the
-// runtime's own list of live sandboxes (`gc --cri`).
+// runtime's own account of them (`gc --cri`): the engine's keep set
+// decides (alloc.NewRuntimeKeepSet); the runtime's Reserved is read here.
 type LiveGCRequest struct {
-	// Live holds the container IDs the runtime reports as ready sandboxes.
-	Live   map[string]bool
-	MinAge time.Duration
-	Now    time.Time
-	Apply  bool
+	alloc.Runtime
+	Apply bool
 	// Node, in a shared Backend, is the host whose claims alone are
 	// candidates.
 	Node string
-	// Networks are the networks the runtime attaches its sandboxes to
-	// (RuntimeNetworks of its conf dir, and any named by the operator).
-	// Only their reservations are candidates: the runtime's list of live
-	// sandboxes says nothing about another runtime's containers (podman,
-	// Nomad, a second CRI runtime sharing the data dir), whose IDs it
-	// never lists, so without this scope every one of them would look
-	// leaked. Empty covers nothing.
-	Networks map[string]bool
 }
 
 // LiveGCReport is what a reconcile found.
 type LiveGCReport struct {
-	// Stale are the reservations it releases (or would).
+	// Stale are the reservations it takes from their owners (or would).
 	Stale []LiveGCLease
-	// Skipped counts, by network, the CNI reservations it left alone
-	// because their network is not one of the request's Networks; the key
-	// "" counts those whose network was never recorded (a pool
-	// reservation written by host-local or an old version), which are
-	// kept since nothing says which runtime made them.
+	// Skipped counts, by network, the CNI reservations it left alone as
+	// another network's; the key "" counts those whose network was never
+	// recorded.
 	Skipped map[string]int
 }
 
@@ -55,60 +45,60 @@ type LiveGCLease struct {
 	Error string `json:"error,omitempty"`
 }
 
-// stale reports whether l is a CNI attachment's reservation that no live
-// sandbox owns and that is older than the minimum age. Other owners (the
-// Docker driver's "_docker", markers, files fsck must look at first) are
-// never candidates.
-func (r LiveGCRequest) stale(l Lease) bool {
-	if !attachment(l) {
-		return false
-	}
-	return !r.Live[l.ContainerID] && !l.Since.IsZero() && r.Now.Sub(l.Since) >= r.MinAge
-}
-
-// attachment reports whether l is a CNI attachment's reservation at all,
-// the only kind a reconcile ever weighs.
-func attachment(l Lease) bool {
-	return l.Problem == "" && (l.Owner == "cni" || l.Owner == "legacy") && l.ContainerID != ""
-}
-
-// LiveGC releases every stale reservation of r's Networks in b (in
-// every network directory and pool of a data dir, or among the node's
-// claims in a shared store) through b's
-// Release: only while the same attachment still holds it (under the
-// directory's lock, or in a transaction comparing the owner), so a DEL
-// or an ADD that got there first is never undone. Without Apply it only
-// lists them. A release that fails is reported on its lease and makes
-// the returned error non-nil; the others still go.
+// LiveGC collects what r's keep set does not keep in b: a data dir's
+// every state directory through the CNI GC's own code (Local.GC), or
+// the node's claims in a shared store, each through b's Release, which
+// compares the owner in its transaction. Either way a DEL or an ADD that
+// got there first is never undone. Without Apply it only lists them.
 func LiveGC(b Backend, r LiveGCRequest) (LiveGCReport, error) {
 	all, err := b.Leases(LeaseFilter{Node: r.Node})
 	if err != nil {
 		return LiveGCReport{}, err
 	}
-	out := LiveGCReport{Stale: []LiveGCLease{}, Skipped: map[string]int{}}
-	var failed []error
+	r.Reserved = map[alloc.Attachment]time.Time{}
 	for _, l := range all {
-		// A pool's directory holds every network's reservations that
-		// select it, so the scope is the recorded network, never the
-		// directory: a reservation recording none ("") is kept.
-		if attachment(l) && (l.Network == "" || !r.Networks[l.Network]) {
+		if k := l.owner().Key(); l.Since.After(r.Reserved[k]) {
+			r.Reserved[k] = l.Since
+		}
+	}
+	keep := alloc.NewRuntimeKeepSet(r.Runtime)
+	out := LiveGCReport{Stale: []LiveGCLease{}, Skipped: map[string]int{}}
+	var gone []Lease
+	for _, l := range all {
+		switch keep.Verdict(l.owner()) {
+		case alloc.KeptOtherNetwork:
 			out.Skipped[l.Network]++
-			continue
+		case alloc.Collected:
+			gone = append(gone, l)
 		}
-		if !r.stale(l) {
-			continue
-		}
+	}
+	var errs []error
+	if !b.Shared() {
+		gone, err = b.GC(GCRequest{Runtime: &r.Runtime, Apply: r.Apply})
+		errs = append(errs, err)
+	}
+	for _, l := range gone {
 		age := r.Now.Sub(l.Since).Round(time.Second)
 		g := LiveGCLease{Lease: l, Age: age, AgeSeconds: int64(age / time.Second)}
-		if r.Apply {
+		if r.Apply && b.Shared() { // Local.GC released what it reports
 			if err := r.release(b, l); err != nil {
 				g.Error = err.Error()
-				failed = append(failed, fmt.Errorf("%s: %w", l.Describe(), err))
+				errs = append(errs, fmt.Errorf("%s: %w", l.Describe(), err))
 			}
 		}
 		out.Stale = append(out.Stale, g)
 	}
-	return out, errors.Join(failed...)
+	return out, errors.Join(errs...)
+}
+
+// owner is the attachment l is the reservation of; a lease that is no
+// attachment's reservation (a hold, a marker, a file that does not
+// parse) has none.
+func (l Lease) owner() alloc.Attachment {
+	if l.Problem != "" || l.Owner != "cni" && l.Owner != "legacy" {
+		return alloc.Attachment{}
+	}
+	return alloc.Attachment{ContainerID: l.ContainerID, IfName: l.IfName, Network: l.Network}
 }
 
 func (r LiveGCRequest) release(b Backend, l Lease) error {

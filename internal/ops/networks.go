@@ -143,11 +143,11 @@ func Describe(p PluginConf, dataDir string) (Network, bool, error) {
 		return n, true, err
 	}
 	seen := map[string]bool{}
-	chains := pool.Catalog{Overflows: pool.Overflows(layout.PoolDefs)}
-	chain := func(field string, p pool.Pool) ([]string, error) {
-		p, err := chains.Resolve(field, p)
-		return p.Names()[1:], err
+	add := func(name, field string, def pool.Definition, chain pool.Pool) {
+		n.Pools = append(n.Pools, PoolDef{Name: name, Field: field, Dir: n.stateDir(dataDir, alloc.Scope{Pool: name}), Definition: def, Chain: chain.Names()[1:]})
+		seen[name] = true
 	}
+	chains := pool.Catalog{Overflows: pool.Overflows(layout.PoolDefs)}
 	if len(listed.Pools) > 0 && string(listed.Pools) != "null" {
 		pools, err := pool.ParseList(listed.Pools, "ipam.pools")
 		if err != nil {
@@ -161,15 +161,14 @@ func Describe(p PluginConf, dataDir string) (Network, bool, error) {
 			if err != nil {
 				return n, true, err
 			}
-			src, ok, err := layout.Pool(pl, fmt.Sprintf("ipam.pools[%d]", i))
+			src, ok, err := layout.Pool(pl, field)
 			if err != nil {
 				return n, true, err
 			}
 			if !ok {
-				return n, true, cnierr.New(cnierr.CodeInvalidConfig, "unknown pool: no inline ranges and no ipam.poolDefinitions entry", "ipam.pools[%d].name=%s", i, pl.Name)
+				return n, true, cnierr.New(cnierr.CodeInvalidConfig, "unknown pool: no inline ranges and no ipam.poolDefinitions entry", "%s.name=%s", field, pl.Name)
 			}
-			n.Pools = append(n.Pools, PoolDef{Name: pl.Name, Field: field, Dir: n.stateDir(dataDir, alloc.Scope{Pool: pl.Name}), Definition: src, Chain: resolved.Names()[1:]})
-			seen[pl.Name] = true
+			add(pl.Name, field, src, resolved)
 		}
 	}
 	// The pools ipam-ds-args can select, as the allocator resolves each
@@ -186,16 +185,16 @@ func Describe(p PluginConf, dataDir string) (Network, bool, error) {
 		if !ok {
 			continue // a name nothing defines: its ADDs fail (code 7), nothing to count
 		}
-		n.Pools = append(n.Pools, PoolDef{Name: ap.Name, Field: ap.Field, Dir: n.stateDir(dataDir, alloc.Scope{Pool: ap.Name}), Definition: src, Chain: ap.Names()[1:]})
-		seen[ap.Name] = true
+		add(ap.Name, ap.Field, src, ap.Pool)
 	}
 	for _, name := range slices.Sorted(maps.Keys(layout.PoolDefs)) {
 		if !seen[name] {
-			c, err := chain("ipam.poolDefinitions."+name, pool.Pool{Name: name})
+			field := "ipam.poolDefinitions." + name
+			c, err := chains.Resolve(field, pool.Pool{Name: name})
 			if err != nil {
 				return n, true, err
 			}
-			n.Pools = append(n.Pools, PoolDef{Name: name, Field: "ipam.poolDefinitions." + name, Dir: n.stateDir(dataDir, alloc.Scope{Pool: name}), Definition: layout.PoolDefs[name], Chain: c})
+			add(name, field, layout.PoolDefs[name], c)
 		}
 	}
 	return n, true, checkChainFamilies(n.Pools)

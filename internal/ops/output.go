@@ -64,15 +64,14 @@ func WriteJSON(w io.Writer, v any) error {
 // printable replaces what is not a printable character (control
 // characters, invalid UTF-8) with '?'.
 func printable(s string) string {
-	for _, r := range s {
-		if r == utf8.RuneError || !unicode.IsPrint(r) {
-			return strings.Map(func(r rune) rune {
-				if r == utf8.RuneError || !unicode.IsPrint(r) {
-					return '?'
-				}
-				return r
-			}, s)
-		}
+	bad := func(r rune) bool { return r == utf8.RuneError || !unicode.IsPrint(r) }
+	if strings.IndexFunc(s, bad) < 0 {
+		return s // the common case, without a copy
 	}
-	return s
+	return strings.Map(func(r rune) rune {
+		if bad(r) {
+			return '?'
+		}
+		return r
+	}, s)
 }

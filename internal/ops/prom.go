@@ -1,7 +1,6 @@
 package ops
 
 import (
-	"fmt"
 	"io"
 	"slices"
 	"strconv"
@@ -36,30 +35,28 @@ func promMetrics() []metric {
 // ("range-set" or "pool"), name (network or pool), range_set (the index,
 // "" for pools) and networks (the networks using it, comma-separated).
 func WriteProm(w io.Writer, us []Usage) error {
-	var b strings.Builder
+	var fams []PromFamily
 	for _, m := range promMetrics() {
-		fmt.Fprintf(&b, "# HELP %s %s\n# TYPE %s gauge\n", m.name, m.help, m.name)
+		f := PromFamily{Name: m.name, Help: m.help, Type: "gauge"}
 		for _, u := range us {
 			set := ""
 			if u.RangeSet != nil {
 				set = strconv.Itoa(*u.RangeSet)
 			}
-			fmt.Fprintf(&b, "%s{kind=%s,name=%s,range_set=%s,networks=%s} %s\n", m.name,
-				promQuote(u.Kind), promQuote(u.Name), promQuote(set), promQuote(strings.Join(u.Networks, ",")),
-				strconv.FormatFloat(m.value(u), 'g', -1, 64))
+			labels := []PromLabel{{"kind", u.Kind}, {"name", u.Name}, {"range_set", set}, {"networks", strings.Join(u.Networks, ",")}}
+			f.Samples = append(f.Samples, PromSample{Labels: labels, Value: m.value(u)})
 		}
+		fams = append(fams, f)
 	}
-	writeTenantProm(&b, us)
-	_, err := io.WriteString(w, b.String())
-	return err
+	return WritePromFamilies(w, append(fams, tenantFamilies(us)...))
 }
 
-// writeTenantProm writes the quotas' gauges, labelled by tenant and pool:
+// tenantFamilies are the quotas' gauges, labelled by tenant and pool:
 // each tenant's addresses in the pool, and its quota where a configured
-// rule sets one. Without tenants it writes nothing.
-func writeTenantProm(b *strings.Builder, us []Usage) {
+// rule sets one. Without tenants there are none.
+func tenantFamilies(us []Usage) []PromFamily {
 	if !slices.ContainsFunc(us, func(u Usage) bool { return len(u.Tenants) > 0 }) {
-		return
+		return nil
 	}
 	gauges := []struct {
 		name, help string
@@ -75,16 +72,19 @@ func writeTenantProm(b *strings.Builder, us []Usage) {
 				return float64(*t.Quota), true
 			}},
 	}
+	var out []PromFamily
 	for _, g := range gauges {
-		fmt.Fprintf(b, "# HELP %s %s\n# TYPE %s gauge\n", g.name, g.help, g.name)
+		f := PromFamily{Name: g.name, Help: g.help, Type: "gauge"}
 		for _, u := range us {
 			for _, t := range u.Tenants {
 				if v, ok := g.value(t); ok {
-					fmt.Fprintf(b, "%s{tenant=%s,pool=%s} %s\n", g.name, promQuote(t.Tenant), promQuote(u.Name), strconv.FormatFloat(v, 'g', -1, 64))
+					f.Samples = append(f.Samples, PromSample{Labels: []PromLabel{{"tenant", t.Tenant}, {"pool", u.Name}}, Value: v})
 				}
 			}
 		}
+		out = append(out, f)
 	}
+	return out
 }
 
 // promQuote quotes a label value as the exposition format escapes it.

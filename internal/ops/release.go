@@ -4,12 +4,10 @@ import (
 	"fmt"
 	"net/netip"
 	"os"
-	"path/filepath"
 
 	"github.com/containernetworking/cni/pkg/utils"
 
 	"github.com/cniplugins/cniplugins/internal/alloc"
-	"github.com/cniplugins/cniplugins/internal/dapools"
 	"github.com/cniplugins/cniplugins/internal/hostlocal"
 	"github.com/cniplugins/cniplugins/internal/netconf"
 	"github.com/cniplugins/cniplugins/internal/pool"
@@ -44,15 +42,10 @@ func (b Local) existingDir(t Location) (StateDir, error) {
 	if err := t.Validate(); err != nil {
 		return StateDir{}, err
 	}
-	var d StateDir
-	switch {
-	case t.Pool != "":
-		d = StateDir{Kind: "pool", Name: t.Pool, Path: dapools.PoolDir(b.DataDir, t.Pool)}
-	case t.Network != "":
-		d = StateDir{Kind: "network", Name: t.Network, Path: filepath.Join(b.DataDir, t.Network)}
-	default:
+	if t.Pool == "" && t.Network == "" {
 		return StateDir{}, fmt.Errorf("name a --network or a --pool")
 	}
+	d := stateDirOf(b.DataDir, t)
 	if fi, err := os.Lstat(d.Path); err != nil || !fi.IsDir() {
 		return d, fmt.Errorf("no state directory %s for %s", d.Path, d.Label())
 	}

@@ -2,6 +2,7 @@ package ops
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -27,9 +28,14 @@ func (d StateDir) Label() string {
 
 // StateDirs lists the network directories of dataDir and the pool
 // directories under its _pools, sorted by kind then name. Names starting
-// with '_' or '.' are the engine's own (indexes, scratch) and skipped.
+// with '_' or '.' are the engine's own (indexes, scratch) and skipped. A
+// data dir that does not exist is an error: an operator's typo must not
+// read as a node with nothing reserved.
 func StateDirs(dataDir string) ([]StateDir, error) {
 	nets, err := subdirs(dataDir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("data dir %s does not exist", dataDir)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -39,12 +45,21 @@ func StateDirs(dataDir string) ([]StateDir, error) {
 	}
 	var out []StateDir
 	for _, n := range nets {
-		out = append(out, StateDir{Kind: "network", Name: n, Path: filepath.Join(dataDir, n)})
+		out = append(out, stateDirOf(dataDir, Location{Network: n}))
 	}
 	for _, p := range pools {
-		out = append(out, StateDir{Kind: "pool", Name: p, Path: dapools.PoolDir(dataDir, p)})
+		out = append(out, stateDirOf(dataDir, Location{Pool: p}))
 	}
 	return out, nil
+}
+
+// stateDirOf is t's state directory under dataDir: the pool's when Pool
+// is set, else the network's.
+func stateDirOf(dataDir string, t Location) StateDir {
+	if t.Pool != "" {
+		return StateDir{Kind: "pool", Name: t.Pool, Path: dapools.PoolDir(dataDir, t.Pool)}
+	}
+	return StateDir{Kind: "network", Name: t.Network, Path: filepath.Join(dataDir, t.Network)}
 }
 
 func subdirs(dir string) ([]string, error) {

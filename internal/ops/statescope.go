@@ -54,11 +54,11 @@ func (Local) States(scopes []StateScope) ([]ScopeState, error) {
 		if st.Full, err = hostlocal.Exhausted(s.Dir); err != nil {
 			return nil, err
 		}
-		holds, err := validHolds(s.Dir)
+		hs, err := hostlocal.ReadHolds(s.Dir)
 		if err != nil {
 			return nil, err
 		}
-		for _, e := range holds {
+		for _, e := range validHolds(hs) {
 			if e.Held() {
 				st.Held = append(st.Held, e.Addr)
 			} else if e.Second != "" {

@@ -191,22 +191,15 @@ func markConflicts(us []Usage, rows []int) {
 
 // count fills u's counts from its scope's state.
 func (u *Usage) count(st ScopeState) {
-	in := func(ip netip.Addr) bool { return u.set.Contains(ip) && !u.exclude.Contains(ip) }
-	for _, ip := range st.Addrs {
-		if in(ip) {
-			u.Used++
+	in := func(ips []netip.Addr) (n uint64) {
+		for _, ip := range ips {
+			if u.set.Contains(ip) && !u.exclude.Contains(ip) {
+				n++
+			}
 		}
+		return n
 	}
-	for _, ip := range st.Held {
-		if in(ip) {
-			u.Held++
-		}
-	}
-	for _, ip := range st.Migrating {
-		if in(ip) {
-			u.Migrating++
-		}
-	}
+	u.Used, u.Held, u.Migrating = in(st.Addrs), in(st.Held), in(st.Migrating)
 	u.Size, _ = u.set.Size(u.exclude)
 	u.Free = u.Size - min(u.Used, u.Size)
 	if u.Size > 0 {

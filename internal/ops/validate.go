@@ -39,17 +39,27 @@ func (v Validator) Files(files []string) []Problem {
 	var out []Problem
 	pools := map[string]poolSeen{}
 	for _, f := range files {
-		if _, err := os.Stat(f); err != nil {
+		data, err := os.ReadFile(f)
+		if err != nil {
 			out = append(out, Problem{File: f, Msg: "cannot read: " + err.Error()})
 			continue
 		}
-		plugins, problems := LoadPlugins([]string{f})
-		out = append(out, problems...)
-		for _, p := range plugins {
-			out = append(out, v.plugin(p, pools)...)
-		}
+		out = append(out, v.file(f, data, pools)...)
 	}
 	return withSeverity(out)
+}
+
+// file validates one file's content, pools shared with the other files.
+func (v Validator) file(name string, data []byte, pools map[string]poolSeen) []Problem {
+	list, err := loadListData(name, data)
+	if err != nil {
+		return []Problem{{File: name, Msg: err.Error()}}
+	}
+	plugins, out := listPlugins(name, list)
+	for _, p := range plugins {
+		out = append(out, v.plugin(p, pools)...)
+	}
+	return out
 }
 
 // withSeverity marks every problem that is not a warning as a problem,

@@ -7,14 +7,5 @@ package ops
 // (the ConfigMap may be swapped in between), and its container's root
 // file system is read-only, so there is no temporary file to write either.
 func (v Validator) Data(name string, data []byte) []Problem {
-	list, err := loadListData(name, data)
-	if err != nil {
-		return []Problem{{File: name, Msg: err.Error(), Severity: SeverityProblem}}
-	}
-	plugins, out := listPlugins(name, list)
-	pools := map[string]poolSeen{}
-	for _, p := range plugins {
-		out = append(out, v.plugin(p, pools)...)
-	}
-	return withSeverity(out)
+	return withSeverity(v.file(name, data, map[string]poolSeen{}))
 }
