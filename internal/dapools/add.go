@@ -121,7 +121,7 @@ func (a *adder) add(mode lockMode) ([]*current.IPConfig, error) {
 		return nil, err
 	}
 	defer st.closeLogged(a.log)
-	var u undo
+	var u alloc.Undo
 	var head alloc.Target // of the target being allocated
 	var headSpilled bool  // the attachment may hold addresses down head's chain
 	locate := func(t alloc.Target) (alloc.Presence, error) {
@@ -145,11 +145,11 @@ func (a *adder) add(mode lockMode) ([]*current.IPConfig, error) {
 				return netip.Prefix{}, netip.Addr{}, err
 			}
 		}
-		if err := u.saveCursor(d, t.RangeID); err != nil {
+		if err := u.Cursor(d, t.RangeID); err != nil {
 			return netip.Prefix{}, netip.Addr{}, err
 		}
 		if a.stickyKey != "" {
-			return alloc.AllocateKeyed(d, a.att, t, a.keyed(), a.now, &u.Undo)
+			return alloc.AllocateKeyed(d, a.att, t, a.keyed(), a.now, &u)
 		}
 		addr, gw, err := t.Allocator(d).Allocate(a.att, t.RangeID, t.Set, t.Requested, t.Label)
 		if err == nil {
@@ -188,7 +188,10 @@ func (a *adder) add(mode lockMode) ([]*current.IPConfig, error) {
 		a.log.Debug("allocated", logging.String("target", used.Label), logging.Stringer("address", addr))
 	}
 	if err != nil {
-		u.run(a.att, a.log)
+		// The ADD's own error is what the runtime must see.
+		if uerr := u.Run(a.att); uerr != nil {
+			a.log.Error("rollback failed", logging.Error(uerr))
+		}
 		return nil, err
 	}
 	return ips, nil

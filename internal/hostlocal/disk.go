@@ -13,8 +13,8 @@ import (
 )
 
 // Disk is one state directory, locked from Open to Close, as the
-// allocation engine's store: an alloc.Lister, with SaveCursor and
-// RestoreCursor for a failed ADD's undo. See the package documentation for
+// allocation engine's store: an alloc.Lister, and an alloc.CursorKeeper
+// for a failed ADD's undo. See the package documentation for
 // the layout and the index.
 type Disk struct {
 	stateDir
@@ -53,7 +53,10 @@ type Disk struct {
 	linkToken func(token, rec string) error
 }
 
-var _ alloc.Lister = (*Disk)(nil)
+var (
+	_ alloc.Lister       = (*Disk)(nil)
+	_ alloc.CursorKeeper = (*Disk)(nil)
+)
 
 // Open locks dir (creating it like host-local does) within lockTimeout and
 // loads or rebuilds its index. The caller must Close it.
@@ -254,7 +257,7 @@ func (d *Disk) All() (map[netip.Addr]alloc.Attachment, error) { return d.scan() 
 // LastReserved implements alloc.Store. Like host-local, an unreadable cursor is
 // not an error: it only costs the round-robin position.
 func (d *Disk) LastReserved(rangeID int) (netip.Addr, error) {
-	c, err := d.SaveCursor(rangeID)
+	c, err := d.readCursor(rangeID)
 	return c.Addr, err
 }
 
