@@ -31,6 +31,8 @@ import (
 // than a file name) has no record and is always looked for everywhere.
 const spillDirName = "_spill"
 
+var _ alloc.SpillRecorder = (*Disk)(nil)
+
 // maxSpillName: a record's name is one file name.
 const maxSpillName = 255
 
@@ -45,9 +47,7 @@ func spillName(a alloc.Attachment) (string, bool) {
 	return hex.EncodeToString([]byte(key)), true
 }
 
-// MaySpill reports whether a may hold addresses further down D's
-// overflow chain: it has a spill record in D, or can have none. One
-// lstat(2).
+// MaySpill implements alloc.SpillRecorder: one lstat(2).
 func (d *Disk) MaySpill(a alloc.Attachment) (bool, error) {
 	name, ok := spillName(a)
 	if !ok {
@@ -64,8 +64,7 @@ func (d *Disk) MaySpill(a alloc.Attachment) (bool, error) {
 	return true, cnierr.IO("stat", path, err)
 }
 
-// RecordSpill records, before a takes an address further down D's
-// chain, that it may hold one there.
+// RecordSpill implements alloc.SpillRecorder.
 func (d *Disk) RecordSpill(a alloc.Attachment) error {
 	name, ok := spillName(a)
 	if !ok {
