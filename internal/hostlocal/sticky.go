@@ -189,13 +189,9 @@ func (d stateDir) holdProblems(rs []Reservation) ([]alloc.HoldRecord, []netip.Ad
 }
 
 // repairHolds repairs every record as the engine judges it
-// (alloc.RepairOf, what fsck reports) and frees held files without a
-// record (nothing can ever claim them).
-func (d *Disk) repairHolds(now time.Time) ([]string, error) {
-	rs, err := ReadReservations(d.dir)
-	if err != nil {
-		return nil, err
-	}
+// (alloc.RepairOf, what fsck reports) against D's reservations rs, and
+// frees held files without a record (nothing can ever claim them).
+func (d *Disk) repairHolds(rs []Reservation, now time.Time) ([]string, error) {
 	holds, orphans, err := d.holdProblems(rs)
 	if err != nil {
 		return nil, err
