@@ -23,6 +23,8 @@ type SpillRecorder interface {
 	MaySpill(a Attachment) (bool, error)
 	// RecordSpill records a before it takes an address down the chain.
 	RecordSpill(a Attachment) error
+	// ForgetSpill removes a's record.
+	ForgetSpill(a Attachment) error
 }
 
 // ErrWholeChain ends an ADD run with the heads of its chains alone that
@@ -75,4 +77,20 @@ func Spilling(t Target, a Attachment, head SpillRecorder, have func(Scope) bool,
 		return allocate(c)
 	}
 	return spilledLocate, spillingAllocate
+}
+
+// ForgetSpills is the end of a DEL (delErr its error) over the heads of
+// the chains it covered: a's records go once the DEL released everything
+// a had in every pool, and not before, since a record is what sends a
+// retried ADD past the head to an address a may still hold there. One
+// left behind only costs a's next ADD a look into every pool.
+func ForgetSpills(heads []SpillRecorder, a Attachment, delErr error) error {
+	if delErr != nil {
+		return delErr
+	}
+	var errs []error
+	for _, h := range heads {
+		errs = append(errs, h.ForgetSpill(a))
+	}
+	return errors.Join(errs...)
 }

@@ -27,6 +27,12 @@ func (h head) RecordSpill(a alloc.Attachment) error {
 	return nil
 }
 
+func (h head) ForgetSpill(a alloc.Attachment) error {
+	*h.log = append(*h.log, "forget")
+	delete(h.records, a)
+	return nil
+}
+
 func chainOf(pools ...string) alloc.Target {
 	t := alloc.Target{Scope: alloc.Scope{Pool: pools[0]}}
 	for _, p := range pools[1:] {
@@ -125,5 +131,21 @@ func TestHeadsSuffice(t *testing.T) {
 		if got := alloc.HeadsSuffice(tt.targets, tt.key); got != tt.want {
 			t.Errorf("HeadsSuffice(%d targets, key %q) = %v, want %v", len(tt.targets), tt.key, got, tt.want)
 		}
+	}
+}
+
+// A DEL's spill records go from every head it covered once it released
+// everything, and stay after a DEL that failed anywhere.
+func TestForgetSpills(t *testing.T) {
+	a := alloctest.CidA
+	var log []string
+	h1 := head{records: map[alloc.Attachment]bool{a: true}, log: &log}
+	h2 := head{records: map[alloc.Attachment]bool{a: true}, log: &log}
+	failed := errors.New("release failed")
+	if err := alloc.ForgetSpills([]alloc.SpillRecorder{h1, h2}, a, failed); !errors.Is(err, failed) || !h1.records[a] || !h2.records[a] {
+		t.Fatalf("after a failed DEL: %v, records %v %v; want its error and both records kept", err, h1.records[a], h2.records[a])
+	}
+	if err := alloc.ForgetSpills([]alloc.SpillRecorder{h1, h2}, a, nil); err != nil || h1.records[a] || h2.records[a] {
+		t.Fatalf("after the DEL: %v, records %v %v; want both gone", err, h1.records[a], h2.records[a])
 	}
 }

@@ -82,8 +82,7 @@ func (d *Disk) RecordSpill(a alloc.Attachment) error {
 	return writePrivate(child(dir, name), a.Network)
 }
 
-// ForgetSpill removes a's spill record, once a holds nothing in D's
-// chain.
+// ForgetSpill implements alloc.SpillRecorder.
 func (d *Disk) ForgetSpill(a alloc.Attachment) error {
 	name, ok := spillName(a)
 	if !ok {
