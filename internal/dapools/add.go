@@ -48,7 +48,7 @@ func (k commands) cmdAdd(req *plugin.Request) (types.Result, error) {
 	if errors.Is(err, alloc.ErrWholeChain) {
 		ips, err = a.add(lockChains)
 	}
-	if errors.Is(err, errWholeCount) {
+	if errors.Is(err, alloc.ErrWholeCount) {
 		ips, err = a.add(lockCounted)
 	}
 	if err != nil {
@@ -57,10 +57,6 @@ func (k commands) cmdAdd(req *plugin.Request) (types.Result, error) {
 	res.IPs = ips
 	return res, nil
 }
-
-// errWholeCount ends an ADD whose quota count, taken partly without
-// locks, reached the quota.
-var errWholeCount = errors.New("the ADD needs every pool its quota counts in")
 
 // lockMode is which pools an ADD locks.
 type lockMode int
@@ -82,8 +78,8 @@ type adder struct {
 }
 
 // add runs the ADD once, with the pools mode says locked
-// (alloc.ErrWholeChain or errWholeCount when that is not enough, the
-// attempt undone).
+// (alloc.ErrWholeChain or alloc.ErrWholeCount when that is not enough,
+// the attempt undone).
 func (a *adder) add(mode lockMode) ([]*current.IPConfig, error) {
 	headsOnly := mode == lockHeads
 	var locked, counted []string // the directories to lock; to count the tenant in
@@ -130,10 +126,10 @@ func (a *adder) add(mode lockMode) ([]*current.IPConfig, error) {
 	}
 	inUse := func() (int, error) {
 		n, exact, err := st.tenantAddrs(a.Quota, counted)
-		if err == nil && !exact && n >= a.Quota.Max {
-			err = errWholeCount // only a locked count may refuse
+		if err != nil {
+			return n, err
 		}
-		return n, err
+		return alloc.PartialCount(a.Quota, n, exact)
 	}
 	for _, d := range st.disks {
 		d.ForTenant(tenant)
