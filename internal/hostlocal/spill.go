@@ -70,16 +70,10 @@ func (d *Disk) RecordSpill(a alloc.Attachment) error {
 	if !ok {
 		return nil // MaySpill is always true for a
 	}
-	dir := d.spillDir()
-	err := CheckDir(dir, d.uid)
-	if errors.Is(err, os.ErrNotExist) {
-		d.dirty = true // a new entry in D: Close re-stamps it
-		err = EnsureDir(dir, modePrivateDir, d.uid)
-	}
-	if err != nil {
+	if err := d.makeSubdir(d.spillDir()); err != nil {
 		return err
 	}
-	return writePrivate(child(dir, name), a.Network)
+	return writePrivate(child(d.spillDir(), name), a.Network)
 }
 
 // ForgetSpill implements alloc.SpillRecorder.
@@ -88,10 +82,7 @@ func (d *Disk) ForgetSpill(a alloc.Attachment) error {
 	if !ok {
 		return nil
 	}
-	if err := CheckDir(d.spillDir(), d.uid); err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return nil
-		}
+	if ok, err := d.subdir(d.spillDir()); err != nil || !ok {
 		return err
 	}
 	return removeRecord(child(d.spillDir(), name))
