@@ -367,12 +367,13 @@ func EndHold(hs HoldStore, e HoldRecord) (bool, error) {
 
 // Undo is what a failed ADD must put back in its stores so that it leaves
 // nothing: the addresses it reserved, the holds it took over, the records
-// it wrote.
+// it wrote, and the cursors of a CursorKeeper.
 type Undo struct {
 	reserved []undoReserved
 	records  []undoRecord
 	taken    []undoTaken
 	seconds  []undoRecord
+	cursors  []func() error // newest last
 }
 
 type undoReserved struct {
@@ -406,6 +407,7 @@ func (u *Undo) seconded(hs HoldStore, id string) { u.seconds = append(u.seconds,
 // record); a fresh record goes before its reservation, so that a crash in
 // between leaves a plain reservation, never a record of a freed address
 // that someone else then takes. Exhaustion records stay (see Rollback).
+// Cursors go back last, once nothing of the ADD is reserved any more.
 func (u *Undo) Run(a Attachment) error {
 	var errs []error
 	for _, r := range u.seconds {
@@ -424,5 +426,6 @@ func (u *Undo) Run(a Attachment) error {
 	for _, r := range u.reserved {
 		errs = append(errs, Rollback(r.l, a, []netip.Addr{r.ip}))
 	}
+	errs = append(errs, u.restoreCursors()...)
 	return errors.Join(errs...)
 }

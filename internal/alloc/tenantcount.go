@@ -1,6 +1,7 @@
 package alloc
 
 import (
+	"errors"
 	"net/netip"
 	"slices"
 
@@ -124,4 +125,22 @@ func QuotaReached(q *pool.Quota, n int) error {
 		return nil
 	}
 	return QuotaExceeded(q, n)
+}
+
+// ErrWholeCount ends an ADD whose quota count, taken partly without the
+// counted pools' locks, reached the quota: the caller runs the ADD again
+// with every pool the quota counts in locked.
+var ErrWholeCount = errors.New("the ADD needs every pool its quota counts in")
+
+// PartialCount is QuotaGate's count of n addresses, exact when every
+// pool was counted under its lock. A count taken without a pool's lock
+// may be too high (a record a killed ADD or DEL left there goes only
+// under that lock), never too low while the tenant's lock is held, so
+// it may let an ADD through but never refuse one: at the quota it is
+// ErrWholeCount instead of 106.
+func PartialCount(q *pool.Quota, n int, exact bool) (int, error) {
+	if !exact && QuotaReached(q, n) != nil {
+		return n, ErrWholeCount
+	}
+	return n, nil
 }

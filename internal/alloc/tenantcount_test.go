@@ -1,6 +1,7 @@
 package alloc_test
 
 import (
+	"errors"
 	"net/netip"
 	"slices"
 	"testing"
@@ -102,5 +103,26 @@ func TestTenantQuota(t *testing.T) {
 	q = alloc.TenantQuota(own, []pool.Quota{{Rule: "ipam.rules[0]", Max: 1, Pools: []string{"gold"}}})
 	if q.Rule != "ipam.rules[0]" || q.Max != 1 {
 		t.Fatalf("a smaller max elsewhere: %+v", q)
+	}
+}
+
+// A count taken partly without locks lets an ADD through below the
+// quota and never refuses one at it: only an exact count gets to 106.
+func TestPartialCount(t *testing.T) {
+	q := &pool.Quota{Tenant: "namespace=x", Max: 2}
+	for _, tt := range []struct {
+		n     int
+		exact bool
+		want  error
+	}{
+		{1, false, nil},
+		{2, false, alloc.ErrWholeCount},
+		{3, false, alloc.ErrWholeCount},
+		{2, true, nil}, // QuotaGate's own verdict on it is 106
+	} {
+		n, err := alloc.PartialCount(q, tt.n, tt.exact)
+		if n != tt.n || !errors.Is(err, tt.want) {
+			t.Errorf("PartialCount(%d, exact %v) = %d, %v; want %d, %v", tt.n, tt.exact, n, err, tt.n, tt.want)
+		}
 	}
 }

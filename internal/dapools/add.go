@@ -3,7 +3,6 @@ package dapools
 import (
 	"errors"
 	"net/netip"
-	"slices"
 	"strings"
 	"time"
 
@@ -19,11 +18,10 @@ import (
 // this ADD reserved is released before the error is returned.
 //
 // An ADD whose targets head overflow chains first tries with the heads
-// alone (lockHeads): while a head has room and the attachment has no
-// spill record there (hostlocal.Disk.MaySpill), the chain's rules need
-// nothing of the other pools but the quota's count, which the tenant's
-// lock lets it read without their locks. Whatever needs more (a full
-// head, a spill record) undoes the attempt and runs the ADD again with
+// alone (lockHeads) where the engine allows it (alloc.HeadsSuffice); the
+// quota's count needs no other pool's lock either, since the tenant's
+// lock lets it read them without. What needs the whole chain
+// (alloc.ErrWholeChain) undoes the attempt and runs the ADD again with
 // every pool of the chains locked; a count at the quota that is not
 // exact (some pool counted without its lock) runs it with every pool the
 // quota counts in locked too, since only such a count may refuse.
@@ -43,14 +41,14 @@ func (k commands) cmdAdd(req *plugin.Request) (types.Result, error) {
 	}
 	a := adder{config: c, targets: targets, att: c.attachment(req), log: req.Log, now: req.Now}
 	first := lockChains
-	if a.headsSuffice() {
+	if alloc.HeadsSuffice(targets, c.stickyKey) {
 		first = lockHeads
 	}
 	ips, err := a.add(first)
-	if errors.Is(err, errWholeChain) {
+	if errors.Is(err, alloc.ErrWholeChain) {
 		ips, err = a.add(lockChains)
 	}
-	if errors.Is(err, errWholeCount) {
+	if errors.Is(err, alloc.ErrWholeCount) {
 		ips, err = a.add(lockCounted)
 	}
 	if err != nil {
@@ -59,14 +57,6 @@ func (k commands) cmdAdd(req *plugin.Request) (types.Result, error) {
 	res.IPs = ips
 	return res, nil
 }
-
-// errWholeChain ends an ADD with the heads alone that needs the rest of
-// its chains; errWholeCount one whose quota count, taken partly without
-// locks, reached the quota.
-var (
-	errWholeChain = errors.New("the ADD needs every pool of its chains")
-	errWholeCount = errors.New("the ADD needs every pool its quota counts in")
-)
 
 // lockMode is which pools an ADD locks.
 type lockMode int
@@ -87,15 +77,9 @@ type adder struct {
 	now     time.Time
 }
 
-// headsSuffice reports whether an ADD with the heads alone can be
-// complete: some target heads a chain, and no sticky key, whose hold may
-// sit anywhere in a chain, is in play.
-func (a *adder) headsSuffice() bool {
-	return a.stickyKey == "" && slices.ContainsFunc(a.targets, func(t alloc.Target) bool { return len(t.Overflow) > 0 })
-}
-
-// add runs the ADD once, with the pools mode says locked (errWholeChain
-// or errWholeCount when that is not enough, the attempt undone).
+// add runs the ADD once, with the pools mode says locked
+// (alloc.ErrWholeChain or alloc.ErrWholeCount when that is not enough,
+// the attempt undone).
 func (a *adder) add(mode lockMode) ([]*current.IPConfig, error) {
 	headsOnly := mode == lockHeads
 	var locked, counted []string // the directories to lock; to count the tenant in
@@ -121,35 +105,18 @@ func (a *adder) add(mode lockMode) ([]*current.IPConfig, error) {
 		return nil, err
 	}
 	defer st.closeLogged(a.log)
-	var u undo
-	var head alloc.Target // of the target being allocated
-	var headSpilled bool  // the attachment may hold addresses down head's chain
-	locate := func(t alloc.Target) (alloc.Presence, error) {
-		d, ok := st.disks[a.dir(t.Scope)]
-		if !ok {
-			if headSpilled {
-				return alloc.Presence{}, errWholeChain
-			}
-			return alloc.Presence{}, nil // see hostlocal.Disk.MaySpill
-		}
-		return alloc.LocateIn(d, a.att, t, a.stickyKey, a.now)
+	var u alloc.Undo
+	have := func(s alloc.Scope) bool { return st.disks[a.dir(s)] != nil }
+	locateIn := func(t alloc.Target) (alloc.Presence, error) {
+		return alloc.LocateIn(st.disks[a.dir(t.Scope)], a.att, t, a.stickyKey, a.now)
 	}
-	allocate := func(t alloc.Target) (netip.Prefix, netip.Addr, error) {
-		d, ok := st.disks[a.dir(t.Scope)]
-		if !ok {
-			return netip.Prefix{}, netip.Addr{}, errWholeChain
-		}
-		if t.Scope != head.Scope {
-			// Before the address, so that the head always knows.
-			if err := st.disks[a.dir(head.Scope)].RecordSpill(a.att); err != nil {
-				return netip.Prefix{}, netip.Addr{}, err
-			}
-		}
-		if err := u.saveCursor(d, t.RangeID); err != nil {
+	allocateIn := func(t alloc.Target) (netip.Prefix, netip.Addr, error) {
+		d := st.disks[a.dir(t.Scope)]
+		if err := u.Cursor(d, t.RangeID); err != nil {
 			return netip.Prefix{}, netip.Addr{}, err
 		}
 		if a.stickyKey != "" {
-			return alloc.AllocateKeyed(d, a.att, t, a.keyed(), a.now, &u.Undo)
+			return alloc.AllocateKeyed(d, a.att, t, a.keyed(), a.now, &u)
 		}
 		addr, gw, err := t.Allocator(d).Allocate(a.att, t.RangeID, t.Set, t.Requested, t.Label)
 		if err == nil {
@@ -159,22 +126,17 @@ func (a *adder) add(mode lockMode) ([]*current.IPConfig, error) {
 	}
 	inUse := func() (int, error) {
 		n, exact, err := st.tenantAddrs(a.Quota, counted)
-		if err == nil && !exact && n >= a.Quota.Max {
-			err = errWholeCount // only a locked count may refuse
+		if err != nil {
+			return n, err
 		}
-		return n, err
+		return alloc.PartialCount(a.Quota, n, exact)
 	}
 	for _, d := range st.disks {
 		d.ForTenant(tenant)
 	}
 	var ips []*current.IPConfig
 	for _, t := range a.targets {
-		head = t
-		if headsOnly {
-			if headSpilled, err = st.disks[a.dir(t.Scope)].MaySpill(a.att); err != nil {
-				break
-			}
-		}
+		locate, allocate := alloc.Spilling(t, a.att, st.disks[a.dir(t.Scope)], have, locateIn, allocateIn)
 		var addr netip.Prefix
 		var gw netip.Addr
 		var used alloc.Target
@@ -188,7 +150,10 @@ func (a *adder) add(mode lockMode) ([]*current.IPConfig, error) {
 		a.log.Debug("allocated", logging.String("target", used.Label), logging.Stringer("address", addr))
 	}
 	if err != nil {
-		u.run(a.att, a.log)
+		// The ADD's own error is what the runtime must see.
+		if uerr := u.Run(a.att); uerr != nil {
+			a.log.Error("rollback failed", logging.Error(uerr))
+		}
 		return nil, err
 	}
 	return ips, nil

@@ -3,11 +3,13 @@ package dapools
 import (
 	"errors"
 	"io/fs"
+	"maps"
 	"net/netip"
 	"os"
+	"slices"
 
 	"github.com/cniplugins/cniplugins/internal/alloc"
-	"github.com/cniplugins/cniplugins/internal/cnierr"
+	"github.com/cniplugins/cniplugins/internal/hostlocal"
 	"github.com/cniplugins/cniplugins/internal/plugin"
 )
 
@@ -31,21 +33,18 @@ func checkAddrs(req *plugin.Request, c *config, addrs []netip.Addr, placed []all
 		dir := c.dir(placed[i].Scope)
 		perDir[dir] = append(perDir[dir], a)
 	}
-	dirs := make([]string, 0, len(perDir))
-	for dir := range perDir {
-		dirs = append(dirs, dir)
-	}
-	if err := requireStateDirs(dirs, c.attachment(req)); err != nil {
-		return err
-	}
-	st, err := openStores(dirs, c.lockTimeout, c.faults)
+	st, err := openStores(existing(slices.Collect(maps.Keys(perDir))), c.lockTimeout, c.faults)
 	if err != nil {
 		return err
 	}
 	defer st.close()
 	att := c.attachment(req)
-	for _, dir := range st.order {
-		if err := alloc.Check(st.disks[dir], att, perDir[dir]); err != nil {
+	for _, dir := range slices.Sorted(maps.Keys(perDir)) {
+		var l alloc.HoldReader = hostlocal.Reader(dir) // not there: it holds nothing
+		if d := st.disks[dir]; d != nil {
+			l = d
+		}
+		if err := alloc.Check(l, att, perDir[dir]); err != nil {
 			return err
 		}
 	}
@@ -53,16 +52,13 @@ func checkAddrs(req *plugin.Request, c *config, addrs []netip.Addr, placed []all
 }
 
 // held is what att holds in each scope's state directory, read under its
-// lock. CHECK only reads: a directory not there yet is not created, and
-// nothing is held there.
+// lock.
 func held(c *config, att alloc.Attachment, scopes []alloc.Scope) (map[alloc.Scope][]netip.Addr, error) {
-	var existing []string
+	var dirs []string
 	for _, s := range scopes {
-		if requireStateDirs([]string{c.dir(s)}, att) == nil {
-			existing = append(existing, c.dir(s))
-		}
+		dirs = append(dirs, c.dir(s))
 	}
-	st, err := openStores(existing, c.lockTimeout, c.faults)
+	st, err := openStores(existing(dirs), c.lockTimeout, c.faults)
 	if err != nil {
 		return nil, err
 	}
@@ -78,13 +74,12 @@ func held(c *config, att alloc.Attachment, scopes []alloc.Scope) (map[alloc.Scop
 	return out, nil
 }
 
-// requireStateDirs answers CHECK for a state directory that does not exist
-// without creating it: CHECK only reads, and nothing can be held there.
-func requireStateDirs(dirs []string, a alloc.Attachment) error {
-	for _, dir := range dirs {
-		if _, err := os.Lstat(dir); errors.Is(err, fs.ErrNotExist) {
-			return cnierr.New(cnierr.CodeUnknownContainer, "attachment holds no address", "dir=%s (none yet) containerID=%s ifname=%s", dir, a.ContainerID, a.IfName)
-		}
-	}
-	return nil
+// existing is those of dirs that exist: CHECK only reads, so it creates
+// no state directory (Open would), and one that is not there holds
+// nothing.
+func existing(dirs []string) []string {
+	return slices.DeleteFunc(dirs, func(dir string) bool {
+		_, err := os.Lstat(dir)
+		return errors.Is(err, fs.ErrNotExist)
+	})
 }

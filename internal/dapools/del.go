@@ -42,16 +42,13 @@ func (k commands) cmdDel(req *plugin.Request) error {
 		errs = append(errs, err)
 		req.Log.Debug("released", logging.String("dir", dir), logging.Any("addresses", released))
 	}
-	if errors.Join(errs...) == nil {
-		// Only once the attachment holds nothing down any chain
-		// (hostlocal.Disk.MaySpill), and only where a chain starts: a
-		// DEL without one looks for no record.
-		for _, p := range c.Pools {
-			if len(p.OverflowPools) > 0 {
-				errs = append(errs, st.disks[c.dir(alloc.Scope{Pool: p.Name})].ForgetSpill(att))
-			}
+	var heads []alloc.SpillRecorder // where a chain starts: a DEL without one looks for no record
+	for _, p := range c.Pools {
+		if len(p.OverflowPools) > 0 {
+			heads = append(heads, st.disks[c.dir(alloc.Scope{Pool: p.Name})])
 		}
 	}
+	err = alloc.ForgetSpills(heads, att, errors.Join(errs...))
 	st.closeLogged(req.Log)
-	return errors.Join(errs...)
+	return err
 }

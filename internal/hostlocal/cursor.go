@@ -32,9 +32,9 @@ func parseCursor(rangeID int, data []byte) Cursor {
 	return c
 }
 
-// SaveCursor returns range set rangeID's cursor as it is, for
-// RestoreCursor to put back exactly (a missing cursor included).
-func (d *Disk) SaveCursor(rangeID int) (Cursor, error) {
+// readCursor returns range set rangeID's cursor as it is (a missing
+// cursor included).
+func (d *Disk) readCursor(rangeID int) (Cursor, error) {
 	data, err := readSmall(d.cursorPath(rangeID))
 	if errors.Is(err, os.ErrNotExist) {
 		return Cursor{RangeID: rangeID}, nil
@@ -45,9 +45,17 @@ func (d *Disk) SaveCursor(rangeID int) (Cursor, error) {
 	return parseCursor(rangeID, data), nil
 }
 
-// RestoreCursor puts a saved cursor back byte for byte (a cursor host-local
-// could not parse stays as it was, too).
-func (d *Disk) RestoreCursor(c Cursor) error {
+// KeepCursor implements alloc.CursorKeeper: the cursor goes back byte
+// for byte (a cursor host-local could not parse stays as it was, too).
+func (d *Disk) KeepCursor(rangeID int) (func() error, error) {
+	c, err := d.readCursor(rangeID)
+	if err != nil {
+		return nil, err
+	}
+	return func() error { return d.restoreCursor(c) }, nil
+}
+
+func (d *Disk) restoreCursor(c Cursor) error {
 	path := d.cursorPath(c.RangeID)
 	d.dirty = true
 	if c.Raw == nil {

@@ -11,7 +11,7 @@ import (
 )
 
 // A failed ADD puts back the cursors it moved, byte for byte, and removes
-// the ones it created: SaveCursor then RestoreCursor is invisible.
+// the ones it created: KeepCursor then its restore is invisible.
 func TestCursorSaveRestore(t *testing.T) {
 	for _, tt := range []struct {
 		name    string
@@ -35,14 +35,14 @@ func TestCursorSaveRestore(t *testing.T) {
 			}
 			h := diskHarness{dir}
 			h.with(t, func(al *alloc.Allocator, s *Disk) {
-				saved, err := s.SaveCursor(0)
+				restore, err := s.KeepCursor(0)
 				if err != nil {
 					t.Fatal(err)
 				}
 				if _, _, err := al.Allocate(alloctest.CidA, 0, alloctest.Small(t), netip.Addr{}, "r"); err != nil {
 					t.Fatal(err)
 				}
-				if err := s.RestoreCursor(saved); err != nil {
+				if err := restore(); err != nil {
 					t.Fatal(err)
 				}
 			})

@@ -13,8 +13,8 @@ import (
 )
 
 // Disk is one state directory, locked from Open to Close, as the
-// allocation engine's store: an alloc.Lister, with SaveCursor and
-// RestoreCursor for a failed ADD's undo. See the package documentation for
+// allocation engine's store: an alloc.Lister, and an alloc.CursorKeeper
+// for a failed ADD's undo. See the package documentation for
 // the layout and the index.
 type Disk struct {
 	stateDir
@@ -32,8 +32,9 @@ type Disk struct {
 	exhausted []int
 	// dirty: D or the index changed since Open, so Close must re-stamp.
 	dirty bool
-	// stickyChecked: D's _sticky exists and checkSticky accepted it.
-	stickyChecked bool
+	// subs is what subdir found of D's subdirectories (_sticky,
+	// _tenants, _spill): true checked, false missing.
+	subs map[string]bool
 	// tmpFor is the attachment whose reservation content sits in the
 	// scratch file, kept across failed link attempts so that skipping a
 	// taken address costs one link(2). nil: content unknown.
@@ -41,10 +42,8 @@ type Disk struct {
 	// faults, when set, may stop a write (a test's crash).
 	faults *Faults
 	// tenant is the hex name of the tenant the reservations are for
-	// (ForTenant; "" none); hasTenants whether D has _tenants (0 not
-	// looked yet, 1 yes, -1 no).
-	tenant     string
-	hasTenants int
+	// (ForTenant; "" none).
+	tenant string
 	// dirMoved: D's mtime has left the stamp since Open, so a crash now
 	// leaves the index stale for the next Open (tenants.go).
 	dirMoved bool
@@ -53,7 +52,10 @@ type Disk struct {
 	linkToken func(token, rec string) error
 }
 
-var _ alloc.Lister = (*Disk)(nil)
+var (
+	_ alloc.Lister       = (*Disk)(nil)
+	_ alloc.CursorKeeper = (*Disk)(nil)
+)
 
 // Open locks dir (creating it like host-local does) within lockTimeout and
 // loads or rebuilds its index. The caller must Close it.
@@ -79,7 +81,7 @@ func OpenChecked(dir string, lockTimeout time.Duration, checked map[string]bool)
 	if err != nil {
 		return nil, err
 	}
-	d := &Disk{stateDir: sd, lock: lk, buckets: map[uint8]*bucket{}, linkToken: os.Link}
+	d := &Disk{stateDir: sd, lock: lk, buckets: map[uint8]*bucket{}, subs: map[string]bool{}, linkToken: os.Link}
 	if err := d.load(); err != nil {
 		lk.Close()
 		return nil, err
@@ -89,6 +91,34 @@ func OpenChecked(dir string, lockTimeout time.Duration, checked map[string]bool)
 
 // Dir is the state directory d locks.
 func (d *Disk) Dir() string { return d.dir }
+
+// subdir reports whether D has the subdirectory path, checking it
+// (safedir.go) once per Open: most pools have none of them, and one
+// lstat(2) tells. Under D's lock only makeSubdir creates one.
+func (d *Disk) subdir(path string) (bool, error) {
+	if ok, seen := d.subs[path]; seen {
+		return ok, nil
+	}
+	err := CheckDir(path, d.uid)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return false, err
+	}
+	d.subs[path] = err == nil
+	return err == nil, nil
+}
+
+// makeSubdir creates D's subdirectory path where it is missing.
+func (d *Disk) makeSubdir(path string) error {
+	if ok, err := d.subdir(path); err != nil || ok {
+		return err
+	}
+	d.dirty = true // a new entry in D: Close re-stamps it
+	if err := EnsureDir(path, modePrivateDir, d.uid); err != nil {
+		return err
+	}
+	d.subs[path] = true
+	return nil
+}
 
 // load uses the on-disk index as is when trust allows, and otherwise
 // rebuilds it (an index that cannot even be judged included), unless its
@@ -254,7 +284,7 @@ func (d *Disk) All() (map[netip.Addr]alloc.Attachment, error) { return d.scan() 
 // LastReserved implements alloc.Store. Like host-local, an unreadable cursor is
 // not an error: it only costs the round-robin position.
 func (d *Disk) LastReserved(rangeID int) (netip.Addr, error) {
-	c, err := d.SaveCursor(rangeID)
+	c, err := d.readCursor(rangeID)
 	return c.Addr, err
 }
 

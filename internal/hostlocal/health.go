@@ -117,15 +117,15 @@ func Repair(dir string, lockTimeout time.Duration, dropCursors []int) ([]string,
 
 func (d *Disk) repair(dropCursors []int) ([]string, error) {
 	var done []string
+	rs, err := ReadReservations(d.dir)
+	if err != nil {
+		return done, err
+	}
 	switch {
 	case d.untrusted:
 	case d.complete: // Open found the index stale and rebuilt it
 		done = append(done, "rebuilt the stale index")
 	default:
-		rs, err := ReadReservations(d.dir)
-		if err != nil {
-			return done, err
-		}
 		problems, err := d.indexProblems(rs)
 		if err != nil {
 			return done, err
@@ -149,7 +149,7 @@ func (d *Disk) repair(dropCursors []int) ([]string, error) {
 		d.tmpFor = nil
 		done = append(done, "removed "+p)
 	}
-	fixed, err := d.repairHolds(time.Now())
+	fixed, err := d.repairHolds(rs, time.Now())
 	done = append(done, fixed...)
 	if err != nil {
 		return done, err

@@ -50,14 +50,21 @@ func ReservedAddrs(dir string) ([]netip.Addr, error) {
 // whether each is a regular file is left to the reader. A missing dir
 // holds nothing.
 func reservationNames(dir string) ([]namedAddr, error) {
+	ents, err := entriesUnlocked(dir)
+	return sortedReservations(ents), err
+}
+
+// entriesUnlocked is readEntries of dir without its lock, for the
+// operators' reads: a missing dir holds nothing.
+func entriesUnlocked(dir string) (entries, error) {
 	ents, err := readEntries(dir, os.Geteuid())
 	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
+		return entries{}, nil
 	}
 	if err != nil {
-		return nil, readError(dir, err)
+		return entries{}, readError(dir, err)
 	}
-	return sortedReservations(ents), nil
+	return ents, nil
 }
 
 func sortedReservations(ents entries) []namedAddr {
@@ -174,12 +181,9 @@ func readReservation(dirfd int, dir, name string, ip netip.Addr) (Reservation, b
 
 // ReadCursors reads dir's round-robin cursors without the lock.
 func ReadCursors(dir string) ([]Cursor, error) {
-	ents, err := readEntries(dir, os.Geteuid())
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
-	}
+	ents, err := entriesUnlocked(dir)
 	if err != nil {
-		return nil, readError(dir, err)
+		return nil, err
 	}
 	return readCursors(dir, ents.cursors)
 }

@@ -31,6 +31,8 @@ import (
 // than a file name) has no record and is always looked for everywhere.
 const spillDirName = "_spill"
 
+var _ alloc.SpillRecorder = (*Disk)(nil)
+
 // maxSpillName: a record's name is one file name.
 const maxSpillName = 255
 
@@ -45,9 +47,7 @@ func spillName(a alloc.Attachment) (string, bool) {
 	return hex.EncodeToString([]byte(key)), true
 }
 
-// MaySpill reports whether a may hold addresses further down D's
-// overflow chain: it has a spill record in D, or can have none. One
-// lstat(2).
+// MaySpill implements alloc.SpillRecorder: one lstat(2).
 func (d *Disk) MaySpill(a alloc.Attachment) (bool, error) {
 	name, ok := spillName(a)
 	if !ok {
@@ -64,36 +64,25 @@ func (d *Disk) MaySpill(a alloc.Attachment) (bool, error) {
 	return true, cnierr.IO("stat", path, err)
 }
 
-// RecordSpill records, before a takes an address further down D's
-// chain, that it may hold one there.
+// RecordSpill implements alloc.SpillRecorder.
 func (d *Disk) RecordSpill(a alloc.Attachment) error {
 	name, ok := spillName(a)
 	if !ok {
 		return nil // MaySpill is always true for a
 	}
-	dir := d.spillDir()
-	err := CheckDir(dir, d.uid)
-	if errors.Is(err, os.ErrNotExist) {
-		d.dirty = true // a new entry in D: Close re-stamps it
-		err = EnsureDir(dir, modePrivateDir, d.uid)
-	}
-	if err != nil {
+	if err := d.makeSubdir(d.spillDir()); err != nil {
 		return err
 	}
-	return writePrivate(child(dir, name), a.Network)
+	return writePrivate(child(d.spillDir(), name), a.Network)
 }
 
-// ForgetSpill removes a's spill record, once a holds nothing in D's
-// chain.
+// ForgetSpill implements alloc.SpillRecorder.
 func (d *Disk) ForgetSpill(a alloc.Attachment) error {
 	name, ok := spillName(a)
 	if !ok {
 		return nil
 	}
-	if err := CheckDir(d.spillDir(), d.uid); err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return nil
-		}
+	if ok, err := d.subdir(d.spillDir()); err != nil || !ok {
 		return err
 	}
 	return removeRecord(child(d.spillDir(), name))

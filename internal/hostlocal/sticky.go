@@ -86,25 +86,10 @@ func Reader(dir string) alloc.HoldReader { return newStateDir(dir) }
 
 // ReadHold implements alloc.HoldReader once D's _sticky is checked.
 func (d *Disk) ReadHold(id string) (*alloc.Hold, error) {
-	if err := d.checkSticky(); errors.Is(err, os.ErrNotExist) {
-		return nil, nil
-	} else if err != nil {
+	if ok, err := d.subdir(d.stickyDir()); err != nil || !ok {
 		return nil, err
 	}
 	return d.stateDir.ReadHold(id)
-}
-
-// checkSticky checks D's _sticky (safedir.go) once per Open, before a
-// record is read or written by name; fs.ErrNotExist when there is none.
-func (d *Disk) checkSticky() error {
-	if d.stickyChecked {
-		return nil
-	}
-	if err := CheckDir(d.stickyDir(), d.uid); err != nil {
-		return err
-	}
-	d.stickyChecked = true
-	return nil
 }
 
 // WriteHold implements alloc.HoldStore, through replaceRecycled: a killed
@@ -120,12 +105,7 @@ func (d *Disk) WriteHold(id string, h alloc.Hold) error {
 	if !alloc.ValidHoldID(id) {
 		return cnierr.New(cnierr.CodeInternal, "invalid hold ID", "id=%q", id)
 	}
-	if err := d.checkSticky(); errors.Is(err, os.ErrNotExist) {
-		if err := EnsureDir(d.stickyDir(), modePrivateDir, d.uid); err != nil {
-			return err
-		}
-		d.stickyChecked = true
-	} else if err != nil {
+	if err := d.makeSubdir(d.stickyDir()); err != nil {
 		return err
 	}
 	d.dirty = true
@@ -137,9 +117,7 @@ func (d *Disk) RemoveHold(id string) error {
 	if err := d.faults.step(); err != nil {
 		return err
 	}
-	if err := d.checkSticky(); errors.Is(err, os.ErrNotExist) {
-		return nil
-	} else if err != nil {
+	if ok, err := d.subdir(d.stickyDir()); err != nil || !ok {
 		return err
 	}
 	if err := os.Remove(d.holdPath(id)); err != nil && !errors.Is(err, os.ErrNotExist) {
@@ -189,13 +167,9 @@ func (d stateDir) holdProblems(rs []Reservation) ([]alloc.HoldRecord, []netip.Ad
 }
 
 // repairHolds repairs every record as the engine judges it
-// (alloc.RepairOf, what fsck reports) and frees held files without a
-// record (nothing can ever claim them).
-func (d *Disk) repairHolds(now time.Time) ([]string, error) {
-	rs, err := ReadReservations(d.dir)
-	if err != nil {
-		return nil, err
-	}
+// (alloc.RepairOf, what fsck reports) against D's reservations rs, and
+// frees held files without a record (nothing can ever claim them).
+func (d *Disk) repairHolds(rs []Reservation, now time.Time) ([]string, error) {
 	holds, orphans, err := d.holdProblems(rs)
 	if err != nil {
 		return nil, err

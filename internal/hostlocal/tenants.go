@@ -72,7 +72,7 @@ func (d *Disk) ForTenant(tenant string) {
 // TenantAddrs implements alloc.TenantStore: the link counts of the
 // tenant's tokens, one lstat(2) each (and one that finds no next token).
 func (d *Disk) TenantAddrs(tenant string) (int, error) {
-	if err := d.lookTenants(); err != nil || d.hasTenants < 0 {
+	if ok, err := d.subdir(d.tenantsDir()); err != nil || !ok {
 		return 0, err
 	}
 	return d.tokenCount(pool.TenantName(tenant))
@@ -150,37 +150,10 @@ func tokenLinks(path string) (int, error) {
 	return int(st.Nlink), nil
 }
 
-// lookTenants looks whether D has _tenants, once per Open (most pools
-// have none: one lstat(2) tells), checking it when it does.
-func (d *Disk) lookTenants() error {
-	if d.hasTenants != 0 {
-		return nil
-	}
-	fi, err := os.Lstat(d.tenantsDir())
-	switch {
-	case errors.Is(err, os.ErrNotExist):
-		d.hasTenants = -1
-		return nil
-	case err != nil:
-		return cnierr.IO("stat", d.tenantsDir(), err)
-	}
-	if err := SafeDir(d.tenantsDir(), fi, d.uid); err != nil {
-		return err
-	}
-	d.hasTenants = 1
-	return nil
-}
-
 // tag records free address ip as d.tenant's, before its reservation.
 func (d *Disk) tag(ip netip.Addr) error {
-	if err := d.lookTenants(); err != nil {
+	if err := d.makeSubdir(d.tenantsDir()); err != nil {
 		return err
-	}
-	if d.hasTenants < 0 {
-		if err := EnsureDir(d.tenantsDir(), modePrivateDir, d.uid); err != nil {
-			return err
-		}
-		d.hasTenants = 1
 	}
 	// A crash from here on must leave the index stale (see above).
 	if !d.dirMoved {
@@ -245,7 +218,7 @@ func (d *Disk) linkRecord(token, rec string) error {
 
 // untag forgets ip's tenant, once its reservation is gone (or never was).
 func (d *Disk) untag(ip netip.Addr) error {
-	if err := d.lookTenants(); err != nil || d.hasTenants < 0 {
+	if ok, err := d.subdir(d.tenantsDir()); err != nil || !ok {
 		return err
 	}
 	return removeRecord(d.recordPath(ip))

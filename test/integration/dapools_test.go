@@ -214,6 +214,15 @@ func TestAllocatorCommandsAndCodes(t *testing.T) {
 			}
 		})
 	}
+	// CHECK of a network no ADD ever used: nothing is held there (the
+	// engine's 3), and CHECK, which only reads, creates no state directory.
+	never := []byte(strings.Replace(string(withPrev("")), `"name":"codes"`, `"name":"never"`, 1))
+	if e := testbin.Run(call("ipam-da-pools", "CHECK", "a", never)).Err(); e == nil || e.Code != 3 || !strings.Contains(e.Details, "10.66.0.2") {
+		t.Errorf("CHECK where no ADD ever was: %+v, want code 3 naming 10.66.0.2", e)
+	}
+	if _, err := os.Lstat(filepath.Join(dataDir, "never")); !os.IsNotExist(err) {
+		t.Errorf("CHECK created the state directory of a network no ADD used (%v)", err)
+	}
 	// Nothing above left a reservation behind.
 	if got := reservations(t, filepath.Join(dataDir, "codes")); got != "10.66.0.2" {
 		t.Errorf("reservations after failed ADDs: %s", got)
