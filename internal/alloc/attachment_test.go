@@ -100,7 +100,7 @@ func TestKeepSet(t *testing.T) {
 		{alloc.Attachment{ContainerID: "c9", IfName: "eth0", Network: "red"}, true}, // another network's, in a shared pool
 		{alloc.Attachment{ContainerID: "c9", IfName: "eth0", Network: "blue"}, false},
 		{alloc.Attachment{ContainerID: "_docker", IfName: "ep1"}, true}, // not a CNI attachment
-		{alloc.Attachment{IfName: "eth0"}, true},                        // no container ID: no CNI attachment either
+		{alloc.Attachment{IfName: "eth0"}, false},                       // no container ID: no valid attachment names it (host-local frees it too)
 	} {
 		if got := k.Keeps(tt.owner); got != tt.keep {
 			t.Errorf("Keeps(%+v) = %v, want %v", tt.owner, got, tt.keep)

@@ -46,9 +46,8 @@ func ValidAttachments(conf *netconf.Envelope) ([]Attachment, error) {
 // stays when its attachment is live, when it is a legacy id-only file of
 // a container that has any live attachment, when it records another
 // network than the one being collected (a shared pool), or when its owner
-// is not a CNI attachment at all (no container ID, or a '_'-kind owner
-// such as a Docker endpoint: CNI's list of valid attachments can never
-// name it). A live
+// is not a CNI attachment at all (a '_'-kind owner such as a Docker
+// endpoint: CNI's list of valid attachments can never name it). A live
 // attachment given without an ifname keeps every reservation of its
 // container: the safe reading of an incomplete entry. A runtime's keep
 // set (NewRuntimeKeepSet) adds its own scope and the minimum age.
@@ -152,7 +151,10 @@ const (
 // Verdict is k's decision on a reservation of owner.
 func (k KeepSet) Verdict(owner Attachment) Verdict {
 	switch kind := owner.Kind(); {
-	case owner.ContainerID == "" || kind != "cni" && kind != "legacy":
+	case kind != "cni" && kind != "legacy", k.runtime != nil && owner.ContainerID == "":
+		// A file naming no container is no runtime's sandbox either:
+		// gc --cri leaves it to fsck. The CNI GC frees it, as
+		// host-local's does: no valid attachment can name it.
 		return KeptNotCNI
 	case k.otherNetwork(owner):
 		return KeptOtherNetwork
