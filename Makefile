@@ -54,6 +54,11 @@ $(BINDIR)/floor: FORCE
 $(BINDIR)/floor-linked: FORCE
 	$(GOBUILD) -tags linked -ldflags '$(STRIP) -buildid=' -o $@ ./bench/floor
 
+# The etcd scenario's floor (bench/etcdfloor): start-up plus one etcd
+# transaction through the project's client.
+$(BINDIR)/etcdfloor: FORCE
+	$(GOBUILD) -ldflags '$(STRIP) -buildid=' -o $@ ./bench/etcdfloor
+
 install: build
 	scripts/install-symlinks.sh $(DESTDIR)
 
