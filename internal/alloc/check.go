@@ -6,29 +6,24 @@ import (
 	"strings"
 
 	"github.com/cniplugins/cniplugins/internal/cnierr"
-	"github.com/cniplugins/cniplugins/internal/netconf"
 )
 
-// CheckList is what CHECK verifies: prevResult's addresses, each with
+// CheckList places what CHECK verifies, prevResult's addresses, each in
 // its target. An address no target holds cannot be this attachment's
 // (code 3). Without addresses, CHECK asks CheckHeld instead.
-func CheckList(conf *netconf.Envelope, targets []Target) ([]netip.Addr, []Target, error) {
-	addrs, err := PrevAddrs(conf)
-	if err != nil {
-		return nil, nil, err
-	}
+func CheckList(addrs []netip.Addr, targets []Target) ([]Target, error) {
 	placed := make([]Target, len(addrs))
 	for i, a := range addrs {
 		t, ok, err := TargetFor(targets, a)
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		if !ok {
-			return nil, nil, cnierr.New(cnierr.CodeUnknownContainer, "address is in no selected range set", "address=%s", a)
+			return nil, cnierr.New(cnierr.CodeUnknownContainer, "address is in no selected range set", "address=%s", a)
 		}
 		placed[i] = t
 	}
-	return addrs, placed, nil
+	return placed, nil
 }
 
 // Holdings is a store's side of CHECK without addresses: for each of
@@ -39,8 +34,8 @@ type Holdings func(scopes []Scope) (map[Scope][]netip.Addr, error)
 // CheckPrev is every allocator's CHECK: prevResult's addresses, each
 // placed in its target (CheckList) and verified by check; without
 // addresses, CheckHeld over what held lists.
-func CheckPrev(conf *netconf.Envelope, targets []Target, a Attachment, held Holdings, check func(addrs []netip.Addr, placed []Target) error) error {
-	addrs, placed, err := CheckList(conf, targets)
+func CheckPrev(addrs []netip.Addr, targets []Target, a Attachment, held Holdings, check func(addrs []netip.Addr, placed []Target) error) error {
+	placed, err := CheckList(addrs, targets)
 	if err != nil {
 		return err
 	}

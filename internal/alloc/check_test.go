@@ -11,6 +11,7 @@ import (
 	"github.com/cniplugins/cniplugins/internal/addrspace"
 	"github.com/cniplugins/cniplugins/internal/alloc"
 	"github.com/cniplugins/cniplugins/internal/alloc/alloctest"
+	"github.com/cniplugins/cniplugins/internal/ipamconf"
 )
 
 // checkTargets are a standalone dual-stack network (range sets 0 and 1
@@ -102,7 +103,11 @@ func TestCheckPrev(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			checked, asked := false, false
-			err := alloc.CheckPrev(envelope(t, tt.conf), standalone, alloctest.CidA,
+			addrs, err := ipamconf.PrevAddrs(alloctest.Envelope(t, tt.conf))
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = alloc.CheckPrev(addrs, standalone, alloctest.CidA,
 				func([]alloc.Scope) (map[alloc.Scope][]netip.Addr, error) {
 					asked = true
 					return map[alloc.Scope][]netip.Addr{{Network: "n"}: {netip.MustParseAddr("10.1.0.2"), netip.MustParseAddr("fd00::2")}}, nil

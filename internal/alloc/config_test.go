@@ -8,6 +8,7 @@ import (
 
 	"github.com/cniplugins/cniplugins/internal/alloc"
 	"github.com/cniplugins/cniplugins/internal/cnierr"
+	"github.com/cniplugins/cniplugins/internal/ipamconf"
 	"github.com/cniplugins/cniplugins/internal/netconf"
 )
 
@@ -17,12 +18,12 @@ func mustConfig(t *testing.T, conf, cniArgs string) (*alloc.Config, error) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	keys, _ := alloc.ArgKeys(env)
+	keys, _ := ipamconf.ArgKeys(env)
 	args, err := netconf.ParseCNIArgs(cniArgs, keys)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return alloc.Parse(env, args, true)
+	return ipamconf.Parse(env, args, true)
 }
 
 // summary renders targets as "label scope rangeID requested", a pool's

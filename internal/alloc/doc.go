@@ -1,10 +1,11 @@
 // Package alloc is the allocation engine every address allocator of this
-// project shares: the configuration (host-local's range keys, pools and
-// their definitions, requested addresses), the targets an ADD allocates,
-// host-local's allocation policy (round robin, requested addresses,
-// gateways, exclusions, duplicate ADDs, exhaustion), the result, and the
-// rules of DEL, CHECK and GC (KeepSet). The ranges and the iteration
-// order are internal/addrspace's.
+// project shares: the configuration (host-local's range sets, pools and
+// their definitions, requested addresses, as internal/ipamconf reads them
+// from the CNI input; the engine never reads that input itself), the
+// targets an ADD allocates, host-local's allocation policy (round robin,
+// requested addresses, gateways, exclusions, duplicate ADDs, exhaustion),
+// the result, and the rules of DEL, CHECK and GC (KeepSet). The ranges
+// and the iteration order are internal/addrspace's.
 //
 // The engine reserves addresses in a Store, the narrow interface an ADD
 // needs; a store that keeps a full record of its reservations is a

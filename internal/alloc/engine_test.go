@@ -14,17 +14,9 @@ import (
 	"github.com/cniplugins/cniplugins/internal/alloc"
 	"github.com/cniplugins/cniplugins/internal/alloc/alloctest"
 	"github.com/cniplugins/cniplugins/internal/cnierr"
+	"github.com/cniplugins/cniplugins/internal/ipamconf"
 	"github.com/cniplugins/cniplugins/internal/netconf"
 )
-
-func envelope(t *testing.T, conf string) *netconf.Envelope {
-	t.Helper()
-	env, err := netconf.Parse([]byte(conf))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return env
-}
 
 // claimOnly is a Store and nothing more, as ipam-da-etcd's claims are:
 // no cursor to move, no duplicate check by the engine, no ledger.
@@ -209,29 +201,13 @@ func TestAttachmentProblem(t *testing.T) {
 	}
 }
 
-func TestValidAttachments(t *testing.T) {
-	env := envelope(t, `{"cniVersion":"1.1.0","name":"n","ipam":{},
-		"cni.dev/valid-attachments":[{"containerID":"a","ifname":"eth0"},{"containerID":"b"}]}`)
-	got, err := alloc.ValidAttachments(env)
-	if err != nil || !slices.Equal(got, []alloc.Attachment{{ContainerID: "a", IfName: "eth0"}, {ContainerID: "b"}}) {
-		t.Errorf("= %v, %v", got, err)
-	}
-	if got, err := alloc.ValidAttachments(envelope(t, `{"cniVersion":"1.1.0","name":"n","cni.dev/valid-attachments":null}`)); err != nil || len(got) != 0 {
-		t.Errorf("null = %v, %v", got, err)
-	}
-	_, err = alloc.ValidAttachments(envelope(t, `{"cniVersion":"1.1.0","name":"n"}`))
-	alloctest.AssertCode(t, err, 7)
-	_, err = alloc.ValidAttachments(envelope(t, `{"cniVersion":"1.1.0","name":"n","cni.dev/valid-attachments":{"a":1}}`))
-	alloctest.AssertCode(t, err, 7)
-}
-
 func TestResult(t *testing.T) {
 	dir := t.TempDir()
 	resolv := filepath.Join(dir, "resolv.conf")
 	if err := os.WriteFile(resolv, []byte("# c\nnameserver 10.0.0.53\nnameserver fd00::53\ndomain example.org\nsearch a.example b.example\noptions ndots:2\n; x\nbogus\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	c, err := alloc.Parse(envelope(t, `{"cniVersion":"1.0.0","name":"n","ipam":{"subnet":"10.0.0.0/24","resolvConf":"`+resolv+`",
+	c, err := ipamconf.Parse(alloctest.Envelope(t, `{"cniVersion":"1.0.0","name":"n","ipam":{"subnet":"10.0.0.0/24","resolvConf":"`+resolv+`",
 		"routes":[{"dst":"0.0.0.0/0"}]}}`), nil, true)
 	if err != nil {
 		t.Fatal(err)
@@ -262,21 +238,10 @@ func TestResult(t *testing.T) {
 	}
 }
 
-func TestPrevAddrs(t *testing.T) {
-	got, err := alloc.PrevAddrs(envelope(t, `{"cniVersion":"1.0.0","name":"n","prevResult":{"cniVersion":"1.0.0",
-		"ips":[{"address":"10.0.0.5/24"},{"address":"fd00::5/64"}]}}`))
-	if err != nil || !slices.Equal(got, []netip.Addr{netip.MustParseAddr("10.0.0.5"), netip.MustParseAddr("fd00::5")}) {
-		t.Errorf("= %v, %v", got, err)
-	}
-	if got, err := alloc.PrevAddrs(envelope(t, `{"cniVersion":"1.0.0","name":"n"}`)); err != nil || got != nil {
-		t.Errorf("none = %v, %v", got, err)
-	}
-}
-
 // CHECK places each address in its target, STATUS adds the defined pools,
 // DEL and GC know the scopes without ranges.
 func TestScopesAndPlacement(t *testing.T) {
-	c, err := alloc.Parse(envelope(t, `{"cniVersion":"1.0.0","name":"n","ipam":{"ranges":[[{"subnet":"10.1.0.0/24"}],[{"subnet":"fd00::/64"}]]}}`), nil, true)
+	c, err := ipamconf.Parse(alloctest.Envelope(t, `{"cniVersion":"1.0.0","name":"n","ipam":{"ranges":[[{"subnet":"10.1.0.0/24"}],[{"subnet":"fd00::/64"}]]}}`), nil, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -292,18 +257,26 @@ func TestScopesAndPlacement(t *testing.T) {
 		for _, ip := range ips {
 			list = append(list, `{"address":"`+ip+`"}`)
 		}
-		return envelope(t, `{"cniVersion":"1.0.0","name":"n","prevResult":{"cniVersion":"1.0.0","ips":[`+strings.Join(list, ",")+`]}}`)
+		return alloctest.Envelope(t, `{"cniVersion":"1.0.0","name":"n","prevResult":{"cniVersion":"1.0.0","ips":[`+strings.Join(list, ",")+`]}}`)
 	}
-	addrs, placed, err := alloc.CheckList(prev("fd00::9/64", "10.1.0.9/24"), ts)
+	checkList := func(conf *netconf.Envelope) ([]netip.Addr, []alloc.Target, error) {
+		addrs, err := ipamconf.PrevAddrs(conf)
+		if err != nil {
+			return nil, nil, err
+		}
+		placed, err := alloc.CheckList(addrs, ts)
+		return addrs, placed, err
+	}
+	addrs, placed, err := checkList(prev("fd00::9/64", "10.1.0.9/24"))
 	if err != nil || len(addrs) != 2 || placed[0].RangeID != 1 || placed[1].RangeID != 0 {
 		t.Errorf("placed = %v %+v, %v", addrs, placed, err)
 	}
-	_, _, err = alloc.CheckList(prev("10.2.0.1/24"), ts)
+	_, _, err = checkList(prev("10.2.0.1/24"))
 	alloctest.AssertCode(t, err, 3)
-	if addrs, placed, err := alloc.CheckList(prev(), ts); err != nil || len(addrs)+len(placed) != 0 {
+	if addrs, placed, err := checkList(prev()); err != nil || len(addrs)+len(placed) != 0 {
 		t.Errorf("nothing to check = %v %v %v", addrs, placed, err)
 	}
-	_, _, err = alloc.CheckList(envelope(t, `{"cniVersion":"1.0.0","name":"n","prevResult":{"cniVersion":"1.0.0","ips":7}}`), ts)
+	_, _, err = checkList(alloctest.Envelope(t, `{"cniVersion":"1.0.0","name":"n","prevResult":{"cniVersion":"1.0.0","ips":7}}`))
 	if err == nil {
 		t.Error("a broken prevResult was read")
 	}
@@ -311,7 +284,7 @@ func TestScopesAndPlacement(t *testing.T) {
 		t.Errorf("target allocator = %v, %v", p, err)
 	}
 
-	c, err = alloc.Parse(envelope(t, `{"cniVersion":"1.0.0","name":"n","ipam":{"poolDefinitions":{"b":[{"subnet":"10.5.0.0/24"}],"a":[{"subnet":"10.6.0.0/24"}]}},
+	c, err = ipamconf.Parse(alloctest.Envelope(t, `{"cniVersion":"1.0.0","name":"n","ipam":{"poolDefinitions":{"b":[{"subnet":"10.5.0.0/24"}],"a":[{"subnet":"10.6.0.0/24"}]}},
 		"prevResult":{"cniVersion":"1.0.0","pools":[{"name":"b"}]}}`), nil, false)
 	if err != nil {
 		t.Fatal(err)
@@ -330,38 +303,4 @@ func TestScopesAndPlacement(t *testing.T) {
 	if !slices.Equal(labels, []string{"pool b/b"}) {
 		t.Errorf("targets = %v, want only the selected pool (a defined pool no selector names is no concern of this network)", labels)
 	}
-}
-
-func TestStandalone(t *testing.T) {
-	for conf, want := range map[string]bool{
-		`{"cniVersion":"1.0.0","name":"n","ipam":{"type":"me"}}`:    true,
-		`{"cniVersion":"1.0.0","name":"n","ipam":{"type":"other"}}`: false,
-	} {
-		if got, err := alloc.Standalone(envelope(t, conf), "me"); err != nil || got != want {
-			t.Errorf("%s: %v, %v", conf, got, err)
-		}
-	}
-	_, err := alloc.Standalone(envelope(t, `{"cniVersion":"1.0.0","name":"n","ipam":{"type":7}}`), "me")
-	alloctest.AssertCode(t, err, 7)
-}
-
-// The file's own ranges, as the operators' commands read a config.
-func TestKeysRangeSets(t *testing.T) {
-	var k alloc.Keys
-	if sets, err := k.RangeSets(); err != nil || sets != nil {
-		t.Errorf("no ranges = %v, %v", sets, err)
-	}
-	k.Subnet = "10.9.0.0/24"
-	k.Ranges = [][]addrspace.RangeConfig{{{Subnet: "10.1.0.0/24"}}}
-	sets, err := k.RangeSets()
-	if err != nil || len(sets) != 2 || sets[0].String() != "10.9.0.1-10.9.0.254" {
-		t.Errorf("= %v, %v", sets, err)
-	}
-	// A decoding error of the sections Parse reads itself.
-	_, err = alloc.Parse(envelope(t, `{"cniVersion":"1.0.0","name":"n","ipam":{"subnet":7}}`), nil, true)
-	alloctest.AssertCode(t, err, 7)
-	_, err = alloc.Parse(envelope(t, `{"cniVersion":"1.0.0","name":"n","ipam":{},"runtimeConfig":{"ips":7}}`), nil, true)
-	alloctest.AssertCode(t, err, 7)
-	_, err = alloc.Parse(envelope(t, `{"cniVersion":"1.0.0","name":"n","ipam":{}}`), nil, true)
-	alloctest.AssertCode(t, err, 7)
 }

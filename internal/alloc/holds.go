@@ -24,7 +24,7 @@ type Keyed struct {
 	Key     string
 	HoldFor time.Duration
 	// Migration is the ADD's migration name, "" for none: read for a VM's
-	// key alone (StickyKey).
+	// key alone (ipamconf.StickyKey).
 	Migration string
 }
 

@@ -13,7 +13,6 @@ import (
 	current "github.com/containernetworking/cni/pkg/types/100"
 
 	"github.com/cniplugins/cniplugins/internal/cnierr"
-	"github.com/cniplugins/cniplugins/internal/netconf"
 )
 
 // NewResult is an ADD result with the configuration's routes and DNS and
@@ -37,22 +36,6 @@ func IPConfig(addr netip.Prefix, gw netip.Addr) *current.IPConfig {
 		ipc.Gateway = net.IP(gw.AsSlice())
 	}
 	return ipc
-}
-
-// PrevAddrs are the addresses in conf's prevResult: what CHECK verifies
-// and what DEL goes straight to.
-func PrevAddrs(conf *netconf.Envelope) ([]netip.Addr, error) {
-	prev, err := conf.Result()
-	if err != nil || prev == nil {
-		return nil, err
-	}
-	out := make([]netip.Addr, 0, len(prev.IPs))
-	for _, ip := range prev.IPs {
-		if a, ok := netip.AddrFromSlice(ip.Address.IP); ok {
-			out = append(out, a.Unmap())
-		}
-	}
-	return out, nil
 }
 
 // maxResolvConf bounds what is read: a resolv.conf is a few hundred bytes,

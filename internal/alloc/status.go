@@ -5,8 +5,6 @@ import (
 	"strings"
 
 	"github.com/cniplugins/cniplugins/internal/cnierr"
-	"github.com/cniplugins/cniplugins/internal/netconf"
-	"github.com/cniplugins/cniplugins/internal/pool"
 )
 
 // Status is every allocator's STATUS, marked reporting whether the store
@@ -14,24 +12,17 @@ import (
 // full and nothing was released there since): 50 only when no ADD the
 // network could be asked for can be served. A target is full only when
 // every pool of its overflow chain is. An ADD is given one set of pools
-// (prevResult.choices lists the sets a selector can choose among; without
-// it, the one set of every target) and needs an address from each, so a
+// (choices, prevResult's, lists the sets a selector can choose among;
+// without them, the one set of every target) and needs an address from each, so a
 // set is servable when none of its pools is full. One tenant's full pool
 // beside another set with room is that tenant's ADD error (100), never
 // the network's: a runtime turns a STATUS error into a node that takes
 // no pod at all (containerd 2.x reports NetworkReady=false).
-func (c *Config) Status(conf *netconf.Envelope, targets []Target, marked func(Target) (bool, error)) error {
+func (c *Config) Status(targets []Target, choices [][]string, marked func(Target) (bool, error)) error {
 	full := make([]bool, len(targets))
 	for i, t := range targets {
 		var err error
 		if full[i], err = chainFull(t, marked); err != nil {
-			return err
-		}
-	}
-	var choices [][]string
-	if c.PoolMode() {
-		var err error
-		if choices, err = pool.ChoicesFromPrevResult(conf, c.Pools); err != nil {
 			return err
 		}
 	}

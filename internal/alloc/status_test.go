@@ -5,7 +5,10 @@ import (
 	"testing"
 
 	"github.com/cniplugins/cniplugins/internal/alloc"
+	"github.com/cniplugins/cniplugins/internal/alloc/alloctest"
 	"github.com/cniplugins/cniplugins/internal/cnierr"
+	"github.com/cniplugins/cniplugins/internal/ipamconf"
+	"github.com/cniplugins/cniplugins/internal/netconf"
 )
 
 // STATUS fails (50) only when every set of pools an ADD could be given
@@ -27,7 +30,7 @@ func TestStatusVerdict(t *testing.T) {
 		{"a pool in no choice does not count", `"pools":[{"name":"a"},{"name":"b"}],"choices":[["a"]]`, []bool{false, true}, ""},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			c, err := alloc.Parse(envelope(t, `{"cniVersion":"1.1.0","name":"n",`+defs+`,"prevResult":{"cniVersion":"1.1.0",`+tt.prev+`}}`), nil, true)
+			c, err := ipamconf.Parse(alloctest.Envelope(t, `{"cniVersion":"1.1.0","name":"n",`+defs+`,"prevResult":{"cniVersion":"1.1.0",`+tt.prev+`}}`), nil, true)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -35,7 +38,7 @@ func TestStatusVerdict(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			err = c.Status(envelope(t, `{"cniVersion":"1.1.0","name":"n","prevResult":{"cniVersion":"1.1.0",`+tt.prev+`}}`), ts, marks(ts, tt.full))
+			err = statusOf(c, alloctest.Envelope(t, `{"cniVersion":"1.1.0","name":"n","prevResult":{"cniVersion":"1.1.0",`+tt.prev+`}}`), ts, marks(ts, tt.full))
 			e := cnierr.As(err)
 			switch {
 			case tt.want50 == "" && err != nil:
@@ -47,31 +50,41 @@ func TestStatusVerdict(t *testing.T) {
 	}
 
 	// Standalone: host-local's meaning, any full range set is 50.
-	c, err := alloc.Parse(envelope(t, `{"cniVersion":"1.1.0","name":"n","ipam":{"ranges":[[{"subnet":"10.8.0.0/24"}],[{"subnet":"10.9.0.0/24"}]]}}`), nil, true)
+	c, err := ipamconf.Parse(alloctest.Envelope(t, `{"cniVersion":"1.1.0","name":"n","ipam":{"ranges":[[{"subnet":"10.8.0.0/24"}],[{"subnet":"10.9.0.0/24"}]]}}`), nil, true)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ts, _ := c.Targets()
-	if e := cnierr.As(c.Status(envelope(t, `{"cniVersion":"1.1.0","name":"n"}`), ts, marks(ts, []bool{false, true}))); e == nil || e.Code != cnierr.CodeNotAvailable || !strings.Contains(e.Details, "range set 1 (10.9.0.1") {
+	if e := cnierr.As(statusOf(c, alloctest.Envelope(t, `{"cniVersion":"1.1.0","name":"n"}`), ts, marks(ts, []bool{false, true}))); e == nil || e.Code != cnierr.CodeNotAvailable || !strings.Contains(e.Details, "range set 1 (10.9.0.1") {
 		t.Errorf("standalone with a full range set: %+v, want 50 naming it", e)
 	}
-	if err := c.Status(envelope(t, `{"cniVersion":"1.1.0","name":"n"}`), ts, marks(ts, []bool{false, false})); err != nil {
+	if err := statusOf(c, alloctest.Envelope(t, `{"cniVersion":"1.1.0","name":"n"}`), ts, marks(ts, []bool{false, false})); err != nil {
 		t.Errorf("standalone with room: %v", err)
 	}
 
 	// Hostile choices are refused before any store is read.
 	for _, bad := range []string{`"choices":[["zz"]]`, `"choices":[[]]`, `"choices":[]`, `"choices":"a"`} {
 		prev := `"pools":[{"name":"a"}],` + bad
-		env := envelope(t, `{"cniVersion":"1.1.0","name":"n",`+defs+`,"prevResult":{"cniVersion":"1.1.0",`+prev+`}}`)
-		c, err := alloc.Parse(env, nil, true)
+		env := alloctest.Envelope(t, `{"cniVersion":"1.1.0","name":"n",`+defs+`,"prevResult":{"cniVersion":"1.1.0",`+prev+`}}`)
+		c, err := ipamconf.Parse(env, nil, true)
 		if err != nil {
 			t.Fatal(err)
 		}
 		ts, _ := c.Targets()
-		if e := cnierr.As(c.Status(env, ts, marks(ts, []bool{false}))); e == nil || e.Code != cnierr.CodeInvalidConfig || !strings.Contains(e.Msg+e.Details, "choices") {
+		if e := cnierr.As(statusOf(c, env, ts, marks(ts, []bool{false}))); e == nil || e.Code != cnierr.CodeInvalidConfig || !strings.Contains(e.Msg+e.Details, "choices") {
 			t.Errorf("%s: %+v, want 7 naming prevResult.choices", bad, e)
 		}
 	}
+}
+
+// statusOf is an allocator's STATUS: the choices prevResult in env names,
+// judged by the engine.
+func statusOf(c *alloc.Config, env *netconf.Envelope, ts []alloc.Target, marked func(alloc.Target) (bool, error)) error {
+	choices, err := ipamconf.Choices(env, c)
+	if err != nil {
+		return err
+	}
+	return c.Status(ts, choices, marked)
 }
 
 // marks is a store whose exhaustion marks are full, by target.

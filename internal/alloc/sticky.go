@@ -1,9 +1,7 @@
 package alloc
 
 import (
-	"bytes"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"hash/fnv"
 	"net/netip"
@@ -11,8 +9,6 @@ import (
 	"time"
 
 	"github.com/cniplugins/cniplugins/internal/cnierr"
-	"github.com/cniplugins/cniplugins/internal/netconf"
-	"github.com/cniplugins/cniplugins/internal/pool"
 )
 
 // Sticky addresses: an attachment with a stable key (a StatefulSet pod's
@@ -47,12 +43,10 @@ const (
 	// pod was started for (a pod keeps it after the migration).
 	AnnotationKubevirtDomain = "kubevirt.io/domain"
 	AnnotationMigrationJob   = "kubevirt.io/migrationJobName"
-	podAnnotationsCap        = "io.kubernetes.cri.pod-annotations"
 
 	// DefaultHoldFor is how long a DEL'd key keeps its address when
 	// ipam.sticky.holdFor is not given.
 	DefaultHoldFor = 30 * time.Minute
-	maxStickyKey   = 253
 )
 
 // StickyKeys is ipam.sticky as written.
@@ -70,24 +64,6 @@ type Sticky struct {
 	// the sources of By read (netconf.IdentityOf), as a selector's rules
 	// do, so that a standalone allocator trusts no more than a chain.
 	NamespaceFrom string
-}
-
-// StickyConf is ipam.sticky and ipam.namespaceFrom, validated: what an
-// allocator needs to find an attachment's key.
-func StickyConf(conf *netconf.Envelope) (Sticky, error) {
-	var ipam struct {
-		Sticky        *StickyKeys `json:"sticky"`
-		NamespaceFrom string      `json:"namespaceFrom"`
-	}
-	if err := conf.DecodeIPAM(&ipam); err != nil {
-		return Sticky{}, err
-	}
-	s, err := ParseSticky(ipam.Sticky)
-	if err != nil {
-		return s, err
-	}
-	s.NamespaceFrom = ipam.NamespaceFrom
-	return s, netconf.ParseNamespaceFrom(ipam.NamespaceFrom)
 }
 
 // ParseSticky validates ipam.sticky; nil is sticky off (a selector may
@@ -120,122 +96,6 @@ func ParseSticky(k *StickyKeys) (Sticky, error) {
 	return s, nil
 }
 
-// StickyArgKeys are the CNI_ARGS keys stickiness reads (see ArgKeys for
-// when an allocator accepts them).
-func StickyArgKeys() []string {
-	return []string{netconf.ArgPodNamespace, netconf.ArgNomadNamespace, netconf.ArgPodName, ArgStickyKey}
-}
-
-// StickyKey is the attachment's stable key, held for s.HoldFor: the one
-// a selector passed on in prevResult ("sticky": {"key": K, "by": source})
-// first, then the sources of s.By in order; no key when none gives one
-// (the attachment then allocates as if nothing were sticky). A malformed
-// key is code 7 naming where it came from. The namespace is the
-// runtime's as s.NamespaceFrom says (netconf.IdentityOf: two that differ
-// are code 7), and a key the pod's or job's author chose (the annotation,
-// the arg) is scoped to it (ScopeStickyKey). The migration name is read
-// for a "kubevirt" key alone, the allocator's own or one a selector says
-// is a VM's: any pod of a namespace can present another's annotation key
-// or arg, and a migration name would make it a live pod's second owner.
-func StickyKey(conf *netconf.Envelope, cniArgs []netconf.CNIArg, s Sticky) (Keyed, error) {
-	// Most chains pass no key: a byte search spares them a second decode
-	// of prevResult on every ADD.
-	if conf.HasPrevResult() && bytes.Contains(conf.PrevResult, []byte(`"sticky"`)) {
-		var prev struct {
-			Sticky *pool.Sticky `json:"sticky"`
-		}
-		if err := json.Unmarshal(conf.PrevResult, &prev); err == nil && prev.Sticky != nil && prev.Sticky.Key != "" {
-			if err := validStickyKey("prevResult.sticky.key", prev.Sticky.Key); err != nil {
-				return Keyed{}, err
-			}
-			return keyed(conf, nil, s, prev.Sticky.By, prev.Sticky.Key)
-		}
-	}
-	var (
-		annotations map[string]string
-		id          *netconf.Identity
-	)
-	// Only a source that reads the namespace refuses a conflicting one:
-	// without a key, the allocator reads none.
-	identity := func() (netconf.Identity, error) {
-		if id == nil {
-			got, err := netconf.IdentityOf(cniArgs, s.NamespaceFrom)
-			if err != nil {
-				return got, err
-			}
-			id = &got
-		}
-		return *id, nil
-	}
-	for _, by := range s.By {
-		key, field := "", ""
-		switch by {
-		case StickyByPod:
-			who, err := identity()
-			if err != nil {
-				return Keyed{}, err
-			}
-			if who.Namespace != "" && who.PodName != "" {
-				key, field = who.Namespace+"/"+who.PodName, "the namespace and CNI_ARGS "+netconf.ArgPodName
-			}
-		case StickyByAnnotation, StickyByKubevirt:
-			if annotations == nil {
-				var err error
-				if annotations, err = PodAnnotations(conf); err != nil {
-					return Keyed{}, err
-				}
-			}
-			if by == StickyByAnnotation {
-				key, field = annotations[AnnotationStickyKey], annotationField(AnnotationStickyKey)
-				break
-			}
-			who, err := identity()
-			if err != nil {
-				return Keyed{}, err
-			}
-			key, field = KubevirtKey(who.Namespace, annotations), annotationField(AnnotationKubevirtDomain)
-		case StickyByArg:
-			key, _ = netconf.Lookup(cniArgs, ArgStickyKey)
-			field = "CNI_ARGS " + ArgStickyKey
-		}
-		if key == "" {
-			continue
-		}
-		if err := validStickyKey(field, key); err != nil {
-			return Keyed{}, err
-		}
-		if by == StickyByAnnotation || by == StickyByArg {
-			who, err := identity()
-			if err != nil {
-				return Keyed{}, err
-			}
-			key = ScopeStickyKey(who.Namespace, key)
-		}
-		return keyed(conf, annotations, s, by, key)
-	}
-	return Keyed{}, nil
-}
-
-// keyed is key from source by, with its pod's migration name when by is
-// "kubevirt". annotations are the pod's when already read, else nil.
-func keyed(conf *netconf.Envelope, annotations map[string]string, s Sticky, by, key string) (Keyed, error) {
-	k := Keyed{Key: key, HoldFor: s.HoldFor}
-	if by != StickyByKubevirt {
-		return k, nil
-	}
-	if annotations == nil {
-		var err error
-		if annotations, err = PodAnnotations(conf); err != nil {
-			return k, err
-		}
-	}
-	k.Migration = annotations[AnnotationMigrationJob]
-	if k.Migration == "" {
-		return k, nil
-	}
-	return k, validStickyKey(annotationField(AnnotationMigrationJob), k.Migration)
-}
-
 // ScopeStickyKey is an author-chosen key as it holds: within namespace ns
 // when the runtime passed one, so that a pod or job presenting another
 // namespace's key gets a key of its own namespace, never the other's
@@ -250,26 +110,6 @@ func ScopeStickyKey(ns, key string) string {
 	return ns + "/" + key
 }
 
-// PodAnnotations are the pod's annotations, as the runtime passes them
-// through the io.kubernetes.cri.pod-annotations capability (empty, never
-// nil, without them).
-func PodAnnotations(conf *netconf.Envelope) (map[string]string, error) {
-	var rc struct {
-		Annotations map[string]string `json:"io.kubernetes.cri.pod-annotations"`
-	}
-	if err := conf.DecodeRuntimeConfig(&rc); err != nil {
-		return nil, err
-	}
-	if rc.Annotations == nil {
-		return map[string]string{}, nil
-	}
-	return rc.Annotations, nil
-}
-
-func annotationField(name string) string {
-	return `runtimeConfig["` + podAnnotationsCap + `"]["` + name + `"]`
-}
-
 // KubevirtKey is a KubeVirt VM's key, "<namespace>/vm/<domain>": every
 // virt-launcher pod of the VM carries its domain (the VMI's name), and
 // the runtime vouches for the namespace. A pod name has no '/', so no
@@ -280,15 +120,6 @@ func KubevirtKey(namespace string, annotations map[string]string) string {
 		return ""
 	}
 	return namespace + "/vm/" + domain
-}
-
-// validStickyKey: a key is printable and bounded; stores never use it as
-// a name (StickyID is), so '/' and the like are fine.
-func validStickyKey(field, key string) error {
-	if len(key) > maxStickyKey || strings.ContainsFunc(key, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
-		return cnierr.InvalidConfig(field, key, fmt.Sprintf("a sticky key is printable and at most %d bytes", maxStickyKey))
-	}
-	return nil
 }
 
 // StickyID names a key's hold for one interface where stores need a name

@@ -5,6 +5,7 @@ import (
 
 	"github.com/cniplugins/cniplugins/internal/alloc"
 	"github.com/cniplugins/cniplugins/internal/etcdkv"
+	"github.com/cniplugins/cniplugins/internal/ipamconf"
 	"github.com/cniplugins/cniplugins/internal/plugin"
 )
 
@@ -16,7 +17,11 @@ func cmdCheck(req *plugin.Request) error {
 	if err != nil {
 		return err
 	}
-	return alloc.CheckPrev(req.Conf, targets, alloc.Attachment{ContainerID: op.cid, IfName: op.ifname}, op.held, op.check)
+	addrs, err := ipamconf.PrevAddrs(req.Conf)
+	if err != nil {
+		return err
+	}
+	return alloc.CheckPrev(addrs, targets, alloc.Attachment{ContainerID: op.cid, IfName: op.ifname}, op.held, op.check)
 }
 
 // check verifies that each address, placed in its target, is the

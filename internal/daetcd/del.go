@@ -10,6 +10,7 @@ import (
 	"github.com/cniplugins/cniplugins/internal/alloc"
 	"github.com/cniplugins/cniplugins/internal/cnierr"
 	"github.com/cniplugins/cniplugins/internal/etcdkv"
+	"github.com/cniplugins/cniplugins/internal/ipamconf"
 	"github.com/cniplugins/cniplugins/internal/plugin"
 )
 
@@ -118,11 +119,11 @@ func (op *operation) delRead(scopes []alloc.Scope, fence bool) error {
 // fenced is true once the transaction was sent: it writes the
 // attachment's fence bucket whatever it releases (fence.go).
 func (op *operation) delFromPrev(req *plugin.Request) (done, fenced bool, err error) {
-	addrs, err := alloc.PrevAddrs(req.Conf)
+	addrs, err := ipamconf.PrevAddrs(req.Conf)
 	if err != nil || len(addrs) == 0 {
 		return false, false, nil
 	}
-	c, err := alloc.Parse(req.Conf, req.CNIArgs, true)
+	c, err := ipamconf.Parse(req.Conf, req.CNIArgs, true)
 	if err != nil {
 		return false, false, nil
 	}

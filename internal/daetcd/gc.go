@@ -10,6 +10,7 @@ import (
 
 	"github.com/cniplugins/cniplugins/internal/alloc"
 	"github.com/cniplugins/cniplugins/internal/etcdkv"
+	"github.com/cniplugins/cniplugins/internal/ipamconf"
 	"github.com/cniplugins/cniplugins/internal/logging"
 	"github.com/cniplugins/cniplugins/internal/plugin"
 )
@@ -27,7 +28,7 @@ func cmdGC(req *plugin.Request) error {
 	if err != nil {
 		return err
 	}
-	valid, err := alloc.ValidAttachments(req.Conf)
+	valid, err := ipamconf.ValidAttachments(req.Conf)
 	if err != nil {
 		return err
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/cniplugins/cniplugins/internal/alloc"
 	"github.com/cniplugins/cniplugins/internal/etcdkv"
+	"github.com/cniplugins/cniplugins/internal/ipamconf"
 	"github.com/cniplugins/cniplugins/internal/logging"
 	"github.com/cniplugins/cniplugins/internal/plugin"
 )
@@ -34,7 +35,7 @@ type operation struct {
 // (with the ranges when needRanges), ipam.etcd, and the operation on
 // behalf of the request's attachment.
 func begin(req *plugin.Request, needRanges bool) (*alloc.Config, *operation, error) {
-	c, err := alloc.Parse(req.Conf, req.CNIArgs, needRanges)
+	c, err := ipamconf.Parse(req.Conf, req.CNIArgs, needRanges)
 	if err != nil {
 		return nil, nil, err
 	}

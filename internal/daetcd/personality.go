@@ -10,6 +10,7 @@ package daetcd
 
 import (
 	"github.com/cniplugins/cniplugins/internal/alloc"
+	"github.com/cniplugins/cniplugins/internal/ipamconf"
 	"github.com/cniplugins/cniplugins/internal/netconf"
 	"github.com/cniplugins/cniplugins/internal/plugin"
 )
@@ -19,7 +20,7 @@ const Name = "ipam-da-etcd"
 
 // Personality returns ipam-da-etcd.
 func Personality() plugin.Personality {
-	return alloc.Personality(Name, "allocates one address per selected pool (or range set) from an etcd cluster shared by many hosts",
+	return ipamconf.Personality(Name, "allocates one address per selected pool (or range set) from an etcd cluster shared by many hosts",
 		plugin.IPAMFuncs(cmdAdd, cmdDel, cmdCheck, cmdGC, cmdStatus), validate)
 }
 
@@ -29,14 +30,14 @@ func validate(conf *netconf.Envelope) error {
 	if _, err := parseEtcd(conf, false); err != nil {
 		return err
 	}
-	if _, err := alloc.StickyConf(conf); err != nil {
+	if _, err := ipamconf.StickyConf(conf); err != nil {
 		return err
 	}
-	standalone, err := alloc.Standalone(conf, Name)
+	standalone, err := ipamconf.Standalone(conf, Name)
 	if err != nil {
 		return err
 	}
-	c, err := alloc.Parse(conf, nil, standalone)
+	c, err := ipamconf.Parse(conf, nil, standalone)
 	if err != nil {
 		return err
 	}

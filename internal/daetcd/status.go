@@ -6,6 +6,7 @@ import (
 	"github.com/cniplugins/cniplugins/internal/alloc"
 	"github.com/cniplugins/cniplugins/internal/cnierr"
 	"github.com/cniplugins/cniplugins/internal/etcdkv"
+	"github.com/cniplugins/cniplugins/internal/ipamconf"
 	"github.com/cniplugins/cniplugins/internal/plugin"
 )
 
@@ -50,5 +51,9 @@ func cmdStatus(req *plugin.Request) error {
 		kv, ok := resp.First(i)
 		marked[mark{m.Scope, m.RangeID}] = ok && len(kv.Value) > 0 // empty: freed since
 	}
-	return c.Status(req.Conf, targets, func(p alloc.Target) (bool, error) { return marked[mark{p.Scope, p.RangeID}], nil })
+	choices, err := ipamconf.Choices(req.Conf, c)
+	if err != nil {
+		return err
+	}
+	return c.Status(targets, choices, func(p alloc.Target) (bool, error) { return marked[mark{p.Scope, p.RangeID}], nil })
 }

@@ -9,11 +9,12 @@ import (
 
 	"github.com/cniplugins/cniplugins/internal/alloc"
 	"github.com/cniplugins/cniplugins/internal/etcdkv"
+	"github.com/cniplugins/cniplugins/internal/ipamconf"
 	"github.com/cniplugins/cniplugins/internal/netconf"
 )
 
 // Sticky addresses, cluster-wide (docs/etcd.md, "Sticky addresses"). A
-// sticky key K of an attachment (alloc.StickyKey) has one hold key per
+// sticky key K of an attachment (ipamconf.StickyKey) has one hold key per
 // scope, interface and range set or pool slot:
 //
 //	sticky/<scope>/<StickyID(K, ifname)>/<slot>
@@ -46,11 +47,11 @@ type stickyAtt struct {
 
 // stickyOf is the attachment's sticky key, nil when it has none.
 func stickyOf(conf *netconf.Envelope, cniArgs []netconf.CNIArg, ifname string) (*stickyAtt, error) {
-	s, err := alloc.StickyConf(conf)
+	s, err := ipamconf.StickyConf(conf)
 	if err != nil {
 		return nil, err
 	}
-	k, err := alloc.StickyKey(conf, cniArgs, s)
+	k, err := ipamconf.StickyKey(conf, cniArgs, s)
 	if err != nil || k.Key == "" {
 		return nil, err
 	}

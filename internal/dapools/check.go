@@ -10,6 +10,7 @@ import (
 
 	"github.com/cniplugins/cniplugins/internal/alloc"
 	"github.com/cniplugins/cniplugins/internal/hostlocal"
+	"github.com/cniplugins/cniplugins/internal/ipamconf"
 	"github.com/cniplugins/cniplugins/internal/plugin"
 )
 
@@ -21,8 +22,12 @@ func (k commands) cmdCheck(req *plugin.Request) error {
 	if err != nil {
 		return err
 	}
+	addrs, err := ipamconf.PrevAddrs(req.Conf)
+	if err != nil {
+		return err
+	}
 	att := c.attachment(req)
-	return alloc.CheckPrev(req.Conf, targets, att, func(scopes []alloc.Scope) (map[alloc.Scope][]netip.Addr, error) { return held(c, att, scopes) },
+	return alloc.CheckPrev(addrs, targets, att, func(scopes []alloc.Scope) (map[alloc.Scope][]netip.Addr, error) { return held(c, att, scopes) },
 		func(addrs []netip.Addr, placed []alloc.Target) error { return checkAddrs(req, c, addrs, placed) })
 }
 

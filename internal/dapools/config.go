@@ -11,6 +11,7 @@ import (
 	"github.com/cniplugins/cniplugins/internal/alloc"
 	"github.com/cniplugins/cniplugins/internal/cnierr"
 	"github.com/cniplugins/cniplugins/internal/hostlocal"
+	"github.com/cniplugins/cniplugins/internal/ipamconf"
 	"github.com/cniplugins/cniplugins/internal/netconf"
 	"github.com/cniplugins/cniplugins/internal/plugin"
 )
@@ -29,7 +30,7 @@ const (
 
 // ipamConf is what the ipam section says beside the engine's keys: where
 // the state directories are and how long to wait for their locks. It is
-// decoded on its own rather than around an embedded alloc.Keys, whose
+// decoded on its own rather than around an embedded ipamconf.Keys, whose
 // name encoding/json would put into every field of a type error
 // ("ipam.Keys.ranges").
 type ipamConf struct {
@@ -55,7 +56,7 @@ type config struct {
 // needRanges is false for DEL and GC, which must work from state alone
 // even when the ranges in the config have since changed.
 func parseConfig(conf *netconf.Envelope, cniArgs []netconf.CNIArg, needRanges bool) (*config, error) {
-	var keys alloc.Keys
+	var keys ipamconf.Keys
 	if err := conf.DecodeIPAM(&keys); err != nil {
 		return nil, err
 	}
@@ -74,12 +75,12 @@ func parseConfig(conf *netconf.Envelope, cniArgs []netconf.CNIArg, needRanges bo
 	if c.Config, err = keys.Parse(conf, cniArgs, needRanges); err != nil {
 		return nil, err
 	}
-	if c.sticky, err = alloc.StickyConf(conf); err != nil {
+	if c.sticky, err = ipamconf.StickyConf(conf); err != nil {
 		return nil, err
 	}
 	// DEL and GC never need the key (DEL finds holds by attachment), so
 	// a malformed one, or a conflicting namespace, must not fail them.
-	k, err := alloc.StickyKey(conf, cniArgs, c.sticky)
+	k, err := ipamconf.StickyKey(conf, cniArgs, c.sticky)
 	if err != nil && needRanges {
 		return nil, err
 	}

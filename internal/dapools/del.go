@@ -4,6 +4,7 @@ import (
 	"errors"
 
 	"github.com/cniplugins/cniplugins/internal/alloc"
+	"github.com/cniplugins/cniplugins/internal/ipamconf"
 	"github.com/cniplugins/cniplugins/internal/logging"
 	"github.com/cniplugins/cniplugins/internal/plugin"
 )
@@ -17,7 +18,7 @@ func (k commands) cmdDel(req *plugin.Request) error {
 	if err != nil {
 		return err
 	}
-	hints, err := alloc.PrevAddrs(req.Conf)
+	hints, err := ipamconf.PrevAddrs(req.Conf)
 	if err != nil {
 		return err
 	}

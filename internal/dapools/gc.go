@@ -7,6 +7,7 @@ import (
 
 	"github.com/cniplugins/cniplugins/internal/alloc"
 	"github.com/cniplugins/cniplugins/internal/hostlocal"
+	"github.com/cniplugins/cniplugins/internal/ipamconf"
 	"github.com/cniplugins/cniplugins/internal/logging"
 	"github.com/cniplugins/cniplugins/internal/plugin"
 )
@@ -18,7 +19,7 @@ func (k commands) cmdGC(req *plugin.Request) error {
 	if err != nil {
 		return err
 	}
-	live, err := alloc.ValidAttachments(req.Conf)
+	live, err := ipamconf.ValidAttachments(req.Conf)
 	if err != nil {
 		return err
 	}

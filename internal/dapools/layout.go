@@ -5,6 +5,7 @@ import (
 
 	"github.com/cniplugins/cniplugins/internal/addrspace"
 	"github.com/cniplugins/cniplugins/internal/alloc"
+	"github.com/cniplugins/cniplugins/internal/ipamconf"
 	"github.com/cniplugins/cniplugins/internal/netconf"
 	"github.com/cniplugins/cniplugins/internal/pool"
 )
@@ -49,7 +50,7 @@ func DescribeConfig(conf *netconf.Envelope) (Layout, error) {
 // (ipam-da-etcd), whose state is not under a dataDir: the engine's keys
 // alone, DataDir and NetworkDir left empty.
 func DescribeKeys(conf *netconf.Envelope) (Layout, error) {
-	c, err := alloc.Parse(conf, nil, false)
+	c, err := ipamconf.Parse(conf, nil, false)
 	if err != nil {
 		return Layout{}, err
 	}
@@ -64,7 +65,7 @@ func layoutOf(conf *netconf.Envelope, c *alloc.Config) (Layout, error) {
 	if l.PoolDefs, err = c.PoolDefs.All(); err != nil {
 		return Layout{}, err
 	}
-	var keys alloc.Keys
+	var keys ipamconf.Keys
 	if err := conf.DecodeIPAM(&keys); err != nil {
 		return Layout{}, err
 	}

@@ -18,8 +18,8 @@
 package dapools
 
 import (
-	"github.com/cniplugins/cniplugins/internal/alloc"
 	"github.com/cniplugins/cniplugins/internal/hostlocal"
+	"github.com/cniplugins/cniplugins/internal/ipamconf"
 	"github.com/cniplugins/cniplugins/internal/netconf"
 	"github.com/cniplugins/cniplugins/internal/plugin"
 )
@@ -34,7 +34,7 @@ func Personality() plugin.Personality { return PersonalityWith(nil) }
 // the store contract's crashes, through the real commands.
 func PersonalityWith(faults *hostlocal.Faults) plugin.Personality {
 	k := commands{faults: faults}
-	return alloc.Personality(Name, "allocates one address per selected pool (or range set: a drop-in host-local) from local files under flock",
+	return ipamconf.Personality(Name, "allocates one address per selected pool (or range set: a drop-in host-local) from local files under flock",
 		plugin.IPAMFuncs(k.cmdAdd, k.cmdDel, k.cmdCheck, k.cmdGC, k.cmdStatus), validate)
 }
 
@@ -55,7 +55,7 @@ func (k commands) parse(req *plugin.Request, needRanges bool) (*config, error) {
 // personality) needs ranges; inside a chain the pools arrive later, in
 // prevResult, so only what the config itself says can be checked.
 func validate(conf *netconf.Envelope) error {
-	standalone, err := alloc.Standalone(conf, Name)
+	standalone, err := ipamconf.Standalone(conf, Name)
 	if err != nil {
 		return err
 	}

@@ -5,6 +5,7 @@ import (
 
 	"github.com/cniplugins/cniplugins/internal/alloc"
 	"github.com/cniplugins/cniplugins/internal/hostlocal"
+	"github.com/cniplugins/cniplugins/internal/ipamconf"
 	"github.com/cniplugins/cniplugins/internal/plugin"
 )
 
@@ -19,7 +20,11 @@ func (k commands) cmdStatus(req *plugin.Request) error {
 	if err != nil {
 		return err
 	}
-	return c.Status(req.Conf, targets, func(p alloc.Target) (bool, error) {
+	choices, err := ipamconf.Choices(req.Conf, c.Config)
+	if err != nil {
+		return err
+	}
+	return c.Status(targets, choices, func(p alloc.Target) (bool, error) {
 		marks, err := hostlocal.Exhausted(c.dir(p.Scope))
 		return slices.Contains(marks, p.RangeID), err
 	})

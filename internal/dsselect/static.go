@@ -12,7 +12,7 @@ import (
 	"github.com/containernetworking/cni/pkg/types"
 	current "github.com/containernetworking/cni/pkg/types/100"
 
-	"github.com/cniplugins/cniplugins/internal/alloc"
+	"github.com/cniplugins/cniplugins/internal/ipamconf"
 	"github.com/cniplugins/cniplugins/internal/netconf"
 	"github.com/cniplugins/cniplugins/internal/plugin"
 	"github.com/cniplugins/cniplugins/internal/pool"
@@ -44,7 +44,7 @@ func Static() plugin.Personality {
 // so a selector must let through what the allocator after it reads (IP,
 // host-local's requested addresses; the sticky keys' sources), or a
 // runtime's IP=… would fail in the selector before reaching the allocator.
-func chainArgKeys() []string { return append([]string{"IP"}, alloc.StickyArgKeys()...) }
+func chainArgKeys() []string { return append([]string{"IP"}, ipamconf.StickyArgKeys()...) }
 
 func staticPools(conf *netconf.Envelope) ([]pool.Pool, error) {
 	var ipam struct {
@@ -174,7 +174,7 @@ func selection(req *plugin.Request, ch choice) (types.Result, error) {
 
 // prevSticky is prevResult's "sticky" object when it names a key, else
 // nil. A "sticky" of another shape is not passed on: the allocator would
-// ignore it too (alloc.StickyKey).
+// ignore it too (ipamconf.StickyKey).
 func prevSticky(conf *netconf.Envelope) *pool.Sticky {
 	var prev struct {
 		Sticky *pool.Sticky `json:"sticky"`

@@ -29,7 +29,7 @@ type Selection struct {
 }
 
 // Sticky is a selection's "sticky" object: the key the allocator holds
-// the attachment's addresses for (alloc.StickyKey reads it first), and
+// the attachment's addresses for (ipamconf.StickyKey reads it first), and
 // the source it came from, in ipam.sticky.by's words ("pod",
 // "annotation", "kubevirt"). The allocator reads a migration name for a
 // "kubevirt" key only, and cannot tell one from its shape: an annotation

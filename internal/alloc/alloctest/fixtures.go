@@ -6,6 +6,7 @@ import (
 	"github.com/cniplugins/cniplugins/internal/addrspace"
 	"github.com/cniplugins/cniplugins/internal/alloc"
 	"github.com/cniplugins/cniplugins/internal/cnierr"
+	"github.com/cniplugins/cniplugins/internal/netconf"
 )
 
 // Fixtures shared by the engine's tests and its stores' tests.
@@ -17,6 +18,16 @@ var (
 // Small is 10.0.0.0/29 with gateway .1: allocatable .2-.6.
 func Small(t testing.TB) addrspace.RangeSet {
 	return MustSet(t, addrspace.RangeConfig{Subnet: "10.0.0.0/29"})
+}
+
+// Envelope parses a network configuration or fails the test.
+func Envelope(t testing.TB, conf string) *netconf.Envelope {
+	t.Helper()
+	env, err := netconf.Parse([]byte(conf))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return env
 }
 
 // MustSet parses a range set or fails the test.
