@@ -4,6 +4,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"os"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -149,18 +150,30 @@ func counted(pools []string, tenant string, uid int) (bool, error) {
 	return false, nil
 }
 
-// poolDirs lists the pools' state directories under poolsDir (names that
-// start with '_' or '.' are the engine's own).
+// poolDirs lists the pools' state directories under poolsDir.
 func poolDirs(poolsDir string, uid int) ([]string, error) {
 	des, err := readDirIfAny(poolsDir, uid)
 	if err != nil {
 		return nil, err
 	}
+	out := StateDirNames(des)
+	for i, name := range out {
+		out[i] = child(poolsDir, name)
+	}
+	return out, nil
+}
+
+// StateDirNames is the sorted names of the state directories among a
+// data dir's (or its pools directory's) entries: names that start with
+// '_' or '.' are the store's own (indexes, scratch), not a network's or
+// a pool's.
+func StateDirNames(des []os.DirEntry) []string {
 	var out []string
 	for _, de := range des {
 		if de.IsDir() && !strings.HasPrefix(de.Name(), "_") && !strings.HasPrefix(de.Name(), ".") {
-			out = append(out, child(poolsDir, de.Name()))
+			out = append(out, de.Name())
 		}
 	}
-	return out, nil
+	slices.Sort(out)
+	return out
 }

@@ -5,10 +5,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
-	"strings"
 
 	"github.com/cniplugins/cniplugins/internal/dapools"
+	"github.com/cniplugins/cniplugins/internal/hostlocal"
 )
 
 // StateDir is one state directory under a data dir.
@@ -27,10 +26,9 @@ func (d StateDir) Label() string {
 }
 
 // StateDirs lists the network directories of dataDir and the pool
-// directories under its _pools, sorted by kind then name. Names starting
-// with '_' or '.' are the engine's own (indexes, scratch) and skipped. A
-// data dir that does not exist is an error: an operator's typo must not
-// read as a node with nothing reserved.
+// directories under its _pools (hostlocal.StateDirNames), sorted by kind
+// then name. A data dir that does not exist is an error: an operator's
+// typo must not read as a node with nothing reserved.
 func StateDirs(dataDir string) ([]StateDir, error) {
 	nets, err := subdirs(dataDir)
 	if errors.Is(err, os.ErrNotExist) {
@@ -64,15 +62,5 @@ func stateDirOf(dataDir string, t Location) StateDir {
 
 func subdirs(dir string) ([]string, error) {
 	des, err := os.ReadDir(dir)
-	if err != nil {
-		return nil, err
-	}
-	var out []string
-	for _, de := range des {
-		if de.IsDir() && !strings.HasPrefix(de.Name(), "_") && !strings.HasPrefix(de.Name(), ".") {
-			out = append(out, de.Name())
-		}
-	}
-	slices.Sort(out)
-	return out, nil
+	return hostlocal.StateDirNames(des), err
 }
