@@ -32,9 +32,13 @@ type Target struct {
 	source func() (Target, error)
 }
 
-// ChainFamilyError is 7 for chain (its pools' names, in order, found at
-// field), whose pool named other is not of the first pool's family.
-func ChainFamilyError(field string, chain []string, other string) error {
+// ChainFamily is 7 when next, the ranges of the pool named other in chain
+// (its pools' names, in order, found at field), is not of first's address
+// family: each family's chain stays in its family.
+func ChainFamily(field string, chain []string, other string, first, next addrspace.RangeSet) error {
+	if next.Is4() == first.Is4() {
+		return nil
+	}
 	return cnierr.New(cnierr.CodeInvalidConfig, "overflow pool of another address family",
 		"%s.overflow: %s: pool %s is not of pool %s's family (each family's chain stays in its family)", field, strings.Join(chain, " → "), other, chain[0])
 }
@@ -106,8 +110,8 @@ func (c *Config) targets(lazyChains bool) ([]Target, error) {
 		for j, q := range p.OverflowPools {
 			read := func() (Target, error) {
 				o, err := c.poolTarget(fmt.Sprintf("%s.overflowPools[%d]", field, j), q)
-				if err == nil && o.Set.Is4() != t.Set.Is4() {
-					err = ChainFamilyError(field, p.Names(), q.Name)
+				if err == nil {
+					err = ChainFamily(field, p.Names(), q.Name, t.Set, o.Set)
 				}
 				return o, err
 			}

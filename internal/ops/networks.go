@@ -200,8 +200,9 @@ func Describe(p PluginConf, dataDir string) (Network, bool, error) {
 	return n, true, checkChainFamilies(n.Pools)
 }
 
-// checkChainFamilies finds, up front, the chain an ADD would find leaving
-// its address family only when it spills (alloc.Config.AddTargets).
+// checkChainFamilies finds, up front and by the ADD's own rule
+// (alloc.ChainFamily), the chain an ADD finds leaving its address family
+// only when it spills (alloc.Config.AddTargets).
 func checkChainFamilies(pools []PoolDef) error {
 	byName := map[string]PoolDef{}
 	for _, p := range pools {
@@ -209,8 +210,10 @@ func checkChainFamilies(pools []PoolDef) error {
 	}
 	for _, p := range pools {
 		for _, name := range p.Chain {
-			if q, ok := byName[name]; ok && q.Definition.Set.Is4() != p.Definition.Set.Is4() {
-				return alloc.ChainFamilyError(p.Field, append([]string{p.Name}, p.Chain...), name)
+			if q, ok := byName[name]; ok {
+				if err := alloc.ChainFamily(p.Field, append([]string{p.Name}, p.Chain...), name, p.Set, q.Set); err != nil {
+					return err
+				}
 			}
 		}
 	}
