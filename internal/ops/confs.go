@@ -150,6 +150,32 @@ func (p PluginConf) IPAMType() string {
 	return c.IPAM.Type
 }
 
+// delegate is one entry of ipam-delegated's ipam.delegates: its name,
+// unless the entry is no string (ipam-delegated's own Validate names it).
+type delegate struct {
+	name   string
+	isName bool
+}
+
+// delegates reads the ipam.delegates of an ipam-delegated plugin, in
+// order; any other IPAM has none.
+func (p PluginConf) delegates() []delegate {
+	if p.IPAMType() != typeDelegated {
+		return nil
+	}
+	var c struct {
+		IPAM struct {
+			Delegates []json.RawMessage `json:"delegates"`
+		} `json:"ipam"`
+	}
+	_ = json.Unmarshal(p.Raw, &c)
+	out := make([]delegate, len(c.IPAM.Delegates))
+	for i, raw := range c.IPAM.Delegates {
+		out[i].isName = json.Unmarshal(raw, &out[i].name) == nil
+	}
+	return out
+}
+
 // Envelope parses the plugin's config with the plugins' own parser.
 func (p PluginConf) Envelope() (*netconf.Envelope, error) { return netconf.Parse(p.Raw) }
 

@@ -65,26 +65,23 @@ type PoolDef struct {
 
 // ours reports whether p's IPAM keeps state the CLI can read: one of the
 // allocators directly, or ipam-delegated with one of them as a delegate
-// (the allocator is its first such delegate).
+// (the allocator is its first such delegate; a list with an entry that
+// is no name is none: ipam-delegated refuses it).
 func ours(p PluginConf) (delegates []string, allocator string, ok bool) {
 	t := p.IPAMType()
 	if isAllocator(t) {
 		return nil, t, true
 	}
-	if t != typeDelegated {
-		return nil, "", false
+	var names []string
+	for _, d := range p.delegates() {
+		if !d.isName {
+			return nil, "", false
+		}
+		names = append(names, d.name)
 	}
-	var c struct {
-		IPAM struct {
-			Delegates []string `json:"delegates"`
-		} `json:"ipam"`
-	}
-	if json.Unmarshal(p.Raw, &c) != nil {
-		return nil, "", false
-	}
-	for _, d := range c.IPAM.Delegates {
+	for _, d := range names {
 		if isAllocator(d) {
-			return c.IPAM.Delegates, d, true
+			return names, d, true
 		}
 	}
 	return nil, "", false

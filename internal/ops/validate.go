@@ -1,7 +1,6 @@
 package ops
 
 import (
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -89,24 +88,15 @@ func (v Validator) plugin(p PluginConf, pools map[string]poolSeen) []Problem {
 	}
 	typ := p.IPAMType()
 	names := []string{typ}
-	if typ == typeDelegated {
-		var c struct {
-			IPAM struct {
-				Delegates []json.RawMessage `json:"delegates"`
-			} `json:"ipam"`
+	for i, d := range p.delegates() {
+		if !d.isName {
+			continue // the personality's own Validate names it
 		}
-		_ = json.Unmarshal(p.Raw, &c)
-		for i, raw := range c.IPAM.Delegates {
-			var name string
-			if json.Unmarshal(raw, &name) != nil {
-				continue // the personality's own Validate names it
-			}
-			if !v.resolvable(name) {
-				report(Problem{File: p.File, Path: p.field(fmt.Sprintf("ipam.delegates[%d]", i)), Value: name,
-					Msg: "delegate not found in CNI path " + strings.Join(v.CNIPath, ":")})
-			}
-			names = append(names, name)
+		if !v.resolvable(d.name) {
+			report(Problem{File: p.File, Path: p.field(fmt.Sprintf("ipam.delegates[%d]", i)), Value: d.name,
+				Msg: "delegate not found in CNI path " + strings.Join(v.CNIPath, ":")})
 		}
+		names = append(names, d.name)
 	}
 	for _, name := range names {
 		if per, ok := v.Lookup(name); ok && per.Validate != nil {
