@@ -148,8 +148,8 @@ func (f Flavour) k8sGC(backend func() (ops.Backend, error), node, socket string,
 	if minAge < 0 {
 		return nil, fmt.Errorf("invalid --gc-min-age %s: want 0 or more", minAge)
 	}
-	if scope.maxConfNum < 0 {
-		return nil, fmt.Errorf("invalid --gc-max-conf-num %d: want 0 (all) or more", scope.maxConfNum)
+	if err := ops.CheckMaxConfNum(scope.maxFlag, scope.maxConfNum); err != nil {
+		return nil, err
 	}
 	b, err := backend()
 	if err != nil {

@@ -44,8 +44,8 @@ type criScope struct {
 // edit between two passes of the GC loop changes what the runtime serves,
 // and the next pass must follow it.
 func (s criScope) resolve() ([]string, error) {
-	if s.maxConfNum < 0 {
-		return nil, fmt.Errorf("invalid %s %d: want 0 (all, as containerd's max_conf_num 0) or more", s.maxFlag, s.maxConfNum)
+	if err := ops.CheckMaxConfNum(s.maxFlag, s.maxConfNum); err != nil {
+		return nil, err
 	}
 	var names []string
 	for _, dir := range s.confDirs {

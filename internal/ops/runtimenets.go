@@ -12,6 +12,15 @@ import (
 // default, and CRI-O's one default network.
 const DefaultMaxConfNum = 1
 
+// CheckMaxConfNum refuses a negative count of files a runtime loads (0
+// loads all); name is what the caller calls the count, in the error.
+func CheckMaxConfNum(name string, max int) error {
+	if max < 0 {
+		return fmt.Errorf("invalid %s %d: want 0 (all, as containerd's max_conf_num 0) or more", name, max)
+	}
+	return nil
+}
+
 // RuntimeNetworks names the networks a CRI runtime attaches its pod
 // sandboxes to, read from its CNI conf dir the way containerd's CRI (through
 // go-cni) loads it: the .conf, .conflist and .json files sorted by name, the
@@ -25,8 +34,8 @@ const DefaultMaxConfNum = 1
 // with no configuration at all is an error too: it is not the runtime's
 // conf dir, and a GC scoped to no network would silently do nothing.
 func RuntimeNetworks(dir string, max int) ([]string, error) {
-	if max < 0 {
-		return nil, fmt.Errorf("invalid max %d: want 0 (all) or more", max)
+	if err := CheckMaxConfNum("max", max); err != nil {
+		return nil, err
 	}
 	files, err := ConfFiles(dir)
 	if err != nil {
