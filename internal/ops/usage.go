@@ -58,8 +58,6 @@ type Usage struct {
 	id      int // range set ID in its directory
 	scope   alloc.Scope
 	quotas  []*dsselect.TenantQuotas // of each network using it
-	// file and path are where its definition is written.
-	file, path string
 }
 
 // TenantUsage is one tenant's addresses in a pool, and the quota its
@@ -128,20 +126,15 @@ func UsagesIn(b Backend, nets []Network) ([]Usage, error) {
 // against one of the definitions only (markConflicts).
 func usageRows(nets []Network, shared bool) []Usage {
 	out := []Usage{}
-	index := map[string][]int{} // dir + set ID → its rows, one per definition
+	defs := definitions{} // dir + set ID → its definitions, a row each
 	add := func(u Usage, n Network, field string) {
 		u.Ranges = u.set.String()
 		key := u.Dir + "\x00" + strconv.Itoa(u.id)
-		for _, i := range index[key] {
-			if out[i].Ranges == u.Ranges {
-				out[i].join(n)
-				return
-			}
+		d, isNew := defs.add(key, definition{ranges: u.Ranges, file: n.Conf.File, path: n.Conf.field(field), row: len(out)})
+		if isNew {
+			out = append(out, u)
 		}
-		u.file, u.path = n.Conf.File, n.Conf.field(field)
-		u.join(n)
-		index[key] = append(index[key], len(out))
-		out = append(out, u)
+		out[d.row].join(n)
 	}
 	for _, n := range nets {
 		if (n.EtcdPrefix != "") != shared {
@@ -155,8 +148,8 @@ func usageRows(nets []Network, shared bool) []Usage {
 			add(Usage{Kind: "pool", Name: p.Name, Dir: p.Dir, set: p.Set, exclude: p.Exclude, Overflow: p.Chain, scope: alloc.Scope{Pool: p.Name}}, n, p.Field)
 		}
 	}
-	for _, rows := range index {
-		markConflicts(out, rows)
+	for _, ds := range defs {
+		markConflicts(out, ds)
 	}
 	return out
 }
@@ -171,21 +164,21 @@ func (u *Usage) join(n Network) {
 	}
 }
 
-// markConflicts says, on each of rows (one state directory's definitions)
+// markConflicts says, on the row of each of ds (one state's definitions)
 // when there are several, which definition it is and where the others
 // are, in validate's words.
-func markConflicts(us []Usage, rows []int) {
-	if len(rows) < 2 {
+func markConflicts(us []Usage, ds []definition) {
+	if len(ds) < 2 {
 		return
 	}
-	for _, i := range rows {
+	for i, d := range ds {
 		var others []string
-		for _, j := range rows {
+		for j, e := range ds {
 			if j != i {
-				others = append(others, fmt.Sprintf("%s (%s: %s)", us[j].file, us[j].path, us[j].Ranges))
+				others = append(others, e.String())
 			}
 		}
-		us[i].Conflict = fmt.Sprintf("as %s (%s) defines it; defined differently in %s", us[i].file, us[i].path, strings.Join(others, ", "))
+		us[d.row].Conflict = fmt.Sprintf("as %s (%s) defines it; defined differently in %s", d.file, d.path, strings.Join(others, ", "))
 	}
 }
 

@@ -23,20 +23,11 @@ type Validator struct {
 	CNIPath []string
 }
 
-// poolSeen is where a pool's state directory was first given ranges, to
-// catch a shared pool defined differently in two places (the same name in
-// another dataDir is another pool).
-type poolSeen struct {
-	ranges string
-	file   string
-	path   string
-}
-
 // Files validates each file and returns every problem found, in file
 // order. A file that is fine contributes nothing.
 func (v Validator) Files(files []string) []Problem {
 	var out []Problem
-	pools := map[string]poolSeen{}
+	pools := definitions{}
 	for _, f := range files {
 		data, err := os.ReadFile(f)
 		if err != nil {
@@ -49,7 +40,7 @@ func (v Validator) Files(files []string) []Problem {
 }
 
 // file validates one file's content, pools shared with the other files.
-func (v Validator) file(name string, data []byte, pools map[string]poolSeen) []Problem {
+func (v Validator) file(name string, data []byte, pools definitions) []Problem {
 	list, err := loadListData(name, data)
 	if err != nil {
 		return []Problem{{File: name, Msg: err.Error()}}
@@ -73,7 +64,7 @@ func withSeverity(ps []Problem) []Problem {
 }
 
 // plugin validates one plugin's configuration.
-func (v Validator) plugin(p PluginConf, pools map[string]poolSeen) []Problem {
+func (v Validator) plugin(p PluginConf, pools definitions) []Problem {
 	var out []Problem
 	seen := map[string]bool{}
 	report := func(pr Problem) {
@@ -124,12 +115,13 @@ func (v Validator) plugin(p PluginConf, pools map[string]poolSeen) []Problem {
 	}
 	out = append(out, v.overlaps(n)...)
 	for _, pd := range n.Pools {
+		// A shared pool is the same pool by its state directory: the same
+		// name in another dataDir is another pool.
 		rs := pd.Set.String()
-		if first, ok := pools[pd.Dir]; !ok {
-			pools[pd.Dir] = poolSeen{ranges: rs, file: p.File, path: p.field("ipam")}
-		} else if first.ranges != rs {
+		pools.add(pd.Dir, definition{ranges: rs, file: p.File, path: p.field("ipam")})
+		if first := pools[pd.Dir][0]; first.ranges != rs {
 			report(Problem{File: p.File, Path: p.field("ipam"), Value: pd.Name + "=" + rs,
-				Msg: fmt.Sprintf("pool %s is defined differently in %s (%s: %s); the networks sharing it would disagree on its ranges", pd.Name, first.file, first.path, first.ranges)})
+				Msg: fmt.Sprintf("pool %s is defined differently in %s; the networks sharing it would disagree on its ranges", pd.Name, first)})
 		}
 	}
 	return out

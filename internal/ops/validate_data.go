@@ -7,5 +7,5 @@ package ops
 // (the ConfigMap may be swapped in between), and its container's root
 // file system is read-only, so there is no temporary file to write either.
 func (v Validator) Data(name string, data []byte) []Problem {
-	return withSeverity(v.file(name, data, map[string]poolSeen{}))
+	return withSeverity(v.file(name, data, definitions{}))
 }
