@@ -60,6 +60,15 @@ func (b *backendFlags) add(c *cobra.Command, open func(ops.EtcdConfig) (ops.Back
 	}
 }
 
+// outputBackend is backend for a command that writes in out's format,
+// checked first: a wrong -o fails before any store is opened.
+func (b *backendFlags) outputBackend(c *cobra.Command, out *outputFlags) (ops.Backend, error) {
+	if err := out.check(); err != nil {
+		return nil, err
+	}
+	return b.backend(c)
+}
+
 // backend is the one backend the flags choose: the flavour's etcd
 // backend with --etcd, else the data dir. It refuses flags of the other
 // backend: etcd's without --etcd, the data dir's with it.

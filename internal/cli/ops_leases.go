@@ -26,10 +26,7 @@ With --etcd (full flavour), list ipam-da-etcd's claims of every node (or of
 --node) instead, with a NODE column.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := out.check(); err != nil {
-				return err
-			}
-			b, err := bf.backend(cmd)
+			b, err := bf.outputBackend(cmd, &out)
 			if err != nil {
 				return err
 			}

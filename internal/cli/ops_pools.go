@@ -65,10 +65,7 @@ their claims in etcd.
 -o prom writes the Prometheus text format for node_exporter's textfile collector.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := out.check(); err != nil {
-				return err
-			}
-			b, err := bf.backend(cmd)
+			b, err := bf.outputBackend(cmd, &out)
 			if err != nil {
 				return err
 			}
