@@ -139,16 +139,24 @@ func loadListData(name string, data []byte) (*libcni.NetworkConfigList, error) {
 	return libcni.ConfListFromConf(c)
 }
 
-// IPAMType is the type of the plugin's ipam section, "" if it has none.
-func (p PluginConf) IPAMType() string {
+// ipamSection is what ops reads of a plugin's ipam without the plugins'
+// parser: its type, and ipam-delegated's delegates as written. A field of
+// the wrong JSON type reads as absent and leaves the other one read.
+type ipamSection struct {
+	Type      string            `json:"type"`
+	Delegates []json.RawMessage `json:"delegates"`
+}
+
+func (p PluginConf) ipam() ipamSection {
 	var c struct {
-		IPAM struct {
-			Type string `json:"type"`
-		} `json:"ipam"`
+		IPAM ipamSection `json:"ipam"`
 	}
 	_ = json.Unmarshal(p.Raw, &c)
-	return c.IPAM.Type
+	return c.IPAM
 }
+
+// IPAMType is the type of the plugin's ipam section, "" if it has none.
+func (p PluginConf) IPAMType() string { return p.ipam().Type }
 
 // delegate is one entry of ipam-delegated's ipam.delegates: its name,
 // unless the entry is no string (ipam-delegated's own Validate names it).
@@ -160,17 +168,12 @@ type delegate struct {
 // delegates reads the ipam.delegates of an ipam-delegated plugin, in
 // order; any other IPAM has none.
 func (p PluginConf) delegates() []delegate {
-	if p.IPAMType() != typeDelegated {
+	s := p.ipam()
+	if s.Type != typeDelegated {
 		return nil
 	}
-	var c struct {
-		IPAM struct {
-			Delegates []json.RawMessage `json:"delegates"`
-		} `json:"ipam"`
-	}
-	_ = json.Unmarshal(p.Raw, &c)
-	out := make([]delegate, len(c.IPAM.Delegates))
-	for i, raw := range c.IPAM.Delegates {
+	out := make([]delegate, len(s.Delegates))
+	for i, raw := range s.Delegates {
 		out[i].isName = json.Unmarshal(raw, &out[i].name) == nil
 	}
 	return out
