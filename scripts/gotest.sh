@@ -18,5 +18,5 @@ go build -o "$report/testreport" ./internal/tools/testreport
 	# 30 minutes a package, not go test's 10: test/kubernetes runs a
 	# whole cluster, and the packages share two cores.
 	go test -count=1 -json -timeout 30m "$@" ./...
-	go test -count=1 -json -tags etcdcluster -run '^(TestStoreContractOnACluster|TestQuotaCountPastMaxTxnOps)$' "$@" ./internal/daetcd
+	go test -count=1 -json -tags etcdcluster -run '^(TestStoreContractOnACluster|TestQuotaCountPastMaxTxnOps)$' "$@" ./internal/etcdstore
 } 2>&1 | "$report/testreport"

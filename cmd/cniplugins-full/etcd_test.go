@@ -11,16 +11,17 @@ import (
 	"github.com/cniplugins/cniplugins/internal/dapools"
 	"github.com/cniplugins/cniplugins/internal/dsselect"
 	"github.com/cniplugins/cniplugins/internal/etcdkv/etcdkvfake"
+	"github.com/cniplugins/cniplugins/internal/etcdstore"
 	"github.com/cniplugins/cniplugins/internal/ops"
 	"github.com/cniplugins/cniplugins/internal/plugin"
 	"github.com/cniplugins/cniplugins/internal/testkit/plugintest"
 )
 
 // The lean binary names ipam.etcd.prefix's default without linking
-// daetcd; they must agree, or pools --etcd would skip every network.
+// etcdstore; they must agree, or pools --etcd would skip every network.
 func TestEtcdPrefixDefault(t *testing.T) {
-	if ops.DefaultEtcdPrefix != daetcd.DefaultPrefix || ops.EtcdPrefix("") != daetcd.DefaultPrefix || ops.EtcdPrefix("/x") != "/x/" {
-		t.Errorf("ops %q, daetcd %q", ops.DefaultEtcdPrefix, daetcd.DefaultPrefix)
+	if ops.DefaultEtcdPrefix != etcdstore.DefaultPrefix || ops.EtcdPrefix("") != etcdstore.DefaultPrefix || ops.EtcdPrefix("/x") != "/x/" {
+		t.Errorf("ops %q, etcdstore %q", ops.DefaultEtcdPrefix, etcdstore.DefaultPrefix)
 	}
 }
 

@@ -4,12 +4,15 @@
 // ipvlan on a LAN, overlays, routed pod networks) never hand out one
 // address twice. Same inputs as ipam-da-pools; one key per address,
 // claimed by a create-if-absent transaction; no lock, no lease on a
-// claim, no per-pool document. It is part of the full flavour only: it
-// links net/http.
+// claim, no per-pool document. This package is the CNI personality only:
+// it parses the request and calls the store (internal/etcdstore), which
+// holds everything that reads and writes etcd. It is part of the full
+// flavour only: the store links net/http.
 package daetcd
 
 import (
 	"github.com/cniplugins/cniplugins/internal/alloc"
+	"github.com/cniplugins/cniplugins/internal/etcdstore"
 	"github.com/cniplugins/cniplugins/internal/ipamconf"
 	"github.com/cniplugins/cniplugins/internal/netconf"
 	"github.com/cniplugins/cniplugins/internal/plugin"
@@ -27,7 +30,7 @@ func Personality() plugin.Personality {
 // validate is ADD's parse without etcd, the disk or the host name:
 // ipam.etcd, then everything the engine would check.
 func validate(conf *netconf.Envelope) error {
-	if _, err := parseEtcd(conf, false); err != nil {
+	if err := etcdstore.CheckConfig(conf); err != nil {
 		return err
 	}
 	if _, err := ipamconf.StickyConf(conf); err != nil {

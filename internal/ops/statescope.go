@@ -22,7 +22,7 @@ type StateScope struct {
 }
 
 // ScopeState is what one scope holds, as `pools` counts it. The etcd
-// backend's counterpart (daetcd.ScopeState) has the same fields, so the
+// backend's counterpart (etcdstore.ScopeState) has the same fields, so the
 // full flavour converts one to the other.
 type ScopeState struct {
 	// Place is where it was read: the directory, or the claims' key
@@ -91,7 +91,7 @@ func (n Network) stateDir(dataDir string, s alloc.Scope) string {
 	return filepath.Join(dataDir, s.Network)
 }
 
-// DefaultEtcdPrefix is ipam.etcd.prefix's default: daetcd.DefaultPrefix,
+// DefaultEtcdPrefix is ipam.etcd.prefix's default: etcdstore.DefaultPrefix,
 // which the lean binary does not link (the full flavour's tests check
 // that they agree).
 const DefaultEtcdPrefix = "/cniplugins/"

@@ -49,7 +49,7 @@ func (r request) txn() bool     { return r.Path == "/v3/kv/txn" }
 // takesOver reports a claim that compares a revision besides its fence
 // bucket's: one that takes a marker or a hold over. Every claim compares
 // its bucket's mod revision once in each branch of the node's
-// registration (daetcd's registering), so twice in all.
+// registration (etcdstore's registering), so twice in all.
 func (r request) takesOver() bool { return strings.Count(r.Body, `"target":"MOD"`) > 2 }
 
 // putsUnder reports whether the request puts a key containing s.

@@ -18,7 +18,8 @@ import (
 // exec of every personality (net/http alone about 1 ms and 1.3 MB).
 var networkPackages = []string{"net/http", "google.golang.org/grpc", "go.etcd.io/etcd",
 	// The full flavour's own network-facing packages.
-	"github.com/cniplugins/cniplugins/internal/daetcd", "github.com/cniplugins/cniplugins/internal/dockeripam",
+	"github.com/cniplugins/cniplugins/internal/daetcd", "github.com/cniplugins/cniplugins/internal/etcdstore",
+	"github.com/cniplugins/cniplugins/internal/dockeripam",
 	"github.com/cniplugins/cniplugins/internal/etcdkv", "github.com/cniplugins/cniplugins/internal/metricsserver",
 	// Not network code, but as heavy: any crypto package brings the FIPS
 	// module, 28 packages initialised on every exec (about 0.6 ms).

@@ -1,0 +1,95 @@
+package daetcd
+
+import (
+	"github.com/containernetworking/cni/pkg/types"
+
+	"github.com/cniplugins/cniplugins/internal/alloc"
+	"github.com/cniplugins/cniplugins/internal/etcdstore"
+	"github.com/cniplugins/cniplugins/internal/ipamconf"
+	"github.com/cniplugins/cniplugins/internal/logging"
+	"github.com/cniplugins/cniplugins/internal/plugin"
+)
+
+// begin is how every command starts: the engine's parse of the config
+// (with the ranges when needRanges), then ipam.etcd and the store's
+// operation on behalf of the request's attachment.
+func begin(req *plugin.Request, needRanges bool) (*alloc.Config, *etcdstore.Operation, error) {
+	c, err := ipamconf.Parse(req.Conf, req.CNIArgs, needRanges)
+	if err != nil {
+		return nil, nil, err
+	}
+	op, err := etcdstore.Open(req.Conf, c.Network, req.Args.ContainerID, req.Args.IfName, req.Now, req.Log)
+	return c, op, err
+}
+
+// beginTargets is how ADD, CHECK and STATUS start: begin with the ranges,
+// and the targets they place addresses in, requests assigned.
+func beginTargets(req *plugin.Request) (*alloc.Config, *etcdstore.Operation, []alloc.Target, error) {
+	c, op, err := begin(req, true)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	targets, err := c.AddTargets()
+	return c, op, targets, err
+}
+
+// cmdAdd hands out one address per target, all or nothing
+// (etcdstore.Operation.Add), and prints them.
+func cmdAdd(req *plugin.Request) (types.Result, error) {
+	c, op, targets, err := beginTargets(req)
+	if err != nil {
+		return nil, err
+	}
+	res, err := c.NewResult()
+	if err != nil {
+		return nil, err
+	}
+	allocated, err := op.Add(targets, c.Quota, req.Conf, req.CNIArgs)
+	if err != nil {
+		return nil, err
+	}
+	for i, a := range allocated {
+		res.IPs = append(res.IPs, alloc.IPConfig(a.Addr, a.Gateway))
+		req.Log.Debug("allocated", logging.String("target", targets[i].Label), logging.Stringer("address", a.Addr))
+	}
+	return res, nil
+}
+
+// cmdDel releases everything the attachment holds in the scopes the
+// config touches (etcdstore.Operation.Del). It needs no ranges.
+func cmdDel(req *plugin.Request) error {
+	c, op, err := begin(req, false)
+	if err != nil {
+		return err
+	}
+	return op.Del(req.Conf, req.CNIArgs, c.Scopes())
+}
+
+// cmdCheck verifies that every address in prevResult is this
+// attachment's (etcdstore.Operation.Check).
+func cmdCheck(req *plugin.Request) error {
+	_, op, targets, err := beginTargets(req)
+	if err != nil {
+		return err
+	}
+	addrs, err := ipamconf.PrevAddrs(req.Conf)
+	if err != nil {
+		return err
+	}
+	return op.Check(addrs, targets)
+}
+
+// cmdGC (spec 1.1) releases this node's claims of this network whose
+// attachment is not in cni.dev/valid-attachments
+// (etcdstore.Operation.GC).
+func cmdGC(req *plugin.Request) error {
+	c, op, err := begin(req, false) // GC has no attachment: op's is empty
+	if err != nil {
+		return err
+	}
+	valid, err := ipamconf.ValidAttachments(req.Conf)
+	if err != nil {
+		return err
+	}
+	return op.GC(c.Scopes(), valid)
+}

@@ -1,0 +1,43 @@
+package etcdstore
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/cniplugins/cniplugins/internal/addrspace"
+)
+
+// startAddr must land inside the set, and different attachments must start
+// spread over it rather than on the same address.
+func TestStartAddr(t *testing.T) {
+	sets := map[string][]addrspace.RangeConfig{
+		"v4 /24":            {{Subnet: "10.214.0.0/24"}},
+		"v4 narrow range":   {{Subnet: "10.214.0.0/24", RangeStart: "10.214.0.100", RangeEnd: "10.214.0.101"}},
+		"v4 two ranges":     {{Subnet: "10.214.1.0/30"}, {Subnet: "10.214.2.0/24"}},
+		"v6 /64 (2^64)":     {{Subnet: "fd00:214::/64"}},
+		"v6 /48 (> 2^64)":   {{Subnet: "fd00:214::/48"}},
+		"v6 single address": {{Subnet: "fd00:214::/120", RangeStart: "fd00:214::7", RangeEnd: "fd00:214::7"}},
+	}
+	for name, cfgs := range sets {
+		t.Run(name, func(t *testing.T) {
+			rs, err := addrspace.ParseRangeSet("r", cfgs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			seen := map[string]bool{}
+			for i := 0; i < 200; i++ {
+				a := startAddr(rs, fmt.Sprintf("node-%d\x00c%d", i%2, i))
+				if !rs.Contains(a) {
+					t.Fatalf("start %s outside %s", a, rs)
+				}
+				seen[a.String()] = true
+			}
+			if size := rs[0].End.Compare(rs[0].Start); size != 0 && len(seen) < 2 {
+				t.Fatalf("200 attachments all start at %v", seen)
+			}
+			if name == "v4 /24" && len(seen) < 100 {
+				t.Fatalf("200 attachments start on only %d of 254 addresses", len(seen))
+			}
+		})
+	}
+}

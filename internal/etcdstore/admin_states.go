@@ -1,0 +1,77 @@
+package etcdstore
+
+import (
+	"net/netip"
+	"strconv"
+
+	"github.com/cniplugins/cniplugins/internal/alloc"
+)
+
+// ScopeState is what `cniplugins-full pools --etcd` counts in one scope
+// (ops.ScopeState has the same fields; the full flavour converts).
+type ScopeState struct {
+	// Place is the prefix of the scope's claim keys.
+	Place string
+	// Addrs are the claimed addresses (held ones too); Held those a
+	// sticky key holds with no container, Migrating those a live
+	// migration's two owners share.
+	Addrs, Held, Migrating []netip.Addr
+	// Full lists the slots (range set index; a pool: 0) whose exhaustion
+	// mark is set: what STATUS reads.
+	Full []int
+	// Tenants maps each address that counts for a quota's tenant to it
+	// (pools only).
+	Tenants map[netip.Addr]string
+}
+
+// ScopeStates reads each scope's claims and exhaustion marks, and in a
+// pool the tenants its addresses count for: reads only, as `leases` does.
+// The tenants' records are read once for all the scopes.
+func (a *Admin) ScopeStates(scopes []alloc.Scope) ([]ScopeState, error) {
+	var tenants map[string]string // "<scope>/<address>" → tenant
+	out := make([]ScopeState, len(scopes))
+	for i, s := range scopes {
+		st := ScopeState{Place: a.op.keys.scopeAddrs(s)}
+		claims, err := a.op.cl.List(st.Place, false)
+		if err != nil {
+			return nil, err
+		}
+		for _, kv := range claims {
+			ip, err := netip.ParseAddr(string(kv.Key[len(st.Place):]))
+			if err != nil {
+				continue // not a claim key
+			}
+			st.Addrs = append(st.Addrs, ip)
+			if r, ok := decodeRecord(kv.Value); ok && r.Second != "" {
+				st.Migrating = append(st.Migrating, ip)
+			} else if !ok && heldFor(kv.Value) != "" {
+				st.Held = append(st.Held, ip)
+			}
+		}
+		marks, err := a.op.cl.List(a.op.keys.fullScope(s), false)
+		if err != nil {
+			return nil, err
+		}
+		for _, m := range marks {
+			slot, err := strconv.Atoi(lastSegment(string(m.Key)))
+			if err == nil && len(m.Value) > 0 { // empty: freed since
+				st.Full = append(st.Full, slot)
+			}
+		}
+		if s.Pool != "" && len(st.Addrs) > 0 {
+			if tenants == nil {
+				if tenants, err = a.op.tenantsOfClaims(); err != nil {
+					return nil, err
+				}
+			}
+			st.Tenants = map[netip.Addr]string{}
+			for _, ip := range st.Addrs {
+				if t, ok := tenants[scopePath(s)+"/"+ip.String()]; ok {
+					st.Tenants[ip] = t
+				}
+			}
+		}
+		out[i] = st
+	}
+	return out, nil
+}

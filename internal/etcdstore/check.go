@@ -1,0 +1,66 @@
+package etcdstore
+
+import (
+	"net/netip"
+
+	"github.com/cniplugins/cniplugins/internal/alloc"
+	"github.com/cniplugins/cniplugins/internal/etcdkv"
+)
+
+// Check verifies that every address of prevResult (addrs) is claimed by
+// this attachment, on this node and network (code 3 otherwise). Without
+// addresses, the engine's rule (alloc.CheckHeld) over what it holds.
+func (op *Operation) Check(addrs []netip.Addr, targets []alloc.Target) error {
+	return alloc.CheckPrev(addrs, targets, alloc.Attachment{ContainerID: op.cid, IfName: op.ifname}, op.held, op.check)
+}
+
+// check verifies that each address, placed in its target, is the
+// operation's attachment's by the engine's verdict (Attachment.Checks) on
+// the claim's owner and migration target, each counted only on this node.
+func (op *Operation) check(addrs []netip.Addr, placed []alloc.Target) error {
+	reads := make([]etcdkv.Op, len(addrs))
+	for i, a := range addrs {
+		reads[i] = etcdkv.Get(op.keys.addrKey(placed[i].Scope, a))
+	}
+	resp, err := op.cl.Read(reads...)
+	if err != nil {
+		return err
+	}
+	me := op.attachment()
+	for i, a := range addrs {
+		kv, ok := resp.First(i)
+		r, valid := decodeRecord(kv.Value)
+		var owner, second alloc.Attachment
+		if r.Node == op.node {
+			owner = r.attachment()
+		}
+		if r.SecondNode == op.node {
+			second = alloc.Attachment{ContainerID: r.Second, IfName: r.IfName, Network: r.Network}
+		}
+		if !ok || !valid || !me.Checks(owner, second) {
+			return alloc.NotReserved(me, a)
+		}
+	}
+	return nil
+}
+
+// held is what the operation's attachment claims, or shares as a
+// migration target, in each scope on this node and network: its index
+// keys, in one read.
+func (op *Operation) held(scopes []alloc.Scope) (map[alloc.Scope][]netip.Addr, error) {
+	resp, err := op.readAttachment(scopes, false)
+	if err != nil {
+		return nil, err
+	}
+	out := map[alloc.Scope][]netip.Addr{}
+	for i, s := range scopes {
+		for _, kv := range resp.KVs(i) {
+			if r, ok := decodeRecord(kv.Value); ok && !r.cancelled() && r.Network == op.network {
+				if ip, err := parseAddr(r.Address); err == nil {
+					out[s] = append(out[s], ip)
+				}
+			}
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,367 @@
+package etcdstore
+
+import (
+	"bytes"
+	"errors"
+	"math"
+	"net/netip"
+	"slices"
+	"strconv"
+
+	"github.com/cniplugins/cniplugins/internal/addrspace"
+	"github.com/cniplugins/cniplugins/internal/alloc"
+	"github.com/cniplugins/cniplugins/internal/cnierr"
+	"github.com/cniplugins/cniplugins/internal/etcdkv"
+	"github.com/cniplugins/cniplugins/internal/logging"
+)
+
+// claimStore is etcd as the allocation engine sees it while an ADD
+// allocates one target (a range set or a pool): an alloc.Store, not a
+// Ledger, because DEL, CHECK and GC are transactions of their own here.
+// The engine keeps its rules (requested addresses, gateways, exclusions,
+// the iteration order, 100/101); the store turns each candidate into one
+// transaction:
+//
+//	if claim key absent, the attachment's index key absent (or, after a
+//	failed ADD, still its marker) and the node is this machine:
+//	                                 put both, with the owner record
+//	else:                            read both and the node (the holder, in the same round trip)
+//
+// A node's first claim registers the node in the same transaction
+// (registering). The index-key condition is the duplicate check, atomic
+// with the claim (a separate read before it would add a round trip and
+// still be a check-then-act): an attachment can never hold two addresses
+// of one range set or pool, however its ADDs race or are retried.
+type claimStore struct {
+	op     *Operation
+	scope  alloc.Scope
+	slot   int
+	set    addrspace.RangeSet
+	claim  string // this ADD's claim ID
+	label  string
+	marker int64 // mod revision of the marker in our index key that the claim takes over (0: none)
+
+	att      alloc.Attachment // who the claims are for (Reserve's)
+	sent     []byte           // the record of the last claim sent: ours if it is found later
+	inFlight bool             // a claim may still commit: cancel must fence it
+	sentAddr netip.Addr
+	taken    map[netip.Addr]bool
+	sawTaken int64 // the revision at which a candidate was first seen taken
+	scanned  bool
+
+	sticky   *stickyAtt // nil: not sticky (sticky.go)
+	holdK    string
+	found    *takeOver // the hold the last claim met (alloc.HoldClaimer)
+	take     *takeOver // the hold the next claim takes over
+	sentTake *takeOver // the one the last claim sent took over
+	shared   *share    // the migration share this ADD wrote (migration.go)
+}
+
+var _ alloc.HoldClaimer = (*claimStore)(nil)
+
+// prefetchAfter: past this many taken candidates the pool is filling up,
+// and one read of its keys is cheaper than a transaction per taken address.
+const prefetchAfter = 4
+
+func (op *Operation) claimStore(t alloc.Target, claim string) *claimStore {
+	return &claimStore{op: op, scope: t.Scope, slot: t.RangeID, set: t.Set, claim: claim, label: t.Label, taken: map[netip.Addr]bool{},
+		att: op.attachment()}
+}
+
+// stickyStore is claimStore for an attachment with a sticky key (nil: none).
+func (op *Operation) stickyStore(t alloc.Target, claim string, st *stickyAtt) *claimStore {
+	s := op.claimStore(t, claim)
+	if st != nil {
+		s.sticky, s.holdK = st, op.keys.holdKey(t.Scope, st.id, strconv.Itoa(t.RangeID))
+	}
+	return s
+}
+
+// Reserve claims ip for a on this node (its claim record, index key and,
+// when sticky, hold); false when someone holds it. One claimStore serves
+// one attachment: a failed ADD's cancel undoes the claims of the last
+// attachment it reserved for.
+func (s *claimStore) Reserve(a alloc.Attachment, ip netip.Addr) (bool, error) {
+	if s.taken[ip] && s.take == nil {
+		return false, nil
+	}
+	op := s.op
+	s.att = a
+	val := s.sticky.mark(op.recordOf(a, s.scope, ip.String(), s.claim)).encode()
+	addrK, slotK, fenceK := op.keys.addrKey(s.scope, ip), s.slotKey(), op.keys.fenceOf(op.node, a.ContainerID, a.IfName)
+	s.sent, s.sentAddr, s.sentTake = val, ip, s.take
+	cond := []etcdkv.Cmp{etcdkv.Absent(addrK)}
+	then := []etcdkv.Op{etcdkv.Put(addrK, val), etcdkv.Put(slotK, val)}
+	var readHold []etcdkv.Op
+	if s.sticky != nil {
+		var put etcdkv.Op
+		cond, put = s.holdOps(a, ip, addrK)
+		then = append(then, put)
+		readHold = []etcdkv.Op{etcdkv.Get(s.holdK)}
+	}
+	recounts := 0
+	for try := 0; try < 8; try++ {
+		// TxnOnce: its condition (keys absent) is what this ADD's own
+		// fence or undo changes, so a second copy could claim after
+		// them; it is never sent twice. A copy that etcd applies after
+		// the attachment's DEL finds the release's fence (fence.go).
+		// A sticky claim also requires its hold key absent (or the
+		// hold it takes over unchanged) and puts it; its Else reads it.
+		// A claim for a tenant requires its version as counted (quota.go).
+		// The else branch reads the claim key, the index key, the node,
+		// the node's fence buckets (holdersFences), then the hold and the
+		// tenant's version.
+		holders := append([]etcdkv.Op{etcdkv.Get(addrK), etcdkv.Get(slotK), etcdkv.Get(op.keys.nodeKey(op.node)),
+			etcdkv.GetPrefix(op.keys.fencesPrefix(op.node))}, readHold...)
+		cnd, thn := append(slices.Clip(cond), s.slotFree(slotK)), then
+		qs := s.quotaOf()
+		if qs != nil {
+			qc, qops := qs.claimOps(op.keys, s.scope, ip)
+			cnd, thn = append(cnd, qc...), append(slices.Clip(then), qops...)
+			holders = append(holders, etcdkv.Get(op.keys.tenantVersion(qs.name)))
+		}
+		resp, err := op.cl.TxnOnce(op.registering(fenceK, cnd, thn, holders))
+		registeredNow := resp != nil && resp.Succeeded
+		if registeredNow {
+			op.fencesCreated(resp.Revision) // this claim registered the node (registering)
+		}
+		resp = registered(resp)
+		if err != nil && !errors.Is(err, etcdkv.ErrOutcomeUnknown) && !s.inFlight {
+			s.sent = nil // refused for sure: nothing of it to undo
+		}
+		if errors.Is(err, etcdkv.ErrOutcomeUnknown) {
+			s.inFlight = true
+			// Fence it instead: a marker in the index key, through another
+			// member, and the copy in flight can never commit; or the
+			// index key shows that it already did. Only while the fence
+			// bucket is as the claim knew it: once a release moved it,
+			// the claim cannot commit anyway, and a late copy of this
+			// write, sent again on another member, must not leave a
+			// marker after the attachment's DEL (fence.go).
+			op.log.Warn("claim unanswered; fencing it", logging.String("address", ip.String()), logging.Error(err))
+			resp, err = op.cl.Txn(etcdkv.Txn{
+				If:   append([]etcdkv.Cmp{s.slotFree(slotK)}, op.fenceCmp(fenceK)...),
+				Then: []etcdkv.Op{etcdkv.Put(slotK, op.recordOf(a, s.scope, "", s.claim).encode())},
+				Else: holders,
+			})
+			if err == nil && resp.Succeeded {
+				s.marker = resp.Revision // our marker: the next try takes it over
+				continue
+			}
+		}
+		if err != nil {
+			return false, err
+		}
+		if resp.Succeeded {
+			if qs != nil {
+				qs.version, qs.stale = resp.Revision, nil
+			}
+			return true, nil
+		}
+		if node, found := resp.First(2); !found || !bytes.HasPrefix(node.Value, op.identity()) {
+			if err := op.ensureNode(node, found); err != nil {
+				s.sent = nil
+				return false, err
+			}
+			continue
+		}
+		holder, held := resp.First(0)
+		slot, hasSlot := resp.First(1)
+		if hasSlot && bytes.Equal(slot.Value, val) {
+			// Our own claim, committed although its answer was lost.
+			if qs != nil {
+				qs.version, qs.stale = slot.ModRevision, nil
+			}
+			return true, nil
+		}
+		if hasSlot {
+			// Before any recount or fence retry: a retried ADD is 102 at the quota as
+			// below it (alloc.QuotaGate).
+			if r, _ := decodeRecord(slot.Value); !r.cancelled() {
+				s.sent = nil // definitely not ours: nothing to undo
+				return false, cnierr.New(cnierr.CodeDuplicateAttach, "attachment already holds an address",
+					"address=%s %s containerID=%s ifname=%s", r.Address, s.label, a.ContainerID, a.IfName)
+			}
+		}
+		if fences := resp.KVs(holdersFences); fenceMoved(fences, fenceK, op.cl.Recall(fenceK)) {
+			// A release wrote the bucket since this host last saw it (or
+			// this exec knew nothing of it): claim again at its revision.
+			// Unless this claim registered the node, which wrote every
+			// bucket after the read: its revision is the one to claim at.
+			if !registeredNow {
+				op.learnFences(fences)
+			}
+			continue
+		}
+		if qs != nil {
+			if kv, found := resp.First(len(holders) - 1); qs.moved(kv, found) && recounts <= qs.q.Max+maxRecounts {
+				// Another claim for the tenant committed since the
+				// count: count again, in this transaction's place,
+				// and the engine judges that count.
+				recounts++
+				try--
+				n, err := op.count(qs)
+				if err == nil {
+					err = alloc.QuotaReached(qs.q, n)
+				}
+				if err != nil {
+					s.sent = nil
+					return false, err
+				}
+				continue
+			}
+		}
+		if hasSlot {
+			if slot.ModRevision != s.marker {
+				s.marker = slot.ModRevision // a failed ADD's marker: take it over, exactly this one
+				continue
+			}
+		} else {
+			s.marker = 0
+		}
+		if s.sticky != nil {
+			hold, hasHold := resp.First(holdersFences + 1)
+			if hasHold || s.take != nil {
+				// The key has a hold (or the one taken over changed or
+				// went): the search ends, the engine applies the rules.
+				s.sent = nil
+				f := &alloc.HoldFound{}
+				if hasHold {
+					f.Ref = hold
+				}
+				return false, f
+			}
+		}
+		if held {
+			if r, ok := decodeRecord(holder.Value); ok {
+				op.log.Debug("address taken", logging.String("address", ip.String()), logging.String("node", r.Node),
+					logging.String("containerID", r.ContainerID))
+			}
+			s.sent = nil
+			s.noteTaken(ip, resp.Revision)
+			return false, nil
+		}
+	}
+	return false, cnierr.New(cnierr.CodeTryAgainLater, "claim kept conflicting", "address=%s %s", ip, s.label)
+}
+
+// holdersFences is where a failed claim's answer has the node's fence
+// buckets.
+const holdersFences = 3
+
+// maxRecounts bounds, beyond the quota's max (each claim for the tenant
+// that commits moves its version once), how often one claim counts its
+// tenant again.
+const maxRecounts = 8
+
+// quotaOf is the tenant count a claim must respect: the operation's,
+// for a new claim; a hold taken over is already the tenant's.
+func (s *claimStore) quotaOf() *quotaState {
+	if s.take != nil {
+		return nil
+	}
+	return s.op.quota
+}
+
+// slotKey is the index key of the attachment Reserve claims for.
+func (s *claimStore) slotKey() string {
+	return s.op.keys.slotKey(s.op.node, s.scope, s.att.ContainerID, s.att.IfName, s.slot)
+}
+
+// slotFree is the claim's condition on the index key: absent, or still
+// the marker being taken over.
+func (s *claimStore) slotFree(slotK string) etcdkv.Cmp {
+	if s.marker != 0 {
+		return etcdkv.ModIs(slotK, s.marker)
+	}
+	return etcdkv.Absent(slotK)
+}
+
+// noteTaken remembers a taken candidate, and once the pool looks busy
+// reads all of its claim keys once, so that the rest of the search skips
+// taken addresses without a round trip each.
+func (s *claimStore) noteTaken(ip netip.Addr, rev int64) {
+	if s.sawTaken == 0 {
+		s.sawTaken = rev
+	}
+	s.taken[ip] = true
+	if len(s.taken) < prefetchAfter || s.scanned {
+		return
+	}
+	s.scanned = true
+	prefix := s.op.keys.scopeAddrs(s.scope)
+	kvs, err := s.op.cl.List(prefix, true)
+	if err != nil {
+		return // only an optimisation: the search goes on a claim at a time
+	}
+	for _, kv := range kvs {
+		if a, err := parseAddr(string(kv.Key[len(prefix):])); err == nil {
+			s.taken[a] = true
+		}
+	}
+}
+
+// LastReserved is where the search starts: an address derived from the
+// node and the attachment (see startAddr). There is no shared cursor: a
+// cursor key would be the one hot key every ADD of the pool writes.
+func (s *claimStore) LastReserved(int) (netip.Addr, error) {
+	op := s.op
+	return startAddr(s.set, op.node+"\x00"+op.network+"\x00"+op.cid+"\x00"+op.ifname+"\x00"+scopePath(s.scope)), nil
+}
+
+// MarkExhausted records, for STATUS, that an ADD found the target full,
+// unless an address was freed there since the search first saw one taken
+// (see freed).
+func (s *claimStore) MarkExhausted(int) error {
+	since := s.sawTaken
+	if since == 0 {
+		since = math.MaxInt64 - 1 // no address to take at all: nothing can free one
+	}
+	k := s.op.keys.fullKey(s.scope, s.slot)
+	_, err := s.op.cl.Txn(etcdkv.Txn{
+		If:   []etcdkv.Cmp{etcdkv.ModBelow(k, since+1)},
+		Then: []etcdkv.Op{etcdkv.Put(k, []byte(stamp(s.op.now)))},
+	})
+	return err
+}
+
+// cancel undoes an ADD's claims that succeeded or may still commit (a
+// claim whose answer never came). Each target's index key is left holding
+// a marker, which a claim still in flight cannot get past (it requires the
+// key absent, or the exact marker it took over, which the new marker
+// replaces); the runtime's DEL for the failed ADD, or GC, removes it, and
+// a new ADD of the attachment takes it over.
+func (op *Operation) cancel(stores []*claimStore) error {
+	var txns []etcdkv.Txn
+	for _, s := range stores {
+		if s.shared != nil {
+			// A migration target's share (migration.go).
+			txns = append(txns, s.shared.undo(s.holdK, etcdkv.Put(s.shared.slotK, op.recordOf(s.att, s.scope, "", s.claim).encode()),
+				op.fenceCmp(op.keys.fenceOf(op.node, s.att.ContainerID, s.att.IfName))))
+			continue
+		}
+		if s.sent == nil {
+			continue
+		}
+		slotK := s.slotKey()
+		marker := etcdkv.Put(slotK, op.recordOf(s.att, s.scope, "", s.claim).encode())
+		// The claim committed: undo it (undoClaim), keep the marker.
+		committed := etcdkv.Txn{
+			If:   []etcdkv.Cmp{etcdkv.ValueIs(slotK, s.sent)},
+			Then: append([]etcdkv.Op{marker}, s.undoClaim(op.keys.addrKey(s.scope, s.sentAddr))...),
+		}
+
+		if s.marker != 0 { // it may still commit over the marker it took over: replace that one
+			committed.Else = []etcdkv.Op{etcdkv.Nested(etcdkv.Txn{If: []etcdkv.Cmp{etcdkv.ModIs(slotK, s.marker)}, Then: []etcdkv.Op{marker}})}
+		}
+		// The marker only while the fence bucket is as this ADD knows it:
+		// a claim can commit only then, and a late copy of this write must
+		// not leave a marker after the attachment's DEL (fence.go).
+		txns = append(txns, etcdkv.Txn{
+			If:   append([]etcdkv.Cmp{etcdkv.Absent(slotK)}, op.fenceCmp(op.keys.fenceOf(op.node, s.att.ContainerID, s.att.IfName))...),
+			Then: []etcdkv.Op{marker},
+			Else: []etcdkv.Op{etcdkv.Nested(committed)},
+		})
+	}
+	return op.commit(txns)
+}

@@ -1,0 +1,63 @@
+package etcdstore
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"os"
+	"strings"
+
+	"github.com/cniplugins/cniplugins/internal/cnierr"
+	"github.com/cniplugins/cniplugins/internal/etcdkv"
+)
+
+// stateDir holds what the etcd client remembers between execs (its auth
+// token, the members that failed lately, the fence buckets' revisions):
+// tmpfs, gone at reboot, root's alone.
+const stateDir = "/run/cniplugins/etcd"
+
+// newClient reads the TLS and password files and prepares a client whose
+// deadline is now + the timeout; nothing is sent yet.
+func newClient(c *etcdConfig) (*etcdkv.Client, error) {
+	// The fence revisions remembered are the node's under the prefix
+	// (fence.go), whichever endpoints the config lists.
+	cfg := etcdkv.Config{Endpoints: c.endpoints, Timeout: c.timeout, Username: c.username, First: c.firstEndpoint(), StateDir: stateDir,
+		StateKey: c.prefix + "\x00" + c.node}
+	if c.tls != nil {
+		t, err := c.tls.config()
+		if err != nil {
+			return nil, err
+		}
+		cfg.TLS = t
+	}
+	if c.passwordFile != "" {
+		b, err := os.ReadFile(c.passwordFile)
+		if err != nil {
+			return nil, cnierr.InvalidConfig("ipam.etcd.passwordFile", c.passwordFile, "cannot be read: "+err.Error())
+		}
+		cfg.Password = strings.TrimRight(string(b), "\r\n")
+	}
+	return etcdkv.New(cfg), nil
+}
+
+// config loads the TLS files.
+func (t *tlsFiles) config() (*tls.Config, error) {
+	cfg := &tls.Config{MinVersion: tls.VersionTLS12}
+	if t.CAFile != "" {
+		pem, err := os.ReadFile(t.CAFile)
+		if err != nil {
+			return nil, cnierr.InvalidConfig("ipam.etcd.tls.caFile", t.CAFile, "cannot be read: "+err.Error())
+		}
+		cfg.RootCAs = x509.NewCertPool()
+		if !cfg.RootCAs.AppendCertsFromPEM(pem) {
+			return nil, cnierr.InvalidConfig("ipam.etcd.tls.caFile", t.CAFile, "holds no PEM certificate")
+		}
+	}
+	if t.CertFile != "" {
+		pair, err := tls.LoadX509KeyPair(t.CertFile, t.KeyFile)
+		if err != nil {
+			return nil, cnierr.InvalidConfig("ipam.etcd.tls.certFile", t.CertFile, "cannot load the key pair: "+err.Error())
+		}
+		cfg.Certificates = []tls.Certificate{pair}
+	}
+	return cfg, nil
+}

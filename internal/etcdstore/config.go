@@ -1,0 +1,232 @@
+package etcdstore
+
+import (
+	"encoding/json"
+	"fmt"
+	"hash/fnv"
+	"net/netip"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/containernetworking/cni/pkg/utils"
+
+	"github.com/cniplugins/cniplugins/internal/cnierr"
+	"github.com/cniplugins/cniplugins/internal/netconf"
+)
+
+const (
+	// DefaultPrefix is where every key lives unless ipam.etcd.prefix says.
+	DefaultPrefix = "/cniplugins/"
+	// DefaultTimeout bounds one CNI command's work against etcd.
+	DefaultTimeout = 5 * time.Second
+	minTimeout     = 100 * time.Millisecond
+	maxTimeout     = 5 * time.Minute
+	maxEndpoints   = 16
+	maxNodeName    = 253 // a DNS name
+)
+
+// etcdConf is ipam.etcd as it appears in JSON.
+type etcdConf struct {
+	Endpoints    []string        `json:"endpoints"`
+	Prefix       string          `json:"prefix"`
+	NodeName     string          `json:"nodeName"`
+	Timeout      string          `json:"timeout"`
+	TLS          *tlsFiles       `json:"tls"`
+	Username     string          `json:"username"`
+	PasswordFile string          `json:"passwordFile"`
+	Password     json.RawMessage `json:"password"` // refused: never inline
+	// AllowPasswordOverHTTP is the operator's explicit consent to send
+	// username and password to a non-loopback http:// endpoint in clear.
+	AllowPasswordOverHTTP bool `json:"allowPasswordOverHTTP"`
+	// MachineIDFile names the file holding this machine's unique ID
+	// (node.go); the default is systemd's /etc/machine-id.
+	MachineIDFile string `json:"machineIDFile"`
+}
+
+type tlsFiles struct {
+	CAFile   string `json:"caFile"`
+	CertFile string `json:"certFile"`
+	KeyFile  string `json:"keyFile"`
+}
+
+// etcdConfig is ipam.etcd validated.
+type etcdConfig struct {
+	endpoints     []string
+	prefix        string
+	node          string
+	timeout       time.Duration
+	tls           *tlsFiles
+	username      string
+	passwordFile  string
+	machineIDFile string
+}
+
+// parseEtcd validates ipam.etcd. resolveNode fills the default node name
+// from the host name; Validate passes false, touching nothing of the host.
+func parseEtcd(conf *netconf.Envelope, resolveNode bool) (*etcdConfig, error) {
+	var ipam struct {
+		Etcd *etcdConf `json:"etcd"`
+	}
+	if err := conf.DecodeIPAM(&ipam); err != nil {
+		return nil, err
+	}
+	e := ipam.Etcd
+	if e == nil {
+		return nil, cnierr.MissingConfig("ipam.etcd")
+	}
+	return e.validate(resolveNode)
+}
+
+// CheckConfig validates ipam.etcd without resolving the node name: the
+// personality's VALIDATE, which must not depend on the host.
+func CheckConfig(conf *netconf.Envelope) error {
+	_, err := parseEtcd(conf, false)
+	return err
+}
+
+func (e *etcdConf) validate(resolveNode bool) (*etcdConfig, error) {
+	c := &etcdConfig{prefix: e.Prefix, node: e.NodeName, tls: e.TLS, username: e.Username, passwordFile: e.PasswordFile, machineIDFile: e.MachineIDFile}
+	var err error
+	if c.endpoints, err = parseEndpoints("ipam.etcd.endpoints", e.Endpoints); err != nil {
+		return nil, err
+	}
+	if c.prefix, err = parsePrefix("ipam.etcd.prefix", e.Prefix); err != nil {
+		return nil, err
+	}
+	if c.node == "" && resolveNode {
+		if c.node, err = os.Hostname(); err != nil {
+			return nil, cnierr.New(cnierr.CodeInvalidConfig, "no ipam.etcd.nodeName and the host name is unknown", "%v", err)
+		}
+	}
+	if c.node != "" {
+		if err := ValidNodeName("ipam.etcd.nodeName", c.node); err != nil {
+			return nil, err
+		}
+	}
+	if c.timeout, err = parseTimeout("ipam.etcd.timeout", e.Timeout); err != nil {
+		return nil, err
+	}
+	if e.TLS != nil && (e.TLS.CertFile == "") != (e.TLS.KeyFile == "") {
+		return nil, cnierr.InvalidConfig("ipam.etcd.tls", fmt.Sprintf("certFile=%q keyFile=%q", e.TLS.CertFile, e.TLS.KeyFile), "certFile and keyFile go together")
+	}
+	if e.MachineIDFile != "" && !filepath.IsAbs(e.MachineIDFile) {
+		return nil, cnierr.InvalidConfig("ipam.etcd.machineIDFile", e.MachineIDFile, "must be an absolute path")
+	}
+	if len(e.Password) > 0 {
+		return nil, cnierr.InvalidConfig("ipam.etcd.password", "(hidden)", "never inline a password: put it in a file and name it in passwordFile")
+	}
+	if (e.Username == "") != (e.PasswordFile == "") {
+		return nil, cnierr.InvalidConfig("ipam.etcd.username", e.Username, "username and passwordFile go together")
+	}
+	if err := e.checkPasswordTransport(c.endpoints); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// checkPasswordTransport refuses to send a password in clear: etcd's
+// Authenticate call carries it as it is, so over http:// anyone on the
+// path reads it. A loopback endpoint never leaves the machine; anything
+// else needs https:// or the operator's allowPasswordOverHTTP.
+func (e *etcdConf) checkPasswordTransport(endpoints []string) error {
+	if e.Username == "" || e.AllowPasswordOverHTTP {
+		return nil
+	}
+	for _, ep := range endpoints {
+		u, _ := url.Parse(ep) // parseEndpoints has checked it
+		if u.Scheme == "http" && !loopbackHost(u.Hostname()) {
+			return cnierr.InvalidConfig("ipam.etcd.allowPasswordOverHTTP", ep,
+				"username and passwordFile over an http:// endpoint would send the password in clear: use https:// or set allowPasswordOverHTTP to true")
+		}
+	}
+	return nil
+}
+
+// loopbackHost: an IP literal of the loopback network, or localhost.
+func loopbackHost(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.Unmap().IsLoopback()
+}
+
+func parseEndpoints(field string, eps []string) ([]string, error) {
+	if len(eps) == 0 {
+		return nil, cnierr.MissingConfig(field)
+	}
+	if len(eps) > maxEndpoints {
+		return nil, cnierr.InvalidConfig(field, len(eps), fmt.Sprintf("at most %d endpoints", maxEndpoints))
+	}
+	out := make([]string, len(eps))
+	for i, s := range eps {
+		f := fmt.Sprintf("%s[%d]", field, i)
+		u, err := url.Parse(s)
+		switch {
+		case err != nil:
+			return nil, cnierr.InvalidConfig(f, s, "not a URL")
+		case u.Scheme != "http" && u.Scheme != "https":
+			return nil, cnierr.InvalidConfig(f, s, "must be an http:// or https:// URL")
+		case u.Host == "" || u.Hostname() == "":
+			return nil, cnierr.InvalidConfig(f, s, "has no host")
+		case u.User != nil:
+			return nil, cnierr.InvalidConfig(f, s, "must not carry credentials: use username and passwordFile")
+		case (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "":
+			return nil, cnierr.InvalidConfig(f, s, "must be scheme://host:port only")
+		}
+		out[i] = u.Scheme + "://" + u.Host
+	}
+	return out, nil
+}
+
+// parsePrefix: keys are built by appending to the prefix, so it must be an
+// absolute key path ending in '/'; a missing final '/' is added.
+func parsePrefix(field, p string) (string, error) {
+	if p == "" {
+		return DefaultPrefix, nil
+	}
+	if !strings.HasPrefix(p, "/") || len(p) > 256 || strings.ContainsFunc(p, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
+		return "", cnierr.InvalidConfig(field, p, "must be a key path starting with '/', printable, at most 256 bytes")
+	}
+	if !strings.HasSuffix(p, "/") {
+		p += "/"
+	}
+	return p, nil
+}
+
+func parseTimeout(field, s string) (time.Duration, error) {
+	if s == "" {
+		return DefaultTimeout, nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d < minTimeout || d > maxTimeout {
+		return 0, cnierr.InvalidConfig(field, s, "must be a duration between 100ms and 5m, like \"5s\"")
+	}
+	return d, nil
+}
+
+// ValidNodeName: a node name is a key segment, so it must not hold '/'
+// (or anything else than a host name's characters).
+func ValidNodeName(field, name string) error {
+	if name == "" {
+		return cnierr.MissingConfig(field)
+	}
+	if len(name) > maxNodeName {
+		return cnierr.InvalidConfig(field, name[:16]+"...", fmt.Sprintf("longer than %d characters", maxNodeName))
+	}
+	if utils.ValidateNetworkName(name) != nil { // the same character set as network names
+		return cnierr.InvalidConfig(field, name, "must match [A-Za-z0-9][A-Za-z0-9_.-]*")
+	}
+	return nil
+}
+
+// firstEndpoint spreads nodes over the members: each node starts with
+// the endpoint its name hashes to.
+func (c *etcdConfig) firstEndpoint() int {
+	h := fnv.New32a()
+	h.Write([]byte(c.node))
+	return int(h.Sum32() % uint32(len(c.endpoints)))
+}

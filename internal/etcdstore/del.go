@@ -1,0 +1,190 @@
+package etcdstore
+
+import (
+	"errors"
+	"slices"
+	"strconv"
+
+	"github.com/containernetworking/cni/pkg/types"
+
+	"github.com/cniplugins/cniplugins/internal/alloc"
+	"github.com/cniplugins/cniplugins/internal/cnierr"
+	"github.com/cniplugins/cniplugins/internal/etcdkv"
+	"github.com/cniplugins/cniplugins/internal/ipamconf"
+	"github.com/cniplugins/cniplugins/internal/netconf"
+)
+
+// Del releases everything the attachment holds in scopes: one read of
+// its index keys, one transaction deleting each claim and its index key,
+// guarded by their exact revisions and values. Its first round trip
+// writes the attachment's fence bucket (fence.go), so no claim of the
+// attachment sent before the DEL can commit after it, whatever the DEL
+// finds. It needs no ranges, and an unknown attachment is not an error.
+// conf and cniArgs are the request's, for its prevResult fast path.
+func (op *Operation) Del(conf *netconf.Envelope, cniArgs []netconf.CNIArg, scopes []alloc.Scope) error {
+	done, fenced, err := op.delFromPrev(conf, cniArgs)
+	if done || err != nil {
+		return err
+	}
+	err = op.delRead(scopes, !fenced)
+	// A sticky release that lost a race with a migration target's share
+	// (which rewrites the owner's keys) reads again: bounded, then 11.
+	for try := 1; errors.Is(err, errReleaseRaced) && try < maxReleaseRaces; try++ {
+		err = op.delRead(scopes, false)
+	}
+	return err
+}
+
+// errReleaseRaced: a sticky release found the keys it read changed: a
+// migration's target shared the address meanwhile, or its other owner
+// released it. Code 11: the runtime (GC: the next GC) tries again.
+var errReleaseRaced = cnierr.Wrap(types.NewError(cnierr.CodeTryAgainLater, "a sticky address changed between its read and its release", "try again"),
+	errors.New("release raced"))
+
+// maxReleaseRaces bounds DEL's reads of an address that keeps changing.
+const maxReleaseRaces = 4
+
+// delRead is DEL's exact read path: one read of the attachment's index
+// keys in each scope (with fence, writing its fence bucket in the same
+// round trip), one transaction releasing what they name.
+func (op *Operation) delRead(scopes []alloc.Scope, fence bool) error {
+	resp, err := op.readAttachment(scopes, fence)
+	if err != nil {
+		return err
+	}
+	var txns []etcdkv.Txn
+	var sticky []bool // txns[i] makes a sticky owner's claim a hold
+	for i, s := range scopes {
+		for _, kv := range resp.KVs(i) {
+			// The index key is the attachment's on this node; in a pool
+			// shared by several networks the engine leaves another
+			// network's. A fence an earlier version left there (a
+			// "released" record, gone with its lease) holds nothing.
+			r, ok := decodeRecord(kv.Value)
+			if ok && r.released() {
+				continue
+			}
+			if ok && r.sharing() {
+				if err := op.commitShared(s, kv, r, op.network); err != nil {
+					return err
+				}
+				continue
+			}
+			if t, step := op.release(s, kv, op.network, true); step != alloc.DelSkip {
+				sticky = append(sticky, step == alloc.DelToHold)
+				txns = append(txns, t)
+			}
+		}
+	}
+	if len(txns) == 0 {
+		return nil
+	}
+	// No fence bucket here: this DEL wrote it before it read (here or in
+	// delFromPrev), which fenced every claim sent before the DEL. A sticky
+	// owner's keys can change under its DEL (a migration target shares
+	// them): each of its releases must have happened.
+	outer := etcdkv.Txn{Then: []etcdkv.Op{op.touch()}}
+	for _, t := range txns {
+		outer.Then = append(outer.Then, etcdkv.Nested(t))
+	}
+	r, err := op.cl.Txn(outer)
+	for i := 0; err == nil && i < len(sticky); i++ {
+		if n := r.Nested(i + 1); sticky[i] && (n == nil || !n.Succeeded) {
+			err = errReleaseRaced
+		}
+	}
+	return err
+}
+
+// delFromPrev is DEL in one round trip when prevResult lists the
+// attachment's addresses and the ranges still place them: each claim and
+// its index key are deleted if their records are this owner's for that
+// address and were written before this DEL began (Record.writtenBefore),
+// and the same transaction then reads what the attachment still holds.
+// The time bound makes the delete exact without reading first: a copy of
+// this DEL that etcd applies late (a member forwarding it after the
+// runtime retried, and after the same container and interface were ADDed
+// again, very likely to the same address) finds a newer record and
+// deletes nothing. done is false when the attachment still holds
+// something (an address missing from prevResult, a failed ADD's marker, a
+// record from this very instant): the exact read path then finishes.
+// fenced is true once the transaction was sent: it writes the
+// attachment's fence bucket whatever it releases (fence.go).
+func (op *Operation) delFromPrev(conf *netconf.Envelope, cniArgs []netconf.CNIArg) (done, fenced bool, err error) {
+	addrs, err := ipamconf.PrevAddrs(conf)
+	if err != nil || len(addrs) == 0 {
+		return false, false, nil
+	}
+	c, err := ipamconf.Parse(conf, cniArgs, true)
+	if err != nil {
+		return false, false, nil
+	}
+	targets, err := c.AddTargets()
+	if err != nil {
+		return false, false, nil
+	}
+	st, err := stickyOf(conf, cniArgs, op.ifname)
+	if err != nil {
+		return false, false, nil
+	}
+	var outer etcdkv.Txn
+	seen := map[string]bool{}
+	for _, a := range addrs {
+		t, ok, err := alloc.TargetFor(targets, a)
+		if err != nil || !ok {
+			return false, false, nil
+		}
+		addrK, slotK := op.keys.addrKey(t.Scope, a), op.slotKey(t.Scope, t.RangeID)
+		if seen[slotK] {
+			return false, false, nil // two addresses for one index key: not this attachment's result
+		}
+		seen[slotK] = true
+		r := st.mark(op.record(t.Scope, a.String(), ""))
+		lo, hi := r.ownerPrefix(), r.writtenBefore()
+		release := etcdkv.Txn{
+			If: []etcdkv.Cmp{
+				etcdkv.ValueAbove(addrK, lo), etcdkv.ValueBelow(addrK, hi),
+				etcdkv.ValueAbove(slotK, lo), etcdkv.ValueBelow(slotK, hi),
+			},
+			Then: []etcdkv.Op{etcdkv.Delete(slotK)},
+		}
+		holdK := ""
+		var holdIf []etcdkv.Cmp
+		if st != nil {
+			// The sticky record's range names its hold (Record.Hold
+			// first): the plan holds the address while the hold key is
+			// still this owner's for this address, as written with the
+			// claim; a plain record of this owner is left to the read
+			// path below, and so is a sticky one when no key is derivable.
+			holdK = op.keys.holdKey(t.Scope, st.id, strconv.Itoa(t.RangeID))
+			hp := ownedPrefix(op.node, op.cid, op.ifname, op.network, a.String())
+			// Only a hold of one owner: its key follows the address at
+			// once. One a migration's target shares (migration.go) is
+			// left to the read path, which hands the address over.
+			alone := append(slices.Clip(hp), `"key":`...)
+			release.If = append(release.If, etcdkv.ValueAbove(holdK, alone), etcdkv.ValueBelow(holdK, append(slices.Clip(alone), 0xff)))
+			holdIf = []etcdkv.Cmp{etcdkv.ValueAbove(holdK, hp), etcdkv.ValueBelow(holdK, append(hp, 0xff))}
+		}
+		release.Then = append(release.Then, op.applyDel(op.planDel(op.attachment(), r), addrK, holdK, holdIf, op.keys.fullKey(t.Scope, t.RangeID))...)
+		outer.Then = append(outer.Then, etcdkv.Nested(release))
+	}
+	outer.Then = append(outer.Then, op.touch(), op.bumpOwn())
+	scopes := c.Scopes()
+	first := len(outer.Then)
+	for _, s := range scopes {
+		outer.Then = append(outer.Then, etcdkv.GetPrefix(op.keys.attachmentPrefix(op.node, s, op.cid, op.ifname)))
+	}
+	resp, err := op.cl.Txn(outer)
+	if err != nil {
+		return false, false, err
+	}
+	op.bumpedOwn(resp.Revision)
+	for i := range scopes {
+		for _, kv := range resp.KVs(first + i) {
+			if r, ok := decodeRecord(kv.Value); !ok || (r.Network == op.network && !r.released()) {
+				return false, true, nil
+			}
+		}
+	}
+	return true, true, nil
+}

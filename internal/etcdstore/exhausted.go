@@ -1,0 +1,49 @@
+package etcdstore
+
+import (
+	"errors"
+
+	"github.com/cniplugins/cniplugins/internal/alloc"
+	"github.com/cniplugins/cniplugins/internal/cnierr"
+	"github.com/cniplugins/cniplugins/internal/etcdkv"
+)
+
+// Exhausted reads which pools of the targets' chains are exhausted (an
+// ADD found them full and nothing was released there since), for the
+// engine's STATUS verdict. It is code 50 when etcd has no quorum:
+// members answer but cannot serve a linearizable read within the
+// timeout. An etcd that nobody answers for is code 11. The check is one
+// read of the exhaustion marks and the node's record, which is also the
+// quorum probe.
+func (op *Operation) Exhausted(targets []alloc.Target) (func(alloc.Target) (bool, error), error) {
+	var marks []alloc.Target // every pool of every target's chain
+	for _, t := range targets {
+		marks = append(marks, t.Chain()...)
+	}
+	reads := make([]etcdkv.Op, 0, len(marks)+1)
+	for _, m := range marks {
+		reads = append(reads, etcdkv.Get(op.keys.fullKey(m.Scope, m.RangeID)))
+	}
+	resp, err := op.cl.Read(append(reads, etcdkv.Get(op.keys.nodeKey(op.node)))...)
+	if errors.Is(err, etcdkv.ErrNoQuorum) {
+		e := cnierr.As(err)
+		return nil, cnierr.New(cnierr.CodeNotAvailable, "etcd has no quorum", "%s", e.Details)
+	}
+	if err != nil {
+		return nil, err
+	}
+	node, found := resp.First(len(marks))
+	if err := op.ensureNode(node, found); err != nil {
+		return nil, err
+	}
+	type mark struct {
+		scope alloc.Scope
+		id    int
+	}
+	marked := map[mark]bool{}
+	for i, m := range marks {
+		kv, ok := resp.First(i)
+		marked[mark{m.Scope, m.RangeID}] = ok && len(kv.Value) > 0 // empty: freed since
+	}
+	return func(p alloc.Target) (bool, error) { return marked[mark{p.Scope, p.RangeID}], nil }, nil
+}

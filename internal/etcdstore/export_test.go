@@ -1,0 +1,66 @@
+package etcdstore
+
+import (
+	"net/netip"
+	"time"
+
+	"github.com/cniplugins/cniplugins/internal/alloc"
+	"github.com/cniplugins/cniplugins/internal/etcdkv"
+	"github.com/cniplugins/cniplugins/internal/pool"
+)
+
+// The store's tests drive it through the personality (internal/daetcd),
+// which imports the store: they are package etcdstore_test, and this file
+// lends them the internals they look at.
+
+const (
+	FenceBuckets = fenceBuckets
+	StateDir     = stateDir
+	MaxTxnOps    = maxTxnOps
+)
+
+var (
+	DecodeHold   = decodeHold
+	RemoveRecord = removeRecord
+)
+
+// FenceOf is the fence bucket key of attachment (cid, ifname) of node
+// under prefix.
+func FenceOf(prefix, node, cid, ifname string) string {
+	return layout{prefix: prefix}.fenceOf(node, cid, ifname)
+}
+
+// FenceKey is bucket b's key of node under prefix.
+func FenceKey(prefix, node string, b int) string { return layout{prefix: prefix}.fenceKey(node, b) }
+
+// NewTestOperation is an operation of node (on machine, host hostname)
+// for attachment a at now, over cl and prefix.
+func NewTestOperation(cl *etcdkv.Client, prefix, node, machine, hostname string, a alloc.Attachment, now time.Time) *Operation {
+	return &Operation{cl: cl, keys: layout{prefix: prefix}, node: node, machine: machine, hostname: hostname,
+		network: a.Network, cid: a.ContainerID, ifname: a.IfName, now: now, nonce: newClaimID()}
+}
+
+// Count is the tenant's count of quota q, as an ADD to targets reads it,
+// and how many records it found counting nothing.
+func (op *Operation) Count(q *pool.Quota, targets []alloc.Target) (n, stale int, err error) {
+	qs := newQuotaState(q, targets)
+	n, err = op.count(qs)
+	return n, len(qs.stale), err
+}
+
+func (op *Operation) DeadTenantRecords() ([]etcdkv.Txn, map[string]bool, error) {
+	return op.deadTenantRecords()
+}
+
+func (op *Operation) CommitBatches(txns []etcdkv.Txn) error { return op.commitBatches(txns, nil) }
+
+func (op *Operation) Client() *etcdkv.Client { return op.cl }
+
+func (op *Operation) VersionsRoot() string { return op.keys.versionsRoot() }
+
+// SetNow makes the admin act at now.
+func (a *Admin) SetNow(now time.Time) { a.op.now = now }
+
+func (a *Admin) Client() *etcdkv.Client { return a.op.cl }
+
+func (a *Admin) AddrKey(s alloc.Scope, ip netip.Addr) string { return a.op.keys.addrKey(s, ip) }

@@ -1,0 +1,245 @@
+package etcdstore
+
+import (
+	"errors"
+	"maps"
+	"net/netip"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/cniplugins/cniplugins/internal/alloc"
+	"github.com/cniplugins/cniplugins/internal/etcdkv"
+	"github.com/cniplugins/cniplugins/internal/logging"
+)
+
+// GC (spec 1.1) releases this node's claims of this network whose
+// attachment is not in valid (cni.dev/valid-attachments; alloc.KeepSet,
+// the rule every GC follows), failed ADDs' markers included, writing
+// their fence buckets as DEL does (fence.go). It reads this node's index
+// keys of each scope, page by page, so another node's claims are never
+// even looked at, and it frees nothing unless the node is this machine
+// (node.go). Then it removes the tenant records that count nothing, every
+// tenant's (tenantgc.go). It keeps going after errors.
+func (op *Operation) GC(scopes []alloc.Scope, valid []alloc.Attachment) error {
+	return op.gc(scopes, alloc.NewKeepSet(op.network, valid))
+}
+
+// gc releases this node's claims of the operation's network in scopes
+// that keep rejects, fencing them, and the network's expired holds
+// there; then it sweeps the tenant records, so that those of the claims
+// it just released go too.
+func (op *Operation) gc(scopes []alloc.Scope, keep alloc.KeepSet) error {
+	node, err := op.cl.Read(etcdkv.Get(op.keys.nodeKey(op.node)))
+	if err != nil {
+		return err
+	}
+	kv, found := node.First(0)
+	if err := op.ensureNode(kv, found); err != nil {
+		return err
+	}
+	run := gcRun{node: op.node, network: op.network, keep: keep.Keeps, guard: op.sameMachine()}
+	for _, s := range scopes {
+		run.index, run.holds = append(run.index, op.keys.nodeScope(op.node, s)), append(run.holds, op.keys.holdScope(s))
+	}
+	_, err = op.collect(run, false)
+	return errors.Join(err, op.sweepTenants())
+}
+
+// read lists the run's node's index keys, page by page (another node's
+// claims are never even looked at), and the hold keys, by the scope each
+// key names. It keeps going after errors.
+func (op *Operation) read(run gcRun) (map[alloc.Scope]*gcScope, error) {
+	read := map[alloc.Scope]*gcScope{}
+	var errs []error
+	for kind, prefixes := range [2][]string{run.index, run.holds} {
+		root := [2]string{op.keys.nodePrefix(run.node), op.keys.prefix + "sticky/"}[kind]
+		for _, prefix := range prefixes {
+			kvs, err := op.cl.List(prefix, false)
+			errs = append(errs, err)
+			for _, kv := range kvs {
+				s, ok := op.keys.scopeIn(root, string(kv.Key))
+				if !ok || (run.pool != "" && s.Pool != run.pool) {
+					continue
+				}
+				if read[s] == nil {
+					read[s] = &gcScope{}
+				}
+				read[s][kind] = append(read[s][kind], kv)
+			}
+		}
+	}
+	return read, errors.Join(errs...)
+}
+
+// gcRun is one GC of one node's claims: the CNI GC's (this machine's
+// node, one network, the config's scopes) or an operator's (`gc --etcd`:
+// a gone node, every network or one, every scope or one pool). They
+// differ only in what they read (the prefixes of index and hold keys),
+// what keep keeps, and the guard of each batch of releases (the CNI
+// GC's: the node is still this machine's, node.go); expired holds go
+// whichever node held them last, unguarded.
+type gcRun struct {
+	node, network, pool string // network, pool: "" for every one
+	index, holds        []string
+	keep                func(alloc.Attachment) bool
+	guard               []etcdkv.Cmp
+}
+
+// gcScope is what a GC read in one scope: the node's index keys, then
+// the scope's hold keys.
+type gcScope [2][]etcdkv.KV
+
+// view is what s read, as the engine's view: the claims the index keys
+// name (an earlier version's fences and bytes that are no record hold
+// nothing), and the holds that decode.
+func (g *gcScope) view(network string) alloc.ClaimsView {
+	v := alloc.ClaimsView{Network: network}
+	for _, kv := range g[0] {
+		if r, ok := decodeRecord(kv.Value); ok && !r.released() {
+			v.Claims = append(v.Claims, alloc.GCClaim{Owner: r.attachment(), Shared: r.sharing(), Ref: kv})
+		}
+	}
+	for _, kv := range g[1] {
+		if h, ok := decodeHold(kv.Value); ok {
+			v.Holds = append(v.Holds, alloc.GCHold{Hold: h, Ref: kv})
+		}
+	}
+	return v
+}
+
+// collect is the one GC driver: it reads, the engine plans each scope
+// (alloc.PlanClaims), and, unless dryRun, each plan is applied
+// (applyGC). It returns the plan as leases. It keeps going after
+// errors.
+func (op *Operation) collect(run gcRun, dryRun bool) ([]Lease, error) {
+	var claims, holds []Lease
+	read, err := op.read(run)
+	errs := []error{err}
+	for _, s := range slices.SortedFunc(maps.Keys(read), func(x, y alloc.Scope) int { return strings.Compare(scopePath(x), scopePath(y)) }) {
+		p := alloc.PlanClaims(read[s].view(run.network), run.keep, op.now)
+		for _, c := range append(p.EndShare, p.Release...) {
+			r, _ := decodeRecord(c.Ref.(etcdkv.KV).Value)
+			claims = append(claims, Lease{Record: r, Scope: s, key: c.Ref.(etcdkv.KV)})
+		}
+		for _, h := range p.Expire {
+			holds = append(holds, holdLease{h: h.Hold, scope: s, kv: h.Ref.(etcdkv.KV)}.lease())
+		}
+		if !dryRun {
+			errs = append(errs, op.applyGC(run, s, p))
+		}
+	}
+	sortLeases(claims)
+	return append(claims, holds...), errors.Join(errs...)
+}
+
+// applyGC applies plan p of scope s: the shares first, each on its own
+// (gcShared), then the releases and the expiries in batches, each
+// writing the marks of the range sets it frees and the fence buckets of
+// the attachments it releases (fence.go).
+func (op *Operation) applyGC(run gcRun, s alloc.Scope, p alloc.ClaimsPlan) error {
+	var errs []error
+	for _, c := range p.EndShare {
+		errs = append(errs, op.gcShared(run, s, c.Ref.(etcdkv.KV)))
+	}
+	released, expired := scopeGC{marks: unmark{}}, scopeGC{marks: unmark{}}
+	for _, c := range p.Release {
+		r := released.release(op, s, c.Ref.(etcdkv.KV), run.network)
+		op.log.Info("gc releases", logging.String("address", r.Address), logging.String("containerID", r.ContainerID), logging.String("ifname", r.IfName))
+	}
+	for _, h := range p.Expire {
+		kv := h.Ref.(etcdkv.KV)
+		ip, _ := netip.ParseAddr(h.Address)
+		expired.txns = append(expired.txns, expireHold(string(kv.Key), op.keys.addrKey(s, ip), kv.ModRevision, ""))
+		expired.marks[op.keys.fullScope(s)+lastSegment(string(kv.Key))] = nil
+		op.log.Info("gc frees an expired hold", logging.String("address", h.Address), logging.String("key", h.Key))
+	}
+	errs = append(errs, op.commitBatches(released.txns, released.marks, run.guard...), op.commitBatches(expired.txns, expired.marks))
+	return errors.Join(errs...)
+}
+
+// gcShared ends the share of the claim found through index key kv, as
+// its DEL would. Both owners of a migration may go in one GC: the first
+// one's release rewrites the other's keys (hands it the address, or ends
+// its share), so the other's, planned from the listing, finds them
+// changed. It then reads the index key again and applies what the
+// engine plans for it now (a sole owner's claim is released, into its
+// key's hold). Bounded as DEL's reads are.
+func (op *Operation) gcShared(run gcRun, s alloc.Scope, kv etcdkv.KV) error {
+	for try := 1; ; try++ {
+		r, _ := decodeRecord(kv.Value)
+		err := op.commitShared(s, kv, r, run.network)
+		if !errors.Is(err, errReleaseRaced) || try == maxReleaseRaces {
+			return err
+		}
+		resp, err := op.cl.Read(etcdkv.Get(string(kv.Key)))
+		if err != nil {
+			return err
+		}
+		p := alloc.PlanClaims((&gcScope{resp.KVs(0)}).view(run.network), run.keep, op.now)
+		if len(p.EndShare) == 0 {
+			return op.applyGC(run, s, p) // released meanwhile, or no share left
+		}
+		kv = p.EndShare[0].Ref.(etcdkv.KV)
+	}
+}
+
+// maxTxnOps is etcd's default --max-txn-ops: the widest part of a
+// transaction (its comparisons, or a branch: a batch's nested releases and
+// its marks together) and, for each nested one, what the outer part left.
+const maxTxnOps = 128
+
+// inFlight is how many batches are sent at once: etcd commits
+// transactions that arrive together in one disk write, so a GC of tens of
+// thousands of claims takes seconds, not a round trip and an fsync each.
+const inFlight = 8
+
+// commitBatches releases in transactions of as many claims as fit beside
+// the marks (maxTxnOps), each also marking the range sets freed, each
+// only while the conditions in guard hold.
+func (op *Operation) commitBatches(txns []etcdkv.Txn, marks unmark, guard ...etcdkv.Cmp) error {
+	var batches []etcdkv.Txn
+	markOps := marks.ops()
+	// etcd leaves a nested transaction what its parent did not use, so the
+	// widest release bounds the batch too. A scope's marks are one per
+	// range set (at most 64), so a batch always has room for releases.
+	widest := 0
+	for _, t := range txns {
+		widest = max(widest, t.Budget())
+	}
+	room := max(1, maxTxnOps-len(markOps)-widest)
+	for len(txns) > 0 {
+		n := min(len(txns), room)
+		batch := etcdkv.Txn{If: guard}
+		for _, t := range txns[:n] {
+			batch.Then = append(batch.Then, etcdkv.Nested(t))
+		}
+		batches = append(batches, etcdkv.Txn{If: batch.If, Then: append(batch.Then, markOps...)})
+		txns = txns[n:]
+	}
+	errs := make([]error, len(batches))
+	var wg sync.WaitGroup
+	for w := range min(inFlight, len(batches)) {
+		cl := op.cl.Fork()
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := w; i < len(batches); i += inFlight {
+				resp, err := cl.Txn(batches[i])
+				if err == nil && !resp.Succeeded {
+					err = errNodeChanged
+				}
+				errs[i] = err
+			}
+		}()
+	}
+	wg.Wait()
+	if slices.Contains(errs, errNodeChanged) {
+		return op.register() // says whose the node is now
+	}
+	return errors.Join(errs...)
+}
+
+// errNodeChanged: a batch's guard failed, the node's record is no longer
+// this machine's.
+var errNodeChanged = errors.New("node record changed")

@@ -1,0 +1,224 @@
+package etcdstore
+
+import (
+	"bytes"
+	"net/netip"
+	"strconv"
+
+	"github.com/cniplugins/cniplugins/internal/alloc"
+	"github.com/cniplugins/cniplugins/internal/cnierr"
+	"github.com/cniplugins/cniplugins/internal/etcdkv"
+)
+
+// A KubeVirt live migration's two owners (docs/sticky.md), cluster-wide.
+// While a target shares the owner's address, the owner's claim and index
+// key carry the target (Record.Second...), the hold too
+// (alloc.Hold.Second...), and the target has an index key of its own on
+// its node, marked Shares, naming the address: so its DEL, CHECK and GC
+// find it as they find any attachment. All four keys are written in one
+// transaction, so they share one mod revision, as the owner's three keys
+// always do: every transition below is one transaction conditioned on
+// that revision, and a crash (or a lost answer) leaves the state before
+// or after it, never a third owner, none while one runs, or the address
+// free while its key holds it.
+//
+//	target's ADD:   hold, claim, owner's index key: + the target; the
+//	                target's index key (Shares)
+//	target's DEL:   the three without the target; its index key fenced
+//	source's DEL:   claim, hold and the target's index key: the target's,
+//	                as if it had claimed the address; the source's fenced
+
+// share is what a target's ADD wrote, for its cancel: each key's value
+// after, and what the cancel puts back (the owner's keys as found, the
+// hold as the engine undoes a share, alloc.UndoHold).
+type share struct {
+	addrK, srcSlotK, slotK string
+	before, after          []byte // the owner's claim and index key
+	holdBefore, holdAfter  []byte
+	mine                   []byte // the target's index key
+}
+
+// Share implements alloc.HoldClaimer: one transaction, while the hold,
+// the owner's claim and its index key are at the revision found and this
+// attachment's index key is free (absent, or a marker or fence it takes
+// over).
+func (s *claimStore) Share(a alloc.Attachment, mig string) (bool, error) {
+	t := s.found
+	s.found = nil
+	if t == nil || t.claim == nil {
+		return false, nil
+	}
+	owner, ok := decodeRecord(t.claim)
+	ip, err := netip.ParseAddr(t.hold.Address)
+	if !ok || owner.Hold == "" || err != nil {
+		return false, nil
+	}
+	op := s.op
+	s.att = a
+	sh := &share{addrK: op.keys.addrKey(s.scope, ip), srcSlotK: op.keys.slotKey(owner.Node, s.scope, owner.ContainerID, owner.IfName, s.slot),
+		slotK: s.slotKey(), before: t.claim}
+	h := stamped(t.hold.SharedWith(op.node, a.ContainerID, mig), op.now)
+	sh.after, sh.holdAfter = owner.holding(h).encode(), encodeHold(h)
+	sh.holdBefore = encodeHold(*alloc.UndoHold(&h, true)) // the engine's undo of a failed ADD's share
+	mine := s.sticky.mark(op.recordOf(a, s.scope, ip.String(), s.claim))
+	mine.Shares, mine.Migration = true, ""
+	sh.mine = mine.encode()
+	fenceRetries := 0
+	for try := 0; try < 3; try++ {
+		// The share is this attachment's claim: like Reserve's, it
+		// compares the attachment's fence bucket (fence.go).
+		fenceK := op.keys.fenceOf(op.node, a.ContainerID, a.IfName)
+		cond := []etcdkv.Cmp{etcdkv.ModIs(s.holdK, t.rev), etcdkv.ModIs(sh.addrK, t.rev), etcdkv.ModIs(sh.srcSlotK, t.rev), s.slotFree(sh.slotK)}
+		then := []etcdkv.Op{etcdkv.Put(sh.addrK, sh.after), etcdkv.Put(sh.srcSlotK, sh.after), etcdkv.Put(s.holdK, sh.holdAfter), etcdkv.Put(sh.slotK, sh.mine)}
+		s.shared = sh // from here on, cancel undoes it if it committed
+		resp, err := op.cl.TxnOnce(op.registering(fenceK, cond, then, []etcdkv.Op{etcdkv.Get(sh.slotK), etcdkv.Get(op.keys.nodeKey(op.node)),
+			etcdkv.GetPrefix(op.keys.fencesPrefix(op.node))}))
+		registeredNow := resp != nil && resp.Succeeded
+		if registeredNow {
+			op.fencesCreated(resp.Revision)
+		}
+		resp = registered(resp)
+		if err != nil {
+			return false, err // ErrOutcomeUnknown included: cancel looks
+		}
+		if resp.Succeeded {
+			return true, nil
+		}
+		s.shared = nil
+		if node, found := resp.First(1); !found || !bytes.HasPrefix(node.Value, op.identity()) {
+			if err := op.ensureNode(node, found); err != nil {
+				return false, err
+			}
+			continue
+		}
+		if fences := resp.KVs(2); fenceMoved(fences, fenceK, op.cl.Recall(fenceK)) {
+			if !registeredNow { // as Reserve's
+				op.learnFences(fences)
+			}
+			if fenceRetries++; fenceRetries <= maxFenceRetries {
+				try-- // not the share's conflict: the bucket's, bounded
+			}
+			continue
+		}
+		slot, taken := resp.First(0)
+		if !taken {
+			return false, nil // the hold or the owner's claim changed
+		}
+		if r, _ := decodeRecord(slot.Value); !r.cancelled() {
+			return false, cnierr.New(cnierr.CodeDuplicateAttach, "attachment already holds an address",
+				"address=%s %s containerID=%s ifname=%s", r.Address, s.label, a.ContainerID, a.IfName)
+		}
+		if slot.ModRevision == s.marker {
+			return false, nil
+		}
+		s.marker = slot.ModRevision // a marker or fence: take it over
+	}
+	return false, nil
+}
+
+// maxFenceRetries bounds a share's claims again at a fence bucket that
+// releases keep moving.
+const maxFenceRetries = 8
+
+// undoShare is a failed ADD's cancel of its share: the owner's keys and
+// the hold as they were, the target's index key a marker, while all are
+// exactly as the share wrote them; otherwise (a hand-over or a drop came
+// first) only the marker where the index key is absent and the
+// attachment's fence bucket as fence requires (see cancel).
+func (sh *share) undo(holdK string, marker etcdkv.Op, fence []etcdkv.Cmp) etcdkv.Txn {
+	committed := etcdkv.Txn{
+		If: []etcdkv.Cmp{etcdkv.ValueIs(sh.slotK, sh.mine), etcdkv.ValueIs(sh.addrK, sh.after), etcdkv.ValueIs(sh.srcSlotK, sh.after),
+			etcdkv.ValueIs(holdK, sh.holdAfter)},
+		Then: []etcdkv.Op{marker, etcdkv.Put(sh.addrK, sh.before), etcdkv.Put(sh.srcSlotK, sh.before), etcdkv.Put(holdK, sh.holdBefore)},
+	}
+	return etcdkv.Txn{If: append([]etcdkv.Cmp{etcdkv.Absent(sh.slotK)}, fence...), Then: []etcdkv.Op{marker}, Else: []etcdkv.Op{etcdkv.Nested(committed)}}
+}
+
+// holding is claim r as the hold h says: its owner and migration target.
+func (r Record) holding(h alloc.Hold) Record {
+	r.Node, r.ContainerID, r.Migration = h.Node, h.Owner, h.Migration
+	r.SecondNode, r.Second, r.SecondMigration = h.SecondNode, h.Second, h.SecondMigration
+	return r
+}
+
+// sharing reports a record of an address two owners share: the owner's
+// (r.Second set) or the migration target's (r.Shares).
+func (r Record) sharing() bool { return r.Hold != "" && (r.Second != "" || r.Shares) }
+
+// commitShared releases the sharing record r found through index key kv
+// (releaseShared) for a DEL in network ("" for any), on its own: a
+// release that finds the address changed is an error to retry, never a
+// silent no-op that would leave the address with an owner that is gone.
+func (op *Operation) commitShared(s alloc.Scope, kv etcdkv.KV, r Record, network string) error {
+	t, ok, err := op.releaseShared(s, kv, r, network)
+	if err != nil || !ok {
+		return err
+	}
+	resp, err := op.cl.Txn(t)
+	if err == nil && !resp.Succeeded {
+		err = errReleaseRaced
+	}
+	return err
+}
+
+// releaseShared applies the engine's plan (alloc.PlanDel) for sharing
+// record r, found through index key kv, over the hold and the owner's
+// claim it reads: the source's DEL hands the address to the target, the
+// target's ends its share, while all four keys are at their one
+// revision, the claim and both index keys rewritten as the hold planned.
+// A share that is gone meanwhile (the other owner's release came
+// first): the source's claim is released as any, the target's index key
+// only goes (the claim is the owner's). ok is false for a record the DEL
+// leaves (another network's).
+func (op *Operation) releaseShared(s alloc.Scope, kv etcdkv.KV, r Record, network string) (etcdkv.Txn, bool, error) {
+	slotK, slot := string(kv.Key), lastSegment(string(kv.Key))
+	a := r.attachment()
+	a.Network = network
+	alone := func() (etcdkv.Txn, bool, error) {
+		t, step := op.release(s, kv, network, true)
+		t.Then = append(t.Then, op.bump(r)) // sent alone: it writes its own fence bucket
+		return t, step != alloc.DelSkip, nil
+	}
+	ip, err := parseAddr(r.Address)
+	n, nerr := strconv.Atoi(slot)
+	if err != nil || nerr != nil {
+		return alone()
+	}
+	addrK, holdK := op.keys.addrKey(s, ip), op.keys.holdKey(s, r.Hold, slot)
+	resp, err := op.cl.Read(etcdkv.Get(addrK), etcdkv.Get(holdK))
+	if err != nil {
+		return etcdkv.Txn{}, false, err
+	}
+	claim, okC := resp.First(0)
+	hkv, okH := resp.First(1)
+	owner, okO := decodeRecord(claim.Value)
+	h, okD := decodeHold(hkv.Value)
+	rev := claim.ModRevision
+	if !okC || !okH || !okO || !okD || hkv.ModRevision != rev {
+		return alone()
+	}
+	p := alloc.PlanDel(a, r.Node, alloc.DelView{Network: r.Network, Record: &alloc.HoldRecord{Hold: h}}, op.now)
+	ownerSlotK := op.keys.slotKey(owner.Node, s, owner.ContainerID, owner.IfName, n)
+	targetSlotK := op.keys.slotKey(owner.SecondNode, s, owner.Second, owner.IfName, n)
+	mineK := ownerSlotK
+	if p.Step == alloc.DelDropSecond {
+		mineK = targetSlotK
+	}
+	switch {
+	case p.Step == alloc.DelSkip:
+		return etcdkv.Txn{}, false, nil
+	case owner.Second == "" || (p.Step != alloc.DelHandOver && p.Step != alloc.DelDropSecond) || slotK != mineK:
+		return alone()
+	}
+	// The claim and the index key of the owner that stays say what the
+	// planned hold says; a target handed the address is its claimant now.
+	v := owner.holding(p.Hold)
+	if p.Step == alloc.DelHandOver {
+		v.Time = stamp(op.now)
+	}
+	keep := op.keys.slotKey(v.Node, s, v.ContainerID, v.IfName, n)
+	cond := []etcdkv.Cmp{etcdkv.ModIs(addrK, rev), etcdkv.ModIs(holdK, rev), etcdkv.ModIs(ownerSlotK, rev), etcdkv.ModIs(targetSlotK, rev)}
+	b := v.encode()
+	return etcdkv.Txn{If: cond, Then: []etcdkv.Op{etcdkv.Delete(slotK), op.bump(r), etcdkv.Put(addrK, b), etcdkv.Put(keep, b),
+		etcdkv.Put(holdK, encodeHold(stamped(p.Hold, op.now)))}}, true, nil
+}

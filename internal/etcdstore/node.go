@@ -1,0 +1,199 @@
+package etcdstore
+
+import (
+	"bytes"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/cniplugins/cniplugins/internal/cnierr"
+	"github.com/cniplugins/cniplugins/internal/etcdkv"
+)
+
+// A node name is the key segment that all of a node's claims live under,
+// so two machines sharing one (a cloned image, a default host name) would
+// free each other's claims in GC. The first command from a node stores the
+// machine's identity beside its claims (nodes/<node>); every later ADD,
+// DEL, GC and STATUS from it checks that identity in the same transaction
+// that does its work, and refreshes the time the node was last seen, which
+// `gc --etcd --node N` reads before it frees a node it believes gone.
+
+// nodeRecord is the value of nodes/<node>. Its fields are in this order on
+// purpose: records of one machine sort by the time they were written.
+type nodeRecord struct {
+	Machine  string `json:"machine"`
+	Seen     string `json:"seen"`
+	Hostname string `json:"hostname"`
+}
+
+// stampFormat is how records carry time: fixed width, so that byte order
+// is time order (etcd compares values byte by byte).
+const stampFormat = "2006-01-02T15:04:05.000000000Z"
+
+func stamp(t time.Time) string { return t.UTC().Format(stampFormat) }
+
+// touchEvery: STATUS, a read, writes the node's last-seen time only when
+// it is older than this.
+const touchEvery = time.Minute
+
+// machineID is the machine's identity as stored in etcd: a keyed hash of
+// its machine-id (which systemd asks never to publish as it is), or of
+// the file ipam.etcd.machineIDFile names.
+func machineID(file string) (string, error) {
+	files := []string{file}
+	if file == "" {
+		files = []string{"/etc/machine-id", "/var/lib/dbus/machine-id"}
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if id := strings.TrimSpace(string(b)); err == nil && id != "" {
+			mac := hmac.New(sha256.New, []byte("cniplugins ipam-da-etcd node identity"))
+			mac.Write([]byte(id))
+			return hex.EncodeToString(mac.Sum(nil)[:16]), nil
+		}
+	}
+	if file != "" {
+		return "", cnierr.InvalidConfig("ipam.etcd.machineIDFile", file, "cannot be read or is empty")
+	}
+	return "", cnierr.New(cnierr.CodeInvalidConfig, "this machine has no machine-id",
+		"/etc/machine-id and /var/lib/dbus/machine-id are missing or empty: run systemd-machine-id-setup, or name a file holding a stable ID unique to this machine in ipam.etcd.machineIDFile")
+}
+
+// identity is how this machine's node record begins.
+func (op *Operation) identity() []byte {
+	b, _ := json.Marshal(nodeRecord{Machine: op.machine})
+	return b[:bytes.Index(b, []byte(`"seen":"`))+len(`"seen":"`)]
+}
+
+func (op *Operation) nodeRecord() []byte {
+	b, _ := json.Marshal(nodeRecord{Machine: op.machine, Seen: stamp(op.now), Hostname: op.hostname})
+	return b
+}
+
+// sameMachine holds while the node's record is this machine's.
+func (op *Operation) sameMachine() []etcdkv.Cmp {
+	id := op.identity()
+	k := op.keys.nodeKey(op.node)
+	return []etcdkv.Cmp{etcdkv.ValueAbove(k, id), etcdkv.ValueBelow(k, append(id, 0xff))}
+}
+
+// touch moves the node's last-seen time forward, never back: a late copy
+// of an older command cannot undo a newer one's.
+func (op *Operation) touch() etcdkv.Op {
+	k, rec := op.keys.nodeKey(op.node), op.nodeRecord()
+	return etcdkv.Nested(etcdkv.Txn{
+		If:   []etcdkv.Cmp{etcdkv.ValueAbove(k, op.identity()), etcdkv.ValueBelow(k, rec)},
+		Then: []etcdkv.Op{etcdkv.Put(k, rec)},
+	})
+}
+
+// checkNode looks at the node's record as read: absent means the node
+// has to register first; another machine's is an error naming both.
+func (op *Operation) checkNode(kv etcdkv.KV, found bool) (registered bool, err error) {
+	if !found {
+		return false, nil
+	}
+	if bytes.HasPrefix(kv.Value, op.identity()) {
+		return true, nil
+	}
+	var other nodeRecord
+	_ = json.Unmarshal(kv.Value, &other)
+	return false, cnierr.New(cnierr.CodeInvalidConfig, "another machine uses this node name",
+		"ipam.etcd.nodeName=%q: etcd holds it for machine %s (host %q, last seen %s); this is machine %s (host %q): give each machine its own nodeName (two machines under one name would free each other's addresses)",
+		op.node, other.Machine, other.Hostname, other.Seen, op.machine, op.hostname)
+}
+
+// register stores this machine's identity for the node if it has none,
+// and checks it otherwise.
+func (op *Operation) register() error {
+	k := op.keys.nodeKey(op.node)
+	resp, err := op.cl.Txn(etcdkv.Txn{
+		If:   []etcdkv.Cmp{etcdkv.Absent(k)},
+		Then: append([]etcdkv.Op{etcdkv.Put(k, op.nodeRecord())}, op.createFences()...),
+		Else: []etcdkv.Op{etcdkv.Get(k)},
+	})
+	if err != nil {
+		return err
+	}
+	if resp.Succeeded {
+		op.fencesCreated(resp.Revision)
+		return nil
+	}
+	kv, found := resp.First(0)
+	_, err = op.checkNode(kv, found)
+	return err
+}
+
+// ensureNode checks the node's record as read, registering it when
+// absent; an STATUS-like reader refreshes last-seen when it is stale.
+func (op *Operation) ensureNode(kv etcdkv.KV, found bool) error {
+	registered, err := op.checkNode(kv, found)
+	switch {
+	case err != nil:
+		return err
+	case !registered:
+		return op.register()
+	}
+	var r nodeRecord
+	if json.Unmarshal(kv.Value, &r) == nil {
+		if seen, err := time.Parse(time.RFC3339, r.Seen); err == nil && op.now.Sub(seen) < touchEvery {
+			return nil
+		}
+	}
+	_, err = op.cl.Txn(etcdkv.Txn{Then: []etcdkv.Op{op.touch()}})
+	return err
+}
+
+// registering is a claim of this node (conditions cond, operations then,
+// reads els when cond fails) in one round trip with the node's
+// registration: while the node has no record, the record is written with
+// it; otherwise the record must be this machine's (sameMachine) and the
+// write moves its last-seen time on. So a node's first ADD costs what
+// every later one does. The claim also requires its attachment's fence
+// bucket fenceK (fence.go): as this host last saw it once the node is
+// registered; absent while it is not, since registration writes
+// every bucket and only a release of the attachment writes one before
+// it (a DEL does not register the node). So a host's memory of an earlier
+// cluster under the same prefix and node name costs its first claim
+// nothing. registered unwraps the answer.
+func (op *Operation) registering(fenceK string, cond []etcdkv.Cmp, then, els []etcdkv.Op) etcdkv.Txn {
+	k := op.keys.nodeKey(op.node)
+	return etcdkv.Txn{
+		If: []etcdkv.Cmp{etcdkv.Absent(k)},
+		// The fence buckets after the claim: etcd compares every
+		// condition of a transaction before it writes anything, and a
+		// simple store (the tests' fake) as it goes; this order means the
+		// same to both.
+		Then: append([]etcdkv.Op{etcdkv.Put(k, op.nodeRecord()),
+			etcdkv.Nested(etcdkv.Txn{If: append(slices.Clip(cond), etcdkv.ModIs(fenceK, 0)), Then: then, Else: els})},
+			op.createFences()...),
+		Else: []etcdkv.Op{etcdkv.Nested(etcdkv.Txn{
+			If:   append(append(slices.Clip(cond), op.fenceCmp(fenceK)...), op.sameMachine()...),
+			Then: append(slices.Clip(then), op.touch()),
+			Else: els,
+		})},
+	}
+}
+
+// registered is the answer of the write that registering wrapped, at the
+// revision of the whole.
+func registered(resp *etcdkv.Response) *etcdkv.Response {
+	if resp == nil {
+		return nil
+	}
+	i := 0
+	if resp.Succeeded {
+		i = 1
+	}
+	in := resp.Nested(i)
+	if in == nil {
+		return &etcdkv.Response{Revision: resp.Revision}
+	}
+	in.Revision = resp.Revision
+	return in
+}

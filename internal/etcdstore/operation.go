@@ -1,0 +1,202 @@
+package etcdstore
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"os"
+	"time"
+
+	"github.com/cniplugins/cniplugins/internal/alloc"
+	"github.com/cniplugins/cniplugins/internal/etcdkv"
+	"github.com/cniplugins/cniplugins/internal/logging"
+	"github.com/cniplugins/cniplugins/internal/netconf"
+)
+
+// Operation is one CNI command against etcd: the client with its
+// deadline, the key layout, and who is asking (node and machine, and the
+// attachment when there is one).
+type Operation struct {
+	cl       *etcdkv.Client
+	keys     layout
+	node     string
+	machine  string // "" for an operator's command, which is no node's
+	hostname string
+	network  string
+	cid      string
+	ifname   string
+	now      time.Time
+	log      *logging.Logger
+	quota    *quotaState // an ADD's tenant count (quota.go); nil: no quota
+	nonce    string      // the value this operation's writes of fence buckets carry (fence.go)
+}
+
+// Open is how every command of the personality reaches etcd: ipam.etcd
+// parsed from conf (the node name resolved), and the operation on
+// behalf of attachment (containerID, ifname) of network, at now. It takes
+// the request's parsed values rather than the request, so that the store
+// needs nothing of how a CNI command arrives.
+func Open(conf *netconf.Envelope, network, containerID, ifname string, now time.Time, log *logging.Logger) (*Operation, error) {
+	c, err := parseEtcd(conf, true)
+	if err != nil {
+		return nil, err
+	}
+	machine, err := machineID(c.machineIDFile)
+	if err != nil {
+		return nil, err
+	}
+	cl, err := newClient(c)
+	if err != nil {
+		return nil, err
+	}
+	host, _ := os.Hostname()
+	return &Operation{cl: cl, keys: layout{prefix: c.prefix}, node: c.node, machine: machine, hostname: host,
+		network: network, cid: containerID, ifname: ifname, now: now, log: log, nonce: newClaimID()}, nil
+}
+
+// newClaimID names one ADD's claims (a claim found committed after its
+// answer was lost is recognised by it), and is an operation's nonce.
+func newClaimID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// record is this attachment's owner record for an address of scope.
+func (op *Operation) record(s alloc.Scope, addr, claim string) Record {
+	return op.recordOf(op.attachment(), s, addr, claim)
+}
+
+// recordOf is a's owner record, on this node, for an address of scope.
+func (op *Operation) recordOf(a alloc.Attachment, s alloc.Scope, addr, claim string) Record {
+	return Record{
+		Node: op.node, ContainerID: a.ContainerID, IfName: a.IfName, Network: a.Network,
+		Address: addr, Pool: s.Pool, Time: stamp(op.now), Claim: claim,
+	}
+}
+
+// attachment is who the operation is for.
+func (op *Operation) attachment() alloc.Attachment {
+	return alloc.Attachment{ContainerID: op.cid, IfName: op.ifname, Network: op.network}
+}
+
+// slotKey is this attachment's index key in scope.
+func (op *Operation) slotKey(s alloc.Scope, slot int) string {
+	return op.keys.slotKey(op.node, s, op.cid, op.ifname, slot)
+}
+
+// readAttachment reads the attachment's index keys in each scope, and the
+// node's record, in one linearizable read: response i holds scope i's,
+// the last one the node's. With fence, the same round trip first writes
+// the attachment's fence bucket (fence.go), which makes it a write.
+func (op *Operation) readAttachment(scopes []alloc.Scope, fence bool) (*etcdkv.Response, error) {
+	reads := make([]etcdkv.Op, 0, len(scopes)+1)
+	for _, s := range scopes {
+		reads = append(reads, etcdkv.GetPrefix(op.keys.attachmentPrefix(op.node, s, op.cid, op.ifname)))
+	}
+	reads = append(reads, etcdkv.Get(op.keys.nodeKey(op.node)))
+	if !fence {
+		return op.cl.Read(reads...)
+	}
+	// The bump last, so that response i is still scope i's. Unconditional
+	// and idempotent in effect, so the client may send it again.
+	resp, err := op.cl.Txn(etcdkv.Txn{Then: append(reads, op.bumpOwn())})
+	if err == nil {
+		op.bumpedOwn(resp.Revision)
+	}
+	return resp, err
+}
+
+// release is the exact delete of one claim found through its index key
+// kv, as the engine plans the DEL of its attachment in network ("" for
+// any; alloc.PlanDel): the claim and the index key go, in one
+// transaction, only while both are still as read, so a late copy of it
+// can delete nothing a later ADD wrote. A failed ADD's marker (no
+// address) just goes. The step is alloc.DelSkip for a claim the DEL
+// leaves (no transaction then). The caller writes the attachment's fence
+// bucket with it (fence.go), once per bucket in a batch. When markHere,
+// the same transaction records on the range set's exhaustion mark that
+// an address was freed (see freed); otherwise the caller does, once per
+// mark.
+func (op *Operation) release(s alloc.Scope, kv etcdkv.KV, network string, markHere bool) (etcdkv.Txn, alloc.DelStep) {
+	slotK := string(kv.Key)
+	t := etcdkv.Txn{If: []etcdkv.Cmp{etcdkv.ModIs(slotK, kv.ModRevision)}, Then: []etcdkv.Op{etcdkv.Delete(slotK)}}
+	r, ok := decodeRecord(kv.Value)
+	if !ok {
+		return t, alloc.DelFree // bytes that are no record hold nothing
+	}
+	a := r.attachment()
+	a.Network = network
+	p := op.planDel(a, r)
+	ip, err := parseAddr(r.Address)
+	if p.Step == alloc.DelSkip || r.cancelled() || r.Shares || err != nil {
+		return t, p.Step // no claim of its own: a marker, a migration target's index key
+	}
+	// The claim was written in the transaction that wrote its index key
+	// (and a sticky claim's hold key), so all carry one revision:
+	// comparing it is as exact as comparing the value, and a tenth of the
+	// bytes.
+	addrK := op.keys.addrKey(s, ip)
+	t.If = append(t.If, etcdkv.ModIs(addrK, kv.ModRevision))
+	mark := ""
+	if markHere {
+		mark = op.keys.markOf(s, slotK)
+	}
+	holdK := op.keys.holdKey(s, r.Hold, lastSegment(slotK))
+	t.Then = append(t.Then, op.applyDel(p, addrK, holdK, []etcdkv.Cmp{etcdkv.ModIs(holdK, kv.ModRevision)}, mark)...)
+	return t, p.Step
+}
+
+// planDel is the engine's plan for the DEL of a's claim r, over the hold
+// the claim was written with (one owner's: a share is released through
+// releaseShared, which reads the hold).
+func (op *Operation) planDel(a alloc.Attachment, r Record) alloc.DelPlan {
+	v := alloc.DelView{Network: r.Network}
+	if r.Hold != "" && !r.cancelled() && !r.Shares {
+		v.Record = &alloc.HoldRecord{Hold: alloc.Hold{Node: r.Node, Owner: r.ContainerID, IfName: r.IfName, Network: r.Network,
+			Address: r.Address, Key: r.StickyKey, HoldFor: r.HoldFor}}
+	}
+	return alloc.PlanDel(a, r.Node, v, op.now)
+}
+
+// applyDel is what plan p does to the claim at addrK once its index key
+// goes: a hold puts the held record in the claim and the hold key while
+// holdIf says the hold is still the one planned over, else p.Gone
+// applies; a free deletes the claim and writes mark, when not "", freed.
+func (op *Operation) applyDel(p alloc.DelPlan, addrK, holdK string, holdIf []etcdkv.Cmp, mark string) []etcdkv.Op {
+	switch p.Step {
+	case alloc.DelToHold:
+		held := encodeHold(stamped(p.Hold, op.now))
+		return []etcdkv.Op{etcdkv.Nested(etcdkv.Txn{
+			If:   holdIf,
+			Then: []etcdkv.Op{etcdkv.Put(addrK, held), etcdkv.Put(holdK, held)},
+			Else: op.applyDel(alloc.DelPlan{Step: p.Gone}, addrK, holdK, nil, mark),
+		})}
+	case alloc.DelFree:
+		if mark == "" {
+			return []etcdkv.Op{etcdkv.Delete(addrK)}
+		}
+		return []etcdkv.Op{etcdkv.Delete(addrK), freed(mark)}
+	}
+	return nil
+}
+
+// commit sends the transactions as one: a single one as it is, several as
+// nested transactions of one outer transaction (one round trip, each
+// keeping its own conditions), plus extra operations. Every transaction
+// here is exact (see release), so the client may send it again.
+func (op *Operation) commit(txns []etcdkv.Txn, extra ...etcdkv.Op) error {
+	switch {
+	case len(txns) == 0 && len(extra) == 0:
+		return nil
+	case len(txns) == 1 && len(extra) == 0:
+		_, err := op.cl.Txn(txns[0])
+		return err
+	}
+	outer := etcdkv.Txn{}
+	for _, t := range txns {
+		outer.Then = append(outer.Then, etcdkv.Nested(t))
+	}
+	outer.Then = append(outer.Then, extra...)
+	_, err := op.cl.Txn(outer)
+	return err
+}

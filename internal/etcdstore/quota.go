@@ -1,0 +1,215 @@
+package etcdstore
+
+import (
+	"encoding/hex"
+	"errors"
+	"net/netip"
+	"slices"
+	"strings"
+
+	"github.com/cniplugins/cniplugins/internal/alloc"
+	"github.com/cniplugins/cniplugins/internal/etcdkv"
+	"github.com/cniplugins/cniplugins/internal/pool"
+)
+
+// Quotas in etcd, cluster-wide (docs/etcd.md, "Keys in etcd"):
+//
+//	tenant/<tenant>/<scope>/<address>   the tenant's address: written (empty) by the
+//	                                    claim's transaction, so its mod revision is
+//	                                    the claim key's create revision
+//	tenantv/<tenant>                    the tenant's version: every claim for the
+//	                                    tenant writes it, and requires it unchanged
+//	                                    since the count
+//
+// A record counts while the claim key of its address exists with that
+// create revision (a hold keeps the claim key: holds count; judge is the
+// rule); once the claim goes (DEL, GC, a failed ADD's undo, a hold's end)
+// it counts nothing. Releases write nothing here, so DEL keeps its one
+// round trip; the next claim for the tenant deletes up to maxStaleDeletes
+// such records, and every GC deletes them all, every tenant's, and the
+// version of a tenant none of whose records counts (tenantgc.go), each
+// only while as read. Two claims for one tenant
+// cannot both pass a count of max−1: each requires the version the count
+// read, and the first to commit changes it.
+
+func (l layout) tenantsRoot() string              { return l.prefix + "tenant/" }
+func (l layout) tenantPrefix(name string) string  { return l.tenantsRoot() + name + "/" }
+func (l layout) tenantVersion(name string) string { return l.versionsRoot() + name }
+func (l layout) versionsRoot() string             { return l.prefix + "tenantv/" }
+func (l layout) tenantMark(name string, s alloc.Scope, ip netip.Addr) string {
+	return l.tenantPrefix(name) + scopePath(s) + "/" + ip.String()
+}
+
+// quotaState is an ADD's last count of its tenant.
+type quotaState struct {
+	q       *pool.Quota
+	name    string      // pool.TenantName
+	version int64       // the version key's mod revision at the count; 0: absent
+	stale   []etcdkv.KV // records that count nothing, to delete
+	// enforce: the target's claims require the version (QuotaGate);
+	// without, they only record the address as the tenant's.
+	enforce bool
+	counted []alloc.Scope // alloc.CountScopes
+}
+
+// newQuotaState is the state of quota q for an ADD of targets.
+func newQuotaState(q *pool.Quota, targets []alloc.Target) *quotaState {
+	if q == nil {
+		return nil
+	}
+	return &quotaState{q: q, name: pool.TenantName(q.Tenant), counted: alloc.CountScopes(q, targets)}
+}
+
+// count reads the tenant's records and version, then the claims they
+// name: the addresses the tenant has, cluster-wide.
+func (op *Operation) count(qs *quotaState) (int, error) {
+	resp, err := op.cl.Read(etcdkv.GetPrefix(op.keys.tenantPrefix(qs.name)), etcdkv.Get(op.keys.tenantVersion(qs.name)))
+	if err != nil {
+		return 0, err
+	}
+	qs.version = 0
+	if v, ok := resp.First(1); ok {
+		qs.version = v.ModRevision
+	}
+	n := 0
+	qs.stale = nil
+	for batch := range slices.Chunk(resp.KVs(0), readBatch) {
+		recs, err := op.judge(batch)
+		if err != nil {
+			return 0, err
+		}
+		c, stale := alloc.CountTenant(recs, qs.counted)
+		n += c
+		for _, i := range stale[:min(len(stale), maxStaleDeletes-len(qs.stale))] {
+			qs.stale = append(qs.stale, batch[i])
+		}
+	}
+	return n, nil
+}
+
+// judge reads the claims that the records of batch (at most readBatch,
+// of any tenants) name, for the engine to judge each record
+// (alloc.TenantRecord.Stale): count, leases and GC's sweep all follow it.
+// A record is written in its claim's transaction, so the reservation it
+// was written with is the claim key whose create revision is the
+// record's mod revision; a hold keeps that key.
+func (op *Operation) judge(batch []etcdkv.KV) ([]alloc.TenantRecord, error) {
+	reads := make([]etcdkv.Op, len(batch))
+	recs := make([]alloc.TenantRecord, len(batch))
+	for i, m := range batch {
+		tenant, where := op.keys.ofTenantRecord(string(m.Key))
+		reads[i] = etcdkv.Get(op.keys.prefix + "ip/" + where)
+		recs[i].Tenant = tenant
+		if parts := strings.Split(where, "/"); len(parts) == 3 {
+			recs[i].Scope, _ = parseScope(parts[0], parts[1])
+			recs[i].Addr, _ = netip.ParseAddr(parts[2])
+		}
+	}
+	resp, err := op.cl.Read(reads...)
+	if err != nil {
+		return nil, err
+	}
+	for i, m := range batch {
+		c, ok := resp.First(i)
+		recs[i].Reserved = ok && c.CreateRevision == m.ModRevision
+	}
+	return recs, nil
+}
+
+// ofTenantRecord splits a record's key into its tenant (as the quota
+// names it) and the address it records, "<scope>/<address>" as in the
+// address's claim key.
+func (l layout) ofTenantRecord(key string) (tenant, where string) {
+	name, where, _ := strings.Cut(strings.TrimPrefix(key, l.tenantsRoot()), "/")
+	raw, _ := hex.DecodeString(name)
+	return string(raw), where
+}
+
+// removeRecord deletes a record that counts nothing (or a version key
+// nothing needs), only while it is as read: a claim that rewrote it since
+// (the address claimed again for the tenant) keeps it.
+func removeRecord(m etcdkv.KV) etcdkv.Txn {
+	return etcdkv.Txn{If: []etcdkv.Cmp{etcdkv.ModIs(string(m.Key), m.ModRevision)}, Then: []etcdkv.Op{etcdkv.Delete(string(m.Key))}}
+}
+
+// claimOps are what a new claim of ip in scope s adds to its transaction
+// for the tenant: the condition that nobody claimed for it since the
+// count, its record, the version, and the deletion of records that count
+// nothing (each only while as read).
+func (qs *quotaState) claimOps(l layout, s alloc.Scope, ip netip.Addr) ([]etcdkv.Cmp, []etcdkv.Op) {
+	vk, mk := l.tenantVersion(qs.name), l.tenantMark(qs.name, s, ip)
+	var cond []etcdkv.Cmp
+	switch {
+	case !qs.enforce:
+	case qs.version != 0:
+		cond = []etcdkv.Cmp{etcdkv.ModIs(vk, qs.version)}
+	default:
+		cond = []etcdkv.Cmp{etcdkv.Absent(vk)}
+	}
+	ops := []etcdkv.Op{etcdkv.Put(mk, nil), etcdkv.Put(vk, nil)}
+	for _, m := range qs.stale {
+		if string(m.Key) != mk {
+			ops = append(ops, etcdkv.Nested(removeRecord(m)))
+		}
+	}
+	return cond, ops
+}
+
+// moved reports a version key read (found or not) that differs from the
+// count's: another claim for the tenant committed since (only where the
+// claim enforces the quota).
+func (qs *quotaState) moved(kv etcdkv.KV, found bool) bool {
+	if !qs.enforce {
+		return false
+	}
+	if !found {
+		return qs.version != 0
+	}
+	return kv.ModRevision != qs.version
+}
+
+// readBatch bounds the reads of one request, and maxStaleDeletes the
+// records that count nothing one claim deletes besides its own writes:
+// etcd's default --max-txn-ops is 128.
+const (
+	readBatch       = 100
+	maxStaleDeletes = 32
+)
+
+// tenantsOfClaims maps each claimed address ("<scope>/<address>", as in
+// its claim key) that counts for a tenant to the tenant: what `leases`
+// shows. Records that count nothing are left out.
+func (op *Operation) tenantsOfClaims() (map[string]string, error) {
+	out := map[string]string{}
+	err := op.judgeAll(func(_ etcdkv.KV, r alloc.TenantRecord) {
+		if r.Stale() == "" {
+			out[scopePath(r.Scope)+"/"+r.Addr.String()] = r.Tenant
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// judgeAll lists every tenant's records, page by page, judges them
+// readBatch at a time and calls f with each. A batch that cannot be read
+// is skipped; the errors are returned joined.
+func (op *Operation) judgeAll(f func(m etcdkv.KV, r alloc.TenantRecord)) error {
+	marks, err := op.cl.List(op.keys.tenantsRoot(), true)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for batch := range slices.Chunk(marks, readBatch) {
+		recs, err := op.judge(batch)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		for i, m := range batch {
+			f(m, recs[i])
+		}
+	}
+	return errors.Join(errs...)
+}

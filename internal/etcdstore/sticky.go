@@ -1,0 +1,340 @@
+package etcdstore
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/netip"
+	"strings"
+	"time"
+
+	"github.com/cniplugins/cniplugins/internal/alloc"
+	"github.com/cniplugins/cniplugins/internal/etcdkv"
+	"github.com/cniplugins/cniplugins/internal/ipamconf"
+	"github.com/cniplugins/cniplugins/internal/netconf"
+)
+
+// Sticky addresses, cluster-wide (docs/etcd.md, "Sticky addresses"). A
+// sticky key K of an attachment (ipamconf.StickyKey) has one hold key per
+// scope, interface and range set or pool slot:
+//
+//	sticky/<scope>/<StickyID(K, ifname)>/<slot>
+//
+// holding an alloc.Hold. While the address is reserved, the hold names its
+// owner (node and container ID) and was written in the very transaction
+// that wrote the claim and the index key, so all three carry one mod
+// revision: "the hold's owner still has its claim" is exactly "the claim
+// key's mod revision is the hold's". After a DEL the claim key holds the
+// same record as the hold key (owner ""): the address stays taken,
+// by the key, not by a node; no index key. The claim's own Record names
+// the hold (Record.Hold, StickyKey, HoldFor), so every release (DEL's read
+// path, GC, an operator's gc --etcd) can turn it into a hold.
+//
+//	ADD, no hold:   the claim's transaction also requires the hold key
+//	                absent and puts it (no extra round trip); its Else reads it
+//	ADD, a hold:    read the claim key of its address; 105 while the owner
+//	                still has its claim (another container or node), 101 for
+//	                another requested address, else take it over: the claim
+//	                transaction with the hold's and the claim key's mod
+//	                revision in place of "absent"
+//	DEL:            claim → the held record, hold → the same, index key deleted
+//	GC:             an expired hold's two keys go, each at its revision
+
+// stickyAtt is the sticky key of the attachment an ADD or DEL is for.
+type stickyAtt struct {
+	alloc.Keyed
+	id string // alloc.StickyID(Key, ifname)
+}
+
+// stickyOf is the attachment's sticky key, nil when it has none.
+func stickyOf(conf *netconf.Envelope, cniArgs []netconf.CNIArg, ifname string) (*stickyAtt, error) {
+	s, err := ipamconf.StickyConf(conf)
+	if err != nil {
+		return nil, err
+	}
+	k, err := ipamconf.StickyKey(conf, cniArgs, s)
+	if err != nil || k.Key == "" {
+		return nil, err
+	}
+	return &stickyAtt{Keyed: k, id: alloc.StickyID(k.Key, ifname)}, nil
+}
+
+func (l layout) holdScope(s alloc.Scope) string { return l.prefix + "sticky/" + scopePath(s) + "/" }
+
+// holdKey is the hold of key id in scope for the range set or pool whose
+// index key ends in slot.
+func (l layout) holdKey(s alloc.Scope, id, slot string) string {
+	return l.holdScope(s) + id + "/" + slot
+}
+
+func lastSegment(key string) string { return key[strings.LastIndexByte(key, '/')+1:] }
+
+// A hold key's value, and the claim key's of a held address, is the
+// engine's record, alloc.Hold (Node and LastNode set: a container ID is
+// only unique per node), encoded by alloc.Hold.AppendJSON. Its first
+// fields name the owner and the address (alloc.OwnerPrefix), so that a
+// DEL can compare them without reading.
+
+func encodeHold(h alloc.Hold) []byte { return h.AppendJSON(make([]byte, 0, 256)) }
+
+func decodeHold(b []byte) (alloc.Hold, bool) {
+	var h alloc.Hold
+	if json.Unmarshal(b, &h) != nil || h.Key == "" {
+		return h, false
+	}
+	_, err := netip.ParseAddr(h.Address)
+	return h, err == nil
+}
+
+// heldFor is the key a held claim's value is held for ("" if it is none).
+func heldFor(v []byte) string {
+	if h, ok := decodeHold(v); ok && h.Held() {
+		return h.Key
+	}
+	return ""
+}
+
+// ownedPrefix is how the hold of this owner and address begins, up to
+// the comma before its next field.
+func ownedPrefix(node, cid, ifname, network, addr string) []byte {
+	return append(alloc.OwnerPrefix(node, cid, ifname, network, addr), ',')
+}
+
+// stamped is h as etcd writes it at now.
+func stamped(h alloc.Hold, now time.Time) alloc.Hold {
+	h.Time = stamp(now)
+	return h
+}
+
+// stickyRecord marks a claim record as the sticky attachment's.
+func (st *stickyAtt) mark(r Record) Record {
+	if st != nil {
+		r.Hold, r.StickyKey, r.HoldFor, r.Migration = st.id, st.Key, st.HoldFor.String(), st.Migration
+	}
+	return r
+}
+
+// requireSource refuses a migration target whose key has no hold in t's
+// scope before its claim could allocate one (the engine's rule,
+// alloc.NoMigrationSource): one read, for migration targets only.
+func (s *claimStore) requireSource(t alloc.Target) error {
+	if s.sticky == nil || s.sticky.Migration == "" {
+		return nil
+	}
+	resp, err := s.op.cl.Read(etcdkv.Get(s.holdK))
+	if err != nil {
+		return err
+	}
+	if _, ok := resp.First(0); ok {
+		return nil
+	}
+	return alloc.NoMigrationSource(s.sticky.Key, s.sticky.Migration, t)
+}
+
+// takeOver is the hold an ADD takes over, as read.
+type takeOver struct {
+	rev   int64
+	hold  alloc.Hold
+	claim []byte // its address's claim, when the hold has an owner
+}
+
+// Found implements alloc.HoldClaimer: the hold the claim met, for the
+// engine's rules; nil (after an exact delete) when the record is
+// unreadable or its address's claim is no longer the one written with it
+// (an operator freed it without the hold). A hold with an owner costs one
+// read (whether the owner still has its claim); so does a held one whose
+// take-over failed. Otherwise no read: the take-over's transaction
+// compares the claim's revision with the hold's (holdOps), which is the
+// same check, so a StatefulSet pod's return costs one round trip less.
+func (s *claimStore) Found(f *alloc.HoldFound) (*alloc.Hold, error) {
+	op := s.op
+	tried := s.sentTake
+	s.take, s.found = nil, nil
+	kv, ok := f.Ref.(etcdkv.KV)
+	if !ok {
+		return nil, nil
+	}
+	holdK, rev := string(kv.Key), kv.ModRevision
+	h, ok := decodeHold(kv.Value)
+	if !ok {
+		return nil, op.dropHold(holdK, rev)
+	}
+	if h.Owner != "" || (tried != nil && tried.rev == rev) {
+		ip, _ := netip.ParseAddr(h.Address)
+		resp, err := op.cl.Read(etcdkv.Get(op.keys.addrKey(s.scope, ip)))
+		if err != nil {
+			return nil, err
+		}
+		claim, ok := resp.First(0)
+		if !ok || claim.ModRevision != rev {
+			return nil, op.dropHold(holdK, rev)
+		}
+		s.found = &takeOver{rev: rev, hold: h, claim: claim.Value}
+		return &h, nil
+	}
+	s.found = &takeOver{rev: rev, hold: h}
+	return &h, nil
+}
+
+// TakeOver implements alloc.HoldClaimer.
+func (s *claimStore) TakeOver() { s.take = s.found }
+
+// FreeFound implements alloc.HoldClaimer: the hold key and its address's
+// claim go, each only at the revision found.
+func (s *claimStore) FreeFound() error {
+	t := s.found
+	s.found = nil
+	ip, _ := netip.ParseAddr(t.hold.Address)
+	_, err := s.op.cl.Txn(expireHold(s.holdK, s.op.keys.addrKey(s.scope, ip), t.rev, s.op.keys.fullKey(s.scope, s.slot)))
+	return err
+}
+
+// dropHold deletes a hold that pins no address, if it is still as read.
+func (op *Operation) dropHold(holdK string, rev int64) error {
+	_, err := op.cl.Txn(etcdkv.Txn{If: []etcdkv.Cmp{etcdkv.ModIs(holdK, rev)}, Then: []etcdkv.Op{etcdkv.Delete(holdK)}})
+	return err
+}
+
+// expireHold frees a hold and its address: both keys go while both are
+// as the hold's release (or take-over) wrote them, at revision rev.
+func expireHold(holdK, addrK string, rev int64, mark string) etcdkv.Txn {
+	then := []etcdkv.Op{etcdkv.Delete(holdK), etcdkv.Nested(etcdkv.Txn{
+		If:   []etcdkv.Cmp{etcdkv.ModIs(addrK, rev)},
+		Then: []etcdkv.Op{etcdkv.Delete(addrK)},
+	})}
+	if mark != "" {
+		then = append(then, freed(mark))
+	}
+	return etcdkv.Txn{If: []etcdkv.Cmp{etcdkv.ModIs(holdK, rev)}, Then: then}
+}
+
+// holdOps are what the claim transaction of a sticky store adds: the
+// condition on the hold key (absent, or the hold being taken over with
+// its address's claim), and the engine's record of the reservation
+// (alloc.KeyRecord) to put.
+func (s *claimStore) holdOps(a alloc.Attachment, ip netip.Addr, addrK string) (cond []etcdkv.Cmp, put etcdkv.Op) {
+	var found *alloc.Hold
+	if t := s.take; t != nil {
+		found = &t.hold
+		cond = []etcdkv.Cmp{etcdkv.ModIs(s.holdK, t.rev), etcdkv.ModIs(addrK, t.rev)}
+	} else {
+		cond = []etcdkv.Cmp{etcdkv.Absent(addrK), etcdkv.Absent(s.holdK)}
+	}
+	return cond, etcdkv.Put(s.holdK, encodeHold(stamped(alloc.KeyRecord(found, a, s.op.node, ip.String(), s.sticky.Keyed), s.op.now)))
+}
+
+// undoClaim is what cancelling a committed claim does besides writing
+// its marker, as the engine decides (alloc.UndoHold): its address goes,
+// with its hold when the ADD met none; a hold taken over is put back, its
+// address kept.
+func (s *claimStore) undoClaim(addrK string) []etcdkv.Op {
+	var found *alloc.Hold
+	if t := s.sentTake; t != nil {
+		found = &t.hold
+	}
+	if h := alloc.UndoHold(found, false); h != nil {
+		back := encodeHold(stamped(*h, s.op.now))
+		return []etcdkv.Op{etcdkv.Put(addrK, back), etcdkv.Put(s.holdK, back)}
+	}
+	free := []etcdkv.Op{etcdkv.Delete(addrK), freed(s.op.keys.fullKey(s.scope, s.slot))}
+	if s.sticky != nil {
+		free = append(free, etcdkv.Delete(s.holdK))
+	}
+	return free
+}
+
+// holdLease is a hold as an operator sees it.
+type holdLease struct {
+	h     alloc.Hold
+	scope alloc.Scope
+	kv    etcdkv.KV
+}
+
+// lease is the hold as a Lease: owner kind sticky, no container.
+func (hl holdLease) lease() Lease {
+	l := Lease{
+		Record: Record{Node: hl.h.LastNode, IfName: hl.h.IfName, Network: hl.h.Network, Address: hl.h.Address,
+			Pool: hl.scope.Pool, Time: hl.h.Time, StickyKey: hl.h.Key},
+		Scope: hl.scope, Held: true, HoldExpires: hl.h.Expires, LastOwner: hl.h.LastOwner, key: hl.kv,
+	}
+	return l
+}
+
+// holds lists the held (not reserved) holds that f selects: by the node
+// and container that held them last.
+func (a *Admin) holds(f Filter) ([]Lease, error) {
+	kvs, err := a.op.cl.List(a.op.keys.prefix+"sticky/", false)
+	if err != nil {
+		return nil, err
+	}
+	var out []Lease
+	for _, kv := range kvs {
+		h, ok := decodeHold(kv.Value)
+		if !ok || h.Owner != "" {
+			continue
+		}
+		hl := holdLease{h: h, kv: kv}
+		if hl.scope, ok = a.op.keys.scopeIn(a.op.keys.prefix+"sticky/", string(kv.Key)); !ok {
+			continue
+		}
+		if (f.Node != "" && h.LastNode != f.Node) || (f.Network != "" && h.Network != f.Network) ||
+			(f.Pool != "" && hl.scope.Pool != f.Pool) || (f.Container != "" && !strings.HasPrefix(h.LastOwner, f.Container)) {
+			continue
+		}
+		out = append(out, hl.lease())
+	}
+	return out, nil
+}
+
+// ReleaseHold frees sticky key's holds for ifname (every interface when
+// "") in scope s now, whatever their expiry: each held address is freed
+// (its hold key and claim, each at the revision read). Which, and when it
+// refuses, is the engine's rule for every store (alloc.PlanRelease). It
+// returns what it released.
+func (a *Admin) ReleaseHold(key, ifname string, s alloc.Scope, dryRun bool) ([]Lease, error) {
+	prefix := a.op.keys.holdScope(s)
+	if ifname != "" {
+		prefix += alloc.StickyID(key, ifname) + "/"
+	}
+	kvs, err := a.op.cl.List(prefix, false)
+	if err != nil {
+		return nil, err
+	}
+	// The engine (alloc.PlanRelease) decides, over the hold keys read.
+	var records []alloc.HoldRecord
+	byKey := map[string]etcdkv.KV{}
+	for _, kv := range kvs {
+		if h, ok := decodeHold(kv.Value); ok {
+			records = append(records, alloc.HoldRecord{ID: string(kv.Key), Hold: h})
+			byKey[string(kv.Key)] = kv
+		}
+	}
+	p, err := alloc.PlanRelease(alloc.ReleaseView{Holds: records}, alloc.ReleaseRequest{Key: key, IfName: ifname, Where: scopePath(s)})
+	if err != nil {
+		return nil, err
+	}
+	var out []Lease
+	var txns []etcdkv.Txn
+	for _, e := range p.Holds {
+		kv := byKey[e.ID]
+		ip, _ := netip.ParseAddr(e.Address)
+		out = append(out, holdLease{h: e.Hold, scope: s, kv: kv}.lease())
+		txns = append(txns, expireHold(e.ID, a.op.keys.addrKey(s, ip), kv.ModRevision, a.op.keys.fullScope(s)+lastSegment(e.ID)))
+	}
+	if dryRun {
+		return out, nil
+	}
+	outer := etcdkv.Txn{}
+	for _, t := range txns {
+		outer.Then = append(outer.Then, etcdkv.Nested(t))
+	}
+	r, err := a.op.cl.Txn(outer)
+	if err != nil {
+		return nil, err
+	}
+	for i := range txns {
+		if n := r.Nested(i); n == nil || !n.Succeeded {
+			return nil, fmt.Errorf("sticky key %q changed while being released; try again", key)
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,66 @@
+package etcdstore
+
+import (
+	"errors"
+	"strings"
+
+	"github.com/cniplugins/cniplugins/internal/alloc"
+	"github.com/cniplugins/cniplugins/internal/etcdkv"
+	"github.com/cniplugins/cniplugins/internal/logging"
+	"github.com/cniplugins/cniplugins/internal/pool"
+)
+
+// sweepTenants deletes the tenant records (quota.go) that count nothing:
+// GC's part in quotas, so that a tenant that stops claiming does not keep
+// its dead records for ever, read by every count and by `leases`. Its
+// errors do not stop it; they are returned joined.
+//
+// It sweeps every tenant's records, not only those of the GC's network:
+// a tenant's records are cluster-wide, one tenant's addresses in any
+// network's pools, and no record says which network claimed it. That is
+// safe because each record is judged against its own claim key alone,
+// which it names (scope and address) and which is the same whichever
+// network GCs: a record whose claim lives, another network's included,
+// counts and stays; one whose claim is gone counts for nobody. Each delete
+// is guarded by the record's mod revision as read, so a claim that writes
+// the record again meanwhile (the address claimed anew for the tenant,
+// from any host) is never undone.
+func (op *Operation) sweepTenants() error {
+	// A tenant's version key goes too once no record of it counts, so
+	// that tenants that come and go (namespaces) leave nothing behind. It
+	// is read before the records: a claim for the tenant that commits
+	// after that read rewrites it, so the guarded delete keeps it, and one
+	// that committed before wrote a record the listing sees counting.
+	versions, verr := op.cl.List(op.keys.versionsRoot(), true)
+	dead, counting, err := op.deadTenantRecords()
+	if len(dead) > 0 {
+		op.log.Info("gc removes tenant records that count nothing", logging.Int("records", len(dead)))
+	}
+	if verr == nil && err == nil { // a batch not judged may hold a record that counts
+		for _, v := range versions {
+			if !counting[strings.TrimPrefix(string(v.Key), op.keys.versionsRoot())] {
+				dead = append(dead, removeRecord(v))
+			}
+		}
+	}
+	// No guard: each removal is its own nested transaction with its own
+	// condition, so commitBatches' batches always succeed.
+	return errors.Join(verr, err, op.commitBatches(dead, nil))
+}
+
+// deadTenantRecords plans the removal of every tenant record that counts
+// nothing (judgeAll), and names the tenants (pool.TenantName) with a
+// record that counts. A batch that could not be read is skipped and its
+// error returned with the plan of the others.
+func (op *Operation) deadTenantRecords() ([]etcdkv.Txn, map[string]bool, error) {
+	var dead []etcdkv.Txn
+	counting := map[string]bool{}
+	err := op.judgeAll(func(m etcdkv.KV, r alloc.TenantRecord) {
+		if r.Stale() != "" {
+			dead = append(dead, removeRecord(m))
+			return
+		}
+		counting[pool.TenantName(r.Tenant)] = true
+	})
+	return dead, counting, err
+}
