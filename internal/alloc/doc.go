@@ -12,7 +12,7 @@
 // Ledger, and the engine then runs host-local's DEL, CHECK and rollback on
 // it too; a Ledger that can list itself (a Lister) gets host-local's GC.
 // ipam-da-pools' state directories (internal/hostlocal) are all three;
-// ipam-da-etcd's claims (internal/daetcd) are a plain Store, because its
+// ipam-da-etcd's claims (internal/etcdstore) are a plain Store, because its
 // DEL, GC and CHECK's reads are etcd transactions of their own; CHECK's
 // rule stays the engine's (CheckPrev, CheckHeld).
 package alloc

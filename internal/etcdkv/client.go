@@ -22,7 +22,7 @@ type Config struct {
 	First     int    // the endpoint to start from when none has failed lately
 	StateDir  string // where the memory between execs lives; "" for none
 	// StateKey names what a client remembers of keys (Remember): it is
-	// its own whichever endpoints reach the cluster (daetcd: the prefix
+	// its own whichever endpoints reach the cluster (etcdstore: the prefix
 	// and node, whose fence buckets they are).
 	StateKey string
 }

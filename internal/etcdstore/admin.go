@@ -23,7 +23,7 @@ type Admin struct{ op *Operation }
 // AdminConfig is how an operator reaches etcd: ipam.etcd's fields but
 // the node name (an operator reads and releases any node's claims), with
 // the timeout as a duration and the TLS files flat, as flags give them.
-// It is daetcd's own type so that this package needs nothing of the
+// It is etcdstore's own type so that this package needs nothing of the
 // operators' commands; the full flavour's main converts their flags.
 type AdminConfig struct {
 	Endpoints                 []string

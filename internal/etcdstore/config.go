@@ -65,7 +65,7 @@ type etcdConfig struct {
 }
 
 // parseEtcd validates ipam.etcd. resolveNode fills the default node name
-// from the host name; Validate passes false, touching nothing of the host.
+// from the host name; CheckConfig passes false, touching nothing of the host.
 func parseEtcd(conf *netconf.Envelope, resolveNode bool) (*etcdConfig, error) {
 	var ipam struct {
 		Etcd *etcdConf `json:"etcd"`
