@@ -4,24 +4,24 @@ import (
 	"time"
 
 	"github.com/cniplugins/cniplugins/internal/alloc"
-	"github.com/cniplugins/cniplugins/internal/etcdstore"
+	"github.com/cniplugins/cniplugins/internal/etcdadmin"
 	"github.com/cniplugins/cniplugins/internal/ops"
 )
 
 // etcdBackend is the ops.Backend of `leases`, `release`, `gc` and `pools --etcd`:
 // ipam-da-etcd's claims, for a node that is gone for good (its runtime
-// will never send the DEL or GC that would free them). etcdstore.Admin does
+// will never send the DEL or GC that would free them). etcdadmin.Admin does
 // the work; this is only the seam between its types and ops', kept in
 // this main because it is the one package that links both, so that
 // neither imports the other and the lean binary links neither the etcd
 // client nor this.
-type etcdBackend struct{ ad *etcdstore.Admin }
+type etcdBackend struct{ ad *etcdadmin.Admin }
 
 // openEtcd is the full flavour's Etcd: it validates c as ipam.etcd is
 // validated. The two config types have the same fields, so the
 // conversion is checked by the compiler.
 func openEtcd(c ops.EtcdConfig) (ops.Backend, error) {
-	ad, err := etcdstore.NewAdmin(etcdstore.AdminConfig(c))
+	ad, err := etcdadmin.New(etcdadmin.Config(c))
 	if err != nil {
 		return nil, err
 	}
@@ -32,7 +32,7 @@ func openEtcd(c ops.EtcdConfig) (ops.Backend, error) {
 func (etcdBackend) Shared() bool { return true }
 
 func (b etcdBackend) Leases(f ops.LeaseFilter) ([]ops.Lease, error) {
-	ls, err := b.ad.Leases(etcdstore.Filter{Node: f.Node, Network: f.Network, Pool: f.Pool, Container: f.Container})
+	ls, err := b.ad.Leases(etcdadmin.Filter{Node: f.Node, Network: f.Network, Pool: f.Pool, Container: f.Container})
 	if err != nil {
 		return nil, err
 	}
@@ -82,7 +82,7 @@ func (b etcdBackend) GC(q ops.GCRequest) ([]ops.Lease, error) {
 			return nil, err
 		}
 	}
-	ls, err := b.ad.GC(q.Node, etcdstore.Filter{Network: q.Network, Pool: q.Pool}, q.Keep, q.Apply)
+	ls, err := b.ad.GC(q.Node, etcdadmin.Filter{Network: q.Network, Pool: q.Pool}, q.Keep, q.Apply)
 	return leasesOf(ls), err
 }
 
@@ -104,7 +104,7 @@ func (b etcdBackend) States(scopes []ops.StateScope) ([]ops.ScopeState, error) {
 	return out, nil
 }
 
-func leasesOf(ls []etcdstore.Lease) []ops.Lease {
+func leasesOf(ls []etcdadmin.Lease) []ops.Lease {
 	out := make([]ops.Lease, len(ls))
 	for i, l := range ls {
 		out[i] = leaseOf(l)
@@ -112,7 +112,7 @@ func leasesOf(ls []etcdstore.Lease) []ops.Lease {
 	return out
 }
 
-func leaseOf(l etcdstore.Lease) ops.Lease {
+func leaseOf(l etcdadmin.Lease) ops.Lease {
 	out := ops.Lease{
 		Address: l.Address, Network: l.Network, Pool: l.Scope.Pool, ContainerID: l.ContainerID, IfName: l.IfName,
 		Owner: alloc.Attachment{ContainerID: l.ContainerID, IfName: l.IfName}.Kind(), Since: l.Since().UTC(), Node: l.Node,

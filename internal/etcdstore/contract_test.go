@@ -18,7 +18,7 @@ import (
 
 // ipam-da-etcd under the engine's contract: every row through its own
 // CNI commands, in-process, as node-a over the in-memory etcd (no etcd
-// binary), and the operators' releases through Admin, the code behind
+// binary), and the operators' releases through Operator, the code behind
 // `cniplugins release --etcd`. contract_cluster_test.go runs it once more
 // over a real cluster.
 func TestStoreContract(t *testing.T) {
@@ -76,8 +76,8 @@ func (e etcdSubject) Del(c alloctest.Call, hints []netip.Addr) error { return e.
 
 func (e etcdSubject) GC(live []alloc.Attachment, now time.Time) error { return e.cni().GC(live, now) }
 
-func (e etcdSubject) admin(now time.Time) *Admin {
-	a, err := NewAdmin(AdminConfig{Endpoints: e.eps(), Prefix: e.prefix})
+func (e etcdSubject) admin(now time.Time) *Operator {
+	a, err := OpenOperator(Access{Endpoints: e.eps(), Prefix: e.prefix})
 	if err != nil {
 		e.t.Fatal(err)
 	}

@@ -58,9 +58,9 @@ func (op *Operation) Client() *etcdkv.Client { return op.cl }
 
 func (op *Operation) VersionsRoot() string { return op.keys.versionsRoot() }
 
-// SetNow makes the admin act at now.
-func (a *Admin) SetNow(now time.Time) { a.op.now = now }
+// SetNow makes the operator act at now.
+func (o *Operator) SetNow(now time.Time) { o.op.now = now }
 
-func (a *Admin) Client() *etcdkv.Client { return a.op.cl }
+func (o *Operator) Client() *etcdkv.Client { return o.op.cl }
 
-func (a *Admin) AddrKey(s alloc.Scope, ip netip.Addr) string { return a.op.keys.addrKey(s, ip) }
+func (o *Operator) AddrKey(s alloc.Scope, ip netip.Addr) string { return o.op.keys.addrKey(s, ip) }

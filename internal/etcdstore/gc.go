@@ -110,26 +110,25 @@ func (g *gcScope) view(network string) alloc.ClaimsView {
 
 // collect is the one GC driver: it reads, the engine plans each scope
 // (alloc.PlanClaims), and, unless dryRun, each plan is applied
-// (applyGC). It returns the plan as leases. It keeps going after
-// errors.
-func (op *Operation) collect(run gcRun, dryRun bool) ([]Lease, error) {
-	var claims, holds []Lease
+// (applyGC). It returns the plan: the claims, then the holds, each in
+// scope order. It keeps going after errors.
+func (op *Operation) collect(run gcRun, dryRun bool) ([]Claim, error) {
+	var claims, holds []Claim
 	read, err := op.read(run)
 	errs := []error{err}
 	for _, s := range slices.SortedFunc(maps.Keys(read), func(x, y alloc.Scope) int { return strings.Compare(scopePath(x), scopePath(y)) }) {
 		p := alloc.PlanClaims(read[s].view(run.network), run.keep, op.now)
 		for _, c := range append(p.EndShare, p.Release...) {
 			r, _ := decodeRecord(c.Ref.(etcdkv.KV).Value)
-			claims = append(claims, Lease{Record: r, Scope: s, key: c.Ref.(etcdkv.KV)})
+			claims = append(claims, Claim{Record: r, Scope: s, Revision: c.Ref.(etcdkv.KV).ModRevision})
 		}
 		for _, h := range p.Expire {
-			holds = append(holds, holdLease{h: h.Hold, scope: s, kv: h.Ref.(etcdkv.KV)}.lease())
+			holds = append(holds, heldClaim{h: h.Hold, scope: s, kv: h.Ref.(etcdkv.KV)}.claim())
 		}
 		if !dryRun {
 			errs = append(errs, op.applyGC(run, s, p))
 		}
 	}
-	sortLeases(claims)
 	return append(claims, holds...), errors.Join(errs...)
 }
 

@@ -2,7 +2,6 @@ package etcdstore
 
 import (
 	"encoding/json"
-	"fmt"
 	"net/netip"
 	"strings"
 	"time"
@@ -240,101 +239,4 @@ func (s *claimStore) undoClaim(addrK string) []etcdkv.Op {
 		free = append(free, etcdkv.Delete(s.holdK))
 	}
 	return free
-}
-
-// holdLease is a hold as an operator sees it.
-type holdLease struct {
-	h     alloc.Hold
-	scope alloc.Scope
-	kv    etcdkv.KV
-}
-
-// lease is the hold as a Lease: owner kind sticky, no container.
-func (hl holdLease) lease() Lease {
-	l := Lease{
-		Record: Record{Node: hl.h.LastNode, IfName: hl.h.IfName, Network: hl.h.Network, Address: hl.h.Address,
-			Pool: hl.scope.Pool, Time: hl.h.Time, StickyKey: hl.h.Key},
-		Scope: hl.scope, Held: true, HoldExpires: hl.h.Expires, LastOwner: hl.h.LastOwner, key: hl.kv,
-	}
-	return l
-}
-
-// holds lists the held (not reserved) holds that f selects: by the node
-// and container that held them last.
-func (a *Admin) holds(f Filter) ([]Lease, error) {
-	kvs, err := a.op.cl.List(a.op.keys.prefix+"sticky/", false)
-	if err != nil {
-		return nil, err
-	}
-	var out []Lease
-	for _, kv := range kvs {
-		h, ok := decodeHold(kv.Value)
-		if !ok || h.Owner != "" {
-			continue
-		}
-		hl := holdLease{h: h, kv: kv}
-		if hl.scope, ok = a.op.keys.scopeIn(a.op.keys.prefix+"sticky/", string(kv.Key)); !ok {
-			continue
-		}
-		if (f.Node != "" && h.LastNode != f.Node) || (f.Network != "" && h.Network != f.Network) ||
-			(f.Pool != "" && hl.scope.Pool != f.Pool) || (f.Container != "" && !strings.HasPrefix(h.LastOwner, f.Container)) {
-			continue
-		}
-		out = append(out, hl.lease())
-	}
-	return out, nil
-}
-
-// ReleaseHold frees sticky key's holds for ifname (every interface when
-// "") in scope s now, whatever their expiry: each held address is freed
-// (its hold key and claim, each at the revision read). Which, and when it
-// refuses, is the engine's rule for every store (alloc.PlanRelease). It
-// returns what it released.
-func (a *Admin) ReleaseHold(key, ifname string, s alloc.Scope, dryRun bool) ([]Lease, error) {
-	prefix := a.op.keys.holdScope(s)
-	if ifname != "" {
-		prefix += alloc.StickyID(key, ifname) + "/"
-	}
-	kvs, err := a.op.cl.List(prefix, false)
-	if err != nil {
-		return nil, err
-	}
-	// The engine (alloc.PlanRelease) decides, over the hold keys read.
-	var records []alloc.HoldRecord
-	byKey := map[string]etcdkv.KV{}
-	for _, kv := range kvs {
-		if h, ok := decodeHold(kv.Value); ok {
-			records = append(records, alloc.HoldRecord{ID: string(kv.Key), Hold: h})
-			byKey[string(kv.Key)] = kv
-		}
-	}
-	p, err := alloc.PlanRelease(alloc.ReleaseView{Holds: records}, alloc.ReleaseRequest{Key: key, IfName: ifname, Where: scopePath(s)})
-	if err != nil {
-		return nil, err
-	}
-	var out []Lease
-	var txns []etcdkv.Txn
-	for _, e := range p.Holds {
-		kv := byKey[e.ID]
-		ip, _ := netip.ParseAddr(e.Address)
-		out = append(out, holdLease{h: e.Hold, scope: s, kv: kv}.lease())
-		txns = append(txns, expireHold(e.ID, a.op.keys.addrKey(s, ip), kv.ModRevision, a.op.keys.fullScope(s)+lastSegment(e.ID)))
-	}
-	if dryRun {
-		return out, nil
-	}
-	outer := etcdkv.Txn{}
-	for _, t := range txns {
-		outer.Then = append(outer.Then, etcdkv.Nested(t))
-	}
-	r, err := a.op.cl.Txn(outer)
-	if err != nil {
-		return nil, err
-	}
-	for i := range txns {
-		if n := r.Nested(i); n == nil || !n.Succeeded {
-			return nil, fmt.Errorf("sticky key %q changed while being released; try again", key)
-		}
-	}
-	return out, nil
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/cniplugins/cniplugins/internal/alloc"
 	"github.com/cniplugins/cniplugins/internal/daetcd"
+	"github.com/cniplugins/cniplugins/internal/etcdadmin"
 	"github.com/cniplugins/cniplugins/internal/etcdkv"
 	. "github.com/cniplugins/cniplugins/internal/etcdstore"
 	"github.com/cniplugins/cniplugins/internal/plugin"
@@ -71,12 +72,15 @@ func prevOf(addr netip.Addr) string {
 	return fmt.Sprintf(`"prevResult":{"cniVersion":"1.1.0","ips":[{"address":"%s/24"}]}`, addr)
 }
 
-func stickyAdmin(t *testing.T) *Admin { return adminAt(t, "/sticky-test/") }
+func stickyAdmin(t *testing.T) *Operator { return operatorAt(t, "/sticky-test/") }
+
+// stickyLeases is every lease of the test, as `leases` lists them.
+func stickyLeases(t *testing.T) ([]etcdadmin.Lease, error) { return leasesAt(t, "/sticky-test/") }
 
 // heldLeases lists the test's leases, and the holds among them.
-func heldLeases(t *testing.T) (all, held []Lease) {
+func heldLeases(t *testing.T) (all, held []etcdadmin.Lease) {
 	t.Helper()
-	all, err := stickyAdmin(t).Leases(Filter{})
+	all, err := stickyLeases(t)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -167,12 +171,12 @@ func TestStickyRequestedConflict(t *testing.T) {
 	// holdFor "0": no expiry; GC keeps it after a DEL whatever the
 	// valid attachments say.
 	c.ok("DEL", "host-b", "c2", "db-0", "")
-	ls, _ := stickyAdmin(t).Leases(Filter{})
+	ls, _ := stickyLeases(t)
 	if len(ls) != 1 || !ls[0].Held || !ls[0].HoldExpires.IsZero() {
 		t.Fatalf("leases: %+v", ls)
 	}
 	c.ok("GC", "host-b", "", "", `"cni.dev/valid-attachments":[]`)
-	if ls, _ := stickyAdmin(t).Leases(Filter{}); len(ls) != 1 || !ls[0].Held {
+	if ls, _ := stickyLeases(t); len(ls) != 1 || !ls[0].Held {
 		t.Fatalf("GC freed an unexpired hold: %+v", ls)
 	}
 }
@@ -181,17 +185,17 @@ func TestStickyExpiryGC(t *testing.T) {
 	c := stickyCase{t: t, holdFor: "3s"}
 	c.held("host-a", "c1", "web-0")
 	ad := stickyAdmin(t)
-	plan, err := ad.GC("host-a", Filter{}, nil, false)
+	plan, err := ad.GC("host-a", "", "", nil, false)
 	if err != nil || len(plan) != 0 {
 		t.Fatalf("GC of an unexpired hold: %+v %v", plan, err)
 	}
 	time.Sleep(4 * time.Second)
 	ad = stickyAdmin(t)
-	plan, err = ad.GC("host-a", Filter{}, nil, true)
+	plan, err = ad.GC("host-a", "", "", nil, true)
 	if err != nil || len(plan) != 1 || !plan[0].Held {
 		t.Fatalf("GC of an expired hold: %+v %v", plan, err)
 	}
-	if ls, _ := ad.Leases(Filter{}); len(ls) != 0 {
+	if ls, _ := stickyLeases(t); len(ls) != 0 {
 		t.Fatalf("left: %+v", ls)
 	}
 	// The runtime's GC frees expired holds whatever the node, and keeps
@@ -202,7 +206,7 @@ func TestStickyExpiryGC(t *testing.T) {
 	time.Sleep(4 * time.Second)
 	c.ok("GC", "host-b", "", "", `"cni.dev/valid-attachments":[]`)
 	c.ok("GC", "host-a", "", "", `"cni.dev/valid-attachments":[{"containerID":"c6","ifname":"eth0"}]`)
-	if ls, _ := stickyAdmin(t).Leases(Filter{}); len(ls) != 1 || ls[0].ContainerID != "c6" {
+	if ls, _ := stickyLeases(t); len(ls) != 1 || ls[0].ContainerID != "c6" {
 		t.Fatalf("after GC: %+v", ls)
 	}
 	// An expired hold found by ADD: freed, then allocated as usual.

@@ -22,7 +22,7 @@ type StateScope struct {
 }
 
 // ScopeState is what one scope holds, as `pools` counts it. The etcd
-// backend's counterpart (etcdstore.ScopeState) has the same fields, so the
+// backend's counterpart (etcdadmin.ScopeState) has the same fields, so the
 // full flavour converts one to the other.
 type ScopeState struct {
 	// Place is where it was read: the directory, or the claims' key

@@ -1,58 +1,42 @@
-package etcdstore_test
+package etcdadmin_test
 
 import (
 	"bytes"
 	"fmt"
 	"maps"
 	"net/netip"
-	"os"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/cniplugins/cniplugins/internal/alloc"
 	"github.com/cniplugins/cniplugins/internal/daetcd"
+	. "github.com/cniplugins/cniplugins/internal/etcdadmin"
 	"github.com/cniplugins/cniplugins/internal/etcdkv/etcdkvfake"
-	. "github.com/cniplugins/cniplugins/internal/etcdstore"
 	"github.com/cniplugins/cniplugins/internal/plugin"
 )
 
-// cluster is the in-memory etcd (etcdkvfake) every test of the package
-// runs against, each under its own prefix: the unit tests need no etcd
-// binary. The plugin runs against real clusters in test/etcd, and the
-// store contract once more in contract_cluster_test.go.
-var cluster memCluster
-
-// memCluster gives the fake the two methods the tests use of a cluster.
-type memCluster struct{ *etcdkvfake.Fake }
-
-func (c memCluster) Endpoints() []string { return []string{c.URL()} }
-
-func (c memCluster) Keys(prefix string) ([]string, error) {
-	return slices.Sorted(maps.Keys(c.Values(prefix))), nil
+// site is one test's in-memory etcd (etcdkvfake): the unit tests need no
+// etcd binary. The operators' CLI runs against real clusters in
+// test/etcd.
+type site struct {
+	t    *testing.T
+	fake *etcdkvfake.Fake
 }
 
-// cleanups is a TestMain's testing.TB Cleanup: the fake's server stops
-// after every test has run.
-type cleanups []func()
+func newSite(t *testing.T) site { return site{t: t, fake: etcdkvfake.New(t)} }
 
-func (c *cleanups) Cleanup(f func()) { *c = append(*c, f) }
+func (s site) endpoints() string { return s.fake.URL() }
 
-func TestMain(m *testing.M) {
-	var done cleanups
-	cluster = memCluster{etcdkvfake.New(&done)}
-	code := m.Run()
-	for _, f := range done {
-		f()
-	}
-	os.Exit(code)
-}
+// keys are the fake's keys under prefix, sorted.
+func (s site) keys(prefix string) []string { return slices.Sorted(maps.Keys(s.fake.Values(prefix))) }
 
 // add runs ADD in-process (plugin.Run, exactly what an exec does) for
 // container cid on node, in pool mode on pool P or standalone.
-func add(t *testing.T, node, cid, scope string) netip.Addr {
+func (s site) add(node, cid, scope string) netip.Addr {
+	t := s.t
 	t.Helper()
-	out := runIn(t, "ADD", node, cid, scope)
+	out := s.runIn("ADD", node, cid, scope)
 	i := bytes.Index(out, []byte(`"address": "`))
 	if i < 0 {
 		t.Fatalf("ADD: %s", out)
@@ -62,12 +46,13 @@ func add(t *testing.T, node, cid, scope string) netip.Addr {
 	return p.Addr()
 }
 
-func runIn(t *testing.T, cmd, node, cid, scope string) []byte {
+func (s site) runIn(cmd, node, cid, scope string) []byte {
+	t := s.t
 	t.Helper()
 	conf := fmt.Sprintf(`{"cniVersion":"1.1.0","name":"net-%s","ipam":{"type":"ipam-da-etcd","dataDir":%q,
 		"etcd":{"endpoints":["%s"],"prefix":"/admin-test/%s/","nodeName":%q},
 		"ranges":[[{"subnet":"10.214.30.0/24"}]],"poolDefinitions":{"p":[{"subnet":"10.214.31.0/24"}]}}`,
-		scope, t.TempDir(), strings.Join(cluster.Endpoints(), `","`), t.Name(), node)
+		scope, t.TempDir(), s.endpoints(), t.Name(), node)
 	if scope == "p" {
 		conf += `,"prevResult":{"cniVersion":"1.1.0","pools":[{"name":"p"}]}`
 	}
@@ -80,11 +65,10 @@ func runIn(t *testing.T, cmd, node, cid, scope string) []byte {
 	return stdout.Bytes()
 }
 
-func admin(t *testing.T) *Admin { return adminAt(t, "/admin-test/") }
-
-// adminAt is an Admin for the test's keys under base.
-func adminAt(t *testing.T, base string) *Admin {
-	a, err := NewAdmin(AdminConfig{Endpoints: cluster.Endpoints(), Prefix: base + t.Name() + "/"})
+// admin is an Admin for the test's keys.
+func (s site) admin() *Admin {
+	t := s.t
+	a, err := New(Config{Endpoints: []string{s.endpoints()}, Prefix: "/admin-test/" + t.Name() + "/"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,11 +76,12 @@ func adminAt(t *testing.T, base string) *Admin {
 }
 
 func TestAdminLeasesReleaseGC(t *testing.T) {
-	a1 := add(t, "gone", "g1", "p")
-	add(t, "gone", "g2", "p")
-	g3 := add(t, "gone", "g3", "n")
-	b1 := add(t, "alive", "b1", "p")
-	ad := admin(t)
+	st := newSite(t)
+	a1 := st.add("gone", "g1", "p")
+	st.add("gone", "g2", "p")
+	g3 := st.add("gone", "g3", "n")
+	b1 := st.add("alive", "b1", "p")
+	ad := st.admin()
 
 	all, err := ad.Leases(Filter{})
 	if err != nil || len(all) != 4 {
@@ -157,7 +142,7 @@ func TestAdminLeasesReleaseGC(t *testing.T) {
 	// The claims and index keys; exhaustion marks and node records stay,
 	// and the live node's fence buckets, but not the gone node's.
 	var ks []string
-	keys, _ := cluster.Keys("/admin-test/" + t.Name() + "/")
+	keys := st.keys("/admin-test/" + t.Name() + "/")
 	for _, k := range keys {
 		if !strings.Contains(k, "/full/") && !strings.Contains(k, "/nodes/") && !strings.Contains(k, "/fences/alive/") {
 			ks = append(ks, k)
@@ -175,8 +160,13 @@ func TestAdminLeasesReleaseGC(t *testing.T) {
 // scope's marks only, so a pool with a full batch of leaks beside eight
 // other pools with leaks stays within etcd's --max-txn-ops (the in-memory
 // etcd refuses a transaction past it, as a default cluster does).
+// maxTxnOps is etcd's default --max-txn-ops, which the in-memory etcd
+// enforces.
+const maxTxnOps = 128
+
 func TestAdminGCManyPools(t *testing.T) {
-	const pools, inFirst = 9, MaxTxnOps - 4
+	const pools, inFirst = 9, maxTxnOps - 4
+	st := newSite(t)
 	defs := make([]string, pools)
 	for i := range defs {
 		defs[i] = fmt.Sprintf(`"p%d":[{"subnet":"10.215.%d.0/24"}]`, i, i)
@@ -185,7 +175,7 @@ func TestAdminGCManyPools(t *testing.T) {
 		conf := fmt.Sprintf(`{"cniVersion":"1.1.0","name":"many","ipam":{"type":"ipam-da-etcd","dataDir":%q,
 			"etcd":{"endpoints":["%s"],"prefix":"/admin-test/%s/","nodeName":"gone"},"poolDefinitions":{%s}},
 			"prevResult":{"cniVersion":"1.1.0","pools":[{"name":"p%d"}]}}`,
-			t.TempDir(), strings.Join(cluster.Endpoints(), `","`), t.Name(), strings.Join(defs, ","), pool)
+			t.TempDir(), st.endpoints(), t.Name(), strings.Join(defs, ","), pool)
 		var stdout, stderr bytes.Buffer
 		env := []string{"CNI_COMMAND=ADD", "CNI_CONTAINERID=" + cid, "CNI_IFNAME=eth0", "CNI_NETNS=/x", "CNI_PATH=/nonexistent"}
 		if code := plugin.Run(daetcd.Personality(), plugin.IO{Environ: env, Stdin: strings.NewReader(conf), Stdout: &stdout, Stderr: &stderr}); code != 0 {
@@ -198,7 +188,7 @@ func TestAdminGCManyPools(t *testing.T) {
 	for p := 1; p < pools; p++ {
 		run(fmt.Sprint("b", p), p)
 	}
-	ad := admin(t)
+	ad := st.admin()
 	plan, err := ad.GC("gone", Filter{}, nil, true)
 	if err != nil || len(plan) != inFirst+pools-1 {
 		t.Fatalf("gc --apply: %d planned, %v", len(plan), err)

@@ -27,12 +27,12 @@ type ScopeState struct {
 // ScopeStates reads each scope's claims and exhaustion marks, and in a
 // pool the tenants its addresses count for: reads only, as `leases` does.
 // The tenants' records are read once for all the scopes.
-func (a *Admin) ScopeStates(scopes []alloc.Scope) ([]ScopeState, error) {
+func (o *Operator) ScopeStates(scopes []alloc.Scope) ([]ScopeState, error) {
 	var tenants map[string]string // "<scope>/<address>" → tenant
 	out := make([]ScopeState, len(scopes))
 	for i, s := range scopes {
-		st := ScopeState{Place: a.op.keys.scopeAddrs(s)}
-		claims, err := a.op.cl.List(st.Place, false)
+		st := ScopeState{Place: o.op.keys.scopeAddrs(s)}
+		claims, err := o.op.cl.List(st.Place, false)
 		if err != nil {
 			return nil, err
 		}
@@ -48,7 +48,7 @@ func (a *Admin) ScopeStates(scopes []alloc.Scope) ([]ScopeState, error) {
 				st.Held = append(st.Held, ip)
 			}
 		}
-		marks, err := a.op.cl.List(a.op.keys.fullScope(s), false)
+		marks, err := o.op.cl.List(o.op.keys.fullScope(s), false)
 		if err != nil {
 			return nil, err
 		}
@@ -60,7 +60,7 @@ func (a *Admin) ScopeStates(scopes []alloc.Scope) ([]ScopeState, error) {
 		}
 		if s.Pool != "" && len(st.Addrs) > 0 {
 			if tenants == nil {
-				if tenants, err = a.op.tenantsOfClaims(); err != nil {
+				if tenants, err = o.op.tenantsOfClaims(); err != nil {
 					return nil, err
 				}
 			}

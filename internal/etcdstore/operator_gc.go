@@ -17,29 +17,29 @@ import (
 // neither keep nor filter, everything of the node is gone, and so are
 // its fence buckets, the node's last keys but its record (fence.go),
 // deleted after the releases so that a GC cut short keeps them.
-func (a *Admin) GC(node string, f Filter, keep []alloc.Attachment, apply bool) ([]Lease, error) {
+func (o *Operator) GC(node, network, pool string, keep []alloc.Attachment, apply bool) ([]Claim, error) {
 	if node == "" {
 		return nil, cnierr.MissingConfig("--node")
 	}
 	if err := ValidNodeName("--node", node); err != nil {
 		return nil, err
 	}
-	run := gcRun{node: node, network: f.Network, pool: f.Pool, index: []string{a.op.keys.nodePrefix(node)},
-		holds: []string{a.op.keys.prefix + "sticky/"}, keep: alloc.NewKeepSet(f.Network, keep).Keeps}
-	plan, err := a.op.collect(run, !apply)
+	run := gcRun{node: node, network: network, pool: pool, index: []string{o.op.keys.nodePrefix(node)},
+		holds: []string{o.op.keys.prefix + "sticky/"}, keep: alloc.NewKeepSet(network, keep).Keeps}
+	plan, err := o.op.collect(run, !apply)
 	if !apply {
 		return plan, err
 	}
-	if err == nil && len(keep) == 0 && f.Pool == "" && f.Network == "" {
+	if err == nil && len(keep) == 0 && pool == "" && network == "" {
 		var del []etcdkv.Op
 		for b := range fenceBuckets {
-			del = append(del, etcdkv.Delete(a.op.keys.fenceKey(node, b)))
+			del = append(del, etcdkv.Delete(o.op.keys.fenceKey(node, b)))
 		}
-		_, err = a.op.cl.Txn(etcdkv.Txn{Then: del})
+		_, err = o.op.cl.Txn(etcdkv.Txn{Then: del})
 	}
 	// The tenant records go as with the CNI GC (op.gc), whatever the
 	// releases' outcome: the sweep judges each record by its own claim.
-	return plan, errors.Join(err, a.op.sweepTenants())
+	return plan, errors.Join(err, o.op.sweepTenants())
 }
 
 // scopeGC is one scope's releases with that scope's marks only: a batch

@@ -1,0 +1,24 @@
+package etcdadmin
+
+import (
+	"slices"
+
+	"github.com/cniplugins/cniplugins/internal/alloc"
+)
+
+// GC releases every claim of node (optionally only in f's pool, or of
+// f's network) whose attachment is not in keep, and the expired holds
+// there, by the driver and the rules of the CNI GC (etcdstore.Operator.GC):
+// a keep entry without an ifname keeps every attachment of its
+// container. Without apply it only returns the plan: the claims sorted
+// by node, scope and address, then the holds.
+func (a *Admin) GC(node string, f Filter, keep []alloc.Attachment, apply bool) ([]Lease, error) {
+	cs, err := a.st.GC(node, f.Network, f.Pool, keep, apply)
+	out := leases(cs)
+	held := slices.IndexFunc(out, func(l Lease) bool { return l.Held })
+	if held < 0 {
+		held = len(out)
+	}
+	sortLeases(out[:held])
+	return out, err
+}

@@ -1,0 +1,104 @@
+package etcdstore
+
+import (
+	"fmt"
+	"net/netip"
+
+	"github.com/cniplugins/cniplugins/internal/alloc"
+	"github.com/cniplugins/cniplugins/internal/etcdkv"
+)
+
+// An operator's view of the sticky keys' holds, and the release of a
+// key's holds (`release --sticky-key`).
+
+// heldClaim is a hold as an operator sees it.
+type heldClaim struct {
+	h     alloc.Hold
+	scope alloc.Scope
+	kv    etcdkv.KV
+}
+
+// claim is the hold as a Claim: no container.
+func (hl heldClaim) claim() Claim {
+	return Claim{
+		Record: Record{Node: hl.h.LastNode, IfName: hl.h.IfName, Network: hl.h.Network, Address: hl.h.Address,
+			Pool: hl.scope.Pool, Time: hl.h.Time, StickyKey: hl.h.Key},
+		Scope: hl.scope, Held: true, HoldExpires: hl.h.Expires, LastOwner: hl.h.LastOwner, Revision: hl.kv.ModRevision,
+	}
+}
+
+// Holds lists the held (not reserved) holds, every scope's, in key
+// order.
+func (o *Operator) Holds() ([]Claim, error) {
+	kvs, err := o.op.cl.List(o.op.keys.prefix+"sticky/", false)
+	if err != nil {
+		return nil, err
+	}
+	var out []Claim
+	for _, kv := range kvs {
+		h, ok := decodeHold(kv.Value)
+		if !ok || h.Owner != "" {
+			continue
+		}
+		hl := heldClaim{h: h, kv: kv}
+		if hl.scope, ok = o.op.keys.scopeIn(o.op.keys.prefix+"sticky/", string(kv.Key)); !ok {
+			continue
+		}
+		out = append(out, hl.claim())
+	}
+	return out, nil
+}
+
+// ReleaseHold frees sticky key's holds for ifname (every interface when
+// "") in scope s now, whatever their expiry: each held address is freed
+// (its hold key and claim, each at the revision read). Which, and when it
+// refuses, is the engine's rule for every store (alloc.PlanRelease). It
+// returns what it released.
+func (o *Operator) ReleaseHold(key, ifname string, s alloc.Scope, dryRun bool) ([]Claim, error) {
+	prefix := o.op.keys.holdScope(s)
+	if ifname != "" {
+		prefix += alloc.StickyID(key, ifname) + "/"
+	}
+	kvs, err := o.op.cl.List(prefix, false)
+	if err != nil {
+		return nil, err
+	}
+	// The engine (alloc.PlanRelease) decides, over the hold keys read.
+	var records []alloc.HoldRecord
+	byKey := map[string]etcdkv.KV{}
+	for _, kv := range kvs {
+		if h, ok := decodeHold(kv.Value); ok {
+			records = append(records, alloc.HoldRecord{ID: string(kv.Key), Hold: h})
+			byKey[string(kv.Key)] = kv
+		}
+	}
+	p, err := alloc.PlanRelease(alloc.ReleaseView{Holds: records}, alloc.ReleaseRequest{Key: key, IfName: ifname, Where: scopePath(s)})
+	if err != nil {
+		return nil, err
+	}
+	var out []Claim
+	var txns []etcdkv.Txn
+	for _, e := range p.Holds {
+		kv := byKey[e.ID]
+		ip, _ := netip.ParseAddr(e.Address)
+		out = append(out, heldClaim{h: e.Hold, scope: s, kv: kv}.claim())
+		txns = append(txns, expireHold(e.ID, o.op.keys.addrKey(s, ip), kv.ModRevision, o.op.keys.fullScope(s)+lastSegment(e.ID)))
+	}
+	if dryRun {
+		return out, nil
+	}
+	outer := etcdkv.Txn{}
+	for _, t := range txns {
+		outer.Then = append(outer.Then, etcdkv.Nested(t))
+	}
+	r, err := o.op.cl.Txn(outer)
+	if err != nil {
+		return nil, err
+	}
+	for i := range txns {
+		if n := r.Nested(i); n == nil || !n.Succeeded {
+			return nil, fmt.Errorf("sticky key %q changed while being released; try again", key)
+		}
+	}
+	return out, nil
+}
