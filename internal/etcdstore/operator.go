@@ -64,8 +64,8 @@ func (o *Operator) Now() time.Time { return o.op.now }
 // the key's mod revision. A failed ADD's marker has no Address.
 type Claim struct {
 	Record
-	Scope    alloc.Scope
-	Revision int64
+	Scope    alloc.Scope `json:"-"`
+	Revision int64       `json:"-"`
 	// Held is a sticky key's hold (sticky.go): no container, the
 	// address kept for the key (Record.StickyKey) until HoldExpires
 	// (zero: until released); Node is the one that held it last.
@@ -129,7 +129,7 @@ func (o *Operator) claim(kv etcdkv.KV) (Claim, bool) {
 // Release frees addr in scope as the engine plans it (alloc.PlanRelease)
 // over the claim read: refused when it is not claimed or when container
 // (and ifname, and node) are given and do not match the attachment it
-// releases. dryRun plans and returns the lease without changing
+// releases. dryRun plans and returns the claim without changing
 // anything.
 func (o *Operator) Release(addr netip.Addr, s alloc.Scope, container, ifname, node string, dryRun bool) (Claim, error) {
 	if node != "" {
