@@ -41,6 +41,18 @@ func chainOf(pools ...string) alloc.Target {
 	return t
 }
 
+// logged is a store's locate and allocate that find nothing and hand
+// out nothing, writing each call to log.
+func logged(log *[]string) (func(alloc.Target) (alloc.Presence, error), func(alloc.Target) (netip.Prefix, netip.Addr, error)) {
+	return func(c alloc.Target) (alloc.Presence, error) {
+			*log = append(*log, "locate "+c.Scope.Pool)
+			return alloc.Presence{}, nil
+		}, func(c alloc.Target) (netip.Prefix, netip.Addr, error) {
+			*log = append(*log, "allocate "+c.Scope.Pool)
+			return netip.Prefix{}, netip.Addr{}, nil
+		}
+}
+
 // With the head alone at hand, a pool past it holds nothing of an
 // attachment without a spill record, and taking an address there needs
 // the whole chain; a record makes the look need it too. The head is
@@ -52,15 +64,8 @@ func TestSpillingHeadAlone(t *testing.T) {
 		var log []string
 		h := head{records: map[alloc.Attachment]bool{a: recorded}, log: &log}
 		onlyHead := func(s alloc.Scope) bool { return s == chain.Scope }
-		locate, allocate := alloc.Spilling(chain, a, h, onlyHead,
-			func(c alloc.Target) (alloc.Presence, error) {
-				log = append(log, "locate "+c.Scope.Pool)
-				return alloc.Presence{}, nil
-			},
-			func(c alloc.Target) (netip.Prefix, netip.Addr, error) {
-				log = append(log, "allocate "+c.Scope.Pool)
-				return netip.Prefix{}, netip.Addr{}, nil
-			})
+		storeLocate, storeAllocate := logged(&log)
+		locate, allocate := alloc.Spilling(chain, a, h, onlyHead, storeLocate, storeAllocate)
 		for _, c := range chain.Chain() {
 			p, err := locate(c)
 			if recorded && c.Scope != chain.Scope {
@@ -93,15 +98,8 @@ func TestSpillingWholeChain(t *testing.T) {
 	a := alloctest.CidA
 	var log []string
 	h := head{records: map[alloc.Attachment]bool{}, log: &log}
-	locate, allocate := alloc.Spilling(chain, a, h, func(alloc.Scope) bool { return true },
-		func(c alloc.Target) (alloc.Presence, error) {
-			log = append(log, "locate "+c.Scope.Pool)
-			return alloc.Presence{}, nil
-		},
-		func(c alloc.Target) (netip.Prefix, netip.Addr, error) {
-			log = append(log, "allocate "+c.Scope.Pool)
-			return netip.Prefix{}, netip.Addr{}, nil
-		})
+	storeLocate, storeAllocate := logged(&log)
+	locate, allocate := alloc.Spilling(chain, a, h, func(alloc.Scope) bool { return true }, storeLocate, storeAllocate)
 	for _, c := range chain.Chain() {
 		if _, err := locate(c); err != nil {
 			t.Fatal(err)
