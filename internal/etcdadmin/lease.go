@@ -5,7 +5,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/cniplugins/cniplugins/internal/alloc"
 	"github.com/cniplugins/cniplugins/internal/etcdstore"
 )
 
@@ -85,20 +84,11 @@ func leases(cs []etcdstore.Claim) []Lease {
 // sortLeases sorts by node, scope and address.
 func sortLeases(ls []Lease) {
 	slices.SortFunc(ls, func(x, y Lease) int {
-		if c := strings.Compare(x.Node+"\x00"+scopeOrder(x.Scope), y.Node+"\x00"+scopeOrder(y.Scope)); c != 0 {
+		if c := strings.Compare(x.Node+"\x00"+etcdstore.ScopePath(x.Scope), y.Node+"\x00"+etcdstore.ScopePath(y.Scope)); c != 0 {
 			return c
 		}
 		a, _ := netip.ParseAddr(x.Address) // a marker (no address) sorts first
 		b, _ := netip.ParseAddr(y.Address)
 		return a.Compare(b)
 	})
-}
-
-// scopeOrder sorts networks before pools, each by name: the order of
-// the store's keys, which `leases` has always printed.
-func scopeOrder(s alloc.Scope) string {
-	if s.Pool != "" {
-		return "pool/" + s.Pool
-	}
-	return "net/" + s.Network
 }

@@ -306,7 +306,7 @@ func (s *claimStore) noteTaken(ip netip.Addr, rev int64) {
 // cursor key would be the one hot key every ADD of the pool writes.
 func (s *claimStore) LastReserved(int) (netip.Addr, error) {
 	op := s.op
-	return startAddr(s.set, op.node+"\x00"+op.network+"\x00"+op.cid+"\x00"+op.ifname+"\x00"+scopePath(s.scope)), nil
+	return startAddr(s.set, op.node+"\x00"+op.network+"\x00"+op.cid+"\x00"+op.ifname+"\x00"+ScopePath(s.scope)), nil
 }
 
 // MarkExhausted records, for STATUS, that an ADD found the target full,

@@ -116,7 +116,7 @@ func (op *Operation) collect(run gcRun, dryRun bool) ([]Claim, error) {
 	var claims, holds []Claim
 	read, err := op.read(run)
 	errs := []error{err}
-	for _, s := range slices.SortedFunc(maps.Keys(read), func(x, y alloc.Scope) int { return strings.Compare(scopePath(x), scopePath(y)) }) {
+	for _, s := range slices.SortedFunc(maps.Keys(read), func(x, y alloc.Scope) int { return strings.Compare(ScopePath(x), ScopePath(y)) }) {
 		p := alloc.PlanClaims(read[s].view(run.network), run.keep, op.now)
 		for _, c := range append(p.EndShare, p.Release...) {
 			r, _ := decodeRecord(c.Ref.(etcdkv.KV).Value)

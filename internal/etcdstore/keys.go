@@ -38,7 +38,10 @@ import (
 // can reach outside its place.
 type layout struct{ prefix string }
 
-func scopePath(s alloc.Scope) string {
+// ScopePath is a scope's segment in every key of it: networks ("net/")
+// sort before pools ("pool/"), each by name, which is also the order the
+// operators' listings keep.
+func ScopePath(s alloc.Scope) string {
 	if s.Pool != "" {
 		return "pool/" + s.Pool
 	}
@@ -46,15 +49,15 @@ func scopePath(s alloc.Scope) string {
 }
 
 func (l layout) addrKey(s alloc.Scope, ip netip.Addr) string {
-	return l.prefix + "ip/" + scopePath(s) + "/" + ip.String()
+	return l.prefix + "ip/" + ScopePath(s) + "/" + ip.String()
 }
 
-func (l layout) scopeAddrs(s alloc.Scope) string { return l.prefix + "ip/" + scopePath(s) + "/" }
+func (l layout) scopeAddrs(s alloc.Scope) string { return l.prefix + "ip/" + ScopePath(s) + "/" }
 
 func (l layout) nodePrefix(node string) string { return l.prefix + "node/" + node + "/" }
 
 func (l layout) nodeScope(node string, s alloc.Scope) string {
-	return l.nodePrefix(node) + scopePath(s) + "/"
+	return l.nodePrefix(node) + ScopePath(s) + "/"
 }
 
 func (l layout) attachmentPrefix(node string, s alloc.Scope, cid, ifname string) string {
@@ -69,7 +72,7 @@ func (l layout) nodeKey(node string) string { return l.prefix + "nodes/" + node 
 
 func (l layout) nodesPrefix() string { return l.prefix + "nodes/" }
 
-func (l layout) fullScope(s alloc.Scope) string { return l.prefix + "full/" + scopePath(s) + "/" }
+func (l layout) fullScope(s alloc.Scope) string { return l.prefix + "full/" + ScopePath(s) + "/" }
 
 func (l layout) fullKey(s alloc.Scope, slot int) string { return l.fullScope(s) + strconv.Itoa(slot) }
 

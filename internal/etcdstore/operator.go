@@ -107,7 +107,7 @@ func (o *Operator) Tenants(cs []Claim) ([]string, error) {
 	}
 	out := make([]string, len(cs))
 	for i, c := range cs {
-		out[i] = tenants[scopePath(c.Scope)+"/"+c.Address]
+		out[i] = tenants[ScopePath(c.Scope)+"/"+c.Address]
 	}
 	return out, nil
 }
@@ -154,7 +154,7 @@ func (o *Operator) Release(addr netip.Addr, s alloc.Scope, container, ifname, no
 				Second: r.Second, SecondNode: r.SecondNode, SecondMigration: r.SecondMigration}}
 		}
 	}
-	p, err := alloc.PlanRelease(v, alloc.ReleaseRequest{Addr: addr, Container: container, IfName: ifname, Node: node, Where: scopePath(s)})
+	p, err := alloc.PlanRelease(v, alloc.ReleaseRequest{Addr: addr, Container: container, IfName: ifname, Node: node, Where: ScopePath(s)})
 	switch {
 	case err != nil:
 		return Claim{}, err
@@ -195,7 +195,7 @@ func (o *Operator) Release(addr netip.Addr, s alloc.Scope, container, ifname, no
 		return Claim{}, err
 	}
 	if !out.Succeeded {
-		return Claim{}, fmt.Errorf("%s in %s changed while being released; nothing done, try again", addr, scopePath(s))
+		return Claim{}, fmt.Errorf("%s in %s changed while being released; nothing done, try again", addr, ScopePath(s))
 	}
 	return l, nil
 }
@@ -261,5 +261,5 @@ func (o *Operator) releaseShare(s alloc.Scope, r Record, target bool, dryRun boo
 		}
 		return l, o.op.commitShared(s, kv, ir, "")
 	}
-	return Claim{}, fmt.Errorf("%s in %s changed while being released; nothing done, try again", r.Address, scopePath(s))
+	return Claim{}, fmt.Errorf("%s in %s changed while being released; nothing done, try again", r.Address, ScopePath(s))
 }

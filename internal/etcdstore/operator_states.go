@@ -66,7 +66,7 @@ func (o *Operator) ScopeStates(scopes []alloc.Scope) ([]ScopeState, error) {
 			}
 			st.Tenants = map[netip.Addr]string{}
 			for _, ip := range st.Addrs {
-				if t, ok := tenants[scopePath(s)+"/"+ip.String()]; ok {
+				if t, ok := tenants[ScopePath(s)+"/"+ip.String()]; ok {
 					st.Tenants[ip] = t
 				}
 			}

@@ -37,7 +37,7 @@ func (l layout) tenantPrefix(name string) string  { return l.tenantsRoot() + nam
 func (l layout) tenantVersion(name string) string { return l.versionsRoot() + name }
 func (l layout) versionsRoot() string             { return l.prefix + "tenantv/" }
 func (l layout) tenantMark(name string, s alloc.Scope, ip netip.Addr) string {
-	return l.tenantPrefix(name) + scopePath(s) + "/" + ip.String()
+	return l.tenantPrefix(name) + ScopePath(s) + "/" + ip.String()
 }
 
 // quotaState is an ADD's last count of its tenant.
@@ -183,7 +183,7 @@ func (op *Operation) tenantsOfClaims() (map[string]string, error) {
 	out := map[string]string{}
 	err := op.judgeAll(func(_ etcdkv.KV, r alloc.TenantRecord) {
 		if r.Stale() == "" {
-			out[scopePath(r.Scope)+"/"+r.Addr.String()] = r.Tenant
+			out[ScopePath(r.Scope)+"/"+r.Addr.String()] = r.Tenant
 		}
 	})
 	if err != nil {

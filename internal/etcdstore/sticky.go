@@ -57,7 +57,7 @@ func stickyOf(conf *netconf.Envelope, cniArgs []netconf.CNIArg, ifname string) (
 	return &stickyAtt{Keyed: k, id: alloc.StickyID(k.Key, ifname)}, nil
 }
 
-func (l layout) holdScope(s alloc.Scope) string { return l.prefix + "sticky/" + scopePath(s) + "/" }
+func (l layout) holdScope(s alloc.Scope) string { return l.prefix + "sticky/" + ScopePath(s) + "/" }
 
 // holdKey is the hold of key id in scope for the range set or pool whose
 // index key ends in slot.
