@@ -51,21 +51,24 @@ func startContainerd(root string, rel *release, n network, ipam string, env ...s
 	if err := os.WriteFile(filepath.Join(root, "config.toml"), []byte(conf), 0o644); err != nil {
 		return nil, err
 	}
-	if err := c.start(); err != nil {
-		c.stop()
-		return nil, err
-	}
-	conn, err := grpc.NewClient("unix://"+c.sock, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		c.stop()
-		return nil, err
-	}
-	c.conn, c.rt = conn, runtimeapi.NewRuntimeServiceClient(conn)
-	if err := c.ready(); err != nil {
+	if err := c.launch(); err != nil {
 		c.stop()
 		return nil, err
 	}
 	return c, nil
+}
+
+// launch starts the daemon, dials its CRI and waits until it answers.
+func (c *containerd) launch() error {
+	if err := c.start(); err != nil {
+		return err
+	}
+	conn, err := grpc.NewClient("unix://"+c.sock, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return err
+	}
+	c.conn, c.rt = conn, runtimeapi.NewRuntimeServiceClient(conn)
+	return c.ready()
 }
 
 // start runs the daemon; ready waits until its CRI answers.
@@ -113,6 +116,25 @@ func (c *containerd) restart() error {
 		return err
 	}
 	return c.ready()
+}
+
+// reset gives the tests after a crash a daemon as if new: same network,
+// same IPAM data dir, but a fresh root and state. containerd 1.6's native
+// snapshotter renames a new snapshot's directory into place before it
+// commits the snapshot's ID, so a SIGKILL in between leaves a directory
+// whose ID the restarted daemon hands out again, and the next sandbox
+// fails with "file exists".
+func (c *containerd) reset() error {
+	c.stop()
+	for _, dir := range []string{"root", "state"} {
+		if err := os.RemoveAll(filepath.Join(c.root, dir)); err != nil {
+			return err
+		}
+	}
+	if err := c.launch(); err != nil {
+		return err
+	}
+	return c.importImage(pauseTar)
 }
 
 // kill SIGKILLs the daemon (its shims, and so the pods, live on).

@@ -54,6 +54,9 @@ func TestGCAfterRuntimeKilledMidADD(t *testing.T) {
 			if ls := s.leases(t); len(ls) != 0 {
 				t.Errorf("reservations left after removing every pod: %+v", ls)
 			}
+			if err := s.c.reset(); err != nil {
+				t.Errorf("a fresh daemon after the kill: %v", err)
+			}
 		})
 		// Pods that were running before the crash must keep their addresses.
 		var running []pod
