@@ -112,7 +112,7 @@ func BenchmarkPools60k(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		us, err := Usages([]Network{n})
+		us, err := UsagesIn(Local{}, []Network{n})
 		if err != nil || us[0].Used != bigCount {
 			b.Fatalf("%+v %v", us, err)
 		}

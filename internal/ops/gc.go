@@ -59,8 +59,8 @@ func (b Local) GC(r GCRequest) ([]Lease, error) {
 	var errs []error
 	for _, d := range dirs {
 		in := keep // a pool's reservations record their networks
-		if d.Kind == "network" {
-			in = keep.In(d.Name)
+		if d.Pool == "" {
+			in = keep.In(d.Network)
 		}
 		ls, err := b.collect(d, in, r)
 		out = append(out, ls...)

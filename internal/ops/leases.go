@@ -68,9 +68,9 @@ func (b Local) Leases(f LeaseFilter) ([]Lease, error) {
 	out := []Lease{}
 	for _, d := range dirs {
 		switch {
-		case f.Pool != "" && (d.Kind != "pool" || d.Name != f.Pool):
+		case f.Pool != "" && d.Pool != f.Pool:
 			continue
-		case f.Network != "" && d.Kind == "network" && d.Name != f.Network:
+		case f.Network != "" && d.Pool == "" && d.Network != f.Network:
 			continue
 		}
 		ls, _, err := readLeases(d)
@@ -114,12 +114,10 @@ func readLeases(d StateDir) ([]Lease, alloc.GCView, error) {
 func leaseOf(d StateDir, r hostlocal.Reservation) Lease {
 	l := Lease{
 		Address: r.Addr.String(), Network: r.Owner.Network, ContainerID: r.Owner.ContainerID,
-		IfName: r.Owner.IfName, Owner: r.Owner.Kind(), Since: r.Since.UTC(), Problem: r.Problem,
+		IfName: r.Owner.IfName, Owner: r.Owner.Kind(), Since: r.Since.UTC(), Problem: r.Problem, Pool: d.Pool,
 	}
-	if d.Kind == "pool" {
-		l.Pool = d.Name
-	} else {
-		l.Network = d.Name
+	if d.Pool == "" {
+		l.Network = d.Network
 	}
 	if r.Problem != "" {
 		l.Owner = "invalid"

@@ -12,6 +12,7 @@ import (
 	"github.com/cniplugins/cniplugins/internal/cnierr"
 	"github.com/cniplugins/cniplugins/internal/dapools"
 	"github.com/cniplugins/cniplugins/internal/dsselect"
+	"github.com/cniplugins/cniplugins/internal/netconf"
 	"github.com/cniplugins/cniplugins/internal/pool"
 )
 
@@ -68,23 +69,19 @@ type PoolDef struct {
 // (the allocator is its first such delegate; a list with an entry that
 // is no name is none: ipam-delegated refuses it).
 func ours(p PluginConf) (delegates []string, allocator string, ok bool) {
-	t := p.IPAMType()
-	if isAllocator(t) {
+	if t := p.IPAMType(); isAllocator(t) {
 		return nil, t, true
 	}
-	var names []string
 	for _, d := range p.delegates() {
 		if !d.isName {
 			return nil, "", false
 		}
-		names = append(names, d.name)
-	}
-	for _, d := range names {
-		if isAllocator(d) {
-			return names, d, true
+		delegates = append(delegates, d.name)
+		if allocator == "" && isAllocator(d.name) {
+			allocator = d.name
 		}
 	}
-	return nil, "", false
+	return delegates, allocator, allocator != ""
 }
 
 // Describe works out where p keeps its addresses; ok is false when its
@@ -116,7 +113,7 @@ func Describe(p PluginConf, dataDir string) (Network, bool, error) {
 	if dataDir == "" {
 		dataDir = layout.DataDir
 	}
-	n.Dir = n.stateDir(dataDir, alloc.Scope{Network: env.Name})
+	n.Dir = scopeDir(dataDir, n.EtcdPrefix, alloc.Scope{Network: env.Name})
 	selected := slices.ContainsFunc(delegates, func(d string) bool { return strings.HasPrefix(d, "ipam-ds-") })
 	var argsPools []dsselect.ArgsPool
 	if slices.Contains(delegates, dsselect.ArgsName) {
@@ -133,68 +130,63 @@ func Describe(p PluginConf, dataDir string) (Network, bool, error) {
 		}
 		n.RangeSets = layout.RangeSets
 	}
-	var listed struct {
-		Pools json.RawMessage `json:"pools"`
-	}
-	if err := env.DecodeIPAM(&listed); err != nil {
+	chains := pool.Catalog{Overflows: pool.Overflows(layout.PoolDefs)}
+	listed, err := listedPools(env, chains)
+	if err != nil {
 		return n, true, err
 	}
-	seen := map[string]bool{}
-	add := func(name, field string, def pool.Definition, chain pool.Pool) {
-		n.Pools = append(n.Pools, PoolDef{Name: name, Field: field, Dir: n.stateDir(dataDir, alloc.Scope{Pool: name}), Definition: def, Chain: chain.Names()[1:]})
-		seen[name] = true
-	}
-	chains := pool.Catalog{Overflows: pool.Overflows(layout.PoolDefs)}
-	if len(listed.Pools) > 0 && string(listed.Pools) != "null" {
-		pools, err := pool.ParseList(listed.Pools, "ipam.pools")
+	// Each name once, as the allocator resolves it (alloc.PoolSource:
+	// inline ranges, else the definition): an inline pool's state is
+	// where a defined one's of the same name is.
+	cands := append(listed, argsPools...)
+	for _, name := range slices.Sorted(maps.Keys(layout.PoolDefs)) {
+		field := "ipam.poolDefinitions." + name
+		c, err := chains.Resolve(field, pool.Pool{Name: name})
 		if err != nil {
 			return n, true, err
 		}
-		for i, pl := range pools {
-			field := fmt.Sprintf("ipam.pools[%d]", i)
-			cat := chains
-			cat.Pools = pl.OverflowPools
-			resolved, err := cat.Resolve(field, pl)
-			if err != nil {
-				return n, true, err
-			}
-			src, ok, err := layout.Pool(pl, field)
-			if err != nil {
-				return n, true, err
-			}
-			if !ok {
-				return n, true, cnierr.New(cnierr.CodeInvalidConfig, "unknown pool: no inline ranges and no ipam.poolDefinitions entry", "%s.name=%s", field, pl.Name)
-			}
-			add(pl.Name, field, src, resolved)
-		}
+		cands = append(cands, dsselect.ArgsPool{Pool: c, Field: field})
 	}
-	// The pools ipam-ds-args can select, as the allocator resolves each
-	// (alloc.PoolSource: inline ranges, else the definition): an inline
-	// pool's state is where a defined one's of the same name is.
-	for _, ap := range argsPools {
-		if seen[ap.Name] {
+	seen := map[string]bool{}
+	for i, c := range cands {
+		if seen[c.Name] {
 			continue
 		}
-		src, ok, err := layout.Pool(ap.Pool, ap.Field)
+		src, ok, err := layout.Pool(c.Pool, c.Field)
 		if err != nil {
 			return n, true, err
 		}
-		if !ok {
-			continue // a name nothing defines: its ADDs fail (code 7), nothing to count
+		if !ok && i < len(listed) {
+			return n, true, cnierr.New(cnierr.CodeInvalidConfig, "unknown pool: no inline ranges and no ipam.poolDefinitions entry", "%s.name=%s", c.Field, c.Name)
 		}
-		add(ap.Name, ap.Field, src, ap.Pool)
-	}
-	for _, name := range slices.Sorted(maps.Keys(layout.PoolDefs)) {
-		if !seen[name] {
-			field := "ipam.poolDefinitions." + name
-			c, err := chains.Resolve(field, pool.Pool{Name: name})
-			if err != nil {
-				return n, true, err
-			}
-			add(name, field, layout.PoolDefs[name], c)
+		if ok { // else a rule's name nothing defines: its ADDs fail (code 7), nothing to count
+			seen[c.Name] = true
+			n.Pools = append(n.Pools, PoolDef{Name: c.Name, Field: c.Field, Dir: scopeDir(dataDir, n.EtcdPrefix, alloc.Scope{Pool: c.Name}), Definition: src, Chain: c.Names()[1:]})
 		}
 	}
 	return n, true, checkChainFamilies(n.Pools)
+}
+
+// listedPools are ipam.pools (ipam-ds-static's), each with its overflow
+// chain resolved.
+func listedPools(env *netconf.Envelope, chains pool.Catalog) ([]dsselect.ArgsPool, error) {
+	var listed struct {
+		Pools json.RawMessage `json:"pools"`
+	}
+	if err := env.DecodeIPAM(&listed); err != nil || len(listed.Pools) == 0 || string(listed.Pools) == "null" {
+		return nil, err
+	}
+	pools, err := pool.ParseList(listed.Pools, "ipam.pools")
+	out := make([]dsselect.ArgsPool, len(pools))
+	for i, pl := range pools {
+		out[i].Field = fmt.Sprintf("ipam.pools[%d]", i)
+		cat := chains
+		cat.Pools = pl.OverflowPools
+		if out[i].Pool, err = cat.Resolve(out[i].Field, pl); err != nil {
+			return nil, err
+		}
+	}
+	return out, err
 }
 
 // checkChainFamilies finds, up front and by the ADD's own rule

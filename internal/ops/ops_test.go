@@ -115,7 +115,7 @@ func TestUsagesSharedPool(t *testing.T) {
 	if err := d.Close(); err != nil {
 		t.Fatal(err)
 	}
-	us, err := Usages(nets)
+	us, err := UsagesIn(Local{}, nets)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -52,14 +52,7 @@ func WriteTable(w io.Writer, header []string, rows [][]string, noHeaders bool) e
 
 // WriteJSON prints v as one JSON document (the commands print one array)
 // followed by a newline.
-func WriteJSON(w io.Writer, v any) error {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return err
-	}
-	_, err = w.Write(append(b, '\n'))
-	return err
-}
+func WriteJSON(w io.Writer, v any) error { return json.NewEncoder(w).Encode(v) }
 
 // printable replaces what is not a printable character (control
 // characters, invalid UTF-8) with '?'.

@@ -45,7 +45,10 @@ func (b Local) existingDir(t Location) (StateDir, error) {
 	if t.Pool == "" && t.Network == "" {
 		return StateDir{}, fmt.Errorf("name a --network or a --pool")
 	}
-	d := stateDirOf(b.DataDir, t)
+	d := stateDirOf(b.DataDir, alloc.Scope{Network: t.Network})
+	if t.Pool != "" {
+		d = stateDirOf(b.DataDir, alloc.Scope{Pool: t.Pool})
+	}
 	if fi, err := os.Lstat(d.Path); err != nil || !fi.IsDir() {
 		return d, fmt.Errorf("no state directory %s for %s", d.Path, d.Label())
 	}

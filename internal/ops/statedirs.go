@@ -4,25 +4,25 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 
+	"github.com/cniplugins/cniplugins/internal/alloc"
 	"github.com/cniplugins/cniplugins/internal/dapools"
 	"github.com/cniplugins/cniplugins/internal/hostlocal"
 )
 
-// StateDir is one state directory under a data dir.
+// StateDir is one state directory under a data dir: a network's or a
+// pool's.
 type StateDir struct {
-	Kind string // "network" or "pool"
-	Name string
+	alloc.Scope
 	Path string
 }
 
 // Label names d in output: the network's name, or "pool/<name>".
 func (d StateDir) Label() string {
-	if d.Kind == "pool" {
-		return "pool/" + d.Name
+	if d.Pool != "" {
+		return "pool/" + d.Pool
 	}
-	return d.Name
+	return d.Network
 }
 
 // StateDirs lists the network directories of dataDir and the pool
@@ -43,21 +43,16 @@ func StateDirs(dataDir string) ([]StateDir, error) {
 	}
 	var out []StateDir
 	for _, n := range nets {
-		out = append(out, stateDirOf(dataDir, Location{Network: n}))
+		out = append(out, stateDirOf(dataDir, alloc.Scope{Network: n}))
 	}
 	for _, p := range pools {
-		out = append(out, stateDirOf(dataDir, Location{Pool: p}))
+		out = append(out, stateDirOf(dataDir, alloc.Scope{Pool: p}))
 	}
 	return out, nil
 }
 
-// stateDirOf is t's state directory under dataDir: the pool's when Pool
-// is set, else the network's.
-func stateDirOf(dataDir string, t Location) StateDir {
-	if t.Pool != "" {
-		return StateDir{Kind: "pool", Name: t.Pool, Path: dapools.PoolDir(dataDir, t.Pool)}
-	}
-	return StateDir{Kind: "network", Name: t.Network, Path: filepath.Join(dataDir, t.Network)}
+func stateDirOf(dataDir string, s alloc.Scope) StateDir {
+	return StateDir{Scope: s, Path: scopeDir(dataDir, "", s)}
 }
 
 func subdirs(dir string) ([]string, error) {

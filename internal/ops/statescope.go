@@ -75,16 +75,17 @@ func (Local) States(scopes []StateScope) ([]ScopeState, error) {
 	return out, nil
 }
 
-// stateDir is where scope s of n keeps its state: its directory under
-// dataDir, or for an ipam-da-etcd network the prefix of its claims' keys
-// (docs/etcd.md, "Keys in etcd": ip/pool/<pool>/, ip/net/<network>/),
-// which the etcd backend checks against its own layout.
-func (n Network) stateDir(dataDir string, s alloc.Scope) string {
+// scopeDir is where scope s keeps its state: its directory under
+// dataDir, or for an ipam-da-etcd network (etcdPrefix set) the prefix of
+// its claims' keys (docs/etcd.md, "Keys in etcd": ip/pool/<pool>/,
+// ip/net/<network>/), which the etcd backend checks against its own
+// layout.
+func scopeDir(dataDir, etcdPrefix string, s alloc.Scope) string {
 	switch {
-	case n.EtcdPrefix != "" && s.Pool != "":
-		return n.EtcdPrefix + "ip/pool/" + s.Pool + "/"
-	case n.EtcdPrefix != "":
-		return n.EtcdPrefix + "ip/net/" + s.Network + "/"
+	case etcdPrefix != "" && s.Pool != "":
+		return etcdPrefix + "ip/pool/" + s.Pool + "/"
+	case etcdPrefix != "":
+		return etcdPrefix + "ip/net/" + s.Network + "/"
 	case s.Pool != "":
 		return dapools.PoolDir(dataDir, s.Pool)
 	}

@@ -85,15 +85,11 @@ func (e PlaceError) Error() string {
 	return fmt.Sprintf("%s: its state was read at %s, not at %s where its configuration places it", what, e.Place, e.Scope.Dir)
 }
 
-// Usages lists, for every network in nets whose state is under a data
-// dir, each standalone range set and each pool once (a pool shared by
-// several networks lists them all), in configuration order, with counts
-// read from the state directories.
-func Usages(nets []Network) ([]Usage, error) { return UsagesIn(Local{}, nets) }
-
-// UsagesIn is Usages for the networks whose state b holds (the etcd
-// backend: the ipam-da-etcd networks; the data dir: the others), with
-// counts read from b.
+// UsagesIn lists, for every network in nets whose state b holds (the
+// etcd backend: the ipam-da-etcd networks; the data dir: the others),
+// each standalone range set and each pool once (a pool shared by several
+// networks lists them all), in configuration order, with counts read
+// from b.
 func UsagesIn(b Backend, nets []Network) ([]Usage, error) {
 	out := usageRows(nets, b.Shared())
 	var scopes []StateScope
@@ -126,15 +122,17 @@ func UsagesIn(b Backend, nets []Network) ([]Usage, error) {
 // against one of the definitions only (markConflicts).
 func usageRows(nets []Network, shared bool) []Usage {
 	out := []Usage{}
-	defs := definitions{} // dir + set ID → its definitions, a row each
+	defs := map[string][]definition{} // dir + set ID → its definitions, a row each
 	add := func(u Usage, n Network, field string) {
 		u.Ranges = u.set.String()
 		key := u.Dir + "\x00" + strconv.Itoa(u.id)
-		d, isNew := defs.add(key, definition{ranges: u.Ranges, file: n.Conf.File, path: n.Conf.field(field), row: len(out)})
-		if isNew {
+		i := slices.IndexFunc(defs[key], func(d definition) bool { return d.ranges == u.Ranges })
+		if i < 0 {
+			i = len(defs[key])
+			defs[key] = append(defs[key], definition{ranges: u.Ranges, file: n.Conf.File, path: n.Conf.field(field), row: len(out)})
 			out = append(out, u)
 		}
-		out[d.row].join(n)
+		out[defs[key][i].row].join(n)
 	}
 	for _, n := range nets {
 		if (n.EtcdPrefix != "") != shared {
@@ -153,6 +151,17 @@ func usageRows(nets []Network, shared bool) []Usage {
 	}
 	return out
 }
+
+// definition is one configuration's ranges for a shared state (a state
+// directory's range set or pool), where it first gives them. More than
+// one for a state is a conflict: the networks sharing the state would
+// disagree on its ranges, which validate reports and pools shows.
+type definition struct {
+	ranges, file, path string
+	row                int // the pools row counting its addresses
+}
+
+func (d definition) String() string { return fmt.Sprintf("%s (%s: %s)", d.file, d.path, d.ranges) }
 
 // join adds network n to u's networks, and its quotas to u's.
 func (u *Usage) join(n Network) {

@@ -117,7 +117,7 @@ func TestUsagesSelectablePools(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			us, err := Usages(describeAll(t, files))
+			us, err := UsagesIn(Local{}, describeAll(t, files))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -204,7 +204,7 @@ func TestValidateInlinePoolConflict(t *testing.T) {
 func TestUsagesLeavesEtcdNetworks(t *testing.T) {
 	set := rangeSet(t, addrspace.RangeConfig{Subnet: "10.0.0.0/29"})
 	n := Network{Conf: PluginConf{Network: "e"}, EtcdPrefix: "/cniplugins/", Dir: "/cniplugins/ip/net/e/", RangeSets: []addrspace.RangeSet{set}}
-	if us, err := Usages([]Network{n}); err != nil || len(us) != 0 {
+	if us, err := UsagesIn(Local{}, []Network{n}); err != nil || len(us) != 0 {
 		t.Errorf("Usages of an etcd network: %+v %v", us, err)
 	}
 }

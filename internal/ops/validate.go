@@ -27,7 +27,7 @@ type Validator struct {
 // order. A file that is fine contributes nothing.
 func (v Validator) Files(files []string) []Problem {
 	var out []Problem
-	pools := definitions{}
+	pools := map[string]definition{}
 	for _, f := range files {
 		data, err := os.ReadFile(f)
 		if err != nil {
@@ -39,8 +39,18 @@ func (v Validator) Files(files []string) []Problem {
 	return withSeverity(out)
 }
 
+// Data validates one configuration file given by its content, as Files
+// validates a file: name (its base name decides, as libcni's, whether it
+// is a list) names it in every Problem. k8s-install checks exactly the
+// bytes it is about to write, never a path it would read a second time
+// (the ConfigMap may be swapped in between), and its container's root
+// file system is read-only, so there is no temporary file to write either.
+func (v Validator) Data(name string, data []byte) []Problem {
+	return withSeverity(v.file(name, data, map[string]definition{}))
+}
+
 // file validates one file's content, pools shared with the other files.
-func (v Validator) file(name string, data []byte, pools definitions) []Problem {
+func (v Validator) file(name string, data []byte, pools map[string]definition) []Problem {
 	list, err := loadListData(name, data)
 	if err != nil {
 		return []Problem{{File: name, Msg: err.Error()}}
@@ -64,7 +74,7 @@ func withSeverity(ps []Problem) []Problem {
 }
 
 // plugin validates one plugin's configuration.
-func (v Validator) plugin(p PluginConf, pools definitions) []Problem {
+func (v Validator) plugin(p PluginConf, pools map[string]definition) []Problem {
 	var out []Problem
 	seen := map[string]bool{}
 	report := func(pr Problem) {
@@ -118,8 +128,10 @@ func (v Validator) plugin(p PluginConf, pools definitions) []Problem {
 		// A shared pool is the same pool by its state directory: the same
 		// name in another dataDir is another pool.
 		rs := pd.Set.String()
-		pools.add(pd.Dir, definition{ranges: rs, file: p.File, path: p.field("ipam")})
-		if first := pools[pd.Dir][0]; first.ranges != rs {
+		first, ok := pools[pd.Dir]
+		if !ok {
+			pools[pd.Dir] = definition{ranges: rs, file: p.File, path: p.field("ipam")}
+		} else if first.ranges != rs {
 			report(Problem{File: p.File, Path: p.field("ipam"), Value: pd.Name + "=" + rs,
 				Msg: fmt.Sprintf("pool %s is defined differently in %s; the networks sharing it would disagree on its ranges", pd.Name, first)})
 		}
