@@ -51,15 +51,15 @@ func Fsck(r FsckRequest) ([]Finding, error) {
 	sets := configuredSets(r.Networks)
 	out := []Finding{}
 	for _, d := range dirs {
-		h, err := hostlocal.Examine(d.Path, r.LockTimeout)
+		h, err := hostlocal.Examine(d.Dir, r.LockTimeout)
 		if err != nil {
 			return out, err
 		}
-		fs, drop := findings(d, h, sets[filepath.Clean(d.Path)])
+		fs, drop := findings(d, h, sets[filepath.Clean(d.Dir)])
 		if r.Repair && slices.ContainsFunc(fs, func(f Finding) bool { return f.Repair != "" }) {
 			// Repair re-examines under its own lock, so a change made
 			// meanwhile by a plugin is repaired too, or left alone.
-			if _, err := hostlocal.Repair(d.Path, r.LockTimeout, drop); err != nil {
+			if _, err := hostlocal.Repair(d.Dir, r.LockTimeout, drop); err != nil {
 				return out, err
 			}
 			for i := range fs {
@@ -135,13 +135,13 @@ func configuredSets(nets []Network) map[string][]addrspace.RangeSet {
 
 // findings turns what Examine saw into findings, and lists the cursors a
 // repair should remove.
-func findings(d StateDir, h *hostlocal.Health, sets []addrspace.RangeSet) ([]Finding, []int) {
+func findings(d StateScope, h *hostlocal.Health, sets []addrspace.RangeSet) ([]Finding, []int) {
 	var out []Finding
 	var drop []int
 	add := func(sev, path, what, repair string) {
 		out = append(out, Finding{Dir: d.Label(), Severity: sev, Path: path, What: what, Repair: repair})
 	}
-	idx := hostlocal.IndexDir(d.Path)
+	idx := hostlocal.IndexDir(d.Dir)
 	switch h.Index {
 	case hostlocal.IndexStale:
 		add(SeverityNote, idx, "index is stale: another writer (host-local, a person) changed the directory; the next operation rebuilds it", repairRebuild)
@@ -158,17 +158,17 @@ func findings(d StateDir, h *hostlocal.Health, sets []addrspace.RangeSet) ([]Fin
 		add(SeverityNote, p, "not a reservation, cursor or lock file; left alone", "")
 	}
 	for _, r := range h.Reservations {
-		path := filepath.Join(d.Path, r.Addr.String())
+		path := filepath.Join(d.Dir, r.Addr.String())
 		switch {
 		case r.Problem != "":
 			add(SeverityProblem, path, "reservation file "+r.Problem+"; inspect it and use `cniplugins release` if it is a leak", "")
 		case sets != nil && !slices.ContainsFunc(sets, func(rs addrspace.RangeSet) bool { return rs.Contains(r.Addr) }):
-			add(SeverityProblem, path, fmt.Sprintf("reserved by %s but outside every configured range", describeOwner(r.Owner)), "")
+			add(SeverityProblem, path, "reservation "+leaseOf(d, r).Describe()+" is outside every configured range", "")
 		}
 	}
 	now := time.Now()
 	for _, e := range h.Holds {
-		path := filepath.Join(d.Path, "_sticky", e.ID+".json")
+		path := filepath.Join(d.Dir, "_sticky", e.ID+".json")
 		record := "sticky hold record of key " + printable(fmt.Sprintf("%q", e.Key)) + " "
 		r := alloc.RepairOf(e, now)
 		switch r.Fix {
@@ -196,10 +196,10 @@ func findings(d StateDir, h *hostlocal.Health, sets []addrspace.RangeSet) ([]Fin
 		add(SeverityNote, p, "a tenant's token that no address record links: a tenant that holds nothing here any more", repairRemove)
 	}
 	for _, ip := range h.Orphans {
-		add(SeverityProblem, filepath.Join(d.Path, ip.String()), "held for a sticky key, but no hold record names it: it can never be handed out", "free it")
+		add(SeverityProblem, filepath.Join(d.Dir, ip.String()), "held for a sticky key, but no hold record names it: it can never be handed out", "free it")
 	}
 	for _, c := range h.Cursors {
-		path := filepath.Join(d.Path, fmt.Sprintf("last_reserved_ip.%d", c.RangeID))
+		path := filepath.Join(d.Dir, fmt.Sprintf("last_reserved_ip.%d", c.RangeID))
 		switch {
 		case !c.Addr.IsValid():
 			add(SeverityProblem, path, fmt.Sprintf("cursor does not hold an address: %q", trimmed(string(c.Raw))), repairRemove)
@@ -214,14 +214,4 @@ func findings(d StateDir, h *hostlocal.Health, sets []addrspace.RangeSet) ([]Fin
 		}
 	}
 	return out, drop
-}
-
-func describeOwner(a alloc.Attachment) string {
-	switch a.Kind() {
-	case "cni":
-		return "container " + a.ContainerID + " (" + a.IfName + ")"
-	case "legacy":
-		return "container " + a.ContainerID
-	}
-	return a.Kind() + " owner " + a.IfName
 }

@@ -42,15 +42,15 @@ type GCRequest struct {
 // GC; with --pool alone, every network's are.
 func (b Local) GC(r GCRequest) ([]Lease, error) {
 	keep := alloc.NewKeepSet(r.Network, r.Keep)
-	var dirs []StateDir
+	var dirs []StateScope
 	var err error
 	if r.Runtime != nil {
 		keep = alloc.NewRuntimeKeepSet(*r.Runtime)
 		dirs, err = StateDirs(b.DataDir)
 	} else {
-		var d StateDir
+		var d StateScope
 		d, err = b.existingDir(r.Location)
-		dirs = []StateDir{d}
+		dirs = []StateScope{d}
 	}
 	if err != nil {
 		return nil, err
@@ -72,7 +72,7 @@ func (b Local) GC(r GCRequest) ([]Lease, error) {
 // collect is GC's work in one state directory. `gc` reports the
 // addresses it frees; `gc --cri` every reservation it takes from a
 // container, those that became a key's hold included.
-func (b Local) collect(d StateDir, keep alloc.KeepSet, r GCRequest) ([]Lease, error) {
+func (b Local) collect(d StateScope, keep alloc.KeepSet, r GCRequest) ([]Lease, error) {
 	now := time.Now()
 	var ls []Lease
 	var v alloc.GCView
@@ -85,8 +85,8 @@ func (b Local) collect(d StateDir, keep alloc.KeepSet, r GCRequest) ([]Lease, er
 	if r.Apply {
 		// What it released is reported as read under the lock.
 		var all map[string]dapools.Released
-		all, err = dapools.Collect(dapools.Collection{DataDir: b.DataDir, Dirs: []string{d.Path}, LockTimeout: b.LockTimeout, Keep: keep.Keeps, Now: now, Inspect: read})
-		done = all[d.Path]
+		all, err = dapools.Collect(dapools.Collection{DataDir: b.DataDir, Dirs: []string{d.Dir}, LockTimeout: b.LockTimeout, Keep: keep.Keeps, Now: now, Inspect: read})
+		done = all[d.Dir]
 	} else if err = read("", nil); err == nil {
 		// The engine's plan over what is read without the lock: what
 		// --apply does, in its order.

@@ -11,43 +11,32 @@ import (
 )
 
 // Lease is one reservation as `cniplugins leases` reports it; its JSON
-// form is the documented schema (every key always present).
+// form is the documented schema (docs/cli.md).
 type Lease struct {
 	Address string `json:"address"`
 	// Network is the network directory's name, or for a pool reservation
-	// the network recorded in it ("" when none is: written by host-local
-	// or before pools recorded networks).
+	// the network recorded in it.
 	Network     string    `json:"network"`
-	Pool        string    `json:"pool"` // "" for a network directory
+	Pool        string    `json:"pool"`
 	ContainerID string    `json:"containerID"`
 	IfName      string    `json:"ifname"`
-	Owner       string    `json:"owner"` // "cni", "legacy", "marker" (--etcd) or another owner kind ("docker")
+	Owner       string    `json:"owner"` // "cni", "legacy", "invalid", "sticky", "marker" (--etcd) or another kind
 	Since       time.Time `json:"since"`
-	// Node is the host that holds it; only a shared Backend (--etcd)
-	// records one.
-	Node string `json:"node,omitempty"`
-	// NodeSeen is when that node last ran an ADD, DEL, GC or STATUS
-	// (zero when unknown: it has not since this was recorded).
+	// Node and NodeSeen: only a shared Backend (--etcd) records them.
+	Node     string    `json:"node,omitempty"`
 	NodeSeen time.Time `json:"nodeSeen,omitzero"`
-	// Problem says why the file is not a well-formed reservation ("" when
-	// it is); fsck reports the same.
-	Problem string `json:"problem"`
-	// A sticky key's hold (Owner "sticky"): the key, until when the
-	// address is kept for it (zero: until released) and the container
-	// that held it last. Local state also names the key of an address a
-	// container has (StickyKey, with ContainerID set); a held address
-	// there has ContainerID "" and the key's interface as IfName.
+	Problem  string    `json:"problem"` // why the file is no well-formed reservation; fsck reports the same
+	// A sticky key's record: local state also names the key of an
+	// address a container has (ContainerID set); a held address there
+	// has ContainerID "" and the key's interface as IfName.
 	StickyKey   string    `json:"stickyKey,omitempty"`
 	HoldExpires time.Time `json:"holdExpires,omitzero"`
 	LastOwner   string    `json:"lastOwner,omitempty"`
 	// SecondOwner is a KubeVirt live migration's target, which shares the
-	// address with ContainerID while both run, and SecondMigration the
-	// migration it was started for.
+	// address with ContainerID while both run.
 	SecondOwner     string `json:"secondOwner,omitempty"`
 	SecondMigration string `json:"secondMigration,omitempty"`
-	// Tenant is the quota's tenant the address counts for
-	// ("<per>=<value>"; "" when it counts for none).
-	Tenant string `json:"tenant,omitempty"`
+	Tenant          string `json:"tenant,omitempty"`
 }
 
 // LeaseFilter narrows a listing; empty fields match everything.
@@ -88,16 +77,16 @@ func (b Local) Leases(f LeaseFilter) ([]Lease, error) {
 
 // readLeases reads d's reservations without the lock, as leases with
 // what sticky keys' records say, and as the engine's GC reads them.
-func readLeases(d StateDir) ([]Lease, alloc.GCView, error) {
+func readLeases(d StateScope) ([]Lease, alloc.GCView, error) {
 	v := alloc.GCView{Owners: map[netip.Addr]alloc.Attachment{}}
-	rs, err := hostlocal.ReadReservations(d.Path)
+	rs, err := hostlocal.ReadReservations(d.Dir)
 	if err != nil {
 		return nil, v, err
 	}
-	if v.Holds, err = hostlocal.ReadHolds(d.Path); err != nil {
+	if v.Holds, err = hostlocal.ReadHolds(d.Dir); err != nil {
 		return nil, v, err
 	}
-	tenants, err := hostlocal.ReadTenants(d.Path, hostlocal.Addrs(rs))
+	tenants, err := hostlocal.ReadTenants(d.Dir, hostlocal.Addrs(rs))
 	if err != nil {
 		return nil, v, err
 	}
@@ -111,7 +100,7 @@ func readLeases(d StateDir) ([]Lease, alloc.GCView, error) {
 	return ls, v, nil
 }
 
-func leaseOf(d StateDir, r hostlocal.Reservation) Lease {
+func leaseOf(d StateScope, r hostlocal.Reservation) Lease {
 	l := Lease{
 		Address: r.Addr.String(), Network: r.Owner.Network, ContainerID: r.Owner.ContainerID,
 		IfName: r.Owner.IfName, Owner: r.Owner.Kind(), Since: r.Since.UTC(), Problem: r.Problem, Pool: d.Pool,

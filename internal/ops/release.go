@@ -38,19 +38,19 @@ func (t Location) Validate() error {
 // existingDir is t's state directory under the data dir (the pool's when
 // Pool is set, else the network's), which must exist: a plugin's Open
 // creates a missing state directory, an operator's typo must not.
-func (b Local) existingDir(t Location) (StateDir, error) {
+func (b Local) existingDir(t Location) (StateScope, error) {
 	if err := t.Validate(); err != nil {
-		return StateDir{}, err
+		return StateScope{}, err
 	}
 	if t.Pool == "" && t.Network == "" {
-		return StateDir{}, fmt.Errorf("name a --network or a --pool")
+		return StateScope{}, fmt.Errorf("name a --network or a --pool")
 	}
 	d := stateDirOf(b.DataDir, alloc.Scope{Network: t.Network})
 	if t.Pool != "" {
 		d = stateDirOf(b.DataDir, alloc.Scope{Pool: t.Pool})
 	}
-	if fi, err := os.Lstat(d.Path); err != nil || !fi.IsDir() {
-		return d, fmt.Errorf("no state directory %s for %s", d.Path, d.Label())
+	if fi, err := os.Lstat(d.Dir); err != nil || !fi.IsDir() {
+		return d, fmt.Errorf("no state directory %s for %s", d.Dir, d.Label())
 	}
 	return d, nil
 }
@@ -84,13 +84,13 @@ func (b Local) Release(r ReleaseRequest) (Lease, error) {
 	var v alloc.ReleaseView
 	var p alloc.ReleasePlan
 	if r.DryRun {
-		v, err = alloc.ReadRelease(hostlocal.Reader(d.Path), q)
+		v, err = alloc.ReadRelease(hostlocal.Reader(d.Dir), q)
 		if err == nil {
 			p, err = alloc.PlanRelease(v, q)
 		}
 	} else {
 		var disk *hostlocal.Disk
-		if disk, err = hostlocal.Open(d.Path, b.LockTimeout); err != nil {
+		if disk, err = hostlocal.Open(d.Dir, b.LockTimeout); err != nil {
 			return Lease{}, err
 		}
 		v, p, err = alloc.OperatorRelease(disk, q, b.now())

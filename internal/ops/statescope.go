@@ -1,7 +1,10 @@
 package ops
 
 import (
+	"errors"
+	"fmt"
 	"net/netip"
+	"os"
 	"path/filepath"
 	"strings"
 
@@ -12,13 +15,56 @@ import (
 	"github.com/cniplugins/cniplugins/internal/netconf"
 )
 
-// StateScope is one range set's network or one pool, as `pools` asks a
-// Backend for its state: Dir is where Describe placed it (a directory
-// under the data dir, or an ipam-da-etcd network's key prefix), Scope
-// its name as the allocators key it.
+// StateScope is one network's (standalone) or one pool's state: Dir is
+// where Describe places it (a directory under the data dir, or an
+// ipam-da-etcd network's key prefix), Scope its name as the allocators
+// key it.
 type StateScope struct {
-	Dir   string
-	Scope alloc.Scope
+	Dir string
+	alloc.Scope
+}
+
+// Label names d in output: the network's name, or "pool/<name>".
+func (d StateScope) Label() string {
+	if d.Pool != "" {
+		return "pool/" + d.Pool
+	}
+	return d.Network
+}
+
+// StateDirs lists the network directories of dataDir and the pool
+// directories under its _pools (hostlocal.StateDirNames), sorted by kind
+// then name. A data dir that does not exist is an error: an operator's
+// typo must not read as a node with nothing reserved.
+func StateDirs(dataDir string) ([]StateScope, error) {
+	nets, err := subdirs(dataDir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("data dir %s does not exist", dataDir)
+	}
+	if err != nil {
+		return nil, err
+	}
+	pools, err := subdirs(dapools.PoolsDir(dataDir))
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, err
+	}
+	var out []StateScope
+	for _, n := range nets {
+		out = append(out, stateDirOf(dataDir, alloc.Scope{Network: n}))
+	}
+	for _, p := range pools {
+		out = append(out, stateDirOf(dataDir, alloc.Scope{Pool: p}))
+	}
+	return out, nil
+}
+
+func stateDirOf(dataDir string, s alloc.Scope) StateScope {
+	return StateScope{Scope: s, Dir: scopeDir(dataDir, "", s)}
+}
+
+func subdirs(dir string) ([]string, error) {
+	des, err := os.ReadDir(dir)
+	return hostlocal.StateDirNames(des), err
 }
 
 // ScopeState is what one scope holds, as `pools` counts it. The etcd

@@ -15,42 +15,26 @@ import (
 )
 
 // Usage is how full one range set or pool is; its JSON form is the
-// documented schema of `cniplugins pools -o json`.
+// schema of `cniplugins pools -o json` (docs/cli.md).
 type Usage struct {
-	Kind string `json:"kind"` // "range-set" (of a network, standalone) or "pool"
-	// Name is the network's name for a range set, the pool's for a pool.
-	Name string `json:"name"`
-	// RangeSet is the range set's index in the network's ranges (the N of
-	// last_reserved_ip.N); null for a pool.
-	RangeSet *int `json:"rangeSet"`
-	// Networks lists the networks whose configuration uses it.
-	Networks []string `json:"networks"`
-	Ranges   string   `json:"ranges"` // "start-end,start-end"
-	Dir      string   `json:"dir"`
-	// Size counts the addresses that can be handed out (gateways
-	// excluded); it saturates at 2^64-1 for huge IPv6 ranges.
-	Size uint64 `json:"size"`
-	Used uint64 `json:"used"`
-	// Held counts the used addresses that sticky keys hold with no
-	// container (after a DEL); Used - Held are in use.
-	Held uint64 `json:"held"`
-	// Migrating counts the used addresses a KubeVirt live migration's
-	// two owners share (the source's and the target's pods).
-	Migrating uint64  `json:"migrating"`
-	Free      uint64  `json:"free"`
-	Percent   float64 `json:"percentUsed"` // 0-100, two decimals
-	// Exhausted is what STATUS reads: an ADD found it full and
-	// nothing was released there since.
-	Exhausted bool `json:"exhausted"`
-	// Overflow is the pool's overflow chain: the pools an ADD takes an
-	// address from, in order, when this one is full.
-	Overflow []string `json:"overflow,omitempty"`
-	// Tenants are the quotas' tenants with addresses in the pool.
-	Tenants []TenantUsage `json:"tenants,omitempty"`
+	Kind      string        `json:"kind"` // "range-set" (a network's standalone) or "pool"
+	Name      string        `json:"name"`
+	RangeSet  *int          `json:"rangeSet"` // nil for a pool
+	Networks  []string      `json:"networks"`
+	Ranges    string        `json:"ranges"`
+	Dir       string        `json:"dir"`
+	Size      uint64        `json:"size"` // saturates at 2^64-1
+	Used      uint64        `json:"used"`
+	Held      uint64        `json:"held"`
+	Migrating uint64        `json:"migrating"`
+	Free      uint64        `json:"free"`
+	Percent   float64       `json:"percentUsed"`
+	Exhausted bool          `json:"exhausted"`
+	Overflow  []string      `json:"overflow,omitempty"`
+	Tenants   []TenantUsage `json:"tenants,omitempty"`
 	// Conflict is set when configurations sharing its state disagree on
-	// its ranges (`cniplugins validate` reports it too): each definition
-	// is a row of its own, and Conflict says which this one is and where
-	// the others are written.
+	// its ranges: each definition is a row of its own, and Conflict says
+	// which this one is and where the others are written.
 	Conflict string `json:"conflict,omitempty"`
 
 	set     addrspace.RangeSet
@@ -78,9 +62,9 @@ type PlaceError struct {
 }
 
 func (e PlaceError) Error() string {
-	what := "network " + e.Scope.Scope.Network
-	if e.Scope.Scope.Pool != "" {
-		what = "pool " + e.Scope.Scope.Pool
+	what := "network " + e.Scope.Network
+	if e.Scope.Pool != "" {
+		what = "pool " + e.Scope.Pool
 	}
 	return fmt.Sprintf("%s: its state was read at %s, not at %s where its configuration places it", what, e.Place, e.Scope.Dir)
 }
