@@ -9,8 +9,6 @@ import (
 	"strings"
 
 	"github.com/containernetworking/cni/libcni"
-
-	"github.com/cniplugins/cniplugins/internal/netconf"
 )
 
 // DefaultConfDir is where runtimes read CNI network configurations.
@@ -139,25 +137,6 @@ func loadListData(name string, data []byte) (*libcni.NetworkConfigList, error) {
 	return libcni.ConfListFromConf(c)
 }
 
-// ipamSection is what ops reads of a plugin's ipam without the plugins'
-// parser: its type, and ipam-delegated's delegates as written. A field of
-// the wrong JSON type reads as absent and leaves the other one read.
-type ipamSection struct {
-	Type      string            `json:"type"`
-	Delegates []json.RawMessage `json:"delegates"`
-}
-
-func (p PluginConf) ipam() ipamSection {
-	var c struct {
-		IPAM ipamSection `json:"ipam"`
-	}
-	_ = json.Unmarshal(p.Raw, &c)
-	return c.IPAM
-}
-
-// IPAMType is the type of the plugin's ipam section, "" if it has none.
-func (p PluginConf) IPAMType() string { return p.ipam().Type }
-
 // delegate is one entry of ipam-delegated's ipam.delegates: its name,
 // unless the entry is no string (ipam-delegated's own Validate names it).
 type delegate struct {
@@ -165,22 +144,27 @@ type delegate struct {
 	isName bool
 }
 
-// delegates reads the ipam.delegates of an ipam-delegated plugin, in
-// order; any other IPAM has none.
-func (p PluginConf) delegates() []delegate {
-	s := p.ipam()
-	if s.Type != typeDelegated {
-		return nil
+// ipam reads the type of p's ipam section ("" if it has none) and, for
+// ipam-delegated, its delegates in order, without the plugins' parser: a
+// field of the wrong JSON type reads as absent and leaves the other one
+// read.
+func (p PluginConf) ipam() (typ string, delegates []delegate) {
+	var c struct {
+		IPAM struct {
+			Type      string            `json:"type"`
+			Delegates []json.RawMessage `json:"delegates"`
+		} `json:"ipam"`
 	}
-	out := make([]delegate, len(s.Delegates))
-	for i, raw := range s.Delegates {
-		out[i].isName = json.Unmarshal(raw, &out[i].name) == nil
+	_ = json.Unmarshal(p.Raw, &c)
+	if c.IPAM.Type != typeDelegated {
+		return c.IPAM.Type, nil
 	}
-	return out
+	delegates = make([]delegate, len(c.IPAM.Delegates))
+	for i, raw := range c.IPAM.Delegates {
+		delegates[i].isName = json.Unmarshal(raw, &delegates[i].name) == nil
+	}
+	return c.IPAM.Type, delegates
 }
-
-// Envelope parses the plugin's config with the plugins' own parser.
-func (p PluginConf) Envelope() (*netconf.Envelope, error) { return netconf.Parse(p.Raw) }
 
 // field joins the plugin's path and a config field into the file's JSON
 // path: "plugins[0].ipam.ranges[1]".

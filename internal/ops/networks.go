@@ -69,10 +69,11 @@ type PoolDef struct {
 // (the allocator is its first such delegate; a list with an entry that
 // is no name is none: ipam-delegated refuses it).
 func ours(p PluginConf) (delegates []string, allocator string, ok bool) {
-	if t := p.IPAMType(); isAllocator(t) {
+	t, ds := p.ipam()
+	if isAllocator(t) {
 		return nil, t, true
 	}
-	for _, d := range p.delegates() {
+	for _, d := range ds {
 		if !d.isName {
 			return nil, "", false
 		}
@@ -93,7 +94,7 @@ func Describe(p PluginConf, dataDir string) (Network, bool, error) {
 	if !ok {
 		return Network{}, false, nil
 	}
-	env, err := p.Envelope()
+	env, err := netconf.Parse(p.Raw)
 	if err != nil {
 		return Network{}, true, err
 	}

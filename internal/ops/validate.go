@@ -10,6 +10,7 @@ import (
 	"github.com/cniplugins/cniplugins/internal/addrspace"
 	"github.com/cniplugins/cniplugins/internal/cnierr"
 	"github.com/cniplugins/cniplugins/internal/dsselect"
+	"github.com/cniplugins/cniplugins/internal/netconf"
 	"github.com/cniplugins/cniplugins/internal/plugin"
 )
 
@@ -31,12 +32,12 @@ func (v Validator) Files(files []string) []Problem {
 	for _, f := range files {
 		data, err := os.ReadFile(f)
 		if err != nil {
-			out = append(out, Problem{File: f, Msg: "cannot read: " + err.Error()})
+			out = append(out, Problem{File: f, Msg: "cannot read: " + err.Error(), Severity: SeverityProblem})
 			continue
 		}
 		out = append(out, v.file(f, data, pools)...)
 	}
-	return withSeverity(out)
+	return out
 }
 
 // Data validates one configuration file given by its content, as Files
@@ -46,31 +47,26 @@ func (v Validator) Files(files []string) []Problem {
 // (the ConfigMap may be swapped in between), and its container's root
 // file system is read-only, so there is no temporary file to write either.
 func (v Validator) Data(name string, data []byte) []Problem {
-	return withSeverity(v.file(name, data, map[string]definition{}))
+	return v.file(name, data, map[string]definition{})
 }
 
-// file validates one file's content, pools shared with the other files.
+// file validates one file's content, pools shared with the other files;
+// whatever is not a warning is marked a problem, so each says which.
 func (v Validator) file(name string, data []byte, pools map[string]definition) []Problem {
 	list, err := loadListData(name, data)
 	if err != nil {
-		return []Problem{{File: name, Msg: err.Error()}}
+		return []Problem{{File: name, Msg: err.Error(), Severity: SeverityProblem}}
 	}
 	plugins, out := listPlugins(name, list)
 	for _, p := range plugins {
 		out = append(out, v.plugin(p, pools)...)
 	}
-	return out
-}
-
-// withSeverity marks every problem that is not a warning as a problem,
-// so that each says which it is.
-func withSeverity(ps []Problem) []Problem {
-	for i := range ps {
-		if ps[i].Severity == "" {
-			ps[i].Severity = SeverityProblem
+	for i := range out {
+		if out[i].Severity == "" {
+			out[i].Severity = SeverityProblem
 		}
 	}
-	return ps
+	return out
 }
 
 // plugin validates one plugin's configuration.
@@ -83,13 +79,13 @@ func (v Validator) plugin(p PluginConf, pools map[string]definition) []Problem {
 			out = append(out, pr)
 		}
 	}
-	env, err := p.Envelope()
+	env, err := netconf.Parse(p.Raw)
 	if err != nil {
 		return []Problem{p.problem(err)}
 	}
-	typ := p.IPAMType()
+	typ, delegates := p.ipam()
 	names := []string{typ}
-	for i, d := range p.delegates() {
+	for i, d := range delegates {
 		if !d.isName {
 			continue // the personality's own Validate names it
 		}
