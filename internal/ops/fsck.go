@@ -85,7 +85,8 @@ func tenantLockFindings(r FsckRequest) ([]Finding, error) {
 	var out []Finding
 	for _, l := range locks {
 		if !l.Counted {
-			out = append(out, Finding{Dir: tenantLocksLabel, Severity: SeverityNote, Path: l.Path,
+			// The tenants' locks live beside the pools' indexes.
+			out = append(out, Finding{Dir: "_pools/_index", Severity: SeverityNote, Path: l.Path,
 				What:   fmt.Sprintf("lock file of tenant %q, for which no pool counts an address any more", printable(l.Tenant)),
 				Repair: repairRemove})
 		}
@@ -100,10 +101,6 @@ func tenantLockFindings(r FsckRequest) ([]Finding, error) {
 	}
 	return out, err
 }
-
-// tenantLocksLabel is the Dir of a tenant lock's finding: the tenants'
-// locks live beside the pools' indexes.
-const tenantLocksLabel = "_pools/_index"
 
 // Unrepaired counts the problems left.
 func Unrepaired(fs []Finding) int {

@@ -56,10 +56,7 @@ func (b Local) Leases(f LeaseFilter) ([]Lease, error) {
 	}
 	out := []Lease{}
 	for _, d := range dirs {
-		switch {
-		case f.Pool != "" && d.Pool != f.Pool:
-			continue
-		case f.Network != "" && d.Pool == "" && d.Network != f.Network:
+		if f.Pool != "" && d.Pool != f.Pool || f.Network != "" && d.Pool == "" && d.Network != f.Network {
 			continue
 		}
 		ls, _, err := readLeases(d)
