@@ -3,7 +3,9 @@ package ops
 import (
 	"bufio"
 	"encoding/json"
+	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -67,4 +69,95 @@ func printable(s string) string {
 		}
 		return r
 	}, s)
+}
+
+// PromFamily is one metric family of a Prometheus text exposition (0.0.4).
+// Processes beside `pools` (k8s-install's counters) write theirs through
+// WritePromFamilies too, so every series is quoted and formatted one way.
+type PromFamily struct {
+	Name, Help string
+	Type       string // "counter" or "gauge"
+	Samples    []PromSample
+}
+
+// PromSample is one series of a family: its labels, in order, and value.
+type PromSample struct {
+	Labels []PromLabel
+	Value  float64
+}
+
+// PromLabel is one label of a series.
+type PromLabel struct{ Name, Value string }
+
+// WriteProm writes us as gauges for node_exporter's textfile collector.
+// Names and labels are documented in docs/cli.md ("Prometheus metrics"),
+// a stable interface for dashboards and alerts.
+func WriteProm(w io.Writer, us []Usage) error {
+	var fams []PromFamily
+	gauge := func(name, help string, value func(Usage) float64) {
+		f := PromFamily{Name: name, Help: help, Type: "gauge"}
+		for _, u := range us {
+			set := ""
+			if u.RangeSet != nil {
+				set = strconv.Itoa(*u.RangeSet)
+			}
+			labels := []PromLabel{{"kind", u.Kind}, {"name", u.Name}, {"range_set", set}, {"networks", strings.Join(u.Networks, ",")}}
+			f.Samples = append(f.Samples, PromSample{Labels: labels, Value: value(u)})
+		}
+		fams = append(fams, f)
+	}
+	gauge("cniplugins_ipam_size_addresses", "Addresses the range set or pool can hand out (gateways and excluded addresses not counted).", func(u Usage) float64 { return float64(u.Size) })
+	gauge("cniplugins_ipam_used_addresses", "Addresses reserved in the range set or pool.", func(u Usage) float64 { return float64(u.Used) })
+	gauge("cniplugins_ipam_held_addresses", "Used addresses that sticky keys hold with no container (after a DEL, until the hold expires or is released).", func(u Usage) float64 { return float64(u.Held) })
+	gauge("cniplugins_ipam_free_addresses", "Addresses still free in the range set or pool.", func(u Usage) float64 { return float64(u.Free) })
+	gauge("cniplugins_ipam_exhausted", "1 while the range set or pool is exhausted (an ADD found it full and nothing was released since), else 0: what STATUS reads (one tenant's full pool fails only that tenant's ADDs).", func(u Usage) float64 {
+		if u.Exhausted {
+			return 1
+		}
+		return 0
+	})
+	// The quotas' gauges, by tenant and pool; without tenants, none.
+	inUse := PromFamily{Name: "cniplugins_tenant_addresses", Help: "Addresses (reservations and sticky holds) a quota's tenant has in the pool.", Type: "gauge"}
+	quota := PromFamily{Name: "cniplugins_tenant_quota", Help: "The most addresses the tenant's rule allows it across the pools of its selection (the pool's overflow chain included).", Type: "gauge"}
+	for _, u := range us {
+		for _, t := range u.Tenants {
+			labels := []PromLabel{{"tenant", t.Tenant}, {"pool", u.Name}}
+			inUse.Samples = append(inUse.Samples, PromSample{Labels: labels, Value: float64(t.InUse)})
+			if t.Quota != nil {
+				quota.Samples = append(quota.Samples, PromSample{Labels: labels, Value: float64(*t.Quota)})
+			}
+		}
+	}
+	if inUse.Samples != nil {
+		fams = append(fams, inUse, quota)
+	}
+	return WritePromFamilies(w, fams)
+}
+
+// WritePromFamilies writes fams in the text exposition format, each
+// family's HELP and TYPE lines before its samples.
+func WritePromFamilies(w io.Writer, fams []PromFamily) error {
+	var b strings.Builder
+	for _, f := range fams {
+		fmt.Fprintf(&b, "# HELP %s %s\n# TYPE %s %s\n", f.Name, f.Help, f.Name, f.Type)
+		for _, s := range f.Samples {
+			b.WriteString(f.Name)
+			if len(s.Labels) > 0 {
+				pairs := make([]string, len(s.Labels))
+				for i, l := range s.Labels {
+					pairs[i] = l.Name + "=" + promQuote(l.Value)
+				}
+				b.WriteString("{" + strings.Join(pairs, ",") + "}")
+			}
+			b.WriteString(" " + strconv.FormatFloat(s.Value, 'g', -1, 64) + "\n")
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// promQuote quotes a label value as the exposition format escapes it.
+func promQuote(s string) string {
+	r := strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`)
+	return `"` + r.Replace(s) + `"`
 }
