@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cniplugins/cniplugins/internal/addrspace"
 	"github.com/cniplugins/cniplugins/internal/alloc"
 	"github.com/cniplugins/cniplugins/internal/dapools"
 	"github.com/cniplugins/cniplugins/internal/hostlocal"
@@ -124,4 +125,34 @@ func plantTenants(t *testing.T, dataDir string, live alloc.Attachment) string {
 		t.Fatalf("fsck before GC finds %+v; want the stale record and the idle lock", fs)
 	}
 	return dir
+}
+
+// fsck with the configuration reports a reservation outside every range
+// set the configuration gives its directory, naming it as leases would,
+// and never repairs it: a reservation is never deleted.
+func TestFsckReservationOutsideRanges(t *testing.T) {
+	dataDir := t.TempDir()
+	dir := filepath.Join(dataDir, "net")
+	d, err := hostlocal.Open(dir, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ip := range []string{"10.0.0.2", "10.9.9.9"} {
+		if _, err := d.Reserve(alloc.Attachment{ContainerID: "c" + ip, IfName: "eth0"}, netip.MustParseAddr(ip)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	nets := []Network{{Conf: PluginConf{Network: "net"}, Dir: dir, RangeSets: []addrspace.RangeSet{rangeSet(t, addrspace.RangeConfig{Subnet: "10.0.0.0/29"})}}}
+	fs, err := Fsck(FsckRequest{DataDir: dataDir, Networks: nets, Repair: true, LockTimeout: time.Second})
+	if err != nil || len(fs) != 1 || Unrepaired(fs) != 1 {
+		t.Fatalf("fsck: %+v, %v; want one unrepaired problem", fs, err)
+	}
+	want := Finding{Dir: "net", Severity: SeverityProblem, Path: filepath.Join(dir, "10.9.9.9"),
+		What: "reservation 10.9.9.9 (network net, container c10.9.9.9 ifname eth0, owner cni) is outside every configured range"}
+	if fs[0] != want {
+		t.Errorf("fsck: %+v; want %+v", fs[0], want)
+	}
 }
