@@ -119,7 +119,9 @@ func (v Validator) plugin(p PluginConf, pools map[string]definition) []Problem {
 		report(p.problem(err))
 		return out
 	}
-	out = append(out, v.overlaps(n)...)
+	if err := overlaps(n); err != nil {
+		out = append(out, p.problem(err))
+	}
 	for _, pd := range n.Pools {
 		// A shared pool is the same pool by its state directory: the same
 		// name in another dataDir is another pool.
@@ -137,7 +139,7 @@ func (v Validator) plugin(p PluginConf, pools map[string]definition) []Problem {
 
 // overlaps rejects a network whose range sets and pools share an
 // address: two state directories would hand the same address out twice.
-func (v Validator) overlaps(n Network) []Problem {
+func overlaps(n Network) error {
 	sets := append([]addrspace.RangeSet{}, n.RangeSets...)
 	labels := make([]string, 0, len(sets)+len(n.Pools))
 	for i := range n.RangeSets {
@@ -147,11 +149,7 @@ func (v Validator) overlaps(n Network) []Problem {
 		sets = append(sets, pd.Set)
 		labels = append(labels, pd.Field)
 	}
-	err := addrspace.CheckDisjoint(sets, func(set, idx int) string { return fmt.Sprintf("%s[%d]", labels[set], idx) })
-	if err == nil {
-		return nil
-	}
-	return []Problem{n.Conf.problem(err)}
+	return addrspace.CheckDisjoint(sets, func(set, idx int) string { return fmt.Sprintf("%s[%d]", labels[set], idx) })
 }
 
 // resolvable reports whether name is an executable file in the CNI path,
