@@ -61,7 +61,6 @@ type PluginConf struct {
 	// Path is the plugin's JSON path in the file: "plugins[1]" in a
 	// conflist, "" for a single .conf.
 	Path string
-	Type string
 	Raw  []byte // the plugin's config with name and cniVersion injected, as libcni sends it
 }
 
@@ -106,7 +105,7 @@ func listPlugins(f string, list *libcni.NetworkConfigList) ([]PluginConf, []Prob
 			problems = append(problems, Problem{File: f, Path: fmt.Sprintf("plugins[%d]", i), Msg: err.Error()})
 			continue
 		}
-		pc := PluginConf{File: f, Network: list.Name, Type: p.Network.Type, Raw: raw.Bytes}
+		pc := PluginConf{File: f, Network: list.Name, Raw: raw.Bytes}
 		if !single {
 			pc.Path = fmt.Sprintf("plugins[%d]", i)
 		}
