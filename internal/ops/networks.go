@@ -178,6 +178,9 @@ func listedPools(env *netconf.Envelope, chains pool.Catalog) ([]dsselect.ArgsPoo
 		return nil, err
 	}
 	pools, err := pool.ParseList(listed.Pools, "ipam.pools")
+	if err != nil {
+		return nil, err
+	}
 	out := make([]dsselect.ArgsPool, len(pools))
 	for i, pl := range pools {
 		out[i].Field = fmt.Sprintf("ipam.pools[%d]", i)
@@ -187,7 +190,7 @@ func listedPools(env *netconf.Envelope, chains pool.Catalog) ([]dsselect.ArgsPoo
 			return nil, err
 		}
 	}
-	return out, err
+	return out, nil
 }
 
 // checkChainFamilies finds, up front and by the ADD's own rule
