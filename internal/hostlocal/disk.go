@@ -284,7 +284,7 @@ func (d *Disk) All() (map[netip.Addr]alloc.Attachment, error) { return d.scan() 
 // LastReserved implements alloc.Store. Like host-local, an unreadable cursor is
 // not an error: it only costs the round-robin position.
 func (d *Disk) LastReserved(rangeID int) (netip.Addr, error) {
-	c, err := d.readCursor(rangeID)
+	c, err := readCursor(d.cursorPath(rangeID), rangeID)
 	return c.Addr, err
 }
 

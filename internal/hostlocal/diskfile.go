@@ -68,19 +68,27 @@ func child(dir, name string) string {
 // calls than the file operations themselves. Errors are *os.PathError
 // around the errno, so errors.Is(err, os.ErrNotExist) works as usual.
 
-// readSmall reads a whole small file.
-func readSmall(path string) ([]byte, error) { return readSized(path, 128) }
+// smallFile is readFile's first buffer for a cursor, a reservation or a
+// stamp.
+const smallFile = 128
 
-// readSized reads a whole file into a buffer of initial capacity size, so
-// that a file of up to about that size takes one read(2) plus the one
-// that sees its end.
-func readSized(path string, size int) ([]byte, error) {
+// readFile reads the whole file path into a buffer of initial capacity
+// size, so that a file of up to about that size takes one read(2) plus
+// the one that sees its end; false (and no error) when it does not exist.
+func readFile(path string, size int) ([]byte, bool, error) {
 	fd, err := openRetry(path, syscall.O_RDONLY, 0)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, false, nil
+	}
 	if err != nil {
-		return nil, err
+		return nil, false, cnierr.IO("read", path, err)
 	}
 	defer syscall.Close(fd)
-	return readFD(fd, path, size)
+	data, err := readFD(fd, path, size)
+	if err != nil {
+		return nil, false, cnierr.IO("read", path, err)
+	}
+	return data, true, nil
 }
 
 // readRetry is one read(2), retried on EINTR.
@@ -167,11 +175,13 @@ func pwriteAll(fd int, b []byte) error {
 // for an absolute name is open(2).
 const atFDCWD = -0x64
 
-// openatRetry opens name relative to the directory dirfd, read-only,
-// never through a symbolic link.
-func openatRetry(dirfd int, name string, flags int) (int, error) {
+// openatRetry opens name relative to the directory dirfd (atFDCWD: the
+// working directory, or none for an absolute name), never through a
+// symbolic link as its last component (safedir.go: the directories above
+// it are checked).
+func openatRetry(dirfd int, name string, flags int, mode uint32) (int, error) {
 	for {
-		fd, err := syscall.Openat(dirfd, name, flags|syscall.O_CLOEXEC|syscall.O_NOFOLLOW, 0)
+		fd, err := syscall.Openat(dirfd, name, flags|syscall.O_CLOEXEC|syscall.O_NOFOLLOW, mode)
 		if err == syscall.EINTR {
 			continue
 		}
@@ -182,19 +192,9 @@ func openatRetry(dirfd int, name string, flags int) (int, error) {
 	}
 }
 
-// openRetry opens path, never through a symbolic link as its last
-// component (safedir.go: the directories above it are checked).
+// openRetry is openatRetry of path.
 func openRetry(path string, flags int, mode uint32) (int, error) {
-	for {
-		fd, err := syscall.Open(path, flags|syscall.O_CLOEXEC|syscall.O_NOFOLLOW, mode)
-		if err == syscall.EINTR {
-			continue
-		}
-		if err != nil {
-			return -1, &os.PathError{Op: "open", Path: path, Err: err}
-		}
-		return fd, nil
-	}
+	return openatRetry(atFDCWD, path, flags, mode)
 }
 
 // entries is one listing of a state directory, its names sorted out the
@@ -283,15 +283,13 @@ func (d *Disk) scan() (map[netip.Addr]alloc.Attachment, error) {
 		if !r.regular {
 			continue
 		}
-		path := child(d.dir, r.name)
-		data, err := readSmall(path)
-		if errors.Is(err, os.ErrNotExist) {
-			continue
-		}
+		data, ok, err := readFile(child(d.dir, r.name), smallFile)
 		if err != nil {
-			return nil, cnierr.IO("read", path, err)
+			return nil, err
 		}
-		all[r.ip] = parseReservation(data)
+		if ok {
+			all[r.ip] = parseReservation(data)
+		}
 	}
 	return all, nil
 }

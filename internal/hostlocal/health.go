@@ -70,7 +70,7 @@ func Examine(dir string, lockTimeout time.Duration) (*Health, error) {
 	if h.Reservations, err = readReservations(d.dir, sortedReservations(ents)); err != nil {
 		return nil, err
 	}
-	if h.Cursors, err = readCursors(d.dir, ents.cursors); err != nil {
+	if h.Cursors, err = d.readCursors(ents.cursors); err != nil {
 		return nil, err
 	}
 	if h.Index, _, err = d.trust(); err != nil {
@@ -185,12 +185,9 @@ func (d stateDir) indexProblems(rs []Reservation) ([]string, error) {
 	got := map[string][]netip.Addr{}
 	for n := range numBuckets {
 		name := bucketName(uint8(n))
-		data, err := readSized(filepath.Join(d.idx, name), bucketReadSize)
-		if errors.Is(err, os.ErrNotExist) {
-			continue
-		}
+		data, _, err := readFile(child(d.idx, name), bucketReadSize)
 		if err != nil {
-			return nil, cnierr.IO("read", filepath.Join(d.idx, name), err)
+			return nil, err
 		}
 		lineNo := 0
 		for line := range strings.Lines(string(data)) {

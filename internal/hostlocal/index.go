@@ -1,7 +1,6 @@
 package hostlocal
 
 import (
-	"errors"
 	"hash/fnv"
 	"net/netip"
 	"os"
@@ -11,7 +10,6 @@ import (
 	"unicode"
 
 	"github.com/cniplugins/cniplugins/internal/alloc"
-	"github.com/cniplugins/cniplugins/internal/cnierr"
 )
 
 // indexDir is the index of state directory dir: a sibling "_index" tree,
@@ -231,10 +229,9 @@ func (d *Disk) tracked(a alloc.Attachment) (*entry, error) {
 	}
 	b := d.bucket(n)
 	if !b.loaded {
-		path := child(d.idx, bucketName(n))
-		data, err := readSized(path, bucketReadSize)
-		if err != nil && !errors.Is(err, os.ErrNotExist) {
-			return nil, cnierr.IO("read", path, err)
+		data, _, err := readFile(child(d.idx, bucketName(n)), bucketReadSize)
+		if err != nil {
+			return nil, err
 		}
 		b.raw = string(data)
 		b.loaded = true

@@ -46,25 +46,18 @@ func ReservedAddrs(dir string) ([]netip.Addr, error) {
 	return out, nil
 }
 
-// reservationNames lists the reservations of dir, sorted by address;
-// whether each is a regular file is left to the reader. A missing dir
-// holds nothing.
+// reservationNames lists the reservations of dir without its lock,
+// sorted by address; whether each is a regular file is left to the
+// reader. A missing dir holds nothing.
 func reservationNames(dir string) ([]namedAddr, error) {
-	ents, err := entriesUnlocked(dir)
-	return sortedReservations(ents), err
-}
-
-// entriesUnlocked is readEntries of dir without its lock, for the
-// operators' reads: a missing dir holds nothing.
-func entriesUnlocked(dir string) (entries, error) {
 	ents, err := readEntries(dir, os.Geteuid())
 	if errors.Is(err, os.ErrNotExist) {
-		return entries{}, nil
+		return nil, nil
 	}
 	if err != nil {
-		return entries{}, readError(dir, err)
+		return nil, readError(dir, err)
 	}
-	return ents, nil
+	return sortedReservations(ents), nil
 }
 
 func sortedReservations(ents entries) []namedAddr {
@@ -123,20 +116,10 @@ func readReservations(dir string, names []namedAddr) ([]Reservation, error) {
 	return kept, nil
 }
 
-// ReadReservation reads the reservation of ip in dir without the lock;
-// false when ip is not reserved.
-func ReadReservation(dir string, ip netip.Addr) (Reservation, bool, error) {
-	path, err := newStateDir(dir).addrPath(ip)
-	if err != nil {
-		return Reservation{}, false, err
-	}
-	return readReservation(atFDCWD, "", path, ip) // an absolute name ignores the dirfd
-}
-
 // readReservation reads name in dir, opened relative to dirfd.
 func readReservation(dirfd int, dir, name string, ip netip.Addr) (Reservation, bool, error) {
 	path := filepath.Join(dir, name)
-	fd, err := openatRetry(dirfd, name, syscall.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK)
+	fd, err := openatRetry(dirfd, name, syscall.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if errors.Is(err, os.ErrNotExist) {
 		return Reservation{}, false, nil
 	}
@@ -179,28 +162,17 @@ func readReservation(dirfd int, dir, name string, ip netip.Addr) (Reservation, b
 	return r, true, nil
 }
 
-// ReadCursors reads dir's round-robin cursors without the lock.
-func ReadCursors(dir string) ([]Cursor, error) {
-	ents, err := entriesUnlocked(dir)
-	if err != nil {
-		return nil, err
-	}
-	return readCursors(dir, ents.cursors)
-}
-
-// readCursors reads the cursors names of dir, sorted by range set.
-func readCursors(dir string, names []namedCursor) ([]Cursor, error) {
+// readCursors reads the cursors names of d, sorted by range set.
+func (d stateDir) readCursors(names []namedCursor) ([]Cursor, error) {
 	var out []Cursor
 	for _, n := range names {
-		path := filepath.Join(dir, n.name)
-		data, err := readSmall(path)
-		if errors.Is(err, os.ErrNotExist) {
-			continue
-		}
+		c, err := readCursor(child(d.dir, n.name), n.id)
 		if err != nil {
-			return nil, cnierr.IO("read", path, err)
+			return nil, err
 		}
-		out = append(out, parseCursor(n.id, data))
+		if c.Raw != nil {
+			out = append(out, c)
+		}
 	}
 	slices.SortFunc(out, func(a, b Cursor) int { return a.RangeID - b.RangeID })
 	return out, nil

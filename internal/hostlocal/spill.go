@@ -101,9 +101,9 @@ func (d *Disk) GCSpills(keep func(alloc.Attachment) bool) ([]string, error) {
 		path := child(d.spillDir(), de.Name())
 		a, ok := spillOwner(de.Name())
 		if ok && de.Type().IsRegular() {
-			network, err := readSmall(path)
-			if err != nil && !errors.Is(err, os.ErrNotExist) {
-				return done, cnierr.IO("read", path, err)
+			network, _, err := readFile(path, smallFile)
+			if err != nil {
+				return done, err
 			}
 			a.Network = string(network)
 			if keep(a) {

@@ -28,13 +28,9 @@ type stamp struct {
 // readStamp parses <idx>/stamp. A missing or garbled file is simply not
 // valid (a crash or an older index); only real read failures are errors.
 func readStamp(idx string) (stamp, error) {
-	path := child(idx, stampName)
-	data, err := readSmall(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return stamp{}, nil
-	}
-	if err != nil {
-		return stamp{}, cnierr.IO("read", path, err)
+	data, ok, err := readFile(child(idx, stampName), smallFile)
+	if !ok {
+		return stamp{}, err
 	}
 	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
 	if lines[0] == untrustedStamp {
