@@ -2,11 +2,7 @@ package hostlocal
 
 import (
 	"bytes"
-	"errors"
 	"net/netip"
-	"os"
-
-	"github.com/cniplugins/cniplugins/internal/cnierr"
 )
 
 // Cursor is one round-robin cursor file, last_reserved_ip.N, as it is on
@@ -56,10 +52,7 @@ func (d *Disk) restoreCursor(c Cursor) error {
 	path := d.cursorPath(c.RangeID)
 	d.dirty = true
 	if c.Raw == nil {
-		if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return cnierr.IO("remove", path, err)
-		}
-		return nil
+		return removeIfAny(path)
 	}
 	return d.replaceRecycled(path, string(c.Raw))
 }

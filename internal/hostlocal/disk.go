@@ -129,14 +129,8 @@ func (d *Disk) load() error {
 	case cnierr.Code(err) == cnierr.CodeInvalidConfig:
 		return err
 	case err == nil && state == IndexUntrusted:
-		all, err := d.scan()
-		if err != nil {
-			return err
-		}
 		d.untrusted = true
-		d.fill(all)
-		_, err = d.repairTenants(func(ip netip.Addr) bool { _, ok := all[ip]; return ok })
-		return err
+		return d.rescan()
 	case err == nil && state == IndexValid:
 		d.exhausted = st.exhausted
 		return nil

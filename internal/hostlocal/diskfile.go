@@ -171,6 +171,14 @@ func pwriteAll(fd int, b []byte) error {
 	return nil
 }
 
+// removeIfAny removes the file path; one already gone is no error.
+func removeIfAny(path string) error {
+	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return cnierr.IO("remove", path, err)
+	}
+	return nil
+}
+
 // atFDCWD is AT_FDCWD: openat relative to the working directory, which
 // for an absolute name is open(2).
 const atFDCWD = -0x64

@@ -161,8 +161,8 @@ func (d *Disk) repair(dropCursors []int) ([]string, error) {
 	}
 	for _, id := range dropCursors {
 		p := d.cursorPath(id)
-		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return done, cnierr.IO("remove", p, err)
+		if err := removeIfAny(p); err != nil {
+			return done, err
 		}
 		d.dirty = true
 		done = append(done, "removed "+p)
@@ -284,7 +284,7 @@ func (d stateDir) staleScratch() ([]string, error) {
 	}
 	for _, de := range des {
 		name := de.Name()
-		if name == stampName || (len(name) == 3 && name[0] == 'b' && isHex(name[1:])) {
+		if name == stampName || len(name) == 3 && name[0] == 'b' && strings.Trim(name[1:], "0123456789abcdef") == "" {
 			continue
 		}
 		if name == scratchName || name == cursorSpare {
@@ -302,13 +302,4 @@ func (d stateDir) staleScratch() ([]string, error) {
 		}
 	}
 	return stale, nil
-}
-
-func isHex(s string) bool {
-	for _, c := range s {
-		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
-			return false
-		}
-	}
-	return true
 }

@@ -9,24 +9,31 @@ import (
 	"github.com/cniplugins/cniplugins/internal/cnierr"
 )
 
+// rescan fills the cache from a scan of D, which an untrusted or stale
+// index leaves as the only truth. A stale index may be a crash's: a
+// tenant record whose reservation was never made, or is gone, must not
+// count another moment (tenants.go).
+func (d *Disk) rescan() error {
+	all, err := d.scan()
+	if err != nil {
+		return err
+	}
+	d.fill(all)
+	_, err = d.repairTenants(func(ip netip.Addr) bool { _, ok := all[ip]; return ok })
+	return err
+}
+
 // rebuild scans D and replaces the index directory with a fresh one. The
 // new tree is written under a dot-name (no network or pool name starts
 // with '.') and renamed into place; it carries no stamp until Close
 // commits, so a crash at any point leaves an index the next Open rejects
 // and rebuilds again, discarding the leftovers first.
 func (d *Disk) rebuild() error {
-	all, err := d.scan()
-	if err != nil {
+	if err := d.rescan(); err != nil {
 		return err
 	}
-	d.fill(all)
 	d.exhausted = nil
 	d.dirty = true
-	// A stale index may be a crash's: a record whose reservation was
-	// never made, or is gone, must not count another moment (tenants.go).
-	if _, err := d.repairTenants(func(ip netip.Addr) bool { _, ok := all[ip]; return ok }); err != nil {
-		return err
-	}
 
 	parent, base := filepath.Split(d.idx)
 	fresh := filepath.Join(parent, "."+base+".new")

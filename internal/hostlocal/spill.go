@@ -85,7 +85,7 @@ func (d *Disk) ForgetSpill(a alloc.Attachment) error {
 	if ok, err := d.subdir(d.spillDir()); err != nil || !ok {
 		return err
 	}
-	return removeRecord(child(d.spillDir(), name))
+	return removeIfAny(child(d.spillDir(), name))
 }
 
 // GCSpills removes the spill records of attachments keep does not keep

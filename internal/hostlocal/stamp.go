@@ -77,20 +77,6 @@ func newStampNanos() int64 {
 	return now - now%1000 + 1 + rand.Int64N(999)
 }
 
-// mtimesMatch reports whether both directories carry mtime nanos.
-func (d stateDir) mtimesMatch(nanos int64) (bool, error) {
-	for _, p := range []string{d.dir, d.idx} {
-		t, err := d.dirMtime(p)
-		if errors.Is(err, os.ErrNotExist) {
-			return false, nil
-		}
-		if err != nil || t != nanos {
-			return false, err
-		}
-	}
-	return true, nil
-}
-
 // dirMtime is the mtime of directory p, which must be safe to use
 // (safedir.go); os.ErrNotExist as it is.
 func (d stateDir) dirMtime(p string) (int64, error) {
@@ -124,12 +110,14 @@ func (d *Disk) commit() error {
 	if err := overwrite(path, formatStamp(nanos, d.exhausted), modePrivate); err != nil {
 		return err
 	}
-	t := time.Unix(0, nanos)
-	ok := os.Chtimes(d.dir, time.Time{}, t) == nil && os.Chtimes(d.idx, time.Time{}, t) == nil
-	if ok {
-		var err error
-		if ok, err = d.mtimesMatch(nanos); err != nil {
+	ok := true
+	for _, p := range []string{d.dir, d.idx} {
+		if os.Chtimes(p, time.Time{}, time.Unix(0, nanos)) != nil {
+			ok = false
+		} else if t, err := d.dirMtime(p); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return err
+		} else if t != nanos {
+			ok = false
 		}
 	}
 	if !ok {

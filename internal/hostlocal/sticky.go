@@ -2,10 +2,8 @@ package hostlocal
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/netip"
-	"os"
 	"strings"
 	"time"
 
@@ -113,10 +111,7 @@ func (d *Disk) RemoveHold(id string) error {
 	if ok, err := d.subdir(d.stickyDir()); err != nil || !ok {
 		return err
 	}
-	if err := os.Remove(d.holdPath(id)); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return cnierr.IO("remove", d.holdPath(id), err)
-	}
-	return nil
+	return removeIfAny(d.holdPath(id))
 }
 
 // Reassign implements alloc.HoldStore: ip's file is rewritten atomically

@@ -6,9 +6,6 @@ import (
 	"os"
 	"slices"
 	"strings"
-	"syscall"
-
-	"github.com/cniplugins/cniplugins/internal/cnierr"
 )
 
 // Tenants' lock files. LockTenant creates one per tenant, and tenants
@@ -47,21 +44,14 @@ type TenantLock struct {
 // the pools' state directories), judged without any lock: what fsck
 // reports.
 func TenantLocks(poolsDir string, uid int) ([]TenantLock, error) {
-	locks, _, err := tenantLocks(poolsDir, uid)
-	return locks, err
-}
-
-// tenantLocks is TenantLocks, and the pools' state directories it judged
-// them against.
-func tenantLocks(poolsDir string, uid int) ([]TenantLock, []string, error) {
 	idx := child(poolsDir, "_index")
 	des, err := readDirIfAny(idx, uid)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	pools, err := poolDirs(poolsDir, uid)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	var out []TenantLock
 	for _, de := range des {
@@ -72,18 +62,22 @@ func tenantLocks(poolsDir string, uid int) ([]TenantLock, []string, error) {
 		raw, _ := hex.DecodeString(name)
 		l := TenantLock{Path: child(idx, de.Name()), Tenant: string(raw)}
 		if l.Counted, err = counted(pools, l.Tenant, uid); err != nil {
-			return out, pools, err
+			return out, err
 		}
 		out = append(out, l)
 	}
-	return out, pools, nil
+	return out, nil
 }
 
 // DropIdleTenantLocks removes the lock file of every tenant under
 // poolsDir that no pool counts anything for and no process holds (see
 // above). It returns what it did.
 func DropIdleTenantLocks(poolsDir string, uid int) ([]string, error) {
-	locks, pools, err := tenantLocks(poolsDir, uid)
+	locks, err := TenantLocks(poolsDir, uid)
+	if err != nil {
+		return nil, err
+	}
+	pools, err := poolDirs(poolsDir, uid)
 	if err != nil {
 		return nil, err
 	}
@@ -109,34 +103,26 @@ func DropIdleTenantLocks(poolsDir string, uid int) ([]string, error) {
 // counts an address for its tenant then; false when it left it (held by
 // another process, replaced or gone meanwhile, or counting again).
 func dropTenantLock(l TenantLock, pools []string, uid int) (bool, error) {
-	fd, err := openRetry(l.Path, syscall.O_RDONLY, 0)
-	if errors.Is(err, os.ErrNotExist) {
+	// Never created here, never waited for: a held lock is a tenant in use.
+	lk, err := lockFile(l.Path, 0, uid, 0, func() error { return errLockHeld })
+	if errors.Is(err, os.ErrNotExist) || errors.Is(err, errLockHeld) {
 		return false, nil
 	}
 	if err != nil {
-		return false, cnierr.IO("open", l.Path, err)
-	}
-	lk := &Lock{fd: fd, path: l.Path}
-	defer lk.Close()
-	if err := ownLock(fd, l.Path, uid); err != nil {
 		return false, err
 	}
-	if err := syscall.Flock(fd, syscall.LOCK_EX|syscall.LOCK_NB); err == syscall.EWOULDBLOCK {
-		return false, nil
-	} else if err != nil {
-		return false, cnierr.IO("lock", l.Path, err)
-	}
+	defer lk.Close()
 	if named, err := lk.names(l.Path); err != nil || !named {
 		return false, err
 	}
 	if c, err := counted(pools, l.Tenant, uid); err != nil || c {
 		return false, err
 	}
-	if err := os.Remove(l.Path); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return false, cnierr.IO("remove", l.Path, err)
-	}
-	return true, nil
+	return true, removeIfAny(l.Path)
 }
+
+// errLockHeld is lockFile's busy error for a lock another process holds.
+var errLockHeld = errors.New("lock held")
 
 // counted reports whether any of the pools' state directories counts an
 // address for tenant.
