@@ -8,28 +8,13 @@ import (
 	"strings"
 )
 
-// Tenants' lock files. LockTenant creates one per tenant, and tenants
-// come and go (every value of a pod annotation a quota is per is a
-// tenant), so GC and fsck --repair remove the lock file of a tenant no
-// pool counts anything for. Unlinking a lock file that another process
-// has open, or is about to open, must not leave two processes each
-// holding "the" lock on a different inode:
-//
-//	the remover   opens the file (never creating it), takes its flock
-//	              without waiting (a held lock is a tenant in use: left
-//	              alone), checks that the path still names that inode,
-//	              then, still holding it, that no pool counts an address
-//	              for the tenant, and only then unlinks it
-//	a locker      (lockNamed) after its flock checks that the path still
-//	              names the inode it locked; if not (a remover unlinked
-//	              it meanwhile) it opens, creating, and locks again
-//
-// Whoever holds a lock the path names is then the tenant's only holder:
-// a remover unlinks only while it holds that very flock, and a locker
-// keeps only a flock on the inode the path names. Counts only grow under
-// the tenant's lock, so the remover's count, taken under it, stays 0
-// until it lets go, by which time the file is gone and the next ADD of
-// the tenant makes a new one.
+// Tenants' lock files (docs/tenancy.md, "Tenants that come and go"). A
+// remover unlinks a lock file only while it holds that very flock (taken
+// without waiting) and, under it, finds the tenant's count 0 in every
+// pool; a locker (lockNamed) keeps only a flock on the inode the path
+// names. So whoever holds a lock the path names is the tenant's only
+// holder, whenever the file goes: counts only grow under the tenant's
+// lock, so the remover's 0 stays 0 until the file is gone.
 
 // TenantLock is one tenant's lock file in a data dir's pools.
 type TenantLock struct {

@@ -17,27 +17,16 @@ import (
 	"github.com/cniplugins/cniplugins/internal/pool"
 )
 
-// Tenants (quotas). A reservation made for a tenant has one record beside
-// it, a hard link to the tenant's token, so that the tenant's count is the
-// token's link count: one lstat(2) whatever the number of addresses.
-//
-//	_tenants/_addr/<ip>        the address's record: a name of its tenant's token
-//	_tenants/_tok/<tenant>     the token (holding <tenant>); its links less
-//	                           one are the tenant's addresses in D
-//	_tenants/_tok/<tenant>.1   the next token, made only once the previous
-//	                           one reached the file system's link limit
-//	                           (EMLINK: 65,000 on ext4); and so on
-//
-// <tenant> is the tenant's bytes in hex (pool.TenantName).
-//
-// Crash safety: the record is written before the reservation and removed
-// after it, so a process killed in between leaves a record of an address
-// that is not reserved, never a reservation without its record. Before
-// writing a record an ADD moves D's mtime off the index stamp (unless its
-// reservations already did), so whatever kills it, the next Open finds
-// the index stale, rebuilds it and removes such records (rebuild.go): an
-// operation never counts an address its tenant does not have. A held
-// address (a sticky hold) keeps its record: holds count.
+// Tenants (quotas; the layout and its crash safety: docs/tenancy.md). A
+// reservation made for a tenant has one record beside it,
+// _tenants/_addr/<ip>, a hard link to the tenant's token
+// _tenants/_tok/<tenant> (<tenant.1>, ... past the link limit), so that
+// the tenant's count is the token's link count: one lstat(2) whatever the
+// number of addresses. The record is written before the reservation, once
+// D's mtime has left the index stamp, and removed after it, so a crash
+// leaves at most a record of an address that is not reserved, which the
+// next Open's rebuild removes (rescan). A sticky hold keeps its record:
+// holds count.
 const (
 	tenantsDirName  = "_tenants"
 	tenantAddrName  = "_addr"
