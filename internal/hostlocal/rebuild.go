@@ -50,6 +50,7 @@ func (d *Disk) rebuild() error {
 	// creating inodes is where a rebuild's time would go.
 	// b00 is always written, even empty: it marks the bucket layout (see
 	// bucketFormat).
+	d.bucket(0)
 	for n, b := range d.buckets {
 		if s := b.content(); s != "" || n == 0 {
 			if err := writePrivate(filepath.Join(fresh, bucketName(n)), s); err != nil {
@@ -57,11 +58,6 @@ func (d *Disk) rebuild() error {
 			}
 		}
 		b.dirty = false
-	}
-	if d.buckets[0] == nil {
-		if err := writePrivate(filepath.Join(fresh, bucketName(0)), ""); err != nil {
-			return err
-		}
 	}
 	if err := os.Rename(d.idx, old); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return cnierr.IO("rename", d.idx, err)
