@@ -5,6 +5,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"syscall"
 
@@ -207,8 +208,8 @@ func openRetry(path string, flags int, mode uint32) (int, error) {
 
 // entries is one listing of a state directory, its names sorted out the
 // one way every reader needs: reservations (named by a canonical address,
-// which also keeps '/', "." and ".." out), cursors, and anything else.
-// Each is in directory order; readers that report sort.
+// which also keeps '/', "." and ".." out) by address, cursors, and
+// anything else, in directory order.
 type entries struct {
 	reservations []namedAddr
 	cursors      []namedCursor
@@ -227,17 +228,16 @@ type namedCursor struct {
 }
 
 // readEntries lists dir, checked for uid (safedir.go), with one
-// getdents(2) pass. Errors are the os package's, so that a caller can tell
-// a missing directory, or an unsafe one's.
+// getdents(2) pass; a missing dir is os.ErrNotExist, wrapped.
 func readEntries(dir string, uid int) (entries, error) {
 	f, err := openDir(dir, uid)
 	if err != nil {
-		return entries{}, err
+		return entries{}, readError(dir, err)
 	}
 	defer f.Close()
 	des, err := f.ReadDir(-1)
 	if err != nil {
-		return entries{}, err
+		return entries{}, readError(dir, err)
 	}
 	e := entries{reservations: make([]namedAddr, 0, len(des))}
 	for _, de := range des {
@@ -250,6 +250,7 @@ func readEntries(dir string, uid int) (entries, error) {
 			e.other = append(e.other, name)
 		}
 	}
+	slices.SortFunc(e.reservations, func(a, b namedAddr) int { return a.ip.Compare(b.ip) })
 	return e, nil
 }
 
@@ -284,7 +285,7 @@ func cursorID(name string) (int, bool) {
 func (d *Disk) scan() (map[netip.Addr]alloc.Attachment, error) {
 	ents, err := readEntries(d.dir, d.uid)
 	if err != nil {
-		return nil, readError(d.dir, err)
+		return nil, err
 	}
 	all := make(map[netip.Addr]alloc.Attachment, len(ents.reservations))
 	for _, r := range ents.reservations {

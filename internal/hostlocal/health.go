@@ -65,10 +65,10 @@ func Examine(dir string, lockTimeout time.Duration) (*Health, error) {
 	defer lk.Close()
 	ents, err := readEntries(d.dir, d.uid)
 	if err != nil {
-		return nil, readError(d.dir, err)
+		return nil, err
 	}
 	h := &Health{Dir: d.dir}
-	if h.Reservations, err = readReservations(d.dir, sortedReservations(ents)); err != nil {
+	if h.Reservations, err = readReservations(d.dir, ents.reservations); err != nil {
 		return nil, err
 	}
 	if h.Cursors, err = d.readCursors(ents.cursors); err != nil {

@@ -54,15 +54,7 @@ func reservationNames(dir string) ([]namedAddr, error) {
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
-	if err != nil {
-		return nil, readError(dir, err)
-	}
-	return sortedReservations(ents), nil
-}
-
-func sortedReservations(ents entries) []namedAddr {
-	slices.SortFunc(ents.reservations, func(a, b namedAddr) int { return a.ip.Compare(b.ip) })
-	return ents.reservations
+	return ents.reservations, err
 }
 
 // ReadReservations reads every reservation of dir with its mtime, without
