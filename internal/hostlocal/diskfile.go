@@ -92,16 +92,6 @@ func readFile(path string, size int) ([]byte, bool, error) {
 	return data, true, nil
 }
 
-// readRetry is one read(2), retried on EINTR.
-func readRetry(fd int, buf []byte) (int, error) {
-	for {
-		n, err := syscall.Read(fd, buf)
-		if err != syscall.EINTR {
-			return n, err
-		}
-	}
-}
-
 // readFD reads fd to its end into a buffer of initial capacity size.
 func readFD(fd int, path string, size int) ([]byte, error) {
 	buf := make([]byte, 0, size)

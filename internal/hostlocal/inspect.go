@@ -82,68 +82,64 @@ func readReservations(dir string, names []namedAddr) ([]Reservation, error) {
 	}
 	defer syscall.Close(dirfd)
 	out := make([]Reservation, len(names))
-	found := make([]bool, len(names))
 	errs := make([]error, len(names))
 	workers := min(2*runtime.GOMAXPROCS(0), 8, max(1, len(names)/64))
 	var wg sync.WaitGroup
 	for w := range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			for i := w; i < len(names); i += workers {
-				out[i], found[i], errs[i] = readReservation(dirfd, dir, names[i].name, names[i].ip)
+				out[i], errs[i] = readReservation(dirfd, dir, names[i].name, names[i].ip)
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
-	kept := out[:0]
-	for i, r := range out {
-		if found[i] { // files released while we read are simply gone
-			kept = append(kept, r)
-		}
-	}
-	return kept, nil
+	// Files released while we read are simply gone.
+	return slices.DeleteFunc(out, func(r Reservation) bool { return !r.Addr.IsValid() }), nil
 }
 
-// readReservation reads name in dir, opened relative to dirfd.
-func readReservation(dirfd int, dir, name string, ip netip.Addr) (Reservation, bool, error) {
+// readReservation reads name in dir, opened relative to dirfd; a file
+// that is gone is the zero Reservation.
+func readReservation(dirfd int, dir, name string, ip netip.Addr) (Reservation, error) {
 	path := filepath.Join(dir, name)
 	fd, err := openatRetry(dirfd, name, syscall.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if errors.Is(err, os.ErrNotExist) {
-		return Reservation{}, false, nil
+		return Reservation{}, nil
 	}
 	r := Reservation{Addr: ip}
 	if errors.Is(err, syscall.ELOOP) {
 		r.Problem = "is a symbolic link, not a file"
-		return r, true, nil
+		return r, nil
 	}
 	if err != nil {
-		return Reservation{}, false, cnierr.IO("open", path, err)
+		return Reservation{}, cnierr.IO("open", path, err)
 	}
 	defer syscall.Close(fd)
 	var st syscall.Stat_t
 	if err := syscall.Fstat(fd, &st); err != nil {
-		return Reservation{}, false, cnierr.IO("stat", path, err)
+		return Reservation{}, cnierr.IO("stat", path, err)
 	}
 	r.Since = time.Unix(st.Mtim.Unix())
 	if st.Mode&syscall.S_IFMT != syscall.S_IFREG {
 		r.Problem = "is not a regular file"
-		return r, true, nil
+		return r, nil
 	}
 	// One read(2) of the stated size plus one byte: a reservation file is
 	// never rewritten in place, so a short read is its end.
 	buf := make([]byte, st.Size+1)
-	n, err := readRetry(fd, buf)
+	n, err := syscall.Read(fd, buf)
+	for err == syscall.EINTR {
+		n, err = syscall.Read(fd, buf)
+	}
 	if err != nil {
-		return Reservation{}, false, cnierr.IO("read", path, err)
+		return Reservation{}, cnierr.IO("read", path, err)
 	}
 	if n == len(buf) { // it grew after all: read the rest
 		rest, err := readFD(fd, path, 64)
 		if err != nil {
-			return Reservation{}, false, cnierr.IO("read", path, err)
+			return Reservation{}, cnierr.IO("read", path, err)
 		}
 		buf = append(buf, rest...)
 		n = len(buf)
@@ -151,7 +147,7 @@ func readReservation(dirfd int, dir, name string, ip netip.Addr) (Reservation, b
 	buf = buf[:n]
 	r.Owner = parseReservation(buf)
 	r.Problem = r.Owner.Problem()
-	return r, true, nil
+	return r, nil
 }
 
 // readCursors reads the cursors names of d, sorted by range set.
