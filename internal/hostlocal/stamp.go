@@ -110,15 +110,17 @@ func (d *Disk) commit() error {
 	if err := overwrite(path, formatStamp(nanos, d.exhausted), modePrivate); err != nil {
 		return err
 	}
-	ok := true
+	t := time.Unix(0, nanos)
+	ok := os.Chtimes(d.dir, time.Time{}, t) == nil && os.Chtimes(d.idx, time.Time{}, t) == nil
 	for _, p := range []string{d.dir, d.idx} {
-		if os.Chtimes(p, time.Time{}, time.Unix(0, nanos)) != nil {
-			ok = false
-		} else if t, err := d.dirMtime(p); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return err
-		} else if t != nanos {
-			ok = false
+		if !ok {
+			break
 		}
+		m, err := d.dirMtime(p)
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+		ok = err == nil && m == nanos
 	}
 	if !ok {
 		d.untrusted = true
