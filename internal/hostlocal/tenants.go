@@ -20,7 +20,7 @@ import (
 // Tenants (quotas; the layout and its crash safety: docs/tenancy.md). A
 // reservation made for a tenant has one record beside it,
 // _tenants/_addr/<ip>, a hard link to the tenant's token
-// _tenants/_tok/<tenant> (<tenant.1>, ... past the link limit), so that
+// _tenants/_tok/<tenant> (<tenant>.1, ... past the link limit), so that
 // the tenant's count is the token's link count: one lstat(2) whatever the
 // number of addresses. The record is written before the reservation, once
 // D's mtime has left the index stamp, and removed after it, so a crash
