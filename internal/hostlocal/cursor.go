@@ -2,11 +2,7 @@ package hostlocal
 
 import (
 	"bytes"
-	"errors"
 	"net/netip"
-	"os"
-
-	"github.com/cniplugins/cniplugins/internal/cnierr"
 )
 
 // Cursor is one round-robin cursor file, last_reserved_ip.N, as it is on
@@ -32,15 +28,12 @@ func parseCursor(rangeID int, data []byte) Cursor {
 	return c
 }
 
-// readCursor returns range set rangeID's cursor as it is (a missing
-// cursor included).
-func (d *Disk) readCursor(rangeID int) (Cursor, error) {
-	data, err := readSmall(d.cursorPath(rangeID))
-	if errors.Is(err, os.ErrNotExist) {
-		return Cursor{RangeID: rangeID}, nil
-	}
-	if err != nil {
-		return Cursor{}, cnierr.IO("read", d.cursorPath(rangeID), err)
+// readCursor returns range set rangeID's cursor, the file path, as it is
+// (a missing cursor included).
+func readCursor(path string, rangeID int) (Cursor, error) {
+	data, ok, err := readFile(path, smallFile)
+	if !ok {
+		return Cursor{RangeID: rangeID}, err
 	}
 	return parseCursor(rangeID, data), nil
 }
@@ -48,7 +41,7 @@ func (d *Disk) readCursor(rangeID int) (Cursor, error) {
 // KeepCursor implements alloc.CursorKeeper: the cursor goes back byte
 // for byte (a cursor host-local could not parse stays as it was, too).
 func (d *Disk) KeepCursor(rangeID int) (func() error, error) {
-	c, err := d.readCursor(rangeID)
+	c, err := readCursor(d.cursorPath(rangeID), rangeID)
 	if err != nil {
 		return nil, err
 	}
@@ -59,10 +52,7 @@ func (d *Disk) restoreCursor(c Cursor) error {
 	path := d.cursorPath(c.RangeID)
 	d.dirty = true
 	if c.Raw == nil {
-		if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return cnierr.IO("remove", path, err)
-		}
-		return nil
+		return removeIfAny(path)
 	}
 	return d.replaceRecycled(path, string(c.Raw))
 }

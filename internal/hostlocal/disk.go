@@ -129,14 +129,8 @@ func (d *Disk) load() error {
 	case cnierr.Code(err) == cnierr.CodeInvalidConfig:
 		return err
 	case err == nil && state == IndexUntrusted:
-		all, err := d.scan()
-		if err != nil {
-			return err
-		}
 		d.untrusted = true
-		d.fill(all)
-		_, err = d.repairTenants(func(ip netip.Addr) bool { _, ok := all[ip]; return ok })
-		return err
+		return d.rescan()
 	case err == nil && state == IndexValid:
 		d.exhausted = st.exhausted
 		return nil
@@ -284,7 +278,7 @@ func (d *Disk) All() (map[netip.Addr]alloc.Attachment, error) { return d.scan() 
 // LastReserved implements alloc.Store. Like host-local, an unreadable cursor is
 // not an error: it only costs the round-robin position.
 func (d *Disk) LastReserved(rangeID int) (netip.Addr, error) {
-	c, err := d.readCursor(rangeID)
+	c, err := readCursor(d.cursorPath(rangeID), rangeID)
 	return c.Addr, err
 }
 

@@ -56,11 +56,17 @@ func indexValid(t *testing.T, dir string) bool {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ok, err := newStateDir(dir).mtimesMatch(st.nanos)
-	if err != nil {
-		t.Fatal(err)
+	d := newStateDir(dir)
+	for _, p := range []string{d.dir, d.idx} {
+		m, err := d.dirMtime(p)
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			t.Fatal(err)
+		}
+		if err != nil || m != st.nanos {
+			return false
+		}
 	}
-	return st.valid && ok
+	return st.valid
 }
 
 func TestDiskExactBytes(t *testing.T) {

@@ -5,6 +5,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"syscall"
 
@@ -68,29 +69,27 @@ func child(dir, name string) string {
 // calls than the file operations themselves. Errors are *os.PathError
 // around the errno, so errors.Is(err, os.ErrNotExist) works as usual.
 
-// readSmall reads a whole small file.
-func readSmall(path string) ([]byte, error) { return readSized(path, 128) }
+// smallFile is readFile's first buffer for a cursor, a reservation or a
+// stamp.
+const smallFile = 128
 
-// readSized reads a whole file into a buffer of initial capacity size, so
-// that a file of up to about that size takes one read(2) plus the one
-// that sees its end.
-func readSized(path string, size int) ([]byte, error) {
+// readFile reads the whole file path into a buffer of initial capacity
+// size, so that a file of up to about that size takes one read(2) plus
+// the one that sees its end; false (and no error) when it does not exist.
+func readFile(path string, size int) ([]byte, bool, error) {
 	fd, err := openRetry(path, syscall.O_RDONLY, 0)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, false, nil
+	}
 	if err != nil {
-		return nil, err
+		return nil, false, cnierr.IO("read", path, err)
 	}
 	defer syscall.Close(fd)
-	return readFD(fd, path, size)
-}
-
-// readRetry is one read(2), retried on EINTR.
-func readRetry(fd int, buf []byte) (int, error) {
-	for {
-		n, err := syscall.Read(fd, buf)
-		if err != syscall.EINTR {
-			return n, err
-		}
+	data, err := readFD(fd, path, size)
+	if err != nil {
+		return nil, false, cnierr.IO("read", path, err)
 	}
+	return data, true, nil
 }
 
 // readFD reads fd to its end into a buffer of initial capacity size.
@@ -163,15 +162,25 @@ func pwriteAll(fd int, b []byte) error {
 	return nil
 }
 
+// removeIfAny removes the file path; one already gone is no error.
+func removeIfAny(path string) error {
+	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return cnierr.IO("remove", path, err)
+	}
+	return nil
+}
+
 // atFDCWD is AT_FDCWD: openat relative to the working directory, which
 // for an absolute name is open(2).
 const atFDCWD = -0x64
 
-// openatRetry opens name relative to the directory dirfd, read-only,
-// never through a symbolic link.
-func openatRetry(dirfd int, name string, flags int) (int, error) {
+// openatRetry opens name relative to the directory dirfd (atFDCWD: the
+// working directory, or none for an absolute name), never through a
+// symbolic link as its last component (safedir.go: the directories above
+// it are checked).
+func openatRetry(dirfd int, name string, flags int, mode uint32) (int, error) {
 	for {
-		fd, err := syscall.Openat(dirfd, name, flags|syscall.O_CLOEXEC|syscall.O_NOFOLLOW, 0)
+		fd, err := syscall.Openat(dirfd, name, flags|syscall.O_CLOEXEC|syscall.O_NOFOLLOW, mode)
 		if err == syscall.EINTR {
 			continue
 		}
@@ -182,25 +191,15 @@ func openatRetry(dirfd int, name string, flags int) (int, error) {
 	}
 }
 
-// openRetry opens path, never through a symbolic link as its last
-// component (safedir.go: the directories above it are checked).
+// openRetry is openatRetry of path.
 func openRetry(path string, flags int, mode uint32) (int, error) {
-	for {
-		fd, err := syscall.Open(path, flags|syscall.O_CLOEXEC|syscall.O_NOFOLLOW, mode)
-		if err == syscall.EINTR {
-			continue
-		}
-		if err != nil {
-			return -1, &os.PathError{Op: "open", Path: path, Err: err}
-		}
-		return fd, nil
-	}
+	return openatRetry(atFDCWD, path, flags, mode)
 }
 
 // entries is one listing of a state directory, its names sorted out the
 // one way every reader needs: reservations (named by a canonical address,
-// which also keeps '/', "." and ".." out), cursors, and anything else.
-// Each is in directory order; readers that report sort.
+// which also keeps '/', "." and ".." out) by address, cursors, and
+// anything else, in directory order.
 type entries struct {
 	reservations []namedAddr
 	cursors      []namedCursor
@@ -219,17 +218,16 @@ type namedCursor struct {
 }
 
 // readEntries lists dir, checked for uid (safedir.go), with one
-// getdents(2) pass. Errors are the os package's, so that a caller can tell
-// a missing directory, or an unsafe one's.
+// getdents(2) pass; a missing dir is os.ErrNotExist, wrapped.
 func readEntries(dir string, uid int) (entries, error) {
 	f, err := openDir(dir, uid)
 	if err != nil {
-		return entries{}, err
+		return entries{}, readError(dir, err)
 	}
 	defer f.Close()
 	des, err := f.ReadDir(-1)
 	if err != nil {
-		return entries{}, err
+		return entries{}, readError(dir, err)
 	}
 	e := entries{reservations: make([]namedAddr, 0, len(des))}
 	for _, de := range des {
@@ -242,6 +240,7 @@ func readEntries(dir string, uid int) (entries, error) {
 			e.other = append(e.other, name)
 		}
 	}
+	slices.SortFunc(e.reservations, func(a, b namedAddr) int { return a.ip.Compare(b.ip) })
 	return e, nil
 }
 
@@ -276,22 +275,20 @@ func cursorID(name string) (int, bool) {
 func (d *Disk) scan() (map[netip.Addr]alloc.Attachment, error) {
 	ents, err := readEntries(d.dir, d.uid)
 	if err != nil {
-		return nil, readError(d.dir, err)
+		return nil, err
 	}
 	all := make(map[netip.Addr]alloc.Attachment, len(ents.reservations))
 	for _, r := range ents.reservations {
 		if !r.regular {
 			continue
 		}
-		path := child(d.dir, r.name)
-		data, err := readSmall(path)
-		if errors.Is(err, os.ErrNotExist) {
-			continue
-		}
+		data, ok, err := readFile(child(d.dir, r.name), smallFile)
 		if err != nil {
-			return nil, cnierr.IO("read", path, err)
+			return nil, err
 		}
-		all[r.ip] = parseReservation(data)
+		if ok {
+			all[r.ip] = parseReservation(data)
+		}
 	}
 	return all, nil
 }

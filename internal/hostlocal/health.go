@@ -3,6 +3,7 @@ package hostlocal
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -64,13 +65,13 @@ func Examine(dir string, lockTimeout time.Duration) (*Health, error) {
 	defer lk.Close()
 	ents, err := readEntries(d.dir, d.uid)
 	if err != nil {
-		return nil, readError(d.dir, err)
-	}
-	h := &Health{Dir: d.dir}
-	if h.Reservations, err = readReservations(d.dir, sortedReservations(ents)); err != nil {
 		return nil, err
 	}
-	if h.Cursors, err = readCursors(d.dir, ents.cursors); err != nil {
+	h := &Health{Dir: d.dir}
+	if h.Reservations, err = readReservations(d.dir, ents.reservations); err != nil {
+		return nil, err
+	}
+	if h.Cursors, err = d.readCursors(ents.cursors); err != nil {
 		return nil, err
 	}
 	if h.Index, _, err = d.trust(); err != nil {
@@ -137,15 +138,18 @@ func (d *Disk) repair(dropCursors []int) ([]string, error) {
 			done = append(done, "rebuilt the index")
 		}
 	}
-	stale, err := d.staleScratch()
+	gone, err := d.staleScratch()
 	if err != nil {
 		return done, err
 	}
-	for _, p := range stale {
+	for _, id := range dropCursors {
+		gone = append(gone, d.cursorPath(id))
+	}
+	for _, p := range gone {
 		if err := os.RemoveAll(p); err != nil {
 			return done, cnierr.IO("remove", p, err)
 		}
-		d.dirty = true // the index directory's mtime moved: re-stamp
+		d.dirty = true // D's or the index directory's mtime moved: re-stamp
 		d.tmpFor = nil
 		done = append(done, "removed "+p)
 	}
@@ -155,100 +159,73 @@ func (d *Disk) repair(dropCursors []int) ([]string, error) {
 		return done, err
 	}
 	fixed, err = d.RepairTenants()
-	done = append(done, fixed...)
-	if err != nil {
-		return done, err
-	}
-	for _, id := range dropCursors {
-		p := d.cursorPath(id)
-		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return done, cnierr.IO("remove", p, err)
-		}
-		d.dirty = true
-		done = append(done, "removed "+p)
-	}
-	return done, nil
+	return append(done, fixed...), err
 }
 
-// indexProblems compares every bucket with what a rebuild from rs would
-// write. With the stamp valid they must agree exactly: every change a
-// plugin makes updates both under the lock.
+// indexProblems compares every bucket with what a rebuild from rs (sorted
+// by address, as every reader returns them) would write. With the stamp
+// valid they must agree exactly: every change a plugin makes updates both
+// under the lock.
 func (d stateDir) indexProblems(rs []Reservation) ([]string, error) {
-	want := map[string][]netip.Addr{}
+	want := map[string]string{} // by key: the addresses, joined by ","
 	for _, r := range rs {
 		if key, ok := entryKey(r.Owner.Key()); ok {
-			want[key] = append(want[key], r.Addr)
+			want[key] = strings.TrimPrefix(want[key]+","+r.Addr.String(), ",")
 		}
 	}
 	var problems []string
 	report := func(format string, args ...any) { problems = append(problems, fmt.Sprintf(format, args...)) }
-	got := map[string][]netip.Addr{}
+	got := map[string][]netip.Addr{} // by key: the addresses listed, never nil
 	for n := range numBuckets {
 		name := bucketName(uint8(n))
-		data, err := readSized(filepath.Join(d.idx, name), bucketReadSize)
-		if errors.Is(err, os.ErrNotExist) {
-			continue
-		}
+		data, _, err := readFile(child(d.idx, name), bucketReadSize)
 		if err != nil {
-			return nil, cnierr.IO("read", filepath.Join(d.idx, name), err)
+			return nil, err
 		}
 		lineNo := 0
 		for line := range strings.Lines(string(data)) {
 			lineNo++
-			if !strings.HasSuffix(line, "\n") {
-				report("index bucket %s: line %d is cut short (torn write)", name, lineNo)
-				break
-			}
 			fields := strings.Fields(line)
-			id, ifname, ok := strings.Cut(fields[0], "@")
-			if len(fields) < 2 || !ok || id == "" {
+			switch {
+			case !strings.HasSuffix(line, "\n"):
+				report("index bucket %s: line %d is cut short (torn write)", name, lineNo)
+			case len(fields) < 2 || !strings.Contains(fields[0], "@") || fields[0][0] == '@':
 				report("index bucket %s: line %d is not \"<containerID>@<ifname> <ip>...\": %q", name, lineNo, clipLine(line))
-				continue
-			}
-			if bucketOf(alloc.Attachment{ContainerID: id, IfName: ifname}) != uint8(n) {
-				report("index bucket %s: line %d (%s) belongs in bucket %s", name, lineNo, fields[0], bucketName(bucketOf(alloc.Attachment{ContainerID: id, IfName: ifname})))
-				continue
-			}
-			if _, dup := got[fields[0]]; dup {
+			case keyBucket(fields[0]) != name:
+				report("index bucket %s: line %d (%s) belongs in bucket %s", name, lineNo, fields[0], keyBucket(fields[0]))
+			case got[fields[0]] != nil:
 				report("index bucket %s: %s is listed twice", name, fields[0])
-				continue
-			}
-			addrs := []netip.Addr{}
-			for _, f := range fields[1:] {
-				ip, err := netip.ParseAddr(f)
-				if err != nil || ip.String() != f {
-					report("index bucket %s: line %d lists %q, not an address", name, lineNo, f)
-					continue
+			default:
+				addrs := []netip.Addr{}
+				for _, f := range fields[1:] {
+					if ip, err := netip.ParseAddr(f); err == nil && ip.String() == f {
+						addrs = append(addrs, ip)
+					} else {
+						report("index bucket %s: line %d lists %q, not an address", name, lineNo, f)
+					}
 				}
-				addrs = append(addrs, ip)
+				slices.SortFunc(addrs, netip.Addr.Compare)
+				got[fields[0]] = addrs
 			}
-			got[fields[0]] = addrs
 		}
 	}
-	keys := make([]string, 0, len(want)+len(got))
+	keys := map[string]bool{}
 	for k := range want {
-		keys = append(keys, k)
+		keys[k] = true
 	}
 	for k := range got {
-		if _, ok := want[k]; !ok {
-			keys = append(keys, k)
-		}
+		keys[k] = true
 	}
-	slices.Sort(keys)
-	for _, k := range keys {
-		w, g := want[k], got[k]
-		slices.SortFunc(w, netip.Addr.Compare)
-		slices.SortFunc(g, netip.Addr.Compare)
-		id, ifname, _ := strings.Cut(k, "@")
-		b := bucketName(bucketOf(alloc.Attachment{ContainerID: id, IfName: ifname}))
+	for _, k := range slices.Sorted(maps.Keys(keys)) {
+		w, g := want[k], joinAddrs(got[k])
 		switch {
-		case slices.Equal(w, g):
-		case g == nil:
-			report("index bucket %s has no line for %s, which holds %s", b, k, joinAddrs(w))
-		case len(w) == 0:
-			report("index bucket %s lists %s with %s, which it does not hold", b, k, joinAddrs(g))
+		case w == g:
+		case got[k] == nil:
+			report("index bucket %s has no line for %s, which holds %s", keyBucket(k), k, w)
+		case w == "":
+			report("index bucket %s lists %s with %s, which it does not hold", keyBucket(k), k, g)
 		default:
-			report("index bucket %s lists %s with %s, the reservations say %s", b, k, joinAddrs(g), joinAddrs(w))
+			report("index bucket %s lists %s with %s, the reservations say %s", keyBucket(k), k, g, w)
 		}
 	}
 	if len(problems) > maxIndexProblems {
@@ -256,6 +233,13 @@ func (d stateDir) indexProblems(rs []Reservation) ([]string, error) {
 		problems = append(problems[:maxIndexProblems], fmt.Sprintf("... and %d more index problems", more))
 	}
 	return problems, nil
+}
+
+// keyBucket is the name of the bucket a line's key "<containerID>@<ifname>"
+// belongs in.
+func keyBucket(key string) string {
+	id, ifname, _ := strings.Cut(key, "@")
+	return bucketName(bucketOf(alloc.Attachment{ContainerID: id, IfName: ifname}))
 }
 
 func joinAddrs(ips []netip.Addr) string {
@@ -287,7 +271,7 @@ func (d stateDir) staleScratch() ([]string, error) {
 	}
 	for _, de := range des {
 		name := de.Name()
-		if name == stampName || (len(name) == 3 && name[0] == 'b' && isHex(name[1:])) {
+		if name == stampName || len(name) == 3 && name[0] == 'b' && strings.Trim(name[1:], "0123456789abcdef") == "" {
 			continue
 		}
 		if name == scratchName || name == cursorSpare {
@@ -305,13 +289,4 @@ func (d stateDir) staleScratch() ([]string, error) {
 		}
 	}
 	return stale, nil
-}
-
-func isHex(s string) bool {
-	for _, c := range s {
-		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
-			return false
-		}
-	}
-	return true
 }

@@ -1,6 +1,7 @@
 package hostlocal
 
 import (
+	"fmt"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -102,5 +103,28 @@ func TestStaleScratch(t *testing.T) {
 	}
 	if stale, _ := d.staleScratch(); len(stale) != 0 || !exists(filepath.Join(dir, "10.0.0.9")) {
 		t.Errorf("after Repair: stale %v, reservation kept %v", stale, exists(filepath.Join(dir, "10.0.0.9")))
+	}
+}
+
+// A bucket edited behind the stamp's back into lines that are no entry
+// (a blank one included) is reported line by line, never a crash.
+func TestExamineMalformedBucketLines(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "net")
+	closeT(t, openT(t, dir))
+	b00 := filepath.Join(indexDir(dir), bucketName(0))
+	if err := os.WriteFile(b00, []byte("\nnoat 10.0.0.2\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if !indexValid(t, dir) {
+		t.Fatal("the test's edit invalidated the stamp")
+	}
+	h, err := Examine(dir, time.Second)
+	if err != nil || len(h.IndexProblems) != 2 {
+		t.Fatalf("malformed lines: %q, %v", h.IndexProblems, err)
+	}
+	for i, p := range h.IndexProblems {
+		if want := fmt.Sprintf("index bucket b00: line %d is not", i+1); !strings.HasPrefix(p, want) {
+			t.Errorf("problem %d: %q, want it to start %q", i, p, want)
+		}
 	}
 }

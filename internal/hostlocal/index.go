@@ -1,7 +1,6 @@
 package hostlocal
 
 import (
-	"errors"
 	"hash/fnv"
 	"net/netip"
 	"os"
@@ -11,7 +10,6 @@ import (
 	"unicode"
 
 	"github.com/cniplugins/cniplugins/internal/alloc"
-	"github.com/cniplugins/cniplugins/internal/cnierr"
 )
 
 // indexDir is the index of state directory dir: a sibling "_index" tree,
@@ -187,21 +185,27 @@ func (d *Disk) bucket(n uint8) *bucket {
 	return b
 }
 
+// known is a's entry in a complete cache (built from a scan), made empty
+// where a holds nothing.
+func (d *Disk) known(a alloc.Attachment) *entry {
+	b := d.bucket(bucketOf(a))
+	b.loaded = true
+	e := b.entries[a]
+	if e == nil {
+		e = &entry{b: b, verified: true}
+		b.entries[a] = e
+	}
+	return e
+}
+
 // fill replaces the cache with the result of a full scan.
 func (d *Disk) fill(all map[netip.Addr]alloc.Attachment) {
 	d.buckets = make(map[uint8]*bucket, numBuckets)
 	for ip, a := range all {
-		a = a.Key()
-		b := d.bucket(bucketOf(a))
-		e := b.entries[a]
-		if e == nil {
-			e = &entry{b: b, verified: true}
-			b.entries[a] = e
-		}
+		e := d.known(a.Key())
 		e.addrs = append(e.addrs, ip)
 	}
 	for _, b := range d.buckets {
-		b.loaded = true
 		for _, e := range b.entries {
 			slices.SortFunc(e.addrs, netip.Addr.Compare)
 		}
@@ -214,27 +218,19 @@ func (d *Disk) fill(all map[netip.Addr]alloc.Attachment) {
 // (the caller then scans D).
 func (d *Disk) tracked(a alloc.Attachment) (*entry, error) {
 	a = a.Key()
-	n := bucketOf(a)
 	if d.complete {
-		b := d.bucket(n)
-		b.loaded = true
-		e := b.entries[a]
-		if e == nil {
-			e = &entry{b: b, verified: true}
-			b.entries[a] = e
-		}
-		return e, nil
+		return d.known(a), nil
 	}
 	key, ok := entryKey(a)
 	if !ok {
 		return nil, nil
 	}
+	n := bucketOf(a)
 	b := d.bucket(n)
 	if !b.loaded {
-		path := child(d.idx, bucketName(n))
-		data, err := readSized(path, bucketReadSize)
-		if err != nil && !errors.Is(err, os.ErrNotExist) {
-			return nil, cnierr.IO("read", path, err)
+		data, _, err := readFile(child(d.idx, bucketName(n)), bucketReadSize)
+		if err != nil {
+			return nil, err
 		}
 		b.raw = string(data)
 		b.loaded = true

@@ -46,30 +46,15 @@ func ReservedAddrs(dir string) ([]netip.Addr, error) {
 	return out, nil
 }
 
-// reservationNames lists the reservations of dir, sorted by address;
-// whether each is a regular file is left to the reader. A missing dir
-// holds nothing.
+// reservationNames lists the reservations of dir without its lock,
+// sorted by address; whether each is a regular file is left to the
+// reader. A missing dir holds nothing.
 func reservationNames(dir string) ([]namedAddr, error) {
-	ents, err := entriesUnlocked(dir)
-	return sortedReservations(ents), err
-}
-
-// entriesUnlocked is readEntries of dir without its lock, for the
-// operators' reads: a missing dir holds nothing.
-func entriesUnlocked(dir string) (entries, error) {
 	ents, err := readEntries(dir, os.Geteuid())
 	if errors.Is(err, os.ErrNotExist) {
-		return entries{}, nil
+		return nil, nil
 	}
-	if err != nil {
-		return entries{}, readError(dir, err)
-	}
-	return ents, nil
-}
-
-func sortedReservations(ents entries) []namedAddr {
-	slices.SortFunc(ents.reservations, func(a, b namedAddr) int { return a.ip.Compare(b.ip) })
-	return ents.reservations
+	return ents.reservations, err
 }
 
 // ReadReservations reads every reservation of dir with its mtime, without
@@ -97,78 +82,64 @@ func readReservations(dir string, names []namedAddr) ([]Reservation, error) {
 	}
 	defer syscall.Close(dirfd)
 	out := make([]Reservation, len(names))
-	found := make([]bool, len(names))
 	errs := make([]error, len(names))
 	workers := min(2*runtime.GOMAXPROCS(0), 8, max(1, len(names)/64))
 	var wg sync.WaitGroup
 	for w := range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			for i := w; i < len(names); i += workers {
-				out[i], found[i], errs[i] = readReservation(dirfd, dir, names[i].name, names[i].ip)
+				out[i], errs[i] = readReservation(dirfd, dir, names[i].name, names[i].ip)
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
-	kept := out[:0]
-	for i, r := range out {
-		if found[i] { // files released while we read are simply gone
-			kept = append(kept, r)
-		}
-	}
-	return kept, nil
+	// Files released while we read are simply gone.
+	return slices.DeleteFunc(out, func(r Reservation) bool { return !r.Addr.IsValid() }), nil
 }
 
-// ReadReservation reads the reservation of ip in dir without the lock;
-// false when ip is not reserved.
-func ReadReservation(dir string, ip netip.Addr) (Reservation, bool, error) {
-	path, err := newStateDir(dir).addrPath(ip)
-	if err != nil {
-		return Reservation{}, false, err
-	}
-	return readReservation(atFDCWD, "", path, ip) // an absolute name ignores the dirfd
-}
-
-// readReservation reads name in dir, opened relative to dirfd.
-func readReservation(dirfd int, dir, name string, ip netip.Addr) (Reservation, bool, error) {
+// readReservation reads name in dir, opened relative to dirfd; a file
+// that is gone is the zero Reservation.
+func readReservation(dirfd int, dir, name string, ip netip.Addr) (Reservation, error) {
 	path := filepath.Join(dir, name)
-	fd, err := openatRetry(dirfd, name, syscall.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK)
+	fd, err := openatRetry(dirfd, name, syscall.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if errors.Is(err, os.ErrNotExist) {
-		return Reservation{}, false, nil
+		return Reservation{}, nil
 	}
 	r := Reservation{Addr: ip}
 	if errors.Is(err, syscall.ELOOP) {
 		r.Problem = "is a symbolic link, not a file"
-		return r, true, nil
+		return r, nil
 	}
 	if err != nil {
-		return Reservation{}, false, cnierr.IO("open", path, err)
+		return Reservation{}, cnierr.IO("open", path, err)
 	}
 	defer syscall.Close(fd)
 	var st syscall.Stat_t
 	if err := syscall.Fstat(fd, &st); err != nil {
-		return Reservation{}, false, cnierr.IO("stat", path, err)
+		return Reservation{}, cnierr.IO("stat", path, err)
 	}
 	r.Since = time.Unix(st.Mtim.Unix())
 	if st.Mode&syscall.S_IFMT != syscall.S_IFREG {
 		r.Problem = "is not a regular file"
-		return r, true, nil
+		return r, nil
 	}
 	// One read(2) of the stated size plus one byte: a reservation file is
 	// never rewritten in place, so a short read is its end.
 	buf := make([]byte, st.Size+1)
-	n, err := readRetry(fd, buf)
+	n, err := syscall.Read(fd, buf)
+	for err == syscall.EINTR {
+		n, err = syscall.Read(fd, buf)
+	}
 	if err != nil {
-		return Reservation{}, false, cnierr.IO("read", path, err)
+		return Reservation{}, cnierr.IO("read", path, err)
 	}
 	if n == len(buf) { // it grew after all: read the rest
 		rest, err := readFD(fd, path, 64)
 		if err != nil {
-			return Reservation{}, false, cnierr.IO("read", path, err)
+			return Reservation{}, cnierr.IO("read", path, err)
 		}
 		buf = append(buf, rest...)
 		n = len(buf)
@@ -176,31 +147,20 @@ func readReservation(dirfd int, dir, name string, ip netip.Addr) (Reservation, b
 	buf = buf[:n]
 	r.Owner = parseReservation(buf)
 	r.Problem = r.Owner.Problem()
-	return r, true, nil
+	return r, nil
 }
 
-// ReadCursors reads dir's round-robin cursors without the lock.
-func ReadCursors(dir string) ([]Cursor, error) {
-	ents, err := entriesUnlocked(dir)
-	if err != nil {
-		return nil, err
-	}
-	return readCursors(dir, ents.cursors)
-}
-
-// readCursors reads the cursors names of dir, sorted by range set.
-func readCursors(dir string, names []namedCursor) ([]Cursor, error) {
+// readCursors reads the cursors names of d, sorted by range set.
+func (d stateDir) readCursors(names []namedCursor) ([]Cursor, error) {
 	var out []Cursor
 	for _, n := range names {
-		path := filepath.Join(dir, n.name)
-		data, err := readSmall(path)
-		if errors.Is(err, os.ErrNotExist) {
-			continue
-		}
+		c, err := readCursor(child(d.dir, n.name), n.id)
 		if err != nil {
-			return nil, cnierr.IO("read", path, err)
+			return nil, err
 		}
-		out = append(out, parseCursor(n.id, data))
+		if c.Raw != nil {
+			out = append(out, c)
+		}
 	}
 	slices.SortFunc(out, func(a, b Cursor) int { return a.RangeID - b.RangeID })
 	return out, nil

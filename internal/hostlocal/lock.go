@@ -29,15 +29,16 @@ const lockName = "lock"
 // mode (by host-local, which creates it 0644, or an older version) is
 // made 0600 here, on the descriptor that was checked.
 func acquireLock(dir string, uid int, timeout time.Duration) (*Lock, error) {
-	return lockFile(child(dir, lockName), uid, timeout, func() error {
+	return lockFile(child(dir, lockName), syscall.O_CREAT, uid, timeout, func() error {
 		return cnierr.New(cnierr.CodeTryAgainLater, "state directory is locked", "dir=%s timeout=%s", dir, timeout)
 	})
 }
 
-// lockFile is acquireLock of the lock file at path; busy is the error of
-// a wait that timed out.
-func lockFile(path string, uid int, timeout time.Duration, busy func() error) (*Lock, error) {
-	fd, err := openRetry(path, syscall.O_RDONLY|syscall.O_CREAT, modePrivate)
+// lockFile is acquireLock of the lock file at path, opened with flags
+// (O_CREAT or none); busy is the error of a wait that timed out, at once
+// when timeout is not positive.
+func lockFile(path string, flags int, uid int, timeout time.Duration, busy func() error) (*Lock, error) {
+	fd, err := openRetry(path, syscall.O_RDONLY|flags, modePrivate)
 	if err != nil {
 		return nil, cnierr.IO("open", path, err)
 	}
@@ -49,12 +50,21 @@ func lockFile(path string, uid int, timeout time.Duration, busy func() error) (*
 	// The uncontended case, which is nearly every call, needs no goroutine.
 	if err := syscall.Flock(fd, syscall.LOCK_EX|syscall.LOCK_NB); err == nil {
 		return f, nil
-	} else if err != syscall.EWOULDBLOCK {
+	} else if err != syscall.EWOULDBLOCK || timeout <= 0 {
 		f.Close()
+		if err == syscall.EWOULDBLOCK {
+			return nil, busy()
+		}
 		return nil, cnierr.IO("lock", path, err)
 	}
 	got := make(chan error, 1)
-	go func() { got <- flockRetryingEINTR(fd) }()
+	go func() {
+		err := syscall.Flock(fd, syscall.LOCK_EX)
+		for err == syscall.EINTR {
+			err = syscall.Flock(fd, syscall.LOCK_EX)
+		}
+		got <- err
+	}()
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()
 	select {
@@ -81,19 +91,18 @@ func lockFile(path string, uid int, timeout time.Duration, busy func() error) (*
 func lockNamed(path string, uid int, timeout time.Duration, busy func() error) (*Lock, error) {
 	deadline := time.Now().Add(timeout)
 	for {
-		l, err := lockFile(path, uid, time.Until(deadline), busy)
+		l, err := lockFile(path, syscall.O_CREAT, uid, time.Until(deadline), busy)
 		if err != nil {
 			return nil, err
 		}
 		named, err := l.names(path)
-		if err != nil || named {
-			if err != nil {
-				l.Close()
-				return nil, err
-			}
+		if err == nil && named {
 			return l, nil
 		}
 		l.Close()
+		if err != nil {
+			return nil, err
+		}
 		if !time.Now().Before(deadline) {
 			return nil, busy()
 		}
@@ -130,15 +139,6 @@ func (l *Lock) Close() error {
 		return &os.PathError{Op: "close", Path: l.path, Err: err}
 	}
 	return nil
-}
-
-func flockRetryingEINTR(fd int) error {
-	for {
-		err := syscall.Flock(fd, syscall.LOCK_EX)
-		if err != syscall.EINTR {
-			return err
-		}
-	}
 }
 
 // ownLock makes the lock file fd the user's alone: a regular file owned

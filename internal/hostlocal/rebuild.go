@@ -9,24 +9,31 @@ import (
 	"github.com/cniplugins/cniplugins/internal/cnierr"
 )
 
+// rescan fills the cache from a scan of D, which an untrusted or stale
+// index leaves as the only truth. A stale index may be a crash's: a
+// tenant record whose reservation was never made, or is gone, must not
+// count another moment (tenants.go).
+func (d *Disk) rescan() error {
+	all, err := d.scan()
+	if err != nil {
+		return err
+	}
+	d.fill(all)
+	_, err = d.repairTenants(func(ip netip.Addr) bool { _, ok := all[ip]; return ok })
+	return err
+}
+
 // rebuild scans D and replaces the index directory with a fresh one. The
 // new tree is written under a dot-name (no network or pool name starts
 // with '.') and renamed into place; it carries no stamp until Close
 // commits, so a crash at any point leaves an index the next Open rejects
 // and rebuilds again, discarding the leftovers first.
 func (d *Disk) rebuild() error {
-	all, err := d.scan()
-	if err != nil {
+	if err := d.rescan(); err != nil {
 		return err
 	}
-	d.fill(all)
 	d.exhausted = nil
 	d.dirty = true
-	// A stale index may be a crash's: a record whose reservation was
-	// never made, or is gone, must not count another moment (tenants.go).
-	if _, err := d.repairTenants(func(ip netip.Addr) bool { _, ok := all[ip]; return ok }); err != nil {
-		return err
-	}
 
 	parent, base := filepath.Split(d.idx)
 	fresh := filepath.Join(parent, "."+base+".new")
@@ -43,6 +50,7 @@ func (d *Disk) rebuild() error {
 	// creating inodes is where a rebuild's time would go.
 	// b00 is always written, even empty: it marks the bucket layout (see
 	// bucketFormat).
+	d.bucket(0)
 	for n, b := range d.buckets {
 		if s := b.content(); s != "" || n == 0 {
 			if err := writePrivate(filepath.Join(fresh, bucketName(n)), s); err != nil {
@@ -50,11 +58,6 @@ func (d *Disk) rebuild() error {
 			}
 		}
 		b.dirty = false
-	}
-	if d.buckets[0] == nil {
-		if err := writePrivate(filepath.Join(fresh, bucketName(0)), ""); err != nil {
-			return err
-		}
 	}
 	if err := os.Rename(d.idx, old); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return cnierr.IO("rename", d.idx, err)

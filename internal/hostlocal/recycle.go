@@ -41,6 +41,15 @@ func nlink(fi os.FileInfo) uint64 {
 	return 0
 }
 
+// inode is fi's inode number, when fi is a regular file's.
+func inode(fi os.FileInfo) (uint64, bool) {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok || !fi.Mode().IsRegular() {
+		return 0, false
+	}
+	return st.Ino, true
+}
+
 // replaceRecycled gives path (in D) the content s atomically: the spare
 // is filled and renamed over path, and path's old inode is kept, through a
 // hard link made first, as the next spare.

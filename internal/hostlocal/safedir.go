@@ -136,24 +136,19 @@ func openDir(path string, uid int) (*os.File, error) {
 	return f, nil
 }
 
-// readDir is os.ReadDir of a directory openDir accepts.
-func readDir(path string, uid int) ([]os.DirEntry, error) {
-	f, err := openDir(path, uid)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	return f.ReadDir(-1)
-}
-
-// readDirIfAny is readDir for a directory that may not exist yet (it
-// holds nothing then), its errors as code 5 naming it.
+// readDirIfAny is os.ReadDir of a directory openDir accepts, which may
+// not exist yet (it holds nothing then), its errors as code 5 naming it.
 func readDirIfAny(path string, uid int) ([]os.DirEntry, error) {
-	des, err := readDir(path, uid)
-	switch {
-	case errors.Is(err, os.ErrNotExist):
+	f, err := openDir(path, uid)
+	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
-	case err != nil:
+	}
+	var des []os.DirEntry
+	if err == nil {
+		des, err = f.ReadDir(-1)
+		f.Close()
+	}
+	if err != nil {
 		return nil, readError(path, err)
 	}
 	return des, nil

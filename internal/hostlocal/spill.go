@@ -10,25 +10,15 @@ import (
 	"github.com/cniplugins/cniplugins/internal/cnierr"
 )
 
-// Spill records (overflow chains). Before an ADD takes an address from a
-// pool of D's overflow chain (D being full), it records the attachment in
-// D:
-//
-//	_spill/<key>   content: the attachment's network; <key> is its index
-//	               key "<containerID>@<ifname>" (entryKey) in hex
-//
-// An ADD in D then knows from D alone that an attachment without a
-// record holds nothing further down D's chain, so while D has room it
-// neither locks nor reads the other pools (a retried ADD of a spilled
-// attachment finds its record and looks everywhere, as the chain's rules
-// ask). The record is written before the address is taken and removed
-// only after a DEL released everything the attachment had, so whatever
-// kills either, what is left is at most a record of an attachment that
-// holds nothing more: it costs that attachment's next ADD the look into
-// every pool, and GC removes it once the attachment is gone.
-//
-// An attachment whose key cannot name a file (not indexable, or longer
-// than a file name) has no record and is always looked for everywhere.
+// Spill records (overflow chains; docs/tenancy.md): before an ADD takes
+// an address further down D's chain, D records the attachment in
+// _spill/<key> (its entryKey in hex, holding its network), so that an ADD
+// in D knows from D alone that an attachment without a record holds
+// nothing further down. Written before the address is taken and removed
+// after a DEL released everything, a record a crash leaves only costs its
+// attachment's next ADD a look into every pool, until GC removes it. An
+// attachment whose key cannot name a file has none and is looked for
+// everywhere.
 const spillDirName = "_spill"
 
 var _ alloc.SpillRecorder = (*Disk)(nil)
@@ -85,7 +75,7 @@ func (d *Disk) ForgetSpill(a alloc.Attachment) error {
 	if ok, err := d.subdir(d.spillDir()); err != nil || !ok {
 		return err
 	}
-	return removeRecord(child(d.spillDir(), name))
+	return removeIfAny(child(d.spillDir(), name))
 }
 
 // GCSpills removes the spill records of attachments keep does not keep
@@ -101,9 +91,9 @@ func (d *Disk) GCSpills(keep func(alloc.Attachment) bool) ([]string, error) {
 		path := child(d.spillDir(), de.Name())
 		a, ok := spillOwner(de.Name())
 		if ok && de.Type().IsRegular() {
-			network, err := readSmall(path)
-			if err != nil && !errors.Is(err, os.ErrNotExist) {
-				return done, cnierr.IO("read", path, err)
+			network, _, err := readFile(path, smallFile)
+			if err != nil {
+				return done, err
 			}
 			a.Network = string(network)
 			if keep(a) {

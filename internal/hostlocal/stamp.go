@@ -28,13 +28,9 @@ type stamp struct {
 // readStamp parses <idx>/stamp. A missing or garbled file is simply not
 // valid (a crash or an older index); only real read failures are errors.
 func readStamp(idx string) (stamp, error) {
-	path := child(idx, stampName)
-	data, err := readSmall(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return stamp{}, nil
-	}
-	if err != nil {
-		return stamp{}, cnierr.IO("read", path, err)
+	data, ok, err := readFile(child(idx, stampName), smallFile)
+	if !ok {
+		return stamp{}, err
 	}
 	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
 	if lines[0] == untrustedStamp {
@@ -81,20 +77,6 @@ func newStampNanos() int64 {
 	return now - now%1000 + 1 + rand.Int64N(999)
 }
 
-// mtimesMatch reports whether both directories carry mtime nanos.
-func (d stateDir) mtimesMatch(nanos int64) (bool, error) {
-	for _, p := range []string{d.dir, d.idx} {
-		t, err := d.dirMtime(p)
-		if errors.Is(err, os.ErrNotExist) {
-			return false, nil
-		}
-		if err != nil || t != nanos {
-			return false, err
-		}
-	}
-	return true, nil
-}
-
 // dirMtime is the mtime of directory p, which must be safe to use
 // (safedir.go); os.ErrNotExist as it is.
 func (d stateDir) dirMtime(p string) (int64, error) {
@@ -130,11 +112,15 @@ func (d *Disk) commit() error {
 	}
 	t := time.Unix(0, nanos)
 	ok := os.Chtimes(d.dir, time.Time{}, t) == nil && os.Chtimes(d.idx, time.Time{}, t) == nil
-	if ok {
-		var err error
-		if ok, err = d.mtimesMatch(nanos); err != nil {
+	for _, p := range []string{d.dir, d.idx} {
+		if !ok {
+			break
+		}
+		m, err := d.dirMtime(p)
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
 			return err
 		}
+		ok = err == nil && m == nanos
 	}
 	if !ok {
 		d.untrusted = true

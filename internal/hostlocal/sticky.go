@@ -2,10 +2,8 @@ package hostlocal
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/netip"
-	"os"
 	"strings"
 	"time"
 
@@ -29,17 +27,13 @@ func (d stateDir) holdPath(id string) string { return child(d.stickyDir(), id+st
 
 // ReadHold implements alloc.HoldReader.
 func (d stateDir) ReadHold(id string) (*alloc.Hold, error) {
-	path := d.holdPath(id)
-	data, err := readSized(path, 512)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, cnierr.IO("read", path, err)
+	data, ok, err := readFile(d.holdPath(id), 512)
+	if !ok {
+		return nil, err
 	}
 	var h alloc.Hold
 	if err := json.Unmarshal(data, &h); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, alloc.ErrHoldUnreadable)
+		return nil, fmt.Errorf("%s: %w", d.holdPath(id), alloc.ErrHoldUnreadable)
 	}
 	return &h, nil
 }
@@ -66,12 +60,9 @@ func (d stateDir) Owner(ip netip.Addr) (alloc.Attachment, bool, error) {
 	if err != nil {
 		return alloc.Attachment{}, false, err
 	}
-	data, err := readSmall(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return alloc.Attachment{}, false, nil
-	}
-	if err != nil {
-		return alloc.Attachment{}, false, cnierr.IO("read", path, err)
+	data, ok, err := readFile(path, smallFile)
+	if !ok {
+		return alloc.Attachment{}, false, err
 	}
 	return parseReservation(data), true, nil
 }
@@ -120,10 +111,7 @@ func (d *Disk) RemoveHold(id string) error {
 	if ok, err := d.subdir(d.stickyDir()); err != nil || !ok {
 		return err
 	}
-	if err := os.Remove(d.holdPath(id)); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return cnierr.IO("remove", d.holdPath(id), err)
-	}
-	return nil
+	return removeIfAny(d.holdPath(id))
 }
 
 // Reassign implements alloc.HoldStore: ip's file is rewritten atomically

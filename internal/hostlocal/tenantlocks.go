@@ -6,33 +6,15 @@ import (
 	"os"
 	"slices"
 	"strings"
-	"syscall"
-
-	"github.com/cniplugins/cniplugins/internal/cnierr"
 )
 
-// Tenants' lock files. LockTenant creates one per tenant, and tenants
-// come and go (every value of a pod annotation a quota is per is a
-// tenant), so GC and fsck --repair remove the lock file of a tenant no
-// pool counts anything for. Unlinking a lock file that another process
-// has open, or is about to open, must not leave two processes each
-// holding "the" lock on a different inode:
-//
-//	the remover   opens the file (never creating it), takes its flock
-//	              without waiting (a held lock is a tenant in use: left
-//	              alone), checks that the path still names that inode,
-//	              then, still holding it, that no pool counts an address
-//	              for the tenant, and only then unlinks it
-//	a locker      (lockNamed) after its flock checks that the path still
-//	              names the inode it locked; if not (a remover unlinked
-//	              it meanwhile) it opens, creating, and locks again
-//
-// Whoever holds a lock the path names is then the tenant's only holder:
-// a remover unlinks only while it holds that very flock, and a locker
-// keeps only a flock on the inode the path names. Counts only grow under
-// the tenant's lock, so the remover's count, taken under it, stays 0
-// until it lets go, by which time the file is gone and the next ADD of
-// the tenant makes a new one.
+// Tenants' lock files (docs/tenancy.md, "Tenants that come and go"). A
+// remover unlinks a lock file only while it holds that very flock (taken
+// without waiting) and, under it, finds the tenant's count 0 in every
+// pool; a locker (lockNamed) keeps only a flock on the inode the path
+// names. So whoever holds a lock the path names is the tenant's only
+// holder, whenever the file goes: counts only grow under the tenant's
+// lock, so the remover's 0 stays 0 until the file is gone.
 
 // TenantLock is one tenant's lock file in a data dir's pools.
 type TenantLock struct {
@@ -47,21 +29,14 @@ type TenantLock struct {
 // the pools' state directories), judged without any lock: what fsck
 // reports.
 func TenantLocks(poolsDir string, uid int) ([]TenantLock, error) {
-	locks, _, err := tenantLocks(poolsDir, uid)
-	return locks, err
-}
-
-// tenantLocks is TenantLocks, and the pools' state directories it judged
-// them against.
-func tenantLocks(poolsDir string, uid int) ([]TenantLock, []string, error) {
 	idx := child(poolsDir, "_index")
 	des, err := readDirIfAny(idx, uid)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	pools, err := poolDirs(poolsDir, uid)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	var out []TenantLock
 	for _, de := range des {
@@ -72,18 +47,22 @@ func tenantLocks(poolsDir string, uid int) ([]TenantLock, []string, error) {
 		raw, _ := hex.DecodeString(name)
 		l := TenantLock{Path: child(idx, de.Name()), Tenant: string(raw)}
 		if l.Counted, err = counted(pools, l.Tenant, uid); err != nil {
-			return out, pools, err
+			return out, err
 		}
 		out = append(out, l)
 	}
-	return out, pools, nil
+	return out, nil
 }
 
 // DropIdleTenantLocks removes the lock file of every tenant under
 // poolsDir that no pool counts anything for and no process holds (see
 // above). It returns what it did.
 func DropIdleTenantLocks(poolsDir string, uid int) ([]string, error) {
-	locks, pools, err := tenantLocks(poolsDir, uid)
+	locks, err := TenantLocks(poolsDir, uid)
+	if err != nil {
+		return nil, err
+	}
+	pools, err := poolDirs(poolsDir, uid)
 	if err != nil {
 		return nil, err
 	}
@@ -109,34 +88,26 @@ func DropIdleTenantLocks(poolsDir string, uid int) ([]string, error) {
 // counts an address for its tenant then; false when it left it (held by
 // another process, replaced or gone meanwhile, or counting again).
 func dropTenantLock(l TenantLock, pools []string, uid int) (bool, error) {
-	fd, err := openRetry(l.Path, syscall.O_RDONLY, 0)
-	if errors.Is(err, os.ErrNotExist) {
+	// Never created here, never waited for: a held lock is a tenant in use.
+	lk, err := lockFile(l.Path, 0, uid, 0, func() error { return errLockHeld })
+	if errors.Is(err, os.ErrNotExist) || errors.Is(err, errLockHeld) {
 		return false, nil
 	}
 	if err != nil {
-		return false, cnierr.IO("open", l.Path, err)
-	}
-	lk := &Lock{fd: fd, path: l.Path}
-	defer lk.Close()
-	if err := ownLock(fd, l.Path, uid); err != nil {
 		return false, err
 	}
-	if err := syscall.Flock(fd, syscall.LOCK_EX|syscall.LOCK_NB); err == syscall.EWOULDBLOCK {
-		return false, nil
-	} else if err != nil {
-		return false, cnierr.IO("lock", l.Path, err)
-	}
+	defer lk.Close()
 	if named, err := lk.names(l.Path); err != nil || !named {
 		return false, err
 	}
 	if c, err := counted(pools, l.Tenant, uid); err != nil || c {
 		return false, err
 	}
-	if err := os.Remove(l.Path); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return false, cnierr.IO("remove", l.Path, err)
-	}
-	return true, nil
+	return true, removeIfAny(l.Path)
 }
+
+// errLockHeld is lockFile's busy error for a lock another process holds.
+var errLockHeld = errors.New("lock held")
 
 // counted reports whether any of the pools' state directories counts an
 // address for tenant.

@@ -17,27 +17,16 @@ import (
 	"github.com/cniplugins/cniplugins/internal/pool"
 )
 
-// Tenants (quotas). A reservation made for a tenant has one record beside
-// it, a hard link to the tenant's token, so that the tenant's count is the
-// token's link count: one lstat(2) whatever the number of addresses.
-//
-//	_tenants/_addr/<ip>        the address's record: a name of its tenant's token
-//	_tenants/_tok/<tenant>     the token (holding <tenant>); its links less
-//	                           one are the tenant's addresses in D
-//	_tenants/_tok/<tenant>.1   the next token, made only once the previous
-//	                           one reached the file system's link limit
-//	                           (EMLINK: 65,000 on ext4); and so on
-//
-// <tenant> is the tenant's bytes in hex (pool.TenantName).
-//
-// Crash safety: the record is written before the reservation and removed
-// after it, so a process killed in between leaves a record of an address
-// that is not reserved, never a reservation without its record. Before
-// writing a record an ADD moves D's mtime off the index stamp (unless its
-// reservations already did), so whatever kills it, the next Open finds
-// the index stale, rebuilds it and removes such records (rebuild.go): an
-// operation never counts an address its tenant does not have. A held
-// address (a sticky hold) keeps its record: holds count.
+// Tenants (quotas; the layout and its crash safety: docs/tenancy.md). A
+// reservation made for a tenant has one record beside it,
+// _tenants/_addr/<ip>, a hard link to the tenant's token
+// _tenants/_tok/<tenant> (<tenant>.1, ... past the link limit), so that
+// the tenant's count is the token's link count: one lstat(2) whatever the
+// number of addresses. The record is written before the reservation, once
+// D's mtime has left the index stamp, and removed after it, so a crash
+// leaves at most a record of an address that is not reserved, which the
+// next Open's rebuild removes (rescan). A sticky hold keeps its record:
+// holds count.
 const (
 	tenantsDirName  = "_tenants"
 	tenantAddrName  = "_addr"
@@ -140,14 +129,13 @@ func tokenLinks(path string) (int, error) {
 	if errors.Is(err, os.ErrNotExist) {
 		return 0, err
 	}
+	if _, ok := inode(fi); err == nil && !ok {
+		err = errors.New("not a regular file")
+	}
 	if err != nil {
 		return 0, cnierr.IO("stat", path, err)
 	}
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	if !ok || !fi.Mode().IsRegular() {
-		return 0, cnierr.IO("stat", path, errors.New("not a regular file"))
-	}
-	return int(st.Nlink), nil
+	return int(nlink(fi)), nil
 }
 
 // tag records free address ip as d.tenant's, before its reservation.
@@ -172,7 +160,7 @@ func (d *Disk) tag(ip netip.Addr) error {
 			return nil
 		case errors.Is(err, os.ErrExist) && !cleared:
 			// A crash's leftover for this free address goes first.
-			if err := removeRecord(rec); err != nil {
+			if err := removeIfAny(rec); err != nil {
 				return err
 			}
 			cleared = true
@@ -221,14 +209,7 @@ func (d *Disk) untag(ip netip.Addr) error {
 	if ok, err := d.subdir(d.tenantsDir()); err != nil || !ok {
 		return err
 	}
-	return removeRecord(d.recordPath(ip))
-}
-
-func removeRecord(path string) error {
-	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return cnierr.IO("remove", path, err)
-	}
-	return nil
+	return removeIfAny(d.recordPath(ip))
 }
 
 // validTenantName: hex, as TenantName writes it, and never _addr or _tok.
@@ -282,8 +263,8 @@ func (d stateDir) tenantRecords(reserved func(netip.Addr) bool) ([]TenantRecord,
 		r.Addr, _ = netip.ParseAddr(e.Name())
 		r.Reserved = r.Addr.IsValid() && reserved(r.Addr)
 		if fi, err := e.Info(); err == nil {
-			if st, ok := fi.Sys().(*syscall.Stat_t); ok && fi.Mode().IsRegular() {
-				r.Tenant = tenantOf[st.Ino]
+			if ino, ok := inode(fi); ok {
+				r.Tenant = tenantOf[ino]
 			}
 		}
 		out = append(out, r)
@@ -303,13 +284,11 @@ func (d stateDir) tokenInodes() (map[uint64]string, error) {
 		if !ok {
 			continue
 		}
-		fi, err := t.Info()
-		if err != nil {
-			continue
-		}
-		if st, ok := fi.Sys().(*syscall.Stat_t); ok && fi.Mode().IsRegular() {
-			raw, _ := hex.DecodeString(name)
-			out[st.Ino] = string(raw)
+		if fi, err := t.Info(); err == nil {
+			if ino, ok := inode(fi); ok {
+				raw, _ := hex.DecodeString(name)
+				out[ino] = string(raw)
+			}
 		}
 	}
 	return out, nil
@@ -348,15 +327,8 @@ func (d *Disk) repairTenants(reserved func(netip.Addr) bool) ([]string, error) {
 	if err != nil {
 		return done, err
 	}
-	emptied, err := d.dropUnusedTokens()
-	return append(done, emptied...), err
-}
-
-// dropUnusedTokens removes the tokens unusedTokens lists, each chain's
-// last first.
-func (d *Disk) dropUnusedTokens() ([]string, error) {
+	// Then the tokens no record links any more, each chain's last first.
 	unused, err := d.unusedTokens()
-	var done []string
 	for _, p := range unused {
 		if err := os.Remove(p); err != nil {
 			return done, cnierr.IO("remove", p, err)
