@@ -69,6 +69,9 @@ func child(dir, name string) string {
 // calls than the file operations themselves. Errors are *os.PathError
 // around the errno, so errors.Is(err, os.ErrNotExist) works as usual.
 
+// errNotRegular is what readFile finds where a file of the store should be.
+var errNotRegular = errors.New("not a regular file")
+
 // smallFile is readFile's first buffer for a cursor, a reservation or a
 // stamp.
 const smallFile = 128
@@ -76,8 +79,10 @@ const smallFile = 128
 // readFile reads the whole file path into a buffer of initial capacity
 // size, so that a file of up to about that size takes one read(2) plus
 // the one that sees its end; false (and no error) when it does not exist.
+// Only a regular file is read: a FIFO planted in a state directory would
+// otherwise block the open, or feed the read without end.
 func readFile(path string, size int) ([]byte, bool, error) {
-	fd, err := openRetry(path, syscall.O_RDONLY, 0)
+	fd, err := openRetry(path, syscall.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, false, nil
 	}
@@ -85,6 +90,13 @@ func readFile(path string, size int) ([]byte, bool, error) {
 		return nil, false, cnierr.IO("read", path, err)
 	}
 	defer syscall.Close(fd)
+	var st syscall.Stat_t
+	if err := syscall.Fstat(fd, &st); err != nil {
+		return nil, false, cnierr.IO("stat", path, err)
+	}
+	if st.Mode&syscall.S_IFMT != syscall.S_IFREG {
+		return nil, false, cnierr.IO("read", path, errNotRegular)
+	}
 	data, err := readFD(fd, path, size)
 	if err != nil {
 		return nil, false, cnierr.IO("read", path, err)

@@ -1,9 +1,12 @@
 package hostlocal
 
 import (
+	"errors"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -58,4 +61,34 @@ func TestOpenSafeDirs(t *testing.T) {
 		t.Fatal(err)
 	}
 	refused("index directory a link", idx)
+}
+
+// A FIFO planted where the store reads a small file (a reservation, a
+// cursor) is an I/O error at once: never an open that waits for a writer.
+func TestReadFileRefusesFIFO(t *testing.T) {
+	dir := t.TempDir()
+	ip := netip.MustParseAddr("203.0.113.7")
+	for name, read := range map[string]func() error{
+		ip.String(): func() error { _, _, err := newStateDir(dir).Owner(ip); return err },
+		"last_reserved_ip.0": func() error {
+			_, err := readCursor(filepath.Join(dir, "last_reserved_ip.0"), 0)
+			return err
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			if err := syscall.Mkfifo(filepath.Join(dir, name), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan error, 1)
+			go func() { done <- read() }()
+			select {
+			case err := <-done:
+				if !errors.Is(err, errNotRegular) || cnierr.Code(err) != cnierr.CodeIO {
+					t.Fatalf("reading a FIFO: %v (code %d), want %d: not a regular file", err, cnierr.Code(err), cnierr.CodeIO)
+				}
+			case <-time.After(5 * time.Second):
+				t.Fatal("reading a FIFO blocked")
+			}
+		})
+	}
 }
