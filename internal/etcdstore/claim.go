@@ -363,5 +363,6 @@ func (op *Operation) cancel(stores []*claimStore) error {
 			Else: []etcdkv.Op{etcdkv.Nested(committed)},
 		})
 	}
-	return op.commit(txns)
+	_, err := op.apply(txns)
+	return err
 }

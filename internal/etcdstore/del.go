@@ -83,13 +83,9 @@ func (op *Operation) delRead(scopes []alloc.Scope, fence bool) error {
 	// delFromPrev), which fenced every claim sent before the DEL. A sticky
 	// owner's keys can change under its DEL (a migration target shares
 	// them): each of its releases must have happened.
-	outer := etcdkv.Txn{Then: []etcdkv.Op{op.touch()}}
-	for _, t := range txns {
-		outer.Then = append(outer.Then, etcdkv.Nested(t))
-	}
-	r, err := op.cl.Txn(outer)
-	for i := 0; err == nil && i < len(sticky); i++ {
-		if n := r.Nested(i + 1); sticky[i] && (n == nil || !n.Succeeded) {
+	applied, err := op.apply(txns, op.touch())
+	for i := range applied {
+		if sticky[i] && !applied[i] {
 			err = errReleaseRaced
 		}
 	}

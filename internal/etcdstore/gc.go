@@ -209,11 +209,7 @@ func (op *Operation) commitBatches(txns []etcdkv.Txn, marks unmark, guard ...etc
 	room := max(1, maxTxnOps-len(markOps)-widest)
 	for len(txns) > 0 {
 		n := min(len(txns), room)
-		batch := etcdkv.Txn{If: guard}
-		for _, t := range txns[:n] {
-			batch.Then = append(batch.Then, etcdkv.Nested(t))
-		}
-		batches = append(batches, etcdkv.Txn{If: batch.If, Then: append(batch.Then, markOps...)})
+		batches = append(batches, nest(guard, txns[:n], markOps...))
 		txns = txns[n:]
 	}
 	errs := make([]error, len(batches))

@@ -154,8 +154,8 @@ func (op *Operation) commitShared(s alloc.Scope, kv etcdkv.KV, r Record, network
 	if err != nil || !ok {
 		return err
 	}
-	resp, err := op.cl.Txn(t)
-	if err == nil && !resp.Succeeded {
+	applied, err := op.apply([]etcdkv.Txn{t})
+	if err == nil && !applied[0] {
 		err = errReleaseRaced
 	}
 	return err

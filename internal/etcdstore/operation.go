@@ -180,23 +180,33 @@ func (op *Operation) applyDel(p alloc.DelPlan, addrK, holdK string, holdIf []etc
 	return nil
 }
 
-// commit sends the transactions as one: a single one as it is, several as
-// nested transactions of one outer transaction (one round trip, each
-// keeping its own conditions), plus extra operations. Every transaction
-// here is exact (see release), so the client may send it again.
-func (op *Operation) commit(txns []etcdkv.Txn, extra ...etcdkv.Op) error {
-	switch {
-	case len(txns) == 0 && len(extra) == 0:
-		return nil
-	case len(txns) == 1 && len(extra) == 0:
-		_, err := op.cl.Txn(txns[0])
-		return err
+// apply sends txns as nested transactions of one (one round trip, each
+// keeping its own conditions), then extra, and answers whether each of
+// txns applied. Every transaction here is exact (see release), so the
+// client may send it again.
+func (op *Operation) apply(txns []etcdkv.Txn, extra ...etcdkv.Op) ([]bool, error) {
+	if len(txns) == 0 && len(extra) == 0 {
+		return nil, nil
 	}
-	outer := etcdkv.Txn{}
+	resp, err := op.cl.Txn(nest(nil, txns, extra...))
+	if err != nil {
+		return nil, err
+	}
+	applied := make([]bool, len(txns))
+	for i := range txns {
+		n := resp.Nested(i)
+		applied[i] = n != nil && n.Succeeded
+	}
+	return applied, nil
+}
+
+// nest is one transaction that applies txns, each nested with its own
+// conditions, then extra, while guard holds.
+func nest(guard []etcdkv.Cmp, txns []etcdkv.Txn, extra ...etcdkv.Op) etcdkv.Txn {
+	outer := etcdkv.Txn{If: guard, Then: make([]etcdkv.Op, 0, len(txns)+len(extra))}
 	for _, t := range txns {
 		outer.Then = append(outer.Then, etcdkv.Nested(t))
 	}
 	outer.Then = append(outer.Then, extra...)
-	_, err := op.cl.Txn(outer)
-	return err
+	return outer
 }

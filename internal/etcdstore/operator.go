@@ -1,6 +1,7 @@
 package etcdstore
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"net/netip"
@@ -161,43 +162,31 @@ func (o *Operator) Release(addr netip.Addr, s alloc.Scope, container, ifname, no
 	case p.Action == alloc.EndShare, p.Action == alloc.HandOverAddr:
 		return o.releaseShare(s, r, p.Action == alloc.EndShare, dryRun)
 	}
-	// The index key holds the same record; find it to delete both, each
-	// guarded by its exact value.
+	// The index key holds the same record: released through it as a DEL
+	// releases it (a sticky claim becomes a hold; release --sticky-key
+	// frees that), writing the attachment's fence bucket as any release
+	// does (fence.go). A claim no index key names goes alone, while as read.
 	idx, err := o.op.cl.Read(etcdkv.GetPrefix(o.op.keys.attachmentPrefix(r.Node, s, r.ContainerID, r.IfName)))
 	if err != nil {
 		return Claim{}, err
 	}
-	l := Claim{Record: r, Scope: s}
+	if dryRun {
+		return Claim{Record: r, Scope: s}, nil
+	}
 	txn := etcdkv.Txn{If: []etcdkv.Cmp{etcdkv.ValueIs(string(kv.Key), kv.Value)}, Then: []etcdkv.Op{etcdkv.Delete(string(kv.Key))}}
-	// The attachment's fence bucket too, as any release writes it
-	// (fence.go): a claim of it still in flight can no longer commit.
-	marks := unmark{o.op.keys.fenceOf(r.Node, r.ContainerID, r.IfName): []byte(o.op.nonce)}
 	for _, ikv := range idx.KVs(0) {
-		if string(ikv.Value) == string(kv.Value) {
-			txn.If = append(txn.If, etcdkv.ModIs(string(ikv.Key), ikv.ModRevision))
-			txn.Then = append(txn.Then, etcdkv.Delete(string(ikv.Key)))
-			marks[o.op.keys.markOf(s, string(ikv.Key))] = nil
-			if p.Action == alloc.HoldAddr {
-				// A sticky claim becomes a hold, as a DEL would make it
-				// (its key gets the address back); release --sticky-key
-				// frees the hold.
-				holdK := o.op.keys.holdKey(s, r.Hold, lastSegment(string(ikv.Key)))
-				txn.Then[0] = o.op.applyDel(o.op.planDel(r.attachment(), r), string(kv.Key), holdK, []etcdkv.Cmp{etcdkv.ModIs(holdK, kv.ModRevision)}, "")[0]
-			}
+		if bytes.Equal(ikv.Value, kv.Value) {
+			txn, _ = o.op.release(s, ikv, "", true)
 		}
 	}
-	if dryRun {
-		return l, nil
-	}
-	txn.Then = append(txn.Then, marks.ops()...)
-	out, err := o.op.cl.Txn(txn)
+	applied, err := o.op.apply([]etcdkv.Txn{txn}, o.op.bump(r))
 	if err != nil {
 		return Claim{}, err
 	}
-	if !out.Succeeded {
+	if !applied[0] {
 		return Claim{}, fmt.Errorf("%s in %s changed while being released; nothing done, try again", addr, ScopePath(s))
 	}
-	return l, nil
+	return Claim{Record: r, Scope: s}, nil
 }
 
 // Node is a node as its machine last reported to etcd.

@@ -3,6 +3,7 @@ package etcdstore
 import (
 	"fmt"
 	"net/netip"
+	"slices"
 
 	"github.com/cniplugins/cniplugins/internal/alloc"
 	"github.com/cniplugins/cniplugins/internal/etcdkv"
@@ -87,18 +88,12 @@ func (o *Operator) ReleaseHold(key, ifname string, s alloc.Scope, dryRun bool) (
 	if dryRun {
 		return out, nil
 	}
-	outer := etcdkv.Txn{}
-	for _, t := range txns {
-		outer.Then = append(outer.Then, etcdkv.Nested(t))
-	}
-	r, err := o.op.cl.Txn(outer)
+	applied, err := o.op.apply(txns)
 	if err != nil {
 		return nil, err
 	}
-	for i := range txns {
-		if n := r.Nested(i); n == nil || !n.Succeeded {
-			return nil, fmt.Errorf("sticky key %q changed while being released; try again", key)
-		}
+	if slices.Contains(applied, false) {
+		return nil, fmt.Errorf("sticky key %q changed while being released; try again", key)
 	}
 	return out, nil
 }
