@@ -73,6 +73,9 @@ type Claim struct {
 	Held        bool
 	HoldExpires time.Time
 	LastOwner   string
+	// Tenant is the quota's tenant the address counts for ("" none), once
+	// Tenants has read it.
+	Tenant string
 }
 
 // Claims lists node's claims ("": every node's), read from the nodes'
@@ -99,18 +102,13 @@ func (o *Operator) Claims(node string) ([]Claim, error) {
 	return out, nil
 }
 
-// Tenants is the quota's tenant each claim counts for ("" none), read
-// once for all of them.
-func (o *Operator) Tenants(cs []Claim) ([]string, error) {
+// Tenants sets each claim's Tenant, read once for all of them.
+func (o *Operator) Tenants(cs []Claim) error {
 	tenants, err := o.op.tenantsOfClaims()
-	if err != nil {
-		return nil, err
-	}
-	out := make([]string, len(cs))
 	for i, c := range cs {
-		out[i] = tenants[ScopePath(c.Scope)+"/"+c.Address]
+		cs[i].Tenant = tenants[ScopePath(c.Scope)+"/"+c.Address]
 	}
-	return out, nil
+	return err
 }
 
 // claim decodes an index key: node/<node>/<pool|net>/<name>/<cid>/<ifname>/<slot>.
