@@ -334,35 +334,38 @@ func (s *claimStore) MarkExhausted(int) error {
 func (op *Operation) cancel(stores []*claimStore) error {
 	var txns []etcdkv.Txn
 	for _, s := range stores {
-		if s.shared != nil {
-			// A migration target's share (migration.go).
-			txns = append(txns, s.shared.undo(s.holdK, etcdkv.Put(s.shared.slotK, op.recordOf(s.att, s.scope, "", s.claim).encode()),
-				op.fenceCmp(op.keys.fenceOf(op.node, s.att.ContainerID, s.att.IfName))))
-			continue
-		}
-		if s.sent == nil {
+		if s.sent == nil && s.shared == nil {
 			continue
 		}
 		slotK := s.slotKey()
 		marker := etcdkv.Put(slotK, op.recordOf(s.att, s.scope, "", s.claim).encode())
-		// The claim committed: undo it (undoClaim), keep the marker.
-		committed := etcdkv.Txn{
-			If:   []etcdkv.Cmp{etcdkv.ValueIs(slotK, s.sent)},
-			Then: append([]etcdkv.Op{marker}, s.undoClaim(op.keys.addrKey(s.scope, s.sentAddr))...),
-		}
-
-		if s.marker != 0 { // it may still commit over the marker it took over: replace that one
-			committed.Else = []etcdkv.Op{etcdkv.Nested(etcdkv.Txn{If: []etcdkv.Cmp{etcdkv.ModIs(slotK, s.marker)}, Then: []etcdkv.Op{marker}})}
-		}
 		// The marker only while the fence bucket is as this ADD knows it:
 		// a claim can commit only then, and a late copy of this write must
 		// not leave a marker after the attachment's DEL (fence.go).
 		txns = append(txns, etcdkv.Txn{
 			If:   append([]etcdkv.Cmp{etcdkv.Absent(slotK)}, op.fenceCmp(op.keys.fenceOf(op.node, s.att.ContainerID, s.att.IfName))...),
 			Then: []etcdkv.Op{marker},
-			Else: []etcdkv.Op{etcdkv.Nested(committed)},
+			Else: []etcdkv.Op{etcdkv.Nested(s.undo(slotK, marker))},
 		})
 	}
 	_, err := op.apply(txns)
 	return err
+}
+
+// undo is cancel's transaction for a claim that committed: it is undone
+// (undoClaim, or a migration target's share, migration.go) and its index
+// key keeps the marker. One that may still commit over the marker it took
+// over gets the new marker there instead.
+func (s *claimStore) undo(slotK string, marker etcdkv.Op) etcdkv.Txn {
+	if s.shared != nil {
+		return s.shared.undo(s.holdK, marker)
+	}
+	t := etcdkv.Txn{
+		If:   []etcdkv.Cmp{etcdkv.ValueIs(slotK, s.sent)},
+		Then: append([]etcdkv.Op{marker}, s.undoClaim(s.op.keys.addrKey(s.scope, s.sentAddr))...),
+	}
+	if s.marker != 0 {
+		t.Else = []etcdkv.Op{etcdkv.Nested(etcdkv.Txn{If: []etcdkv.Cmp{etcdkv.ModIs(slotK, s.marker)}, Then: []etcdkv.Op{marker}})}
+	}
+	return t
 }

@@ -120,18 +120,15 @@ func (s *claimStore) Share(a alloc.Attachment, mig string) (bool, error) {
 // releases keep moving.
 const maxFenceRetries = 8
 
-// undoShare is a failed ADD's cancel of its share: the owner's keys and
-// the hold as they were, the target's index key a marker, while all are
-// exactly as the share wrote them; otherwise (a hand-over or a drop came
-// first) only the marker where the index key is absent and the
-// attachment's fence bucket as fence requires (see cancel).
-func (sh *share) undo(holdK string, marker etcdkv.Op, fence []etcdkv.Cmp) etcdkv.Txn {
-	committed := etcdkv.Txn{
+// undo is a failed ADD's cancel of its committed share (see cancel): the
+// owner's keys and the hold as they were, the target's index key a
+// marker, while all are exactly as the share wrote them.
+func (sh *share) undo(holdK string, marker etcdkv.Op) etcdkv.Txn {
+	return etcdkv.Txn{
 		If: []etcdkv.Cmp{etcdkv.ValueIs(sh.slotK, sh.mine), etcdkv.ValueIs(sh.addrK, sh.after), etcdkv.ValueIs(sh.srcSlotK, sh.after),
 			etcdkv.ValueIs(holdK, sh.holdAfter)},
 		Then: []etcdkv.Op{marker, etcdkv.Put(sh.addrK, sh.before), etcdkv.Put(sh.srcSlotK, sh.before), etcdkv.Put(holdK, sh.holdBefore)},
 	}
-	return etcdkv.Txn{If: append([]etcdkv.Cmp{etcdkv.Absent(sh.slotK)}, fence...), Then: []etcdkv.Op{marker}, Else: []etcdkv.Op{etcdkv.Nested(committed)}}
 }
 
 // holding is claim r as the hold h says: its owner and migration target.
