@@ -41,7 +41,7 @@ func (op *Operation) add(targets []alloc.Target, st *stickyAtt) ([]Allocated, er
 	var stores []*claimStore
 	var out []Allocated
 	allocate := func(t alloc.Target) (netip.Prefix, netip.Addr, error) {
-		s := op.stickyStore(t, claim, st)
+		s := op.claimStore(t, claim, st)
 		stores = append(stores, s)
 		if err := s.requireSource(t); err != nil {
 			return netip.Prefix{}, netip.Addr{}, err

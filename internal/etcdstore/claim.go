@@ -63,14 +63,11 @@ var _ alloc.HoldClaimer = (*claimStore)(nil)
 // and one read of its keys is cheaper than a transaction per taken address.
 const prefetchAfter = 4
 
-func (op *Operation) claimStore(t alloc.Target, claim string) *claimStore {
-	return &claimStore{op: op, scope: t.Scope, slot: t.RangeID, set: t.Set, claim: claim, label: t.Label, taken: map[netip.Addr]bool{},
+// claimStore is the store of target t for an ADD's claims, named claim,
+// with the attachment's sticky key st (nil: none).
+func (op *Operation) claimStore(t alloc.Target, claim string, st *stickyAtt) *claimStore {
+	s := &claimStore{op: op, scope: t.Scope, slot: t.RangeID, set: t.Set, claim: claim, label: t.Label, taken: map[netip.Addr]bool{},
 		att: op.attachment()}
-}
-
-// stickyStore is claimStore for an attachment with a sticky key (nil: none).
-func (op *Operation) stickyStore(t alloc.Target, claim string, st *stickyAtt) *claimStore {
-	s := op.claimStore(t, claim)
 	if st != nil {
 		s.sticky, s.holdK = st, op.keys.holdKey(t.Scope, st.id, strconv.Itoa(t.RangeID))
 	}
@@ -120,12 +117,7 @@ func (s *claimStore) Reserve(a alloc.Attachment, ip netip.Addr) (bool, error) {
 			cnd, thn = append(cnd, qc...), append(slices.Clip(then), qops...)
 			holders = append(holders, etcdkv.Get(op.keys.tenantVersion(qs.name)))
 		}
-		resp, err := op.cl.TxnOnce(op.registering(fenceK, cnd, thn, holders))
-		registeredNow := resp != nil && resp.Succeeded
-		if registeredNow {
-			op.fencesCreated(resp.Revision) // this claim registered the node (registering)
-		}
-		resp = registered(resp)
+		resp, registeredNow, err := op.claimOnce(fenceK, cnd, thn, holders)
 		if err != nil && !errors.Is(err, etcdkv.ErrOutcomeUnknown) && !s.inFlight {
 			s.sent = nil // refused for sure: nothing of it to undo
 		}
@@ -158,8 +150,8 @@ func (s *claimStore) Reserve(a alloc.Attachment, ip netip.Addr) (bool, error) {
 			}
 			return true, nil
 		}
-		if node, found := resp.First(2); !found || !bytes.HasPrefix(node.Value, op.identity()) {
-			if err := op.ensureNode(node, found); err != nil {
+		if again, err := op.nodeRefused(resp, 2); again {
+			if err != nil {
 				s.sent = nil
 				return false, err
 			}
@@ -183,14 +175,7 @@ func (s *claimStore) Reserve(a alloc.Attachment, ip netip.Addr) (bool, error) {
 					"address=%s %s containerID=%s ifname=%s", r.Address, s.label, a.ContainerID, a.IfName)
 			}
 		}
-		if fences := resp.KVs(holdersFences); fenceMoved(fences, fenceK, op.cl.Recall(fenceK)) {
-			// A release wrote the bucket since this host last saw it (or
-			// this exec knew nothing of it): claim again at its revision.
-			// Unless this claim registered the node, which wrote every
-			// bucket after the read: its revision is the one to claim at.
-			if !registeredNow {
-				op.learnFences(fences)
-			}
+		if op.fenceRefused(resp.KVs(holdersFences), fenceK, registeredNow) {
 			continue
 		}
 		if qs != nil {

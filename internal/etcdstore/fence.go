@@ -130,14 +130,21 @@ func (op *Operation) learnFences(kvs []etcdkv.KV) {
 	op.cl.Remember(seen)
 }
 
-// fenceMoved reports whether the bucket key, as a failed claim's else
-// branch read it (fences: the node's buckets), is no longer as this host
-// saw it.
-func fenceMoved(fences []etcdkv.KV, key string, seen etcdkv.Seen) bool {
+// fenceRefused reports a claim refused because its bucket fenceK, as its
+// answer read the node's buckets (fences), is no longer as this host saw
+// it: a release wrote it since (or this exec knew nothing of it), and the
+// claim goes again at the revision read. The host learns it, unless the
+// claim registered the node, which wrote every bucket after the read.
+func (op *Operation) fenceRefused(fences []etcdkv.KV, fenceK string, registeredNow bool) bool {
+	seen := op.cl.Recall(fenceK)
+	moved := seen.Rev != 0
 	for _, kv := range fences {
-		if string(kv.Key) == key {
-			return kv.ModRevision != seen.Rev || string(kv.Value) != seen.Value
+		if string(kv.Key) == fenceK {
+			moved = kv.ModRevision != seen.Rev || string(kv.Value) != seen.Value
 		}
 	}
-	return seen.Rev != 0
+	if moved && !registeredNow {
+		op.learnFences(fences)
+	}
+	return moved
 }

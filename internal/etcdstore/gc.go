@@ -13,23 +13,16 @@ import (
 	"github.com/cniplugins/cniplugins/internal/logging"
 )
 
-// GC (spec 1.1) releases this node's claims of this network whose
-// attachment is not in valid (cni.dev/valid-attachments; alloc.KeepSet,
-// the rule every GC follows), failed ADDs' markers included, writing
-// their fence buckets as DEL does (fence.go). It reads this node's index
-// keys of each scope, page by page, so another node's claims are never
-// even looked at, and it frees nothing unless the node is this machine
-// (node.go). Then it removes the tenant records that count nothing, every
-// tenant's (tenantgc.go). It keeps going after errors.
+// GC (spec 1.1) releases this node's claims of this network in scopes
+// whose attachment is not in valid (cni.dev/valid-attachments;
+// alloc.KeepSet, the rule every GC follows), failed ADDs' markers
+// included, fencing them as DEL does (fence.go), and the network's
+// expired holds there. It reads this node's index keys of each scope, so
+// another node's claims are never even looked at, and it frees nothing
+// unless the node is this machine (node.go). Then it removes the tenant
+// records that count nothing, every tenant's, those of the claims it just
+// released included (tenantgc.go). It keeps going after errors.
 func (op *Operation) GC(scopes []alloc.Scope, valid []alloc.Attachment) error {
-	return op.gc(scopes, alloc.NewKeepSet(op.network, valid))
-}
-
-// gc releases this node's claims of the operation's network in scopes
-// that keep rejects, fencing them, and the network's expired holds
-// there; then it sweeps the tenant records, so that those of the claims
-// it just released go too.
-func (op *Operation) gc(scopes []alloc.Scope, keep alloc.KeepSet) error {
 	node, err := op.cl.Read(etcdkv.Get(op.keys.nodeKey(op.node)))
 	if err != nil {
 		return err
@@ -38,7 +31,7 @@ func (op *Operation) gc(scopes []alloc.Scope, keep alloc.KeepSet) error {
 	if err := op.ensureNode(kv, found); err != nil {
 		return err
 	}
-	run := gcRun{node: op.node, network: op.network, keep: keep.Keeps, guard: op.sameMachine()}
+	run := gcRun{node: op.node, network: op.network, keep: alloc.NewKeepSet(op.network, valid).Keeps, guard: op.sameMachine()}
 	for _, s := range scopes {
 		run.index, run.holds = append(run.index, op.keys.nodeScope(op.node, s)), append(run.holds, op.keys.holdScope(s))
 	}
@@ -141,19 +134,28 @@ func (op *Operation) applyGC(run gcRun, s alloc.Scope, p alloc.ClaimsPlan) error
 	for _, c := range p.EndShare {
 		errs = append(errs, op.gcShared(run, s, c.Ref.(etcdkv.KV)))
 	}
-	released, expired := scopeGC{marks: unmark{}}, scopeGC{marks: unmark{}}
+	// Each scope's batches carry that scope's marks only: a batch carrying
+	// every scope's would pass etcd's --max-txn-ops once a cluster has a
+	// few pools to clean.
+	var released, expired []etcdkv.Txn
+	releasedMarks, expiredMarks := unmark{}, unmark{}
 	for _, c := range p.Release {
-		r := released.release(op, s, c.Ref.(etcdkv.KV), run.network)
+		kv := c.Ref.(etcdkv.KV)
+		r, _ := decodeRecord(kv.Value)
+		t, _ := op.release(s, kv, run.network, false)
+		released = append(released, t)
+		releasedMarks[op.keys.markOf(s, string(kv.Key))] = nil
+		releasedMarks[op.keys.fenceOf(r.Node, r.ContainerID, r.IfName)] = []byte(op.nonce) // see bump
 		op.log.Info("gc releases", logging.String("address", r.Address), logging.String("containerID", r.ContainerID), logging.String("ifname", r.IfName))
 	}
 	for _, h := range p.Expire {
 		kv := h.Ref.(etcdkv.KV)
 		ip, _ := netip.ParseAddr(h.Address)
-		expired.txns = append(expired.txns, expireHold(string(kv.Key), op.keys.addrKey(s, ip), kv.ModRevision, ""))
-		expired.marks[op.keys.fullScope(s)+lastSegment(string(kv.Key))] = nil
+		expired = append(expired, expireHold(string(kv.Key), op.keys.addrKey(s, ip), kv.ModRevision, ""))
+		expiredMarks[op.keys.fullScope(s)+lastSegment(string(kv.Key))] = nil
 		op.log.Info("gc frees an expired hold", logging.String("address", h.Address), logging.String("key", h.Key))
 	}
-	errs = append(errs, op.commitBatches(released.txns, released.marks, run.guard...), op.commitBatches(expired.txns, expired.marks))
+	errs = append(errs, op.commitBatches(released, releasedMarks, run.guard...), op.commitBatches(expired, expiredMarks))
 	return errors.Join(errs...)
 }
 

@@ -1,7 +1,6 @@
 package etcdstore
 
 import (
-	"bytes"
 	"net/netip"
 	"strconv"
 
@@ -71,13 +70,8 @@ func (s *claimStore) Share(a alloc.Attachment, mig string) (bool, error) {
 		cond := []etcdkv.Cmp{etcdkv.ModIs(s.holdK, t.rev), etcdkv.ModIs(sh.addrK, t.rev), etcdkv.ModIs(sh.srcSlotK, t.rev), s.slotFree(sh.slotK)}
 		then := []etcdkv.Op{etcdkv.Put(sh.addrK, sh.after), etcdkv.Put(sh.srcSlotK, sh.after), etcdkv.Put(s.holdK, sh.holdAfter), etcdkv.Put(sh.slotK, sh.mine)}
 		s.shared = sh // from here on, cancel undoes it if it committed
-		resp, err := op.cl.TxnOnce(op.registering(fenceK, cond, then, []etcdkv.Op{etcdkv.Get(sh.slotK), etcdkv.Get(op.keys.nodeKey(op.node)),
-			etcdkv.GetPrefix(op.keys.fencesPrefix(op.node))}))
-		registeredNow := resp != nil && resp.Succeeded
-		if registeredNow {
-			op.fencesCreated(resp.Revision)
-		}
-		resp = registered(resp)
+		resp, registeredNow, err := op.claimOnce(fenceK, cond, then, []etcdkv.Op{etcdkv.Get(sh.slotK), etcdkv.Get(op.keys.nodeKey(op.node)),
+			etcdkv.GetPrefix(op.keys.fencesPrefix(op.node))})
 		if err != nil {
 			return false, err // ErrOutcomeUnknown included: cancel looks
 		}
@@ -85,16 +79,13 @@ func (s *claimStore) Share(a alloc.Attachment, mig string) (bool, error) {
 			return true, nil
 		}
 		s.shared = nil
-		if node, found := resp.First(1); !found || !bytes.HasPrefix(node.Value, op.identity()) {
-			if err := op.ensureNode(node, found); err != nil {
+		if again, err := op.nodeRefused(resp, 1); again {
+			if err != nil {
 				return false, err
 			}
 			continue
 		}
-		if fences := resp.KVs(2); fenceMoved(fences, fenceK, op.cl.Recall(fenceK)) {
-			if !registeredNow { // as Reserve's
-				op.learnFences(fences)
-			}
+		if op.fenceRefused(resp.KVs(2), fenceK, registeredNow) {
 			if fenceRetries++; fenceRetries <= maxFenceRetries {
 				try-- // not the share's conflict: the bucket's, bounded
 			}

@@ -149,8 +149,8 @@ func (op *Operation) ensureNode(kv etcdkv.KV, found bool) error {
 	return err
 }
 
-// registering is a claim of this node (conditions cond, operations then,
-// reads els when cond fails) in one round trip with the node's
+// claimOnce sends a claim of this node (conditions cond, operations then,
+// reads els when cond fails) once, in one round trip with the node's
 // registration: while the node has no record, the record is written with
 // it; otherwise the record must be this machine's (sameMachine) and the
 // write moves its last-seen time on. So a node's first ADD costs what
@@ -160,10 +160,11 @@ func (op *Operation) ensureNode(kv etcdkv.KV, found bool) error {
 // every bucket and only a release of the attachment writes one before
 // it (a DEL does not register the node). So a host's memory of an earlier
 // cluster under the same prefix and node name costs its first claim
-// nothing. registered unwraps the answer.
-func (op *Operation) registering(fenceK string, cond []etcdkv.Cmp, then, els []etcdkv.Op) etcdkv.Txn {
+// nothing. It answers the claim's own answer, at the revision of the
+// whole, and whether it registered the node.
+func (op *Operation) claimOnce(fenceK string, cond []etcdkv.Cmp, then, els []etcdkv.Op) (*etcdkv.Response, bool, error) {
 	k := op.keys.nodeKey(op.node)
-	return etcdkv.Txn{
+	resp, err := op.cl.TxnOnce(etcdkv.Txn{
 		If: []etcdkv.Cmp{etcdkv.Absent(k)},
 		// The fence buckets after the claim: etcd compares every
 		// condition of a transaction before it writes anything, and a
@@ -177,23 +178,30 @@ func (op *Operation) registering(fenceK string, cond []etcdkv.Cmp, then, els []e
 			Then: append(slices.Clip(then), op.touch()),
 			Else: els,
 		})},
-	}
-}
-
-// registered is the answer of the write that registering wrapped, at the
-// revision of the whole.
-func registered(resp *etcdkv.Response) *etcdkv.Response {
+	})
 	if resp == nil {
-		return nil
+		return nil, false, err
 	}
 	i := 0
 	if resp.Succeeded {
 		i = 1
+		op.fencesCreated(resp.Revision)
 	}
 	in := resp.Nested(i)
 	if in == nil {
-		return &etcdkv.Response{Revision: resp.Revision}
+		in = &etcdkv.Response{}
 	}
 	in.Revision = resp.Revision
-	return in
+	return in, resp.Succeeded, err
+}
+
+// nodeRefused reports a claim refused because the node's record, read at
+// i of its answer, is not this machine's: it registers the node (the
+// claim goes again), or fails.
+func (op *Operation) nodeRefused(resp *etcdkv.Response, i int) (bool, error) {
+	node, found := resp.First(i)
+	if found && bytes.HasPrefix(node.Value, op.identity()) {
+		return false, nil
+	}
+	return true, op.ensureNode(node, found)
 }
