@@ -3,6 +3,7 @@ package etcdstore
 import (
 	"crypto/tls"
 	"crypto/x509"
+	"hash/fnv"
 	"os"
 	"strings"
 
@@ -20,8 +21,12 @@ const stateDir = "/run/cniplugins/etcd"
 func newClient(c *etcdConfig) (*etcdkv.Client, error) {
 	// The fence revisions remembered are the node's under the prefix
 	// (fence.go), whichever endpoints the config lists.
-	cfg := etcdkv.Config{Endpoints: c.endpoints, Timeout: c.timeout, Username: c.username, First: c.firstEndpoint(), StateDir: stateDir,
-		StateKey: c.prefix + "\x00" + c.node}
+	// Each node starts with the endpoint its name hashes to, which
+	// spreads nodes over the members.
+	h := fnv.New32a()
+	h.Write([]byte(c.node))
+	cfg := etcdkv.Config{Endpoints: c.endpoints, Timeout: c.timeout, Username: c.username, First: int(h.Sum32() % uint32(len(c.endpoints))),
+		StateDir: stateDir, StateKey: c.prefix + "\x00" + c.node}
 	if c.tls != nil {
 		t, err := c.tls.config()
 		if err != nil {

@@ -3,7 +3,6 @@ package etcdstore
 import (
 	"encoding/json"
 	"fmt"
-	"hash/fnv"
 	"net/netip"
 	"net/url"
 	"os"
@@ -137,21 +136,13 @@ func (e *etcdConf) checkPasswordTransport(endpoints []string) error {
 	}
 	for _, ep := range endpoints {
 		u, _ := url.Parse(ep) // parseEndpoints has checked it
-		if u.Scheme == "http" && !loopbackHost(u.Hostname()) {
+		ip, err := netip.ParseAddr(u.Hostname())
+		if loopback := u.Hostname() == "localhost" || (err == nil && ip.Unmap().IsLoopback()); u.Scheme == "http" && !loopback {
 			return cnierr.InvalidConfig("ipam.etcd.allowPasswordOverHTTP", ep,
 				"username and passwordFile over an http:// endpoint would send the password in clear: use https:// or set allowPasswordOverHTTP to true")
 		}
 	}
 	return nil
-}
-
-// loopbackHost: an IP literal of the loopback network, or localhost.
-func loopbackHost(host string) bool {
-	if host == "localhost" {
-		return true
-	}
-	ip, err := netip.ParseAddr(host)
-	return err == nil && ip.Unmap().IsLoopback()
 }
 
 func parseEndpoints(field string, eps []string) ([]string, error) {
@@ -221,12 +212,4 @@ func ValidNodeName(field, name string) error {
 		return cnierr.InvalidConfig(field, name, "must match [A-Za-z0-9][A-Za-z0-9_.-]*")
 	}
 	return nil
-}
-
-// firstEndpoint spreads nodes over the members: each node starts with
-// the endpoint its name hashes to.
-func (c *etcdConfig) firstEndpoint() int {
-	h := fnv.New32a()
-	h.Write([]byte(c.node))
-	return int(h.Sum32() % uint32(len(c.endpoints)))
 }

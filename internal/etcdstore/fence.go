@@ -48,23 +48,19 @@ import (
 // commits").
 const fenceBuckets = 16
 
-// bucketOf is the fence bucket of a container and interface: every scope
-// and network of one attachment shares it, so a DEL writes one key.
-func bucketOf(cid, ifname string) int {
-	h := fnv.New32a()
-	h.Write([]byte(cid))
-	h.Write([]byte{0})
-	h.Write([]byte(ifname))
-	return int(h.Sum32() % fenceBuckets)
-}
-
 func (l layout) fencesPrefix(node string) string { return l.prefix + "fences/" + node + "/" }
 
 func (l layout) fenceKey(node string, b int) string { return l.fencesPrefix(node) + strconv.Itoa(b) }
 
-// fenceOf is the bucket key of an attachment of node.
+// fenceOf is the bucket key of an attachment of node: a hash of its
+// container ID and interface, so every scope and network of one
+// attachment shares it, and a DEL writes one key.
 func (l layout) fenceOf(node, cid, ifname string) string {
-	return l.fenceKey(node, bucketOf(cid, ifname))
+	h := fnv.New32a()
+	h.Write([]byte(cid))
+	h.Write([]byte{0})
+	h.Write([]byte(ifname))
+	return l.fenceKey(node, int(h.Sum32()%fenceBuckets))
 }
 
 // fenceKey is the bucket of the operation's attachment.

@@ -89,7 +89,7 @@ type gcScope [2][]etcdkv.KV
 func (g *gcScope) view(network string) alloc.ClaimsView {
 	v := alloc.ClaimsView{Network: network}
 	for _, kv := range g[0] {
-		if r, ok := decodeRecord(kv.Value); ok && !r.released() {
+		if r, ok := decodeRecord(kv.Value); ok && !r.Released {
 			v.Claims = append(v.Claims, alloc.GCClaim{Owner: r.attachment(), Shared: r.sharing(), Ref: kv})
 		}
 	}
@@ -116,7 +116,7 @@ func (op *Operation) collect(run gcRun, dryRun bool) ([]Claim, error) {
 			claims = append(claims, Claim{Record: r, Scope: s, Revision: c.Ref.(etcdkv.KV).ModRevision})
 		}
 		for _, h := range p.Expire {
-			holds = append(holds, heldClaim{h: h.Hold, scope: s, kv: h.Ref.(etcdkv.KV)}.claim())
+			holds = append(holds, heldClaim(h.Hold, s, h.Ref.(etcdkv.KV).ModRevision))
 		}
 		if !dryRun {
 			errs = append(errs, op.applyGC(run, s, p))

@@ -61,11 +61,6 @@ func newClaimID() string {
 	return hex.EncodeToString(b[:])
 }
 
-// record is this attachment's owner record for an address of scope.
-func (op *Operation) record(s alloc.Scope, addr, claim string) Record {
-	return op.recordOf(op.attachment(), s, addr, claim)
-}
-
 // recordOf is a's owner record, on this node, for an address of scope.
 func (op *Operation) recordOf(a alloc.Attachment, s alloc.Scope, addr, claim string) Record {
 	return Record{

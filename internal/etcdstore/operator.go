@@ -115,7 +115,7 @@ func (o *Operator) Tenants(cs []Claim) error {
 func (o *Operator) claim(kv etcdkv.KV) (Claim, bool) {
 	parts := strings.Split(strings.TrimPrefix(string(kv.Key), o.op.keys.prefix+"node/"), "/")
 	r, ok := decodeRecord(kv.Value)
-	if len(parts) != 6 || !ok || r.released() { // a fence holds nothing
+	if len(parts) != 6 || !ok || r.Released { // a fence holds nothing
 		return Claim{}, false
 	}
 	c := Claim{Record: r, Revision: kv.ModRevision}

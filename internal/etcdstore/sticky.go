@@ -84,14 +84,6 @@ func decodeHold(b []byte) (alloc.Hold, bool) {
 	return h, err == nil
 }
 
-// heldFor is the key a held claim's value is held for ("" if it is none).
-func heldFor(v []byte) string {
-	if h, ok := decodeHold(v); ok && h.Held() {
-		return h.Key
-	}
-	return ""
-}
-
 // ownedPrefix is how the hold of this owner and address begins, up to
 // the comma before its next field.
 func ownedPrefix(node, cid, ifname, network, addr string) []byte {
