@@ -15,13 +15,11 @@ import (
 	"github.com/cniplugins/cniplugins/internal/etcdkv"
 )
 
-// A node name is the key segment that all of a node's claims live under,
-// so two machines sharing one (a cloned image, a default host name) would
-// free each other's claims in GC. The first command from a node stores the
-// machine's identity beside its claims (nodes/<node>); every later ADD,
-// DEL, GC and STATUS from it checks that identity in the same transaction
-// that does its work, and refreshes the time the node was last seen, which
-// `gc --etcd --node N` reads before it frees a node it believes gone.
+// Node identity (docs/etcd.md, "Node identity"): two machines under one
+// node name would free each other's claims in GC, so the node's record
+// (nodes/<node>) holds its machine's identity, which every ADD, DEL, GC and
+// STATUS checks in the transaction that does its work, and the time it
+// was last seen, which `gc --etcd --node N` reads.
 
 // nodeRecord is the value of nodes/<node>. Its fields are in this order on
 // purpose: records of one machine sort by the time they were written.

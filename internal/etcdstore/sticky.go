@@ -27,16 +27,6 @@ import (
 // by the key, not by a node; no index key. The claim's own Record names
 // the hold (Record.Hold, StickyKey, HoldFor), so every release (DEL's read
 // path, GC, an operator's gc --etcd) can turn it into a hold.
-//
-//	ADD, no hold:   the claim's transaction also requires the hold key
-//	                absent and puts it (no extra round trip); its Else reads it
-//	ADD, a hold:    read the claim key of its address; 105 while the owner
-//	                still has its claim (another container or node), 101 for
-//	                another requested address, else take it over: the claim
-//	                transaction with the hold's and the claim key's mod
-//	                revision in place of "absent"
-//	DEL:            claim → the held record, hold → the same, index key deleted
-//	GC:             an expired hold's two keys go, each at its revision
 
 // stickyAtt is the sticky key of the attachment an ADD or DEL is for.
 type stickyAtt struct {
