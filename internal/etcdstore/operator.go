@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/netip"
-	"strings"
 	"time"
 
 	"github.com/cniplugins/cniplugins/internal/alloc"
@@ -95,8 +94,12 @@ func (o *Operator) Claims(node string) ([]Claim, error) {
 	}
 	var out []Claim
 	for _, kv := range kvs {
-		if c, ok := o.claim(kv); ok {
-			out = append(out, c)
+		r, ok := decodeRecord(kv.Value)
+		if !ok || r.Released { // a fence holds nothing
+			continue
+		}
+		if s, ok := o.op.keys.scopeIn(o.op.keys.nodePrefix(r.Node), string(kv.Key)); ok {
+			out = append(out, Claim{Record: r, Scope: s, Revision: kv.ModRevision})
 		}
 	}
 	return out, nil
@@ -109,20 +112,6 @@ func (o *Operator) Tenants(cs []Claim) error {
 		cs[i].Tenant = tenants[ScopePath(c.Scope)+"/"+c.Address]
 	}
 	return err
-}
-
-// claim decodes an index key: node/<node>/<pool|net>/<name>/<cid>/<ifname>/<slot>.
-func (o *Operator) claim(kv etcdkv.KV) (Claim, bool) {
-	parts := strings.Split(strings.TrimPrefix(string(kv.Key), o.op.keys.prefix+"node/"), "/")
-	r, ok := decodeRecord(kv.Value)
-	if len(parts) != 6 || !ok || r.Released { // a fence holds nothing
-		return Claim{}, false
-	}
-	c := Claim{Record: r, Revision: kv.ModRevision}
-	if c.Scope, ok = parseScope(parts[1], parts[2]); !ok {
-		return Claim{}, false
-	}
-	return c, true
 }
 
 // Release frees addr in scope as the engine plans it (alloc.PlanRelease)
