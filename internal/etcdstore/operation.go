@@ -79,21 +79,19 @@ func (op *Operation) slotKey(s alloc.Scope, slot int) string {
 	return op.keys.slotKey(op.node, s, op.cid, op.ifname, slot)
 }
 
-// readAttachment reads the attachment's index keys in each scope, and the
-// node's record, in one linearizable read: response i holds scope i's,
-// the last one the node's. With fence, the same round trip first writes
-// the attachment's fence bucket (fence.go), which makes it a write.
+// readAttachment reads the attachment's index keys in each scope in one
+// linearizable read: response i holds scope i's. With fence, the same
+// round trip first writes the attachment's fence bucket (fence.go), which
+// makes it a write: unconditional and idempotent in effect, so the client
+// may send it again.
 func (op *Operation) readAttachment(scopes []alloc.Scope, fence bool) (*etcdkv.Response, error) {
 	reads := make([]etcdkv.Op, 0, len(scopes)+1)
 	for _, s := range scopes {
 		reads = append(reads, etcdkv.GetPrefix(op.keys.attachmentPrefix(op.node, s, op.cid, op.ifname)))
 	}
-	reads = append(reads, etcdkv.Get(op.keys.nodeKey(op.node)))
 	if !fence {
 		return op.cl.Read(reads...)
 	}
-	// The bump last, so that response i is still scope i's. Unconditional
-	// and idempotent in effect, so the client may send it again.
 	resp, err := op.cl.Txn(etcdkv.Txn{Then: append(reads, op.bumpOwn())})
 	if err == nil {
 		op.bumpedOwn(resp.Revision)
