@@ -40,10 +40,10 @@ func (op *Operation) GC(scopes []alloc.Scope, valid []alloc.Attachment) error {
 }
 
 // read lists the run's node's index keys, page by page (another node's
-// claims are never even looked at), and the hold keys, by the scope each
-// key names. It keeps going after errors.
-func (op *Operation) read(run gcRun) (map[alloc.Scope]*gcScope, error) {
-	read := map[alloc.Scope]*gcScope{}
+// claims are never even looked at), and the hold keys, as the engine's
+// view of the scope each key names. It keeps going after errors.
+func (op *Operation) read(run gcRun) (map[alloc.Scope]*alloc.ClaimsView, error) {
+	read := map[alloc.Scope]*alloc.ClaimsView{}
 	var errs []error
 	for kind, prefixes := range [2][]string{run.index, run.holds} {
 		root := [2]string{op.keys.nodePrefix(run.node), op.keys.prefix + "sticky/"}[kind]
@@ -56,13 +56,29 @@ func (op *Operation) read(run gcRun) (map[alloc.Scope]*gcScope, error) {
 					continue
 				}
 				if read[s] == nil {
-					read[s] = &gcScope{}
+					read[s] = &alloc.ClaimsView{Network: run.network}
 				}
-				read[s][kind] = append(read[s][kind], kv)
+				if h, ok := decodeHold(kv.Value); kind == 1 && ok {
+					read[s].Holds = append(read[s].Holds, alloc.GCHold{Hold: h, Ref: kv})
+				} else if kind == 0 {
+					read[s].Claims = append(read[s].Claims, gcClaims(kv)...)
+				}
 			}
 		}
 	}
 	return read, errors.Join(errs...)
+}
+
+// gcClaims are the claims index keys kvs name, as the engine sees them:
+// an earlier version's fences and bytes that are no record hold nothing.
+func gcClaims(kvs ...etcdkv.KV) []alloc.GCClaim {
+	var out []alloc.GCClaim
+	for _, kv := range kvs {
+		if r, ok := decodeRecord(kv.Value); ok && !r.Released {
+			out = append(out, alloc.GCClaim{Owner: r.attachment(), Shared: r.sharing(), Ref: kv})
+		}
+	}
+	return out
 }
 
 // gcRun is one GC of one node's claims: the CNI GC's (this machine's
@@ -79,28 +95,6 @@ type gcRun struct {
 	guard               []etcdkv.Cmp
 }
 
-// gcScope is what a GC read in one scope: the node's index keys, then
-// the scope's hold keys.
-type gcScope [2][]etcdkv.KV
-
-// view is what s read, as the engine's view: the claims the index keys
-// name (an earlier version's fences and bytes that are no record hold
-// nothing), and the holds that decode.
-func (g *gcScope) view(network string) alloc.ClaimsView {
-	v := alloc.ClaimsView{Network: network}
-	for _, kv := range g[0] {
-		if r, ok := decodeRecord(kv.Value); ok && !r.Released {
-			v.Claims = append(v.Claims, alloc.GCClaim{Owner: r.attachment(), Shared: r.sharing(), Ref: kv})
-		}
-	}
-	for _, kv := range g[1] {
-		if h, ok := decodeHold(kv.Value); ok {
-			v.Holds = append(v.Holds, alloc.GCHold{Hold: h, Ref: kv})
-		}
-	}
-	return v
-}
-
 // collect is the one GC driver: it reads, the engine plans each scope
 // (alloc.PlanClaims), and, unless dryRun, each plan is applied
 // (applyGC). It returns the plan: the claims, then the holds, each in
@@ -110,7 +104,7 @@ func (op *Operation) collect(run gcRun, dryRun bool) ([]Claim, error) {
 	read, err := op.read(run)
 	errs := []error{err}
 	for _, s := range slices.SortedFunc(maps.Keys(read), func(x, y alloc.Scope) int { return strings.Compare(ScopePath(x), ScopePath(y)) }) {
-		p := alloc.PlanClaims(read[s].view(run.network), run.keep, op.now)
+		p := alloc.PlanClaims(*read[s], run.keep, op.now)
 		for _, c := range append(p.EndShare, p.Release...) {
 			r, _ := decodeRecord(c.Ref.(etcdkv.KV).Value)
 			claims = append(claims, Claim{Record: r, Scope: s, Revision: c.Ref.(etcdkv.KV).ModRevision})
@@ -177,7 +171,7 @@ func (op *Operation) gcShared(run gcRun, s alloc.Scope, kv etcdkv.KV) error {
 		if err != nil {
 			return err
 		}
-		p := alloc.PlanClaims((&gcScope{resp.KVs(0)}).view(run.network), run.keep, op.now)
+		p := alloc.PlanClaims(alloc.ClaimsView{Network: run.network, Claims: gcClaims(resp.KVs(0)...)}, run.keep, op.now)
 		if len(p.EndShare) == 0 {
 			return op.applyGC(run, s, p) // released meanwhile, or no share left
 		}
