@@ -27,7 +27,8 @@ const (
 	maxNodeName    = 253 // a DNS name
 )
 
-// etcdConf is ipam.etcd as it appears in JSON.
+// etcdConf is ipam.etcd as it appears in JSON and, validated, as the store
+// uses it.
 type etcdConf struct {
 	Endpoints    []string        `json:"endpoints"`
 	Prefix       string          `json:"prefix"`
@@ -42,7 +43,8 @@ type etcdConf struct {
 	AllowPasswordOverHTTP bool `json:"allowPasswordOverHTTP"`
 	// MachineIDFile names the file holding this machine's unique ID
 	// (node.go); the default is systemd's /etc/machine-id.
-	MachineIDFile string `json:"machineIDFile"`
+	MachineIDFile string        `json:"machineIDFile"`
+	timeout       time.Duration // Timeout, validated
 }
 
 type tlsFiles struct {
@@ -51,21 +53,9 @@ type tlsFiles struct {
 	KeyFile  string `json:"keyFile"`
 }
 
-// etcdConfig is ipam.etcd validated.
-type etcdConfig struct {
-	endpoints     []string
-	prefix        string
-	node          string
-	timeout       time.Duration
-	tls           *tlsFiles
-	username      string
-	passwordFile  string
-	machineIDFile string
-}
-
 // parseEtcd validates ipam.etcd. resolveNode fills the default node name
 // from the host name; CheckConfig passes false, touching nothing of the host.
-func parseEtcd(conf *netconf.Envelope, resolveNode bool) (*etcdConfig, error) {
+func parseEtcd(conf *netconf.Envelope, resolveNode bool) (*etcdConf, error) {
 	var ipam struct {
 		Etcd *etcdConf `json:"etcd"`
 	}
@@ -86,22 +76,24 @@ func CheckConfig(conf *netconf.Envelope) error {
 	return err
 }
 
-func (e *etcdConf) validate(resolveNode bool) (*etcdConfig, error) {
-	c := &etcdConfig{prefix: e.Prefix, node: e.NodeName, tls: e.TLS, username: e.Username, passwordFile: e.PasswordFile, machineIDFile: e.MachineIDFile}
+// validate is e validated, its endpoints, prefix and node name in the
+// form the store uses.
+func (e *etcdConf) validate(resolveNode bool) (*etcdConf, error) {
+	c := *e
 	var err error
-	if c.endpoints, err = parseEndpoints("ipam.etcd.endpoints", e.Endpoints); err != nil {
+	if c.Endpoints, err = parseEndpoints("ipam.etcd.endpoints", e.Endpoints); err != nil {
 		return nil, err
 	}
-	if c.prefix, err = parsePrefix("ipam.etcd.prefix", e.Prefix); err != nil {
+	if c.Prefix, err = parsePrefix("ipam.etcd.prefix", e.Prefix); err != nil {
 		return nil, err
 	}
-	if c.node == "" && resolveNode {
-		if c.node, err = os.Hostname(); err != nil {
+	if c.NodeName == "" && resolveNode {
+		if c.NodeName, err = os.Hostname(); err != nil {
 			return nil, cnierr.New(cnierr.CodeInvalidConfig, "no ipam.etcd.nodeName and the host name is unknown", "%v", err)
 		}
 	}
-	if c.node != "" {
-		if err := ValidNodeName("ipam.etcd.nodeName", c.node); err != nil {
+	if c.NodeName != "" {
+		if err := ValidNodeName("ipam.etcd.nodeName", c.NodeName); err != nil {
 			return nil, err
 		}
 	}
@@ -120,10 +112,10 @@ func (e *etcdConf) validate(resolveNode bool) (*etcdConfig, error) {
 	if (e.Username == "") != (e.PasswordFile == "") {
 		return nil, cnierr.InvalidConfig("ipam.etcd.username", e.Username, "username and passwordFile go together")
 	}
-	if err := e.checkPasswordTransport(c.endpoints); err != nil {
+	if err := e.checkPasswordTransport(c.Endpoints); err != nil {
 		return nil, err
 	}
-	return c, nil
+	return &c, nil
 }
 
 // checkPasswordTransport refuses to send a password in clear: etcd's

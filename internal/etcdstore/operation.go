@@ -40,7 +40,7 @@ func Open(conf *netconf.Envelope, network, containerID, ifname string, now time.
 	if err != nil {
 		return nil, err
 	}
-	machine, err := machineID(c.machineIDFile)
+	machine, err := machineID(c.MachineIDFile)
 	if err != nil {
 		return nil, err
 	}
@@ -49,7 +49,7 @@ func Open(conf *netconf.Envelope, network, containerID, ifname string, now time.
 		return nil, err
 	}
 	host, _ := os.Hostname()
-	return &Operation{cl: cl, keys: layout{prefix: c.prefix}, node: c.node, machine: machine, hostname: host,
+	return &Operation{cl: cl, keys: layout{prefix: c.Prefix}, node: c.NodeName, machine: machine, hostname: host,
 		network: network, cid: containerID, ifname: ifname, now: now, log: log, nonce: newClaimID()}, nil
 }
 

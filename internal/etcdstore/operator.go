@@ -53,7 +53,7 @@ func OpenOperator(c Access) (*Operator, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Operator{op: &Operation{cl: cl, keys: layout{prefix: cfg.prefix}, now: time.Now(), log: logging.Nop(), nonce: newClaimID()}}, nil
+	return &Operator{op: &Operation{cl: cl, keys: layout{prefix: cfg.Prefix}, now: time.Now(), log: logging.Nop(), nonce: newClaimID()}}, nil
 }
 
 // Now is the time the operator acts at: what a hold's expiry and a
