@@ -28,7 +28,7 @@ import (
 //	else:                            read both and the node (the holder, in the same round trip)
 //
 // A node's first claim registers the node in the same transaction
-// (registering). The index-key condition is the duplicate check, atomic
+// (claimOnce). The index-key condition is the duplicate check, atomic
 // with the claim (a separate read before it would add a round trip and
 // still be a check-then-act): an attachment can never hold two addresses
 // of one range set or pool, however its ADDs race or are retried.
