@@ -143,35 +143,50 @@ func (o *Operator) Release(addr netip.Addr, s alloc.Scope, container, ifname, no
 		}
 	}
 	p, err := alloc.PlanRelease(v, alloc.ReleaseRequest{Addr: addr, Container: container, IfName: ifname, Node: node, Where: ScopePath(s)})
-	switch {
-	case err != nil:
-		return Claim{}, err
-	case p.Action == alloc.EndShare, p.Action == alloc.HandOverAddr:
-		return o.releaseShare(s, r, p.Action == alloc.EndShare, dryRun)
-	}
-	// The index key holds the same record: released through it as a DEL
-	// releases it (a sticky claim becomes a hold; release --sticky-key
-	// frees that), writing the attachment's fence bucket as any release
-	// does (fence.go). A claim no index key names goes alone, while as read.
-	idx, err := o.op.cl.Read(etcdkv.GetPrefix(o.op.keys.attachmentPrefix(r.Node, s, r.ContainerID, r.IfName)))
 	if err != nil {
 		return Claim{}, err
 	}
-	if dryRun {
-		return Claim{Record: r, Scope: s}, nil
+	// The claim goes through the index key that names it, as a DEL
+	// releases it (a sticky claim becomes a hold, which release
+	// --sticky-key frees), writing the attachment's fence bucket as any
+	// release does (fence.go). A migration's share ends through the index
+	// key of the owner it ends for: the target's (EndShare), or the
+	// source's, whose address the target keeps (HandOverAddr). A claim no
+	// index key names goes alone, while as read.
+	shared := p.Action == alloc.EndShare || p.Action == alloc.HandOverAddr
+	owner, cid := r.Node, r.ContainerID
+	if p.Action == alloc.EndShare {
+		owner, cid = r.SecondNode, r.Second
 	}
+	idx, err := o.op.cl.Read(etcdkv.GetPrefix(o.op.keys.attachmentPrefix(owner, s, cid, r.IfName)))
+	if err != nil {
+		return Claim{}, err
+	}
+	changed := fmt.Errorf("%s in %s changed while being released; nothing done, try again", addr, ScopePath(s))
 	txn := etcdkv.Txn{If: []etcdkv.Cmp{etcdkv.ValueIs(string(kv.Key), kv.Value)}, Then: []etcdkv.Op{etcdkv.Delete(string(kv.Key))}}
 	for _, ikv := range idx.KVs(0) {
-		if bytes.Equal(ikv.Value, kv.Value) {
+		ir, ok := decodeRecord(ikv.Value)
+		switch {
+		case shared && ok && ir.Address == r.Address && ir.sharing() && dryRun:
+			return Claim{Record: ir, Scope: s}, nil
+		case shared && ok && ir.Address == r.Address && ir.sharing():
+			return Claim{Record: ir, Scope: s}, o.op.commitShared(s, ikv, ir, "")
+		case !shared && bytes.Equal(ikv.Value, kv.Value):
 			txn, _ = o.op.release(s, ikv, "", true)
 		}
+	}
+	switch {
+	case shared:
+		return Claim{}, changed
+	case dryRun:
+		return Claim{Record: r, Scope: s}, nil
 	}
 	applied, err := o.op.apply([]etcdkv.Txn{txn}, o.op.bump(r))
 	if err != nil {
 		return Claim{}, err
 	}
 	if !applied[0] {
-		return Claim{}, fmt.Errorf("%s in %s changed while being released; nothing done, try again", addr, ScopePath(s))
+		return Claim{}, changed
 	}
 	return Claim{Record: r, Scope: s}, nil
 }
@@ -212,30 +227,4 @@ func parseScope(kind, name string) (alloc.Scope, bool) {
 		return alloc.Scope{Network: name}, true
 	}
 	return alloc.Scope{}, false
-}
-
-// releaseShare is an operator's release of an address a migration's two
-// owners share, as one owner's DEL would release it: the target's share
-// ends (target), or the source's goes and the target keeps the address.
-func (o *Operator) releaseShare(s alloc.Scope, r Record, target bool, dryRun bool) (Claim, error) {
-	node, cid := r.Node, r.ContainerID
-	if target {
-		node, cid = r.SecondNode, r.Second
-	}
-	idx, err := o.op.cl.Read(etcdkv.GetPrefix(o.op.keys.attachmentPrefix(node, s, cid, r.IfName)))
-	if err != nil {
-		return Claim{}, err
-	}
-	for _, kv := range idx.KVs(0) {
-		ir, ok := decodeRecord(kv.Value)
-		if !ok || ir.Address != r.Address || !ir.sharing() {
-			continue
-		}
-		l := Claim{Record: ir, Scope: s}
-		if dryRun {
-			return l, nil
-		}
-		return l, o.op.commitShared(s, kv, ir, "")
-	}
-	return Claim{}, fmt.Errorf("%s in %s changed while being released; nothing done, try again", r.Address, ScopePath(s))
 }
