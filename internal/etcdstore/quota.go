@@ -121,8 +121,9 @@ func (l layout) ofTenantRecord(key string) (tenant, where string) {
 }
 
 // removeRecord deletes a record that counts nothing (or a version key
-// nothing needs), only while it is as read: a claim that rewrote it since
-// (the address claimed again for the tenant) keeps it.
+// nothing needs, or a hold that pins nothing), only while it is as read:
+// a claim that rewrote it since (the address claimed again for the
+// tenant) keeps it.
 func removeRecord(m etcdkv.KV) etcdkv.Txn {
 	return etcdkv.Txn{If: []etcdkv.Cmp{etcdkv.ModIs(string(m.Key), m.ModRevision)}, Then: []etcdkv.Op{etcdkv.Delete(string(m.Key))}}
 }
