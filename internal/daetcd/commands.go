@@ -10,24 +10,18 @@ import (
 	"github.com/cniplugins/cniplugins/internal/plugin"
 )
 
-// begin is how every command starts: the engine's parse of the config
-// (with the ranges when needRanges), then ipam.etcd and the store's
-// operation on behalf of the request's attachment.
-func begin(req *plugin.Request, needRanges bool) (*alloc.Config, *etcdstore.Operation, error) {
+// begin is how every command starts: the engine's parse of the config,
+// then ipam.etcd and the store's operation on behalf of the request's
+// attachment. ADD, CHECK and STATUS needRanges: the targets they place
+// addresses in come with them, requests assigned.
+func begin(req *plugin.Request, needRanges bool) (*alloc.Config, *etcdstore.Operation, []alloc.Target, error) {
 	c, err := ipamconf.Parse(req.Conf, req.CNIArgs, needRanges)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	op, err := etcdstore.Open(req.Conf, c.Network, req.Args.ContainerID, req.Args.IfName, req.Now, req.Log)
-	return c, op, err
-}
-
-// beginTargets is how ADD, CHECK and STATUS start: begin with the ranges,
-// and the targets they place addresses in, requests assigned.
-func beginTargets(req *plugin.Request) (*alloc.Config, *etcdstore.Operation, []alloc.Target, error) {
-	c, op, err := begin(req, true)
-	if err != nil {
-		return nil, nil, nil, err
+	if err != nil || !needRanges {
+		return c, op, nil, err
 	}
 	targets, err := c.AddTargets()
 	return c, op, targets, err
@@ -36,7 +30,7 @@ func beginTargets(req *plugin.Request) (*alloc.Config, *etcdstore.Operation, []a
 // cmdAdd hands out one address per target, all or nothing
 // (etcdstore.Operation.Add), and prints them.
 func cmdAdd(req *plugin.Request) (types.Result, error) {
-	c, op, targets, err := beginTargets(req)
+	c, op, targets, err := begin(req, true)
 	if err != nil {
 		return nil, err
 	}
@@ -58,7 +52,7 @@ func cmdAdd(req *plugin.Request) (types.Result, error) {
 // cmdDel releases everything the attachment holds in the scopes the
 // config touches (etcdstore.Operation.Del). It needs no ranges.
 func cmdDel(req *plugin.Request) error {
-	c, op, err := begin(req, false)
+	c, op, _, err := begin(req, false)
 	if err != nil {
 		return err
 	}
@@ -68,7 +62,7 @@ func cmdDel(req *plugin.Request) error {
 // cmdCheck verifies that every address in prevResult is this
 // attachment's (etcdstore.Operation.Check).
 func cmdCheck(req *plugin.Request) error {
-	_, op, targets, err := beginTargets(req)
+	_, op, targets, err := begin(req, true)
 	if err != nil {
 		return err
 	}
@@ -83,7 +77,7 @@ func cmdCheck(req *plugin.Request) error {
 // attachment is not in cni.dev/valid-attachments
 // (etcdstore.Operation.GC).
 func cmdGC(req *plugin.Request) error {
-	c, op, err := begin(req, false) // GC has no attachment: op's is empty
+	c, op, _, err := begin(req, false) // GC has no attachment: op's is empty
 	if err != nil {
 		return err
 	}

@@ -9,7 +9,7 @@ import (
 // network that etcd marks exhausted (etcdstore.Operation.Exhausted): 50
 // only when no ADD could be served, or when etcd has no quorum.
 func cmdStatus(req *plugin.Request) error {
-	c, op, targets, err := beginTargets(req)
+	c, op, targets, err := begin(req, true)
 	if err != nil {
 		return err
 	}

@@ -94,7 +94,7 @@ func TestAdminLeasesReleaseGC(t *testing.T) {
 	if ls, _ := ad.Leases(Filter{Pool: "p", Container: "g"}); len(ls) != 2 {
 		t.Fatalf("pool p, containers g*: %+v", ls)
 	}
-	if ls, _ := ad.Leases(Filter{Network: "net-n"}); len(ls) != 1 || ls[0].Address != g3.String() || ls[0].ScopeName() != "network net-n" {
+	if ls, _ := ad.Leases(Filter{Network: "net-n"}); len(ls) != 1 || ls[0].Address != g3.String() || ls[0].Scope != (alloc.Scope{Network: "net-n"}) {
 		t.Fatalf("network net-n: %+v", ls)
 	}
 

@@ -13,8 +13,7 @@ import (
 // container. Without apply it only returns the plan: the claims sorted
 // by node, scope and address, then the holds.
 func (a *Admin) GC(node string, f Filter, keep []alloc.Attachment, apply bool) ([]Lease, error) {
-	cs, err := a.st.GC(node, f.Network, f.Pool, keep, apply)
-	out := leases(cs)
+	out, err := a.Operator.GC(node, f.Network, f.Pool, keep, apply)
 	held := slices.IndexFunc(out, func(l Lease) bool { return l.Held })
 	if held < 0 {
 		held = len(out)

@@ -10,11 +10,7 @@ import (
 
 // Lease is one claim as an operator sees it. A failed ADD's marker has no
 // Address.
-type Lease struct {
-	etcdstore.Claim
-	// Tenant is the quota's tenant the address counts for ("" none).
-	Tenant string
-}
+type Lease = etcdstore.Claim
 
 // Filter selects leases; empty fields match everything.
 type Filter struct {
@@ -36,11 +32,11 @@ func (f Filter) matches(l etcdstore.Claim) bool {
 // (one prefix read: one node's, or every node's), and the holds, sorted
 // by node, scope and address.
 func (a *Admin) Leases(f Filter) ([]Lease, error) {
-	claims, err := a.st.Claims(f.Node)
+	claims, err := a.Claims(f.Node)
 	if err != nil {
 		return nil, err
 	}
-	holds, err := a.st.Holds()
+	holds, err := a.Holds()
 	if err != nil {
 		return nil, err
 	}
@@ -50,35 +46,11 @@ func (a *Admin) Leases(f Filter) ([]Lease, error) {
 			sel = append(sel, c)
 		}
 	}
-	tenants, err := a.st.Tenants(sel)
-	if err != nil {
+	if err := a.Tenants(sel); err != nil {
 		return nil, err
 	}
-	out := leases(sel)
-	for i := range out {
-		out[i].Tenant = tenants[i]
-	}
-	sortLeases(out)
-	return out, nil
-}
-
-// ScopeName is "pool P" or "network N".
-func (l Lease) ScopeName() string {
-	if l.Scope.Pool != "" {
-		return "pool " + l.Scope.Pool
-	}
-	return "network " + l.Scope.Network
-}
-
-func leases(cs []etcdstore.Claim) []Lease {
-	if cs == nil {
-		return nil
-	}
-	out := make([]Lease, len(cs))
-	for i, c := range cs {
-		out[i] = Lease{Claim: c}
-	}
-	return out
+	sortLeases(sel)
+	return sel, nil
 }
 
 // sortLeases sorts by node, scope and address.

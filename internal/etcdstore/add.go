@@ -1,16 +1,22 @@
 package etcdstore
 
 import (
+	"net/netip"
 	"strconv"
 
-	"github.com/cniplugins/cniplugins/internal/etcdkv"
-	"net/netip"
-
 	"github.com/cniplugins/cniplugins/internal/alloc"
+	"github.com/cniplugins/cniplugins/internal/etcdkv"
 	"github.com/cniplugins/cniplugins/internal/logging"
 	"github.com/cniplugins/cniplugins/internal/netconf"
 	"github.com/cniplugins/cniplugins/internal/pool"
 )
+
+// Allocated is one target's address and gateway: what the personality
+// prints.
+type Allocated struct {
+	Addr    netip.Prefix
+	Gateway netip.Addr
+}
 
 // Add hands out one address per target, each with a single
 // transaction in the common case, all or nothing: when a target fails,
@@ -23,25 +29,12 @@ func (op *Operation) Add(targets []alloc.Target, q *pool.Quota, conf *netconf.En
 		return nil, err
 	}
 	op.quota = newQuotaState(q, targets)
-	return op.add(targets, st)
-}
-
-// Allocated is one target's address and gateway: what the personality
-// prints.
-type Allocated struct {
-	Addr    netip.Prefix
-	Gateway netip.Addr
-}
-
-// add allocates one address per target for the operation's attachment
-// (with sticky key st, nil for none), all or nothing.
-func (op *Operation) add(targets []alloc.Target, st *stickyAtt) ([]Allocated, error) {
 	claim := newClaimID()
 	att := op.attachment()
 	var stores []*claimStore
 	var out []Allocated
 	allocate := func(t alloc.Target) (netip.Prefix, netip.Addr, error) {
-		s := op.stickyStore(t, claim, st)
+		s := op.claimStore(t, claim, st)
 		stores = append(stores, s)
 		if err := s.requireSource(t); err != nil {
 			return netip.Prefix{}, netip.Addr{}, err
@@ -58,7 +51,7 @@ func (op *Operation) add(targets []alloc.Target, st *stickyAtt) ([]Allocated, er
 	for _, t := range targets {
 		var a Allocated
 		locate := op.locator(t, st)
-		enforce, err := alloc.QuotaGate(op.quotaOf(), t, key, mig, locate, func() (int, error) { return op.count(op.quota) })
+		enforce, err := alloc.QuotaGate(q, t, key, mig, locate, func() (int, error) { return op.count(op.quota) })
 		if op.quota != nil {
 			op.quota.enforce = enforce
 		}
@@ -118,12 +111,4 @@ func (op *Operation) locator(t alloc.Target, st *stickyAtt) func(alloc.Target) (
 		}
 		return found[c.Scope], nil
 	}
-}
-
-// quotaOf is the ADD's quota, nil without one.
-func (op *Operation) quotaOf() *pool.Quota {
-	if op.quota == nil {
-		return nil
-	}
-	return op.quota.q
 }

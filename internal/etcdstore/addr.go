@@ -3,6 +3,7 @@ package etcdstore
 import (
 	"encoding/binary"
 	"hash/fnv"
+	"math/bits"
 	"net/netip"
 
 	"github.com/cniplugins/cniplugins/internal/addrspace"
@@ -23,18 +24,22 @@ func startAddr(rs addrspace.RangeSet, key string) netip.Addr {
 	h.Write([]byte(key))
 	sum := h.Sum64()
 	r := rs[sum%uint64(len(rs))]
-	sum = mix(sum)
-	startHi, startLo := u128(r.Start)
-	endHi, endLo := u128(r.End)
+	off := mix(sum)
+	start, end := r.Start.As16(), r.End.As16()
+	hi, lo := binary.BigEndian.Uint64(start[:8]), binary.BigEndian.Uint64(start[8:])
 	// size-1 = end-start, as 128 bits; an offset below it fits in 64 bits
 	// unless the range is larger than 2^64, where any 64-bit offset does.
-	dHi, dLo := sub128(endHi, endLo, startHi, startLo)
-	off := sum
-	if dHi == 0 && dLo != ^uint64(0) {
-		off = sum % (dLo + 1)
+	dLo, borrow := bits.Sub64(binary.BigEndian.Uint64(end[8:]), lo, 0)
+	if dHi, _ := bits.Sub64(binary.BigEndian.Uint64(end[:8]), hi, borrow); dHi == 0 && dLo != ^uint64(0) {
+		off %= dLo + 1
 	}
-	hi, lo := add128(startHi, startLo, off)
-	return from128(hi, lo, r.Start.Is4())
+	lo, carry := bits.Add64(lo, off, 0)
+	binary.BigEndian.PutUint64(start[:8], hi+carry)
+	binary.BigEndian.PutUint64(start[8:], lo)
+	if r.Start.Is4() {
+		return netip.AddrFrom16(start).Unmap()
+	}
+	return netip.AddrFrom16(start)
 }
 
 // mix decorrelates the offset from the range choice.
@@ -43,37 +48,4 @@ func mix(x uint64) uint64 {
 	x *= 0xff51afd7ed558ccd
 	x ^= x >> 33
 	return x
-}
-
-func u128(a netip.Addr) (hi, lo uint64) {
-	b := a.As16()
-	return binary.BigEndian.Uint64(b[:8]), binary.BigEndian.Uint64(b[8:])
-}
-
-func from128(hi, lo uint64, is4 bool) netip.Addr {
-	var b [16]byte
-	binary.BigEndian.PutUint64(b[:8], hi)
-	binary.BigEndian.PutUint64(b[8:], lo)
-	a := netip.AddrFrom16(b)
-	if is4 {
-		return a.Unmap()
-	}
-	return a
-}
-
-func sub128(aHi, aLo, bHi, bLo uint64) (uint64, uint64) {
-	lo := aLo - bLo
-	borrow := uint64(0)
-	if aLo < bLo {
-		borrow = 1
-	}
-	return aHi - bHi - borrow, lo
-}
-
-func add128(hi, lo, n uint64) (uint64, uint64) {
-	sum := lo + n
-	if sum < lo {
-		hi++
-	}
-	return hi, sum
 }

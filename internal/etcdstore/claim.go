@@ -28,7 +28,7 @@ import (
 //	else:                            read both and the node (the holder, in the same round trip)
 //
 // A node's first claim registers the node in the same transaction
-// (registering). The index-key condition is the duplicate check, atomic
+// (claimOnce). The index-key condition is the duplicate check, atomic
 // with the claim (a separate read before it would add a round trip and
 // still be a check-then-act): an attachment can never hold two addresses
 // of one range set or pool, however its ADDs race or are retried.
@@ -63,14 +63,11 @@ var _ alloc.HoldClaimer = (*claimStore)(nil)
 // and one read of its keys is cheaper than a transaction per taken address.
 const prefetchAfter = 4
 
-func (op *Operation) claimStore(t alloc.Target, claim string) *claimStore {
-	return &claimStore{op: op, scope: t.Scope, slot: t.RangeID, set: t.Set, claim: claim, label: t.Label, taken: map[netip.Addr]bool{},
+// claimStore is the store of target t for an ADD's claims, named claim,
+// with the attachment's sticky key st (nil: none).
+func (op *Operation) claimStore(t alloc.Target, claim string, st *stickyAtt) *claimStore {
+	s := &claimStore{op: op, scope: t.Scope, slot: t.RangeID, set: t.Set, claim: claim, label: t.Label, taken: map[netip.Addr]bool{},
 		att: op.attachment()}
-}
-
-// stickyStore is claimStore for an attachment with a sticky key (nil: none).
-func (op *Operation) stickyStore(t alloc.Target, claim string, st *stickyAtt) *claimStore {
-	s := op.claimStore(t, claim)
 	if st != nil {
 		s.sticky, s.holdK = st, op.keys.holdKey(t.Scope, st.id, strconv.Itoa(t.RangeID))
 	}
@@ -120,12 +117,7 @@ func (s *claimStore) Reserve(a alloc.Attachment, ip netip.Addr) (bool, error) {
 			cnd, thn = append(cnd, qc...), append(slices.Clip(then), qops...)
 			holders = append(holders, etcdkv.Get(op.keys.tenantVersion(qs.name)))
 		}
-		resp, err := op.cl.TxnOnce(op.registering(fenceK, cnd, thn, holders))
-		registeredNow := resp != nil && resp.Succeeded
-		if registeredNow {
-			op.fencesCreated(resp.Revision) // this claim registered the node (registering)
-		}
-		resp = registered(resp)
+		resp, registeredNow, err := op.claimOnce(fenceK, cnd, thn, holders)
 		if err != nil && !errors.Is(err, etcdkv.ErrOutcomeUnknown) && !s.inFlight {
 			s.sent = nil // refused for sure: nothing of it to undo
 		}
@@ -158,8 +150,8 @@ func (s *claimStore) Reserve(a alloc.Attachment, ip netip.Addr) (bool, error) {
 			}
 			return true, nil
 		}
-		if node, found := resp.First(2); !found || !bytes.HasPrefix(node.Value, op.identity()) {
-			if err := op.ensureNode(node, found); err != nil {
+		if again, err := op.nodeRefused(resp, 2); again {
+			if err != nil {
 				s.sent = nil
 				return false, err
 			}
@@ -183,14 +175,7 @@ func (s *claimStore) Reserve(a alloc.Attachment, ip netip.Addr) (bool, error) {
 					"address=%s %s containerID=%s ifname=%s", r.Address, s.label, a.ContainerID, a.IfName)
 			}
 		}
-		if fences := resp.KVs(holdersFences); fenceMoved(fences, fenceK, op.cl.Recall(fenceK)) {
-			// A release wrote the bucket since this host last saw it (or
-			// this exec knew nothing of it): claim again at its revision.
-			// Unless this claim registered the node, which wrote every
-			// bucket after the read: its revision is the one to claim at.
-			if !registeredNow {
-				op.learnFences(fences)
-			}
+		if op.fenceRefused(resp.KVs(holdersFences), fenceK, registeredNow) {
 			continue
 		}
 		if qs != nil {
@@ -334,34 +319,38 @@ func (s *claimStore) MarkExhausted(int) error {
 func (op *Operation) cancel(stores []*claimStore) error {
 	var txns []etcdkv.Txn
 	for _, s := range stores {
-		if s.shared != nil {
-			// A migration target's share (migration.go).
-			txns = append(txns, s.shared.undo(s.holdK, etcdkv.Put(s.shared.slotK, op.recordOf(s.att, s.scope, "", s.claim).encode()),
-				op.fenceCmp(op.keys.fenceOf(op.node, s.att.ContainerID, s.att.IfName))))
-			continue
-		}
-		if s.sent == nil {
+		if s.sent == nil && s.shared == nil {
 			continue
 		}
 		slotK := s.slotKey()
 		marker := etcdkv.Put(slotK, op.recordOf(s.att, s.scope, "", s.claim).encode())
-		// The claim committed: undo it (undoClaim), keep the marker.
-		committed := etcdkv.Txn{
-			If:   []etcdkv.Cmp{etcdkv.ValueIs(slotK, s.sent)},
-			Then: append([]etcdkv.Op{marker}, s.undoClaim(op.keys.addrKey(s.scope, s.sentAddr))...),
-		}
-
-		if s.marker != 0 { // it may still commit over the marker it took over: replace that one
-			committed.Else = []etcdkv.Op{etcdkv.Nested(etcdkv.Txn{If: []etcdkv.Cmp{etcdkv.ModIs(slotK, s.marker)}, Then: []etcdkv.Op{marker}})}
-		}
 		// The marker only while the fence bucket is as this ADD knows it:
 		// a claim can commit only then, and a late copy of this write must
 		// not leave a marker after the attachment's DEL (fence.go).
 		txns = append(txns, etcdkv.Txn{
 			If:   append([]etcdkv.Cmp{etcdkv.Absent(slotK)}, op.fenceCmp(op.keys.fenceOf(op.node, s.att.ContainerID, s.att.IfName))...),
 			Then: []etcdkv.Op{marker},
-			Else: []etcdkv.Op{etcdkv.Nested(committed)},
+			Else: []etcdkv.Op{etcdkv.Nested(s.undo(slotK, marker))},
 		})
 	}
-	return op.commit(txns)
+	_, err := op.apply(txns)
+	return err
+}
+
+// undo is cancel's transaction for a claim that committed: it is undone
+// (undoClaim, or a migration target's share, migration.go) and its index
+// key keeps the marker. One that may still commit over the marker it took
+// over gets the new marker there instead.
+func (s *claimStore) undo(slotK string, marker etcdkv.Op) etcdkv.Txn {
+	if s.shared != nil {
+		return s.shared.undo(s.holdK, marker)
+	}
+	t := etcdkv.Txn{
+		If:   []etcdkv.Cmp{etcdkv.ValueIs(slotK, s.sent)},
+		Then: append([]etcdkv.Op{marker}, s.undoClaim(s.op.keys.addrKey(s.scope, s.sentAddr))...),
+	}
+	if s.marker != 0 {
+		t.Else = []etcdkv.Op{etcdkv.Nested(etcdkv.Txn{If: []etcdkv.Cmp{etcdkv.ModIs(slotK, s.marker)}, Then: []etcdkv.Op{marker}})}
+	}
+	return t
 }

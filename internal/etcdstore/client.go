@@ -3,6 +3,7 @@ package etcdstore
 import (
 	"crypto/tls"
 	"crypto/x509"
+	"hash/fnv"
 	"os"
 	"strings"
 
@@ -17,22 +18,26 @@ const stateDir = "/run/cniplugins/etcd"
 
 // newClient reads the TLS and password files and prepares a client whose
 // deadline is now + the timeout; nothing is sent yet.
-func newClient(c *etcdConfig) (*etcdkv.Client, error) {
+func newClient(c *etcdConf) (*etcdkv.Client, error) {
 	// The fence revisions remembered are the node's under the prefix
 	// (fence.go), whichever endpoints the config lists.
-	cfg := etcdkv.Config{Endpoints: c.endpoints, Timeout: c.timeout, Username: c.username, First: c.firstEndpoint(), StateDir: stateDir,
-		StateKey: c.prefix + "\x00" + c.node}
-	if c.tls != nil {
-		t, err := c.tls.config()
+	// Each node starts with the endpoint its name hashes to, which
+	// spreads nodes over the members.
+	h := fnv.New32a()
+	h.Write([]byte(c.NodeName))
+	cfg := etcdkv.Config{Endpoints: c.Endpoints, Timeout: c.timeout, Username: c.Username, First: int(h.Sum32() % uint32(len(c.Endpoints))),
+		StateDir: stateDir, StateKey: c.Prefix + "\x00" + c.NodeName}
+	if c.TLS != nil {
+		t, err := c.TLS.config()
 		if err != nil {
 			return nil, err
 		}
 		cfg.TLS = t
 	}
-	if c.passwordFile != "" {
-		b, err := os.ReadFile(c.passwordFile)
+	if c.PasswordFile != "" {
+		b, err := os.ReadFile(c.PasswordFile)
 		if err != nil {
-			return nil, cnierr.InvalidConfig("ipam.etcd.passwordFile", c.passwordFile, "cannot be read: "+err.Error())
+			return nil, cnierr.InvalidConfig("ipam.etcd.passwordFile", c.PasswordFile, "cannot be read: "+err.Error())
 		}
 		cfg.Password = strings.TrimRight(string(b), "\r\n")
 	}

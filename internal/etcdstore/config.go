@@ -3,7 +3,6 @@ package etcdstore
 import (
 	"encoding/json"
 	"fmt"
-	"hash/fnv"
 	"net/netip"
 	"net/url"
 	"os"
@@ -28,7 +27,8 @@ const (
 	maxNodeName    = 253 // a DNS name
 )
 
-// etcdConf is ipam.etcd as it appears in JSON.
+// etcdConf is ipam.etcd as it appears in JSON and, validated, as the store
+// uses it.
 type etcdConf struct {
 	Endpoints    []string        `json:"endpoints"`
 	Prefix       string          `json:"prefix"`
@@ -43,7 +43,8 @@ type etcdConf struct {
 	AllowPasswordOverHTTP bool `json:"allowPasswordOverHTTP"`
 	// MachineIDFile names the file holding this machine's unique ID
 	// (node.go); the default is systemd's /etc/machine-id.
-	MachineIDFile string `json:"machineIDFile"`
+	MachineIDFile string        `json:"machineIDFile"`
+	timeout       time.Duration // Timeout, validated
 }
 
 type tlsFiles struct {
@@ -52,21 +53,9 @@ type tlsFiles struct {
 	KeyFile  string `json:"keyFile"`
 }
 
-// etcdConfig is ipam.etcd validated.
-type etcdConfig struct {
-	endpoints     []string
-	prefix        string
-	node          string
-	timeout       time.Duration
-	tls           *tlsFiles
-	username      string
-	passwordFile  string
-	machineIDFile string
-}
-
 // parseEtcd validates ipam.etcd. resolveNode fills the default node name
 // from the host name; CheckConfig passes false, touching nothing of the host.
-func parseEtcd(conf *netconf.Envelope, resolveNode bool) (*etcdConfig, error) {
+func parseEtcd(conf *netconf.Envelope, resolveNode bool) (*etcdConf, error) {
 	var ipam struct {
 		Etcd *etcdConf `json:"etcd"`
 	}
@@ -87,22 +76,24 @@ func CheckConfig(conf *netconf.Envelope) error {
 	return err
 }
 
-func (e *etcdConf) validate(resolveNode bool) (*etcdConfig, error) {
-	c := &etcdConfig{prefix: e.Prefix, node: e.NodeName, tls: e.TLS, username: e.Username, passwordFile: e.PasswordFile, machineIDFile: e.MachineIDFile}
+// validate is e validated, its endpoints, prefix and node name in the
+// form the store uses.
+func (e *etcdConf) validate(resolveNode bool) (*etcdConf, error) {
+	c := *e
 	var err error
-	if c.endpoints, err = parseEndpoints("ipam.etcd.endpoints", e.Endpoints); err != nil {
+	if c.Endpoints, err = parseEndpoints("ipam.etcd.endpoints", e.Endpoints); err != nil {
 		return nil, err
 	}
-	if c.prefix, err = parsePrefix("ipam.etcd.prefix", e.Prefix); err != nil {
+	if c.Prefix, err = parsePrefix("ipam.etcd.prefix", e.Prefix); err != nil {
 		return nil, err
 	}
-	if c.node == "" && resolveNode {
-		if c.node, err = os.Hostname(); err != nil {
+	if c.NodeName == "" && resolveNode {
+		if c.NodeName, err = os.Hostname(); err != nil {
 			return nil, cnierr.New(cnierr.CodeInvalidConfig, "no ipam.etcd.nodeName and the host name is unknown", "%v", err)
 		}
 	}
-	if c.node != "" {
-		if err := ValidNodeName("ipam.etcd.nodeName", c.node); err != nil {
+	if c.NodeName != "" {
+		if err := ValidNodeName("ipam.etcd.nodeName", c.NodeName); err != nil {
 			return nil, err
 		}
 	}
@@ -121,10 +112,10 @@ func (e *etcdConf) validate(resolveNode bool) (*etcdConfig, error) {
 	if (e.Username == "") != (e.PasswordFile == "") {
 		return nil, cnierr.InvalidConfig("ipam.etcd.username", e.Username, "username and passwordFile go together")
 	}
-	if err := e.checkPasswordTransport(c.endpoints); err != nil {
+	if err := e.checkPasswordTransport(c.Endpoints); err != nil {
 		return nil, err
 	}
-	return c, nil
+	return &c, nil
 }
 
 // checkPasswordTransport refuses to send a password in clear: etcd's
@@ -137,21 +128,13 @@ func (e *etcdConf) checkPasswordTransport(endpoints []string) error {
 	}
 	for _, ep := range endpoints {
 		u, _ := url.Parse(ep) // parseEndpoints has checked it
-		if u.Scheme == "http" && !loopbackHost(u.Hostname()) {
+		ip, err := netip.ParseAddr(u.Hostname())
+		if loopback := u.Hostname() == "localhost" || (err == nil && ip.Unmap().IsLoopback()); u.Scheme == "http" && !loopback {
 			return cnierr.InvalidConfig("ipam.etcd.allowPasswordOverHTTP", ep,
 				"username and passwordFile over an http:// endpoint would send the password in clear: use https:// or set allowPasswordOverHTTP to true")
 		}
 	}
 	return nil
-}
-
-// loopbackHost: an IP literal of the loopback network, or localhost.
-func loopbackHost(host string) bool {
-	if host == "localhost" {
-		return true
-	}
-	ip, err := netip.ParseAddr(host)
-	return err == nil && ip.Unmap().IsLoopback()
 }
 
 func parseEndpoints(field string, eps []string) ([]string, error) {
@@ -221,12 +204,4 @@ func ValidNodeName(field, name string) error {
 		return cnierr.InvalidConfig(field, name, "must match [A-Za-z0-9][A-Za-z0-9_.-]*")
 	}
 	return nil
-}
-
-// firstEndpoint spreads nodes over the members: each node starts with
-// the endpoint its name hashes to.
-func (c *etcdConfig) firstEndpoint() int {
-	h := fnv.New32a()
-	h.Write([]byte(c.node))
-	return int(h.Sum32() % uint32(len(c.endpoints)))
 }

@@ -23,15 +23,15 @@ func TestParseEtcd(t *testing.T) {
 		name  string
 		etcd  string
 		field string // named in the error; "" means valid
-		check func(*etcdConfig) bool
+		check func(*etcdConf) bool
 	}{
-		{"defaults", `,"etcd":{"endpoints":["http://127.0.0.1:2379"],"nodeName":"n1"}`, "", func(c *etcdConfig) bool {
-			return c.prefix == DefaultPrefix && c.timeout == DefaultTimeout && c.node == "n1" && c.endpoints[0] == "http://127.0.0.1:2379"
+		{"defaults", `,"etcd":{"endpoints":["http://127.0.0.1:2379"],"nodeName":"n1"}`, "", func(c *etcdConf) bool {
+			return c.Prefix == DefaultPrefix && c.timeout == DefaultTimeout && c.NodeName == "n1" && c.Endpoints[0] == "http://127.0.0.1:2379"
 		}},
-		{"prefix gets its slash, trailing slash of an endpoint dropped", `,"etcd":{"endpoints":["https://[fd00:214::1]:2379/"],"prefix":"/x/y","timeout":"250ms","nodeName":"a"}`, "", func(c *etcdConfig) bool {
-			return c.prefix == "/x/y/" && c.timeout == 250*time.Millisecond && c.endpoints[0] == "https://[fd00:214::1]:2379"
+		{"prefix gets its slash, trailing slash of an endpoint dropped", `,"etcd":{"endpoints":["https://[fd00:214::1]:2379/"],"prefix":"/x/y","timeout":"250ms","nodeName":"a"}`, "", func(c *etcdConf) bool {
+			return c.Prefix == "/x/y/" && c.timeout == 250*time.Millisecond && c.Endpoints[0] == "https://[fd00:214::1]:2379"
 		}},
-		{"host name is the default node", `,"etcd":{"endpoints":["http://e:2379"]}`, "", func(c *etcdConfig) bool { return c.node != "" }},
+		{"host name is the default node", `,"etcd":{"endpoints":["http://e:2379"]}`, "", func(c *etcdConf) bool { return c.NodeName != "" }},
 		{"no etcd", ``, "ipam.etcd", nil},
 		{"no endpoints", `,"etcd":{}`, "ipam.etcd.endpoints", nil},
 		{"not a URL scheme", `,"etcd":{"endpoints":["127.0.0.1:2379"]}`, "ipam.etcd.endpoints[0]", nil},
@@ -45,8 +45,8 @@ func TestParseEtcd(t *testing.T) {
 		{"inline password", `,"etcd":{"endpoints":["http://e:2379"],"username":"u","password":"secret"}`, "ipam.etcd.password", nil},
 		{"username without passwordFile", `,"etcd":{"endpoints":["http://e:2379"],"username":"u"}`, "ipam.etcd.username", nil},
 		{"password over http://", `,"etcd":{"endpoints":["https://a:2379","http://e:2379"],"username":"u","passwordFile":"/pw"}`, "ipam.etcd.allowPasswordOverHTTP", nil},
-		{"password over http://, opted in", `,"etcd":{"endpoints":["http://e:2379"],"username":"u","passwordFile":"/pw","allowPasswordOverHTTP":true,"nodeName":"n"}`, "", func(c *etcdConfig) bool { return c.username == "u" }},
-		{"password over https:// and loopback http://", `,"etcd":{"endpoints":["https://e:2379","http://127.0.0.1:2379","http://[::1]:2379","http://localhost:2379"],"username":"u","passwordFile":"/pw","nodeName":"n"}`, "", func(c *etcdConfig) bool { return len(c.endpoints) == 4 }},
+		{"password over http://, opted in", `,"etcd":{"endpoints":["http://e:2379"],"username":"u","passwordFile":"/pw","allowPasswordOverHTTP":true,"nodeName":"n"}`, "", func(c *etcdConf) bool { return c.Username == "u" }},
+		{"password over https:// and loopback http://", `,"etcd":{"endpoints":["https://e:2379","http://127.0.0.1:2379","http://[::1]:2379","http://localhost:2379"],"username":"u","passwordFile":"/pw","nodeName":"n"}`, "", func(c *etcdConf) bool { return len(c.Endpoints) == 4 }},
 		{"cert without key", `,"etcd":{"endpoints":["https://e:2379"],"tls":{"certFile":"/c.pem"}}`, "ipam.etcd.tls", nil},
 		{"wrong type", `,"etcd":{"endpoints":"http://e:2379"}`, "ipam.etcd.endpoints", nil},
 	}

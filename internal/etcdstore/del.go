@@ -61,7 +61,7 @@ func (op *Operation) delRead(scopes []alloc.Scope, fence bool) error {
 			// network's. A fence an earlier version left there (a
 			// "released" record, gone with its lease) holds nothing.
 			r, ok := decodeRecord(kv.Value)
-			if ok && r.released() {
+			if ok && r.Released {
 				continue
 			}
 			if ok && r.sharing() {
@@ -83,13 +83,9 @@ func (op *Operation) delRead(scopes []alloc.Scope, fence bool) error {
 	// delFromPrev), which fenced every claim sent before the DEL. A sticky
 	// owner's keys can change under its DEL (a migration target shares
 	// them): each of its releases must have happened.
-	outer := etcdkv.Txn{Then: []etcdkv.Op{op.touch()}}
-	for _, t := range txns {
-		outer.Then = append(outer.Then, etcdkv.Nested(t))
-	}
-	r, err := op.cl.Txn(outer)
-	for i := 0; err == nil && i < len(sticky); i++ {
-		if n := r.Nested(i + 1); sticky[i] && (n == nil || !n.Succeeded) {
+	applied, err := op.apply(txns, op.touch())
+	for i := range applied {
+		if sticky[i] && !applied[i] {
 			err = errReleaseRaced
 		}
 	}
@@ -139,7 +135,7 @@ func (op *Operation) delFromPrev(conf *netconf.Envelope, cniArgs []netconf.CNIAr
 			return false, false, nil // two addresses for one index key: not this attachment's result
 		}
 		seen[slotK] = true
-		r := st.mark(op.record(t.Scope, a.String(), ""))
+		r := st.mark(op.recordOf(op.attachment(), t.Scope, a.String(), ""))
 		lo, hi := r.ownerPrefix(), r.writtenBefore()
 		release := etcdkv.Txn{
 			If: []etcdkv.Cmp{
@@ -181,7 +177,7 @@ func (op *Operation) delFromPrev(conf *netconf.Envelope, cniArgs []netconf.CNIAr
 	op.bumpedOwn(resp.Revision)
 	for i := range scopes {
 		for _, kv := range resp.KVs(first + i) {
-			if r, ok := decodeRecord(kv.Value); !ok || (r.Network == op.network && !r.released()) {
+			if r, ok := decodeRecord(kv.Value); !ok || (r.Network == op.network && !r.Released) {
 				return false, true, nil
 			}
 		}

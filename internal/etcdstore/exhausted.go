@@ -36,14 +36,10 @@ func (op *Operation) Exhausted(targets []alloc.Target) (func(alloc.Target) (bool
 	if err := op.ensureNode(node, found); err != nil {
 		return nil, err
 	}
-	type mark struct {
-		scope alloc.Scope
-		id    int
-	}
-	marked := map[mark]bool{}
+	marked := map[string]bool{}
 	for i, m := range marks {
 		kv, ok := resp.First(i)
-		marked[mark{m.Scope, m.RangeID}] = ok && len(kv.Value) > 0 // empty: freed since
+		marked[op.keys.fullKey(m.Scope, m.RangeID)] = ok && len(kv.Value) > 0 // empty: freed since
 	}
-	return func(p alloc.Target) (bool, error) { return marked[mark{p.Scope, p.RangeID}], nil }, nil
+	return func(p alloc.Target) (bool, error) { return marked[op.keys.fullKey(p.Scope, p.RangeID)], nil }, nil
 }

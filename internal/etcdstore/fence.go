@@ -7,64 +7,37 @@ import (
 	"github.com/cniplugins/cniplugins/internal/etcdkv"
 )
 
-// A claim's condition is that its keys are absent (or that the index key
-// is still the marker it takes over). A release makes them absent again,
-// so on that condition alone a copy of a claim that etcd applied after
-// the attachment's DEL (a member stopped with the request in its socket, a
-// copy held on the network) would claim an address for a container that
-// no longer exists.
-//
-// So every claim also compares one of its node's fence buckets,
-// fences/<node>/<b> (b a hash of the container ID and interface,
-// fenceBuckets of them per node), with what the ADD knows of it, and every
-// release writes that bucket in its own transaction (DEL in its first
-// round trip, whatever it finds). The claim requires the bucket's mod
-// revision and its value both as the ADD saw them: a revision is never
-// used twice in a cluster, so no later write, not even a late copy of the
-// write the ADD saw, restores them; and the value is a random nonce of the
-// write, so a revision the host remembers from an earlier cluster under
-// the same prefix (rebuilt, its revisions started over) cannot come round
-// again with it. So a copy of a claim sent before a release fails
-// however late etcd applies it, with no lease and no expiry. The buckets
-// are all the state this costs: a fixed number of small keys per node,
-// written at its registration, whatever the churn; no key per released
-// attachment. An operator's `gc --etcd --node N --apply` of a node gone
-// for good deletes them.
-//
-// What the ADD knows comes from what the host remembers between execs
-// (etcdkv.Client.Remember, beside the failing members): a DEL remembers
-// what its write made of the bucket, so the next ADD on the host claims in
-// one round trip as before. A stale or unknown sight (another exec's
-// release meanwhile, a reboot's empty tmpfs) only fails the comparison:
-// the claim's else branch reads the node's buckets, and the ADD claims
-// again with what it read (one round trip more).
-//
-// While the node has no record (its first claim registers it and writes
-// its buckets) the claim requires the bucket absent: only a release of
-// the attachment can have written it. A claim whose ADD knew nothing of a
-// registered node's bucket requires it absent too; a copy of such a claim
-// commits after a release only if the bucket was deleted meanwhile, which
-// only `gc --etcd --node N --apply` does (docs/etcd.md, "Timeouts and late
-// commits").
+// Fence buckets (docs/etcd.md, "Timeouts and late commits"). A claim's
+// condition is that its keys are absent, which a release makes true
+// again: on that alone, a copy of a claim that etcd applied after the
+// attachment's DEL would claim an address for a container that no longer
+// exists. So every claim also compares one of its node's buckets,
+// fences/<node>/<b>, at the mod revision and the value (the nonce of its
+// last write) that the ADD knows, and every release writes that bucket.
+// A revision is never used twice in a cluster, and the nonce keeps one
+// remembered from an earlier cluster under the same prefix from matching
+// again, so a copy of a claim sent before a release fails however late
+// etcd applies it, with no lease and no key per released attachment.
+// What the ADD knows is what the host remembers between execs
+// (etcdkv.Client.Remember); a stale sight only costs the claim a retry
+// at the buckets its else branch read. While the node has no record (its
+// first claim registers it and writes its buckets) a claim requires its
+// bucket absent: only a release of the attachment can have written it.
 const fenceBuckets = 16
-
-// bucketOf is the fence bucket of a container and interface: every scope
-// and network of one attachment shares it, so a DEL writes one key.
-func bucketOf(cid, ifname string) int {
-	h := fnv.New32a()
-	h.Write([]byte(cid))
-	h.Write([]byte{0})
-	h.Write([]byte(ifname))
-	return int(h.Sum32() % fenceBuckets)
-}
 
 func (l layout) fencesPrefix(node string) string { return l.prefix + "fences/" + node + "/" }
 
 func (l layout) fenceKey(node string, b int) string { return l.fencesPrefix(node) + strconv.Itoa(b) }
 
-// fenceOf is the bucket key of an attachment of node.
+// fenceOf is the bucket key of an attachment of node: a hash of its
+// container ID and interface, so every scope and network of one
+// attachment shares it, and a DEL writes one key.
 func (l layout) fenceOf(node, cid, ifname string) string {
-	return l.fenceKey(node, bucketOf(cid, ifname))
+	h := fnv.New32a()
+	h.Write([]byte(cid))
+	h.Write([]byte{0})
+	h.Write([]byte(ifname))
+	return l.fenceKey(node, int(h.Sum32()%fenceBuckets))
 }
 
 // fenceKey is the bucket of the operation's attachment.
@@ -130,14 +103,21 @@ func (op *Operation) learnFences(kvs []etcdkv.KV) {
 	op.cl.Remember(seen)
 }
 
-// fenceMoved reports whether the bucket key, as a failed claim's else
-// branch read it (fences: the node's buckets), is no longer as this host
-// saw it.
-func fenceMoved(fences []etcdkv.KV, key string, seen etcdkv.Seen) bool {
+// fenceRefused reports a claim refused because its bucket fenceK, as its
+// answer read the node's buckets (fences), is no longer as this host saw
+// it: a release wrote it since (or this exec knew nothing of it), and the
+// claim goes again at the revision read. The host learns it, unless the
+// claim registered the node, which wrote every bucket after the read.
+func (op *Operation) fenceRefused(fences []etcdkv.KV, fenceK string, registeredNow bool) bool {
+	seen := op.cl.Recall(fenceK)
+	moved := seen.Rev != 0
 	for _, kv := range fences {
-		if string(kv.Key) == key {
-			return kv.ModRevision != seen.Rev || string(kv.Value) != seen.Value
+		if string(kv.Key) == fenceK {
+			moved = kv.ModRevision != seen.Rev || string(kv.Value) != seen.Value
 		}
 	}
-	return seen.Rev != 0
+	if moved && !registeredNow {
+		op.learnFences(fences)
+	}
+	return moved
 }

@@ -13,23 +13,16 @@ import (
 	"github.com/cniplugins/cniplugins/internal/logging"
 )
 
-// GC (spec 1.1) releases this node's claims of this network whose
-// attachment is not in valid (cni.dev/valid-attachments; alloc.KeepSet,
-// the rule every GC follows), failed ADDs' markers included, writing
-// their fence buckets as DEL does (fence.go). It reads this node's index
-// keys of each scope, page by page, so another node's claims are never
-// even looked at, and it frees nothing unless the node is this machine
-// (node.go). Then it removes the tenant records that count nothing, every
-// tenant's (tenantgc.go). It keeps going after errors.
+// GC (spec 1.1) releases this node's claims of this network in scopes
+// whose attachment is not in valid (cni.dev/valid-attachments;
+// alloc.KeepSet, the rule every GC follows), failed ADDs' markers
+// included, fencing them as DEL does (fence.go), and the network's
+// expired holds there. It reads this node's index keys of each scope, so
+// another node's claims are never even looked at, and it frees nothing
+// unless the node is this machine (node.go). Then it removes the tenant
+// records that count nothing, every tenant's, those of the claims it just
+// released included (tenantgc.go). It keeps going after errors.
 func (op *Operation) GC(scopes []alloc.Scope, valid []alloc.Attachment) error {
-	return op.gc(scopes, alloc.NewKeepSet(op.network, valid))
-}
-
-// gc releases this node's claims of the operation's network in scopes
-// that keep rejects, fencing them, and the network's expired holds
-// there; then it sweeps the tenant records, so that those of the claims
-// it just released go too.
-func (op *Operation) gc(scopes []alloc.Scope, keep alloc.KeepSet) error {
 	node, err := op.cl.Read(etcdkv.Get(op.keys.nodeKey(op.node)))
 	if err != nil {
 		return err
@@ -38,7 +31,7 @@ func (op *Operation) gc(scopes []alloc.Scope, keep alloc.KeepSet) error {
 	if err := op.ensureNode(kv, found); err != nil {
 		return err
 	}
-	run := gcRun{node: op.node, network: op.network, keep: keep.Keeps, guard: op.sameMachine()}
+	run := gcRun{node: op.node, network: op.network, keep: alloc.NewKeepSet(op.network, valid).Keeps, guard: op.sameMachine()}
 	for _, s := range scopes {
 		run.index, run.holds = append(run.index, op.keys.nodeScope(op.node, s)), append(run.holds, op.keys.holdScope(s))
 	}
@@ -47,10 +40,10 @@ func (op *Operation) gc(scopes []alloc.Scope, keep alloc.KeepSet) error {
 }
 
 // read lists the run's node's index keys, page by page (another node's
-// claims are never even looked at), and the hold keys, by the scope each
-// key names. It keeps going after errors.
-func (op *Operation) read(run gcRun) (map[alloc.Scope]*gcScope, error) {
-	read := map[alloc.Scope]*gcScope{}
+// claims are never even looked at), and the hold keys, as the engine's
+// view of the scope each key names. It keeps going after errors.
+func (op *Operation) read(run gcRun) (map[alloc.Scope]*alloc.ClaimsView, error) {
+	read := map[alloc.Scope]*alloc.ClaimsView{}
 	var errs []error
 	for kind, prefixes := range [2][]string{run.index, run.holds} {
 		root := [2]string{op.keys.nodePrefix(run.node), op.keys.prefix + "sticky/"}[kind]
@@ -63,13 +56,29 @@ func (op *Operation) read(run gcRun) (map[alloc.Scope]*gcScope, error) {
 					continue
 				}
 				if read[s] == nil {
-					read[s] = &gcScope{}
+					read[s] = &alloc.ClaimsView{Network: run.network}
 				}
-				read[s][kind] = append(read[s][kind], kv)
+				if h, ok := decodeHold(kv.Value); kind == 1 && ok {
+					read[s].Holds = append(read[s].Holds, alloc.GCHold{Hold: h, Ref: kv})
+				} else if kind == 0 {
+					read[s].Claims = append(read[s].Claims, gcClaims(kv)...)
+				}
 			}
 		}
 	}
 	return read, errors.Join(errs...)
+}
+
+// gcClaims are the claims index keys kvs name, as the engine sees them:
+// an earlier version's fences and bytes that are no record hold nothing.
+func gcClaims(kvs ...etcdkv.KV) []alloc.GCClaim {
+	var out []alloc.GCClaim
+	for _, kv := range kvs {
+		if r, ok := decodeRecord(kv.Value); ok && !r.Released {
+			out = append(out, alloc.GCClaim{Owner: r.attachment(), Shared: r.sharing(), Ref: kv})
+		}
+	}
+	return out
 }
 
 // gcRun is one GC of one node's claims: the CNI GC's (this machine's
@@ -86,28 +95,6 @@ type gcRun struct {
 	guard               []etcdkv.Cmp
 }
 
-// gcScope is what a GC read in one scope: the node's index keys, then
-// the scope's hold keys.
-type gcScope [2][]etcdkv.KV
-
-// view is what s read, as the engine's view: the claims the index keys
-// name (an earlier version's fences and bytes that are no record hold
-// nothing), and the holds that decode.
-func (g *gcScope) view(network string) alloc.ClaimsView {
-	v := alloc.ClaimsView{Network: network}
-	for _, kv := range g[0] {
-		if r, ok := decodeRecord(kv.Value); ok && !r.released() {
-			v.Claims = append(v.Claims, alloc.GCClaim{Owner: r.attachment(), Shared: r.sharing(), Ref: kv})
-		}
-	}
-	for _, kv := range g[1] {
-		if h, ok := decodeHold(kv.Value); ok {
-			v.Holds = append(v.Holds, alloc.GCHold{Hold: h, Ref: kv})
-		}
-	}
-	return v
-}
-
 // collect is the one GC driver: it reads, the engine plans each scope
 // (alloc.PlanClaims), and, unless dryRun, each plan is applied
 // (applyGC). It returns the plan: the claims, then the holds, each in
@@ -117,13 +104,13 @@ func (op *Operation) collect(run gcRun, dryRun bool) ([]Claim, error) {
 	read, err := op.read(run)
 	errs := []error{err}
 	for _, s := range slices.SortedFunc(maps.Keys(read), func(x, y alloc.Scope) int { return strings.Compare(ScopePath(x), ScopePath(y)) }) {
-		p := alloc.PlanClaims(read[s].view(run.network), run.keep, op.now)
+		p := alloc.PlanClaims(*read[s], run.keep, op.now)
 		for _, c := range append(p.EndShare, p.Release...) {
 			r, _ := decodeRecord(c.Ref.(etcdkv.KV).Value)
 			claims = append(claims, Claim{Record: r, Scope: s, Revision: c.Ref.(etcdkv.KV).ModRevision})
 		}
 		for _, h := range p.Expire {
-			holds = append(holds, heldClaim{h: h.Hold, scope: s, kv: h.Ref.(etcdkv.KV)}.claim())
+			holds = append(holds, heldClaim(h.Hold, s, h.Ref.(etcdkv.KV).ModRevision))
 		}
 		if !dryRun {
 			errs = append(errs, op.applyGC(run, s, p))
@@ -141,19 +128,28 @@ func (op *Operation) applyGC(run gcRun, s alloc.Scope, p alloc.ClaimsPlan) error
 	for _, c := range p.EndShare {
 		errs = append(errs, op.gcShared(run, s, c.Ref.(etcdkv.KV)))
 	}
-	released, expired := scopeGC{marks: unmark{}}, scopeGC{marks: unmark{}}
+	// Each scope's batches carry that scope's marks only: a batch carrying
+	// every scope's would pass etcd's --max-txn-ops once a cluster has a
+	// few pools to clean.
+	var released, expired []etcdkv.Txn
+	releasedMarks, expiredMarks := unmark{}, unmark{}
 	for _, c := range p.Release {
-		r := released.release(op, s, c.Ref.(etcdkv.KV), run.network)
+		kv := c.Ref.(etcdkv.KV)
+		r, _ := decodeRecord(kv.Value)
+		t, _ := op.release(s, kv, run.network, false)
+		released = append(released, t)
+		releasedMarks[op.keys.markOf(s, string(kv.Key))] = nil
+		releasedMarks[op.keys.fenceOf(r.Node, r.ContainerID, r.IfName)] = []byte(op.nonce) // see bump
 		op.log.Info("gc releases", logging.String("address", r.Address), logging.String("containerID", r.ContainerID), logging.String("ifname", r.IfName))
 	}
 	for _, h := range p.Expire {
 		kv := h.Ref.(etcdkv.KV)
 		ip, _ := netip.ParseAddr(h.Address)
-		expired.txns = append(expired.txns, expireHold(string(kv.Key), op.keys.addrKey(s, ip), kv.ModRevision, ""))
-		expired.marks[op.keys.fullScope(s)+lastSegment(string(kv.Key))] = nil
+		expired = append(expired, expireHold(string(kv.Key), op.keys.addrKey(s, ip), kv.ModRevision, ""))
+		expiredMarks[op.keys.fullScope(s)+lastSegment(string(kv.Key))] = nil
 		op.log.Info("gc frees an expired hold", logging.String("address", h.Address), logging.String("key", h.Key))
 	}
-	errs = append(errs, op.commitBatches(released.txns, released.marks, run.guard...), op.commitBatches(expired.txns, expired.marks))
+	errs = append(errs, op.commitBatches(released, releasedMarks, run.guard...), op.commitBatches(expired, expiredMarks))
 	return errors.Join(errs...)
 }
 
@@ -175,7 +171,7 @@ func (op *Operation) gcShared(run gcRun, s alloc.Scope, kv etcdkv.KV) error {
 		if err != nil {
 			return err
 		}
-		p := alloc.PlanClaims((&gcScope{resp.KVs(0)}).view(run.network), run.keep, op.now)
+		p := alloc.PlanClaims(alloc.ClaimsView{Network: run.network, Claims: gcClaims(resp.KVs(0)...)}, run.keep, op.now)
 		if len(p.EndShare) == 0 {
 			return op.applyGC(run, s, p) // released meanwhile, or no share left
 		}
@@ -209,11 +205,7 @@ func (op *Operation) commitBatches(txns []etcdkv.Txn, marks unmark, guard ...etc
 	room := max(1, maxTxnOps-len(markOps)-widest)
 	for len(txns) > 0 {
 		n := min(len(txns), room)
-		batch := etcdkv.Txn{If: guard}
-		for _, t := range txns[:n] {
-			batch.Then = append(batch.Then, etcdkv.Nested(t))
-		}
-		batches = append(batches, etcdkv.Txn{If: batch.If, Then: append(batch.Then, markOps...)})
+		batches = append(batches, nest(guard, txns[:n], markOps...))
 		txns = txns[n:]
 	}
 	errs := make([]error, len(batches))

@@ -195,11 +195,8 @@ func (r Record) attachment() alloc.Attachment {
 }
 
 // cancelled reports a record without an address: a failed ADD's marker,
-// or a release's fence (released).
+// or a release's fence (Released).
 func (r Record) cancelled() bool { return r.Address == "" }
-
-// released reports an earlier version's fence (see Released).
-func (r Record) released() bool { return r.Released }
 
 // Since parses the record's time.
 func (r Record) Since() time.Time {

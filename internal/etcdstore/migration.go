@@ -1,7 +1,6 @@
 package etcdstore
 
 import (
-	"bytes"
 	"net/netip"
 	"strconv"
 
@@ -71,13 +70,8 @@ func (s *claimStore) Share(a alloc.Attachment, mig string) (bool, error) {
 		cond := []etcdkv.Cmp{etcdkv.ModIs(s.holdK, t.rev), etcdkv.ModIs(sh.addrK, t.rev), etcdkv.ModIs(sh.srcSlotK, t.rev), s.slotFree(sh.slotK)}
 		then := []etcdkv.Op{etcdkv.Put(sh.addrK, sh.after), etcdkv.Put(sh.srcSlotK, sh.after), etcdkv.Put(s.holdK, sh.holdAfter), etcdkv.Put(sh.slotK, sh.mine)}
 		s.shared = sh // from here on, cancel undoes it if it committed
-		resp, err := op.cl.TxnOnce(op.registering(fenceK, cond, then, []etcdkv.Op{etcdkv.Get(sh.slotK), etcdkv.Get(op.keys.nodeKey(op.node)),
-			etcdkv.GetPrefix(op.keys.fencesPrefix(op.node))}))
-		registeredNow := resp != nil && resp.Succeeded
-		if registeredNow {
-			op.fencesCreated(resp.Revision)
-		}
-		resp = registered(resp)
+		resp, registeredNow, err := op.claimOnce(fenceK, cond, then, []etcdkv.Op{etcdkv.Get(sh.slotK), etcdkv.Get(op.keys.nodeKey(op.node)),
+			etcdkv.GetPrefix(op.keys.fencesPrefix(op.node))})
 		if err != nil {
 			return false, err // ErrOutcomeUnknown included: cancel looks
 		}
@@ -85,16 +79,13 @@ func (s *claimStore) Share(a alloc.Attachment, mig string) (bool, error) {
 			return true, nil
 		}
 		s.shared = nil
-		if node, found := resp.First(1); !found || !bytes.HasPrefix(node.Value, op.identity()) {
-			if err := op.ensureNode(node, found); err != nil {
+		if again, err := op.nodeRefused(resp, 1); again {
+			if err != nil {
 				return false, err
 			}
 			continue
 		}
-		if fences := resp.KVs(2); fenceMoved(fences, fenceK, op.cl.Recall(fenceK)) {
-			if !registeredNow { // as Reserve's
-				op.learnFences(fences)
-			}
+		if op.fenceRefused(resp.KVs(2), fenceK, registeredNow) {
 			if fenceRetries++; fenceRetries <= maxFenceRetries {
 				try-- // not the share's conflict: the bucket's, bounded
 			}
@@ -120,18 +111,15 @@ func (s *claimStore) Share(a alloc.Attachment, mig string) (bool, error) {
 // releases keep moving.
 const maxFenceRetries = 8
 
-// undoShare is a failed ADD's cancel of its share: the owner's keys and
-// the hold as they were, the target's index key a marker, while all are
-// exactly as the share wrote them; otherwise (a hand-over or a drop came
-// first) only the marker where the index key is absent and the
-// attachment's fence bucket as fence requires (see cancel).
-func (sh *share) undo(holdK string, marker etcdkv.Op, fence []etcdkv.Cmp) etcdkv.Txn {
-	committed := etcdkv.Txn{
+// undo is a failed ADD's cancel of its committed share (see cancel): the
+// owner's keys and the hold as they were, the target's index key a
+// marker, while all are exactly as the share wrote them.
+func (sh *share) undo(holdK string, marker etcdkv.Op) etcdkv.Txn {
+	return etcdkv.Txn{
 		If: []etcdkv.Cmp{etcdkv.ValueIs(sh.slotK, sh.mine), etcdkv.ValueIs(sh.addrK, sh.after), etcdkv.ValueIs(sh.srcSlotK, sh.after),
 			etcdkv.ValueIs(holdK, sh.holdAfter)},
 		Then: []etcdkv.Op{marker, etcdkv.Put(sh.addrK, sh.before), etcdkv.Put(sh.srcSlotK, sh.before), etcdkv.Put(holdK, sh.holdBefore)},
 	}
-	return etcdkv.Txn{If: append([]etcdkv.Cmp{etcdkv.Absent(sh.slotK)}, fence...), Then: []etcdkv.Op{marker}, Else: []etcdkv.Op{etcdkv.Nested(committed)}}
 }
 
 // holding is claim r as the hold h says: its owner and migration target.
@@ -154,8 +142,8 @@ func (op *Operation) commitShared(s alloc.Scope, kv etcdkv.KV, r Record, network
 	if err != nil || !ok {
 		return err
 	}
-	resp, err := op.cl.Txn(t)
-	if err == nil && !resp.Succeeded {
+	applied, err := op.apply([]etcdkv.Txn{t})
+	if err == nil && !applied[0] {
 		err = errReleaseRaced
 	}
 	return err

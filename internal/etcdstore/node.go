@@ -15,13 +15,11 @@ import (
 	"github.com/cniplugins/cniplugins/internal/etcdkv"
 )
 
-// A node name is the key segment that all of a node's claims live under,
-// so two machines sharing one (a cloned image, a default host name) would
-// free each other's claims in GC. The first command from a node stores the
-// machine's identity beside its claims (nodes/<node>); every later ADD,
-// DEL, GC and STATUS from it checks that identity in the same transaction
-// that does its work, and refreshes the time the node was last seen, which
-// `gc --etcd --node N` reads before it frees a node it believes gone.
+// Node identity (docs/etcd.md, "Node identity"): two machines under one
+// node name would free each other's claims in GC, so the node's record
+// (nodes/<node>) holds its machine's identity, which every ADD, DEL, GC and
+// STATUS checks in the transaction that does its work, and the time it
+// was last seen, which `gc --etcd --node N` reads.
 
 // nodeRecord is the value of nodes/<node>. Its fields are in this order on
 // purpose: records of one machine sort by the time they were written.
@@ -149,8 +147,8 @@ func (op *Operation) ensureNode(kv etcdkv.KV, found bool) error {
 	return err
 }
 
-// registering is a claim of this node (conditions cond, operations then,
-// reads els when cond fails) in one round trip with the node's
+// claimOnce sends a claim of this node (conditions cond, operations then,
+// reads els when cond fails) once, in one round trip with the node's
 // registration: while the node has no record, the record is written with
 // it; otherwise the record must be this machine's (sameMachine) and the
 // write moves its last-seen time on. So a node's first ADD costs what
@@ -160,10 +158,11 @@ func (op *Operation) ensureNode(kv etcdkv.KV, found bool) error {
 // every bucket and only a release of the attachment writes one before
 // it (a DEL does not register the node). So a host's memory of an earlier
 // cluster under the same prefix and node name costs its first claim
-// nothing. registered unwraps the answer.
-func (op *Operation) registering(fenceK string, cond []etcdkv.Cmp, then, els []etcdkv.Op) etcdkv.Txn {
+// nothing. It answers the claim's own answer, at the revision of the
+// whole, and whether it registered the node.
+func (op *Operation) claimOnce(fenceK string, cond []etcdkv.Cmp, then, els []etcdkv.Op) (*etcdkv.Response, bool, error) {
 	k := op.keys.nodeKey(op.node)
-	return etcdkv.Txn{
+	resp, err := op.cl.TxnOnce(etcdkv.Txn{
 		If: []etcdkv.Cmp{etcdkv.Absent(k)},
 		// The fence buckets after the claim: etcd compares every
 		// condition of a transaction before it writes anything, and a
@@ -177,23 +176,30 @@ func (op *Operation) registering(fenceK string, cond []etcdkv.Cmp, then, els []e
 			Then: append(slices.Clip(then), op.touch()),
 			Else: els,
 		})},
-	}
-}
-
-// registered is the answer of the write that registering wrapped, at the
-// revision of the whole.
-func registered(resp *etcdkv.Response) *etcdkv.Response {
+	})
 	if resp == nil {
-		return nil
+		return nil, false, err
 	}
 	i := 0
 	if resp.Succeeded {
 		i = 1
+		op.fencesCreated(resp.Revision)
 	}
 	in := resp.Nested(i)
 	if in == nil {
-		return &etcdkv.Response{Revision: resp.Revision}
+		in = &etcdkv.Response{}
 	}
 	in.Revision = resp.Revision
-	return in
+	return in, resp.Succeeded, err
+}
+
+// nodeRefused reports a claim refused because the node's record, read at
+// i of its answer, is not this machine's: it registers the node (the
+// claim goes again), or fails.
+func (op *Operation) nodeRefused(resp *etcdkv.Response, i int) (bool, error) {
+	node, found := resp.First(i)
+	if found && bytes.HasPrefix(node.Value, op.identity()) {
+		return false, nil
+	}
+	return true, op.ensureNode(node, found)
 }

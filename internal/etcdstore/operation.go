@@ -40,7 +40,7 @@ func Open(conf *netconf.Envelope, network, containerID, ifname string, now time.
 	if err != nil {
 		return nil, err
 	}
-	machine, err := machineID(c.machineIDFile)
+	machine, err := machineID(c.MachineIDFile)
 	if err != nil {
 		return nil, err
 	}
@@ -49,7 +49,7 @@ func Open(conf *netconf.Envelope, network, containerID, ifname string, now time.
 		return nil, err
 	}
 	host, _ := os.Hostname()
-	return &Operation{cl: cl, keys: layout{prefix: c.prefix}, node: c.node, machine: machine, hostname: host,
+	return &Operation{cl: cl, keys: layout{prefix: c.Prefix}, node: c.NodeName, machine: machine, hostname: host,
 		network: network, cid: containerID, ifname: ifname, now: now, log: log, nonce: newClaimID()}, nil
 }
 
@@ -59,11 +59,6 @@ func newClaimID() string {
 	var b [8]byte
 	_, _ = rand.Read(b[:])
 	return hex.EncodeToString(b[:])
-}
-
-// record is this attachment's owner record for an address of scope.
-func (op *Operation) record(s alloc.Scope, addr, claim string) Record {
-	return op.recordOf(op.attachment(), s, addr, claim)
 }
 
 // recordOf is a's owner record, on this node, for an address of scope.
@@ -84,21 +79,19 @@ func (op *Operation) slotKey(s alloc.Scope, slot int) string {
 	return op.keys.slotKey(op.node, s, op.cid, op.ifname, slot)
 }
 
-// readAttachment reads the attachment's index keys in each scope, and the
-// node's record, in one linearizable read: response i holds scope i's,
-// the last one the node's. With fence, the same round trip first writes
-// the attachment's fence bucket (fence.go), which makes it a write.
+// readAttachment reads the attachment's index keys in each scope in one
+// linearizable read: response i holds scope i's. With fence, the same
+// round trip first writes the attachment's fence bucket (fence.go), which
+// makes it a write: unconditional and idempotent in effect, so the client
+// may send it again.
 func (op *Operation) readAttachment(scopes []alloc.Scope, fence bool) (*etcdkv.Response, error) {
 	reads := make([]etcdkv.Op, 0, len(scopes)+1)
 	for _, s := range scopes {
 		reads = append(reads, etcdkv.GetPrefix(op.keys.attachmentPrefix(op.node, s, op.cid, op.ifname)))
 	}
-	reads = append(reads, etcdkv.Get(op.keys.nodeKey(op.node)))
 	if !fence {
 		return op.cl.Read(reads...)
 	}
-	// The bump last, so that response i is still scope i's. Unconditional
-	// and idempotent in effect, so the client may send it again.
 	resp, err := op.cl.Txn(etcdkv.Txn{Then: append(reads, op.bumpOwn())})
 	if err == nil {
 		op.bumpedOwn(resp.Revision)
@@ -180,23 +173,33 @@ func (op *Operation) applyDel(p alloc.DelPlan, addrK, holdK string, holdIf []etc
 	return nil
 }
 
-// commit sends the transactions as one: a single one as it is, several as
-// nested transactions of one outer transaction (one round trip, each
-// keeping its own conditions), plus extra operations. Every transaction
-// here is exact (see release), so the client may send it again.
-func (op *Operation) commit(txns []etcdkv.Txn, extra ...etcdkv.Op) error {
-	switch {
-	case len(txns) == 0 && len(extra) == 0:
-		return nil
-	case len(txns) == 1 && len(extra) == 0:
-		_, err := op.cl.Txn(txns[0])
-		return err
+// apply sends txns as nested transactions of one (one round trip, each
+// keeping its own conditions), then extra, and answers whether each of
+// txns applied. Every transaction here is exact (see release), so the
+// client may send it again.
+func (op *Operation) apply(txns []etcdkv.Txn, extra ...etcdkv.Op) ([]bool, error) {
+	if len(txns) == 0 && len(extra) == 0 {
+		return nil, nil
 	}
-	outer := etcdkv.Txn{}
+	resp, err := op.cl.Txn(nest(nil, txns, extra...))
+	if err != nil {
+		return nil, err
+	}
+	applied := make([]bool, len(txns))
+	for i := range txns {
+		n := resp.Nested(i)
+		applied[i] = n != nil && n.Succeeded
+	}
+	return applied, nil
+}
+
+// nest is one transaction that applies txns, each nested with its own
+// conditions, then extra, while guard holds.
+func nest(guard []etcdkv.Cmp, txns []etcdkv.Txn, extra ...etcdkv.Op) etcdkv.Txn {
+	outer := etcdkv.Txn{If: guard, Then: make([]etcdkv.Op, 0, len(txns)+len(extra))}
 	for _, t := range txns {
 		outer.Then = append(outer.Then, etcdkv.Nested(t))
 	}
 	outer.Then = append(outer.Then, extra...)
-	_, err := op.cl.Txn(outer)
-	return err
+	return outer
 }

@@ -1,10 +1,10 @@
 package etcdstore
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"net/netip"
-	"strings"
 	"time"
 
 	"github.com/cniplugins/cniplugins/internal/alloc"
@@ -53,7 +53,7 @@ func OpenOperator(c Access) (*Operator, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Operator{op: &Operation{cl: cl, keys: layout{prefix: cfg.prefix}, now: time.Now(), log: logging.Nop(), nonce: newClaimID()}}, nil
+	return &Operator{op: &Operation{cl: cl, keys: layout{prefix: cfg.Prefix}, now: time.Now(), log: logging.Nop(), nonce: newClaimID()}}, nil
 }
 
 // Now is the time the operator acts at: what a hold's expiry and a
@@ -72,6 +72,9 @@ type Claim struct {
 	Held        bool
 	HoldExpires time.Time
 	LastOwner   string
+	// Tenant is the quota's tenant the address counts for ("" none), once
+	// Tenants has read it.
+	Tenant string
 }
 
 // Claims lists node's claims ("": every node's), read from the nodes'
@@ -91,39 +94,24 @@ func (o *Operator) Claims(node string) ([]Claim, error) {
 	}
 	var out []Claim
 	for _, kv := range kvs {
-		if c, ok := o.claim(kv); ok {
-			out = append(out, c)
+		r, ok := decodeRecord(kv.Value)
+		if !ok || r.Released { // a fence holds nothing
+			continue
+		}
+		if s, ok := o.op.keys.scopeIn(o.op.keys.nodePrefix(r.Node), string(kv.Key)); ok {
+			out = append(out, Claim{Record: r, Scope: s, Revision: kv.ModRevision})
 		}
 	}
 	return out, nil
 }
 
-// Tenants is the quota's tenant each claim counts for ("" none), read
-// once for all of them.
-func (o *Operator) Tenants(cs []Claim) ([]string, error) {
+// Tenants sets each claim's Tenant, read once for all of them.
+func (o *Operator) Tenants(cs []Claim) error {
 	tenants, err := o.op.tenantsOfClaims()
-	if err != nil {
-		return nil, err
-	}
-	out := make([]string, len(cs))
 	for i, c := range cs {
-		out[i] = tenants[ScopePath(c.Scope)+"/"+c.Address]
+		cs[i].Tenant = tenants[ScopePath(c.Scope)+"/"+c.Address]
 	}
-	return out, nil
-}
-
-// claim decodes an index key: node/<node>/<pool|net>/<name>/<cid>/<ifname>/<slot>.
-func (o *Operator) claim(kv etcdkv.KV) (Claim, bool) {
-	parts := strings.Split(strings.TrimPrefix(string(kv.Key), o.op.keys.prefix+"node/"), "/")
-	r, ok := decodeRecord(kv.Value)
-	if len(parts) != 6 || !ok || r.released() { // a fence holds nothing
-		return Claim{}, false
-	}
-	c := Claim{Record: r, Revision: kv.ModRevision}
-	if c.Scope, ok = parseScope(parts[1], parts[2]); !ok {
-		return Claim{}, false
-	}
-	return c, true
+	return err
 }
 
 // Release frees addr in scope as the engine plans it (alloc.PlanRelease)
@@ -155,49 +143,52 @@ func (o *Operator) Release(addr netip.Addr, s alloc.Scope, container, ifname, no
 		}
 	}
 	p, err := alloc.PlanRelease(v, alloc.ReleaseRequest{Addr: addr, Container: container, IfName: ifname, Node: node, Where: ScopePath(s)})
-	switch {
-	case err != nil:
-		return Claim{}, err
-	case p.Action == alloc.EndShare, p.Action == alloc.HandOverAddr:
-		return o.releaseShare(s, r, p.Action == alloc.EndShare, dryRun)
-	}
-	// The index key holds the same record; find it to delete both, each
-	// guarded by its exact value.
-	idx, err := o.op.cl.Read(etcdkv.GetPrefix(o.op.keys.attachmentPrefix(r.Node, s, r.ContainerID, r.IfName)))
 	if err != nil {
 		return Claim{}, err
 	}
-	l := Claim{Record: r, Scope: s}
+	// The claim goes through the index key that names it, as a DEL
+	// releases it (a sticky claim becomes a hold, which release
+	// --sticky-key frees), writing the attachment's fence bucket as any
+	// release does (fence.go). A migration's share ends through the index
+	// key of the owner it ends for: the target's (EndShare), or the
+	// source's, whose address the target keeps (HandOverAddr). A claim no
+	// index key names goes alone, while as read.
+	shared := p.Action == alloc.EndShare || p.Action == alloc.HandOverAddr
+	owner, cid := r.Node, r.ContainerID
+	if p.Action == alloc.EndShare {
+		owner, cid = r.SecondNode, r.Second
+	}
+	idx, err := o.op.cl.Read(etcdkv.GetPrefix(o.op.keys.attachmentPrefix(owner, s, cid, r.IfName)))
+	if err != nil {
+		return Claim{}, err
+	}
+	changed := fmt.Errorf("%s in %s changed while being released; nothing done, try again", addr, ScopePath(s))
 	txn := etcdkv.Txn{If: []etcdkv.Cmp{etcdkv.ValueIs(string(kv.Key), kv.Value)}, Then: []etcdkv.Op{etcdkv.Delete(string(kv.Key))}}
-	// The attachment's fence bucket too, as any release writes it
-	// (fence.go): a claim of it still in flight can no longer commit.
-	marks := unmark{o.op.keys.fenceOf(r.Node, r.ContainerID, r.IfName): []byte(o.op.nonce)}
 	for _, ikv := range idx.KVs(0) {
-		if string(ikv.Value) == string(kv.Value) {
-			txn.If = append(txn.If, etcdkv.ModIs(string(ikv.Key), ikv.ModRevision))
-			txn.Then = append(txn.Then, etcdkv.Delete(string(ikv.Key)))
-			marks[o.op.keys.markOf(s, string(ikv.Key))] = nil
-			if p.Action == alloc.HoldAddr {
-				// A sticky claim becomes a hold, as a DEL would make it
-				// (its key gets the address back); release --sticky-key
-				// frees the hold.
-				holdK := o.op.keys.holdKey(s, r.Hold, lastSegment(string(ikv.Key)))
-				txn.Then[0] = o.op.applyDel(o.op.planDel(r.attachment(), r), string(kv.Key), holdK, []etcdkv.Cmp{etcdkv.ModIs(holdK, kv.ModRevision)}, "")[0]
-			}
+		ir, ok := decodeRecord(ikv.Value)
+		switch {
+		case shared && ok && ir.Address == r.Address && ir.sharing() && dryRun:
+			return Claim{Record: ir, Scope: s}, nil
+		case shared && ok && ir.Address == r.Address && ir.sharing():
+			return Claim{Record: ir, Scope: s}, o.op.commitShared(s, ikv, ir, "")
+		case !shared && bytes.Equal(ikv.Value, kv.Value):
+			txn, _ = o.op.release(s, ikv, "", true)
 		}
 	}
-	if dryRun {
-		return l, nil
+	switch {
+	case shared:
+		return Claim{}, changed
+	case dryRun:
+		return Claim{Record: r, Scope: s}, nil
 	}
-	txn.Then = append(txn.Then, marks.ops()...)
-	out, err := o.op.cl.Txn(txn)
+	applied, err := o.op.apply([]etcdkv.Txn{txn}, o.op.bump(r))
 	if err != nil {
 		return Claim{}, err
 	}
-	if !out.Succeeded {
-		return Claim{}, fmt.Errorf("%s in %s changed while being released; nothing done, try again", addr, ScopePath(s))
+	if !applied[0] {
+		return Claim{}, changed
 	}
-	return l, nil
+	return Claim{Record: r, Scope: s}, nil
 }
 
 // Node is a node as its machine last reported to etcd.
@@ -236,30 +227,4 @@ func parseScope(kind, name string) (alloc.Scope, bool) {
 		return alloc.Scope{Network: name}, true
 	}
 	return alloc.Scope{}, false
-}
-
-// releaseShare is an operator's release of an address a migration's two
-// owners share, as one owner's DEL would release it: the target's share
-// ends (target), or the source's goes and the target keeps the address.
-func (o *Operator) releaseShare(s alloc.Scope, r Record, target bool, dryRun bool) (Claim, error) {
-	node, cid := r.Node, r.ContainerID
-	if target {
-		node, cid = r.SecondNode, r.Second
-	}
-	idx, err := o.op.cl.Read(etcdkv.GetPrefix(o.op.keys.attachmentPrefix(node, s, cid, r.IfName)))
-	if err != nil {
-		return Claim{}, err
-	}
-	for _, kv := range idx.KVs(0) {
-		ir, ok := decodeRecord(kv.Value)
-		if !ok || ir.Address != r.Address || !ir.sharing() {
-			continue
-		}
-		l := Claim{Record: ir, Scope: s}
-		if dryRun {
-			return l, nil
-		}
-		return l, o.op.commitShared(s, kv, ir, "")
-	}
-	return Claim{}, fmt.Errorf("%s in %s changed while being released; nothing done, try again", r.Address, ScopePath(s))
 }

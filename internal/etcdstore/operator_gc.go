@@ -37,28 +37,7 @@ func (o *Operator) GC(node, network, pool string, keep []alloc.Attachment, apply
 		}
 		_, err = o.op.cl.Txn(etcdkv.Txn{Then: del})
 	}
-	// The tenant records go as with the CNI GC (op.gc), whatever the
+	// The tenant records go as with the CNI GC (Operation.GC), whatever the
 	// releases' outcome: the sweep judges each record by its own claim.
 	return plan, errors.Join(err, o.op.sweepTenants())
-}
-
-// scopeGC is one scope's releases with that scope's marks only: a batch
-// carrying every scope's would pass etcd's --max-txn-ops once a cluster
-// has a few pools to clean.
-type scopeGC struct {
-	txns  []etcdkv.Txn
-	marks unmark
-}
-
-// release adds the release of the claim found through index key kv in
-// scope s, for a GC of network ("" for any), with its range set's mark
-// and its attachment's fence bucket (fence.go: see bump), and returns
-// the claim's record.
-func (sg *scopeGC) release(op *Operation, s alloc.Scope, kv etcdkv.KV, network string) Record {
-	r, _ := decodeRecord(kv.Value)
-	t, _ := op.release(s, kv, network, false)
-	sg.txns = append(sg.txns, t)
-	sg.marks[op.keys.markOf(s, string(kv.Key))] = nil
-	sg.marks[op.keys.fenceOf(r.Node, r.ContainerID, r.IfName)] = []byte(op.nonce)
-	return r
 }

@@ -3,6 +3,7 @@ package etcdstore
 import (
 	"fmt"
 	"net/netip"
+	"slices"
 
 	"github.com/cniplugins/cniplugins/internal/alloc"
 	"github.com/cniplugins/cniplugins/internal/etcdkv"
@@ -11,19 +12,12 @@ import (
 // An operator's view of the sticky keys' holds, and the release of a
 // key's holds (`release --sticky-key`).
 
-// heldClaim is a hold as an operator sees it.
-type heldClaim struct {
-	h     alloc.Hold
-	scope alloc.Scope
-	kv    etcdkv.KV
-}
-
-// claim is the hold as a Claim: no container.
-func (hl heldClaim) claim() Claim {
+// heldClaim is hold h, read in scope s at revision rev, as an operator
+// sees it: a Claim with no container.
+func heldClaim(h alloc.Hold, s alloc.Scope, rev int64) Claim {
 	return Claim{
-		Record: Record{Node: hl.h.LastNode, IfName: hl.h.IfName, Network: hl.h.Network, Address: hl.h.Address,
-			Pool: hl.scope.Pool, Time: hl.h.Time, StickyKey: hl.h.Key},
-		Scope: hl.scope, Held: true, HoldExpires: hl.h.Expires, LastOwner: hl.h.LastOwner, Revision: hl.kv.ModRevision,
+		Record: Record{Node: h.LastNode, IfName: h.IfName, Network: h.Network, Address: h.Address, Pool: s.Pool, Time: h.Time, StickyKey: h.Key},
+		Scope:  s, Held: true, HoldExpires: h.Expires, LastOwner: h.LastOwner, Revision: rev,
 	}
 }
 
@@ -40,11 +34,9 @@ func (o *Operator) Holds() ([]Claim, error) {
 		if !ok || h.Owner != "" {
 			continue
 		}
-		hl := heldClaim{h: h, kv: kv}
-		if hl.scope, ok = o.op.keys.scopeIn(o.op.keys.prefix+"sticky/", string(kv.Key)); !ok {
-			continue
+		if s, ok := o.op.keys.scopeIn(o.op.keys.prefix+"sticky/", string(kv.Key)); ok {
+			out = append(out, heldClaim(h, s, kv.ModRevision))
 		}
-		out = append(out, hl.claim())
 	}
 	return out, nil
 }
@@ -81,24 +73,18 @@ func (o *Operator) ReleaseHold(key, ifname string, s alloc.Scope, dryRun bool) (
 	for _, e := range p.Holds {
 		kv := byKey[e.ID]
 		ip, _ := netip.ParseAddr(e.Address)
-		out = append(out, heldClaim{h: e.Hold, scope: s, kv: kv}.claim())
+		out = append(out, heldClaim(e.Hold, s, kv.ModRevision))
 		txns = append(txns, expireHold(e.ID, o.op.keys.addrKey(s, ip), kv.ModRevision, o.op.keys.fullScope(s)+lastSegment(e.ID)))
 	}
 	if dryRun {
 		return out, nil
 	}
-	outer := etcdkv.Txn{}
-	for _, t := range txns {
-		outer.Then = append(outer.Then, etcdkv.Nested(t))
-	}
-	r, err := o.op.cl.Txn(outer)
+	applied, err := o.op.apply(txns)
 	if err != nil {
 		return nil, err
 	}
-	for i := range txns {
-		if n := r.Nested(i); n == nil || !n.Succeeded {
-			return nil, fmt.Errorf("sticky key %q changed while being released; try again", key)
-		}
+	if slices.Contains(applied, false) {
+		return nil, fmt.Errorf("sticky key %q changed while being released; try again", key)
 	}
 	return out, nil
 }

@@ -44,7 +44,7 @@ func (o *Operator) ScopeStates(scopes []alloc.Scope) ([]ScopeState, error) {
 			st.Addrs = append(st.Addrs, ip)
 			if r, ok := decodeRecord(kv.Value); ok && r.Second != "" {
 				st.Migrating = append(st.Migrating, ip)
-			} else if !ok && heldFor(kv.Value) != "" {
+			} else if h, held := decodeHold(kv.Value); !ok && held && h.Held() {
 				st.Held = append(st.Held, ip)
 			}
 		}

@@ -12,7 +12,7 @@ import (
 	"github.com/cniplugins/cniplugins/internal/pool"
 )
 
-// Quotas in etcd, cluster-wide (docs/etcd.md, "Keys in etcd"):
+// Quotas in etcd (docs/etcd.md, "Tenant quotas (cluster-wide)"):
 //
 //	tenant/<tenant>/<scope>/<address>   the tenant's address: written (empty) by the
 //	                                    claim's transaction, so its mod revision is
@@ -21,16 +21,11 @@ import (
 //	                                    tenant writes it, and requires it unchanged
 //	                                    since the count
 //
-// A record counts while the claim key of its address exists with that
-// create revision (a hold keeps the claim key: holds count; judge is the
-// rule); once the claim goes (DEL, GC, a failed ADD's undo, a hold's end)
-// it counts nothing. Releases write nothing here, so DEL keeps its one
-// round trip; the next claim for the tenant deletes up to maxStaleDeletes
-// such records, and every GC deletes them all, every tenant's, and the
-// version of a tenant none of whose records counts (tenantgc.go), each
-// only while as read. Two claims for one tenant
-// cannot both pass a count of max−1: each requires the version the count
-// read, and the first to commit changes it.
+// A record counts while its address's claim key lives at that create
+// revision (alloc.TenantRecord.Stale judges). Releases write nothing
+// here, so DEL keeps its one round trip; a tenant's next claim and every
+// GC (tenantgc.go) delete the records that count nothing, each only
+// while as read.
 
 func (l layout) tenantsRoot() string              { return l.prefix + "tenant/" }
 func (l layout) tenantPrefix(name string) string  { return l.tenantsRoot() + name + "/" }
@@ -126,8 +121,9 @@ func (l layout) ofTenantRecord(key string) (tenant, where string) {
 }
 
 // removeRecord deletes a record that counts nothing (or a version key
-// nothing needs), only while it is as read: a claim that rewrote it since
-// (the address claimed again for the tenant) keeps it.
+// nothing needs, or a hold that pins nothing), only while it is as read:
+// a claim that rewrote it since (the address claimed again for the
+// tenant) keeps it.
 func removeRecord(m etcdkv.KV) etcdkv.Txn {
 	return etcdkv.Txn{If: []etcdkv.Cmp{etcdkv.ModIs(string(m.Key), m.ModRevision)}, Then: []etcdkv.Op{etcdkv.Delete(string(m.Key))}}
 }

@@ -27,16 +27,6 @@ import (
 // by the key, not by a node; no index key. The claim's own Record names
 // the hold (Record.Hold, StickyKey, HoldFor), so every release (DEL's read
 // path, GC, an operator's gc --etcd) can turn it into a hold.
-//
-//	ADD, no hold:   the claim's transaction also requires the hold key
-//	                absent and puts it (no extra round trip); its Else reads it
-//	ADD, a hold:    read the claim key of its address; 105 while the owner
-//	                still has its claim (another container or node), 101 for
-//	                another requested address, else take it over: the claim
-//	                transaction with the hold's and the claim key's mod
-//	                revision in place of "absent"
-//	DEL:            claim → the held record, hold → the same, index key deleted
-//	GC:             an expired hold's two keys go, each at its revision
 
 // stickyAtt is the sticky key of the attachment an ADD or DEL is for.
 type stickyAtt struct {
@@ -82,14 +72,6 @@ func decodeHold(b []byte) (alloc.Hold, bool) {
 	}
 	_, err := netip.ParseAddr(h.Address)
 	return h, err == nil
-}
-
-// heldFor is the key a held claim's value is held for ("" if it is none).
-func heldFor(v []byte) string {
-	if h, ok := decodeHold(v); ok && h.Held() {
-		return h.Key
-	}
-	return ""
 }
 
 // ownedPrefix is how the hold of this owner and address begins, up to
@@ -152,25 +134,22 @@ func (s *claimStore) Found(f *alloc.HoldFound) (*alloc.Hold, error) {
 	if !ok {
 		return nil, nil
 	}
-	holdK, rev := string(kv.Key), kv.ModRevision
 	h, ok := decodeHold(kv.Value)
-	if !ok {
-		return nil, op.dropHold(holdK, rev)
-	}
-	if h.Owner != "" || (tried != nil && tried.rev == rev) {
+	t := &takeOver{rev: kv.ModRevision, hold: h}
+	if ok && (h.Owner != "" || (tried != nil && tried.rev == t.rev)) {
 		ip, _ := netip.ParseAddr(h.Address)
 		resp, err := op.cl.Read(etcdkv.Get(op.keys.addrKey(s.scope, ip)))
 		if err != nil {
 			return nil, err
 		}
-		claim, ok := resp.First(0)
-		if !ok || claim.ModRevision != rev {
-			return nil, op.dropHold(holdK, rev)
-		}
-		s.found = &takeOver{rev: rev, hold: h, claim: claim.Value}
-		return &h, nil
+		claim, found := resp.First(0)
+		ok, t.claim = found && claim.ModRevision == t.rev, claim.Value
 	}
-	s.found = &takeOver{rev: rev, hold: h}
+	if !ok { // a hold that pins no address goes, if it is still as read
+		_, err := op.cl.Txn(removeRecord(kv))
+		return nil, err
+	}
+	s.found = t
 	return &h, nil
 }
 
@@ -184,12 +163,6 @@ func (s *claimStore) FreeFound() error {
 	s.found = nil
 	ip, _ := netip.ParseAddr(t.hold.Address)
 	_, err := s.op.cl.Txn(expireHold(s.holdK, s.op.keys.addrKey(s.scope, ip), t.rev, s.op.keys.fullKey(s.scope, s.slot)))
-	return err
-}
-
-// dropHold deletes a hold that pins no address, if it is still as read.
-func (op *Operation) dropHold(holdK string, rev int64) error {
-	_, err := op.cl.Txn(etcdkv.Txn{If: []etcdkv.Cmp{etcdkv.ModIs(holdK, rev)}, Then: []etcdkv.Op{etcdkv.Delete(holdK)}})
 	return err
 }
 

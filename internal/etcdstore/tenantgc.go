@@ -10,21 +10,14 @@ import (
 	"github.com/cniplugins/cniplugins/internal/pool"
 )
 
-// sweepTenants deletes the tenant records (quota.go) that count nothing:
-// GC's part in quotas, so that a tenant that stops claiming does not keep
-// its dead records for ever, read by every count and by `leases`. Its
-// errors do not stop it; they are returned joined.
-//
-// It sweeps every tenant's records, not only those of the GC's network:
-// a tenant's records are cluster-wide, one tenant's addresses in any
-// network's pools, and no record says which network claimed it. That is
-// safe because each record is judged against its own claim key alone,
-// which it names (scope and address) and which is the same whichever
-// network GCs: a record whose claim lives, another network's included,
-// counts and stays; one whose claim is gone counts for nobody. Each delete
-// is guarded by the record's mod revision as read, so a claim that writes
-// the record again meanwhile (the address claimed anew for the tenant,
-// from any host) is never undone.
+// sweepTenants deletes the tenant records (quota.go) that count nothing,
+// so that a tenant that stops claiming does not keep its dead records for
+// ever, read by every count and by `leases`; its errors do not stop it.
+// It sweeps every tenant's records, not only the GC's network's: a record
+// says nothing of the network that claimed it, and is judged against its
+// own claim key alone, the same whichever network GCs. Each delete is
+// guarded by the record's mod revision as read, so a claim that writes the
+// record again meanwhile, from any host, is never undone.
 func (op *Operation) sweepTenants() error {
 	// A tenant's version key goes too once no record of it counts, so
 	// that tenants that come and go (namespaces) leave nothing behind. It
