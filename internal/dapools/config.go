@@ -159,10 +159,8 @@ func (c *config) dir(s alloc.Scope) string {
 	return filepath.Join(c.dataDir, s.Network)
 }
 
-// dirs lists the state directories this config touches, without needing
-// ranges: DEL and GC must work even when the ranges have changed since.
-func (c *config) dirs() []string {
-	scopes := c.Scopes()
+// dirs is the state directories of scopes.
+func (c *config) dirs(scopes []alloc.Scope) []string {
 	out := make([]string, len(scopes))
 	for i, s := range scopes {
 		out[i] = c.dir(s)

@@ -22,7 +22,7 @@ func (k commands) cmdDel(req *plugin.Request) error {
 	if err != nil {
 		return err
 	}
-	st, err := openStores(c.dirs(), c.lockTimeout, c.faults)
+	st, err := openStores("", "", c.dirs(c.Scopes()), c.lockTimeout, c.faults)
 	if err != nil {
 		return err
 	}
