@@ -26,7 +26,7 @@ func (k commands) cmdAdd(req *plugin.Request) (types.Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	add := alloc.LockedAdd{Targets: targets, Quota: c.Quota, Att: c.attachment(req), Keyed: c.keyed(), Now: req.Now, Log: req.Log}
+	add := alloc.LockedAdd{Targets: targets, Quota: c.Quota, Att: c.attachment(req), Keyed: c.keyed, Now: req.Now, Log: req.Log}
 	res.IPs, err = add.Run(func(tenant string, scopes []alloc.Scope) (alloc.Locked, func(), error) {
 		st, err := openStores(PoolsDir(c.dataDir), tenant, c.dirs(scopes), c.lockTimeout, c.faults)
 		if err != nil {

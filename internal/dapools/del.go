@@ -30,7 +30,7 @@ func (k commands) cmdDel(req *plugin.Request) error {
 	now := req.Now
 	var errs []error
 	for _, dir := range st.order {
-		held, err := alloc.HoldOnDel(st.disks[dir], att, c.stickyKey, now)
+		held, err := alloc.HoldOnDel(st.disks[dir], att, c.keyed.Key, now)
 		if err != nil {
 			// Releasing the rest would free what the key holds.
 			errs = append(errs, err)

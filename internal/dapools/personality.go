@@ -43,12 +43,7 @@ type commands struct{ faults *hostlocal.Faults }
 
 // parse is parseConfig of req, with the commands' faults.
 func (k commands) parse(req *plugin.Request, needRanges bool) (*config, error) {
-	c, err := parseConfig(req.Conf, req.CNIArgs, needRanges)
-	if err != nil {
-		return nil, err
-	}
-	c.faults = k.faults
-	return c, nil
+	return parseConfig(req.Conf, req.CNIArgs, needRanges, k.faults)
 }
 
 // validate is ADD's parse without the disk: standalone (ipam.type is this
@@ -59,7 +54,7 @@ func validate(conf *netconf.Envelope) error {
 	if err != nil {
 		return err
 	}
-	c, err := parseConfig(conf, nil, standalone)
+	c, err := parseConfig(conf, nil, standalone, nil)
 	if err != nil {
 		return err
 	}
