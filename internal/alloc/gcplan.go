@@ -236,7 +236,12 @@ func ApplyGC(l Ledger, v GCView, p GCPlan, now time.Time) (freed, held []netip.A
 			e.Hold = e.WithoutSecond()
 		}
 		if s.Release {
-			if err := release(hs, e, now); err != nil {
+			// As its DEL would: to its migration target alone, else a hold.
+			after := e.HeldFrom(now)
+			if e.Second != "" {
+				after = e.HandedOver()
+			}
+			if err := leaveOwner(hs, e, after); err != nil {
 				errs = append(errs, err)
 				continue
 			}

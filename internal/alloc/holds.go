@@ -283,15 +283,20 @@ func giveBack(hs HoldStore, e HoldRecord, a Attachment) error {
 }
 
 // ToHold turns e's reservation into a hold from now, for the holdFor its
-// record keeps: the record first, then the reservation. A crash between
-// leaves the reservation its owner's, which judgeHold reads as still
-// reserved by the record's LastOwner; the DEL's retry finishes it.
+// record keeps (leaveOwner).
 func ToHold(hs HoldStore, e HoldRecord, now time.Time) error {
-	return toHold(hs, e, e.HeldFrom(now))
+	return leaveOwner(hs, e, e.HeldFrom(now))
 }
 
-// toHold writes held, e held (PlanDel's record), in ToHold's order.
-func toHold(hs HoldStore, e HoldRecord, held Hold) error {
+// leaveOwner writes after, e's record once its owner's reservation is
+// released, as a hold or to its migration target alone. To a hold: the
+// record first, then the reservation, so that a crash between leaves the
+// reservation its owner's, which judgeHold reads as still reserved by the
+// record's LastOwner (the DEL's retry finishes it). To the target: the
+// reservation first, then the record, so that a crash between leaves the
+// address reserved by the record's Second, which judgeHold reads as
+// handed over; never unowned, never a third owner.
+func leaveOwner(hs HoldStore, e HoldRecord, after Hold) error {
 	owner, ok, err := hs.Owner(e.Addr)
 	if err != nil {
 		return err
@@ -299,30 +304,11 @@ func toHold(hs HoldStore, e HoldRecord, held Hold) error {
 	if !ok || owner.ContainerID != e.Owner || owner.IfName != e.IfName {
 		return nil // judged a moment ago under the store's lock; cannot happen
 	}
-	if err := hs.WriteHold(e.ID, held); err != nil {
-		return err
-	}
-	return hs.Reassign(e.Addr, owner, HoldOwner(e.ID))
-}
-
-// HandOver gives e's address to its migration target alone, its owner
-// gone (the source's DEL after a successful migration): the reservation
-// first, then the record. A crash between leaves the address reserved by
-// the record's Second, which judgeHold reads as handed over; never
-// unowned, never a third owner.
-func HandOver(hs HoldStore, e HoldRecord) error {
-	return handOver(hs, e, e.HandedOver())
-}
-
-// handOver writes after, e handed over (PlanDel's record), in HandOver's
-// order.
-func handOver(hs HoldStore, e HoldRecord, after Hold) error {
-	owner, ok, err := hs.Owner(e.Addr)
-	if err != nil {
-		return err
-	}
-	if !ok || owner.ContainerID != e.Owner || owner.IfName != e.IfName {
-		return nil // judged a moment ago under the store's lock; cannot happen
+	if after.Held() {
+		if err := hs.WriteHold(e.ID, after); err != nil {
+			return err
+		}
+		return hs.Reassign(e.Addr, owner, HoldOwner(e.ID))
 	}
 	if err := hs.Reassign(e.Addr, owner, e.secondAtt(owner)); err != nil {
 		return err
@@ -334,15 +320,6 @@ func handOver(hs HoldStore, e HoldRecord, after Hold) error {
 // a failed migration): one write of the record; the owner keeps it.
 func DropSecond(hs HoldStore, e HoldRecord) error {
 	return hs.WriteHold(e.ID, e.WithoutSecond())
-}
-
-// release is a release of owner e's reservation: to its migration target
-// when it has one, else a hold.
-func release(hs HoldStore, e HoldRecord, now time.Time) error {
-	if e.Second != "" {
-		return HandOver(hs, e)
-	}
-	return ToHold(hs, e, now)
 }
 
 // EndHold frees a hold: its address first (only while it is still held

@@ -189,7 +189,7 @@ func ApplyRelease(hs HoldStore, v ReleaseView, p ReleasePlan, ip netip.Addr, now
 	case HoldAddr:
 		return ToHold(hs, *p.Record, now)
 	case HandOverAddr:
-		return HandOver(hs, *p.Record)
+		return leaveOwner(hs, *p.Record, p.Record.HandedOver())
 	case EndShare:
 		return DropSecond(hs, *p.Record)
 	case FreeHolds:
