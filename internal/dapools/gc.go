@@ -44,7 +44,7 @@ type Collection struct {
 	Faults *hostlocal.Faults
 }
 
-// Released is what a GC did in one directory, as alloc.ApplyGC returns
+// Released is what a GC did in one directory, as alloc.CollectGC returns
 // it: the addresses it freed (expired holds first), and those whose
 // owner it released to a hold or to a migration target.
 type Released struct {
