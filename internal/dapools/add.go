@@ -28,11 +28,11 @@ func (k commands) cmdAdd(req *plugin.Request) (types.Result, error) {
 	}
 	add := alloc.LockedAdd{Targets: targets, Quota: c.Quota, Att: c.attachment(req), Keyed: c.keyed, Now: req.Now, Log: req.Log}
 	res.IPs, err = add.Run(func(tenant string, scopes []alloc.Scope) (alloc.Locked, func(), error) {
-		st, err := openStores(PoolsDir(c.dataDir), tenant, c.dirs(scopes), c.lockTimeout, c.faults)
+		p, err := c.lock(tenant, scopes)
 		if err != nil {
 			return nil, nil, err
 		}
-		return pools{st, c}, func() { st.closeLogged(req.Log) }, nil
+		return p, func() { p.closeLogged(req.Log) }, nil
 	})
 	if err != nil {
 		return nil, err

@@ -18,11 +18,11 @@ func (k commands) cmdDel(req *plugin.Request) error {
 	if err != nil {
 		return err
 	}
-	st, err := openStores("", "", c.dirs(c.Scopes()), c.lockTimeout, c.faults)
+	p, err := c.lock("", c.Scopes())
 	if err != nil {
 		return err
 	}
-	err = c.DelLocked(pools{st, c}, c.attachment(req), c.keyed.Key, hints, req.Now, req.Log)
-	st.closeLogged(req.Log)
+	err = c.DelLocked(p, c.attachment(req), c.keyed.Key, hints, req.Now, req.Log)
+	p.closeLogged(req.Log)
 	return err
 }

@@ -74,10 +74,17 @@ func (s *stores) closeLogged(log *logging.Logger) {
 	}
 }
 
-// pools is an ADD's stores as the engine reads them, by scope.
+// pools is stores as the engine's ADD and DEL read them, by scope.
 type pools struct {
 	*stores
 	c *config
+}
+
+// lock locks the state directories of scopes, after the lock of tenant
+// ("" none).
+func (c *config) lock(tenant string, scopes []alloc.Scope) (pools, error) {
+	st, err := openStores(PoolsDir(c.dataDir), tenant, c.dirs(scopes), c.lockTimeout, c.faults)
+	return pools{st, c}, err
 }
 
 func (p pools) Pool(s alloc.Scope) alloc.LockedPool {
