@@ -344,64 +344,49 @@ func EndHold(hs HoldStore, e HoldRecord) (bool, error) {
 
 // Undo is what a failed ADD must put back in its stores so that it leaves
 // nothing: the addresses it reserved, the holds it took over, the records
-// it wrote, and the cursors of a CursorKeeper.
+// it wrote, and the cursors of a CursorKeeper. Each list is one kind of
+// step, in the order Run takes them.
 type Undo struct {
-	reserved []undoReserved
-	records  []undoRecord
-	taken    []undoTaken
-	seconds  []undoRecord
-	cursors  []func() error // newest last
-}
-
-type undoReserved struct {
-	l  Ledger
-	ip netip.Addr
-}
-
-type undoRecord struct {
-	hs HoldStore
-	id string
-}
-
-type undoTaken struct {
-	hs HoldStore
-	e  HoldRecord
+	seconds, taken, records, reserved []func(a Attachment) error
+	cursors                           []func() error // newest last
 }
 
 // Reserved notes that the ADD reserved ip in l.
 func (u *Undo) Reserved(l Ledger, ip netip.Addr) {
-	u.reserved = append(u.reserved, undoReserved{l, ip})
+	u.reserved = append(u.reserved, func(a Attachment) error { return Rollback(l, a, []netip.Addr{ip}) })
 }
 
-func (u *Undo) recorded(hs HoldStore, id string) { u.records = append(u.records, undoRecord{hs, id}) }
+func (u *Undo) recorded(hs HoldStore, id string) {
+	u.records = append(u.records, func(Attachment) error { return hs.RemoveHold(id) })
+}
 
-func (u *Undo) tookOver(hs HoldStore, e HoldRecord) { u.taken = append(u.taken, undoTaken{hs, e}) }
+func (u *Undo) tookOver(hs HoldStore, e HoldRecord) {
+	u.taken = append(u.taken, func(a Attachment) error { return giveBack(hs, e, a) })
+}
 
-func (u *Undo) seconded(hs HoldStore, id string) { u.seconds = append(u.seconds, undoRecord{hs, id}) }
+func (u *Undo) seconded(hs HoldStore, id string) {
+	u.seconds = append(u.seconds, func(a Attachment) error {
+		e, err := LookupHold(hs, id)
+		if err == nil && e != nil && e.SecondOf(a) {
+			err = hs.WriteHold(e.ID, *UndoHold(&e.Hold, true))
+		}
+		return err
+	})
+}
 
 // Run undoes everything for a, going on after failures and returning them
-// joined. Holds first: a hold taken over is held again (reservation, then
-// record); a fresh record goes before its reservation, so that a crash in
-// between leaves a plain reservation, never a record of a freed address
-// that someone else then takes. Exhaustion records stay (see Rollback).
-// Cursors go back last, once nothing of the ADD is reserved any more.
+// joined. Holds first: a share is given back, a hold taken over is held
+// again (reservation, then record); a fresh record goes before its
+// reservation, so that a crash in between leaves a plain reservation,
+// never a record of a freed address that someone else then takes.
+// Exhaustion records stay (see Rollback). Cursors go back last, once
+// nothing of the ADD is reserved any more.
 func (u *Undo) Run(a Attachment) error {
 	var errs []error
-	for _, r := range u.seconds {
-		e, err := LookupHold(r.hs, r.id)
-		if err == nil && e != nil && e.SecondOf(a) {
-			err = r.hs.WriteHold(e.ID, *UndoHold(&e.Hold, true))
+	for _, steps := range [][]func(Attachment) error{u.seconds, u.taken, u.records, u.reserved} {
+		for _, step := range steps {
+			errs = append(errs, step(a))
 		}
-		errs = append(errs, err)
-	}
-	for _, t := range u.taken {
-		errs = append(errs, giveBack(t.hs, t.e, a))
-	}
-	for _, r := range u.records {
-		errs = append(errs, r.hs.RemoveHold(r.id))
-	}
-	for _, r := range u.reserved {
-		errs = append(errs, Rollback(r.l, a, []netip.Addr{r.ip}))
 	}
 	errs = append(errs, u.restoreCursors()...)
 	return errors.Join(errs...)
