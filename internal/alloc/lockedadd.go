@@ -20,7 +20,8 @@ type LockedPool interface {
 	CursorKeeper
 }
 
-// Locked is what one try of a LockedAdd has at hand.
+// Locked is the pools a store locked for a try of a LockedAdd, or for
+// DelLocked.
 type Locked interface {
 	// Pool is scope s's store, nil when the try did not lock it.
 	Pool(s Scope) LockedPool
@@ -108,27 +109,29 @@ func (r LockedAdd) try(lock func(string, []Scope) (Locked, func(), error), heads
 		}
 		return PartialCount(r.Quota, n, exact)
 	}
+	one := func(t Target) (*current.IPConfig, error) {
+		locate, allocate := Spilling(t, r.Att, st.Pool(t.Scope), have, locateIn, allocateIn)
+		if _, err := QuotaGate(r.Quota, t, r.Keyed.Key, r.Keyed.Migration, locate, inUse); err != nil {
+			return nil, err
+		}
+		addr, gw, used, err := AllocateOverflow(t, r.Att, locate, allocate)
+		if err != nil {
+			return nil, err
+		}
+		r.Log.Debug("allocated", logging.String("target", used.Label), logging.Stringer("address", addr))
+		return IPConfig(addr, gw), nil
+	}
 	var ips []*current.IPConfig
 	for _, t := range r.Targets {
-		locate, allocate := Spilling(t, r.Att, st.Pool(t.Scope), have, locateIn, allocateIn)
-		var addr netip.Prefix
-		var gw netip.Addr
-		var used Target
-		if _, err = QuotaGate(r.Quota, t, r.Keyed.Key, r.Keyed.Migration, locate, inUse); err != nil {
-			break
+		ip, err := one(t)
+		if err != nil {
+			// The ADD's own error is what the runtime must see.
+			if uerr := u.Run(r.Att); uerr != nil {
+				r.Log.Error("rollback failed", logging.Error(uerr))
+			}
+			return nil, err
 		}
-		if addr, gw, used, err = AllocateOverflow(t, r.Att, locate, allocate); err != nil {
-			break
-		}
-		ips = append(ips, IPConfig(addr, gw))
-		r.Log.Debug("allocated", logging.String("target", used.Label), logging.Stringer("address", addr))
-	}
-	if err != nil {
-		// The ADD's own error is what the runtime must see.
-		if uerr := u.Run(r.Att); uerr != nil {
-			r.Log.Error("rollback failed", logging.Error(uerr))
-		}
-		return nil, err
+		ips = append(ips, ip)
 	}
 	return ips, nil
 }
