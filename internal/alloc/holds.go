@@ -47,7 +47,8 @@ const (
 // excluded is freed and a new address allocated, as is an expired one.
 // 105 for a live owner, 101 for a request of another address. A
 // migration target (mig set) shares the address of the one live owner
-// whose migration name differs; it never allocates (107).
+// whose migration name differs, which must pass the same checks; it
+// never allocates (107).
 func decideHold(al *Allocator, h *Hold, key string, a Attachment, node string, t Target, mig string, now time.Time) (holdAction, netip.Addr, addrspace.Range, error) {
 	if h == nil {
 		return allocateAnew, netip.Addr{}, addrspace.Range{}, NoMigrationSource(key, mig, t)
@@ -61,7 +62,11 @@ func decideHold(al *Allocator, h *Hold, key string, a Attachment, node string, t
 	}
 	if migrating(h, node, a, mig, now) {
 		addr, err := StickyAddr(&Hold{Key: h.Key, Address: h.Address}, node, a.ContainerID, t.Requested, now)
-		return addSecond, addr, addrspace.Range{}, err
+		var r addrspace.Range
+		if err == nil {
+			r, err = al.usable(t.Set, addr, t.Label)
+		}
+		return addSecond, addr, r, err
 	}
 	addr, err := StickyAddr(h, node, a.ContainerID, t.Requested, now)
 	switch {
@@ -122,7 +127,7 @@ func AllocateKeyed(hs HoldStore, a Attachment, t Target, k Keyed, now time.Time,
 	case err != nil:
 		return netip.Prefix{}, netip.Addr{}, err
 	case action == addSecond:
-		return shareAddr(hs, al, *e, a, t, k.Migration, u)
+		return shareAddr(hs, *e, r, a, k.Migration, u)
 	case action == takeItOver:
 		if err := takeOver(hs, *e, a, k); err != nil {
 			return netip.Prefix{}, netip.Addr{}, err
@@ -150,13 +155,9 @@ func AllocateKeyed(hs HoldStore, a Attachment, t Target, k Keyed, now time.Time,
 
 // shareAddr makes a, a migration target, e's second owner: one write of
 // the record, the reservation staying its owner's, so that a crash leaves
-// either one owner or two, never a third or none. The address must still
-// pass the target's configuration.
-func shareAddr(hs HoldStore, al *Allocator, e HoldRecord, a Attachment, t Target, mig string, u *Undo) (netip.Prefix, netip.Addr, error) {
-	r, err := al.usable(t.Set, e.Addr, t.Label)
-	if err != nil {
-		return netip.Prefix{}, netip.Addr{}, err
-	}
+// either one owner or two, never a third or none; r is the range of e's
+// address, which decideHold found the target's configuration allows.
+func shareAddr(hs HoldStore, e HoldRecord, r addrspace.Range, a Attachment, mig string, u *Undo) (netip.Prefix, netip.Addr, error) {
 	if err := hs.WriteHold(e.ID, e.SharedWith("", a.ContainerID, mig)); err != nil {
 		return netip.Prefix{}, netip.Addr{}, err
 	}
@@ -217,15 +218,11 @@ func AllocateClaimed(s HoldClaimer, a Attachment, node string, t Target, key, mi
 		if err != nil {
 			return netip.Prefix{}, netip.Addr{}, err
 		}
-		action, addr, _, err := decideHold(al, h, key, a, node, t, mig, now)
+		action, addr, r, err := decideHold(al, h, key, a, node, t, mig, now)
 		switch {
 		case err != nil:
 			return netip.Prefix{}, netip.Addr{}, err
 		case action == addSecond:
-			r, err := al.usable(t.Set, addr, t.Label)
-			if err != nil {
-				return netip.Prefix{}, netip.Addr{}, err
-			}
 			ok, err := s.Share(a, mig)
 			if err != nil {
 				return netip.Prefix{}, netip.Addr{}, err
