@@ -21,7 +21,7 @@ type LockedPool interface {
 }
 
 // Locked is the pools a store locked for a try of a LockedAdd, or for
-// DelLocked.
+// LockedDel.
 type Locked interface {
 	// Pool is scope s's store, nil when the try did not lock it.
 	Pool(s Scope) LockedPool

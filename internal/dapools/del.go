@@ -5,7 +5,7 @@ import (
 	"github.com/cniplugins/cniplugins/internal/plugin"
 )
 
-// cmdDel runs the engine's DEL (alloc.Config.DelLocked) over the state
+// cmdDel runs the engine's DEL (alloc.Config.LockedDel) over the state
 // directories this config touches. It never fails for an attachment it
 // does not know; prevResult's addresses are hints that send it straight
 // to their files.
@@ -22,7 +22,7 @@ func (k commands) cmdDel(req *plugin.Request) error {
 	if err != nil {
 		return err
 	}
-	err = c.DelLocked(p, c.attachment(req), c.keyed.Key, hints, req.Now, req.Log)
+	err = c.LockedDel(p, c.attachment(req), c.keyed.Key, hints, req.Now, req.Log)
 	p.closeLogged(req.Log)
 	return err
 }
