@@ -50,15 +50,7 @@ func (al *Allocator) Allocate(a Attachment, rangeID int, rs addrspace.RangeSet, 
 			return netip.Prefix{}, netip.Addr{}, err
 		}
 	}
-	ip, r, err := al.reserve(a, rangeID, rs, requested, label)
-	if err != nil {
-		return netip.Prefix{}, netip.Addr{}, err
-	}
-	// Not reported as reserved, so nobody else would free it.
-	if err := al.moveCursor(a, rangeID, ip); err != nil {
-		return netip.Prefix{}, netip.Addr{}, err
-	}
-	return netip.PrefixFrom(ip, r.Subnet.Bits()), r.Gateway, nil
+	return al.reserve(a, rangeID, rs, requested, label)
 }
 
 // AllocateShared reserves an address of rs for an owner that legitimately
@@ -72,21 +64,29 @@ func (al *Allocator) Allocate(a Attachment, rangeID int, rs addrspace.RangeSet, 
 // Rollback, never with Release, which frees everything the owner owns.
 // The store's Reserve refuses an owner that cannot be recorded.
 func (al *Allocator) AllocateShared(a Attachment, rangeID int, rs addrspace.RangeSet, requested netip.Addr, label string) (netip.Prefix, error) {
-	ip, r, err := al.reserve(a, rangeID, rs, requested, label)
-	if err != nil {
-		return netip.Prefix{}, err
-	}
-	if err := al.moveCursor(a, rangeID, ip); err != nil {
-		return netip.Prefix{}, err
-	}
-	return netip.PrefixFrom(ip, r.Subnet.Bits()), nil
+	p, _, err := al.reserve(a, rangeID, rs, requested, label)
+	return p, err
 }
 
-func (al *Allocator) reserve(a Attachment, rangeID int, rs addrspace.RangeSet, requested netip.Addr, label string) (netip.Addr, addrspace.Range, error) {
+// reserve reserves requested, or the next free address, and moves the
+// cursor past it.
+func (al *Allocator) reserve(a Attachment, rangeID int, rs addrspace.RangeSet, requested netip.Addr, label string) (netip.Prefix, netip.Addr, error) {
+	var ip netip.Addr
+	var r addrspace.Range
+	var err error
 	if requested.IsValid() {
-		return al.reserveRequested(a, rs, requested.Unmap(), label)
+		ip, r, err = al.reserveRequested(a, rs, requested.Unmap(), label)
+	} else {
+		ip, r, err = al.reserveNext(a, rangeID, rs, label)
 	}
-	return al.reserveNext(a, rangeID, rs, label)
+	if err != nil {
+		return netip.Prefix{}, netip.Addr{}, err
+	}
+	// Not reported as reserved, so nobody else would free it.
+	if err := al.moveCursor(a, rangeID, ip); err != nil {
+		return netip.Prefix{}, netip.Addr{}, err
+	}
+	return netip.PrefixFrom(ip, r.Subnet.Bits()), r.Gateway, nil
 }
 
 // moveCursor: host-local moves the cursor on every reservation, requested

@@ -3,8 +3,8 @@ package alloc
 import "time"
 
 // Every store's GC is planned here, once: a store reads its claims and
-// holds as a ClaimsView, and PlanClaims decides each claim (PlanClaim)
-// and each hold (HoldEnds). etcd reads its view as it keeps it (each
+// holds as a ClaimsView, and PlanClaims decides each claim and each
+// hold (HoldEnds). etcd reads its view as it keeps it (each
 // owner of a migration has its own claim); the disk store's PlanGC reads
 // its records as such claims, and adds the repairs of its records. A
 // store whose step's guard failed reads that claim again and asks
@@ -41,19 +41,19 @@ type ClaimsPlan struct {
 	Expire            []GCHold
 }
 
-// PlanClaims decides a GC over v: a claim of another network stays, any
-// other as PlanClaim decides; a hold goes once HoldEnds says so.
+// PlanClaims decides a GC over v: a claim of another network stays, as
+// does one keep keeps (a hold's owner is one KeepSet always keeps: only
+// its expiry ends it, HoldEnds); a shared one ends its share; any other
+// is released. A hold goes once HoldEnds says so.
 func PlanClaims(v ClaimsView, keep func(Attachment) bool, now time.Time) ClaimsPlan {
 	var p ClaimsPlan
 	for _, c := range v.Claims {
-		if v.Network != "" && c.Owner.Network != v.Network {
-			continue
-		}
-		switch PlanClaim(c.Owner, false, c.Shared, keep) {
-		case ClaimReleased:
-			p.Release = append(p.Release, c)
-		case ClaimShareEnds:
+		switch {
+		case v.Network != "" && c.Owner.Network != v.Network, keep(c.Owner):
+		case c.Shared:
 			p.EndShare = append(p.EndShare, c)
+		default:
+			p.Release = append(p.Release, c)
 		}
 	}
 	for _, h := range v.Holds {
@@ -62,36 +62,6 @@ func PlanClaims(v ClaimsView, keep func(Attachment) bool, now time.Time) ClaimsP
 		}
 	}
 	return p
-}
-
-// ClaimGC is what a GC does with one claim of a store that keeps each
-// attachment's reservation as its own record (etcd: a migration's owner
-// and target have one each).
-type ClaimGC int
-
-const (
-	// ClaimKept: the claim stays.
-	ClaimKept ClaimGC = iota
-	// ClaimReleased: released as its DEL would (a key's claim becomes
-	// the key's hold).
-	ClaimReleased
-	// ClaimShareEnds: a migration's owner or target not kept; its share
-	// goes as its DEL would (the owner's hands the address over, the
-	// target's drops its share).
-	ClaimShareEnds
-)
-
-// PlanClaim is PlanGC's rule for one claim of owner: a key's hold stays
-// (only its expiry ends it, HoldEnds), as does a claim keep keeps; a
-// shared one ends its share; any other is released.
-func PlanClaim(owner Attachment, held, shared bool, keep func(Attachment) bool) ClaimGC {
-	switch {
-	case held || keep(owner):
-		return ClaimKept
-	case shared:
-		return ClaimShareEnds
-	}
-	return ClaimReleased
 }
 
 // HoldEnds reports a hold a GC of network ("" for every network) ends:

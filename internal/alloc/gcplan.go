@@ -10,7 +10,7 @@ import (
 
 // Garbage collection, decided once for every store and for fsck: a store
 // reads a GCView, PlanGC decides, and the store applies the plan (the
-// disk under its lock through ApplyGC, in the write order of the
+// disk under its lock through CollectGC, in the write order of the
 // transitions in holds.go; etcd in transactions guarded by the revisions
 // it read). A dry run plans the same way and applies nothing; fsck
 // reports and repairs each record by the same RepairOf.
@@ -161,7 +161,7 @@ func (p GCPlan) Freed() []netip.Addr {
 }
 
 // Held lists the addresses whose owner p releases to a hold or to its
-// migration target, in ApplyGC's order.
+// migration target, in CollectGC's order.
 func (p GCPlan) Held() []netip.Addr {
 	var out []netip.Addr
 	for _, s := range p.Records {
@@ -204,15 +204,21 @@ func Repair(hs HoldStore, r RecordRepair) (bool, error) {
 	return false, nil
 }
 
-// ApplyGC carries out p, planned over v, in l (a HoldStore where p has
-// records, which ReadGC reads only from one): each record's steps in
-// the write order of their transitions, going on after failures; then,
-// only if every record's steps succeeded (else a reservation that failed
-// to become a hold would be freed), the free reservations, each only
-// while its owner in v still has it. It returns the addresses freed
-// (expired holds first) and those that became holds or went to a
-// migration target.
-func ApplyGC(l Ledger, v GCView, p GCPlan, now time.Time) (freed, held []netip.Addr, err error) {
+// CollectGC is a GC of l under its lock: read (ReadGC), plan (PlanGC),
+// then apply, in l (a HoldStore where the plan has records, which ReadGC
+// reads only from one): each record's steps in the write order of their
+// transitions, going on after failures; then, only if every record's
+// steps succeeded (else a reservation that failed to become a hold would
+// be freed), the free reservations, each only while its owner in the
+// view still has it. It returns the addresses freed (expired holds
+// first) and those that became holds or went to a migration target, and
+// the errors joined.
+func CollectGC(l Lister, keep func(Attachment) bool, now time.Time) (freed, held []netip.Addr, err error) {
+	v, err := ReadGC(l)
+	if err != nil {
+		return nil, nil, err
+	}
+	p := PlanGC(v, keep, now)
 	hs, _ := l.(HoldStore)
 	var errs []error
 	for _, s := range p.Records {
@@ -236,7 +242,12 @@ func ApplyGC(l Ledger, v GCView, p GCPlan, now time.Time) (freed, held []netip.A
 			e.Hold = e.WithoutSecond()
 		}
 		if s.Release {
-			if err := release(hs, e, now); err != nil {
+			// As its DEL would: to its migration target alone, else a hold.
+			after := e.HeldFrom(now)
+			if e.Second != "" {
+				after = e.HandedOver()
+			}
+			if err := leaveOwner(hs, e, after); err != nil {
 				errs = append(errs, err)
 				continue
 			}
@@ -257,14 +268,4 @@ func ApplyGC(l Ledger, v GCView, p GCPlan, now time.Time) (freed, held []netip.A
 	}
 	errs = append(errs, clearIfReleased(l, released))
 	return append(freed, released...), held, errors.Join(errs...)
-}
-
-// CollectGC is a GC of l under its lock: read, plan, apply. It keeps
-// going after errors and returns them joined.
-func CollectGC(l Lister, keep func(Attachment) bool, now time.Time) (freed, held []netip.Addr, err error) {
-	v, err := ReadGC(l)
-	if err != nil {
-		return nil, nil, err
-	}
-	return ApplyGC(l, v, PlanGC(v, keep, now), now)
 }

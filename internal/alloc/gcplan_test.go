@@ -7,24 +7,35 @@ import (
 	"time"
 )
 
-func TestPlanClaim(t *testing.T) {
+func TestPlanClaimsOneClaim(t *testing.T) {
 	live := Attachment{ContainerID: "live", IfName: "eth0"}
 	gone := Attachment{ContainerID: "gone", IfName: "eth0"}
+	other := Attachment{ContainerID: "gone", IfName: "eth1", Network: "n2"}
 	keep := NewKeepSet("", []Attachment{live}).Keeps
 	for _, tc := range []struct {
-		name         string
-		owner        Attachment
-		held, shared bool
-		want         ClaimGC
+		name    string
+		owner   Attachment
+		shared  bool
+		network string
+		want    string
 	}{
-		{"kept", live, false, false, ClaimKept},
-		{"kept and shared", live, false, true, ClaimKept},
-		{"a hold, whatever keep says", gone, true, false, ClaimKept},
-		{"not kept", gone, false, false, ClaimReleased},
-		{"not kept, shared", gone, false, true, ClaimShareEnds},
+		{"kept", live, false, "", "kept"},
+		{"kept and shared", live, true, "", "kept"},
+		{"a hold, whatever keep says", HoldOwner("k"), false, "", "kept"},
+		{"another network's", other, false, "n1", "kept"},
+		{"not kept", gone, false, "", "released"},
+		{"not kept, shared", gone, true, "", "share ends"},
 	} {
-		if got := PlanClaim(tc.owner, tc.held, tc.shared, keep); got != tc.want {
-			t.Errorf("%s: PlanClaim = %v, want %v", tc.name, got, tc.want)
+		p := PlanClaims(ClaimsView{Network: tc.network, Claims: []GCClaim{{Owner: tc.owner, Shared: tc.shared}}}, keep, time.Now())
+		got := "kept"
+		if len(p.Release) > 0 {
+			got = "released"
+		}
+		if len(p.EndShare) > 0 {
+			got = "share ends"
+		}
+		if got != tc.want {
+			t.Errorf("%s: PlanClaims = %s, want %s", tc.name, got, tc.want)
 		}
 	}
 }

@@ -148,10 +148,8 @@ func SettleHold(hs HoldStore, e HoldRecord) error {
 // of its transition (holds.go). DelFree is Release's, after HoldOnDel.
 func applyDel(hs HoldStore, e HoldRecord, p DelPlan) error {
 	switch p.Step {
-	case DelToHold:
-		return toHold(hs, e, p.Hold)
-	case DelHandOver:
-		return handOver(hs, e, p.Hold)
+	case DelToHold, DelHandOver:
+		return leaveOwner(hs, e, p.Hold)
 	case DelDropSecond:
 		return hs.WriteHold(e.ID, p.Hold)
 	case DelSettle:

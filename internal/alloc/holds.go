@@ -47,7 +47,8 @@ const (
 // excluded is freed and a new address allocated, as is an expired one.
 // 105 for a live owner, 101 for a request of another address. A
 // migration target (mig set) shares the address of the one live owner
-// whose migration name differs; it never allocates (107).
+// whose migration name differs, which must pass the same checks; it
+// never allocates (107).
 func decideHold(al *Allocator, h *Hold, key string, a Attachment, node string, t Target, mig string, now time.Time) (holdAction, netip.Addr, addrspace.Range, error) {
 	if h == nil {
 		return allocateAnew, netip.Addr{}, addrspace.Range{}, NoMigrationSource(key, mig, t)
@@ -61,7 +62,11 @@ func decideHold(al *Allocator, h *Hold, key string, a Attachment, node string, t
 	}
 	if migrating(h, node, a, mig, now) {
 		addr, err := StickyAddr(&Hold{Key: h.Key, Address: h.Address}, node, a.ContainerID, t.Requested, now)
-		return addSecond, addr, addrspace.Range{}, err
+		var r addrspace.Range
+		if err == nil {
+			r, err = al.usable(t.Set, addr, t.Label)
+		}
+		return addSecond, addr, r, err
 	}
 	addr, err := StickyAddr(h, node, a.ContainerID, t.Requested, now)
 	switch {
@@ -122,7 +127,7 @@ func AllocateKeyed(hs HoldStore, a Attachment, t Target, k Keyed, now time.Time,
 	case err != nil:
 		return netip.Prefix{}, netip.Addr{}, err
 	case action == addSecond:
-		return shareAddr(hs, al, *e, a, t, k.Migration, u)
+		return shareAddr(hs, *e, r, a, k.Migration, u)
 	case action == takeItOver:
 		if err := takeOver(hs, *e, a, k); err != nil {
 			return netip.Prefix{}, netip.Addr{}, err
@@ -150,13 +155,9 @@ func AllocateKeyed(hs HoldStore, a Attachment, t Target, k Keyed, now time.Time,
 
 // shareAddr makes a, a migration target, e's second owner: one write of
 // the record, the reservation staying its owner's, so that a crash leaves
-// either one owner or two, never a third or none. The address must still
-// pass the target's configuration.
-func shareAddr(hs HoldStore, al *Allocator, e HoldRecord, a Attachment, t Target, mig string, u *Undo) (netip.Prefix, netip.Addr, error) {
-	r, err := al.usable(t.Set, e.Addr, t.Label)
-	if err != nil {
-		return netip.Prefix{}, netip.Addr{}, err
-	}
+// either one owner or two, never a third or none; r is the range of e's
+// address, which decideHold found the target's configuration allows.
+func shareAddr(hs HoldStore, e HoldRecord, r addrspace.Range, a Attachment, mig string, u *Undo) (netip.Prefix, netip.Addr, error) {
 	if err := hs.WriteHold(e.ID, e.SharedWith("", a.ContainerID, mig)); err != nil {
 		return netip.Prefix{}, netip.Addr{}, err
 	}
@@ -217,15 +218,11 @@ func AllocateClaimed(s HoldClaimer, a Attachment, node string, t Target, key, mi
 		if err != nil {
 			return netip.Prefix{}, netip.Addr{}, err
 		}
-		action, addr, _, err := decideHold(al, h, key, a, node, t, mig, now)
+		action, addr, r, err := decideHold(al, h, key, a, node, t, mig, now)
 		switch {
 		case err != nil:
 			return netip.Prefix{}, netip.Addr{}, err
 		case action == addSecond:
-			r, err := al.usable(t.Set, addr, t.Label)
-			if err != nil {
-				return netip.Prefix{}, netip.Addr{}, err
-			}
 			ok, err := s.Share(a, mig)
 			if err != nil {
 				return netip.Prefix{}, netip.Addr{}, err
@@ -283,15 +280,20 @@ func giveBack(hs HoldStore, e HoldRecord, a Attachment) error {
 }
 
 // ToHold turns e's reservation into a hold from now, for the holdFor its
-// record keeps: the record first, then the reservation. A crash between
-// leaves the reservation its owner's, which judgeHold reads as still
-// reserved by the record's LastOwner; the DEL's retry finishes it.
+// record keeps (leaveOwner).
 func ToHold(hs HoldStore, e HoldRecord, now time.Time) error {
-	return toHold(hs, e, e.HeldFrom(now))
+	return leaveOwner(hs, e, e.HeldFrom(now))
 }
 
-// toHold writes held, e held (PlanDel's record), in ToHold's order.
-func toHold(hs HoldStore, e HoldRecord, held Hold) error {
+// leaveOwner writes after, e's record once its owner's reservation is
+// released, as a hold or to its migration target alone. To a hold: the
+// record first, then the reservation, so that a crash between leaves the
+// reservation its owner's, which judgeHold reads as still reserved by the
+// record's LastOwner (the DEL's retry finishes it). To the target: the
+// reservation first, then the record, so that a crash between leaves the
+// address reserved by the record's Second, which judgeHold reads as
+// handed over; never unowned, never a third owner.
+func leaveOwner(hs HoldStore, e HoldRecord, after Hold) error {
 	owner, ok, err := hs.Owner(e.Addr)
 	if err != nil {
 		return err
@@ -299,30 +301,11 @@ func toHold(hs HoldStore, e HoldRecord, held Hold) error {
 	if !ok || owner.ContainerID != e.Owner || owner.IfName != e.IfName {
 		return nil // judged a moment ago under the store's lock; cannot happen
 	}
-	if err := hs.WriteHold(e.ID, held); err != nil {
-		return err
-	}
-	return hs.Reassign(e.Addr, owner, HoldOwner(e.ID))
-}
-
-// HandOver gives e's address to its migration target alone, its owner
-// gone (the source's DEL after a successful migration): the reservation
-// first, then the record. A crash between leaves the address reserved by
-// the record's Second, which judgeHold reads as handed over; never
-// unowned, never a third owner.
-func HandOver(hs HoldStore, e HoldRecord) error {
-	return handOver(hs, e, e.HandedOver())
-}
-
-// handOver writes after, e handed over (PlanDel's record), in HandOver's
-// order.
-func handOver(hs HoldStore, e HoldRecord, after Hold) error {
-	owner, ok, err := hs.Owner(e.Addr)
-	if err != nil {
-		return err
-	}
-	if !ok || owner.ContainerID != e.Owner || owner.IfName != e.IfName {
-		return nil // judged a moment ago under the store's lock; cannot happen
+	if after.Held() {
+		if err := hs.WriteHold(e.ID, after); err != nil {
+			return err
+		}
+		return hs.Reassign(e.Addr, owner, HoldOwner(e.ID))
 	}
 	if err := hs.Reassign(e.Addr, owner, e.secondAtt(owner)); err != nil {
 		return err
@@ -334,15 +317,6 @@ func handOver(hs HoldStore, e HoldRecord, after Hold) error {
 // a failed migration): one write of the record; the owner keeps it.
 func DropSecond(hs HoldStore, e HoldRecord) error {
 	return hs.WriteHold(e.ID, e.WithoutSecond())
-}
-
-// release is a release of owner e's reservation: to its migration target
-// when it has one, else a hold.
-func release(hs HoldStore, e HoldRecord, now time.Time) error {
-	if e.Second != "" {
-		return HandOver(hs, e)
-	}
-	return ToHold(hs, e, now)
 }
 
 // EndHold frees a hold: its address first (only while it is still held
@@ -367,64 +341,49 @@ func EndHold(hs HoldStore, e HoldRecord) (bool, error) {
 
 // Undo is what a failed ADD must put back in its stores so that it leaves
 // nothing: the addresses it reserved, the holds it took over, the records
-// it wrote, and the cursors of a CursorKeeper.
+// it wrote, and the cursors of a CursorKeeper. Each list is one kind of
+// step, in the order Run takes them.
 type Undo struct {
-	reserved []undoReserved
-	records  []undoRecord
-	taken    []undoTaken
-	seconds  []undoRecord
-	cursors  []func() error // newest last
-}
-
-type undoReserved struct {
-	l  Ledger
-	ip netip.Addr
-}
-
-type undoRecord struct {
-	hs HoldStore
-	id string
-}
-
-type undoTaken struct {
-	hs HoldStore
-	e  HoldRecord
+	seconds, taken, records, reserved []func(a Attachment) error
+	cursors                           []func() error // newest last
 }
 
 // Reserved notes that the ADD reserved ip in l.
 func (u *Undo) Reserved(l Ledger, ip netip.Addr) {
-	u.reserved = append(u.reserved, undoReserved{l, ip})
+	u.reserved = append(u.reserved, func(a Attachment) error { return Rollback(l, a, []netip.Addr{ip}) })
 }
 
-func (u *Undo) recorded(hs HoldStore, id string) { u.records = append(u.records, undoRecord{hs, id}) }
+func (u *Undo) recorded(hs HoldStore, id string) {
+	u.records = append(u.records, func(Attachment) error { return hs.RemoveHold(id) })
+}
 
-func (u *Undo) tookOver(hs HoldStore, e HoldRecord) { u.taken = append(u.taken, undoTaken{hs, e}) }
+func (u *Undo) tookOver(hs HoldStore, e HoldRecord) {
+	u.taken = append(u.taken, func(a Attachment) error { return giveBack(hs, e, a) })
+}
 
-func (u *Undo) seconded(hs HoldStore, id string) { u.seconds = append(u.seconds, undoRecord{hs, id}) }
+func (u *Undo) seconded(hs HoldStore, id string) {
+	u.seconds = append(u.seconds, func(a Attachment) error {
+		e, err := LookupHold(hs, id)
+		if err == nil && e != nil && e.SecondOf(a) {
+			err = hs.WriteHold(e.ID, *UndoHold(&e.Hold, true))
+		}
+		return err
+	})
+}
 
 // Run undoes everything for a, going on after failures and returning them
-// joined. Holds first: a hold taken over is held again (reservation, then
-// record); a fresh record goes before its reservation, so that a crash in
-// between leaves a plain reservation, never a record of a freed address
-// that someone else then takes. Exhaustion records stay (see Rollback).
-// Cursors go back last, once nothing of the ADD is reserved any more.
+// joined. Holds first: a share is given back, a hold taken over is held
+// again (reservation, then record); a fresh record goes before its
+// reservation, so that a crash in between leaves a plain reservation,
+// never a record of a freed address that someone else then takes.
+// Exhaustion records stay (see Rollback). Cursors go back last, once
+// nothing of the ADD is reserved any more.
 func (u *Undo) Run(a Attachment) error {
 	var errs []error
-	for _, r := range u.seconds {
-		e, err := LookupHold(r.hs, r.id)
-		if err == nil && e != nil && e.SecondOf(a) {
-			err = r.hs.WriteHold(e.ID, *UndoHold(&e.Hold, true))
+	for _, steps := range [][]func(Attachment) error{u.seconds, u.taken, u.records, u.reserved} {
+		for _, step := range steps {
+			errs = append(errs, step(a))
 		}
-		errs = append(errs, err)
-	}
-	for _, t := range u.taken {
-		errs = append(errs, giveBack(t.hs, t.e, a))
-	}
-	for _, r := range u.records {
-		errs = append(errs, r.hs.RemoveHold(r.id))
-	}
-	for _, r := range u.reserved {
-		errs = append(errs, Rollback(r.l, a, []netip.Addr{r.ip}))
 	}
 	errs = append(errs, u.restoreCursors()...)
 	return errors.Join(errs...)

@@ -1,9 +1,6 @@
 package alloc
 
-import (
-	"github.com/cniplugins/cniplugins/internal/cnierr"
-	"github.com/cniplugins/cniplugins/internal/pool"
-)
+import "github.com/cniplugins/cniplugins/internal/pool"
 
 // Quotas: a selection's quota (pool.Quota) bounds how many addresses its
 // tenant holds (reservations and sticky holds) across the selection's
@@ -21,12 +18,6 @@ type TenantStore interface {
 	ForTenant(tenant string)
 	// TenantAddrs counts the addresses recorded as tenant's.
 	TenantAddrs(tenant string) (int, error)
-}
-
-// QuotaExceeded is code 106.
-func QuotaExceeded(q *pool.Quota, inUse int) error {
-	return cnierr.New(cnierr.CodeQuotaExceeded, "tenant quota exceeded",
-		"tenant=%s rule=%s max=%d inUse=%d", q.Tenant, q.Rule, q.Max, inUse)
 }
 
 // QuotaGate is the quota's check before target t's address: 106 once

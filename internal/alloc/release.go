@@ -108,7 +108,9 @@ func planAddr(v ReleaseView, r ReleaseRequest) (ReleasePlan, error) {
 	case !v.Reserved:
 		return ReleasePlan{}, fmt.Errorf("%s is not reserved in %s", r.Addr, r.Where)
 	case e != nil && e.Held():
-		return ReleasePlan{}, HeldForKey(r.Addr, r.Where, e.Key)
+		// A hold ends early by releasing its key, which says whose
+		// address it is.
+		return ReleasePlan{}, fmt.Errorf("%s in %s is held for sticky key %q: release the hold (--sticky-key)", r.Addr, r.Where, e.Key)
 	case v.NoOwner:
 		return ReleasePlan{}, fmt.Errorf("%s in %s holds no owner record; refusing", r.Addr, r.Where)
 	case e != nil && e.Second != "" && r.Container == e.Second && (r.IfName == "" || r.IfName == e.IfName):
@@ -123,12 +125,6 @@ func planAddr(v ReleaseView, r ReleaseRequest) (ReleasePlan, error) {
 		return ReleasePlan{Action: HandOverAddr, Record: e}, nil
 	}
 	return ReleasePlan{Action: HoldAddr, Record: e}, nil
-}
-
-// HeldForKey refuses an operator's release of an address held for key: a
-// hold ends early by releasing its key, which says whose address it is.
-func HeldForKey(ip netip.Addr, where, key string) error {
-	return fmt.Errorf("%s in %s is held for sticky key %q: release the hold (--sticky-key)", ip, where, key)
 }
 
 // keyHolds are the holds of key (on ifname, every interface when "")
@@ -179,31 +175,9 @@ func ReadRelease(hr HoldReader, r ReleaseRequest) (ReleaseView, error) {
 	return v, err
 }
 
-// ApplyRelease carries out plan p, made over view v, in hs, in the write
-// order of each transition (holds.go).
-func ApplyRelease(hs HoldStore, v ReleaseView, p ReleasePlan, ip netip.Addr, now time.Time) error {
-	switch p.Action {
-	case FreeAddr:
-		_, err := Free(hs, v.Owner, []netip.Addr{ip})
-		return err
-	case HoldAddr:
-		return ToHold(hs, *p.Record, now)
-	case HandOverAddr:
-		return HandOver(hs, *p.Record)
-	case EndShare:
-		return DropSecond(hs, *p.Record)
-	case FreeHolds:
-		for _, e := range p.Holds {
-			if _, err := EndHold(hs, e); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
 // OperatorRelease is an operator's release in a HoldStore, under its
-// lock: read, plan, apply.
+// lock: read, plan, and apply in the write order of each transition
+// (holds.go).
 func OperatorRelease(hs HoldStore, r ReleaseRequest, now time.Time) (ReleaseView, ReleasePlan, error) {
 	v, err := ReadRelease(hs, r)
 	if err != nil {
@@ -213,5 +187,21 @@ func OperatorRelease(hs HoldStore, r ReleaseRequest, now time.Time) (ReleaseView
 	if err != nil {
 		return v, p, err
 	}
-	return v, p, ApplyRelease(hs, v, p, r.Addr, now)
+	switch p.Action {
+	case FreeAddr:
+		_, err = Free(hs, v.Owner, []netip.Addr{r.Addr})
+	case HoldAddr:
+		err = ToHold(hs, *p.Record, now)
+	case HandOverAddr:
+		err = leaveOwner(hs, *p.Record, p.Record.HandedOver())
+	case EndShare:
+		err = DropSecond(hs, *p.Record)
+	case FreeHolds:
+		for _, e := range p.Holds {
+			if _, err = EndHold(hs, e); err != nil {
+				break
+			}
+		}
+	}
+	return v, p, err
 }

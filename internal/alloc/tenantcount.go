@@ -5,6 +5,7 @@ import (
 	"net/netip"
 	"slices"
 
+	"github.com/cniplugins/cniplugins/internal/cnierr"
 	"github.com/cniplugins/cniplugins/internal/pool"
 )
 
@@ -124,7 +125,8 @@ func QuotaReached(q *pool.Quota, n int) error {
 	if n < q.Max {
 		return nil
 	}
-	return QuotaExceeded(q, n)
+	return cnierr.New(cnierr.CodeQuotaExceeded, "tenant quota exceeded",
+		"tenant=%s rule=%s max=%d inUse=%d", q.Tenant, q.Rule, q.Max, n)
 }
 
 // ErrWholeCount ends an ADD whose quota count, taken partly without the

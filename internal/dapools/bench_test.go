@@ -23,7 +23,7 @@ func BenchmarkParseConfig(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				c, err := parseConfig(env, nil, true)
+				c, err := parseConfig(env, nil, true, nil)
 				if err != nil {
 					b.Fatal(err)
 				}

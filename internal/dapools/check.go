@@ -27,64 +27,50 @@ func (k commands) cmdCheck(req *plugin.Request) error {
 		return err
 	}
 	att := c.attachment(req)
-	return alloc.CheckPrev(addrs, targets, att, func(scopes []alloc.Scope) (map[alloc.Scope][]netip.Addr, error) { return held(c, att, scopes) },
-		func(addrs []netip.Addr, placed []alloc.Target) error { return checkAddrs(req, c, addrs, placed) })
+	held := func(scopes []alloc.Scope) (map[alloc.Scope][]netip.Addr, error) {
+		out := map[alloc.Scope][]netip.Addr{}
+		return out, c.read(scopes, func(s alloc.Scope, d *hostlocal.Disk) (err error) {
+			if d != nil {
+				out[s], err = alloc.Held(d, att)
+			}
+			return err
+		})
+	}
+	return alloc.CheckPrev(addrs, targets, att, held, func(addrs []netip.Addr, placed []alloc.Target) error {
+		in := map[alloc.Scope][]netip.Addr{}
+		for i, a := range addrs {
+			in[placed[i].Scope] = append(in[placed[i].Scope], a)
+		}
+		return c.read(slices.Collect(maps.Keys(in)), func(s alloc.Scope, d *hostlocal.Disk) error {
+			var l alloc.HoldReader = hostlocal.Reader(c.dir(s)) // not there: it holds nothing
+			if d != nil {
+				l = d
+			}
+			return alloc.Check(l, att, in[s])
+		})
+	})
 }
 
-// checkAddrs verifies each address in the state directory of its target.
-func checkAddrs(req *plugin.Request, c *config, addrs []netip.Addr, placed []alloc.Target) error {
-	perDir := map[string][]netip.Addr{}
-	for i, a := range addrs {
-		dir := c.dir(placed[i].Scope)
-		perDir[dir] = append(perDir[dir], a)
+// read runs fn on each of scopes' state directories in path order, all
+// under their locks; CHECK only reads, so it creates no state directory
+// (Open would), and fn gets nil for one that is not there.
+func (c *config) read(scopes []alloc.Scope, fn func(alloc.Scope, *hostlocal.Disk) error) error {
+	dirs := map[string]alloc.Scope{}
+	for _, s := range scopes {
+		dirs[c.dir(s)] = s
 	}
-	st, err := openStores(existing(slices.Collect(maps.Keys(perDir))), c.lockTimeout, c.faults)
+	st, err := openStores("", "", slices.DeleteFunc(slices.Collect(maps.Keys(dirs)), func(dir string) bool {
+		_, err := os.Lstat(dir)
+		return errors.Is(err, fs.ErrNotExist)
+	}), c.lockTimeout, c.faults)
 	if err != nil {
 		return err
 	}
 	defer st.close()
-	att := c.attachment(req)
-	for _, dir := range slices.Sorted(maps.Keys(perDir)) {
-		var l alloc.HoldReader = hostlocal.Reader(dir) // not there: it holds nothing
-		if d := st.disks[dir]; d != nil {
-			l = d
-		}
-		if err := alloc.Check(l, att, perDir[dir]); err != nil {
+	for _, dir := range slices.Sorted(maps.Keys(dirs)) {
+		if err := fn(dirs[dir], st.disks[dir]); err != nil {
 			return err
 		}
 	}
 	return nil
-}
-
-// held is what att holds in each scope's state directory, read under its
-// lock.
-func held(c *config, att alloc.Attachment, scopes []alloc.Scope) (map[alloc.Scope][]netip.Addr, error) {
-	var dirs []string
-	for _, s := range scopes {
-		dirs = append(dirs, c.dir(s))
-	}
-	st, err := openStores(existing(dirs), c.lockTimeout, c.faults)
-	if err != nil {
-		return nil, err
-	}
-	defer st.close()
-	out := map[alloc.Scope][]netip.Addr{}
-	for _, s := range scopes {
-		if d := st.disks[c.dir(s)]; d != nil {
-			if out[s], err = alloc.Held(d, att); err != nil {
-				return nil, err
-			}
-		}
-	}
-	return out, nil
-}
-
-// existing is those of dirs that exist: CHECK only reads, so it creates
-// no state directory (Open would), and one that is not there holds
-// nothing.
-func existing(dirs []string) []string {
-	return slices.DeleteFunc(dirs, func(dir string) bool {
-		_, err := os.Lstat(dir)
-		return errors.Is(err, fs.ErrNotExist)
-	})
 }

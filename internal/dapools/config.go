@@ -43,11 +43,7 @@ type config struct {
 	*alloc.Config
 	dataDir     string
 	lockTimeout time.Duration
-	sticky      alloc.Sticky
-	// stickyKey is the attachment's sticky key, "" when it has none.
-	stickyKey string
-	// migration is its ADD's migration name (alloc.Keyed.Migration).
-	migration string
+	keyed       alloc.Keyed // Key "" when the attachment has none
 	// faults, nil but in the store contract, may stop the writes.
 	faults *hostlocal.Faults
 }
@@ -55,7 +51,7 @@ type config struct {
 // parseConfig reads and validates everything before anything touches disk.
 // needRanges is false for DEL and GC, which must work from state alone
 // even when the ranges in the config have since changed.
-func parseConfig(conf *netconf.Envelope, cniArgs []netconf.CNIArg, needRanges bool) (*config, error) {
+func parseConfig(conf *netconf.Envelope, cniArgs []netconf.CNIArg, needRanges bool, faults *hostlocal.Faults) (*config, error) {
 	var keys ipamconf.Keys
 	if err := conf.DecodeIPAM(&keys); err != nil {
 		return nil, err
@@ -64,7 +60,7 @@ func parseConfig(conf *netconf.Envelope, cniArgs []netconf.CNIArg, needRanges bo
 	if err := conf.DecodeIPAM(&ipam); err != nil {
 		return nil, err
 	}
-	c := &config{}
+	c := &config{faults: faults}
 	var err error
 	if c.dataDir, err = dataDir(ipam.DataDir); err != nil {
 		return nil, err
@@ -75,16 +71,15 @@ func parseConfig(conf *netconf.Envelope, cniArgs []netconf.CNIArg, needRanges bo
 	if c.Config, err = keys.Parse(conf, cniArgs, needRanges); err != nil {
 		return nil, err
 	}
-	if c.sticky, err = ipamconf.StickyConf(conf); err != nil {
+	sticky, err := ipamconf.StickyConf(conf)
+	if err != nil {
 		return nil, err
 	}
 	// DEL and GC never need the key (DEL finds holds by attachment), so
 	// a malformed one, or a conflicting namespace, must not fail them.
-	k, err := ipamconf.StickyKey(conf, cniArgs, c.sticky)
-	if err != nil && needRanges {
+	if c.keyed, err = ipamconf.StickyKey(conf, cniArgs, sticky); err != nil && needRanges {
 		return nil, err
 	}
-	c.stickyKey, c.migration = k.Key, k.Migration
 	return c, nil
 }
 
@@ -144,11 +139,6 @@ func (k commands) load(req *plugin.Request) (*config, []alloc.Target, error) {
 	return c, ts, err
 }
 
-// keyed is the attachment's sticky key with this config's holdFor.
-func (c *config) keyed() alloc.Keyed {
-	return alloc.Keyed{Key: c.stickyKey, HoldFor: c.sticky.HoldFor, Migration: c.migration}
-}
-
 // dir is the state directory of scope s: host-local's for the network,
 // or the pool's, shared by every network that selects it so that no two
 // of them can hold one address.
@@ -159,10 +149,8 @@ func (c *config) dir(s alloc.Scope) string {
 	return filepath.Join(c.dataDir, s.Network)
 }
 
-// dirs lists the state directories this config touches, without needing
-// ranges: DEL and GC must work even when the ranges have changed since.
-func (c *config) dirs() []string {
-	scopes := c.Scopes()
+// dirs is the state directories of scopes.
+func (c *config) dirs(scopes []alloc.Scope) []string {
 	out := make([]string, len(scopes))
 	for i, s := range scopes {
 		out[i] = c.dir(s)

@@ -17,7 +17,7 @@ func mustConfig(t *testing.T, conf string) (*config, error) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return parseConfig(env, nil, true)
+	return parseConfig(env, nil, true, nil)
 }
 
 func TestLockTimeout(t *testing.T) {

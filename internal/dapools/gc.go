@@ -23,7 +23,7 @@ func (k commands) cmdGC(req *plugin.Request) error {
 	if err != nil {
 		return err
 	}
-	_, err = Collect(Collection{DataDir: c.dataDir, Dirs: c.dirs(), LockTimeout: c.lockTimeout,
+	_, err = Collect(Collection{DataDir: c.dataDir, Dirs: c.dirs(c.Scopes()), LockTimeout: c.lockTimeout,
 		Keep: alloc.NewKeepSet(c.Network, live).Keeps, Now: req.Now, Log: req.Log, Faults: c.faults})
 	return err
 }
@@ -44,7 +44,7 @@ type Collection struct {
 	Faults *hostlocal.Faults
 }
 
-// Released is what a GC did in one directory, as alloc.ApplyGC returns
+// Released is what a GC did in one directory, as alloc.CollectGC returns
 // it: the addresses it freed (expired holds first), and those whose
 // owner it released to a hold or to a migration target.
 type Released struct {
@@ -64,7 +64,7 @@ func Collect(g Collection) (map[string]Released, error) {
 	if g.Log == nil {
 		g.Log = logging.Nop()
 	}
-	st, err := openStores(g.Dirs, g.LockTimeout, g.Faults)
+	st, err := openStores("", "", g.Dirs, g.LockTimeout, g.Faults)
 	if err != nil {
 		return nil, err
 	}

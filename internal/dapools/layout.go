@@ -37,7 +37,7 @@ func PoolsDir(dataDir string) string { return filepath.Join(dataDir, poolsDir) }
 // required when pools are not in use, which the caller knows: a config
 // with neither ranges nor pools fails its first ADD, not this.
 func DescribeConfig(conf *netconf.Envelope) (Layout, error) {
-	c, err := parseConfig(conf, nil, false)
+	c, err := parseConfig(conf, nil, false, nil)
 	if err != nil {
 		return Layout{}, err
 	}

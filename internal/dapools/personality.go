@@ -2,19 +2,8 @@
 // per selected pool (pool mode, prevResult.pools from a selector) or per
 // range set (standalone, a drop-in for upstream host-local), on top of the
 // allocation engine of internal/alloc, with its state in host-local's
-// state directories (internal/hostlocal).
-//
-// State layout under dataDir (default /var/lib/cni/networks):
-//
-//	<network>/            standalone: host-local's layout, byte for byte
-//	_pools/<pool>/        pool mode: the same layout, one directory per pool
-//	                      shared by every network that selects the pool; each
-//	                      reservation also names its network (third line), so
-//	                      GC of one network never touches another's
-//	_index/..., _pools/_index/...   the lookup index (see internal/hostlocal)
-//
-// Names starting with '_' cannot be network or pool names, so none of these
-// can collide.
+// state directories (internal/hostlocal; the layout is
+// docs/state-on-disk.md).
 package dapools
 
 import (
@@ -43,12 +32,7 @@ type commands struct{ faults *hostlocal.Faults }
 
 // parse is parseConfig of req, with the commands' faults.
 func (k commands) parse(req *plugin.Request, needRanges bool) (*config, error) {
-	c, err := parseConfig(req.Conf, req.CNIArgs, needRanges)
-	if err != nil {
-		return nil, err
-	}
-	c.faults = k.faults
-	return c, nil
+	return parseConfig(req.Conf, req.CNIArgs, needRanges, k.faults)
 }
 
 // validate is ADD's parse without the disk: standalone (ipam.type is this
@@ -59,7 +43,7 @@ func validate(conf *netconf.Envelope) error {
 	if err != nil {
 		return err
 	}
-	c, err := parseConfig(conf, nil, standalone)
+	c, err := parseConfig(conf, nil, standalone, nil)
 	if err != nil {
 		return err
 	}

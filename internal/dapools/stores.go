@@ -6,9 +6,9 @@ import (
 	"slices"
 	"time"
 
+	"github.com/cniplugins/cniplugins/internal/alloc"
 	"github.com/cniplugins/cniplugins/internal/hostlocal"
 	"github.com/cniplugins/cniplugins/internal/logging"
-	"github.com/cniplugins/cniplugins/internal/pool"
 )
 
 // stores holds the locked state directories of one operation. They are
@@ -22,13 +22,9 @@ type stores struct {
 	uid    int             // who the state must belong to (os.Geteuid)
 }
 
-func openStores(dirs []string, timeout time.Duration, faults *hostlocal.Faults) (*stores, error) {
-	return openStoresAs("", "", dirs, timeout, faults)
-}
-
-// openStoresAs is openStores for an ADD of tenant's (a quota's; "" none),
-// whose lock, kept in poolsDir, it takes first.
-func openStoresAs(poolsDir, tenant string, dirs []string, timeout time.Duration, faults *hostlocal.Faults) (*stores, error) {
+// openStores locks dirs, after the lock of tenant ("" none: an ADD with
+// a quota's), kept in poolsDir, whose records the disks then write.
+func openStores(poolsDir, tenant string, dirs []string, timeout time.Duration, faults *hostlocal.Faults) (*stores, error) {
 	order := slices.Clone(dirs)
 	slices.Sort(order)
 	order = slices.Compact(order)
@@ -48,6 +44,7 @@ func openStoresAs(poolsDir, tenant string, dirs []string, timeout time.Duration,
 			return nil, err
 		}
 		d.SetFaults(faults)
+		d.ForTenant(tenant)
 		s.disks[dir] = d
 	}
 	return s, nil
@@ -77,19 +74,37 @@ func (s *stores) closeLogged(log *logging.Logger) {
 	}
 }
 
-// tenantAddrs is q's tenant's addresses across dirs (the selection's
-// pools and their chains): those this operation locked counted under
-// their lock, the others without (hostlocal.TenantAddrsUnlocked, which
-// the tenant's lock makes safe but may count too many). exact says
-// whether every count was locked.
-func (s *stores) tenantAddrs(q *pool.Quota, dirs []string) (n int, exact bool, err error) {
+// pools is stores as the engine's ADD and DEL read them, by scope.
+type pools struct {
+	*stores
+	c *config
+}
+
+// lock locks the state directories of scopes, after the lock of tenant
+// ("" none).
+func (c *config) lock(tenant string, scopes []alloc.Scope) (pools, error) {
+	st, err := openStores(PoolsDir(c.dataDir), tenant, c.dirs(scopes), c.lockTimeout, c.faults)
+	return pools{st, c}, err
+}
+
+func (p pools) Pool(s alloc.Scope) alloc.LockedPool {
+	if d := p.disks[p.c.dir(s)]; d != nil {
+		return d
+	}
+	return nil
+}
+
+// TenantAddrs counts the scopes this ADD locked under their lock, the
+// others without (hostlocal.TenantAddrsUnlocked, which the tenant's lock
+// makes safe but may count too many).
+func (p pools) TenantAddrs(tenant string, scopes []alloc.Scope) (n int, exact bool, err error) {
 	exact = true
-	for _, dir := range dirs {
+	for _, s := range scopes {
 		var c int
-		if d, ok := s.disks[dir]; ok {
-			c, err = d.TenantAddrs(q.Tenant)
+		if d := p.disks[p.c.dir(s)]; d != nil {
+			c, err = d.TenantAddrs(tenant)
 		} else {
-			c, err = hostlocal.TenantAddrsUnlocked(dir, q.Tenant, s.uid)
+			c, err = hostlocal.TenantAddrsUnlocked(p.c.dir(s), tenant, p.uid)
 			exact = false
 		}
 		if err != nil {

@@ -28,8 +28,9 @@ type CNI struct {
 	// added). It is asked once per command, so that a subject can make
 	// one command crash (WithCrashes).
 	Command func() (plugin.Personality, map[string]any)
-	// Operators are the operators' commands over the same state.
-	Operators Operators
+	// Operators are the operators' commands over the same state: the
+	// Subject's releases.
+	Operators
 }
 
 // Operators is what `cniplugins release` does over one store.
@@ -97,16 +98,6 @@ func (s CNI) GC(live []alloc.Attachment, now time.Time) error {
 	c := Call{Att: alloc.Attachment{Network: "net"}, Now: now}
 	_, err := s.run("GC", c, selection(c, allPools()), "cni.dev/valid-attachments", refs)
 	return err
-}
-
-// ReleaseKey implements Subject.
-func (s CNI) ReleaseKey(key, ifname string, now time.Time) error {
-	return s.Operators.ReleaseKey(key, ifname, now)
-}
-
-// ReleaseAddr implements Subject.
-func (s CNI) ReleaseAddr(ip netip.Addr, now time.Time) error {
-	return s.Operators.ReleaseAddr(ip, now)
 }
 
 // run runs one command for c with prev as prevResult (and extra

@@ -43,15 +43,21 @@ func migrated(t *testing.T, s Subject, caps Caps) (netip.Addr, bool) {
 	return ip, true
 }
 
+// whenMigrated is a row over migrated's address, run only by a store
+// with Caps.Migration.
+func whenMigrated(row func(t *testing.T, s Subject, ip netip.Addr)) func(*testing.T, Subject, Caps) {
+	return func(t *testing.T, s Subject, caps Caps) {
+		if ip, ok := migrated(t, s, caps); ok {
+			row(t, s, ip)
+		}
+	}
+}
+
 // migrationContract is docs/sticky.md's KubeVirt live migration: two
 // owners during a migration, never more.
 func migrationContract() []Case {
 	return []Case{
-		{"migration: a target shares the live source's address; a third, another target, a keyless pod are refused", func(t *testing.T, s Subject, caps Caps) {
-			ip, ok := migrated(t, s, caps)
-			if !ok {
-				return
-			}
+		{"migration: a target shares the live source's address; a third, another target, a keyless pod are refused", whenMigrated(func(t *testing.T, s Subject, ip netip.Addr) {
 			owns(t, s, "a", ip)
 			owns(t, s, "b", ip)
 			if err := s.Check(call("b"), nil); err != nil {
@@ -67,7 +73,7 @@ func migrationContract() []Case {
 					t.Fatalf("%s handed out to a third attachment", ip)
 				}
 			}
-		}},
+		})},
 		{"migration: the target again is 102", func(t *testing.T, s Subject, caps Caps) {
 			if _, ok := migrated(t, s, caps); !ok {
 				return
@@ -85,11 +91,7 @@ func migrationContract() []Case {
 				t.Error("the refused target left K a hold")
 			}
 		}},
-		{"migration: failed: the target's DEL leaves the source the owner, and a new target shares again", func(t *testing.T, s Subject, caps Caps) {
-			ip, ok := migrated(t, s, caps)
-			if !ok {
-				return
-			}
+		{"migration: failed: the target's DEL leaves the source the owner, and a new target shares again", whenMigrated(func(t *testing.T, s Subject, ip netip.Addr) {
 			mustDel(t, s, migrant("b", "m1"), ip)
 			owns(t, s, "a", ip)
 			AssertCode(t, s.Check(call("b"), []netip.Addr{ip}), cnierr.CodeUnknownContainer)
@@ -97,12 +99,8 @@ func migrationContract() []Case {
 			if got := mustAdd(t, s, migrant("c", "m2"), target(t, "")); got != ip {
 				t.Errorf("the next target got %s, want %s", got, ip)
 			}
-		}},
-		{"migration: DELs without the key act on their own attachments all the same", func(t *testing.T, s Subject, caps Caps) {
-			ip, ok := migrated(t, s, caps)
-			if !ok {
-				return
-			}
+		})},
+		{"migration: DELs without the key act on their own attachments all the same", whenMigrated(func(t *testing.T, s Subject, ip netip.Addr) {
 			mustDel(t, s, call("b"))
 			owns(t, s, "a", ip)
 			AssertCode(t, s.Check(call("b"), []netip.Addr{ip}), cnierr.CodeUnknownContainer)
@@ -113,12 +111,8 @@ func migrationContract() []Case {
 			owns(t, s, "c", ip)
 			mustDel(t, s, call("c"))
 			notFree(t, s, ip)
-		}},
-		{"migration: succeeded: the source's DEL leaves the target the owner; a second migration's source carries the first name", func(t *testing.T, s Subject, caps Caps) {
-			ip, ok := migrated(t, s, caps)
-			if !ok {
-				return
-			}
+		})},
+		{"migration: succeeded: the source's DEL leaves the target the owner; a second migration's source carries the first name", whenMigrated(func(t *testing.T, s Subject, ip netip.Addr) {
 			mustDel(t, s, sticky("a", time.Second), ip)
 			owns(t, s, "b", ip)
 			AssertCode(t, s.Check(call("a"), []netip.Addr{ip}), cnierr.CodeUnknownContainer)
@@ -130,12 +124,8 @@ func migrationContract() []Case {
 			}
 			mustDel(t, s, migrant("b", "m1"), ip)
 			owns(t, s, "c", ip)
-		}},
-		{"migration: a refused ADD's rollback DEL releases nothing", func(t *testing.T, s Subject, caps Caps) {
-			ip, ok := migrated(t, s, caps)
-			if !ok {
-				return
-			}
+		})},
+		{"migration: a refused ADD's rollback DEL releases nothing", whenMigrated(func(t *testing.T, s Subject, ip netip.Addr) {
 			_, err := add(t, s, migrant("c", "m2"), target(t, ""))
 			AssertCode(t, err, cnierr.CodeStickyHeld)
 			mustDel(t, s, migrant("c", "m2"), ip)
@@ -143,7 +133,7 @@ func migrationContract() []Case {
 			owns(t, s, "b", ip)
 			mustDel(t, s, sticky("a", 0), ip)
 			owns(t, s, "b", ip)
-		}},
+		})},
 		{"migration: both deleted, in either order: the address is held for the key", func(t *testing.T, s Subject, caps Caps) {
 			for _, first := range []string{"a", "b"} {
 				s := s
@@ -166,11 +156,7 @@ func migrationContract() []Case {
 				mustDel(t, s, sticky("e", 0), ip)
 			}
 		}},
-		{"migration: GC keeps both owners while both live, and a gone one's share ends", func(t *testing.T, s Subject, caps Caps) {
-			ip, ok := migrated(t, s, caps)
-			if !ok {
-				return
-			}
+		{"migration: GC keeps both owners while both live, and a gone one's share ends", whenMigrated(func(t *testing.T, s Subject, ip netip.Addr) {
 			mustGC(t, s, epoch, att("a"), att("b"))
 			owns(t, s, "a", ip)
 			owns(t, s, "b", ip)
@@ -185,12 +171,8 @@ func migrationContract() []Case {
 			AssertCode(t, s.Check(call("c"), []netip.Addr{ip}), cnierr.CodeUnknownContainer)
 			mustGC(t, s, epoch)
 			notFree(t, s, ip)
-		}},
-		{"migration: one GC that finds both owners gone holds the address for the key", func(t *testing.T, s Subject, caps Caps) {
-			ip, ok := migrated(t, s, caps)
-			if !ok {
-				return
-			}
+		})},
+		{"migration: one GC that finds both owners gone holds the address for the key", whenMigrated(func(t *testing.T, s Subject, ip netip.Addr) {
 			mustGC(t, s, epoch)
 			AssertCode(t, s.Check(call("a"), []netip.Addr{ip}), cnierr.CodeUnknownContainer)
 			AssertCode(t, s.Check(call("b"), []netip.Addr{ip}), cnierr.CodeUnknownContainer)
@@ -198,7 +180,7 @@ func migrationContract() []Case {
 			if got := mustAdd(t, s, sticky("e", time.Second), target(t, "")); got != ip {
 				t.Fatalf("K got %s after a GC of both owners, want %s", got, ip)
 			}
-		}},
+		})},
 		{"migration: a failed target ADD gives its share back", func(t *testing.T, s Subject, caps Caps) {
 			ps, err := s.Add(sticky("a", 0), []alloc.Target{target(t, ""), second()})
 			if err != nil {
@@ -221,11 +203,7 @@ func migrationContract() []Case {
 				t.Errorf("a target after the failed one got %s, want %s", got, ip)
 			}
 		}},
-		{"migration: an operator's release of the shared address leaves it the target's", func(t *testing.T, s Subject, caps Caps) {
-			ip, ok := migrated(t, s, caps)
-			if !ok {
-				return
-			}
+		{"migration: an operator's release of the shared address leaves it the target's", whenMigrated(func(t *testing.T, s Subject, ip netip.Addr) {
 			if err := s.ReleaseAddr(ip, epoch); err != nil {
 				t.Fatal(err)
 			}
@@ -233,6 +211,6 @@ func migrationContract() []Case {
 			if err := s.ReleaseKey(keyK, "", epoch); err == nil {
 				t.Error("released the key of a live target")
 			}
-		}},
+		})},
 	}
 }

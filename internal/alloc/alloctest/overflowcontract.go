@@ -67,6 +67,14 @@ func in(s alloc.Scope, got []netip.Addr) []netip.Addr {
 	return out
 }
 
+// fillChain adds attachments a, b, ... n of them, to the chain.
+func fillChain(t *testing.T, s Subject, n int) {
+	t.Helper()
+	for i := range n {
+		mustAdd(t, s, call(string(rune('a'+i))), chained(t, ""))
+	}
+}
+
 func overflowContract() []Case {
 	return []Case{
 		{"overflow: a full pool spills into the next, in order, and the first again as soon as it has room", func(t *testing.T, s Subject, _ Caps) {
@@ -88,18 +96,14 @@ func overflowContract() []Case {
 			}
 		}},
 		{"overflow: every pool full is 100; a requested address stays in its pool (101)", func(t *testing.T, s Subject, _ Caps) {
-			for i := range 15 {
-				mustAdd(t, s, call(string(rune('a'+i))), chained(t, ""))
-			}
+			fillChain(t, s, 15)
 			_, err := add(t, s, call("z"), chained(t, ""))
 			AssertCode(t, err, cnierr.CodePoolExhausted)
 			_, err = add(t, s, call("z"), chained(t, "10.0.0.2"))
 			AssertCode(t, err, cnierr.CodeAddrUnavailable)
 		}},
 		{"overflow: a retried ADD of an attachment in an overflow pool is 102, never a second address", func(t *testing.T, s Subject, _ Caps) {
-			for i := range 5 {
-				mustAdd(t, s, call(string(rune('a'+i))), chained(t, ""))
-			}
+			fillChain(t, s, 5)
 			ip := mustAdd(t, s, call("q"), chained(t, ""))
 			if ScopeOf(ip) != Scopes[1] {
 				t.Fatalf("got %s, want q's", ip)
@@ -120,9 +124,7 @@ func overflowContract() []Case {
 			}
 		}},
 		{"overflow: GC covers the chain", func(t *testing.T, s Subject, _ Caps) {
-			for i := range 6 {
-				mustAdd(t, s, call(string(rune('a'+i))), chained(t, ""))
-			}
+			fillChain(t, s, 6)
 			mustGC(t, s, epoch, att("a"))
 			for i := 1; i < 6; i++ {
 				AssertCode(t, s.Check(call(string(rune('a'+i))), nil), cnierr.CodeUnknownContainer)
@@ -132,9 +134,7 @@ func overflowContract() []Case {
 			}
 		}},
 		{"overflow: a sticky key held in an overflow pool gets that address back, even with room in the first", func(t *testing.T, s Subject, _ Caps) {
-			for i := range 5 {
-				mustAdd(t, s, call(string(rune('a'+i))), chained(t, ""))
-			}
+			fillChain(t, s, 5)
 			ip := mustAdd(t, s, sticky("k1", 0), chained(t, ""))
 			if ScopeOf(ip) != Scopes[1] {
 				t.Fatalf("got %s, want q's", ip)

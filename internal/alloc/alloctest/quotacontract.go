@@ -42,9 +42,7 @@ func quotaContract() []Case {
 			}
 		}},
 		{"quota: counts the overflow chain", func(t *testing.T, s Subject, _ Caps) {
-			for i := range 5 {
-				mustAdd(t, s, call(string(rune('a'+i))), chained(t, "")) // p is full, untenanted
-			}
+			fillChain(t, s, 5) // p is full, untenanted
 			for i := range 2 {
 				if ip := mustAdd(t, s, tenant(string(rune('v'+i)), 2), chained(t, "")); ScopeOf(ip) != Scopes[1] {
 					t.Fatalf("got %s, want q's", ip)
