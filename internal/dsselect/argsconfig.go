@@ -1,7 +1,6 @@
 package dsselect
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"path"
@@ -32,9 +31,9 @@ type argsConfig struct {
 	// place that gives it ranges, else the first that names it), for
 	// ArgsPools: `cniplugins pools` and validate name a pool by it.
 	fields []string
-	// definitions is ipam.poolDefinitions, read only to place the
-	// cniplugins.io/ip addresses of pools that carry no ranges inline.
-	definitions json.RawMessage
+	// definitions is ipam.poolDefinitions, read for overflow chains and
+	// to place the cniplugins.io/ip addresses (alloc.RequestPools).
+	definitions map[string]json.RawMessage
 	// namespaceFrom is ipam.namespaceFrom (netconf.IdentityOf).
 	namespaceFrom string
 }
@@ -107,10 +106,10 @@ func parseArgsConfig(conf *netconf.Envelope) (*argsConfig, error) {
 
 func readArgsConfig(conf *netconf.Envelope) (*argsConfig, error) {
 	var ipam struct {
-		Rules           []json.RawMessage `json:"rules"`
-		DefaultPools    json.RawMessage   `json:"defaultPools"`
-		PoolDefinitions json.RawMessage   `json:"poolDefinitions"`
-		NamespaceFrom   string            `json:"namespaceFrom"`
+		Rules           []json.RawMessage          `json:"rules"`
+		DefaultPools    json.RawMessage            `json:"defaultPools"`
+		PoolDefinitions map[string]json.RawMessage `json:"poolDefinitions"`
+		NamespaceFrom   string                     `json:"namespaceFrom"`
 	}
 	if err := conf.DecodeIPAM(&ipam); err != nil {
 		return nil, err
@@ -175,16 +174,10 @@ func readArgsConfig(conf *netconf.Envelope) (*argsConfig, error) {
 // which name the catalogue, reach every pool of every chain. A config
 // without overflow skips it.
 func (c *argsConfig) resolveChains() error {
-	hasOverflow := bytes.Contains(c.definitions, []byte(`"overflow"`)) ||
-		slices.ContainsFunc(c.catalogue, func(p pool.Pool) bool { return p.Overflow != "" })
-	if !hasOverflow {
+	if !chainsNamed(c.catalogue, c.definitions) {
 		return nil
 	}
-	raw, err := c.definedPools()
-	if err != nil {
-		return err
-	}
-	defs, err := pool.ParseOverflows("ipam.poolDefinitions", raw)
+	defs, err := pool.ParseOverflows("ipam.poolDefinitions", c.definitions)
 	if err != nil {
 		return err
 	}

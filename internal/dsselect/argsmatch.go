@@ -1,16 +1,12 @@
 package dsselect
 
 import (
-	"encoding/json"
-	"fmt"
-	"net/netip"
 	"path"
 	"slices"
 	"strings"
 
 	"github.com/cniplugins/cniplugins/internal/alloc"
 	"github.com/cniplugins/cniplugins/internal/cnierr"
-	"github.com/cniplugins/cniplugins/internal/netconf"
 	"github.com/cniplugins/cniplugins/internal/pool"
 )
 
@@ -56,8 +52,14 @@ func (c *argsConfig) choose(a attachment) (choice, error) {
 	if err != nil {
 		return choice{}, err
 	}
-	if pools, err = c.placeRequests(pools, a.requestedIPs); err != nil {
-		return choice{}, err
+	if len(a.requestedIPs) > 0 {
+		defs, err := pool.NewDefinitions("ipam.poolDefinitions", c.definitions)
+		if err != nil {
+			return choice{}, err
+		}
+		if err := alloc.RequestPools(pools, defs, a.requestedIPs, annotationField(annotationIP)); err != nil {
+			return choice{}, err
+		}
 	}
 	q, err := c.quotaOf(r, a)
 	if err != nil {
@@ -135,76 +137,4 @@ func (c *argsConfig) applyChoice(field string, pools []pool.Pool, allowed []stri
 		out = append(out, c.catalogue[c.find(ch.name)])
 	}
 	return out, nil
-}
-
-// placeRequests makes each requested address the requested-ip of the one
-// selected pool whose subnet holds it. Code 101 when none does, or when a
-// pool would get two (an allocator hands out one address per pool).
-func (c *argsConfig) placeRequests(pools []pool.Pool, ips []netip.Addr) ([]pool.Pool, error) {
-	if len(ips) == 0 {
-		return pools, nil
-	}
-	defs, err := c.definedPools()
-	if err != nil {
-		return nil, err
-	}
-	names := pool.Names(pools)
-	field := fmt.Sprintf(`%s["%s"]`, annotationsField, annotationIP)
-	for _, ip := range ips {
-		i, err := poolHolding(pools, defs, ip)
-		if err != nil {
-			return nil, err
-		}
-		switch {
-		case i < 0:
-			return nil, cnierr.New(cnierr.CodeAddrUnavailable, "requested address is in no selected pool",
-				"%s=%s; selected pools [%s]", field, ip, strings.Join(names, " "))
-		case pools[i].RequestedIP != "" && pools[i].RequestedIP != ip.String():
-			return nil, cnierr.New(cnierr.CodeAddrUnavailable, "two addresses requested from one pool",
-				"%s=%s; pool %s already has requested-ip %s", field, ip, pools[i].Name, pools[i].RequestedIP)
-		}
-		pools[i].RequestedIP = ip.String()
-	}
-	return pools, nil
-}
-
-// poolHolding is the index of the pool whose subnet contains ip, or -1.
-func poolHolding(pools []pool.Pool, defs map[string]json.RawMessage, ip netip.Addr) (int, error) {
-	for i, p := range pools {
-		field := "pools[" + p.Name + "]"
-		rs, inline, err := p.InlineRanges(field)
-		if err != nil {
-			return -1, err
-		}
-		if !inline {
-			raw, ok := defs[p.Name]
-			if !ok {
-				continue
-			}
-			// Only the entries of selected pools are parsed: the
-			// allocator owns poolDefinitions and validates all of it.
-			def, err := pool.ParseDefinition("ipam.poolDefinitions."+p.Name, raw)
-			if err != nil {
-				return -1, err
-			}
-			rs = def.Set
-		}
-		for _, r := range rs {
-			if r.Subnet.Contains(ip) {
-				return i, nil
-			}
-		}
-	}
-	return -1, nil
-}
-
-// definedPools splits ipam.poolDefinitions into its entries, left for
-// pool.ParseDefinition.
-func (c *argsConfig) definedPools() (map[string]json.RawMessage, error) {
-	if len(c.definitions) == 0 || string(c.definitions) == "null" {
-		return nil, nil
-	}
-	var raw map[string]json.RawMessage
-	err := netconf.Decode(c.definitions, "ipam.poolDefinitions", &raw)
-	return raw, err
 }

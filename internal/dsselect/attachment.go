@@ -104,7 +104,7 @@ func normalise(ifname string, cniArgs []netconf.CNIArg, conf *netconf.Envelope, 
 		}
 	}
 	if v, ok := a.annotations[annotationPools]; ok {
-		names, err := splitList(fmt.Sprintf(`%s["%s"]`, annotationsField, annotationPools), v)
+		names, err := splitList(annotationField(annotationPools), v)
 		if err != nil {
 			return a, err
 		}
@@ -116,20 +116,23 @@ func normalise(ifname string, cniArgs []netconf.CNIArg, conf *netconf.Envelope, 
 		a.choice = appendAsked(a.choice, askedPool{name, "args.cni.pools"})
 	}
 	if v, ok := a.annotations[annotationIP]; ok {
-		ips, err := splitList(fmt.Sprintf(`%s["%s"]`, annotationsField, annotationIP), v)
+		ips, err := splitList(annotationField(annotationIP), v)
 		if err != nil {
 			return a, err
 		}
 		for _, s := range ips {
 			ip, err := netip.ParseAddr(s)
 			if err != nil || ip.Zone() != "" {
-				return a, cnierr.InvalidConfig(fmt.Sprintf(`%s["%s"]`, annotationsField, annotationIP), s, "not an IP address")
+				return a, cnierr.InvalidConfig(annotationField(annotationIP), s, "not an IP address")
 			}
 			a.requestedIPs = append(a.requestedIPs, ip.Unmap())
 		}
 	}
 	return a, nil
 }
+
+// annotationField is where the annotation key sits in the config.
+func annotationField(key string) string { return annotationsField + `["` + key + `"]` }
 
 // readCNISection takes labels and the plain string arguments from
 // args.cni, and returns args.cni.pools.

@@ -65,11 +65,7 @@ func staticPools(conf *netconf.Envelope) ([]pool.Pool, error) {
 // overflowPools, then ipam.poolDefinitions (pool.Catalog). Pools without
 // an overflow anywhere cost nothing.
 func resolveStaticChains(pools []pool.Pool, rawDefs map[string]json.RawMessage) ([]pool.Pool, error) {
-	hasOverflow := slices.ContainsFunc(pools, func(p pool.Pool) bool { return p.Overflow != "" })
-	for _, d := range rawDefs {
-		hasOverflow = hasOverflow || bytes.Contains(d, []byte(`"overflow"`))
-	}
-	if !hasOverflow {
+	if !chainsNamed(pools, rawDefs) {
 		return pools, nil
 	}
 	defs, err := pool.ParseOverflows("ipam.poolDefinitions", rawDefs)
@@ -83,6 +79,17 @@ func resolveStaticChains(pools []pool.Pool, rawDefs map[string]json.RawMessage) 
 		}
 	}
 	return pools, nil
+}
+
+// chainsNamed: a pool or a definition may name an overflow. Without one
+// the chains need no parsing of poolDefinitions.
+func chainsNamed(pools []pool.Pool, defs map[string]json.RawMessage) bool {
+	for _, d := range defs {
+		if bytes.Contains(d, []byte(`"overflow"`)) {
+			return true
+		}
+	}
+	return slices.ContainsFunc(pools, func(p pool.Pool) bool { return p.Overflow != "" })
 }
 
 // selectorFuncs turns a pool choice into the five CNI commands. Every
