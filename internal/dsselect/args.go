@@ -17,7 +17,7 @@ func Args() plugin.Personality {
 	return plugin.Personality{
 		Name:     ArgsName,
 		Summary:  "selects pools by rules on CNI_ARGS, args.cni labels and pod annotations",
-		Funcs:    selectorFuncsBy(chooser{attached: argsAttached, every: argsEvery}),
+		Funcs:    selectorFuncs(argsAttached, argsEvery, nil),
 		ArgKeys:  argsArgKeys,
 		Validate: argsValidate,
 	}

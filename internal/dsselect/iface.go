@@ -6,7 +6,6 @@ import (
 	"github.com/cniplugins/cniplugins/internal/cnierr"
 	"github.com/cniplugins/cniplugins/internal/netconf"
 	"github.com/cniplugins/cniplugins/internal/plugin"
-	"github.com/cniplugins/cniplugins/internal/pool"
 )
 
 // IfaceName is ipam-ds-iface's personality name.
@@ -27,21 +26,21 @@ func Iface() plugin.Personality { return ifaceWith(netlinkHost{}) }
 // lost its address, changed subnet or gone, none of which may keep an
 // attachment's addresses from being freed.
 func ifaceWith(h hostNet) plugin.Personality {
-	fromHost := func(req *plugin.Request) ([]pool.Pool, error) {
+	fromHost := func(req *plugin.Request) (choice, error) {
 		s, err := parseIface(req.Conf)
 		if err != nil {
-			return nil, err
+			return choice{}, err
 		}
-		return derive(h, s)
+		return poolsOnly(derive(h, s))
 	}
-	byName := func(req *plugin.Request) ([]pool.Pool, error) {
+	byName := func(req *plugin.Request) (choice, error) {
 		s, err := parseIface(req.Conf)
 		if err != nil {
-			return nil, err
+			return choice{}, err
 		}
-		return s.every(), nil
+		return choice{pools: s.every()}, nil
 	}
-	funcs := selectorFuncsBy(chooser{attached: poolsOnly(fromHost), every: poolsOnly(byName), status: poolsOnly(fromHost)})
+	funcs := selectorFuncs(fromHost, byName, fromHost)
 	funcs.Status = statusNotAvailable(funcs.Status)
 	return plugin.Personality{
 		Name:    IfaceName,

@@ -25,12 +25,11 @@ const StaticName = "ipam-ds-static"
 // the same on every command, so DEL and CHECK reach the allocator with the
 // pools (and, copied from prevResult, the addresses) that ADD used.
 func Static() plugin.Personality {
+	static := func(req *plugin.Request) (choice, error) { return poolsOnly(staticPools(req.Conf)) }
 	return plugin.Personality{
 		Name:    StaticName,
 		Summary: "selects the pools listed in ipam.pools",
-		Funcs: selectorFuncs(func(req *plugin.Request) ([]pool.Pool, error) {
-			return staticPools(req.Conf)
-		}),
+		Funcs:   selectorFuncs(static, static, nil),
 		ArgKeys: func(*netconf.Envelope) ([]string, error) { return chainArgKeys(), nil },
 		Validate: func(conf *netconf.Envelope) error {
 			_, err := staticPools(conf)
@@ -92,14 +91,6 @@ func chainsNamed(pools []pool.Pool, defs map[string]json.RawMessage) bool {
 	return slices.ContainsFunc(pools, func(p pool.Pool) bool { return p.Overflow != "" })
 }
 
-// selectorFuncs turns a pool choice into the five CNI commands. Every
-// command answers with the selection: ipam-delegated chains it into the
-// allocator's prevResult, which is how a DEL, GC or STATUS reaches the
-// allocator with the pools it concerns.
-func selectorFuncs(choose func(*plugin.Request) ([]pool.Pool, error)) plugin.Funcs {
-	return selectorFuncsBy(chooser{attached: poolsOnly(choose), every: poolsOnly(choose)})
-}
-
 // choice is a selector's answer to one command: the pools, and the
 // attachment's sticky key when the selector makes it sticky (nil for none).
 // On STATUS, sets are the pool sets an ADD could be given when the
@@ -112,31 +103,19 @@ type choice struct {
 	quota *pool.Quota
 }
 
-// poolsOnly is a pool choice that never makes an attachment sticky.
-func poolsOnly(choose func(*plugin.Request) ([]pool.Pool, error)) func(*plugin.Request) (choice, error) {
-	return func(req *plugin.Request) (choice, error) {
-		pools, err := choose(req)
-		return choice{pools: pools}, err
-	}
-}
+// chooseFunc is a selector's pool choice for one request.
+type chooseFunc func(*plugin.Request) (choice, error)
 
-// chooser is a selector's pool choice per kind of command.
-type chooser struct {
-	// attached serves ADD and CHECK, which concern one attachment.
-	attached func(*plugin.Request) (choice, error)
-	// every serves DEL, GC and STATUS: every pool the selector could have
-	// chosen: a DEL may carry less than its ADD did (CNI_ARGS or annotations
-	// dropped), and it must still free what the ADD reserved.
-	every func(*plugin.Request) (choice, error)
-	// status, when set, serves STATUS instead of every.
-	status func(*plugin.Request) (choice, error)
-}
-
-// selectorFuncsBy is selectorFuncs for a selector whose choice depends on
-// the attachment: ADD and CHECK answer with c.attached, DEL and GC with
-// c.every, STATUS with c.status or else c.every.
-func selectorFuncsBy(c chooser) plugin.Funcs {
-	answer := func(choose func(*plugin.Request) (choice, error)) plugin.Func {
+// selectorFuncs turns a selector's choices into the five CNI commands,
+// each answering with the selection: ipam-delegated chains it into the
+// allocator's prevResult, which is how a DEL, GC or STATUS reaches the
+// allocator with the pools it concerns. attached serves ADD and CHECK,
+// which concern one attachment; every serves DEL and GC, and STATUS
+// unless status is set: every pool the selector could have chosen, since
+// a DEL may carry less than its ADD did (CNI_ARGS or annotations dropped)
+// and must still free what the ADD reserved.
+func selectorFuncs(attached, every, status chooseFunc) plugin.Funcs {
+	answer := func(choose chooseFunc) plugin.Func {
 		return func(req *plugin.Request) (types.Result, error) {
 			ch, err := choose(req)
 			if err != nil {
@@ -145,13 +124,14 @@ func selectorFuncsBy(c chooser) plugin.Funcs {
 			return selection(req, ch)
 		}
 	}
-	attached, every := answer(c.attached), answer(c.every)
-	status := every
-	if c.status != nil {
-		status = answer(c.status)
+	if status == nil {
+		status = every
 	}
-	return plugin.Funcs{Add: attached, Check: attached, Del: every, GC: every, Status: status}
+	return plugin.Funcs{Add: answer(attached), Check: answer(attached), Del: answer(every), GC: answer(every), Status: answer(status)}
 }
+
+// poolsOnly is a choice of pools alone, never sticky.
+func poolsOnly(pools []pool.Pool, err error) (choice, error) { return choice{pools: pools}, err }
 
 // selection builds the result, copying prevResult.ips so that DEL and CHECK
 // reach the allocator with the addresses it handed out. The sticky key is
