@@ -23,16 +23,23 @@ func Args() plugin.Personality {
 	}
 }
 
-// argsArgKeys is every CNI_ARGS key ipam-ds-args' config refers to: the
-// namespace and pod name keys, the keys its rules match on, and the
-// allocator's (chainArgKeys).
+// argsArgKeys is every CNI_ARGS key ipam-ds-args' config refers to, each
+// once: the namespace and pod name keys, the keys its rules' quotas and
+// matches read, and the allocator's (chainArgKeys).
 func argsArgKeys(conf *netconf.Envelope) ([]string, error) {
 	c, err := parseArgsConfig(conf)
 	if err != nil {
 		return nil, err
 	}
-	keys := c.argKeys()
-	for _, k := range chainArgKeys() {
+	all := []string{netconf.ArgPodNamespace, netconf.ArgNomadNamespace, netconf.ArgPodName}
+	for _, r := range c.rules {
+		if k, ok := r.quota.argKey(); ok {
+			all = append(all, k)
+		}
+		all = append(all, sortedKeys(r.args)...)
+	}
+	var keys []string
+	for _, k := range append(all, chainArgKeys()...) {
 		if !slices.Contains(keys, k) {
 			keys = append(keys, k)
 		}
@@ -54,7 +61,7 @@ func argsAttached(req *plugin.Request) (choice, error) {
 	if err != nil {
 		return choice{}, err
 	}
-	a, err := c.attachment(req.Args.IfName, req.CNIArgs, req.Conf)
+	a, err := normalise(req.Args.IfName, req.CNIArgs, req.Conf, c.namespaceFrom)
 	if err != nil {
 		return choice{}, err
 	}
@@ -76,12 +83,12 @@ func argsEvery(req *plugin.Request) (choice, error) {
 	if err != nil {
 		return choice{}, err
 	}
-	ch := choice{pools: slices.Clone(c.catalogue)}
+	ch := choice{pools: slices.Clone(c.pools)}
 	if req.Command == plugin.CmdStatus {
 		ch.sets = c.sets()
 	}
 	if req.Command == plugin.CmdDel {
-		if a, err := c.attachment(req.Args.IfName, req.CNIArgs, req.Conf); err == nil {
+		if a, err := normalise(req.Args.IfName, req.CNIArgs, req.Conf, c.namespaceFrom); err == nil {
 			ch.sticky = c.match(a).stickyOf(a)
 		}
 	}

@@ -75,7 +75,7 @@ func chooseIn(t *testing.T, ipam string, in input) (choice, error) {
 	if ifname == "" {
 		ifname = "eth0"
 	}
-	a, err := c.attachment(ifname, cniArgs, env)
+	a, err := normalise(ifname, cniArgs, env, c.namespaceFrom)
 	if err != nil {
 		return choice{}, err
 	}

@@ -78,15 +78,30 @@ func (c *argsConfig) match(a attachment) *rule {
 	return nil
 }
 
-// matchPools is the pools of rule r (nil: the defaults) for a.
+// matchPools is the pools of rule r (nil: the defaults) for a: the
+// attachment's own choice, if it makes one, only within r's podChoice.
+// This is the security boundary: whoever creates a pod writes its
+// annotations, so an annotation must never reach a pool the operator's
+// rule did not open to it.
 func (c *argsConfig) matchPools(r *rule, a attachment) ([]pool.Pool, error) {
-	if r != nil {
-		return c.applyChoice(r.field, r.pools, r.podChoice, a.choice)
+	if r == nil {
+		if c.defaults == nil {
+			return nil, cnierr.New(cnierr.CodeNoPoolSelected, "no rule selects a pool for this attachment", "%s", a.presented())
+		}
+		r = &rule{field: "ipam.defaultPools", pools: c.defaults}
 	}
-	if c.defaults != nil {
-		return c.applyChoice("ipam.defaultPools", c.defaults, nil, a.choice)
+	if len(a.choice) == 0 {
+		return slices.Clone(r.pools), nil
 	}
-	return nil, cnierr.New(cnierr.CodeNoPoolSelected, "no rule selects a pool for this attachment", "%s", a.presented())
+	out := make([]pool.Pool, 0, len(a.choice))
+	for _, ch := range a.choice {
+		if !slices.Contains(r.podChoice, ch.name) {
+			return nil, cnierr.New(cnierr.CodePoolNotAllowed, "pool not allowed for this attachment",
+				"pool=%q asked by %s; matched %s, whose podChoice is [%s]", ch.name, ch.from, r.field, strings.Join(r.podChoice, " "))
+		}
+		out = append(out, c.named(ch.name))
+	}
+	return out, nil
 }
 
 // stickyOf is the key a sticky rule gives a, with its source:
@@ -118,23 +133,4 @@ func (r *rule) stickyOf(a attachment) *pool.Sticky {
 		}
 		return nil
 	}
-}
-
-// applyChoice honours the attachment's own choice only within allowed.
-// This is the security boundary: whoever creates a pod writes its
-// annotations, so an annotation must never reach a pool the operator's
-// rule did not open to it.
-func (c *argsConfig) applyChoice(field string, pools []pool.Pool, allowed []string, choice []askedPool) ([]pool.Pool, error) {
-	if len(choice) == 0 {
-		return slices.Clone(pools), nil
-	}
-	out := make([]pool.Pool, 0, len(choice))
-	for _, ch := range choice {
-		if !slices.Contains(allowed, ch.name) {
-			return nil, cnierr.New(cnierr.CodePoolNotAllowed, "pool not allowed for this attachment",
-				"pool=%q asked by %s; matched %s, whose podChoice is [%s]", ch.name, ch.from, field, strings.Join(allowed, " "))
-		}
-		out = append(out, c.catalogue[c.find(ch.name)])
-	}
-	return out, nil
 }

@@ -2,7 +2,6 @@ package dsselect
 
 import (
 	"encoding/json"
-	"slices"
 	"strings"
 
 	"github.com/cniplugins/cniplugins/internal/alloc"
@@ -161,7 +160,7 @@ func (c *argsConfig) quotaOf(r *rule, a attachment) (*pool.Quota, error) {
 			names = append(names, p.Names()...)
 		}
 		for _, name := range o.podChoice {
-			names = append(names, c.catalogue[c.find(name)].Names()...)
+			names = append(names, c.named(name).Names()...)
 		}
 		quotas = append(quotas, pool.Quota{Rule: o.quota.field, Max: o.quota.max, Pools: names})
 	}
@@ -193,10 +192,4 @@ func (c *argsConfig) reachable(ns string) []*rule {
 // args; Nomad jobs set any CNI arg).
 func (r *rule) authorCriteria() bool {
 	return r.podName != "" || r.ifname != "" || len(r.args) > 0 || len(r.labels) > 0 || len(r.annotations) > 0
-}
-
-// find is the index of the catalogue's pool named name (every podChoice
-// name has one), -1 when none.
-func (c *argsConfig) find(name string) int {
-	return slices.IndexFunc(c.catalogue, func(p pool.Pool) bool { return p.Name == name })
 }
