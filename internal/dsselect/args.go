@@ -1,6 +1,7 @@
 package dsselect
 
 import (
+	"maps"
 	"slices"
 
 	"github.com/cniplugins/cniplugins/internal/netconf"
@@ -36,7 +37,7 @@ func argsArgKeys(conf *netconf.Envelope) ([]string, error) {
 		if k, ok := r.quota.argKey(); ok {
 			all = append(all, k)
 		}
-		all = append(all, sortedKeys(r.args)...)
+		all = append(all, slices.Sorted(maps.Keys(r.args))...)
 	}
 	var keys []string
 	for _, k := range append(all, chainArgKeys()...) {

@@ -3,6 +3,7 @@ package dsselect
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"path"
 	"slices"
 	"strings"
@@ -69,7 +70,7 @@ func knownKeys(raw json.RawMessage, field string, known []string) (map[string]js
 	if err := json.Unmarshal(raw, &obj); err != nil {
 		return nil, cnierr.InvalidConfig(field, "the given value", "must be a JSON object")
 	}
-	for _, k := range sortedKeys(obj) {
+	for _, k := range slices.Sorted(maps.Keys(obj)) {
 		if !slices.Contains(known, k) {
 			return nil, cnierr.InvalidConfig(field+"."+k, "", "unknown key; a rule holds "+strings.Join(known, ", "))
 		}
@@ -223,7 +224,7 @@ func parseRule(field string, raw json.RawMessage) (rule, error) {
 		key string
 		m   map[string]string
 	}{{"args", r.args}, {"labels", r.labels}, {"annotations", r.annotations}} {
-		for _, k := range sortedKeys(m.m) {
+		for _, k := range slices.Sorted(maps.Keys(m.m)) {
 			if k == "" {
 				return rule{}, cnierr.InvalidConfig(field+"."+m.key, `""`, "empty key")
 			}
@@ -303,17 +304,6 @@ func bare(p pool.Pool) bool {
 	a, _ := json.Marshal(p)
 	b, _ := json.Marshal(pool.Pool{Name: p.Name})
 	return string(a) == string(b)
-}
-
-// sortedKeys gives map keys in a fixed order, so errors and details never
-// depend on map iteration.
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }
 
 // sets lists, once each, the pool sets an ADD can be given: each rule's
