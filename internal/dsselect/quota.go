@@ -1,6 +1,7 @@
 package dsselect
 
 import (
+	"cmp"
 	"encoding/json"
 	"strings"
 
@@ -134,11 +135,7 @@ func (q *ruleQuota) tenant(a attachment) (string, error) {
 	return q.per + "=" + v, nil
 }
 
-// quotaOf is a's quota under rule r, its matching rule (nil: none): the
-// rules that bind a's tenant together are every rule a's author could
-// make a match (reachable) whose quota gives a the same tenant, each with
-// every pool it could give (its pools, its podChoice, their overflow
-// chains); alloc.TenantQuota joins them.
+// quotaOf is a's quota under rule r, its matching rule (nil: none).
 func (c *argsConfig) quotaOf(r *rule, a attachment) (*pool.Quota, error) {
 	if r == nil || r.quota == nil {
 		return nil, nil
@@ -147,6 +144,17 @@ func (c *argsConfig) quotaOf(r *rule, a attachment) (*pool.Quota, error) {
 	if err != nil {
 		return nil, err
 	}
+	q := c.tenantQuota(tenant, r, a)
+	return q, q.Validate(r.field + ".quota")
+}
+
+// tenantQuota is the quota of tenant, a's, with own's limit on a tie (nil:
+// the first rule that binds the tenant), nil when no rule binds it. The
+// rules that bind a's tenant together are every rule a's author could
+// make a match (reachable) whose quota gives a that tenant, each with
+// every pool it could give (its pools, its podChoice, their overflow
+// chains); alloc.TenantQuota joins them.
+func (c *argsConfig) tenantQuota(tenant string, own *rule, a attachment) *pool.Quota {
 	var quotas []pool.Quota
 	for _, o := range c.reachable(a.namespace) {
 		if o.quota == nil {
@@ -155,6 +163,7 @@ func (c *argsConfig) quotaOf(r *rule, a attachment) (*pool.Quota, error) {
 		if t, err := o.quota.tenant(a); err != nil || t != tenant {
 			continue
 		}
+		own = cmp.Or(own, o)
 		var names []string
 		for _, p := range o.pools {
 			names = append(names, p.Names()...)
@@ -164,8 +173,10 @@ func (c *argsConfig) quotaOf(r *rule, a attachment) (*pool.Quota, error) {
 		}
 		quotas = append(quotas, pool.Quota{Rule: o.quota.field, Max: o.quota.max, Pools: names})
 	}
-	q := alloc.TenantQuota(pool.Quota{Tenant: tenant, Rule: r.quota.field, Max: r.quota.max}, quotas)
-	return q, q.Validate(r.field + ".quota")
+	if own == nil {
+		return nil
+	}
+	return alloc.TenantQuota(pool.Quota{Tenant: tenant, Rule: own.quota.field, Max: own.quota.max}, quotas)
 }
 
 // reachable lists the rules an attachment in namespace ns matches, or
