@@ -20,7 +20,7 @@ func Args() plugin.Personality {
 		Summary:  "selects pools by rules on CNI_ARGS, args.cni labels and pod annotations",
 		Funcs:    selectorFuncs(argsAttached, argsEvery, nil),
 		ArgKeys:  argsArgKeys,
-		Validate: argsValidate,
+		Validate: parsesWith(parseArgsConfig),
 	}
 }
 
@@ -46,13 +46,6 @@ func argsArgKeys(conf *netconf.Envelope) ([]string, error) {
 		}
 	}
 	return keys, nil
-}
-
-// argsValidate checks ipam-ds-args' keys as ADD would, without looking at
-// any attachment.
-func argsValidate(conf *netconf.Envelope) error {
-	_, err := parseArgsConfig(conf)
-	return err
 }
 
 // argsAttached serves ADD and CHECK: the pools this attachment's inputs

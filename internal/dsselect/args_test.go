@@ -248,7 +248,7 @@ func TestArgsConfigRejects(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := argsValidate(argsEnvelope(t, tt.ipam, input{}))
+			err := Args().Validate(argsEnvelope(t, tt.ipam, input{}))
 			e := cnierr.As(err)
 			if e == nil || e.Code != 7 || !strings.Contains(e.Msg+" "+e.Details, tt.field) {
 				t.Errorf("got %v; want code 7 naming %s", err, tt.field)
@@ -436,14 +436,14 @@ func TestArgsStickyRejects(t *testing.T) {
 		{"an object", `"rules":[{"pools":["a"],"sticky":{"key":"x"}}]`},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			e := cnierr.As(argsValidate(argsEnvelope(t, tt.ipam, input{})))
+			e := cnierr.As(Args().Validate(argsEnvelope(t, tt.ipam, input{})))
 			if e == nil || e.Code != 7 || !strings.Contains(e.Msg+" "+e.Details, "ipam.rules[0].sticky") {
 				t.Errorf("got %v; want code 7 naming ipam.rules[0].sticky", e)
 			}
 		})
 	}
 	// Misspelt, the key is unknown, never silently "not sticky".
-	e := cnierr.As(argsValidate(argsEnvelope(t, `"rules":[{"pools":["a"],"stikcy":true}]`, input{})))
+	e := cnierr.As(Args().Validate(argsEnvelope(t, `"rules":[{"pools":["a"],"stikcy":true}]`, input{})))
 	if e == nil || e.Code != 7 || !strings.Contains(e.Msg+" "+e.Details, "ipam.rules[0].stikcy") || !strings.Contains(e.Msg+" "+e.Details, "sticky") {
 		t.Errorf("got %v; want code 7 naming ipam.rules[0].stikcy and listing sticky", e)
 	}

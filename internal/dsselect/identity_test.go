@@ -68,7 +68,7 @@ func TestNamespaceFrom(t *testing.T) {
 			}
 		})
 	}
-	e := cnierr.As(argsValidate(argsEnvelope(t, rules("k8s"), input{})))
+	e := cnierr.As(Args().Validate(argsEnvelope(t, rules("k8s"), input{})))
 	if e == nil || e.Code != 7 || !strings.Contains(e.Msg+e.Details, "ipam.namespaceFrom") {
 		t.Errorf("namespaceFrom k8s: %v, want code 7 naming ipam.namespaceFrom", e)
 	}

@@ -43,14 +43,11 @@ func ifaceWith(h hostNet) plugin.Personality {
 	funcs := selectorFuncs(fromHost, byName, fromHost)
 	funcs.Status = statusNotAvailable(funcs.Status)
 	return plugin.Personality{
-		Name:    IfaceName,
-		Summary: "selects the subnet of a host interface (read with netlink) as the pool, per address family",
-		Funcs:   funcs,
-		ArgKeys: func(*netconf.Envelope) ([]string, error) { return chainArgKeys(), nil },
-		Validate: func(conf *netconf.Envelope) error {
-			_, err := parseIface(conf)
-			return err
-		},
+		Name:     IfaceName,
+		Summary:  "selects the subnet of a host interface (read with netlink) as the pool, per address family",
+		Funcs:    funcs,
+		ArgKeys:  func(*netconf.Envelope) ([]string, error) { return chainArgKeys(), nil },
+		Validate: parsesWith(parseIface),
 	}
 }
 

@@ -27,14 +27,20 @@ const StaticName = "ipam-ds-static"
 func Static() plugin.Personality {
 	static := func(req *plugin.Request) (choice, error) { return poolsOnly(staticPools(req.Conf)) }
 	return plugin.Personality{
-		Name:    StaticName,
-		Summary: "selects the pools listed in ipam.pools",
-		Funcs:   selectorFuncs(static, static, nil),
-		ArgKeys: func(*netconf.Envelope) ([]string, error) { return chainArgKeys(), nil },
-		Validate: func(conf *netconf.Envelope) error {
-			_, err := staticPools(conf)
-			return err
-		},
+		Name:     StaticName,
+		Summary:  "selects the pools listed in ipam.pools",
+		Funcs:    selectorFuncs(static, static, nil),
+		ArgKeys:  func(*netconf.Envelope) ([]string, error) { return chainArgKeys(), nil },
+		Validate: parsesWith(staticPools),
+	}
+}
+
+// parsesWith is a selector's `cniplugins validate` check: its keys parse
+// as every command parses them, without looking at any attachment or host.
+func parsesWith[T any](parse func(*netconf.Envelope) (T, error)) func(*netconf.Envelope) error {
+	return func(conf *netconf.Envelope) error {
+		_, err := parse(conf)
+		return err
 	}
 }
 
