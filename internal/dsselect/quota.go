@@ -20,7 +20,7 @@ import (
 // matches on (args, labels, annotations, the pod name, the interface, the
 // pools asked for) is the pod author's, so it must neither move an
 // address out of its tenant's count nor raise the tenant's limit
-// (quotaOf). And a tenant named by an arg or an annotation is the
+// (tenantQuota). And a tenant named by an arg or an annotation is the
 // author's choice: it is scoped to the runtime's namespace, unless the
 // operator says the value is vouched for.
 const (

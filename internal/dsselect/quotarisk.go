@@ -19,7 +19,7 @@ type QuotaRisk struct {
 // author writes is a quota of its own, in its namespace), and the rules
 // whose quota an author escapes by making its pod match another rule (or
 // the defaults) that has no quota or counts another tenant. The quota
-// engine closes every other way around (quotaOf): these are the config's
+// engine closes every other way around (tenantQuota): these are the config's
 // to close.
 func QuotaRisks(conf *netconf.Envelope) ([]QuotaRisk, error) {
 	c, err := parseArgsConfig(conf)
