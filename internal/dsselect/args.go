@@ -6,6 +6,7 @@ import (
 
 	"github.com/cniplugins/cniplugins/internal/netconf"
 	"github.com/cniplugins/cniplugins/internal/plugin"
+	"github.com/cniplugins/cniplugins/internal/pool"
 )
 
 // ArgsName is ipam-ds-args' personality name.
@@ -50,14 +51,14 @@ func argsArgKeys(conf *netconf.Envelope) ([]string, error) {
 
 // argsAttached serves ADD and CHECK: the pools this attachment's inputs
 // select, and its sticky key when the matching rule is sticky.
-func argsAttached(req *plugin.Request) (choice, error) {
+func argsAttached(req *plugin.Request) (pool.Selection, error) {
 	c, err := parseArgsConfig(req.Conf)
 	if err != nil {
-		return choice{}, err
+		return pool.Selection{}, err
 	}
 	a, err := normalise(req.Args.IfName, req.CNIArgs, req.Conf, c.namespaceFrom)
 	if err != nil {
-		return choice{}, err
+		return pool.Selection{}, err
 	}
 	return c.choose(a)
 }
@@ -72,18 +73,18 @@ func argsAttached(req *plugin.Request) (choice, error) {
 // rule (best effort: the allocator finds the attachment's reservations by
 // container ID whatever DEL carries, and input that ADD would have refused
 // never fails a DEL).
-func argsEvery(req *plugin.Request) (choice, error) {
+func argsEvery(req *plugin.Request) (pool.Selection, error) {
 	c, err := parseArgsConfig(req.Conf)
 	if err != nil {
-		return choice{}, err
+		return pool.Selection{}, err
 	}
-	ch := choice{pools: slices.Clone(c.pools)}
+	ch := pool.Selection{Pools: slices.Clone(c.pools)}
 	if req.Command == plugin.CmdStatus {
-		ch.sets = c.sets()
+		ch.Choices = c.sets()
 	}
 	if req.Command == plugin.CmdDel {
 		if a, err := normalise(req.Args.IfName, req.CNIArgs, req.Conf, c.namespaceFrom); err == nil {
-			ch.sticky = c.match(a).stickyOf(a)
+			ch.Sticky = c.match(a).stickyOf(a)
 		}
 	}
 	return ch, nil

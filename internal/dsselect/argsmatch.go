@@ -46,26 +46,26 @@ func glob(pattern, value string) bool {
 // the attachment's own choice, where that rule allows it), else the
 // defaults; then the cniplugins.io/ip addresses as requested-ip; and the
 // sticky key when that rule is sticky.
-func (c *argsConfig) choose(a attachment) (choice, error) {
+func (c *argsConfig) choose(a attachment) (pool.Selection, error) {
 	r := c.match(a)
 	pools, err := c.matchPools(r, a)
 	if err != nil {
-		return choice{}, err
+		return pool.Selection{}, err
 	}
 	if len(a.requestedIPs) > 0 {
 		defs, err := pool.NewDefinitions("ipam.poolDefinitions", c.definitions)
 		if err != nil {
-			return choice{}, err
+			return pool.Selection{}, err
 		}
 		if err := alloc.RequestPools(pools, defs, a.requestedIPs, annotationField(annotationIP)); err != nil {
-			return choice{}, err
+			return pool.Selection{}, err
 		}
 	}
 	q, err := c.quotaOf(r, a)
 	if err != nil {
-		return choice{}, err
+		return pool.Selection{}, err
 	}
-	return choice{pools: pools, sticky: r.stickyOf(a), quota: q}, nil
+	return pool.Selection{Pools: pools, Sticky: r.stickyOf(a), Quota: q}, nil
 }
 
 // match is the first rule matching a, nil when none does.

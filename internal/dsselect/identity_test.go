@@ -63,8 +63,8 @@ func TestNamespaceFrom(t *testing.T) {
 				}
 				return
 			}
-			if key, _ := stickyOf(ch); len(ch.pools) != 1 || ch.pools[0].Name != tt.pool || key != tt.key {
-				t.Errorf("pools %v key %q; want %s, %q", ch.pools, key, tt.pool, tt.key)
+			if key, _ := stickyOf(ch); len(ch.Pools) != 1 || ch.Pools[0].Name != tt.pool || key != tt.key {
+				t.Errorf("pools %v key %q; want %s, %q", ch.Pools, key, tt.pool, tt.key)
 			}
 		})
 	}

@@ -6,6 +6,7 @@ import (
 	"github.com/cniplugins/cniplugins/internal/cnierr"
 	"github.com/cniplugins/cniplugins/internal/netconf"
 	"github.com/cniplugins/cniplugins/internal/plugin"
+	"github.com/cniplugins/cniplugins/internal/pool"
 )
 
 // IfaceName is ipam-ds-iface's personality name.
@@ -26,19 +27,19 @@ func Iface() plugin.Personality { return ifaceWith(netlinkHost{}) }
 // lost its address, changed subnet or gone, none of which may keep an
 // attachment's addresses from being freed.
 func ifaceWith(h hostNet) plugin.Personality {
-	fromHost := func(req *plugin.Request) (choice, error) {
+	fromHost := func(req *plugin.Request) (pool.Selection, error) {
 		s, err := parseIface(req.Conf)
 		if err != nil {
-			return choice{}, err
+			return pool.Selection{}, err
 		}
 		return poolsOnly(derive(h, s))
 	}
-	byName := func(req *plugin.Request) (choice, error) {
+	byName := func(req *plugin.Request) (pool.Selection, error) {
 		s, err := parseIface(req.Conf)
 		if err != nil {
-			return choice{}, err
+			return pool.Selection{}, err
 		}
-		return choice{pools: s.every()}, nil
+		return pool.Selection{Pools: s.every()}, nil
 	}
 	funcs := selectorFuncs(fromHost, byName, fromHost)
 	funcs.Status = statusNotAvailable(funcs.Status)

@@ -25,7 +25,7 @@ const StaticName = "ipam-ds-static"
 // the same on every command, so DEL and CHECK reach the allocator with the
 // pools (and, copied from prevResult, the addresses) that ADD used.
 func Static() plugin.Personality {
-	static := func(req *plugin.Request) (choice, error) { return poolsOnly(staticPools(req.Conf)) }
+	static := func(req *plugin.Request) (pool.Selection, error) { return poolsOnly(staticPools(req.Conf)) }
 	return plugin.Personality{
 		Name:     StaticName,
 		Summary:  "selects the pools listed in ipam.pools",
@@ -97,20 +97,10 @@ func chainsNamed(pools []pool.Pool, defs map[string]json.RawMessage) bool {
 	return slices.ContainsFunc(pools, func(p pool.Pool) bool { return p.Overflow != "" })
 }
 
-// choice is a selector's answer to one command: the pools, and the
-// attachment's sticky key when the selector makes it sticky (nil for none).
-// On STATUS, sets are the pool sets an ADD could be given when the
-// selector chooses among them (nil: every ADD gets all of pools).
-type choice struct {
-	pools  []pool.Pool
-	sticky *pool.Sticky
-	sets   [][]string
-	// quota is the attachment's tenant quota (an ipam-ds-args rule's).
-	quota *pool.Quota
-}
-
-// chooseFunc is a selector's pool choice for one request.
-type chooseFunc func(*plugin.Request) (choice, error)
+// chooseFunc is a selector's choice for one request: the selection's
+// pools, sticky key, STATUS's sets and quota, without the result that
+// selection puts around them.
+type chooseFunc func(*plugin.Request) (pool.Selection, error)
 
 // selectorFuncs turns a selector's choices into the five CNI commands,
 // each answering with the selection: ipam-delegated chains it into the
@@ -137,13 +127,15 @@ func selectorFuncs(attached, every, status chooseFunc) plugin.Funcs {
 }
 
 // poolsOnly is a choice of pools alone, never sticky.
-func poolsOnly(pools []pool.Pool, err error) (choice, error) { return choice{pools: pools}, err }
+func poolsOnly(pools []pool.Pool, err error) (pool.Selection, error) {
+	return pool.Selection{Pools: pools}, err
+}
 
-// selection builds the result, copying prevResult.ips so that DEL and CHECK
-// reach the allocator with the addresses it handed out. The sticky key is
-// the choice's own, else prevResult's (passed on like the addresses, for a
-// selector chained after another).
-func selection(req *plugin.Request, ch choice) (types.Result, error) {
+// selection is the result: the choice, with prevResult.ips copied so that
+// DEL and CHECK reach the allocator with the addresses it handed out. The
+// sticky key is the choice's own, else prevResult's (passed on like the
+// addresses, for a selector chained after another).
+func selection(req *plugin.Request, sel pool.Selection) (types.Result, error) {
 	res := &current.Result{CNIVersion: current.ImplementedSpecVersion}
 	prev, err := req.Conf.Result()
 	if err != nil {
@@ -155,14 +147,12 @@ func selection(req *plugin.Request, ch choice) (types.Result, error) {
 			c.Interface = nil // this result lists no interfaces to point at
 			res.IPs = append(res.IPs, &c)
 		}
+		if sel.Sticky == nil {
+			sel.Sticky = prevSticky(req.Conf)
+		}
 	}
-	sel := &pool.Selection{Inner: res, Pools: ch.pools, Choices: ch.sets, Quota: ch.quota}
-	if ch.sticky != nil {
-		sel.Sticky = ch.sticky
-	} else if prev != nil {
-		sel.Sticky = prevSticky(req.Conf)
-	}
-	return sel, nil
+	sel.Inner = res
+	return &sel, nil
 }
 
 // prevSticky is prevResult's "sticky" object when it names a key, else
