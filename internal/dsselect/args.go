@@ -1,10 +1,12 @@
 package dsselect
 
 import (
+	"maps"
 	"slices"
 
 	"github.com/cniplugins/cniplugins/internal/netconf"
 	"github.com/cniplugins/cniplugins/internal/plugin"
+	"github.com/cniplugins/cniplugins/internal/pool"
 )
 
 // ArgsName is ipam-ds-args' personality name.
@@ -17,22 +19,29 @@ func Args() plugin.Personality {
 	return plugin.Personality{
 		Name:     ArgsName,
 		Summary:  "selects pools by rules on CNI_ARGS, args.cni labels and pod annotations",
-		Funcs:    selectorFuncsBy(chooser{attached: argsAttached, every: argsEvery}),
+		Funcs:    selectorFuncs(argsAttached, argsEvery, nil),
 		ArgKeys:  argsArgKeys,
-		Validate: argsValidate,
+		Validate: parsesWith(parseArgsConfig),
 	}
 }
 
-// argsArgKeys is every CNI_ARGS key ipam-ds-args' config refers to: the
-// namespace and pod name keys, the keys its rules match on, and the
-// allocator's (chainArgKeys).
+// argsArgKeys is every CNI_ARGS key ipam-ds-args' config refers to, each
+// once: the namespace and pod name keys, the keys its rules' quotas and
+// matches read, and the allocator's (chainArgKeys).
 func argsArgKeys(conf *netconf.Envelope) ([]string, error) {
 	c, err := parseArgsConfig(conf)
 	if err != nil {
 		return nil, err
 	}
-	keys := c.argKeys()
-	for _, k := range chainArgKeys() {
+	all := []string{netconf.ArgPodNamespace, netconf.ArgNomadNamespace, netconf.ArgPodName}
+	for _, r := range c.rules {
+		if k, ok := r.quota.argKey(); ok {
+			all = append(all, k)
+		}
+		all = append(all, slices.Sorted(maps.Keys(r.args))...)
+	}
+	var keys []string
+	for _, k := range append(all, chainArgKeys()...) {
 		if !slices.Contains(keys, k) {
 			keys = append(keys, k)
 		}
@@ -40,23 +49,16 @@ func argsArgKeys(conf *netconf.Envelope) ([]string, error) {
 	return keys, nil
 }
 
-// argsValidate checks ipam-ds-args' keys as ADD would, without looking at
-// any attachment.
-func argsValidate(conf *netconf.Envelope) error {
-	_, err := parseArgsConfig(conf)
-	return err
-}
-
 // argsAttached serves ADD and CHECK: the pools this attachment's inputs
 // select, and its sticky key when the matching rule is sticky.
-func argsAttached(req *plugin.Request) (choice, error) {
+func argsAttached(req *plugin.Request) (pool.Selection, error) {
 	c, err := parseArgsConfig(req.Conf)
 	if err != nil {
-		return choice{}, err
+		return pool.Selection{}, err
 	}
-	a, err := c.attachment(req.Args.IfName, req.CNIArgs, req.Conf)
+	a, err := normalise(req.Args.IfName, req.CNIArgs, req.Conf, c.namespaceFrom)
 	if err != nil {
-		return choice{}, err
+		return pool.Selection{}, err
 	}
 	return c.choose(a)
 }
@@ -71,18 +73,18 @@ func argsAttached(req *plugin.Request) (choice, error) {
 // rule (best effort: the allocator finds the attachment's reservations by
 // container ID whatever DEL carries, and input that ADD would have refused
 // never fails a DEL).
-func argsEvery(req *plugin.Request) (choice, error) {
+func argsEvery(req *plugin.Request) (pool.Selection, error) {
 	c, err := parseArgsConfig(req.Conf)
 	if err != nil {
-		return choice{}, err
+		return pool.Selection{}, err
 	}
-	ch := choice{pools: slices.Clone(c.catalogue)}
+	ch := pool.Selection{Pools: slices.Clone(c.pools)}
 	if req.Command == plugin.CmdStatus {
-		ch.sets = c.sets()
+		ch.Choices = c.sets()
 	}
 	if req.Command == plugin.CmdDel {
-		if a, err := c.attachment(req.Args.IfName, req.CNIArgs, req.Conf); err == nil {
-			ch.sticky = c.match(a).stickyOf(a)
+		if a, err := normalise(req.Args.IfName, req.CNIArgs, req.Conf, c.namespaceFrom); err == nil {
+			ch.Sticky = c.match(a).stickyOf(a)
 		}
 	}
 	return ch, nil

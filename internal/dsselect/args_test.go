@@ -11,6 +11,7 @@ import (
 	"github.com/cniplugins/cniplugins/internal/cnierr"
 	"github.com/cniplugins/cniplugins/internal/netconf"
 	"github.com/cniplugins/cniplugins/internal/plugin"
+	"github.com/cniplugins/cniplugins/internal/pool"
 )
 
 // input is one attachment as a runtime presents it.
@@ -45,7 +46,7 @@ func chooseFor(t *testing.T, ipam string, in input) ([]string, error) {
 	t.Helper()
 	ch, err := chooseIn(t, ipam, in)
 	var names []string
-	for _, p := range ch.pools {
+	for _, p := range ch.Pools {
 		if p.RequestedIP != "" {
 			names = append(names, p.Name+"="+p.RequestedIP)
 		} else {
@@ -56,12 +57,12 @@ func chooseFor(t *testing.T, ipam string, in input) ([]string, error) {
 }
 
 // chooseIn is ADD's choice for in, or the error.
-func chooseIn(t *testing.T, ipam string, in input) (choice, error) {
+func chooseIn(t *testing.T, ipam string, in input) (pool.Selection, error) {
 	t.Helper()
 	env := argsEnvelope(t, ipam, in)
 	c, err := parseArgsConfig(env)
 	if err != nil {
-		return choice{}, err
+		return pool.Selection{}, err
 	}
 	keys, err := argsArgKeys(env)
 	if err != nil {
@@ -75,9 +76,9 @@ func chooseIn(t *testing.T, ipam string, in input) (choice, error) {
 	if ifname == "" {
 		ifname = "eth0"
 	}
-	a, err := c.attachment(ifname, cniArgs, env)
+	a, err := normalise(ifname, cniArgs, env, c.namespaceFrom)
 	if err != nil {
-		return choice{}, err
+		return pool.Selection{}, err
 	}
 	return c.choose(a)
 }
@@ -248,7 +249,7 @@ func TestArgsConfigRejects(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := argsValidate(argsEnvelope(t, tt.ipam, input{}))
+			err := Args().Validate(argsEnvelope(t, tt.ipam, input{}))
 			e := cnierr.As(err)
 			if e == nil || e.Code != 7 || !strings.Contains(e.Msg+" "+e.Details, tt.field) {
 				t.Errorf("got %v; want code 7 naming %s", err, tt.field)
@@ -413,19 +414,19 @@ func TestArgsStickyKey(t *testing.T) {
 				return
 			}
 			key, by := stickyOf(ch)
-			if key != tt.want || by != tt.by || len(ch.pools) != 1 || ch.pools[0].Name != tt.pool {
-				t.Errorf("key %q by %q, pools %v; want key %q by %q, pool %s", key, by, ch.pools, tt.want, tt.by, tt.pool)
+			if key != tt.want || by != tt.by || len(ch.Pools) != 1 || ch.Pools[0].Name != tt.pool {
+				t.Errorf("key %q by %q, pools %v; want key %q by %q, pool %s", key, by, ch.Pools, tt.want, tt.by, tt.pool)
 			}
 		})
 	}
 }
 
 // stickyOf is ch's sticky key and its source, "" for none.
-func stickyOf(ch choice) (key, by string) {
-	if ch.sticky == nil {
+func stickyOf(ch pool.Selection) (key, by string) {
+	if ch.Sticky == nil {
 		return "", ""
 	}
-	return ch.sticky.Key, ch.sticky.By
+	return ch.Sticky.Key, ch.Sticky.By
 }
 
 func TestArgsStickyRejects(t *testing.T) {
@@ -436,14 +437,14 @@ func TestArgsStickyRejects(t *testing.T) {
 		{"an object", `"rules":[{"pools":["a"],"sticky":{"key":"x"}}]`},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			e := cnierr.As(argsValidate(argsEnvelope(t, tt.ipam, input{})))
+			e := cnierr.As(Args().Validate(argsEnvelope(t, tt.ipam, input{})))
 			if e == nil || e.Code != 7 || !strings.Contains(e.Msg+" "+e.Details, "ipam.rules[0].sticky") {
 				t.Errorf("got %v; want code 7 naming ipam.rules[0].sticky", e)
 			}
 		})
 	}
 	// Misspelt, the key is unknown, never silently "not sticky".
-	e := cnierr.As(argsValidate(argsEnvelope(t, `"rules":[{"pools":["a"],"stikcy":true}]`, input{})))
+	e := cnierr.As(Args().Validate(argsEnvelope(t, `"rules":[{"pools":["a"],"stikcy":true}]`, input{})))
 	if e == nil || e.Code != 7 || !strings.Contains(e.Msg+" "+e.Details, "ipam.rules[0].stikcy") || !strings.Contains(e.Msg+" "+e.Details, "sticky") {
 		t.Errorf("got %v; want code 7 naming ipam.rules[0].stikcy and listing sticky", e)
 	}

@@ -1,9 +1,9 @@
 package dsselect
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"path"
 	"slices"
 	"strings"
@@ -24,17 +24,10 @@ const maxRules = 1024
 type argsConfig struct {
 	rules    []rule
 	defaults []pool.Pool
-	// catalogue holds every pool any rule or default names, each name
-	// once, in order of first appearance: DEL, GC and STATUS name all of
-	// it, and a podChoice name resolves to its entry here.
-	catalogue []pool.Pool
-	// fields are where the config writes each catalogue entry (the first
-	// place that gives it ranges, else the first that names it), for
-	// ArgsPools: `cniplugins pools` and validate name a pool by it.
-	fields []string
-	// definitions is ipam.poolDefinitions, read only to place the
-	// cniplugins.io/ip addresses of pools that carry no ranges inline.
-	definitions json.RawMessage
+	catalogue
+	// definitions is ipam.poolDefinitions, read for overflow chains and
+	// to place the cniplugins.io/ip addresses (alloc.RequestPools).
+	definitions map[string]json.RawMessage
 	// namespaceFrom is ipam.namespaceFrom (netconf.IdentityOf).
 	namespaceFrom string
 }
@@ -70,25 +63,14 @@ type ruleJSON struct {
 	Annotations map[string]string `json:"annotations"`
 }
 
-// ruleKeys are the keys a rule may hold.
-func ruleKeys() []string {
-	return []string{"pools", "podChoice", "sticky", "quota", "namespace", "podName", "ifname", "args", "labels", "annotations"}
-}
-
-// rejectUnknownKeys names the first key of the object raw that is not in
-// known (raw has already decoded as an object).
-func rejectUnknownKeys(raw json.RawMessage, field string, known []string) error {
-	_, err := knownKeys(raw, field, known)
-	return err
-}
-
-// knownKeys is rejectUnknownKeys returning the object's values, raw.
+// knownKeys is the object raw's values, raw; a key that is not in known
+// is code 7 naming it.
 func knownKeys(raw json.RawMessage, field string, known []string) (map[string]json.RawMessage, error) {
 	var obj map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &obj); err != nil {
 		return nil, cnierr.InvalidConfig(field, "the given value", "must be a JSON object")
 	}
-	for _, k := range sortedKeys(obj) {
+	for _, k := range slices.Sorted(maps.Keys(obj)) {
 		if !slices.Contains(known, k) {
 			return nil, cnierr.InvalidConfig(field+"."+k, "", "unknown key; a rule holds "+strings.Join(known, ", "))
 		}
@@ -107,10 +89,10 @@ func parseArgsConfig(conf *netconf.Envelope) (*argsConfig, error) {
 
 func readArgsConfig(conf *netconf.Envelope) (*argsConfig, error) {
 	var ipam struct {
-		Rules           []json.RawMessage `json:"rules"`
-		DefaultPools    json.RawMessage   `json:"defaultPools"`
-		PoolDefinitions json.RawMessage   `json:"poolDefinitions"`
-		NamespaceFrom   string            `json:"namespaceFrom"`
+		Rules           []json.RawMessage          `json:"rules"`
+		DefaultPools    json.RawMessage            `json:"defaultPools"`
+		PoolDefinitions map[string]json.RawMessage `json:"poolDefinitions"`
+		NamespaceFrom   string                     `json:"namespaceFrom"`
 	}
 	if err := conf.DecodeIPAM(&ipam); err != nil {
 		return nil, err
@@ -127,16 +109,21 @@ func readArgsConfig(conf *netconf.Envelope) (*argsConfig, error) {
 		return nil, err
 	}
 	c := &argsConfig{definitions: ipam.PoolDefinitions, namespaceFrom: ipam.NamespaceFrom}
-	cat := catalogue{}
+	add := func(field string, pools []pool.Pool) error {
+		for j, p := range pools {
+			if err := c.add(p, fmt.Sprintf("%s[%d]", field, j)); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 	for i, raw := range ipam.Rules {
 		r, err := parseRule(fmt.Sprintf("ipam.rules[%d]", i), raw)
 		if err != nil {
 			return nil, err
 		}
-		for j, p := range r.pools {
-			if err := cat.add(p, fmt.Sprintf("%s.pools[%d]", r.field, j)); err != nil {
-				return nil, err
-			}
+		if err := add(r.field+".pools", r.pools); err != nil {
+			return nil, err
 		}
 		c.rules = append(c.rules, r)
 	}
@@ -145,67 +132,49 @@ func readArgsConfig(conf *netconf.Envelope) (*argsConfig, error) {
 		if c.defaults, err = pool.ParseRefs(ipam.DefaultPools, "ipam.defaultPools"); err != nil {
 			return nil, err
 		}
-		for j, p := range c.defaults {
-			if err := cat.add(p, fmt.Sprintf("ipam.defaultPools[%d]", j)); err != nil {
-				return nil, err
-			}
+		if err := add("ipam.defaultPools", c.defaults); err != nil {
+			return nil, err
 		}
 	}
 	// podChoice names that no rule or default describes are bare names:
 	// the allocator's poolDefinitions gives their ranges.
 	for _, r := range c.rules {
-		for _, name := range r.podChoice {
-			if cat.find(name) < 0 {
-				cat.pools = append(cat.pools, pool.Pool{Name: name})
-				cat.fields = append(cat.fields, fmt.Sprintf("%s.podChoice[%d]", r.field, slices.Index(r.podChoice, name)))
+		for j, name := range r.podChoice {
+			if err := c.add(pool.Pool{Name: name}, fmt.Sprintf("%s.podChoice[%d]", r.field, j)); err != nil {
+				return nil, err
 			}
 		}
 	}
-	for _, r := range c.rules {
-		cat.resolve(r.pools)
+	if err := c.resolveChains(); err != nil {
+		return nil, err
 	}
-	cat.resolve(c.defaults)
-	c.catalogue, c.fields = cat.pools, cat.fields
-	return c, c.resolveChains()
+	for _, r := range c.rules {
+		c.resolve(r.pools)
+	}
+	c.resolve(c.defaults)
+	return c, nil
 }
 
-// resolveChains gives every pool its overflow chain (pool.Catalog): the
-// pools of the rules and defaults, then ipam.poolDefinitions. The
-// selection carries it, so the allocator needs nothing else; DEL and GC,
-// which name the catalogue, reach every pool of every chain. A config
-// without overflow skips it.
+// resolveChains gives every pool of the catalogue its overflow chain
+// (pool.Catalog): the pools of the rules and defaults, then
+// ipam.poolDefinitions. The selection carries it, so the allocator needs
+// nothing else; DEL and GC, which name the catalogue, reach every pool of
+// every chain. A config without overflow skips it.
 func (c *argsConfig) resolveChains() error {
-	hasOverflow := bytes.Contains(c.definitions, []byte(`"overflow"`)) ||
-		slices.ContainsFunc(c.catalogue, func(p pool.Pool) bool { return p.Overflow != "" })
-	if !hasOverflow {
+	if !chainsNamed(c.pools, c.definitions) {
 		return nil
 	}
-	raw, err := c.definedPools()
+	defs, err := pool.ParseOverflows("ipam.poolDefinitions", c.definitions)
 	if err != nil {
 		return err
 	}
-	defs, err := pool.ParseOverflows("ipam.poolDefinitions", raw)
-	if err != nil {
-		return err
-	}
-	chains := pool.Catalog{Pools: slices.Clone(c.catalogue), Overflows: defs}
-	resolve := func(field string, ps []pool.Pool) error {
-		for i := range ps {
-			if ps[i], err = chains.Resolve(fmt.Sprintf("%s[%d]", field, i), ps[i]); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-	for _, r := range c.rules {
-		if err := resolve(r.field+".pools", r.pools); err != nil {
+	chains := pool.Catalog{Pools: slices.Clone(c.pools), Overflows: defs}
+	for i := range c.pools {
+		if c.pools[i], err = chains.Resolve(c.fields[i], c.pools[i]); err != nil {
 			return err
 		}
 	}
-	if err := resolve("ipam.defaultPools", c.defaults); err != nil {
-		return err
-	}
-	return resolve("ipam.pools", c.catalogue)
+	return nil
 }
 
 func parseRule(field string, raw json.RawMessage) (rule, error) {
@@ -213,7 +182,8 @@ func parseRule(field string, raw json.RawMessage) (rule, error) {
 	if err := netconf.Decode(raw, field, &rj); err != nil {
 		return rule{}, err
 	}
-	if err := rejectUnknownKeys(raw, field, ruleKeys()); err != nil {
+	known := []string{"pools", "podChoice", "sticky", "quota", "namespace", "podName", "ifname", "args", "labels", "annotations"}
+	if _, err := knownKeys(raw, field, known); err != nil {
 		return rule{}, err
 	}
 	r := rule{field: field, args: rj.Args, labels: rj.Labels, annotations: rj.Annotations}
@@ -254,7 +224,7 @@ func parseRule(field string, raw json.RawMessage) (rule, error) {
 		key string
 		m   map[string]string
 	}{{"args", r.args}, {"labels", r.labels}, {"annotations", r.annotations}} {
-		for _, k := range sortedKeys(m.m) {
+		for _, k := range slices.Sorted(maps.Keys(m.m)) {
 			if k == "" {
 				return rule{}, cnierr.InvalidConfig(field+"."+m.key, `""`, "empty key")
 			}
@@ -279,18 +249,29 @@ func checkPattern(field, pattern string) error {
 	return nil
 }
 
-// catalogue collects pools by name. A bare name refers to the pool of
-// that name defined elsewhere in the config (or, if nowhere, in the
-// allocator's poolDefinitions). A name defined twice must be defined alike:
-// DEL names each pool once, so a second definition would be unreachable.
+// catalogue holds every pool any rule or default names, each name once,
+// in order of first appearance: DEL, GC and STATUS name all of it, and a
+// podChoice name resolves to its entry here. A bare name refers to the
+// pool of that name defined elsewhere in the config (or, if nowhere, in
+// the allocator's poolDefinitions). A name defined twice must be defined
+// alike: DEL names each pool once, so a second definition would be
+// unreachable.
 type catalogue struct {
-	pools  []pool.Pool
-	fields []string // where each pool is defined (argsConfig.fields)
+	pools []pool.Pool
+	// fields are where the config writes each entry (the first place
+	// that gives it ranges, else the first that names it): errors, and
+	// `cniplugins pools` and validate (ArgsPools), name a pool by it.
+	fields []string
 }
 
+// find is the index of the pool named name, -1 when none (every
+// podChoice name has one).
 func (c *catalogue) find(name string) int {
 	return slices.IndexFunc(c.pools, func(p pool.Pool) bool { return p.Name == name })
 }
+
+// named is the pool named name, which the catalogue holds.
+func (c *catalogue) named(name string) pool.Pool { return c.pools[c.find(name)] }
 
 func (c *catalogue) add(p pool.Pool, field string) error {
 	i := c.find(p.Name)
@@ -314,7 +295,7 @@ func (c *catalogue) add(p pool.Pool, field string) error {
 // resolve replaces the bare names in pools by their definitions.
 func (c *catalogue) resolve(pools []pool.Pool) {
 	for i, p := range pools {
-		pools[i] = c.pools[c.find(p.Name)]
+		pools[i] = c.named(p.Name)
 	}
 }
 
@@ -323,39 +304,6 @@ func bare(p pool.Pool) bool {
 	a, _ := json.Marshal(p)
 	b, _ := json.Marshal(pool.Pool{Name: p.Name})
 	return string(a) == string(b)
-}
-
-// attachment is what req presents, its namespace taken as
-// ipam.namespaceFrom says.
-func (c *argsConfig) attachment(ifname string, cniArgs []netconf.CNIArg, conf *netconf.Envelope) (attachment, error) {
-	return normalise(ifname, cniArgs, conf, c.namespaceFrom)
-}
-
-// argKeys is every CNI_ARGS key the config can look at.
-func (c *argsConfig) argKeys() []string {
-	keys := []string{netconf.ArgPodNamespace, netconf.ArgNomadNamespace, netconf.ArgPodName}
-	for _, r := range c.rules {
-		if k, ok := r.quota.argKey(); ok && !slices.Contains(keys, k) {
-			keys = append(keys, k)
-		}
-		for _, k := range sortedKeys(r.args) {
-			if !slices.Contains(keys, k) {
-				keys = append(keys, k)
-			}
-		}
-	}
-	return keys
-}
-
-// sortedKeys gives map keys in a fixed order, so errors and details never
-// depend on map iteration.
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }
 
 // sets lists, once each, the pool sets an ADD can be given: each rule's

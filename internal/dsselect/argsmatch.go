@@ -1,16 +1,12 @@
 package dsselect
 
 import (
-	"encoding/json"
-	"fmt"
-	"net/netip"
 	"path"
 	"slices"
 	"strings"
 
 	"github.com/cniplugins/cniplugins/internal/alloc"
 	"github.com/cniplugins/cniplugins/internal/cnierr"
-	"github.com/cniplugins/cniplugins/internal/netconf"
 	"github.com/cniplugins/cniplugins/internal/pool"
 )
 
@@ -50,20 +46,26 @@ func glob(pattern, value string) bool {
 // the attachment's own choice, where that rule allows it), else the
 // defaults; then the cniplugins.io/ip addresses as requested-ip; and the
 // sticky key when that rule is sticky.
-func (c *argsConfig) choose(a attachment) (choice, error) {
+func (c *argsConfig) choose(a attachment) (pool.Selection, error) {
 	r := c.match(a)
 	pools, err := c.matchPools(r, a)
 	if err != nil {
-		return choice{}, err
+		return pool.Selection{}, err
 	}
-	if pools, err = c.placeRequests(pools, a.requestedIPs); err != nil {
-		return choice{}, err
+	if len(a.requestedIPs) > 0 {
+		defs, err := pool.NewDefinitions("ipam.poolDefinitions", c.definitions)
+		if err != nil {
+			return pool.Selection{}, err
+		}
+		if err := alloc.RequestPools(pools, defs, a.requestedIPs, annotationField(annotationIP)); err != nil {
+			return pool.Selection{}, err
+		}
 	}
 	q, err := c.quotaOf(r, a)
 	if err != nil {
-		return choice{}, err
+		return pool.Selection{}, err
 	}
-	return choice{pools: pools, sticky: r.stickyOf(a), quota: q}, nil
+	return pool.Selection{Pools: pools, Sticky: r.stickyOf(a), Quota: q}, nil
 }
 
 // match is the first rule matching a, nil when none does.
@@ -76,15 +78,30 @@ func (c *argsConfig) match(a attachment) *rule {
 	return nil
 }
 
-// matchPools is the pools of rule r (nil: the defaults) for a.
+// matchPools is the pools of rule r (nil: the defaults) for a: the
+// attachment's own choice, if it makes one, only within r's podChoice.
+// This is the security boundary: whoever creates a pod writes its
+// annotations, so an annotation must never reach a pool the operator's
+// rule did not open to it.
 func (c *argsConfig) matchPools(r *rule, a attachment) ([]pool.Pool, error) {
-	if r != nil {
-		return c.applyChoice(r.field, r.pools, r.podChoice, a.choice)
+	if r == nil {
+		if c.defaults == nil {
+			return nil, cnierr.New(cnierr.CodeNoPoolSelected, "no rule selects a pool for this attachment", "%s", a.presented())
+		}
+		r = &rule{field: "ipam.defaultPools", pools: c.defaults}
 	}
-	if c.defaults != nil {
-		return c.applyChoice("ipam.defaultPools", c.defaults, nil, a.choice)
+	if len(a.choice) == 0 {
+		return slices.Clone(r.pools), nil
 	}
-	return nil, cnierr.New(cnierr.CodeNoPoolSelected, "no rule selects a pool for this attachment", "%s", a.presented())
+	out := make([]pool.Pool, 0, len(a.choice))
+	for _, ch := range a.choice {
+		if !slices.Contains(r.podChoice, ch.name) {
+			return nil, cnierr.New(cnierr.CodePoolNotAllowed, "pool not allowed for this attachment",
+				"pool=%q asked by %s; matched %s, whose podChoice is [%s]", ch.name, ch.from, r.field, strings.Join(r.podChoice, " "))
+		}
+		out = append(out, c.named(ch.name))
+	}
+	return out, nil
 }
 
 // stickyOf is the key a sticky rule gives a, with its source:
@@ -116,95 +133,4 @@ func (r *rule) stickyOf(a attachment) *pool.Sticky {
 		}
 		return nil
 	}
-}
-
-// applyChoice honours the attachment's own choice only within allowed.
-// This is the security boundary: whoever creates a pod writes its
-// annotations, so an annotation must never reach a pool the operator's
-// rule did not open to it.
-func (c *argsConfig) applyChoice(field string, pools []pool.Pool, allowed []string, choice []askedPool) ([]pool.Pool, error) {
-	if len(choice) == 0 {
-		return slices.Clone(pools), nil
-	}
-	out := make([]pool.Pool, 0, len(choice))
-	for _, ch := range choice {
-		if !slices.Contains(allowed, ch.name) {
-			return nil, cnierr.New(cnierr.CodePoolNotAllowed, "pool not allowed for this attachment",
-				"pool=%q asked by %s; matched %s, whose podChoice is [%s]", ch.name, ch.from, field, strings.Join(allowed, " "))
-		}
-		out = append(out, c.catalogue[c.find(ch.name)])
-	}
-	return out, nil
-}
-
-// placeRequests makes each requested address the requested-ip of the one
-// selected pool whose subnet holds it. Code 101 when none does, or when a
-// pool would get two (an allocator hands out one address per pool).
-func (c *argsConfig) placeRequests(pools []pool.Pool, ips []netip.Addr) ([]pool.Pool, error) {
-	if len(ips) == 0 {
-		return pools, nil
-	}
-	defs, err := c.definedPools()
-	if err != nil {
-		return nil, err
-	}
-	names := pool.Names(pools)
-	field := fmt.Sprintf(`%s["%s"]`, annotationsField, annotationIP)
-	for _, ip := range ips {
-		i, err := poolHolding(pools, defs, ip)
-		if err != nil {
-			return nil, err
-		}
-		switch {
-		case i < 0:
-			return nil, cnierr.New(cnierr.CodeAddrUnavailable, "requested address is in no selected pool",
-				"%s=%s; selected pools [%s]", field, ip, strings.Join(names, " "))
-		case pools[i].RequestedIP != "" && pools[i].RequestedIP != ip.String():
-			return nil, cnierr.New(cnierr.CodeAddrUnavailable, "two addresses requested from one pool",
-				"%s=%s; pool %s already has requested-ip %s", field, ip, pools[i].Name, pools[i].RequestedIP)
-		}
-		pools[i].RequestedIP = ip.String()
-	}
-	return pools, nil
-}
-
-// poolHolding is the index of the pool whose subnet contains ip, or -1.
-func poolHolding(pools []pool.Pool, defs map[string]json.RawMessage, ip netip.Addr) (int, error) {
-	for i, p := range pools {
-		field := "pools[" + p.Name + "]"
-		rs, inline, err := p.InlineRanges(field)
-		if err != nil {
-			return -1, err
-		}
-		if !inline {
-			raw, ok := defs[p.Name]
-			if !ok {
-				continue
-			}
-			// Only the entries of selected pools are parsed: the
-			// allocator owns poolDefinitions and validates all of it.
-			def, err := pool.ParseDefinition("ipam.poolDefinitions."+p.Name, raw)
-			if err != nil {
-				return -1, err
-			}
-			rs = def.Set
-		}
-		for _, r := range rs {
-			if r.Subnet.Contains(ip) {
-				return i, nil
-			}
-		}
-	}
-	return -1, nil
-}
-
-// definedPools splits ipam.poolDefinitions into its entries, left for
-// pool.ParseDefinition.
-func (c *argsConfig) definedPools() (map[string]json.RawMessage, error) {
-	if len(c.definitions) == 0 || string(c.definitions) == "null" {
-		return nil, nil
-	}
-	var raw map[string]json.RawMessage
-	err := netconf.Decode(c.definitions, "ipam.poolDefinitions", &raw)
-	return raw, err
 }

@@ -28,8 +28,8 @@ func ArgsPools(conf *netconf.Envelope) ([]ArgsPool, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := make([]ArgsPool, len(c.catalogue))
-	for i, p := range c.catalogue {
+	out := make([]ArgsPool, len(c.pools))
+	for i, p := range c.pools {
 		out[i] = ArgsPool{Pool: p, Field: c.fields[i]}
 	}
 	return out, nil

@@ -3,7 +3,9 @@ package dsselect
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/netip"
+	"slices"
 	"strings"
 
 	"github.com/cniplugins/cniplugins/internal/cnierr"
@@ -103,33 +105,37 @@ func normalise(ifname string, cniArgs []netconf.CNIArg, conf *netconf.Envelope, 
 			return a, err
 		}
 	}
-	if v, ok := a.annotations[annotationPools]; ok {
-		names, err := splitList(fmt.Sprintf(`%s["%s"]`, annotationsField, annotationPools), v)
-		if err != nil {
-			return a, err
-		}
+	// Each pool once, where it was first asked: a linear scan, which the
+	// lists' bound (maxListed each) keeps small.
+	ask := func(from string, names []string) {
 		for _, name := range names {
-			a.choice = appendAsked(a.choice, askedPool{name, "annotation " + annotationPools})
-		}
-	}
-	for _, name := range cniPools {
-		a.choice = appendAsked(a.choice, askedPool{name, "args.cni.pools"})
-	}
-	if v, ok := a.annotations[annotationIP]; ok {
-		ips, err := splitList(fmt.Sprintf(`%s["%s"]`, annotationsField, annotationIP), v)
-		if err != nil {
-			return a, err
-		}
-		for _, s := range ips {
-			ip, err := netip.ParseAddr(s)
-			if err != nil || ip.Zone() != "" {
-				return a, cnierr.InvalidConfig(fmt.Sprintf(`%s["%s"]`, annotationsField, annotationIP), s, "not an IP address")
+			if !slices.ContainsFunc(a.choice, func(q askedPool) bool { return q.name == name }) {
+				a.choice = append(a.choice, askedPool{name, from})
 			}
-			a.requestedIPs = append(a.requestedIPs, ip.Unmap())
 		}
+	}
+	names, err := splitList(annotationField(annotationPools), a.annotations[annotationPools])
+	if err != nil {
+		return a, err
+	}
+	ask("annotation "+annotationPools, names)
+	ask("args.cni.pools", cniPools)
+	ips, err := splitList(annotationField(annotationIP), a.annotations[annotationIP])
+	if err != nil {
+		return a, err
+	}
+	for _, s := range ips {
+		ip, err := netip.ParseAddr(s)
+		if err != nil || ip.Zone() != "" {
+			return a, cnierr.InvalidConfig(annotationField(annotationIP), s, "not an IP address")
+		}
+		a.requestedIPs = append(a.requestedIPs, ip.Unmap())
 	}
 	return a, nil
 }
+
+// annotationField is where the annotation key sits in the config.
+func annotationField(key string) string { return annotationsField + `["` + key + `"]` }
 
 // readCNISection takes labels and the plain string arguments from
 // args.cni, and returns args.cni.pools.
@@ -157,7 +163,7 @@ func (a *attachment) readCNISection(raw json.RawMessage) ([]string, error) {
 		}
 		a.labels[l.Key] = l.Value
 	}
-	for _, k := range sortedKeys(all) {
+	for _, k := range slices.Sorted(maps.Keys(all)) {
 		var s string
 		if json.Unmarshal(all[k], &s) != nil {
 			continue // non-strings are not arguments
@@ -170,17 +176,6 @@ func (a *attachment) readCNISection(raw json.RawMessage) ([]string, error) {
 		}
 	}
 	return typed.Pools, nil
-}
-
-// appendAsked adds p unless list asks for its pool already: a linear scan,
-// which the lists' bound (maxListed each) keeps small.
-func appendAsked(list []askedPool, p askedPool) []askedPool {
-	for _, q := range list {
-		if q.name == p.name {
-			return list
-		}
-	}
-	return append(list, p)
 }
 
 // splitList splits a comma-separated annotation value, dropping blanks;
@@ -222,7 +217,7 @@ const maxKeysShown = 32
 
 // keyList is m's keys, sorted, the first maxKeysShown of them.
 func keyList(m map[string]string) string {
-	keys := sortedKeys(m)
+	keys := slices.Sorted(maps.Keys(m))
 	if len(keys) > maxKeysShown {
 		return strings.Join(keys[:maxKeysShown], " ") + fmt.Sprintf(" ... (%d more)", len(keys)-maxKeysShown)
 	}

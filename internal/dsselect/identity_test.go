@@ -63,12 +63,12 @@ func TestNamespaceFrom(t *testing.T) {
 				}
 				return
 			}
-			if key, _ := stickyOf(ch); len(ch.pools) != 1 || ch.pools[0].Name != tt.pool || key != tt.key {
-				t.Errorf("pools %v key %q; want %s, %q", ch.pools, key, tt.pool, tt.key)
+			if key, _ := stickyOf(ch); len(ch.Pools) != 1 || ch.Pools[0].Name != tt.pool || key != tt.key {
+				t.Errorf("pools %v key %q; want %s, %q", ch.Pools, key, tt.pool, tt.key)
 			}
 		})
 	}
-	e := cnierr.As(argsValidate(argsEnvelope(t, rules("k8s"), input{})))
+	e := cnierr.As(Args().Validate(argsEnvelope(t, rules("k8s"), input{})))
 	if e == nil || e.Code != 7 || !strings.Contains(e.Msg+e.Details, "ipam.namespaceFrom") {
 		t.Errorf("namespaceFrom k8s: %v, want code 7 naming ipam.namespaceFrom", e)
 	}

@@ -27,31 +27,28 @@ func Iface() plugin.Personality { return ifaceWith(netlinkHost{}) }
 // lost its address, changed subnet or gone, none of which may keep an
 // attachment's addresses from being freed.
 func ifaceWith(h hostNet) plugin.Personality {
-	fromHost := func(req *plugin.Request) ([]pool.Pool, error) {
+	fromHost := func(req *plugin.Request) (pool.Selection, error) {
 		s, err := parseIface(req.Conf)
 		if err != nil {
-			return nil, err
+			return pool.Selection{}, err
 		}
-		return derive(h, s)
+		return poolsOnly(derive(h, s))
 	}
-	byName := func(req *plugin.Request) ([]pool.Pool, error) {
+	byName := func(req *plugin.Request) (pool.Selection, error) {
 		s, err := parseIface(req.Conf)
 		if err != nil {
-			return nil, err
+			return pool.Selection{}, err
 		}
-		return s.every(), nil
+		return pool.Selection{Pools: s.every()}, nil
 	}
-	funcs := selectorFuncsBy(chooser{attached: poolsOnly(fromHost), every: poolsOnly(byName), status: poolsOnly(fromHost)})
+	funcs := selectorFuncs(fromHost, byName, fromHost)
 	funcs.Status = statusNotAvailable(funcs.Status)
 	return plugin.Personality{
-		Name:    IfaceName,
-		Summary: "selects the subnet of a host interface (read with netlink) as the pool, per address family",
-		Funcs:   funcs,
-		ArgKeys: func(*netconf.Envelope) ([]string, error) { return chainArgKeys(), nil },
-		Validate: func(conf *netconf.Envelope) error {
-			_, err := parseIface(conf)
-			return err
-		},
+		Name:     IfaceName,
+		Summary:  "selects the subnet of a host interface (read with netlink) as the pool, per address family",
+		Funcs:    funcs,
+		ArgKeys:  func(*netconf.Envelope) ([]string, error) { return chainArgKeys(), nil },
+		Validate: parsesWith(parseIface),
 	}
 }
 

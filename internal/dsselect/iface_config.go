@@ -134,13 +134,17 @@ func (s *ifaceSpec) poolName(family int) string { return fmt.Sprintf("%s-v%d", s
 // every lists the pools an ADD could have chosen, by name only: what DEL
 // and GC name (see Iface).
 func (s *ifaceSpec) every() []pool.Pool {
-	families := s.families
-	if families == nil {
-		families = []int{4, 6}
-	}
-	out := make([]pool.Pool, len(families))
-	for i, f := range families {
-		out[i] = pool.Pool{Name: s.poolName(f)}
+	var out []pool.Pool
+	for _, f := range s.wanted() {
+		out = append(out, pool.Pool{Name: s.poolName(f)})
 	}
 	return out
+}
+
+// wanted are the families looked for: those configured, else both.
+func (s *ifaceSpec) wanted() []int {
+	if s.families == nil {
+		return []int{4, 6}
+	}
+	return s.families
 }

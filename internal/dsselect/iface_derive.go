@@ -30,13 +30,9 @@ func derive(h hostNet, s *ifaceSpec) ([]pool.Pool, error) {
 	if err != nil {
 		return nil, netlinkErr("list default routes", err)
 	}
-	families := s.families
-	if families == nil {
-		families = []int{4, 6}
-	}
 	addrs := map[int][]hostAddr{} // by link index: "default" may name one link twice
 	var out []pool.Pool
-	for _, fam := range families {
+	for _, fam := range s.wanted() {
 		link, gw := named, netip.Addr{}
 		if s.link == defaultLink {
 			var ok bool

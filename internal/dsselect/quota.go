@@ -1,8 +1,8 @@
 package dsselect
 
 import (
+	"cmp"
 	"encoding/json"
-	"slices"
 	"strings"
 
 	"github.com/cniplugins/cniplugins/internal/alloc"
@@ -20,7 +20,7 @@ import (
 // matches on (args, labels, annotations, the pod name, the interface, the
 // pools asked for) is the pod author's, so it must neither move an
 // address out of its tenant's count nor raise the tenant's limit
-// (quotaOf). And a tenant named by an arg or an annotation is the
+// (tenantQuota). And a tenant named by an arg or an annotation is the
 // author's choice: it is scoped to the runtime's namespace, unless the
 // operator says the value is vouched for.
 const (
@@ -135,11 +135,7 @@ func (q *ruleQuota) tenant(a attachment) (string, error) {
 	return q.per + "=" + v, nil
 }
 
-// quotaOf is a's quota under rule r, its matching rule (nil: none): the
-// rules that bind a's tenant together are every rule a's author could
-// make a match (reachable) whose quota gives a the same tenant, each with
-// every pool it could give (its pools, its podChoice, their overflow
-// chains); alloc.TenantQuota joins them.
+// quotaOf is a's quota under rule r, its matching rule (nil: none).
 func (c *argsConfig) quotaOf(r *rule, a attachment) (*pool.Quota, error) {
 	if r == nil || r.quota == nil {
 		return nil, nil
@@ -148,6 +144,17 @@ func (c *argsConfig) quotaOf(r *rule, a attachment) (*pool.Quota, error) {
 	if err != nil {
 		return nil, err
 	}
+	q := c.tenantQuota(tenant, r, a)
+	return q, q.Validate(r.field + ".quota")
+}
+
+// tenantQuota is the quota of tenant, a's, with own's limit on a tie (nil:
+// the first rule that binds the tenant), nil when no rule binds it. The
+// rules that bind a's tenant together are every rule a's author could
+// make a match (reachable) whose quota gives a that tenant, each with
+// every pool it could give (its pools, its podChoice, their overflow
+// chains); alloc.TenantQuota joins them.
+func (c *argsConfig) tenantQuota(tenant string, own *rule, a attachment) *pool.Quota {
 	var quotas []pool.Quota
 	for _, o := range c.reachable(a.namespace) {
 		if o.quota == nil {
@@ -156,17 +163,20 @@ func (c *argsConfig) quotaOf(r *rule, a attachment) (*pool.Quota, error) {
 		if t, err := o.quota.tenant(a); err != nil || t != tenant {
 			continue
 		}
+		own = cmp.Or(own, o)
 		var names []string
 		for _, p := range o.pools {
 			names = append(names, p.Names()...)
 		}
 		for _, name := range o.podChoice {
-			names = append(names, c.catalogue[c.find(name)].Names()...)
+			names = append(names, c.named(name).Names()...)
 		}
 		quotas = append(quotas, pool.Quota{Rule: o.quota.field, Max: o.quota.max, Pools: names})
 	}
-	q := alloc.TenantQuota(pool.Quota{Tenant: tenant, Rule: r.quota.field, Max: r.quota.max}, quotas)
-	return q, q.Validate(r.field + ".quota")
+	if own == nil {
+		return nil
+	}
+	return alloc.TenantQuota(pool.Quota{Tenant: tenant, Rule: own.quota.field, Max: own.quota.max}, quotas)
 }
 
 // reachable lists the rules an attachment in namespace ns matches, or
@@ -193,10 +203,4 @@ func (c *argsConfig) reachable(ns string) []*rule {
 // args; Nomad jobs set any CNI arg).
 func (r *rule) authorCriteria() bool {
 	return r.podName != "" || r.ifname != "" || len(r.args) > 0 || len(r.labels) > 0 || len(r.annotations) > 0
-}
-
-// find is the index of the catalogue's pool named name (every podChoice
-// name has one), -1 when none.
-func (c *argsConfig) find(name string) int {
-	return slices.IndexFunc(c.catalogue, func(p pool.Pool) bool { return p.Name == name })
 }

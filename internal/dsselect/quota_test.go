@@ -94,7 +94,7 @@ func TestQuotaOfAttachment(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, _ := json.Marshal(ch.quota)
+			got, _ := json.Marshal(ch.Quota)
 			if string(got) != tt.want {
 				t.Errorf("quota %s, want %s", got, tt.want)
 			}

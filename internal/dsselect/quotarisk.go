@@ -19,7 +19,7 @@ type QuotaRisk struct {
 // author writes is a quota of its own, in its namespace), and the rules
 // whose quota an author escapes by making its pod match another rule (or
 // the defaults) that has no quota or counts another tenant. The quota
-// engine closes every other way around (quotaOf): these are the config's
+// engine closes every other way around (tenantQuota): these are the config's
 // to close.
 func QuotaRisks(conf *netconf.Envelope) ([]QuotaRisk, error) {
 	c, err := parseArgsConfig(conf)
@@ -36,10 +36,7 @@ func QuotaRisks(conf *netconf.Envelope) ([]QuotaRisk, error) {
 			out = append(out, QuotaRisk{Field: q.field + ".quota.per", Value: q.quota.per,
 				Msg: fmt.Sprintf("a pod's author chooses this tenant (%s): each value it writes is a tenant of its own in its namespace, with max addresses each; set \"vouched\": true only where something the operator trusts sets the value", authorSource(q.quota.per))})
 		}
-		for _, route := range c.escapes(i) {
-			out = append(out, QuotaRisk{Field: q.field + ".quota", Value: route.where,
-				Msg: "a pod's author can step around this quota: " + route.why})
-		}
+		out = append(out, c.escapes(i)...)
 	}
 	return out, nil
 }
@@ -52,18 +49,18 @@ func authorSource(per string) string {
 	return "args.cni (Multus cni-args) or a Nomad job's CNI args"
 }
 
-// escape is a way out of a rule's quota.
-type escape struct{ where, why string }
-
 // escapes lists where an author whose pod rule i's namespace pattern
 // matches can take it instead of rule i, by what it sets (the rules in
 // order, as matching walks them, up to the first that every pod of those
 // namespaces matches), to a rule without the same tenant's quota: one
 // that matches on what the author sets, or any later one when rule i
 // itself does; and the defaults.
-func (c *argsConfig) escapes(i int) []escape {
+func (c *argsConfig) escapes(i int) []QuotaRisk {
 	q := &c.rules[i]
-	var out []escape
+	var out []QuotaRisk
+	escape := func(where, why string) {
+		out = append(out, QuotaRisk{Field: q.field + ".quota", Value: where, Msg: "a pod's author can step around this quota: making its pod match " + why})
+	}
 	for j := range c.rules {
 		r := &c.rules[j]
 		if !patternsOverlap(r.namespace, q.namespace) {
@@ -75,14 +72,14 @@ func (c *argsConfig) escapes(i int) []escape {
 			if r.quota != nil {
 				why = fmt.Sprintf("%s, whose quota counts another tenant (%s)", r.field, r.quota.per)
 			}
-			out = append(out, escape{where: r.field, why: "making its pod match " + why})
+			escape(r.field, why)
 		}
 		if !r.authorCriteria() && patternCovers(r.namespace, q.namespace) {
 			return out // r takes every pod of those namespaces that reaches it
 		}
 	}
 	if c.defaults != nil && q.authorCriteria() {
-		out = append(out, escape{where: "ipam.defaultPools", why: "making its pod match no rule, for ipam.defaultPools, which have no quota"})
+		escape("ipam.defaultPools", "no rule, for ipam.defaultPools, which have no quota")
 	}
 	return out
 }

@@ -25,17 +25,22 @@ const StaticName = "ipam-ds-static"
 // the same on every command, so DEL and CHECK reach the allocator with the
 // pools (and, copied from prevResult, the addresses) that ADD used.
 func Static() plugin.Personality {
+	static := func(req *plugin.Request) (pool.Selection, error) { return poolsOnly(staticPools(req.Conf)) }
 	return plugin.Personality{
-		Name:    StaticName,
-		Summary: "selects the pools listed in ipam.pools",
-		Funcs: selectorFuncs(func(req *plugin.Request) ([]pool.Pool, error) {
-			return staticPools(req.Conf)
-		}),
-		ArgKeys: func(*netconf.Envelope) ([]string, error) { return chainArgKeys(), nil },
-		Validate: func(conf *netconf.Envelope) error {
-			_, err := staticPools(conf)
-			return err
-		},
+		Name:     StaticName,
+		Summary:  "selects the pools listed in ipam.pools",
+		Funcs:    selectorFuncs(static, static, nil),
+		ArgKeys:  func(*netconf.Envelope) ([]string, error) { return chainArgKeys(), nil },
+		Validate: parsesWith(staticPools),
+	}
+}
+
+// parsesWith is a selector's `cniplugins validate` check: its keys parse
+// as every command parses them, without looking at any attachment or host.
+func parsesWith[T any](parse func(*netconf.Envelope) (T, error)) func(*netconf.Envelope) error {
+	return func(conf *netconf.Envelope) error {
+		_, err := parse(conf)
+		return err
 	}
 }
 
@@ -65,11 +70,7 @@ func staticPools(conf *netconf.Envelope) ([]pool.Pool, error) {
 // overflowPools, then ipam.poolDefinitions (pool.Catalog). Pools without
 // an overflow anywhere cost nothing.
 func resolveStaticChains(pools []pool.Pool, rawDefs map[string]json.RawMessage) ([]pool.Pool, error) {
-	hasOverflow := slices.ContainsFunc(pools, func(p pool.Pool) bool { return p.Overflow != "" })
-	for _, d := range rawDefs {
-		hasOverflow = hasOverflow || bytes.Contains(d, []byte(`"overflow"`))
-	}
-	if !hasOverflow {
+	if !chainsNamed(pools, rawDefs) {
 		return pools, nil
 	}
 	defs, err := pool.ParseOverflows("ipam.poolDefinitions", rawDefs)
@@ -85,51 +86,32 @@ func resolveStaticChains(pools []pool.Pool, rawDefs map[string]json.RawMessage) 
 	return pools, nil
 }
 
-// selectorFuncs turns a pool choice into the five CNI commands. Every
-// command answers with the selection: ipam-delegated chains it into the
-// allocator's prevResult, which is how a DEL, GC or STATUS reaches the
-// allocator with the pools it concerns.
-func selectorFuncs(choose func(*plugin.Request) ([]pool.Pool, error)) plugin.Funcs {
-	return selectorFuncsBy(chooser{attached: poolsOnly(choose), every: poolsOnly(choose)})
-}
-
-// choice is a selector's answer to one command: the pools, and the
-// attachment's sticky key when the selector makes it sticky (nil for none).
-// On STATUS, sets are the pool sets an ADD could be given when the
-// selector chooses among them (nil: every ADD gets all of pools).
-type choice struct {
-	pools  []pool.Pool
-	sticky *pool.Sticky
-	sets   [][]string
-	// quota is the attachment's tenant quota (an ipam-ds-args rule's).
-	quota *pool.Quota
-}
-
-// poolsOnly is a pool choice that never makes an attachment sticky.
-func poolsOnly(choose func(*plugin.Request) ([]pool.Pool, error)) func(*plugin.Request) (choice, error) {
-	return func(req *plugin.Request) (choice, error) {
-		pools, err := choose(req)
-		return choice{pools: pools}, err
+// chainsNamed: a pool or a definition may name an overflow. Without one
+// the chains need no parsing of poolDefinitions.
+func chainsNamed(pools []pool.Pool, defs map[string]json.RawMessage) bool {
+	for _, d := range defs {
+		if bytes.Contains(d, []byte(`"overflow"`)) {
+			return true
+		}
 	}
+	return slices.ContainsFunc(pools, func(p pool.Pool) bool { return p.Overflow != "" })
 }
 
-// chooser is a selector's pool choice per kind of command.
-type chooser struct {
-	// attached serves ADD and CHECK, which concern one attachment.
-	attached func(*plugin.Request) (choice, error)
-	// every serves DEL, GC and STATUS: every pool the selector could have
-	// chosen: a DEL may carry less than its ADD did (CNI_ARGS or annotations
-	// dropped), and it must still free what the ADD reserved.
-	every func(*plugin.Request) (choice, error)
-	// status, when set, serves STATUS instead of every.
-	status func(*plugin.Request) (choice, error)
-}
+// chooseFunc is a selector's choice for one request: the selection's
+// pools, sticky key, STATUS's sets and quota, without the result that
+// selection puts around them.
+type chooseFunc func(*plugin.Request) (pool.Selection, error)
 
-// selectorFuncsBy is selectorFuncs for a selector whose choice depends on
-// the attachment: ADD and CHECK answer with c.attached, DEL and GC with
-// c.every, STATUS with c.status or else c.every.
-func selectorFuncsBy(c chooser) plugin.Funcs {
-	answer := func(choose func(*plugin.Request) (choice, error)) plugin.Func {
+// selectorFuncs turns a selector's choices into the five CNI commands,
+// each answering with the selection: ipam-delegated chains it into the
+// allocator's prevResult, which is how a DEL, GC or STATUS reaches the
+// allocator with the pools it concerns. attached serves ADD and CHECK,
+// which concern one attachment; every serves DEL and GC, and STATUS
+// unless status is set: every pool the selector could have chosen, since
+// a DEL may carry less than its ADD did (CNI_ARGS or annotations dropped)
+// and must still free what the ADD reserved.
+func selectorFuncs(attached, every, status chooseFunc) plugin.Funcs {
+	answer := func(choose chooseFunc) plugin.Func {
 		return func(req *plugin.Request) (types.Result, error) {
 			ch, err := choose(req)
 			if err != nil {
@@ -138,19 +120,22 @@ func selectorFuncsBy(c chooser) plugin.Funcs {
 			return selection(req, ch)
 		}
 	}
-	attached, every := answer(c.attached), answer(c.every)
-	status := every
-	if c.status != nil {
-		status = answer(c.status)
+	if status == nil {
+		status = every
 	}
-	return plugin.Funcs{Add: attached, Check: attached, Del: every, GC: every, Status: status}
+	return plugin.Funcs{Add: answer(attached), Check: answer(attached), Del: answer(every), GC: answer(every), Status: answer(status)}
 }
 
-// selection builds the result, copying prevResult.ips so that DEL and CHECK
-// reach the allocator with the addresses it handed out. The sticky key is
-// the choice's own, else prevResult's (passed on like the addresses, for a
-// selector chained after another).
-func selection(req *plugin.Request, ch choice) (types.Result, error) {
+// poolsOnly is a choice of pools alone, never sticky.
+func poolsOnly(pools []pool.Pool, err error) (pool.Selection, error) {
+	return pool.Selection{Pools: pools}, err
+}
+
+// selection is the result: the choice, with prevResult.ips copied so that
+// DEL and CHECK reach the allocator with the addresses it handed out. The
+// sticky key is the choice's own, else prevResult's (passed on like the
+// addresses, for a selector chained after another).
+func selection(req *plugin.Request, sel pool.Selection) (types.Result, error) {
 	res := &current.Result{CNIVersion: current.ImplementedSpecVersion}
 	prev, err := req.Conf.Result()
 	if err != nil {
@@ -162,14 +147,12 @@ func selection(req *plugin.Request, ch choice) (types.Result, error) {
 			c.Interface = nil // this result lists no interfaces to point at
 			res.IPs = append(res.IPs, &c)
 		}
+		if sel.Sticky == nil {
+			sel.Sticky = prevSticky(req.Conf)
+		}
 	}
-	sel := &pool.Selection{Inner: res, Pools: ch.pools, Choices: ch.sets, Quota: ch.quota}
-	if ch.sticky != nil {
-		sel.Sticky = ch.sticky
-	} else if prev != nil {
-		sel.Sticky = prevSticky(req.Conf)
-	}
-	return sel, nil
+	sel.Inner = res
+	return &sel, nil
 }
 
 // prevSticky is prevResult's "sticky" object when it names a key, else

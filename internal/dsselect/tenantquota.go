@@ -12,7 +12,7 @@ import (
 // TenantQuotas answers what `cniplugins pools` shows beside a tenant's
 // addresses: the quota ipam-ds-args gives that tenant's ADDs, which both
 // allocators enforce as the selection carries it (alloc.QuotaGate). It
-// asks quotaOf, the function that computes an ADD's quota, for an
+// asks tenantQuota, the function that computes an ADD's quota, for an
 // attachment rebuilt from the tenant, rather than restating a rule: a
 // tenant's limit is the smallest max among the rules its namespace
 // reaches with that tenant, not the max of the first rule naming a pool.
@@ -56,8 +56,8 @@ func (q *TenantQuotas) Of(name, tenant string) (int, bool) {
 	return limit, found
 }
 
-// quotasOfTenant is every quota an ADD of tenant can carry: quotaOf for
-// an attachment presenting the tenant, in the tenant's namespace or,
+// quotasOfTenant is every quota an ADD of tenant can carry: tenantQuota
+// for an attachment presenting the tenant, in the tenant's namespace or,
 // when it names none, in each of sampleNamespaces.
 func (c *argsConfig) quotasOfTenant(tenant string) []*pool.Quota {
 	ns, per, value, ok := splitTenant(tenant)
@@ -76,17 +76,8 @@ func (c *argsConfig) quotasOfTenant(tenant string) []*pool.Quota {
 		} else if key, isAnn := strings.CutPrefix(per, quotaPerAnnotation); isAnn {
 			a.annotations[key] = value
 		}
-		for _, r := range c.reachable(n) {
-			if r.quota == nil {
-				continue
-			}
-			if t, err := r.quota.tenant(a); err != nil || t != tenant {
-				continue
-			}
-			if qt, err := c.quotaOf(r, a); err == nil {
-				out = append(out, qt)
-			}
-			break // quotaOf gives every reachable rule of the tenant the same quota
+		if qt := c.tenantQuota(tenant, nil, a); qt != nil && qt.Validate("") == nil {
+			out = append(out, qt)
 		}
 	}
 	return out
