@@ -18,6 +18,7 @@ func TestTransportReusesConnection(t *testing.T) {
 	for _, closeAfter := range []bool{false, true} {
 		var mu sync.Mutex
 		conns := 0
+		closed := make(chan struct{}, 3)
 		srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if closeAfter {
 				// Answer, then close without saying so, as a member
@@ -31,6 +32,7 @@ func TestTransportReusesConnection(t *testing.T) {
 				_ = buf.Flush()
 				time.Sleep(20 * time.Millisecond)
 				conn.Close()
+				closed <- struct{}{}
 				return
 			}
 			_, _ = w.Write([]byte(okTxn))
@@ -48,7 +50,15 @@ func TestTransportReusesConnection(t *testing.T) {
 			if _, err := c.TxnOnce(Txn{Then: []Op{Put("k", []byte("v"))}}); err != nil {
 				t.Fatalf("closeAfter=%v, request %d: %v", closeAfter, i, err)
 			}
-			time.Sleep(50 * time.Millisecond) // the member's close has arrived
+			if closeAfter {
+				// The next request starts once the member has closed: on a
+				// loaded machine a fixed pause could end before the close.
+				select {
+				case <-closed:
+				case <-time.After(10 * time.Second):
+					t.Fatalf("request %d: the member never closed its connection", i)
+				}
+			}
 		}
 		srv.Close()
 		want := 1
