@@ -78,10 +78,7 @@ releases, install passes and refusals).`,
 				}
 				o.Metrics = &k8sinstall.Metrics{}
 			}
-			if o.Install.Binary, err = f.flavourBinary("", ""); err != nil {
-				return err
-			}
-			if o.Install.Names, err = f.namesOf(o.Install.Binary); err != nil {
+			if o.Install.Binary, o.Install.Names, err = f.toInstall("", ""); err != nil {
 				return err
 			}
 			if o.Confs.Source != "" {

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"io"
 	"slices"
 	"time"
 
@@ -43,6 +44,15 @@ func (o *outputFlags) add(c *cobra.Command, allowed ...string) {
 	c.Flags().BoolVar(&o.noHeaders, "no-headers", false, "omit the table header")
 }
 
+// write prints v as -o json, or as a table of header and rows (built
+// only for a table: a listing can be 60,000 rows).
+func (o *outputFlags) write(w io.Writer, v any, header []string, rows func() [][]string) error {
+	if o.format == ops.FormatJSON {
+		return ops.WriteJSON(w, v)
+	}
+	return ops.WriteTable(w, header, rows(), o.noHeaders)
+}
+
 func (o *outputFlags) check() error {
 	if !slices.Contains(o.allowed, o.format) {
 		return fmt.Errorf("invalid --output %q: want %s", o.format, joinOr(o.allowed))
@@ -66,11 +76,8 @@ func joinOr(s []string) string {
 }
 
 // problemsError is the error of a command that ran to the end and found
-// something wrong: the findings are on stdout, the count on stderr.
-type problemsError struct {
-	n    int
-	what string
-}
+// that many problems: the findings are on stdout, the count on stderr.
+type problemsError int
 
 // ExitCode: 1, the status of a check that found problems.
 func (problemsError) ExitCode() int { return 1 }
@@ -86,8 +93,8 @@ func (e exitError) Unwrap() error { return e.err }
 func (e exitError) ExitCode() int { return e.code }
 
 func (e problemsError) Error() string {
-	if e.n == 1 {
-		return "1 " + e.what + " found"
+	if e == 1 {
+		return "1 problem found"
 	}
-	return fmt.Sprintf("%d %ss found", e.n, e.what)
+	return fmt.Sprintf("%d problems found", int(e))
 }

@@ -165,14 +165,12 @@ func reconcile(live liveSandboxes, endpoint string, timeout time.Duration, scope
 }
 
 func writeLiveGC(cmd *cobra.Command, stale []ops.LiveGCLease, out outputFlags) error {
-	w := cmd.OutOrStdout()
-	if out.format == ops.FormatJSON {
-		return ops.WriteJSON(w, stale)
-	}
 	header := []string{"ADDRESS", "NETWORK", "POOL", "CONTAINER", "IFNAME", "OWNER", "AGE", "ERROR"}
-	rows := make([][]string, len(stale))
-	for i, l := range stale {
-		rows[i] = []string{l.Address, l.Network, l.Pool, l.ContainerID, l.IfName, l.Owner, l.Age.String(), l.Error}
-	}
-	return ops.WriteTable(w, header, rows, out.noHeaders)
+	return out.write(cmd.OutOrStdout(), stale, header, func() [][]string {
+		rows := make([][]string, len(stale))
+		for i, l := range stale {
+			rows[i] = []string{l.Address, l.Network, l.Pool, l.ContainerID, l.IfName, l.Owner, l.Age.String(), l.Error}
+		}
+		return rows
+	})
 }

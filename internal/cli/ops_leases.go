@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"slices"
 	"strconv"
 	"time"
@@ -49,12 +50,8 @@ With --etcd (full flavour), list ipam-da-etcd's claims of every node (or of
 // writeLeases prints leases in the -o format, with a NODE column when
 // they come from a store shared by nodes.
 func writeLeases(cmd *cobra.Command, leases []ops.Lease, out outputFlags, nodes bool) error {
-	w := cmd.OutOrStdout()
-	if out.format == ops.FormatJSON {
-		if leases == nil {
-			leases = []ops.Lease{} // an empty array, never null
-		}
-		return ops.WriteJSON(w, leases)
+	if leases == nil {
+		leases = []ops.Lease{} // JSON: an empty array, never null
 	}
 	header := []string{"ADDRESS", "NETWORK", "POOL", "CONTAINER", "IFNAME", "OWNER", "SINCE"}
 	if nodes {
@@ -75,42 +72,37 @@ func writeLeases(cmd *cobra.Command, leases []ops.Lease, out outputFlags, nodes 
 	if tenants {
 		header = append(header, "TENANT")
 	}
-	rows := make([][]string, len(leases))
-	for i, l := range leases {
-		since := ""
-		if !l.Since.IsZero() {
-			since = l.Since.Format(time.RFC3339)
-		}
-		rows[i] = []string{l.Address, l.Network, l.Pool, l.ContainerID, l.IfName, l.Owner, since}
-		if nodes {
-			seen := "-"
-			if !l.NodeSeen.IsZero() {
-				seen = l.NodeSeen.Format(time.RFC3339)
+	return out.write(cmd.OutOrStdout(), leases, header, func() [][]string {
+		rows := make([][]string, len(leases))
+		for i, l := range leases {
+			rows[i] = []string{l.Address, l.Network, l.Pool, l.ContainerID, l.IfName, l.Owner, timeCell(l.Since, "")}
+			if nodes {
+				rows[i] = append(rows[i], l.Node, timeCell(l.NodeSeen, "-"))
 			}
-			rows[i] = append(rows[i], l.Node, seen)
-		}
-		if sticky {
-			expires := "-"
-			switch {
-			case !l.HoldExpires.IsZero():
-				expires = l.HoldExpires.Format(time.RFC3339)
-			case l.StickyKey != "" && l.ContainerID == "":
-				expires = "never"
+			if sticky {
+				expires := timeCell(l.HoldExpires, "-")
+				if l.HoldExpires.IsZero() && l.StickyKey != "" && l.ContainerID == "" {
+					expires = "never"
+				}
+				rows[i] = append(rows[i], printableKey(l.StickyKey), l.LastOwner, expires)
 			}
-			rows[i] = append(rows[i], printableKey(l.StickyKey), l.LastOwner, expires)
-		}
-		if shared {
-			second := "-"
-			if l.SecondOwner != "" {
-				second = l.SecondOwner
+			if shared {
+				rows[i] = append(rows[i], cmp.Or(l.SecondOwner, "-"))
 			}
-			rows[i] = append(rows[i], second)
+			if tenants {
+				rows[i] = append(rows[i], printableKey(l.Tenant))
+			}
 		}
-		if tenants {
-			rows[i] = append(rows[i], printableKey(l.Tenant))
-		}
+		return rows
+	})
+}
+
+// timeCell is t in a table cell, or none for the zero time.
+func timeCell(t time.Time, none string) string {
+	if t.IsZero() {
+		return none
 	}
-	return ops.WriteTable(w, header, rows, out.noHeaders)
+	return t.Format(time.RFC3339)
 }
 
 // printableKey is a sticky key for a table cell: keys are printable, but
