@@ -72,10 +72,16 @@ releases, install passes and refusals).`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			log := cmd.ErrOrStderr()
 			var err error
-			if metrics != "" {
-				if err := f.k8sMetrics(o.Watch); err != nil {
-					return err
-				}
+			// --metrics-address needs the full flavour's HTTP server, and a
+			// process that stays to be scraped: checked before anything is
+			// installed.
+			switch {
+			case metrics == "":
+			case f.Metrics == nil:
+				return exitError{2, errors.New("--metrics-address needs the full flavour: run the cniplugins-full image; the lean binary links no HTTP server")}
+			case !o.Watch:
+				return errors.New("--metrics-address needs --watch: without it the installer exits once installed, and nothing is left to scrape")
+			default:
 				o.Metrics = &k8sinstall.Metrics{}
 			}
 			if o.Install.Binary, o.Install.Names, err = f.toInstall("", ""); err != nil {
@@ -100,15 +106,18 @@ releases, install passes and refusals).`,
 			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 			defer stop()
 			o.Log = log
-			run := func(ctx context.Context) error { return k8sinstall.Run(ctx, o) }
 			if metrics == "" {
-				return run(ctx)
+				return k8sinstall.Run(ctx, o)
 			}
-			e, err := f.k8sExposition(cmd, backend, &o.Confs.NetDir, &bf, o.Metrics)
+			b, err := backend()
 			if err != nil {
 				return err
 			}
-			return f.withMetrics(ctx, metrics, e, log, run)
+			dataDir := ""
+			if cmd.Flags().Changed("data-dir") {
+				dataDir = bf.local.dataDir
+			}
+			return f.withMetrics(ctx, metrics, f.exposition(log, b, o.Confs.NetDir, dataDir, o.Metrics), o)
 		},
 	}
 	fl := c.Flags()

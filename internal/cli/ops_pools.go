@@ -69,11 +69,7 @@ their claims in etcd.
 			if err != nil {
 				return err
 			}
-			dataDir := ""
-			if cmd.Flags().Changed("data-dir") {
-				dataDir = bf.local.dataDir
-			}
-			nets, err := conf.networks(dataDir)
+			nets, err := conf.networks(bf.local.dataDir) // "" without --data-dir
 			if err != nil {
 				return err
 			}
