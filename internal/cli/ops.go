@@ -44,13 +44,32 @@ func (o *outputFlags) add(c *cobra.Command, allowed ...string) {
 	c.Flags().BoolVar(&o.noHeaders, "no-headers", false, "omit the table header")
 }
 
-// write prints v as -o json, or as a table of header and rows (built
-// only for a table: a listing can be 60,000 rows).
-func (o *outputFlags) write(w io.Writer, v any, header []string, rows func() [][]string) error {
-	if o.format == ops.FormatJSON {
-		return ops.WriteJSON(w, v)
+// column is one column of a table of Ts; a column with show false is
+// left out (one that would be empty on every row, say).
+type column[T any] struct {
+	name string
+	show bool
+	cell func(T) string
+}
+
+// writeItems prints items as -o json, or as a table of cols.
+func writeItems[T any](w io.Writer, out outputFlags, items []T, cols []column[T]) error {
+	if out.format == ops.FormatJSON {
+		return ops.WriteJSON(w, items)
 	}
-	return ops.WriteTable(w, header, rows(), o.noHeaders)
+	cols = slices.DeleteFunc(cols, func(c column[T]) bool { return !c.show })
+	header := make([]string, len(cols))
+	for i, c := range cols {
+		header[i] = c.name
+	}
+	rows := make([][]string, len(items))
+	for i, it := range items {
+		rows[i] = make([]string, len(cols))
+		for j, c := range cols {
+			rows[i][j] = c.cell(it)
+		}
+	}
+	return ops.WriteTable(w, header, rows, out.noHeaders)
 }
 
 func (o *outputFlags) check() error {

@@ -74,20 +74,22 @@ func (o *fsckFlags) run(cmd *cobra.Command) error {
 	}
 	fs, err := ops.Fsck(req)
 	if len(fs) > 0 || out.format == ops.FormatJSON {
-		werr := out.write(cmd.OutOrStdout(), fs, []string{"SEVERITY", "DIR", "PATH", "FINDING", "REPAIR"}, func() [][]string {
-			rows := make([][]string, len(fs))
-			for i, f := range fs {
-				repair := f.Repair
-				if f.Repaired {
-					repair = "done: " + repair
-				}
-				path := f.Path
+		werr := writeItems(cmd.OutOrStdout(), *out, fs, []column[ops.Finding]{
+			{"SEVERITY", true, func(f ops.Finding) string { return f.Severity }},
+			{"DIR", true, func(f ops.Finding) string { return f.Dir }},
+			{"PATH", true, func(f ops.Finding) string {
 				if rel, err := filepath.Rel(st.dataDir, f.Path); err == nil {
-					path = rel // the table is read by people; JSON keeps absolute paths
+					return rel // the table is read by people; JSON keeps absolute paths
 				}
-				rows[i] = []string{f.Severity, f.Dir, path, f.What, repair}
-			}
-			return rows
+				return f.Path
+			}},
+			{"FINDING", true, func(f ops.Finding) string { return f.What }},
+			{"REPAIR", true, func(f ops.Finding) string {
+				if f.Repaired {
+					return "done: " + f.Repair
+				}
+				return f.Repair
+			}},
 		})
 		err = cmp.Or(err, werr)
 	}

@@ -165,12 +165,8 @@ func reconcile(live liveSandboxes, endpoint string, timeout time.Duration, scope
 }
 
 func writeLiveGC(cmd *cobra.Command, stale []ops.LiveGCLease, out outputFlags) error {
-	header := []string{"ADDRESS", "NETWORK", "POOL", "CONTAINER", "IFNAME", "OWNER", "AGE", "ERROR"}
-	return out.write(cmd.OutOrStdout(), stale, header, func() [][]string {
-		rows := make([][]string, len(stale))
-		for i, l := range stale {
-			rows[i] = []string{l.Address, l.Network, l.Pool, l.ContainerID, l.IfName, l.Owner, l.Age.String(), l.Error}
-		}
-		return rows
-	})
+	return writeItems(cmd.OutOrStdout(), out, stale, append(leaseColumns(func(l ops.LiveGCLease) ops.Lease { return l.Lease }),
+		column[ops.LiveGCLease]{"AGE", true, func(l ops.LiveGCLease) string { return l.Age.String() }},
+		column[ops.LiveGCLease]{"ERROR", true, func(l ops.LiveGCLease) string { return l.Error }},
+	))
 }

@@ -50,16 +50,16 @@ is found (with --strict, a warning too).`,
 			v := ops.Validator{Lookup: f.Registry.Lookup, CNIPath: filepath.SplitList(cniPath)}
 			problems := v.Files(files)
 			if len(problems) > 0 || out.format == ops.FormatJSON {
-				err := out.write(cmd.OutOrStdout(), append([]ops.Problem{}, problems...), []string{"FILE", "PATH", "VALUE", "PROBLEM"}, func() [][]string {
-					rows := make([][]string, len(problems))
-					for i, p := range problems {
-						msg := p.Msg
+				err := writeItems(cmd.OutOrStdout(), out, append([]ops.Problem{}, problems...), []column[ops.Problem]{
+					{"FILE", true, func(p ops.Problem) string { return p.File }},
+					{"PATH", true, func(p ops.Problem) string { return p.Path }},
+					{"VALUE", true, func(p ops.Problem) string { return p.Value }},
+					{"PROBLEM", true, func(p ops.Problem) string {
 						if p.Warning() {
-							msg = "warning: " + msg
+							return "warning: " + p.Msg
 						}
-						rows[i] = []string{p.File, p.Path, p.Value, msg}
-					}
-					return rows
+						return p.Msg
+					}},
 				})
 				if err != nil {
 					return err
