@@ -111,6 +111,15 @@ func sameFile(a, b string) bool {
 	return errA == nil && errB == nil && os.SameFile(fa, fb)
 }
 
+// fullOnlyUsage is a flag's usage, marked when this flavour lacks what
+// the flag needs (linked false).
+func fullOnlyUsage(usage string, linked bool) string {
+	if !linked {
+		usage += " (full flavour only: cniplugins-full)"
+	}
+	return usage
+}
+
 // fullOnly reports the personalities and commands that only the full
 // flavour has. They are plain words here, so that a leaner flavour can
 // say where they live without linking any of them; test/flavours checks

@@ -126,21 +126,13 @@ releases, install passes and refusals).`,
 	fl.StringVar(&o.Confs.NetDir, "net-dir", k8sNetDir, "the node's CNI configuration directory (net.d), as mounted")
 	fl.BoolVar(&o.Watch, "watch", false, "stay after installing: follow --conf-source, run the GC loop, exit on SIGTERM")
 	fl.DurationVar(&o.Interval, "interval", 10*time.Second, "with --watch: how often to look for changes in --conf-source")
-	usage := "reconcile the node's reservations against this CRI runtime's live sandboxes (unix socket path or unix:// URL)"
-	if f.CRI == nil {
-		usage += " (full flavour only: cniplugins-full)"
-	}
-	fl.StringVar(&criSocket, "gc-cri", "", usage)
+	fl.StringVar(&criSocket, "gc-cri", "", fullOnlyUsage("reconcile the node's reservations against this CRI runtime's live sandboxes (unix socket path or unix:// URL)", f.CRI != nil))
 	fl.DurationVar(&o.GCInterval, "gc-interval", time.Hour, "with --gc-cri: time between two reconciles")
 	fl.DurationVar(&minAge, "gc-min-age", ops.DefaultMinAge, "with --gc-cri: release only reservations older than this (an ADD in flight is younger)")
 	fl.DurationVar(&criTimeout, "gc-cri-timeout", 10*time.Second, "with --gc-cri: how long to wait for the runtime's answer")
 	fl.IntVar(&scope.maxConfNum, "gc-max-conf-num", ops.DefaultMaxConfNum, "with --gc-cri: how many of --net-dir's files the runtime loads, by name (containerd's max_conf_num; 0: all); only their networks are reconciled")
 	fl.StringArrayVar(&scope.networks, "gc-network", nil, "with --gc-cri: a network the runtime's pods are attached to beside --net-dir's (a Multus attachment's; repeatable)")
-	usage = "with --watch: serve GET /metrics (Prometheus) on this HOST:PORT (port 0: any; the bound address is logged)"
-	if f.Metrics == nil {
-		usage += " (full flavour only: cniplugins-full)"
-	}
-	fl.StringVar(&metrics, "metrics-address", "", usage)
+	fl.StringVar(&metrics, "metrics-address", "", fullOnlyUsage("with --watch: serve GET /metrics (Prometheus) on this HOST:PORT (port 0: any; the bound address is logged)", f.Metrics != nil))
 	bf.add(c, f.Etcd, true, "this node's name, whose claims --gc-cri reconciles (required)")
 	return c
 }

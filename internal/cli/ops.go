@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -80,18 +81,10 @@ func (o *outputFlags) check() error {
 }
 
 func joinOr(s []string) string {
-	out := ""
-	for i, x := range s {
-		switch {
-		case i == 0:
-		case i == len(s)-1:
-			out += " or "
-		default:
-			out += ", "
-		}
-		out += x
+	if len(s) < 2 {
+		return strings.Join(s, "")
 	}
-	return out
+	return strings.Join(s[:len(s)-1], ", ") + " or " + s[len(s)-1]
 }
 
 // problemsError is the error of a command that ran to the end and found

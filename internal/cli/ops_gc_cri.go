@@ -72,11 +72,7 @@ func (s criScope) resolve() ([]string, error) {
 }
 
 func (f *criFlags) add(c *cobra.Command, live liveSandboxes) {
-	usage := "reconcile against this CRI runtime's live sandboxes (unix socket path or unix:// URL, e.g. /run/containerd/containerd.sock)"
-	if live == nil {
-		usage += " (full flavour only: cniplugins-full)"
-	}
-	c.Flags().StringVar(&f.endpoint, "cri", "", usage)
+	c.Flags().StringVar(&f.endpoint, "cri", "", fullOnlyUsage("reconcile against this CRI runtime's live sandboxes (unix socket path or unix:// URL, e.g. /run/containerd/containerd.sock)", live != nil))
 	c.Flags().DurationVar(&f.timeout, "cri-timeout", 10*time.Second, "with --cri: how long to wait for the runtime's answer")
 	c.Flags().DurationVar(&f.minAge, "min-age", ops.DefaultMinAge, "with --cri: release only reservations older than this (an ADD in flight is younger)")
 	c.Flags().StringArrayVar(&f.scope.confDirs, "cni-conf-dir", []string{ops.DefaultConfDir}, `with --cri: the runtime's CNI conf dir (repeatable; "" reads none): only the networks it loads from there are reconciled`)

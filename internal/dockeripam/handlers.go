@@ -22,9 +22,9 @@ const contentType = "application/vnd.docker.plugins.v1+json"
 // argument-less calls; nothing here depends on either header.
 func (d *Driver) Handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("/Plugin.Activate", constant(activateResponse{Implements: []string{pluginKind}}))
-	mux.HandleFunc("/IpamDriver.GetCapabilities", constant(capabilitiesResponse{}))
-	mux.HandleFunc("/IpamDriver.GetDefaultAddressSpaces", constant(addressSpacesResponse{LocalDefaultAddressSpace: LocalSpace, GlobalDefaultAddressSpace: GlobalSpace}))
+	mux.HandleFunc("/Plugin.Activate", constant(struct{ Implements []string }{[]string{pluginKind}}))
+	mux.HandleFunc("/IpamDriver.GetCapabilities", constant(struct{ RequiresMACAddress, RequiresRequestReplay bool }{}))
+	mux.HandleFunc("/IpamDriver.GetDefaultAddressSpaces", constant(struct{ LocalDefaultAddressSpace, GlobalDefaultAddressSpace string }{LocalSpace, GlobalSpace}))
 	mux.HandleFunc("/IpamDriver.RequestPool", call(d, d.RequestPool))
 	mux.HandleFunc("/IpamDriver.ReleasePool", call(d, func(r ReleasePoolRequest) (struct{}, error) { return struct{}{}, d.ReleasePool(r) }))
 	mux.HandleFunc("/IpamDriver.RequestAddress", call(d, d.RequestAddress))
