@@ -236,12 +236,12 @@ func ReplaceBytes(dst string, mode fs.FileMode, data []byte) error {
 
 func installName(o Options, name string, ours bool, bin []byte) error {
 	path := filepath.Join(o.Dir, name)
-	fi, statErr := os.Lstat(path)
-	exists := statErr == nil
-	if exists && !ours && !o.Force {
-		return fmt.Errorf("refusing to replace %s: it was not installed by cniplugins (use --force)", path)
+	if !o.Force {
+		if err := checkName(o.Dir, name, ours); err != nil {
+			return err // it appeared since Run checked
+		}
 	}
-	if exists && ours && upToDate(o, fi) {
+	if fi, err := os.Lstat(path); err == nil && ours && upToDate(o, fi) {
 		return nil
 	}
 	// Build the new entry beside the old one, then rename over it, so the
