@@ -13,7 +13,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/cniplugins/cniplugins/internal/alloc"
 	"github.com/cniplugins/cniplugins/internal/k8sinstall"
 	"github.com/cniplugins/cniplugins/internal/ops"
 )
@@ -26,13 +25,10 @@ const (
 
 func (f Flavour) k8sInstallCmd() *cobra.Command {
 	var (
-		o          k8sinstall.Options
-		bf         backendFlags
-		criSocket  string
-		criTimeout time.Duration
-		minAge     time.Duration
-		scope      = criScope{dirFlag: "--net-dir", maxFlag: "--gc-max-conf-num"}
-		metrics    string
+		o       k8sinstall.Options
+		bf      backendFlags
+		cri     = criFlags{scope: criScope{dirFlag: "--net-dir", maxFlag: "--gc-max-conf-num"}}
+		metrics string
 	)
 	c := &cobra.Command{
 		Use:   "k8s-install [--conf-source DIR] [--watch] [--gc-cri SOCKET] [--metrics-address HOST:PORT]",
@@ -95,11 +91,11 @@ releases, install passes and refusals).`,
 			// One backend for the GC loop and the scrapes: with --etcd, one
 			// client, opened by whichever needs it first.
 			backend := sync.OnceValues(func() (ops.Backend, error) { return bf.backend(cmd) })
-			if criSocket != "" {
+			if cri.endpoint != "" {
 				// The GC loop's scope is the net.d it installs into: the
 				// node's, which is the runtime's conf dir.
-				scope.confDirs = []string{o.Confs.NetDir}
-				if o.GC, err = f.k8sGC(backend, bf.node, criSocket, criTimeout, minAge, scope); err != nil {
+				cri.scope.confDirs = []string{o.Confs.NetDir}
+				if o.GC, err = f.k8sGC(backend, bf.node, cri); err != nil {
 					return err
 				}
 			}
@@ -126,12 +122,12 @@ releases, install passes and refusals).`,
 	fl.StringVar(&o.Confs.NetDir, "net-dir", k8sNetDir, "the node's CNI configuration directory (net.d), as mounted")
 	fl.BoolVar(&o.Watch, "watch", false, "stay after installing: follow --conf-source, run the GC loop, exit on SIGTERM")
 	fl.DurationVar(&o.Interval, "interval", 10*time.Second, "with --watch: how often to look for changes in --conf-source")
-	fl.StringVar(&criSocket, "gc-cri", "", fullOnlyUsage("reconcile the node's reservations against this CRI runtime's live sandboxes (unix socket path or unix:// URL)", f.CRI != nil))
+	fl.StringVar(&cri.endpoint, "gc-cri", "", fullOnlyUsage("reconcile the node's reservations against this CRI runtime's live sandboxes (unix socket path or unix:// URL)", f.CRI != nil))
 	fl.DurationVar(&o.GCInterval, "gc-interval", time.Hour, "with --gc-cri: time between two reconciles")
-	fl.DurationVar(&minAge, "gc-min-age", ops.DefaultMinAge, "with --gc-cri: release only reservations older than this (an ADD in flight is younger)")
-	fl.DurationVar(&criTimeout, "gc-cri-timeout", 10*time.Second, "with --gc-cri: how long to wait for the runtime's answer")
-	fl.IntVar(&scope.maxConfNum, "gc-max-conf-num", ops.DefaultMaxConfNum, "with --gc-cri: how many of --net-dir's files the runtime loads, by name (containerd's max_conf_num; 0: all); only their networks are reconciled")
-	fl.StringArrayVar(&scope.networks, "gc-network", nil, "with --gc-cri: a network the runtime's pods are attached to beside --net-dir's (a Multus attachment's; repeatable)")
+	fl.DurationVar(&cri.minAge, "gc-min-age", ops.DefaultMinAge, "with --gc-cri: release only reservations older than this (an ADD in flight is younger)")
+	fl.DurationVar(&cri.timeout, "gc-cri-timeout", 10*time.Second, "with --gc-cri: how long to wait for the runtime's answer")
+	fl.IntVar(&cri.scope.maxConfNum, "gc-max-conf-num", ops.DefaultMaxConfNum, "with --gc-cri: how many of --net-dir's files the runtime loads, by name (containerd's max_conf_num; 0: all); only their networks are reconciled")
+	fl.StringArrayVar(&cri.scope.networks, "gc-network", nil, "with --gc-cri: a network the runtime's pods are attached to beside --net-dir's (a Multus attachment's; repeatable)")
 	fl.StringVar(&metrics, "metrics-address", "", fullOnlyUsage("with --watch: serve GET /metrics (Prometheus) on this HOST:PORT (port 0: any; the bound address is logged)", f.Metrics != nil))
 	bf.add(c, f.Etcd, true, "this node's name, whose claims --gc-cri reconciles (required)")
 	return c
@@ -139,14 +135,14 @@ releases, install passes and refusals).`,
 
 // k8sGC is the GC loop's one pass: gc --cri --apply on the backend the
 // flags choose, each release logged.
-func (f Flavour) k8sGC(backend func() (ops.Backend, error), node, socket string, timeout, minAge time.Duration, scope criScope) (func(io.Writer) (int, error), error) {
+func (f Flavour) k8sGC(backend func() (ops.Backend, error), node string, cri criFlags) (func(io.Writer) (int, error), error) {
 	if f.CRI == nil {
 		return nil, exitError{2, errors.New("--gc-cri needs the full flavour: run the cniplugins-full image; the lean binary links no network client")}
 	}
-	if minAge < 0 {
-		return nil, fmt.Errorf("invalid --gc-min-age %s: want 0 or more", minAge)
+	if cri.minAge < 0 {
+		return nil, fmt.Errorf("invalid --gc-min-age %s: want 0 or more", cri.minAge)
 	}
-	if err := ops.CheckMaxConfNum(scope.maxFlag, scope.maxConfNum); err != nil {
+	if err := ops.CheckMaxConfNum(cri.scope.maxFlag, cri.scope.maxConfNum); err != nil {
 		return nil, err
 	}
 	b, err := backend()
@@ -157,7 +153,7 @@ func (f Flavour) k8sGC(backend func() (ops.Backend, error), node, socket string,
 		return nil, errors.New("with --etcd, name this host's --node: only its claims are reconciled")
 	}
 	return func(log io.Writer) (int, error) {
-		rep, live, err := reconcile(f.CRI, socket, timeout, scope, b, ops.LiveGCRequest{Runtime: alloc.Runtime{MinAge: minAge}, Apply: true, Node: node})
+		rep, live, err := cri.reconcile(f.CRI, b, ops.LiveGCRequest{Apply: true, Node: node})
 		released := 0
 		for _, l := range rep.Stale {
 			if l.Error != "" {
