@@ -100,10 +100,7 @@ func (f Flavour) installCmd() *cobra.Command {
 				o.Dir = args[0]
 			}
 			var err error
-			if o.Binary, err = f.flavourBinary(o.Binary, flavour); err != nil {
-				return err
-			}
-			if o.Names, err = f.namesOf(o.Binary); err != nil {
+			if o.Binary, o.Names, err = f.toInstall(o.Binary, flavour); err != nil {
 				return err
 			}
 			o.Out = cmd.OutOrStdout()

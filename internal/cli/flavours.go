@@ -44,55 +44,30 @@ func flavourChoices() string {
 	return joinOr(s)
 }
 
-// flavourBinary is the executable `install` installs: --binary, else
-// this executable when --flavour is none or its own, else the --flavour's
-// binary beside this executable.
-func (f Flavour) flavourBinary(binary, flavour string) (string, error) {
+// toInstall is the executable `install` installs and its personalities:
+// --binary, else this executable when --flavour is none or its own, else
+// the --flavour's binary beside this executable. This executable's names
+// are this flavour's; another binary's are what its `list` prints, so
+// that installing another flavour links exactly its names (and the
+// installer can drop the ones it lacks).
+func (f Flavour) toInstall(binary, flavour string) (string, []string, error) {
 	if binary != "" && flavour != "" {
-		return "", fmt.Errorf("--binary and --flavour are exclusive")
-	}
-	if binary != "" {
-		return binary, nil
+		return "", nil, fmt.Errorf("--binary and --flavour are exclusive")
 	}
 	self, err := os.Executable()
-	if err != nil {
-		return "", err
+	if binary == "" && err != nil {
+		return "", nil, err
 	}
-	if flavour == "" {
-		return self, nil
-	}
-	file, ok := flavourFile(flavour)
-	if !ok {
-		return "", fmt.Errorf("unknown flavour %q (%s)", flavour, joinOr(version.Flavours()))
-	}
-	if flavour == f.Name {
-		return self, nil
-	}
-	path := filepath.Join(filepath.Dir(self), file)
-	fi, err := os.Stat(path)
-	if err != nil {
-		return "", fmt.Errorf("flavour %s: no %s beside %s (run it from the source tree's bin/ or the release directory, or pass --binary)", flavour, file, self)
-	}
-	// An installed binary is named cniplugins whatever its flavour: the
-	// lean flavour's file name beside it is itself.
-	if me, err := os.Stat(self); err == nil && os.SameFile(fi, me) {
-		return "", fmt.Errorf("flavour %s: %s is this binary, of flavour %s (run install from the source tree's bin/ or the release directory, or pass --binary)", flavour, path, f.Name)
-	}
-	return path, nil
-}
-
-// namesOf lists the personalities of the binary to install: this
-// flavour's own when it is this executable, else what that binary's
-// `list` prints, so that installing another flavour links exactly its
-// names (and the installer can drop the ones it lacks).
-func (f Flavour) namesOf(binary string) ([]string, error) {
-	self, err := os.Executable()
-	if err == nil {
-		a, errA := os.Stat(self)
-		b, errB := os.Stat(binary)
-		if errA == nil && errB == nil && os.SameFile(a, b) {
-			return f.Registry.Names(), nil
+	if binary == "" && flavour != "" && flavour != f.Name {
+		if binary, err = f.beside(self, flavour); err != nil {
+			return "", nil, err
 		}
+	}
+	if binary == "" {
+		return self, f.Registry.Names(), nil
+	}
+	if sameFile(binary, self) {
+		return binary, f.Registry.Names(), nil
 	}
 	// Called by its own file name, whatever that is, the binary would
 	// take it as an unknown personality; `cniplugins list` is the
@@ -103,13 +78,46 @@ func (f Flavour) namesOf(binary string) ([]string, error) {
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
-		return nil, fmt.Errorf("%s list: %v: %s", binary, err, strings.TrimSpace(stderr.String()))
+		return "", nil, fmt.Errorf("%s list: %v: %s", binary, err, strings.TrimSpace(stderr.String()))
 	}
 	names := strings.Fields(string(out))
 	if len(names) == 0 {
-		return nil, fmt.Errorf("%s list printed no personality", binary)
+		return "", nil, fmt.Errorf("%s list printed no personality", binary)
 	}
-	return names, nil
+	return binary, names, nil
+}
+
+// beside is flavour's binary beside self, another flavour's.
+func (f Flavour) beside(self, flavour string) (string, error) {
+	file, ok := flavourFile(flavour)
+	if !ok {
+		return "", fmt.Errorf("unknown flavour %q (%s)", flavour, joinOr(version.Flavours()))
+	}
+	path := filepath.Join(filepath.Dir(self), file)
+	if _, err := os.Stat(path); err != nil {
+		return "", fmt.Errorf("flavour %s: no %s beside %s (run it from the source tree's bin/ or the release directory, or pass --binary)", flavour, file, self)
+	}
+	// An installed binary is named cniplugins whatever its flavour: the
+	// lean flavour's file name beside it is itself.
+	if sameFile(path, self) {
+		return "", fmt.Errorf("flavour %s: %s is this binary, of flavour %s (run install from the source tree's bin/ or the release directory, or pass --binary)", flavour, path, f.Name)
+	}
+	return path, nil
+}
+
+func sameFile(a, b string) bool {
+	fa, errA := os.Stat(a)
+	fb, errB := os.Stat(b)
+	return errA == nil && errB == nil && os.SameFile(fa, fb)
+}
+
+// fullOnlyUsage is a flag's usage, marked when this flavour lacks what
+// the flag needs (linked false).
+func fullOnlyUsage(usage string, linked bool) string {
+	if !linked {
+		usage += " (full flavour only: cniplugins-full)"
+	}
+	return usage
 }
 
 // fullOnly reports the personalities and commands that only the full

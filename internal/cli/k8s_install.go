@@ -13,7 +13,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/cniplugins/cniplugins/internal/alloc"
 	"github.com/cniplugins/cniplugins/internal/k8sinstall"
 	"github.com/cniplugins/cniplugins/internal/ops"
 )
@@ -26,13 +25,10 @@ const (
 
 func (f Flavour) k8sInstallCmd() *cobra.Command {
 	var (
-		o          k8sinstall.Options
-		bf         backendFlags
-		criSocket  string
-		criTimeout time.Duration
-		minAge     time.Duration
-		scope      = criScope{dirFlag: "--net-dir", maxFlag: "--gc-max-conf-num"}
-		metrics    string
+		o       k8sinstall.Options
+		bf      backendFlags
+		cri     = criFlags{scope: criScope{dirFlag: "--net-dir", maxFlag: "--gc-max-conf-num"}}
+		metrics string
 	)
 	c := &cobra.Command{
 		Use:   "k8s-install [--conf-source DIR] [--watch] [--gc-cri SOCKET] [--metrics-address HOST:PORT]",
@@ -72,16 +68,19 @@ releases, install passes and refusals).`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			log := cmd.ErrOrStderr()
 			var err error
-			if metrics != "" {
-				if err := f.k8sMetrics(o.Watch); err != nil {
-					return err
-				}
+			// --metrics-address needs the full flavour's HTTP server, and a
+			// process that stays to be scraped: checked before anything is
+			// installed.
+			switch {
+			case metrics == "":
+			case f.Metrics == nil:
+				return exitError{2, errors.New("--metrics-address needs the full flavour: run the cniplugins-full image; the lean binary links no HTTP server")}
+			case !o.Watch:
+				return errors.New("--metrics-address needs --watch: without it the installer exits once installed, and nothing is left to scrape")
+			default:
 				o.Metrics = &k8sinstall.Metrics{}
 			}
-			if o.Install.Binary, err = f.flavourBinary("", ""); err != nil {
-				return err
-			}
-			if o.Install.Names, err = f.namesOf(o.Install.Binary); err != nil {
+			if o.Install.Binary, o.Install.Names, err = f.toInstall("", ""); err != nil {
 				return err
 			}
 			if o.Confs.Source != "" {
@@ -92,26 +91,29 @@ releases, install passes and refusals).`,
 			// One backend for the GC loop and the scrapes: with --etcd, one
 			// client, opened by whichever needs it first.
 			backend := sync.OnceValues(func() (ops.Backend, error) { return bf.backend(cmd) })
-			if criSocket != "" {
+			if cri.endpoint != "" {
 				// The GC loop's scope is the net.d it installs into: the
 				// node's, which is the runtime's conf dir.
-				scope.confDirs = []string{o.Confs.NetDir}
-				if o.GC, err = f.k8sGC(backend, bf.node, criSocket, criTimeout, minAge, scope); err != nil {
+				cri.scope.confDirs = []string{o.Confs.NetDir}
+				if o.GC, err = f.k8sGC(backend, bf.node, cri); err != nil {
 					return err
 				}
 			}
 			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 			defer stop()
 			o.Log = log
-			run := func(ctx context.Context) error { return k8sinstall.Run(ctx, o) }
 			if metrics == "" {
-				return run(ctx)
+				return k8sinstall.Run(ctx, o)
 			}
-			e, err := f.k8sExposition(cmd, backend, &o.Confs.NetDir, &bf, o.Metrics)
+			b, err := backend()
 			if err != nil {
 				return err
 			}
-			return f.withMetrics(ctx, metrics, e, log, run)
+			dataDir := ""
+			if cmd.Flags().Changed("data-dir") {
+				dataDir = bf.local.dataDir
+			}
+			return f.withMetrics(ctx, metrics, f.exposition(log, b, o.Confs.NetDir, dataDir, o.Metrics), o)
 		},
 	}
 	fl := c.Flags()
@@ -120,35 +122,27 @@ releases, install passes and refusals).`,
 	fl.StringVar(&o.Confs.NetDir, "net-dir", k8sNetDir, "the node's CNI configuration directory (net.d), as mounted")
 	fl.BoolVar(&o.Watch, "watch", false, "stay after installing: follow --conf-source, run the GC loop, exit on SIGTERM")
 	fl.DurationVar(&o.Interval, "interval", 10*time.Second, "with --watch: how often to look for changes in --conf-source")
-	usage := "reconcile the node's reservations against this CRI runtime's live sandboxes (unix socket path or unix:// URL)"
-	if f.CRI == nil {
-		usage += " (full flavour only: cniplugins-full)"
-	}
-	fl.StringVar(&criSocket, "gc-cri", "", usage)
+	fl.StringVar(&cri.endpoint, "gc-cri", "", fullOnlyUsage("reconcile the node's reservations against this CRI runtime's live sandboxes (unix socket path or unix:// URL)", f.CRI != nil))
 	fl.DurationVar(&o.GCInterval, "gc-interval", time.Hour, "with --gc-cri: time between two reconciles")
-	fl.DurationVar(&minAge, "gc-min-age", ops.DefaultMinAge, "with --gc-cri: release only reservations older than this (an ADD in flight is younger)")
-	fl.DurationVar(&criTimeout, "gc-cri-timeout", 10*time.Second, "with --gc-cri: how long to wait for the runtime's answer")
-	fl.IntVar(&scope.maxConfNum, "gc-max-conf-num", ops.DefaultMaxConfNum, "with --gc-cri: how many of --net-dir's files the runtime loads, by name (containerd's max_conf_num; 0: all); only their networks are reconciled")
-	fl.StringArrayVar(&scope.networks, "gc-network", nil, "with --gc-cri: a network the runtime's pods are attached to beside --net-dir's (a Multus attachment's; repeatable)")
-	usage = "with --watch: serve GET /metrics (Prometheus) on this HOST:PORT (port 0: any; the bound address is logged)"
-	if f.Metrics == nil {
-		usage += " (full flavour only: cniplugins-full)"
-	}
-	fl.StringVar(&metrics, "metrics-address", "", usage)
+	fl.DurationVar(&cri.minAge, "gc-min-age", ops.DefaultMinAge, "with --gc-cri: release only reservations older than this (an ADD in flight is younger)")
+	fl.DurationVar(&cri.timeout, "gc-cri-timeout", 10*time.Second, "with --gc-cri: how long to wait for the runtime's answer")
+	fl.IntVar(&cri.scope.maxConfNum, "gc-max-conf-num", ops.DefaultMaxConfNum, "with --gc-cri: how many of --net-dir's files the runtime loads, by name (containerd's max_conf_num; 0: all); only their networks are reconciled")
+	fl.StringArrayVar(&cri.scope.networks, "gc-network", nil, "with --gc-cri: a network the runtime's pods are attached to beside --net-dir's (a Multus attachment's; repeatable)")
+	fl.StringVar(&metrics, "metrics-address", "", fullOnlyUsage("with --watch: serve GET /metrics (Prometheus) on this HOST:PORT (port 0: any; the bound address is logged)", f.Metrics != nil))
 	bf.add(c, f.Etcd, true, "this node's name, whose claims --gc-cri reconciles (required)")
 	return c
 }
 
 // k8sGC is the GC loop's one pass: gc --cri --apply on the backend the
 // flags choose, each release logged.
-func (f Flavour) k8sGC(backend func() (ops.Backend, error), node, socket string, timeout, minAge time.Duration, scope criScope) (func(io.Writer) (int, error), error) {
+func (f Flavour) k8sGC(backend func() (ops.Backend, error), node string, cri criFlags) (func(io.Writer) (int, error), error) {
 	if f.CRI == nil {
 		return nil, exitError{2, errors.New("--gc-cri needs the full flavour: run the cniplugins-full image; the lean binary links no network client")}
 	}
-	if minAge < 0 {
-		return nil, fmt.Errorf("invalid --gc-min-age %s: want 0 or more", minAge)
+	if cri.minAge < 0 {
+		return nil, fmt.Errorf("invalid --gc-min-age %s: want 0 or more", cri.minAge)
 	}
-	if err := ops.CheckMaxConfNum(scope.maxFlag, scope.maxConfNum); err != nil {
+	if err := ops.CheckMaxConfNum(cri.scope.maxFlag, cri.scope.maxConfNum); err != nil {
 		return nil, err
 	}
 	b, err := backend()
@@ -159,7 +153,7 @@ func (f Flavour) k8sGC(backend func() (ops.Backend, error), node, socket string,
 		return nil, errors.New("with --etcd, name this host's --node: only its claims are reconciled")
 	}
 	return func(log io.Writer) (int, error) {
-		rep, live, err := reconcile(f.CRI, socket, timeout, scope, b, ops.LiveGCRequest{Runtime: alloc.Runtime{MinAge: minAge}, Apply: true, Node: node})
+		rep, live, err := cri.reconcile(f.CRI, b, ops.LiveGCRequest{Apply: true, Node: node})
 		released := 0
 		for _, l := range rep.Stale {
 			if l.Error != "" {

@@ -63,7 +63,7 @@ type Resolution struct {
 // the binary's own name; otherwise an unknown personality.
 func (f Flavour) Resolve(argv []string) Resolution {
 	if len(argv) == 0 {
-		return Resolution{CLIArgs: nil}
+		return Resolution{}
 	}
 	base := filepath.Base(argv[0])
 	if p, ok := f.Registry.Lookup(base); ok {

@@ -2,7 +2,9 @@ package cli
 
 import (
 	"fmt"
+	"io"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -43,6 +45,34 @@ func (o *outputFlags) add(c *cobra.Command, allowed ...string) {
 	c.Flags().BoolVar(&o.noHeaders, "no-headers", false, "omit the table header")
 }
 
+// column is one column of a table of Ts; a column with show false is
+// left out (one that would be empty on every row, say).
+type column[T any] struct {
+	name string
+	show bool
+	cell func(T) string
+}
+
+// writeItems prints items as -o json, or as a table of cols.
+func writeItems[T any](w io.Writer, out outputFlags, items []T, cols []column[T]) error {
+	if out.format == ops.FormatJSON {
+		return ops.WriteJSON(w, items)
+	}
+	cols = slices.DeleteFunc(cols, func(c column[T]) bool { return !c.show })
+	header := make([]string, len(cols))
+	for i, c := range cols {
+		header[i] = c.name
+	}
+	rows := make([][]string, len(items))
+	for i, it := range items {
+		rows[i] = make([]string, len(cols))
+		for j, c := range cols {
+			rows[i][j] = c.cell(it)
+		}
+	}
+	return ops.WriteTable(w, header, rows, out.noHeaders)
+}
+
 func (o *outputFlags) check() error {
 	if !slices.Contains(o.allowed, o.format) {
 		return fmt.Errorf("invalid --output %q: want %s", o.format, joinOr(o.allowed))
@@ -51,26 +81,15 @@ func (o *outputFlags) check() error {
 }
 
 func joinOr(s []string) string {
-	out := ""
-	for i, x := range s {
-		switch {
-		case i == 0:
-		case i == len(s)-1:
-			out += " or "
-		default:
-			out += ", "
-		}
-		out += x
+	if len(s) < 2 {
+		return strings.Join(s, "")
 	}
-	return out
+	return strings.Join(s[:len(s)-1], ", ") + " or " + s[len(s)-1]
 }
 
 // problemsError is the error of a command that ran to the end and found
-// something wrong: the findings are on stdout, the count on stderr.
-type problemsError struct {
-	n    int
-	what string
-}
+// that many problems: the findings are on stdout, the count on stderr.
+type problemsError int
 
 // ExitCode: 1, the status of a check that found problems.
 func (problemsError) ExitCode() int { return 1 }
@@ -86,8 +105,8 @@ func (e exitError) Unwrap() error { return e.err }
 func (e exitError) ExitCode() int { return e.code }
 
 func (e problemsError) Error() string {
-	if e.n == 1 {
-		return "1 " + e.what + " found"
+	if e == 1 {
+		return "1 problem found"
 	}
-	return fmt.Sprintf("%d %ss found", e.n, e.what)
+	return fmt.Sprintf("%d problems found", int(e))
 }

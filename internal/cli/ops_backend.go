@@ -35,11 +35,7 @@ func (b *backendFlags) add(c *cobra.Command, open func(ops.EtcdConfig) (ops.Back
 	b.local.add(c, lock)
 	b.open = open
 	f := c.Flags()
-	etcdUsage := "act on ipam-da-etcd's claims in this etcd cluster (client URLs, comma-separated) instead of the data dir"
-	if open == nil {
-		etcdUsage += " (full flavour only: cniplugins-full)"
-	}
-	f.StringSliceVar(&b.etcd.Endpoints, "etcd", nil, etcdUsage)
+	f.StringSliceVar(&b.etcd.Endpoints, "etcd", nil, fullOnlyUsage("act on ipam-da-etcd's claims in this etcd cluster (client URLs, comma-separated) instead of the data dir", open != nil))
 	if nodeUsage != "" { // a command that reads every node's claims has no --node
 		f.StringVar(&b.node, "node", "", "with --etcd: "+nodeUsage)
 	}

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"path/filepath"
 
 	"github.com/spf13/cobra"
@@ -60,47 +61,43 @@ a lock not obtained, an unreadable config): what it printed is what it checked.`
 }
 
 func (o *fsckFlags) run(cmd *cobra.Command) error {
-	st, out, conf, repair := &o.st, &o.out, &o.conf, o.repair
+	st, out := &o.st, &o.out
 	if err := out.check(); err != nil {
 		return err
 	}
-	req := ops.FsckRequest{DataDir: st.dataDir, Repair: repair, LockTimeout: st.lockTimeout}
+	req := ops.FsckRequest{DataDir: st.dataDir, Repair: o.repair, LockTimeout: st.lockTimeout}
 	if cmd.Flags().Changed("conf-dir") || cmd.Flags().Changed("conf") {
 		var err error
-		if req.Networks, err = conf.networks(st.dataDir); err != nil {
+		if req.Networks, err = o.conf.networks(st.dataDir); err != nil {
 			return err
 		}
 	}
 	fs, err := ops.Fsck(req)
-	w := cmd.OutOrStdout()
-	if out.format == ops.FormatJSON {
-		if werr := ops.WriteJSON(w, fs); err == nil {
-			err = werr
-		}
-	} else {
-		rows := make([][]string, len(fs))
-		for i, f := range fs {
-			repair := f.Repair
-			if f.Repaired {
-				repair = "done: " + repair
-			}
-			path := f.Path
-			if rel, err := filepath.Rel(st.dataDir, f.Path); err == nil {
-				path = rel // the table is read by people; JSON keeps absolute paths
-			}
-			rows[i] = []string{f.Severity, f.Dir, path, f.What, repair}
-		}
-		if len(rows) > 0 {
-			if werr := ops.WriteTable(w, []string{"SEVERITY", "DIR", "PATH", "FINDING", "REPAIR"}, rows, out.noHeaders); err == nil {
-				err = werr
-			}
-		}
+	if len(fs) > 0 || out.format == ops.FormatJSON {
+		werr := writeItems(cmd.OutOrStdout(), *out, fs, []column[ops.Finding]{
+			{"SEVERITY", true, func(f ops.Finding) string { return f.Severity }},
+			{"DIR", true, func(f ops.Finding) string { return f.Dir }},
+			{"PATH", true, func(f ops.Finding) string {
+				if rel, err := filepath.Rel(st.dataDir, f.Path); err == nil {
+					return rel // the table is read by people; JSON keeps absolute paths
+				}
+				return f.Path
+			}},
+			{"FINDING", true, func(f ops.Finding) string { return f.What }},
+			{"REPAIR", true, func(f ops.Finding) string {
+				if f.Repaired {
+					return "done: " + f.Repair
+				}
+				return f.Repair
+			}},
+		})
+		err = cmp.Or(err, werr)
 	}
 	if err != nil {
 		return err
 	}
 	if n := ops.Unrepaired(fs); n > 0 {
-		return problemsError{n: n, what: "problem"}
+		return problemsError(n)
 	}
 	if len(fs) == 0 {
 		cmd.PrintErrln("no problems found")

@@ -17,7 +17,8 @@ import (
 // liveSandboxes is the flavour's CRI client (Flavour.CRI).
 type liveSandboxes = func(endpoint string, timeout time.Duration) (map[string]bool, error)
 
-// criFlags are gc's flags for reconciling against a CRI runtime.
+// criFlags are the flags of a reconcile against a CRI runtime: gc
+// --cri's, and k8s-install's --gc-* ones (without -o).
 type criFlags struct {
 	endpoint string
 	timeout  time.Duration
@@ -72,11 +73,7 @@ func (s criScope) resolve() ([]string, error) {
 }
 
 func (f *criFlags) add(c *cobra.Command, live liveSandboxes) {
-	usage := "reconcile against this CRI runtime's live sandboxes (unix socket path or unix:// URL, e.g. /run/containerd/containerd.sock)"
-	if live == nil {
-		usage += " (full flavour only: cniplugins-full)"
-	}
-	c.Flags().StringVar(&f.endpoint, "cri", "", usage)
+	c.Flags().StringVar(&f.endpoint, "cri", "", fullOnlyUsage("reconcile against this CRI runtime's live sandboxes (unix socket path or unix:// URL, e.g. /run/containerd/containerd.sock)", live != nil))
 	c.Flags().DurationVar(&f.timeout, "cri-timeout", 10*time.Second, "with --cri: how long to wait for the runtime's answer")
 	c.Flags().DurationVar(&f.minAge, "min-age", ops.DefaultMinAge, "with --cri: release only reservations older than this (an ADD in flight is younger)")
 	c.Flags().StringArrayVar(&f.scope.confDirs, "cni-conf-dir", []string{ops.DefaultConfDir}, `with --cri: the runtime's CNI conf dir (repeatable; "" reads none): only the networks it loads from there are reconciled`)
@@ -97,8 +94,7 @@ func (f *criFlags) run(cmd *cobra.Command, live liveSandboxes, b ops.Backend, r 
 	if f.minAge < 0 {
 		return fmt.Errorf("invalid --min-age %s: want 0 or more", f.minAge)
 	}
-	r.MinAge = f.minAge
-	rep, nLive, err := reconcile(live, f.endpoint, f.timeout, f.scope, b, r)
+	rep, nLive, err := f.reconcile(live, b, r)
 	if rep.Stale == nil {
 		// Nothing was looked at: the scope or the runtime failed first.
 		return err
@@ -143,36 +139,30 @@ func writeScope(w io.Writer, prefix string, rep scopedReport) {
 }
 
 // reconcile is gc --cri's work, also k8s-install's GC loop: find the
-// networks the runtime serves (scope), ask the runtime at endpoint for its
-// live sandboxes, then (with r.Apply) release every stale reservation of
-// those networks in b. It returns the report and how many sandboxes were
+// networks the runtime serves (f.scope), ask the runtime at f.endpoint
+// for its live sandboxes, then (with r.Apply) release every reservation
+// of those networks in b older than f.minAge that none owns. It returns the report and how many sandboxes were
 // live; the report's Stale is nil when nothing was looked at. A scope that
 // cannot be told releases nothing (exit 1, naming the flag); nor does a
 // runtime that cannot be asked (an exitError 2: never "no sandbox, so
 // everything is stale").
-func reconcile(live liveSandboxes, endpoint string, timeout time.Duration, scope criScope, b ops.Backend, r ops.LiveGCRequest) (scopedReport, int, error) {
-	networks, err := scope.resolve()
+func (f *criFlags) reconcile(live liveSandboxes, b ops.Backend, r ops.LiveGCRequest) (scopedReport, int, error) {
+	networks, err := f.scope.resolve()
 	if err != nil {
 		return scopedReport{}, 0, err
 	}
-	sandboxes, err := live(endpoint, timeout)
+	sandboxes, err := live(f.endpoint, f.timeout)
 	if err != nil {
 		return scopedReport{}, 0, exitError{2, fmt.Errorf("%w; nothing released", err)}
 	}
-	r.Ready, r.Now, r.Networks = sandboxes, time.Now(), networks
+	r.Ready, r.Now, r.Networks, r.MinAge = sandboxes, time.Now(), networks, f.minAge
 	rep, err := ops.LiveGC(b, r)
 	return scopedReport{LiveGCReport: rep, Networks: networks}, len(sandboxes), err
 }
 
 func writeLiveGC(cmd *cobra.Command, stale []ops.LiveGCLease, out outputFlags) error {
-	w := cmd.OutOrStdout()
-	if out.format == ops.FormatJSON {
-		return ops.WriteJSON(w, stale)
-	}
-	header := []string{"ADDRESS", "NETWORK", "POOL", "CONTAINER", "IFNAME", "OWNER", "AGE", "ERROR"}
-	rows := make([][]string, len(stale))
-	for i, l := range stale {
-		rows[i] = []string{l.Address, l.Network, l.Pool, l.ContainerID, l.IfName, l.Owner, l.Age.String(), l.Error}
-	}
-	return ops.WriteTable(w, header, rows, out.noHeaders)
+	return writeItems(cmd.OutOrStdout(), out, stale, append(leaseColumns(func(l ops.LiveGCLease) ops.Lease { return l.Lease }),
+		column[ops.LiveGCLease]{"AGE", true, func(l ops.LiveGCLease) string { return l.Age.String() }},
+		column[ops.LiveGCLease]{"ERROR", true, func(l ops.LiveGCLease) string { return l.Error }},
+	))
 }

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"slices"
 	"strconv"
 	"time"
@@ -46,71 +47,52 @@ With --etcd (full flavour), list ipam-da-etcd's claims of every node (or of
 	return c
 }
 
-// writeLeases prints leases in the -o format, with a NODE column when
-// they come from a store shared by nodes.
+// writeLeases prints leases in the -o format, with NODE columns when
+// they come from a store shared by nodes. Sticky columns appear once any
+// address is kept for a sticky key, SECOND-OWNER once any address has a
+// migration's second owner, TENANT once any counts for a quota's tenant.
 func writeLeases(cmd *cobra.Command, leases []ops.Lease, out outputFlags, nodes bool) error {
-	w := cmd.OutOrStdout()
-	if out.format == ops.FormatJSON {
-		if leases == nil {
-			leases = []ops.Lease{} // an empty array, never null
-		}
-		return ops.WriteJSON(w, leases)
+	if leases == nil {
+		leases = []ops.Lease{} // JSON: an empty array, never null
 	}
-	header := []string{"ADDRESS", "NETWORK", "POOL", "CONTAINER", "IFNAME", "OWNER", "SINCE"}
-	if nodes {
-		header = append(header, "NODE", "NODE-SEEN")
-	}
-	// Sticky columns appear once any address is kept for a sticky key.
-	sticky := slices.ContainsFunc(leases, func(l ops.Lease) bool { return l.StickyKey != "" })
-	if sticky {
-		header = append(header, "STICKY-KEY", "LAST-OWNER", "EXPIRES")
-	}
-	// A migration's second owner gets its column once any address has one.
-	shared := slices.ContainsFunc(leases, func(l ops.Lease) bool { return l.SecondOwner != "" })
-	if shared {
-		header = append(header, "SECOND-OWNER")
-	}
-	// TENANT appears once any address counts for a quota's tenant.
-	tenants := slices.ContainsFunc(leases, func(l ops.Lease) bool { return l.Tenant != "" })
-	if tenants {
-		header = append(header, "TENANT")
-	}
-	rows := make([][]string, len(leases))
-	for i, l := range leases {
-		since := ""
-		if !l.Since.IsZero() {
-			since = l.Since.Format(time.RFC3339)
-		}
-		rows[i] = []string{l.Address, l.Network, l.Pool, l.ContainerID, l.IfName, l.Owner, since}
-		if nodes {
-			seen := "-"
-			if !l.NodeSeen.IsZero() {
-				seen = l.NodeSeen.Format(time.RFC3339)
+	some := func(f func(ops.Lease) bool) bool { return slices.ContainsFunc(leases, f) }
+	sticky := some(func(l ops.Lease) bool { return l.StickyKey != "" })
+	return writeItems(cmd.OutOrStdout(), out, leases, append(leaseColumns(func(l ops.Lease) ops.Lease { return l }), []column[ops.Lease]{
+		{"SINCE", true, func(l ops.Lease) string { return timeCell(l.Since, "") }},
+		{"NODE", nodes, func(l ops.Lease) string { return l.Node }},
+		{"NODE-SEEN", nodes, func(l ops.Lease) string { return timeCell(l.NodeSeen, "-") }},
+		{"STICKY-KEY", sticky, func(l ops.Lease) string { return printableKey(l.StickyKey) }},
+		{"LAST-OWNER", sticky, func(l ops.Lease) string { return l.LastOwner }},
+		{"EXPIRES", sticky, func(l ops.Lease) string {
+			if l.HoldExpires.IsZero() && l.StickyKey != "" && l.ContainerID == "" {
+				return "never"
 			}
-			rows[i] = append(rows[i], l.Node, seen)
-		}
-		if sticky {
-			expires := "-"
-			switch {
-			case !l.HoldExpires.IsZero():
-				expires = l.HoldExpires.Format(time.RFC3339)
-			case l.StickyKey != "" && l.ContainerID == "":
-				expires = "never"
-			}
-			rows[i] = append(rows[i], printableKey(l.StickyKey), l.LastOwner, expires)
-		}
-		if shared {
-			second := "-"
-			if l.SecondOwner != "" {
-				second = l.SecondOwner
-			}
-			rows[i] = append(rows[i], second)
-		}
-		if tenants {
-			rows[i] = append(rows[i], printableKey(l.Tenant))
-		}
+			return timeCell(l.HoldExpires, "-")
+		}},
+		{"SECOND-OWNER", some(func(l ops.Lease) bool { return l.SecondOwner != "" }), func(l ops.Lease) string { return cmp.Or(l.SecondOwner, "-") }},
+		{"TENANT", some(func(l ops.Lease) bool { return l.Tenant != "" }), func(l ops.Lease) string { return printableKey(l.Tenant) }},
+	}...))
+}
+
+// leaseColumns are a reservation's first columns, in leases' table and
+// gc --cri's.
+func leaseColumns[T any](lease func(T) ops.Lease) []column[T] {
+	return []column[T]{
+		{"ADDRESS", true, func(t T) string { return lease(t).Address }},
+		{"NETWORK", true, func(t T) string { return lease(t).Network }},
+		{"POOL", true, func(t T) string { return lease(t).Pool }},
+		{"CONTAINER", true, func(t T) string { return lease(t).ContainerID }},
+		{"IFNAME", true, func(t T) string { return lease(t).IfName }},
+		{"OWNER", true, func(t T) string { return lease(t).Owner }},
 	}
-	return ops.WriteTable(w, header, rows, out.noHeaders)
+}
+
+// timeCell is t in a table cell, or none for the zero time.
+func timeCell(t time.Time, none string) string {
+	if t.IsZero() {
+		return none
+	}
+	return t.Format(time.RFC3339)
 }
 
 // printableKey is a sticky key for a table cell: keys are printable, but

@@ -69,11 +69,7 @@ their claims in etcd.
 			if err != nil {
 				return err
 			}
-			dataDir := ""
-			if cmd.Flags().Changed("data-dir") {
-				dataDir = bf.local.dataDir
-			}
-			nets, err := conf.networks(dataDir)
+			nets, err := conf.networks(bf.local.dataDir) // "" without --data-dir
 			if err != nil {
 				return err
 			}
@@ -89,14 +85,7 @@ their claims in etcd.
 					fmt.Fprintf(cmd.ErrOrStderr(), "warning: %s %s, %s: the networks sharing it disagree on its ranges; each definition is listed apart (see cniplugins validate)\n", u.Kind, u.Name, u.Conflict)
 				}
 			}
-			w := cmd.OutOrStdout()
-			switch out.format {
-			case ops.FormatJSON:
-				return ops.WriteJSON(w, us)
-			case ops.FormatProm:
-				return ops.WriteProm(w, us)
-			}
-			return writePoolsTable(w, us, out.noHeaders)
+			return writePools(cmd.OutOrStdout(), us, out)
 		},
 	}
 	bf.add(c, fl.Etcd, false, "")

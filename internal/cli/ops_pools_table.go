@@ -10,62 +10,43 @@ import (
 	"github.com/cniplugins/cniplugins/internal/ops"
 )
 
-// writePoolsTable is pools' table. Columns that would be empty for every
-// row appear only when some row has a value: HELD (sticky holds, part of
-// USED) and MIGRATING (shared by a live migration's two owners, part of
-// USED) after USED; OVERFLOW once a pool has a chain, TENANTS once a
-// pool has a quota's tenant, CONFLICT once a pool is defined differently
-// by the networks sharing it, last.
-func writePoolsTable(w io.Writer, us []ops.Usage, noHeaders bool) error {
-	held := slices.ContainsFunc(us, func(u ops.Usage) bool { return u.Held > 0 })
-	migrating := slices.ContainsFunc(us, func(u ops.Usage) bool { return u.Migrating > 0 })
-	chained := slices.ContainsFunc(us, func(u ops.Usage) bool { return len(u.Overflow) > 0 })
-	tenanted := slices.ContainsFunc(us, func(u ops.Usage) bool { return len(u.Tenants) > 0 })
-	conflicts := slices.ContainsFunc(us, func(u ops.Usage) bool { return u.Conflict != "" })
-	rows := make([][]string, len(us))
-	for i, u := range us {
-		set, exhausted := "", "no"
-		if u.RangeSet != nil {
-			set = strconv.Itoa(*u.RangeSet)
-		}
-		if u.Exhausted {
-			exhausted = "yes"
-		}
-		rows[i] = []string{u.Kind, u.Name, set, u.Ranges, strconv.FormatUint(u.Size, 10), strconv.FormatUint(u.Used, 10),
-			strconv.FormatUint(u.Free, 10), strconv.FormatFloat(u.Percent, 'f', 1, 64) + "%", ops.Bar(u.Percent), exhausted, strings.Join(u.Networks, ",")}
-		if migrating {
-			rows[i] = slices.Insert(rows[i], 6, strconv.FormatUint(u.Migrating, 10))
-		}
-		if held {
-			rows[i] = slices.Insert(rows[i], 6, strconv.FormatUint(u.Held, 10))
-		}
-		if chained {
-			rows[i] = append(rows[i], strings.Join(append([]string{u.Name}, u.Overflow...), "→"))
-		}
-		if tenanted {
-			rows[i] = append(rows[i], tenantsCell(u.Tenants))
-		}
-		if conflicts {
-			rows[i] = append(rows[i], u.Conflict)
-		}
+// writePools prints pools' usages in the -o format. Columns that would
+// be empty for every row appear only when some row has a value: HELD
+// (sticky holds, part of USED) and MIGRATING (shared by a live
+// migration's two owners, part of USED) after USED; OVERFLOW once a pool
+// has a chain, TENANTS once a pool has a quota's tenant, CONFLICT once a
+// pool is defined differently by the networks sharing it, last.
+func writePools(w io.Writer, us []ops.Usage, out outputFlags) error {
+	if out.format == ops.FormatProm {
+		return ops.WriteProm(w, us)
 	}
-	header := []string{"KIND", "NAME", "SET", "RANGES", "SIZE", "USED", "FREE", "USED%", "USAGE", "EXHAUSTED", "NETWORKS"}
-	if migrating {
-		header = slices.Insert(header, 6, "MIGRATING")
-	}
-	if held {
-		header = slices.Insert(header, 6, "HELD")
-	}
-	if chained {
-		header = append(header, "OVERFLOW")
-	}
-	if tenanted {
-		header = append(header, "TENANTS")
-	}
-	if conflicts {
-		header = append(header, "CONFLICT")
-	}
-	return ops.WriteTable(w, header, rows, noHeaders)
+	some := func(f func(ops.Usage) bool) bool { return slices.ContainsFunc(us, f) }
+	count := func(n uint64) string { return strconv.FormatUint(n, 10) }
+	return writeItems(w, out, us, []column[ops.Usage]{
+		{"KIND", true, func(u ops.Usage) string { return u.Kind }},
+		{"NAME", true, func(u ops.Usage) string { return u.Name }},
+		{"SET", true, func(u ops.Usage) string {
+			if u.RangeSet == nil {
+				return ""
+			}
+			return strconv.Itoa(*u.RangeSet)
+		}},
+		{"RANGES", true, func(u ops.Usage) string { return u.Ranges }},
+		{"SIZE", true, func(u ops.Usage) string { return count(u.Size) }},
+		{"USED", true, func(u ops.Usage) string { return count(u.Used) }},
+		{"HELD", some(func(u ops.Usage) bool { return u.Held > 0 }), func(u ops.Usage) string { return count(u.Held) }},
+		{"MIGRATING", some(func(u ops.Usage) bool { return u.Migrating > 0 }), func(u ops.Usage) string { return count(u.Migrating) }},
+		{"FREE", true, func(u ops.Usage) string { return count(u.Free) }},
+		{"USED%", true, func(u ops.Usage) string { return strconv.FormatFloat(u.Percent, 'f', 1, 64) + "%" }},
+		{"USAGE", true, func(u ops.Usage) string { return ops.Bar(u.Percent) }},
+		{"EXHAUSTED", true, func(u ops.Usage) string { return map[bool]string{false: "no", true: "yes"}[u.Exhausted] }},
+		{"NETWORKS", true, func(u ops.Usage) string { return strings.Join(u.Networks, ",") }},
+		{"OVERFLOW", some(func(u ops.Usage) bool { return len(u.Overflow) > 0 }), func(u ops.Usage) string {
+			return strings.Join(append([]string{u.Name}, u.Overflow...), "→")
+		}},
+		{"TENANTS", some(func(u ops.Usage) bool { return len(u.Tenants) > 0 }), func(u ops.Usage) string { return tenantsCell(u.Tenants) }},
+		{"CONFLICT", some(func(u ops.Usage) bool { return u.Conflict != "" }), func(u ops.Usage) string { return u.Conflict }},
+	})
 }
 
 // tenantsCell is a pool's tenants as "tenant in-use/quota" (in-use alone

@@ -49,24 +49,20 @@ is found (with --strict, a warning too).`,
 			}
 			v := ops.Validator{Lookup: f.Registry.Lookup, CNIPath: filepath.SplitList(cniPath)}
 			problems := v.Files(files)
-			w := cmd.OutOrStdout()
-			if out.format == ops.FormatJSON {
-				if err := ops.WriteJSON(w, append([]ops.Problem{}, problems...)); err != nil {
+			if len(problems) > 0 || out.format == ops.FormatJSON {
+				err := writeItems(cmd.OutOrStdout(), out, append([]ops.Problem{}, problems...), []column[ops.Problem]{
+					{"FILE", true, func(p ops.Problem) string { return p.File }},
+					{"PATH", true, func(p ops.Problem) string { return p.Path }},
+					{"VALUE", true, func(p ops.Problem) string { return p.Value }},
+					{"PROBLEM", true, func(p ops.Problem) string {
+						if p.Warning() {
+							return "warning: " + p.Msg
+						}
+						return p.Msg
+					}},
+				})
+				if err != nil {
 					return err
-				}
-			} else {
-				rows := make([][]string, len(problems))
-				for i, p := range problems {
-					msg := p.Msg
-					if p.Warning() {
-						msg = "warning: " + msg
-					}
-					rows[i] = []string{p.File, p.Path, p.Value, msg}
-				}
-				if len(rows) > 0 {
-					if err := ops.WriteTable(w, []string{"FILE", "PATH", "VALUE", "PROBLEM"}, rows, out.noHeaders); err != nil {
-						return err
-					}
 				}
 			}
 			failing, warnings := 0, 0
@@ -79,7 +75,7 @@ is found (with --strict, a warning too).`,
 				}
 			}
 			if failing > 0 {
-				return problemsError{n: failing, what: "problem"}
+				return problemsError(failing)
 			}
 			if warnings > 0 {
 				cmd.PrintErrf("%d file(s) valid, %d warning(s)\n", len(files), warnings)

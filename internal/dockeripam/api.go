@@ -20,20 +20,6 @@ const (
 	GlobalSpace = "cniplugins-global"
 )
 
-type activateResponse struct {
-	Implements []string
-}
-
-type capabilitiesResponse struct {
-	RequiresMACAddress    bool
-	RequiresRequestReplay bool
-}
-
-type addressSpacesResponse struct {
-	LocalDefaultAddressSpace  string
-	GlobalDefaultAddressSpace string
-}
-
 // RequestPoolRequest is dockerd's RequestPool body.
 type RequestPoolRequest struct {
 	AddressSpace string

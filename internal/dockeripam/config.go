@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/cniplugins/cniplugins/internal/dapools"
 	"github.com/cniplugins/cniplugins/internal/pool"
 )
 
@@ -18,10 +19,7 @@ const (
 	DefaultSocket = "/run/docker/plugins/cniplugins.sock"
 	// DefaultDataDir is ipam-da-pools' default, so both share pools
 	// without configuration.
-	DefaultDataDir = "/var/lib/cni/networks"
-	// defaultLockTimeout bounds the wait for a pool directory's lock,
-	// as ipam-da-pools' default does.
-	defaultLockTimeout = 10 * time.Second
+	DefaultDataDir = dapools.DefaultDataDir
 )
 
 // DefaultAddressPools are where subnets come from when Docker asks for a
@@ -91,7 +89,7 @@ func LoadConfig(path, dataDir string) (Config, error) {
 }
 
 func (fc fileConfig) validate() (Config, error) {
-	c := Config{DataDir: fc.DataDir, LockTimeout: defaultLockTimeout}
+	c := Config{DataDir: fc.DataDir, LockTimeout: dapools.DefaultLockTimeout}
 	if c.DataDir == "" {
 		c.DataDir = DefaultDataDir
 	}

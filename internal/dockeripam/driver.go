@@ -16,7 +16,6 @@ package dockeripam
 
 import (
 	"fmt"
-	"maps"
 	"net/netip"
 	"slices"
 	"sync"
@@ -106,16 +105,4 @@ func (s *state) clone() *state {
 		c.Pools[id] = &cp
 	}
 	return c
-}
-
-// inUse lists the subnets of the pools Docker holds, sorted, for the
-// overlap checks of RequestPool.
-func (s *state) inUse() []netip.Prefix {
-	var out []netip.Prefix
-	for _, id := range slices.Sorted(maps.Keys(s.Pools)) {
-		if p, err := netip.ParsePrefix(s.Pools[id].Subnet); err == nil {
-			out = append(out, p)
-		}
-	}
-	return out
 }

@@ -22,11 +22,9 @@ const contentType = "application/vnd.docker.plugins.v1+json"
 // argument-less calls; nothing here depends on either header.
 func (d *Driver) Handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("/Plugin.Activate", noArgs(func() any { return activateResponse{Implements: []string{pluginKind}} }))
-	mux.HandleFunc("/IpamDriver.GetCapabilities", noArgs(func() any { return capabilitiesResponse{} }))
-	mux.HandleFunc("/IpamDriver.GetDefaultAddressSpaces", noArgs(func() any {
-		return addressSpacesResponse{LocalDefaultAddressSpace: LocalSpace, GlobalDefaultAddressSpace: GlobalSpace}
-	}))
+	mux.HandleFunc("/Plugin.Activate", constant(struct{ Implements []string }{[]string{pluginKind}}))
+	mux.HandleFunc("/IpamDriver.GetCapabilities", constant(struct{ RequiresMACAddress, RequiresRequestReplay bool }{}))
+	mux.HandleFunc("/IpamDriver.GetDefaultAddressSpaces", constant(struct{ LocalDefaultAddressSpace, GlobalDefaultAddressSpace string }{LocalSpace, GlobalSpace}))
 	mux.HandleFunc("/IpamDriver.RequestPool", call(d, d.RequestPool))
 	mux.HandleFunc("/IpamDriver.ReleasePool", call(d, func(r ReleasePoolRequest) (struct{}, error) { return struct{}{}, d.ReleasePool(r) }))
 	mux.HandleFunc("/IpamDriver.RequestAddress", call(d, d.RequestAddress))
@@ -34,17 +32,18 @@ func (d *Driver) Handler() http.Handler {
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		fail(w, http.StatusNotFound, fmt.Sprintf("no such endpoint %s", r.URL.Path))
 	})
-	return mux
-}
-
-func noArgs(reply func() any) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodPost {
 			fail(w, http.StatusMethodNotAllowed, "the plugin API takes POST requests")
 			return
 		}
-		write(w, http.StatusOK, reply())
-	}
+		mux.ServeHTTP(w, r)
+	})
+}
+
+// constant answers an argument-less call, whatever its body.
+func constant(reply any) http.HandlerFunc {
+	return func(w http.ResponseWriter, _ *http.Request) { write(w, http.StatusOK, reply) }
 }
 
 // call decodes a request body into Req, runs f, and answers f's reply or
@@ -53,10 +52,6 @@ func noArgs(reply func() any) http.HandlerFunc {
 // {"Err": msg}.
 func call[Req, Resp any](d *Driver, f func(Req) (Resp, error)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodPost {
-			fail(w, http.StatusMethodNotAllowed, "the plugin API takes POST requests")
-			return
-		}
 		var req Req
 		if err := decode(w, r, &req); err != nil {
 			d.log.Warn("bad request", logging.String("path", r.URL.Path), logging.Error(err))

@@ -1,11 +1,10 @@
 package dockeripam
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
+	"iter"
 	"maps"
-	"math/bits"
 	"net/netip"
 	"slices"
 	"strings"
@@ -207,7 +206,12 @@ func (d *Driver) bindSubnet(subnet netip.Prefix) (binding, error) {
 // bindFree picks the first subnet of the default address pools that
 // overlaps no defined pool and no pool in use.
 func (d *Driver) bindFree(v6 bool) (binding, error) {
-	taken := d.st.inUse()
+	var taken []netip.Prefix
+	for _, p := range d.st.Pools {
+		if u, err := netip.ParsePrefix(p.Subnet); err == nil {
+			taken = append(taken, u)
+		}
+	}
 	for _, def := range d.cfg.Pools {
 		for _, r := range def.Set {
 			taken = append(taken, r.Subnet)
@@ -217,46 +221,27 @@ func (d *Driver) bindFree(v6 bool) (binding, error) {
 		if dp.base.Addr().Is6() != v6 {
 			continue
 		}
-		if p, ok := firstFree(dp, taken); ok {
-			return binding{pool: ownPoolName(p), subnet: p, own: true}, nil
+		for p := range subnets(dp.base, dp.size) {
+			if !slices.ContainsFunc(taken, p.Overlaps) {
+				return binding{pool: ownPoolName(p), subnet: p, own: true}, nil
+			}
 		}
 	}
 	return binding{}, fmt.Errorf("no free IPv%s subnet left in the default address pools", map[bool]string{false: "4", true: "6"}[v6])
 }
 
-// firstFree returns the first subnet of dp that overlaps nothing taken,
-// looking at no more than 65,536 of them (a /48 split into /64s).
-func firstFree(dp defaultPool, taken []netip.Prefix) (netip.Prefix, bool) {
-	n := uint64(1) << min(dp.size-dp.base.Bits(), 16)
-	for i := range n {
-		p := nthSubnet(dp.base, dp.size, i)
-		if !slices.ContainsFunc(taken, p.Overlaps) {
-			return p, true
+// subnets yields base's subnets of size bits in order, no more than
+// 65,536 of them (a /48 split into /64s).
+func subnets(base netip.Prefix, size int) iter.Seq[netip.Prefix] {
+	return func(yield func(netip.Prefix) bool) {
+		p := netip.PrefixFrom(base.Addr(), size)
+		for range 1 << min(size-base.Bits(), 16) {
+			if !yield(p) {
+				return
+			}
+			p = netip.PrefixFrom(addrspace.LastAddr(p).Next(), size)
 		}
 	}
-	return netip.Prefix{}, false
-}
-
-// nthSubnet is the i-th subnet of size bits inside base: base's address
-// plus i shifted to the subnet number's place, in 128-bit arithmetic
-// (IPv4 sits in the low 32 bits of As16, so the same shift applies).
-func nthSubnet(base netip.Prefix, size int, i uint64) netip.Prefix {
-	b := base.Addr().As16()
-	hi, lo := binary.BigEndian.Uint64(b[:8]), binary.BigEndian.Uint64(b[8:])
-	shift := uint(base.Addr().BitLen() - size)
-	addLo, addHi := i<<shift, i>>(64-shift) // Go shifts of 64 or more give 0
-	if shift >= 64 {
-		addLo, addHi = 0, i<<(shift-64)
-	}
-	lo, carry := bits.Add64(lo, addLo, 0)
-	hi, _ = bits.Add64(hi, addHi, carry)
-	binary.BigEndian.PutUint64(b[:8], hi)
-	binary.BigEndian.PutUint64(b[8:], lo)
-	a := netip.AddrFrom16(b)
-	if base.Addr().Is4() {
-		a = a.Unmap()
-	}
-	return netip.PrefixFrom(a, size)
 }
 
 // ownPoolName derives a pool name, valid under the pool-name rules, from

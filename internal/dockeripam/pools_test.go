@@ -11,7 +11,8 @@ import (
 	"github.com/cniplugins/cniplugins/internal/pool"
 )
 
-func TestNthSubnet(t *testing.T) {
+// The i-th of subnets' sequence is base's address plus i subnets.
+func TestSubnets(t *testing.T) {
 	cases := []struct {
 		base string
 		size int
@@ -29,9 +30,17 @@ func TestNthSubnet(t *testing.T) {
 		{"fd00:213::/48", 112, 65535, "fd00:213::ffff:0/112"},
 	}
 	for _, c := range cases {
-		got := nthSubnet(netip.MustParsePrefix(c.base), c.size, c.i)
+		var got netip.Prefix
+		i := c.i
+		for p := range subnets(netip.MustParsePrefix(c.base), c.size) {
+			if i == 0 {
+				got = p
+				break
+			}
+			i--
+		}
 		if got.String() != c.want {
-			t.Errorf("nthSubnet(%s, %d, %d) = %s, want %s", c.base, c.size, c.i, got, c.want)
+			t.Errorf("subnet %d of %s in /%d = %s, want %s", c.i, c.base, c.size, got, c.want)
 		}
 	}
 }

@@ -80,7 +80,6 @@ func (d *Driver) Serve(ctx context.Context, l *net.UnixListener, path string) er
 		Handler:           d.Handler(),
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       30 * time.Second,
-		ErrorLog:          nil,
 	}
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(l) }()

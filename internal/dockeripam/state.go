@@ -4,19 +4,23 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"syscall"
 
 	"github.com/cniplugins/cniplugins/internal/hostlocal"
+	"github.com/cniplugins/cniplugins/internal/install"
 )
 
 // stateDirName holds the driver's own state beside the CNI state
 // directories; names starting with '_' never collide with a network or a
 // pool.
 const stateDirName = "_docker"
+
+// maxStateSize bounds what is read of state.json: a few hundred bytes per
+// pool Docker holds.
+const maxStateSize = 16 << 20
 
 // stateVersion is the format of state.json; a file of another version is
 // refused rather than misread.
@@ -89,7 +93,7 @@ func openStateStore(dataDir string) (*stateStore, *state, error) {
 func (s *stateStore) path() string { return filepath.Join(s.dir, "state.json") }
 
 func (s *stateStore) load() (*state, error) {
-	b, err := readNoFollow(s.path())
+	b, err := install.ReadRegular(s.path(), maxStateSize)
 	if errors.Is(err, fs.ErrNotExist) {
 		return &state{Version: stateVersion, Pools: map[string]*poolState{}}, nil
 	}
@@ -127,16 +131,6 @@ func (s *stateStore) save(st *state) error {
 }
 
 func (s *stateStore) close() error { return s.lock.Close() }
-
-// readNoFollow is os.ReadFile of a file that is not a symbolic link.
-func readNoFollow(path string) ([]byte, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	return io.ReadAll(f)
-}
 
 // writeNoFollow is os.WriteFile (mode 0600) of a file that is not a
 // symbolic link: one planted at path fails the write (ELOOP) rather than

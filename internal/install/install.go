@@ -55,18 +55,14 @@ func Run(o Options) error {
 		o.Out = io.Discard
 	}
 	target := filepath.Join(o.Dir, BinaryName)
-	ours, err := installedNames(o.Dir, o.Names)
-	if err != nil {
-		return err
-	}
 	// Found before the binary is replaced: copy-mode links are recognised
 	// by the installed binary's inode.
-	stale, err := staleNames(o.Dir, o.Names)
+	ours, err := ownedNames(o.Dir)
 	if err != nil {
 		return err
 	}
 	if o.Uninstall {
-		return uninstall(o, ours, stale)
+		return uninstall(o, staleNames(ours, nil))
 	}
 	newBin, err := readBinary(o.Binary)
 	if err != nil {
@@ -91,32 +87,18 @@ func Run(o Options) error {
 		return err
 	}
 	for _, name := range o.Names {
-		if err := installName(o, name, ours[name]); err != nil {
+		if err := installName(o, name, ours[name], newBin); err != nil {
 			return err
 		}
 	}
-	for _, name := range stale {
-		if err := remove(o, name); err != nil {
-			return err
-		}
-	}
-	return nil
+	return removeAll(o, staleNames(ours, o.Names))
 }
 
-// uninstall removes the links that are ours, then the binary when it is
-// ours (or with Force), then the record.
-func uninstall(o Options, ours map[string]bool, stale []string) error {
-	for _, name := range o.Names {
-		if ours[name] {
-			if err := remove(o, name); err != nil {
-				return err
-			}
-		}
-	}
-	for _, name := range stale {
-		if err := remove(o, name); err != nil {
-			return err
-		}
+// uninstall removes the links that are ours, whatever their names, then
+// the binary when it is ours (or with Force).
+func uninstall(o Options, links []string) error {
+	if err := removeAll(o, links); err != nil {
+		return err
 	}
 	if _, err := os.Lstat(filepath.Join(o.Dir, BinaryName)); err != nil {
 		return nil
@@ -126,7 +108,7 @@ func uninstall(o Options, ours map[string]bool, stale []string) error {
 			return fmt.Errorf("%w (use --force)", err)
 		}
 	}
-	return remove(o, BinaryName)
+	return removeAll(o, []string{BinaryName})
 }
 
 // checkName refuses a personality's name held by a file that is not ours.
@@ -155,10 +137,9 @@ func readBinary(path string) ([]byte, error) {
 	return data, nil
 }
 
-// staleNames lists the entries of dir that are ours (a symlink to the
-// binary, or a hard link of the installed binary) under a name that is
-// not in names: links a previous install of another flavour made.
-func staleNames(dir string, names []string) ([]string, error) {
+// ownedNames finds the entries of dir that are ours: a symlink to the
+// binary, or (copy mode) the binary's own inode.
+func ownedNames(dir string) (map[string]bool, error) {
 	entries, err := os.ReadDir(dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
@@ -167,51 +148,33 @@ func staleNames(dir string, names []string) ([]string, error) {
 		return nil, err
 	}
 	bin, binErr := os.Stat(filepath.Join(dir, BinaryName))
-	var stale []string
+	ours := map[string]bool{}
 	for _, e := range entries {
-		name := e.Name()
-		if name == BinaryName || slices.Contains(names, name) || strings.HasSuffix(name, ".tmp") {
-			continue
+		path := filepath.Join(dir, e.Name())
+		switch {
+		case e.Name() == BinaryName:
+		case e.Type()&fs.ModeSymlink != 0:
+			dest, err := os.Readlink(path)
+			ours[e.Name()] = err == nil && dest == BinaryName
+		case e.Type().IsRegular() && binErr == nil:
+			fi, err := os.Stat(path)
+			ours[e.Name()] = err == nil && os.SameFile(fi, bin)
 		}
-		path := filepath.Join(dir, name)
-		if e.Type()&fs.ModeSymlink != 0 {
-			if dest, err := os.Readlink(path); err == nil && dest == BinaryName {
-				stale = append(stale, name)
-			}
-			continue
-		}
-		if !e.Type().IsRegular() || binErr != nil {
-			continue
-		}
-		if fi, err := os.Stat(path); err == nil && os.SameFile(fi, bin) {
+	}
+	return ours, nil
+}
+
+// staleNames are the names of ours not in names (links a previous
+// install of another flavour made), an installer's temporary file aside.
+func staleNames(ours map[string]bool, names []string) []string {
+	var stale []string
+	for name, own := range ours {
+		if own && !slices.Contains(names, name) && !strings.HasSuffix(name, ".tmp") {
 			stale = append(stale, name)
 		}
 	}
-	return stale, nil
-}
-
-// installedNames finds which names are already ours: a symlink to the
-// binary, or (copy mode) the binary's own inode.
-func installedNames(dir string, names []string) (map[string]bool, error) {
-	ours := make(map[string]bool, len(names))
-	bin, binErr := os.Stat(filepath.Join(dir, BinaryName))
-	for _, name := range names {
-		path := filepath.Join(dir, name)
-		fi, err := os.Lstat(path)
-		if errors.Is(err, fs.ErrNotExist) {
-			continue
-		}
-		if err != nil {
-			return nil, err
-		}
-		if fi.Mode()&fs.ModeSymlink != 0 {
-			dest, err := os.Readlink(path)
-			ours[name] = err == nil && dest == BinaryName
-			continue
-		}
-		ours[name] = binErr == nil && os.SameFile(fi, bin)
-	}
-	return ours, nil
+	slices.Sort(stale)
+	return stale
 }
 
 // installBinary replaces the binary atomically: the new one is written
@@ -223,7 +186,7 @@ func installBinary(o Options, target string, data []byte) error {
 	if old, err := ReadRegular(target, maxBinarySize); err == nil && bytes.Equal(old, data) {
 		return nil
 	}
-	if err := ReplaceFile(target, 0o755, func(w io.Writer) error { _, err := w.Write(data); return err }); err != nil {
+	if err := ReplaceBytes(target, 0o755, data); err != nil {
 		return err
 	}
 	fmt.Fprintf(o.Out, "installed %s\n", target)
@@ -266,32 +229,36 @@ func ReplaceFile(dst string, mode fs.FileMode, write func(io.Writer) error) erro
 	return nil
 }
 
-func installName(o Options, name string, ours bool) error {
+// ReplaceBytes is ReplaceFile writing data.
+func ReplaceBytes(dst string, mode fs.FileMode, data []byte) error {
+	return ReplaceFile(dst, mode, func(w io.Writer) error { _, err := w.Write(data); return err })
+}
+
+func installName(o Options, name string, ours bool, bin []byte) error {
 	path := filepath.Join(o.Dir, name)
-	fi, err := os.Lstat(path)
-	exists := err == nil
-	if exists && !ours && !o.Force {
-		return fmt.Errorf("refusing to replace %s: it was not installed by cniplugins (use --force)", path)
+	if !o.Force {
+		if err := checkName(o.Dir, name, ours); err != nil {
+			return err // it appeared since Run checked
+		}
 	}
-	if exists && ours && upToDate(o, fi) {
+	if fi, err := os.Lstat(path); err == nil && ours && upToDate(o, fi) {
 		return nil
 	}
 	// Build the new entry beside the old one, then rename over it, so the
 	// name never disappears for a runtime calling it meanwhile. The
 	// temporary name is this run's own: two installers never share it.
 	tmp := fmt.Sprintf("%s.%d-%d.tmp", path, os.Getpid(), time.Now().UnixNano())
-	if o.Copy {
-		err = os.Link(filepath.Join(o.Dir, BinaryName), tmp)
-		if err != nil {
-			err = copyFile(filepath.Join(o.Dir, BinaryName), tmp)
-		}
-	} else {
+	var err error
+	switch {
+	case !o.Copy:
 		err = os.Symlink(BinaryName, tmp)
+	case os.Link(filepath.Join(o.Dir, BinaryName), tmp) != nil:
+		err = os.WriteFile(tmp, bin, 0o755) // a file system without hard links
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
 	}
 	if err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, path); err != nil {
 		_ = os.Remove(tmp)
 		return err
 	}
@@ -309,29 +276,13 @@ func upToDate(o Options, fi fs.FileInfo) bool {
 	return o.Copy && err == nil && os.SameFile(fi, bin)
 }
 
-func remove(o Options, name string) error {
-	path := filepath.Join(o.Dir, name)
-	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return err
+func removeAll(o Options, names []string) error {
+	for _, name := range names {
+		path := filepath.Join(o.Dir, name)
+		if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		fmt.Fprintf(o.Out, "removed %s\n", path)
 	}
-	fmt.Fprintf(o.Out, "removed %s\n", path)
 	return nil
-}
-
-func copyFile(src, dst string) error {
-	in, err := os.Open(src)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o755)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		out.Close()
-		_ = os.Remove(dst)
-		return err
-	}
-	return out.Close()
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -71,18 +72,13 @@ func ReadRecord(dir string) (Record, error) {
 
 // Write replaces dir's record, atomically.
 func (r Record) Write(dir string) error {
-	names := make([]string, 0, len(r))
-	for name := range r {
-		names = append(names, name)
-	}
-	slices.Sort(names)
 	var b bytes.Buffer
-	for _, name := range names {
+	for _, name := range slices.Sorted(maps.Keys(r)) {
 		for _, sum := range r[name] {
 			fmt.Fprintf(&b, "%s  %s\n", sum, name)
 		}
 	}
-	return ReplaceFile(filepath.Join(dir, RecordName), 0o644, func(w io.Writer) error { _, err := w.Write(b.Bytes()); return err })
+	return ReplaceBytes(filepath.Join(dir, RecordName), 0o644, b.Bytes())
 }
 
 // Holds reports whether name's content, of hash sum, is one the installer
@@ -122,7 +118,16 @@ const sumLen = 32
 // or a device never blocks the open; then fstat'ed, so what is read is
 // what was checked.
 func ReadRegular(path string, max int64) ([]byte, error) {
-	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	return readAt(unix.AT_FDCWD, path, path, max)
+}
+
+// ReadRegularAt is ReadRegular of name inside the open directory dir.
+func ReadRegularAt(dir *os.File, name string, max int64) ([]byte, error) {
+	return readAt(int(dir.Fd()), name, filepath.Join(dir.Name(), name), max)
+}
+
+func readAt(dirfd int, name, path string, max int64) ([]byte, error) {
+	fd, err := unix.Openat(dirfd, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
 	if err != nil {
 		if errors.Is(err, unix.ELOOP) {
 			return nil, fmt.Errorf("%s: a symbolic link, not a regular file", path)
@@ -155,19 +160,6 @@ func readOpened(f *os.File, max int64) ([]byte, error) {
 		return nil, fmt.Errorf("%s: larger than %d bytes", f.Name(), max)
 	}
 	return data, nil
-}
-
-// ReadRegularAt is ReadRegular of name inside the open directory dir.
-func ReadRegularAt(dir *os.File, name string, max int64) ([]byte, error) {
-	path := filepath.Join(dir.Name(), name)
-	fd, err := unix.Openat(int(dir.Fd()), name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
-	if err != nil {
-		if errors.Is(err, unix.ELOOP) {
-			return nil, fmt.Errorf("%s: a symbolic link, not a regular file", path)
-		}
-		return nil, &fs.PathError{Op: "open", Path: path, Err: err}
-	}
-	return readOpened(os.NewFile(uintptr(fd), path), max)
 }
 
 // fileKind names a file type for an error message.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -186,12 +187,7 @@ func zeroQuotas(raw json.RawMessage, path string) []string {
 					out = append(out, path+".quota.max")
 				}
 			}
-			keys := make([]string, 0, len(v))
-			for k := range v {
-				keys = append(keys, k)
-			}
-			slices.Sort(keys)
-			for _, k := range keys {
+			for _, k := range slices.Sorted(maps.Keys(v)) {
 				walk(v[k], path+"."+k)
 			}
 		case []any:

@@ -13,7 +13,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"path/filepath"
 	"strings"
 
@@ -156,7 +155,7 @@ func (c Confs) write(files []sourceFile, rec install.Record, rep Report) (Report
 	var failed []error
 	for _, f := range changed {
 		dst := filepath.Join(c.NetDir, f.name)
-		if err := install.ReplaceFile(dst, 0o644, func(w io.Writer) error { _, err := w.Write(f.data); return err }); err != nil {
+		if err := install.ReplaceBytes(dst, 0o644, f.data); err != nil {
 			failed = append(failed, err)
 			continue
 		}

@@ -58,24 +58,32 @@ func Run(ctx context.Context, o Options) error {
 	}
 	// What a pass says beyond what it wrote (skips, notes, a refusal) is
 	// logged when it differs from the last pass's: a watch would
-	// otherwise repeat the same lines every interval.
+	// otherwise repeat the same lines every interval. Watching, a refused
+	// ConfigMap is reported and retried: the installed configuration
+	// keeps the node's pods starting, and the next edit of the ConfigMap
+	// may be a good one.
 	var last string
-	said, err := o.installConfs(ctx)
-	if err != nil {
+	confs := func() error {
+		said, err := o.installConfs(ctx)
 		if o.Watch && ctx.Err() != nil {
-			fmt.Fprintln(o.Log, "stopping: nothing installed is removed")
-			return nil
+			return nil // SIGTERM during the pass: the watch stops next
 		}
-		if !o.Watch {
+		if o.Watch && err != nil {
+			said, err = fmt.Sprintf("%s%v\nthe installed configuration stays\n", said, err), nil
+		}
+		if said != last {
 			fmt.Fprint(o.Log, said)
-			return err
 		}
-		// Watching, a refused ConfigMap is reported and retried: the
-		// installed configuration keeps the node's pods starting, and
-		// the next edit of the ConfigMap may be a good one.
-		said += stays(err)
+		last = said
+		return err
 	}
-	last = logChanged(o.Log, last, said)
+	if err := confs(); err != nil {
+		return err
+	}
+	if o.Watch && ctx.Err() != nil {
+		fmt.Fprintln(o.Log, "stopping: nothing installed is removed")
+		return nil
+	}
 	if o.GC != nil {
 		o.gc()
 	}
@@ -100,14 +108,7 @@ func Run(ctx context.Context, o Options) error {
 			fmt.Fprintln(o.Log, "stopping: nothing installed is removed")
 			return nil
 		case <-confTick:
-			said, err := o.installConfs(ctx)
-			if ctx.Err() != nil {
-				continue // SIGTERM during the pass: the loop's next turn stops
-			}
-			if err != nil {
-				said += stays(err)
-			}
-			last = logChanged(o.Log, last, said)
+			_ = confs() // watching, a pass's error is logged
 		case <-gcTick:
 			o.gc()
 		}
@@ -135,19 +136,6 @@ func (o Options) installConfs(ctx context.Context) (string, error) {
 		said.WriteString(n + "\n")
 	}
 	return said.String(), err
-}
-
-func stays(err error) string {
-	return fmt.Sprintf("%v\nthe installed configuration stays\n", err)
-}
-
-// logChanged logs said unless it is what was logged last, and returns
-// what is now the last.
-func logChanged(log io.Writer, last, said string) string {
-	if said != last {
-		fmt.Fprint(log, said)
-	}
-	return said
 }
 
 func (o Options) gc() {

@@ -56,14 +56,34 @@ func readSource(dir string) (files []sourceFile, skipped []string, err error) {
 		return nil, nil, fmt.Errorf("read the ConfigMap %s: %w", dir, err)
 	}
 	var (
-		data   *os.File // the generation ..data points at, opened once
-		failed []error
+		data    *os.File // the generation ..data points at, opened once
+		dataErr error
+		failed  []error
 	)
 	defer func() {
 		if data != nil {
 			data.Close()
 		}
 	}()
+	read := func(e os.DirEntry) ([]byte, error) {
+		path := filepath.Join(dir, e.Name())
+		if e.Type()&os.ModeSymlink == 0 {
+			return install.ReadRegular(path, maxConfSize)
+		}
+		target, err := os.Readlink(path)
+		if err != nil {
+			return nil, err
+		}
+		if target != dataLink+"/"+e.Name() {
+			return nil, fmt.Errorf("a symbolic link to %q: only the kubelet's link to %s/%s is followed", target, dataLink, e.Name())
+		}
+		if data == nil {
+			if data, dataErr = openGeneration(dir); dataErr != nil {
+				return nil, dataErr
+			}
+		}
+		return install.ReadRegularAt(data, e.Name(), maxConfSize)
+	}
 	for _, e := range entries {
 		name := e.Name()
 		if !confName(name) {
@@ -73,34 +93,13 @@ func readSource(dir string) (files []sourceFile, skipped []string, err error) {
 			skipped = append(skipped, name)
 			continue
 		}
-		path := filepath.Join(dir, name)
-		var b []byte
-		if e.Type()&os.ModeSymlink != 0 {
-			target, err := os.Readlink(path)
-			if err != nil {
-				failed = append(failed, fmt.Errorf("%s: %w", name, err))
-				continue
-			}
-			if target != dataLink+"/"+name {
-				failed = append(failed, fmt.Errorf("%s: a symbolic link to %q: only the kubelet's link to %s/%s is followed", name, target, dataLink, name))
-				continue
-			}
-			if data == nil {
-				if data, err = openGeneration(dir); err != nil {
-					return nil, skipped, err
-				}
-			}
-			b, err = install.ReadRegularAt(data, name, maxConfSize)
-			if err != nil {
-				failed = append(failed, fmt.Errorf("%s: %w", name, err))
-				continue
-			}
-		} else {
-			b, err = install.ReadRegular(path, maxConfSize)
-			if err != nil {
-				failed = append(failed, fmt.Errorf("%s: %w", name, err))
-				continue
-			}
+		b, err := read(e)
+		if dataErr != nil {
+			return nil, skipped, dataErr
+		}
+		if err != nil {
+			failed = append(failed, fmt.Errorf("%s: %w", name, err))
+			continue
 		}
 		files = append(files, sourceFile{name: name, data: b})
 	}
