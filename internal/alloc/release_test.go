@@ -79,6 +79,11 @@ func TestPlanRelease(t *testing.T) {
 			if p.Del.Step != tc.want || p.Record != tc.record || len(p.Holds) != tc.holds {
 				t.Fatalf("plan %+v, want step %d record %v, %d holds", p, tc.want, tc.record, tc.holds)
 			}
+			// The owner's release is its DEL's: the key's hold from now, or
+			// the target's alone.
+			if tc.want == DelToHold && p.Del.Hold != tc.record.HeldFrom(now) || tc.want == DelHandOver && p.Del.Hold != tc.record.HandedOver() {
+				t.Fatalf("plan's record %+v", p.Del.Hold)
+			}
 		})
 	}
 }
