@@ -57,31 +57,36 @@ type DelPlan struct {
 
 // PlanDel decides the DEL of attachment a (whose container is on node,
 // "" where holds are one node's) over v at now: the owner's reservation
-// becomes its key's hold, or its migration target's alone; the target's
-// share ends; a record a crash left naming a is settled; a reservation
-// no key has is freed; another network's is left.
+// is released (releaseOwner); the target's share ends; a record a crash
+// left naming a is settled; another network's reservation is left.
 func PlanDel(a Attachment, node string, v DelView, now time.Time) DelPlan {
 	e := v.Record
+	mine := e != nil && e.Stale == "" && e.IfName == a.IfName && !e.Held()
+	owner := mine && e.OwnedBy(node, a.ContainerID)
 	switch {
-	case otherNetwork(a, v.Network):
+	case otherNetwork(a, v.Network) || owner && otherNetwork(a, e.Network):
 		return DelPlan{Step: DelSkip}
-	case e == nil || e.Stale != "":
-		return DelPlan{Step: DelFree}
-	}
-	mine := e.IfName == a.IfName && !e.Held()
-	switch {
-	case mine && e.OwnedBy(node, a.ContainerID):
-		switch {
-		case otherNetwork(a, e.Network):
-			return DelPlan{Step: DelSkip}
-		case e.Second != "":
-			return DelPlan{Step: DelHandOver, Hold: e.HandedOver()}
-		}
-		return DelPlan{Step: DelToHold, Hold: e.HeldFrom(now), Gone: DelFree}
+	case e == nil || e.Stale != "" || owner:
+		return releaseOwner(e, now)
 	case mine && e.SecondIs(node, a.ContainerID):
 		return DelPlan{Step: DelDropSecond, Hold: e.WithoutSecond()}
 	}
 	return DelPlan{Step: DelSettle, Hold: e.Hold}
+}
+
+// releaseOwner is the one rule for releasing the owner of a reservation,
+// whoever releases it (its DEL, a GC, an operator), e being the record of
+// the key that has the reservation (nil or stale: no key has it): the
+// address goes to the record's migration target alone, else becomes the
+// key's hold from now, else is freed.
+func releaseOwner(e *HoldRecord, now time.Time) DelPlan {
+	switch {
+	case e == nil || e.Stale != "":
+		return DelPlan{Step: DelFree}
+	case e.Second != "":
+		return DelPlan{Step: DelHandOver, Hold: e.HandedOver()}
+	}
+	return DelPlan{Step: DelToHold, Hold: e.HeldFrom(now), Gone: DelFree}
 }
 
 // otherNetwork reports a reservation of another network than a's, in a

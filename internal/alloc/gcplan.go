@@ -242,12 +242,7 @@ func CollectGC(l Lister, keep func(Attachment) bool, now time.Time) (freed, held
 			e.Hold = e.WithoutSecond()
 		}
 		if s.Release {
-			// As its DEL would: to its migration target alone, else a hold.
-			after := e.HeldFrom(now)
-			if e.Second != "" {
-				after = e.HandedOver()
-			}
-			if err := leaveOwner(hs, e, after); err != nil {
+			if err := applyDel(hs, e, releaseOwner(&e, now)); err != nil {
 				errs = append(errs, err)
 				continue
 			}

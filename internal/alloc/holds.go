@@ -279,12 +279,6 @@ func giveBack(hs HoldStore, e HoldRecord, a Attachment) error {
 	return hs.WriteHold(e.ID, *UndoHold(&e.Hold, false))
 }
 
-// ToHold turns e's reservation into a hold from now, for the holdFor its
-// record keeps (leaveOwner).
-func ToHold(hs HoldStore, e HoldRecord, now time.Time) error {
-	return leaveOwner(hs, e, e.HeldFrom(now))
-}
-
 // leaveOwner writes after, e's record once its owner's reservation is
 // released, as a hold or to its migration target alone. To a hold: the
 // record first, then the reservation, so that a crash between leaves the

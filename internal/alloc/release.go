@@ -43,65 +43,32 @@ type ReleaseView struct {
 	Holds     []HoldRecord
 }
 
-// ReleaseAction is what a release does.
-type ReleaseAction int
-
-const (
-	// FreeAddr frees the address: no key has it (a held address whose
-	// record is gone or stale included).
-	FreeAddr ReleaseAction = iota + 1
-	// HoldAddr makes the keyed reservation (Plan.Record) its key's hold,
-	// as its DEL would: the key gets the address back.
-	HoldAddr
-	// HandOverAddr gives the address to the record's migration target alone,
-	// its owner released, as the source's DEL would.
-	HandOverAddr
-	// EndShare ends the record's migration target's share, as the
-	// target's DEL would: the owner keeps the address.
-	EndShare
-	// FreeHolds frees the key's holds (Plan.Holds) whatever their expiry.
-	FreeHolds
-)
-
-// ReleasePlan is PlanRelease's decision.
+// ReleasePlan is PlanRelease's decision: for an address, the DEL of the
+// attachment the release releases (Del), over the record of the key that
+// has the address (Record, nil when none); for a key, its holds to free
+// (Holds).
 type ReleasePlan struct {
-	Action ReleaseAction
-	Record *HoldRecord  // HoldAddr, HandOverAddr, EndShare
-	Holds  []HoldRecord // FreeHolds
+	Del    DelPlan
+	Record *HoldRecord
+	Holds  []HoldRecord
 }
 
-// PlanRelease decides an operator's release r over what the store read.
-// An address: refused when it is not reserved, held for a key (release
-// the key), reserved by bytes that name no owner, or owned by another
-// container or interface than r names; r naming a migration target ends
-// its share; else a key's reservation becomes the key's hold (or its
-// migration target's alone), and any other is freed. A key: its holds
-// are freed, refused while a container has one of its addresses (that
-// container's DEL would hold it again) and when it holds nothing. An
-// address's release that r.Node names is refused when the attachment it
-// releases (the migration target, for EndShare) is another node's.
-func PlanRelease(v ReleaseView, r ReleaseRequest) (ReleasePlan, error) {
+// PlanRelease decides an operator's release r over what the store read,
+// at now. An address: refused when it is not reserved, held for a key
+// (release the key), reserved by bytes that name no owner, or owned by
+// another container or interface than r names; else it is the DEL
+// (PlanDel) of its migration target when r names that (its share ends),
+// else of its owner. A key: its holds are freed, refused while a
+// container has one of its addresses (that container's DEL would hold it
+// again) and when it holds nothing. An address's release that r.Node
+// names is refused when the attachment it releases is another node's.
+func PlanRelease(v ReleaseView, r ReleaseRequest, now time.Time) (ReleasePlan, error) {
 	if r.Key != "" {
 		holds, err := keyHolds(v.Holds, r.Key, r.IfName, r.Where)
-		return ReleasePlan{Action: FreeHolds, Holds: holds}, err
+		return ReleasePlan{Holds: holds}, err
 	}
-	p, err := planAddr(v, r)
-	if err != nil || r.Node == "" {
-		return p, err
-	}
-	node := v.OwnerNode
-	if p.Action == EndShare {
-		node = p.Record.SecondNode
-	}
-	if node != r.Node {
-		return ReleasePlan{}, fmt.Errorf("%s in %s is held by node %q, not %q", r.Addr, r.Where, node, r.Node)
-	}
-	return p, nil
-}
-
-// planAddr is PlanRelease's plan for an address, whichever node has it.
-func planAddr(v ReleaseView, r ReleaseRequest) (ReleasePlan, error) {
 	e, owner := v.Record, v.Owner
+	a, node := Attachment{ContainerID: owner.ContainerID, IfName: owner.IfName}, v.OwnerNode
 	switch {
 	case !r.Addr.IsValid():
 		return ReleasePlan{}, fmt.Errorf("no address given")
@@ -114,17 +81,17 @@ func planAddr(v ReleaseView, r ReleaseRequest) (ReleasePlan, error) {
 	case v.NoOwner:
 		return ReleasePlan{}, fmt.Errorf("%s in %s holds no owner record; refusing", r.Addr, r.Where)
 	case e != nil && e.Second != "" && r.Container == e.Second && (r.IfName == "" || r.IfName == e.IfName):
-		return ReleasePlan{Action: EndShare, Record: e}, nil
+		a.ContainerID, node = e.Second, e.SecondNode
 	case r.Container != "" && owner.ContainerID != r.Container:
 		return ReleasePlan{}, fmt.Errorf("%s in %s is held by container %q, not %q", r.Addr, r.Where, owner.ContainerID, r.Container)
 	case r.IfName != "" && owner.IfName != r.IfName:
 		return ReleasePlan{}, fmt.Errorf("%s in %s is held by interface %q of container %q, not %q", r.Addr, r.Where, owner.IfName, owner.ContainerID, r.IfName)
-	case e == nil:
-		return ReleasePlan{Action: FreeAddr}, nil
-	case e.Second != "":
-		return ReleasePlan{Action: HandOverAddr, Record: e}, nil
 	}
-	return ReleasePlan{Action: HoldAddr, Record: e}, nil
+	if r.Node != "" && node != r.Node {
+		return ReleasePlan{}, fmt.Errorf("%s in %s is held by node %q, not %q", r.Addr, r.Where, node, r.Node)
+	}
+	// No network: the operator releases the address whichever network's.
+	return ReleasePlan{Del: PlanDel(a, node, DelView{Record: e}, now), Record: e}, nil
 }
 
 // keyHolds are the holds of key (on ifname, every interface when "")
@@ -183,25 +150,19 @@ func OperatorRelease(hs HoldStore, r ReleaseRequest, now time.Time) (ReleaseView
 	if err != nil {
 		return v, ReleasePlan{}, err
 	}
-	p, err := PlanRelease(v, r)
-	if err != nil {
-		return v, p, err
-	}
-	switch p.Action {
-	case FreeAddr:
-		_, err = Free(hs, v.Owner, []netip.Addr{r.Addr})
-	case HoldAddr:
-		err = ToHold(hs, *p.Record, now)
-	case HandOverAddr:
-		err = leaveOwner(hs, *p.Record, p.Record.HandedOver())
-	case EndShare:
-		err = DropSecond(hs, *p.Record)
-	case FreeHolds:
+	p, err := PlanRelease(v, r, now)
+	switch {
+	case err != nil:
+	case p.Holds != nil:
 		for _, e := range p.Holds {
 			if _, err = EndHold(hs, e); err != nil {
 				break
 			}
 		}
+	case p.Del.Step == DelFree:
+		_, err = Free(hs, v.Owner, []netip.Addr{r.Addr})
+	default:
+		err = applyDel(hs, *p.Record, p.Del)
 	}
 	return v, p, err
 }

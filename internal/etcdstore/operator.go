@@ -142,7 +142,7 @@ func (o *Operator) Release(addr netip.Addr, s alloc.Scope, container, ifname, no
 				Second: r.Second, SecondNode: r.SecondNode, SecondMigration: r.SecondMigration}}
 		}
 	}
-	p, err := alloc.PlanRelease(v, alloc.ReleaseRequest{Addr: addr, Container: container, IfName: ifname, Node: node, Where: ScopePath(s)})
+	p, err := alloc.PlanRelease(v, alloc.ReleaseRequest{Addr: addr, Container: container, IfName: ifname, Node: node, Where: ScopePath(s)}, o.op.now)
 	if err != nil {
 		return Claim{}, err
 	}
@@ -150,12 +150,12 @@ func (o *Operator) Release(addr netip.Addr, s alloc.Scope, container, ifname, no
 	// releases it (a sticky claim becomes a hold, which release
 	// --sticky-key frees), writing the attachment's fence bucket as any
 	// release does (fence.go). A migration's share ends through the index
-	// key of the owner it ends for: the target's (EndShare), or the
-	// source's, whose address the target keeps (HandOverAddr). A claim no
+	// key of the owner it ends for: the target's (DelDropSecond), or the
+	// source's, whose address the target keeps (DelHandOver). A claim no
 	// index key names goes alone, while as read.
-	shared := p.Action == alloc.EndShare || p.Action == alloc.HandOverAddr
+	shared := p.Del.Step == alloc.DelDropSecond || p.Del.Step == alloc.DelHandOver
 	owner, cid := r.Node, r.ContainerID
-	if p.Action == alloc.EndShare {
+	if p.Del.Step == alloc.DelDropSecond {
 		owner, cid = r.SecondNode, r.Second
 	}
 	idx, err := o.op.cl.Read(etcdkv.GetPrefix(o.op.keys.attachmentPrefix(owner, s, cid, r.IfName)))

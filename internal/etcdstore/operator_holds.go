@@ -64,7 +64,7 @@ func (o *Operator) ReleaseHold(key, ifname string, s alloc.Scope, dryRun bool) (
 			byKey[string(kv.Key)] = kv
 		}
 	}
-	p, err := alloc.PlanRelease(alloc.ReleaseView{Holds: records}, alloc.ReleaseRequest{Key: key, IfName: ifname, Where: ScopePath(s)})
+	p, err := alloc.PlanRelease(alloc.ReleaseView{Holds: records}, alloc.ReleaseRequest{Key: key, IfName: ifname, Where: ScopePath(s)}, o.op.now)
 	if err != nil {
 		return nil, err
 	}

@@ -38,7 +38,7 @@ func mustHold(t *testing.T, d *Disk) *alloc.HoldRecord {
 	return e
 }
 
-// A hold's life on one disk: reserve + record, DEL (ToHold), take-over by
+// A hold's life on one disk: reserve + record, DEL (HoldOnDel), take-over by
 // a new container, a failed ADD's undo, expiry (CollectGC); the index
 // follows every file rewrite, and the address is never free meanwhile.
 func TestHoldLifecycle(t *testing.T) {
@@ -54,8 +54,8 @@ func TestHoldLifecycle(t *testing.T) {
 		if err != nil || len(hs) != 1 {
 			t.Fatalf("KeyedOf = %v, %v", hs, err)
 		}
-		if err := alloc.ToHold(d, hs[0], now); err != nil {
-			t.Fatal(err)
+		if held, err := alloc.HoldOnDel(d, alloctest.CidA, "ns/web-0", now); err != nil || len(held) != 1 || held[0] != ip {
+			t.Fatalf("HoldOnDel = %v, %v", held, err)
 		}
 	})
 	stickyStep(t, dir, func(d *Disk) {
@@ -89,8 +89,8 @@ func TestHoldLifecycle(t *testing.T) {
 		}
 		// CidB's DEL, then an ADD that takes the hold over and fails
 		// (its undo gives the address back).
-		if err := alloc.ToHold(d, *e, now); err != nil {
-			t.Fatal(err)
+		if held, err := alloc.HoldOnDel(d, alloctest.CidB, "ns/web-0", now); err != nil || len(held) != 1 || held[0] != ip {
+			t.Fatalf("HoldOnDel = %v, %v", held, err)
 		}
 		var u alloc.Undo
 		if _, _, err := alloc.AllocateKeyed(d, alloctest.CidA, web0(rs), alloc.Keyed{Key: "ns/web-0", HoldFor: time.Minute}, now, &u); err != nil {

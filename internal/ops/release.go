@@ -86,7 +86,7 @@ func (b Local) Release(r ReleaseRequest) (Lease, error) {
 	if r.DryRun {
 		v, err = alloc.ReadRelease(hostlocal.Reader(d.Dir), q)
 		if err == nil {
-			p, err = alloc.PlanRelease(v, q)
+			p, err = alloc.PlanRelease(v, q, b.now())
 		}
 	} else {
 		var disk *hostlocal.Disk
@@ -102,14 +102,14 @@ func (b Local) Release(r ReleaseRequest) (Lease, error) {
 		return Lease{}, err
 	}
 	var l Lease
-	if p.Action == alloc.FreeHolds {
+	if p.Holds != nil {
 		e := p.Holds[0]
 		l = leaseOf(d, hostlocal.Reservation{Addr: e.Addr, Owner: alloc.Attachment{Network: e.Network, IfName: e.IfName}})
 		l.Owner, l.StickyKey, l.LastOwner, l.HoldExpires = "sticky", e.Key, e.LastOwner, e.Expires.UTC()
 		return l, nil
 	}
 	owner := v.Owner
-	if p.Action == alloc.EndShare {
+	if p.Del.Step == alloc.DelDropSecond {
 		owner.ContainerID = p.Record.Second
 	}
 	l = leaseOf(d, hostlocal.Reservation{Addr: r.Addr, Owner: owner, Problem: owner.Problem()})
