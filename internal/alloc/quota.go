@@ -22,7 +22,7 @@ type TenantStore interface {
 
 // QuotaGate is the quota's check before target t's address: 106 once
 // inUse (the tenant's addresses across the selection's pools) has reached
-// max. It checks nothing (enforce false) without a quota, or when the
+// max. It checks nothing, and calls no inUse, without a quota, or when the
 // sticky key already holds an address in t's chain: that address is the
 // tenant's already and is given back whatever the quota. mig is the ADD's
 // migration name ("" none).
@@ -33,41 +33,41 @@ type TenantStore interface {
 // (a 106 there would have the chain's rollback free the live address),
 // and a migration target whose key holds nothing is 107, never 106 (a
 // target never allocates).
-func QuotaGate(q *pool.Quota, t Target, key, mig string, locate func(Target) (Presence, error), inUse func() (int, error)) (enforce bool, err error) {
+func QuotaGate(q *pool.Quota, t Target, key, mig string, locate func(Target) (Presence, error), inUse func() (int, error)) error {
 	if q == nil {
-		return false, nil
+		return nil
 	}
 	if key != "" {
 		for _, c := range t.Chain() {
 			at, err := locate(c)
 			if err != nil {
-				return false, err
+				return err
 			}
 			if at.KeyHeld {
-				return false, nil
+				return nil
 			}
 		}
 	}
 	n, err := inUse()
 	if err != nil {
-		return true, err
+		return err
 	}
 	verdict := QuotaReached(q, n)
 	if verdict == nil {
-		return true, nil
+		return nil
 	}
 	// Looked for only at the quota, so an ADD below it pays nothing more.
 	for _, c := range t.Chain() {
 		at, err := locate(c)
 		if err != nil {
-			return true, err
+			return err
 		}
 		if at.Attached.IsValid() {
-			return true, nil
+			return nil
 		}
 	}
 	if key != "" && mig != "" {
-		return true, NoMigrationSource(key, mig, t)
+		return NoMigrationSource(key, mig, t)
 	}
-	return true, verdict
+	return verdict
 }

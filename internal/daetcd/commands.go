@@ -6,7 +6,6 @@ import (
 	"github.com/cniplugins/cniplugins/internal/alloc"
 	"github.com/cniplugins/cniplugins/internal/etcdstore"
 	"github.com/cniplugins/cniplugins/internal/ipamconf"
-	"github.com/cniplugins/cniplugins/internal/logging"
 	"github.com/cniplugins/cniplugins/internal/plugin"
 )
 
@@ -38,13 +37,8 @@ func cmdAdd(req *plugin.Request) (types.Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	allocated, err := op.Add(targets, c.Quota, req.Conf, req.CNIArgs)
-	if err != nil {
+	if res.IPs, err = op.Add(targets, c.Quota, req.Conf, req.CNIArgs); err != nil {
 		return nil, err
-	}
-	for i, a := range allocated {
-		res.IPs = append(res.IPs, alloc.IPConfig(a.Addr, a.Gateway))
-		req.Log.Debug("allocated", logging.String("target", targets[i].Label), logging.Stringer("address", a.Addr))
 	}
 	return res, nil
 }

@@ -26,7 +26,7 @@ func (k commands) cmdAdd(req *plugin.Request) (types.Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	add := alloc.LockedAdd{Targets: targets, Quota: c.Quota, Att: c.attachment(req), Keyed: c.keyed, Now: req.Now, Log: req.Log}
+	add := alloc.LockedAdd{Add: alloc.Add{Targets: targets, Att: c.attachment(req), Quota: c.Quota, Keyed: c.keyed, Log: req.Log}, Now: req.Now}
 	res.IPs, err = add.Run(func(tenant string, scopes []alloc.Scope) (alloc.Locked, func(), error) {
 		p, err := c.lock(tenant, scopes)
 		if err != nil {

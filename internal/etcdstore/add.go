@@ -4,26 +4,18 @@ import (
 	"net/netip"
 	"strconv"
 
+	current "github.com/containernetworking/cni/pkg/types/100"
+
 	"github.com/cniplugins/cniplugins/internal/alloc"
 	"github.com/cniplugins/cniplugins/internal/etcdkv"
-	"github.com/cniplugins/cniplugins/internal/logging"
 	"github.com/cniplugins/cniplugins/internal/netconf"
 	"github.com/cniplugins/cniplugins/internal/pool"
 )
 
-// Allocated is one target's address and gateway: what the personality
-// prints.
-type Allocated struct {
-	Addr    netip.Prefix
-	Gateway netip.Addr
-}
-
-// Add hands out one address per target, each with a single
-// transaction in the common case, all or nothing: when a target fails,
-// every claim this ADD made or may still have in flight is undone. The
-// attachment's sticky key and its tenant's quota q (nil: none) come from
-// conf and cniArgs, which the personality already parsed once.
-func (op *Operation) Add(targets []alloc.Target, q *pool.Quota, conf *netconf.Envelope, cniArgs []netconf.CNIArg) ([]Allocated, error) {
+// Add is alloc.Add over claims, one transaction per target in the common
+// case. The attachment's sticky key and its tenant's quota q (nil: none)
+// come from conf and cniArgs, which the personality already parsed once.
+func (op *Operation) Add(targets []alloc.Target, q *pool.Quota, conf *netconf.Envelope, cniArgs []netconf.CNIArg) ([]*current.IPConfig, error) {
 	st, err := stickyOf(conf, cniArgs, op.ifname)
 	if err != nil {
 		return nil, err
@@ -32,7 +24,6 @@ func (op *Operation) Add(targets []alloc.Target, q *pool.Quota, conf *netconf.En
 	claim := newClaimID()
 	att := op.attachment()
 	var stores []*claimStore
-	var out []Allocated
 	allocate := func(t alloc.Target) (netip.Prefix, netip.Addr, error) {
 		s := op.claimStore(t, claim, st)
 		stores = append(stores, s)
@@ -44,31 +35,23 @@ func (op *Operation) Add(targets []alloc.Target, q *pool.Quota, conf *netconf.En
 		}
 		return t.Allocator(s).Allocate(att, t.RangeID, t.Set, t.Requested, t.Label)
 	}
-	key, mig := "", ""
-	if st != nil {
-		key, mig = st.Key, st.Migration
-	}
-	for _, t := range targets {
-		var a Allocated
-		locate := op.locator(t, st)
-		enforce, err := alloc.QuotaGate(q, t, key, mig, locate, func() (int, error) { return op.count(op.quota) })
-		if op.quota != nil {
-			op.quota.enforce = enforce
-		}
-		if err == nil {
-			a.Addr, a.Gateway, _, err = alloc.AllocateOverflow(t, att, locate, allocate)
-		}
-		if err != nil {
-			op.cl.Extend()
-			if cerr := op.cancel(stores); cerr != nil {
-				op.log.Error("undoing the failed ADD's claims failed; the runtime's DEL or GC will remove them",
-					logging.Error(cerr))
+	add := alloc.Add{Targets: targets, Att: att, Quota: q, Log: op.log,
+		Steps: func(t alloc.Target) (func(alloc.Target) (alloc.Presence, error), func(alloc.Target) (netip.Prefix, netip.Addr, error)) {
+			if op.quota != nil {
+				op.quota.enforce = false
 			}
-			return nil, err
-		}
-		out = append(out, a)
+			return op.locator(t, st), allocate
+		},
+		InUse: func() (int, error) {
+			op.quota.enforce = true
+			return op.count(op.quota)
+		},
+		Undo: func() error { return op.cancel(stores) },
 	}
-	return out, nil
+	if st != nil {
+		add.Keyed = st.Keyed
+	}
+	return add.Run()
 }
 
 // locator is alloc.AllocateOverflow's look at t's chain: one read of the

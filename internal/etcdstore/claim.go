@@ -315,8 +315,10 @@ func (s *claimStore) MarkExhausted(int) error {
 // a marker, which a claim still in flight cannot get past (it requires the
 // key absent, or the exact marker it took over, which the new marker
 // replaces); the runtime's DEL for the failed ADD, or GC, removes it, and
-// a new ADD of the attachment takes it over.
+// a new ADD of the attachment takes it over. It may run a little past the
+// deadline (etcdkv.Client.Extend).
 func (op *Operation) cancel(stores []*claimStore) error {
+	op.cl.Extend()
 	var txns []etcdkv.Txn
 	for _, s := range stores {
 		if s.sent == nil && s.shared == nil {

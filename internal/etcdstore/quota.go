@@ -41,8 +41,8 @@ type quotaState struct {
 	name    string      // pool.TenantName
 	version int64       // the version key's mod revision at the count; 0: absent
 	stale   []etcdkv.KV // records that count nothing, to delete
-	// enforce: the target's claims require the version (QuotaGate);
-	// without, they only record the address as the tenant's.
+	// enforce: the target's gate counted (alloc.Add's InUse), so its claims
+	// require the version; else they only record the address as the tenant's.
 	enforce bool
 	counted []alloc.Scope // alloc.CountScopes
 }

@@ -30,16 +30,53 @@ type Locked interface {
 	TenantAddrs(tenant string, scopes []Scope) (n int, exact bool, err error)
 }
 
-// LockedAdd is the ADD of a store whose pools are locked for it, all or
-// nothing: every target gets an address, or whatever the try reserved
-// is undone before the error is returned.
-type LockedAdd struct {
+// Add is the ADD of every store, all or nothing: per target, the quota's
+// gate (QuotaGate), then an address along the target's chain
+// (AllocateOverflow); when a target fails, Undo removes what the ADD
+// reserved. How a store looks at a chain and takes an address in it is
+// its own (Steps): the pools a LockedAdd try locked, etcd's claim.
+type Add struct {
 	Targets []Target
-	Quota   *pool.Quota // nil: none
 	Att     Attachment
-	Keyed   Keyed // Key "": none
-	Now     time.Time
+	Quota   *pool.Quota // nil: none
+	Keyed   Keyed       // Key "": none
 	Log     *logging.Logger
+	// Steps are target t's look at its chain and its allocation.
+	Steps func(t Target) (locate func(Target) (Presence, error), allocate func(Target) (netip.Prefix, netip.Addr, error))
+	// InUse counts the tenant's addresses, only where the gate needs it.
+	InUse func() (int, error)
+	Undo  func() error
+}
+
+// Run gives each target its address, in order.
+func (a Add) Run() ([]*current.IPConfig, error) {
+	var ips []*current.IPConfig
+	for _, t := range a.Targets {
+		locate, allocate := a.Steps(t)
+		err := QuotaGate(a.Quota, t, a.Keyed.Key, a.Keyed.Migration, locate, a.InUse)
+		var addr netip.Prefix
+		var gw netip.Addr
+		if err == nil {
+			addr, gw, t, err = AllocateOverflow(t, a.Att, locate, allocate)
+		}
+		if err != nil {
+			// The ADD's own error is what the runtime must see.
+			if uerr := a.Undo(); uerr != nil {
+				a.Log.Error("undoing the failed ADD failed; its DEL or GC will remove the rest", logging.Error(uerr))
+			}
+			return nil, err
+		}
+		a.Log.Debug("allocated", logging.String("target", t.Label), logging.Stringer("address", addr))
+		ips = append(ips, IPConfig(addr, gw))
+	}
+	return ips, nil
+}
+
+// LockedAdd is the Add of a store whose pools are locked for it (Steps,
+// InUse and Undo are its own).
+type LockedAdd struct {
+	Add
+	Now time.Time
 }
 
 // Run decides which pools each try locks: with the heads of the chains
@@ -109,29 +146,9 @@ func (r LockedAdd) try(lock func(string, []Scope) (Locked, func(), error), heads
 		}
 		return PartialCount(r.Quota, n, exact)
 	}
-	one := func(t Target) (*current.IPConfig, error) {
-		locate, allocate := Spilling(t, r.Att, st.Pool(t.Scope), have, locateIn, allocateIn)
-		if _, err := QuotaGate(r.Quota, t, r.Keyed.Key, r.Keyed.Migration, locate, inUse); err != nil {
-			return nil, err
-		}
-		addr, gw, used, err := AllocateOverflow(t, r.Att, locate, allocate)
-		if err != nil {
-			return nil, err
-		}
-		r.Log.Debug("allocated", logging.String("target", used.Label), logging.Stringer("address", addr))
-		return IPConfig(addr, gw), nil
+	steps := func(t Target) (func(Target) (Presence, error), func(Target) (netip.Prefix, netip.Addr, error)) {
+		return Spilling(t, r.Att, st.Pool(t.Scope), have, locateIn, allocateIn)
 	}
-	var ips []*current.IPConfig
-	for _, t := range r.Targets {
-		ip, err := one(t)
-		if err != nil {
-			// The ADD's own error is what the runtime must see.
-			if uerr := u.Run(r.Att); uerr != nil {
-				r.Log.Error("rollback failed", logging.Error(uerr))
-			}
-			return nil, err
-		}
-		ips = append(ips, ip)
-	}
-	return ips, nil
+	r.Steps, r.InUse, r.Undo = steps, inUse, func() error { return u.Run(r.Att) }
+	return r.Add.Run()
 }
