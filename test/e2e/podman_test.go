@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/cniplugins/cniplugins/internal/testkit/hostclean"
 )
 
 // podman is Debian's podman, run against a world of its own: storage,
@@ -156,15 +158,16 @@ func (p *podman) cleanup() {
 		p.t.Errorf("podman rm --all: %v %s", err, out)
 	}
 	deleteLink(p.t, p.network)
-	if mounts, err := os.ReadFile("/proc/self/mounts"); err == nil {
-		for _, line := range strings.Split(string(mounts), "\n") {
-			if f := strings.Fields(line); len(f) > 1 && strings.HasPrefix(f[1], p.dir+"/") {
-				_ = syscall.Unmount(f[1], syscall.MNT_DETACH)
-			}
+	hostclean.KillUnder(p.dir)
+	hostclean.UnmountUnder(p.dir)
+	// A killed process's files go when it has exited, a moment later.
+	deadline := time.Now().Add(10 * time.Second)
+	for err := os.RemoveAll(p.dir); err != nil; err = os.RemoveAll(p.dir) {
+		if time.Now().After(deadline) {
+			p.t.Errorf("removing %s: %v", p.dir, err)
+			return
 		}
-	}
-	if err := os.RemoveAll(p.dir); err != nil {
-		p.t.Errorf("removing %s: %v", p.dir, err)
+		time.Sleep(100 * time.Millisecond)
 	}
 }
 

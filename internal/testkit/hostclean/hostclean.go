@@ -14,14 +14,28 @@ import (
 // KillShims SIGKILLs the containerd shims started for the daemon whose
 // socket is sock: their command line names it.
 func KillShims(sock string) {
+	kill(func(cmdline string) bool {
+		return strings.Contains(cmdline, "containerd-shim") && strings.Contains(cmdline, sock)
+	})
+}
+
+// KillUnder SIGKILLs every process whose command line names a path under
+// dir: what a runtime rooted there left running (podman's conmon and its
+// "container cleanup", which outlive `podman rm` by a moment and write
+// under the root while they do).
+func KillUnder(dir string) {
+	kill(func(cmdline string) bool { return strings.Contains(cmdline, dir+"/") })
+}
+
+func kill(match func(cmdline string) bool) {
 	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
 	for _, p := range procs {
 		b, err := os.ReadFile(p)
-		if err != nil || !strings.Contains(string(b), "containerd-shim") || !strings.Contains(string(b), sock) {
+		if err != nil || !match(string(b)) {
 			continue
 		}
 		var pid int
-		if _, err := fmt.Sscanf(filepath.Base(filepath.Dir(p)), "%d", &pid); err == nil {
+		if _, err := fmt.Sscanf(filepath.Base(filepath.Dir(p)), "%d", &pid); err == nil && pid != os.Getpid() {
 			_ = syscall.Kill(pid, syscall.SIGKILL)
 		}
 	}
