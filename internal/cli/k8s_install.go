@@ -113,7 +113,7 @@ releases, install passes and refusals).`,
 			if cmd.Flags().Changed("data-dir") {
 				dataDir = bf.local.dataDir
 			}
-			return f.withMetrics(ctx, metrics, f.exposition(log, b, o.Confs.NetDir, dataDir, o.Metrics), o)
+			return f.withMetrics(ctx, metrics, f.exposition(log, &bf, b, o.Confs.NetDir, dataDir, o.Metrics), o)
 		},
 	}
 	fl := c.Flags()

@@ -11,19 +11,15 @@ import (
 )
 
 // exposition is what --metrics-address serves: `pools -o prom` of the
-// node's net.d, computed at each scrape as the pools command computes it
-// (its conf dir netDir, read again each time, so a ConfigMap update
-// shows at the next scrape; with --etcd, ipam-da-etcd's claims, else the
-// state of dataDir when given, else of each configuration's dataDir),
-// and the installer's counters m.
-func (f Flavour) exposition(log io.Writer, b ops.Backend, netDir, dataDir string, m *k8sinstall.Metrics) *k8sinstall.Exposition {
+// node's net.d, computed at each scrape by the pools command's own code
+// (bf.usages: its conf dir netDir, read again each time, so a ConfigMap
+// update shows at the next scrape; with --etcd, ipam-da-etcd's claims of
+// the networks under --prefix, else the state of dataDir when given,
+// else of each configuration's dataDir), and the installer's counters m.
+func (f Flavour) exposition(log io.Writer, bf *backendFlags, b ops.Backend, netDir, dataDir string, m *k8sinstall.Metrics) *k8sinstall.Exposition {
 	return &k8sinstall.Exposition{
-		Usages: func() ([]ops.Usage, error) {
-			nets, err := (&confFlags{dir: netDir}).networks(dataDir)
-			if err != nil {
-				return nil, err
-			}
-			return ops.UsagesIn(b, nets)
+		Usages: func(notes io.Writer) ([]ops.Usage, error) {
+			return bf.usages(notes, b, confFlags{dir: netDir}, dataDir)
 		},
 		Metrics: m,
 		Version: version.Version,

@@ -108,17 +108,22 @@ func TestEtcdFlagsReachTheBackend(t *testing.T) {
 	}
 }
 
+// writeConflist writes a conflist of network name, a bridge with ipam,
+// as file in dir.
+func writeConflist(t *testing.T, dir, file, name, ipam string) {
+	t.Helper()
+	body := fmt.Sprintf(`{"cniVersion":"1.0.0","name":%q,"plugins":[{"type":"bridge","ipam":%s}]}`, name, ipam)
+	if err := os.WriteFile(filepath.Join(dir, file), []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // pools --etcd lists the ipam-da-etcd networks under --prefix, from the
 // backend's states of the scopes ops placed, and says which networks it
 // leaves out; the data dir's networks and flags are not its.
 func TestPoolsEtcd(t *testing.T) {
 	dir := t.TempDir()
-	conflist := func(file, name, ipam string) {
-		body := fmt.Sprintf(`{"cniVersion":"1.0.0","name":%q,"plugins":[{"type":"bridge","ipam":%s}]}`, name, ipam)
-		if err := os.WriteFile(filepath.Join(dir, file), []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	conflist := func(file, name, ipam string) { writeConflist(t, dir, file, name, ipam) }
 	conflist("10-local.conflist", "local", `{"type":"ipam-da-pools","dataDir":"`+dir+`","ranges":[[{"subnet":"10.9.9.0/29"}]]}`)
 	conflist("20-etcd.conflist", "shared-net", `{"type":"ipam-delegated","delegates":["ipam-ds-args","ipam-da-etcd"],"etcd":{"endpoints":["http://a:2379"]},
 		"rules":[{"namespace":"a","pools":[{"name":"p","subnet":"10.9.0.0/29"}]}]}`)

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"io"
 
 	"github.com/spf13/cobra"
 
@@ -69,14 +70,7 @@ their claims in etcd.
 			if err != nil {
 				return err
 			}
-			nets, err := conf.networks(bf.local.dataDir) // "" without --data-dir
-			if err != nil {
-				return err
-			}
-			if b.Shared() {
-				nets = bf.underPrefix(cmd, nets)
-			}
-			us, err := ops.UsagesIn(b, nets)
+			us, err := bf.usages(cmd.ErrOrStderr(), b, conf, bf.local.dataDir) // "" without --data-dir
 			if err != nil {
 				return err
 			}
@@ -97,16 +91,31 @@ their claims in etcd.
 	return c
 }
 
+// usages is what pools lists and k8s-install's metrics serve: the usage
+// in b of conf's networks (their state in dataDir, or with "" each
+// configuration's own), with --etcd only those under --prefix, each one
+// left out said on notes.
+func (b *backendFlags) usages(notes io.Writer, be ops.Backend, conf confFlags, dataDir string) ([]ops.Usage, error) {
+	nets, err := conf.networks(dataDir)
+	if err != nil {
+		return nil, err
+	}
+	if be.Shared() {
+		nets = b.underPrefix(notes, nets)
+	}
+	return ops.UsagesIn(be, nets)
+}
+
 // underPrefix keeps the ipam-da-etcd networks whose keys are under
 // --prefix, the keys the backend reads; each network left out is said on
-// stderr, since its pools would otherwise show another prefix's counts
+// notes, since its pools would otherwise show another prefix's counts
 // or none.
-func (b *backendFlags) underPrefix(cmd *cobra.Command, nets []ops.Network) []ops.Network {
+func (b *backendFlags) underPrefix(notes io.Writer, nets []ops.Network) []ops.Network {
 	prefix := ops.EtcdPrefix(b.etcd.Prefix)
 	var out []ops.Network
 	for _, n := range nets {
 		if n.EtcdPrefix != "" && n.EtcdPrefix != prefix {
-			fmt.Fprintf(cmd.ErrOrStderr(), "%s: network %s keeps its keys under %s, not %s: not listed (pass --prefix %s)\n", n.Conf.File, n.Conf.Network, n.EtcdPrefix, prefix, n.EtcdPrefix)
+			fmt.Fprintf(notes, "%s: network %s keeps its keys under %s, not %s: not listed (pass --prefix %s)\n", n.Conf.File, n.Conf.Network, n.EtcdPrefix, prefix, n.EtcdPrefix)
 			continue
 		}
 		out = append(out, n)

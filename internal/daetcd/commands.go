@@ -9,21 +9,27 @@ import (
 	"github.com/cniplugins/cniplugins/internal/plugin"
 )
 
-// begin is how every command starts: the engine's parse of the config,
-// then ipam.etcd and the store's operation on behalf of the request's
-// attachment. ADD, CHECK and STATUS needRanges: the targets they place
+// begin is how every command but DEL (cmdDel) starts: the engine's
+// parse of the config, then ipam.etcd and the store's operation on behalf
+// of the request's attachment. ADD, CHECK and STATUS needRanges: the targets they place
 // addresses in come with them, requests assigned.
 func begin(req *plugin.Request, needRanges bool) (*alloc.Config, *etcdstore.Operation, []alloc.Target, error) {
 	c, err := ipamconf.Parse(req.Conf, req.CNIArgs, needRanges)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	op, err := etcdstore.Open(req.Conf, c.Network, req.Args.ContainerID, req.Args.IfName, req.Now, req.Log)
+	op, err := open(req, c)
 	if err != nil || !needRanges {
 		return c, op, nil, err
 	}
 	targets, err := c.AddTargets()
 	return c, op, targets, err
+}
+
+// open is the store's operation on behalf of the request's attachment
+// to c's network.
+func open(req *plugin.Request, c *alloc.Config) (*etcdstore.Operation, error) {
+	return etcdstore.Open(req.Conf, c.Network, req.Args.ContainerID, req.Args.IfName, req.Now, req.Log)
 }
 
 // cmdAdd hands out one address per target, all or nothing
@@ -44,13 +50,18 @@ func cmdAdd(req *plugin.Request) (types.Result, error) {
 }
 
 // cmdDel releases everything the attachment holds in the scopes the
-// config touches (etcdstore.Operation.Del). It needs no ranges.
+// config touches (etcdstore.Operation.Del). It needs no ranges, and
+// parses the config once for both its paths (ipamconf.ParseDel).
 func cmdDel(req *plugin.Request) error {
-	c, op, _, err := begin(req, false)
+	c, err := ipamconf.ParseDel(req.Conf, req.CNIArgs)
 	if err != nil {
 		return err
 	}
-	return op.Del(req.Conf, req.CNIArgs, c.Scopes())
+	op, err := open(req, c)
+	if err != nil {
+		return err
+	}
+	return op.Del(c, req.Conf, req.CNIArgs)
 }
 
 // cmdCheck verifies that every address in prevResult is this

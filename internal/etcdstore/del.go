@@ -14,18 +14,21 @@ import (
 	"github.com/cniplugins/cniplugins/internal/netconf"
 )
 
-// Del releases everything the attachment holds in scopes: one read of
+// Del releases everything the attachment holds in c's scopes: one read of
 // its index keys, one transaction deleting each claim and its index key,
 // guarded by their exact revisions and values. Its first round trip
 // writes the attachment's fence bucket (fence.go), so no claim of the
 // attachment sent before the DEL can commit after it, whatever the DEL
 // finds. It needs no ranges, and an unknown attachment is not an error.
-// conf and cniArgs are the request's, for its prevResult fast path.
-func (op *Operation) Del(conf *netconf.Envelope, cniArgs []netconf.CNIArg, scopes []alloc.Scope) error {
-	done, fenced, err := op.delFromPrev(conf, cniArgs)
+// c is the request's config as DEL parses it (ipamconf.ParseDel), its
+// ranges there only while they parse; conf and cniArgs are the
+// request's, for its prevResult fast path.
+func (op *Operation) Del(c *alloc.Config, conf *netconf.Envelope, cniArgs []netconf.CNIArg) error {
+	done, fenced, err := op.delFromPrev(c, conf, cniArgs)
 	if done || err != nil {
 		return err
 	}
+	scopes := c.Scopes()
 	err = op.delRead(scopes, !fenced)
 	// A sticky release that lost a race with a migration target's share
 	// (which rewrites the owner's keys) reads again: bounded, then 11.
@@ -106,13 +109,9 @@ func (op *Operation) delRead(scopes []alloc.Scope, fence bool) error {
 // record from this very instant): the exact read path then finishes.
 // fenced is true once the transaction was sent: it writes the
 // attachment's fence bucket whatever it releases (fence.go).
-func (op *Operation) delFromPrev(conf *netconf.Envelope, cniArgs []netconf.CNIArg) (done, fenced bool, err error) {
+func (op *Operation) delFromPrev(c *alloc.Config, conf *netconf.Envelope, cniArgs []netconf.CNIArg) (done, fenced bool, err error) {
 	addrs, err := ipamconf.PrevAddrs(conf)
 	if err != nil || len(addrs) == 0 {
-		return false, false, nil
-	}
-	c, err := ipamconf.Parse(conf, cniArgs, true)
-	if err != nil {
 		return false, false, nil
 	}
 	targets, err := c.AddTargets()

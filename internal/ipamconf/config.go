@@ -99,33 +99,64 @@ func Parse(conf *netconf.Envelope, cniArgs []netconf.CNIArg, needRanges bool) (*
 	return k.Parse(conf, cniArgs, needRanges)
 }
 
+// ParseDel is Parse for DEL, which works from state alone but releases
+// prevResult's addresses in one round trip when the config still places
+// them: the standalone range sets are there while they parse, and
+// missing, with no error, once they have changed into ones that do not.
+// Parsed once, the config serves both of DEL's paths.
+func ParseDel(conf *netconf.Envelope, cniArgs []netconf.CNIArg) (*alloc.Config, error) {
+	var k Keys
+	if err := conf.DecodeIPAM(&k); err != nil {
+		return nil, err
+	}
+	c, runtimeRanges, err := k.parse(conf, cniArgs)
+	if err != nil || c.Pools != nil {
+		return c, err
+	}
+	if sets, err := k.standaloneRanges(runtimeRanges); err == nil {
+		c.RangeSets = sets
+	}
+	return c, nil
+}
+
 // Parse validates k with the rest of conf and the CNI_ARGS before
 // anything touches a store. needRanges is false for DEL and GC, which
 // must work from state alone even when the ranges in the config have
 // since changed.
 func (k Keys) Parse(conf *netconf.Envelope, cniArgs []netconf.CNIArg, needRanges bool) (*alloc.Config, error) {
+	c, runtimeRanges, err := k.parse(conf, cniArgs)
+	if err != nil || c.Pools != nil || !needRanges {
+		return c, err
+	}
+	c.RangeSets, err = k.standaloneRanges(runtimeRanges)
+	return c, err
+}
+
+// parse is Parse but the standalone ranges: it returns the runtime's
+// (runtimeConfig.ipRanges) for the caller to read them, or not.
+func (k Keys) parse(conf *netconf.Envelope, cniArgs []netconf.CNIArg) (*alloc.Config, [][]addrspace.RangeConfig, error) {
 	var extra netArgs
 	if err := conf.DecodeArgs(&extra.Args); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := conf.DecodeRuntimeConfig(&extra.RuntimeConfig); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	c := &alloc.Config{Network: conf.Name, Routes: k.Routes, ResolvConf: k.ResolvConf}
 	var err error
 	if c.Requested, err = requestedAddrs(cniArgs, extra); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if c.PoolDefs, err = pool.NewDefinitions("ipam.poolDefinitions", k.PoolDefinitions); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	overflows := c.PoolDefs.Overflows
 	if err := checkDefinedChains(overflows); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	pools, poolMode, err := pool.FromPrevResult(conf)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if poolMode {
 		// Chains resolve on every command: an unknown overflow pool or a
@@ -133,18 +164,14 @@ func (k Keys) Parse(conf *netconf.Envelope, cniArgs []netconf.CNIArg, needRanges
 		for i, p := range pools {
 			cat := pool.Catalog{Pools: p.OverflowPools, Overflows: overflows}
 			if pools[i], err = cat.Resolve(fmt.Sprintf("prevResult.pools[%d]", i), p); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 		}
 		c.Pools = pools
 		c.Quota, err = pool.QuotaFromPrevResult(conf)
-		return c, err
+		return c, nil, err
 	}
-	if !needRanges {
-		return c, nil
-	}
-	c.RangeSets, err = k.standaloneRanges(extra.RuntimeConfig.IPRanges)
-	return c, err
+	return c, extra.RuntimeConfig.IPRanges, nil
 }
 
 // RangeSets are the standalone range sets the config file itself names

@@ -1,6 +1,7 @@
 package ipamconf_test
 
 import (
+	"fmt"
 	"net/netip"
 	"slices"
 	"testing"
@@ -8,7 +9,9 @@ import (
 	"github.com/cniplugins/cniplugins/internal/addrspace"
 	"github.com/cniplugins/cniplugins/internal/alloc"
 	"github.com/cniplugins/cniplugins/internal/alloc/alloctest"
+	"github.com/cniplugins/cniplugins/internal/cnierr"
 	"github.com/cniplugins/cniplugins/internal/ipamconf"
+	"github.com/cniplugins/cniplugins/internal/netconf"
 )
 
 func TestValidAttachments(t *testing.T) {
@@ -70,4 +73,37 @@ func TestKeysRangeSets(t *testing.T) {
 	alloctest.AssertCode(t, err, 7)
 	_, err = ipamconf.Parse(alloctest.Envelope(t, `{"cniVersion":"1.0.0","name":"n","ipam":{}}`), nil, true)
 	alloctest.AssertCode(t, err, 7)
+}
+
+// DEL parses the config once for both its paths: the standalone ranges
+// are Parse's while they parse (its prevResult fast path places the
+// addresses in them), missing with no error once they do not (the read
+// path needs none), and what DEL needs (CNI_ARGS) fails as Parse's does.
+func TestParseDel(t *testing.T) {
+	conf := func(ranges string) string {
+		return `{"cniVersion":"1.0.0","name":"n","ipam":{"type":"me","ranges":` + ranges + `}}`
+	}
+	valid := alloctest.Envelope(t, conf(`[[{"subnet":"10.9.0.0/29"}],[{"subnet":"fd00::/125"}]]`))
+	want, err := ipamconf.Parse(valid, nil, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c, err := ipamconf.ParseDel(valid, nil); err != nil || len(c.RangeSets) != 2 || fmt.Sprint(c.RangeSets) != fmt.Sprint(want.RangeSets) {
+		t.Errorf("valid ranges = %+v, %v; want %v", c, err, want.RangeSets)
+	}
+	for _, ranges := range []string{`[]`, `[[{"subnet":"10.9.0.0/29"}],[{"subnet":"10.9.0.0/30"}]]`} {
+		env := alloctest.Envelope(t, conf(ranges))
+		if _, err := ipamconf.Parse(env, nil, true); err == nil {
+			t.Fatalf("%s: Parse needing ranges accepts them", ranges)
+		}
+		if c, err := ipamconf.ParseDel(env, nil); err != nil || c.RangeSets != nil || c.Network != "n" || len(c.Scopes()) != 1 {
+			t.Errorf("%s = %+v, %v; want the network's scope, no ranges", ranges, c, err)
+		}
+	}
+	bad := []netconf.CNIArg{{Key: "IP", Value: "not-an-address"}}
+	_, want7 := ipamconf.Parse(valid, bad, false)
+	_, err = ipamconf.ParseDel(valid, bad)
+	if err == nil || want7 == nil || cnierr.Code(err) != cnierr.Code(want7) {
+		t.Errorf("CNI_ARGS IP=not-an-address: %v, want %v", err, want7)
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"strings"
 	"sync"
 
 	"github.com/cniplugins/cniplugins/internal/ops"
@@ -16,18 +17,21 @@ import (
 // package stays in the lean binary, which must link no net/http.
 type Exposition struct {
 	// Usages computes the pools' usage: `pools`' own computation on the
-	// installer's net.d and data dir.
-	Usages func() ([]ops.Usage, error)
+	// installer's net.d and data dir, saying on notes, a line each, the
+	// networks it leaves out.
+	Usages func(notes io.Writer) ([]ops.Usage, error)
 	// Metrics are the installer's counters (nil: every series 0).
 	Metrics *Metrics
 	// Version and Flavour label cniplugins_build_info.
 	Version, Flavour string
-	// Log gets a usage error once for as long as it repeats: a scrape
-	// every 15 s would otherwise log the same line 5,760 times a day.
+	// Log gets a usage error, and the usage's notes, once for as long as
+	// they repeat: a scrape every 15 s would otherwise log the same line
+	// 5,760 times a day.
 	Log io.Writer
 
-	mu      sync.Mutex
-	lastErr string // the usage error last logged; "" while usage is read
+	mu        sync.Mutex
+	lastErr   string // the usage error last logged; "" while usage is read
+	lastNotes string // the notes of the last usage read
 }
 
 // Write writes one scrape's exposition. A usage that cannot be computed
@@ -38,7 +42,8 @@ type Exposition struct {
 func (e *Exposition) Write(w io.Writer) error {
 	var b bytes.Buffer
 	scrapeError := 0.0
-	us, err := e.Usages()
+	var notes bytes.Buffer
+	us, err := e.Usages(&notes)
 	if err == nil {
 		// Into a buffer of its own: a usage that fails halfway must not
 		// leave half its series in the exposition.
@@ -48,7 +53,7 @@ func (e *Exposition) Write(w io.Writer) error {
 		b.Reset()
 		scrapeError = 1
 	}
-	e.note(err)
+	e.note(err, notes.String())
 	fams := append(e.Metrics.Families(),
 		ops.PromFamily{Name: "cniplugins_build_info", Type: "gauge", Help: "1, labelled with the version and flavour of the running binary.",
 			Samples: []ops.PromSample{{Labels: []ops.PromLabel{{Name: "version", Value: e.Version}, {Name: "flavour", Value: e.Flavour}}, Value: 1}}},
@@ -62,21 +67,31 @@ func (e *Exposition) Write(w io.Writer) error {
 	return err
 }
 
-// note logs a usage error the first time it is seen, and its end.
-func (e *Exposition) note(err error) {
+// note logs a usage error the first time it is seen, and its end, and a
+// usage's notes when they differ from the last usage's (a failed usage's
+// are not its last word).
+func (e *Exposition) note(err error, notes string) {
 	msg := ""
 	if err != nil {
 		msg = err.Error()
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if msg == e.lastErr || e.Log == nil {
+	if e.Log == nil {
 		return
 	}
-	if msg == "" {
+	switch {
+	case msg == e.lastErr:
+	case msg == "":
 		fmt.Fprintln(e.Log, "metrics: the pools' usage is read again")
-	} else {
+	default:
 		fmt.Fprintf(e.Log, "metrics: cannot compute the pools' usage (served without it until this changes): %s\n", msg)
 	}
 	e.lastErr = msg
+	if err == nil && notes != e.lastNotes {
+		for l := range strings.Lines(notes) {
+			fmt.Fprintln(e.Log, "metrics:", strings.TrimSuffix(l, "\n"))
+		}
+		e.lastNotes = notes
+	}
 }

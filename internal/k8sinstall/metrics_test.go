@@ -3,6 +3,7 @@ package k8sinstall
 import (
 	"context"
 	"errors"
+	"io"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -32,10 +33,11 @@ func TestExpositionServed(t *testing.T) {
 	usage := []ops.Usage{{Kind: "pool", Name: "team-a", Networks: []string{"k8s-tenants"}, Size: 10, Used: 3, Free: 7,
 		Tenants: []ops.TenantUsage{{Tenant: "namespace=team-a", InUse: 3, Quota: &quota}}}}
 	var usageErr error
+	note := "" // what the usage says of the networks it leaves out
 	var log strings.Builder
 	m := &Metrics{}
 	e := &Exposition{
-		Usages:  func() ([]ops.Usage, error) { return usage, usageErr },
+		Usages:  func(notes io.Writer) ([]ops.Usage, error) { io.WriteString(notes, note); return usage, usageErr },
 		Metrics: m, Version: "v9.9.9", Flavour: "full", Log: &log,
 	}
 	// Scraped in the test's goroutine: the steps change what Usages
@@ -79,6 +81,9 @@ func TestExpositionServed(t *testing.T) {
 		{name: "a pass cut by SIGTERM is no refusal", do: func() { m.installPass(Report{}, context.Canceled, t1) }, want: []string{
 			"cniplugins_install_conflists 2", "cniplugins_install_refusals_total 1",
 		}},
+		{name: "a network left out is logged", do: func() { note = "10-x.conflist: network x keeps its keys under /x/\n" },
+			want: []string{poolLine}, log: "metrics: 10-x.conflist: network x keeps its keys under /x/\n"},
+		{name: "and not again while it stays out", do: func() {}, want: []string{poolLine}},
 		{name: "usage fails: the process's series stay", do: func() { usageErr = errors.New("10-x.conflist: bad") },
 			want:   []string{"cniplugins_scrape_error 1", "cniplugins_gc_runs_total 2", `cniplugins_build_info{version="v9.9.9",flavour="full"} 1`},
 			absent: []string{"cniplugins_ipam_", "cniplugins_tenant_", "# HELP cniplugins_ipam_"},
@@ -91,6 +96,8 @@ func TestExpositionServed(t *testing.T) {
 		{name: "usage back", do: func() { usageErr = nil },
 			want: []string{"cniplugins_scrape_error 0", poolLine},
 			log:  "metrics: the pools' usage is read again\n"},
+		{name: "another network left out is", do: func() { note = "a\nb\n" },
+			want: []string{poolLine}, log: "metrics: a\nmetrics: b\n"},
 	}
 	for _, s := range steps {
 		s.do()
