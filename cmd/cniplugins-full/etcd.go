@@ -77,12 +77,17 @@ func (b etcdBackend) GC(q ops.GCRequest) ([]ops.Lease, error) {
 	if err := q.Validate(); err != nil {
 		return nil, err
 	}
-	if q.Apply && !q.Force {
+	keep := alloc.NewKeepSet(q.Network, q.Keep)
+	if q.Runtime != nil {
+		// gc --cri: the node is this live host, its runtime says what lives.
+		keep = alloc.NewRuntimeKeepSet(*q.Runtime)
+	} else if q.Apply && !q.Force {
 		if err := b.ad.CheckGone(q.Node, q.DeadAfter); err != nil {
 			return nil, err
 		}
 	}
-	ls, err := b.ad.GC(q.Node, etcdadmin.Filter{Network: q.Network, Pool: q.Pool}, q.Keep, q.Apply)
+	f := etcdadmin.Filter{Network: q.Network, Pool: q.Pool}
+	ls, err := b.ad.GC(q.Node, f, keep, q.Apply, q.Runtime == nil && len(q.Keep) == 0)
 	return leasesOf(ls), err
 }
 

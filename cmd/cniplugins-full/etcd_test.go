@@ -6,7 +6,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/cniplugins/cniplugins/internal/alloc"
 	"github.com/cniplugins/cniplugins/internal/daetcd"
 	"github.com/cniplugins/cniplugins/internal/dapools"
 	"github.com/cniplugins/cniplugins/internal/dsselect"
@@ -101,5 +103,43 @@ func TestPoolsAlikeOnBothBackends(t *testing.T) {
 				t.Errorf("rows:\n%s\nwant\n%s\n(first at %v)", strings.Join(got, "\n"), strings.Join(want, "\n"), us)
 			}
 		})
+	}
+}
+
+// gc --cri over etcd runs etcd's GC driver with the runtime's keep set,
+// on this live node (so no --dead-after guard): it releases a dead
+// sandbox's claim of a network the runtime serves, keeps a ready one's
+// and another network's, and leaves the node's 16 fence buckets, which its
+// ADDs still compare.
+func TestLiveGCOverEtcd(t *testing.T) {
+	fake := etcdkvfake.New(t)
+	machine := filepath.Join(t.TempDir(), "machine-id")
+	if err := os.WriteFile(machine, []byte("0123456789abcdef0123456789abcdef\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range [][2]string{{"lan", "live-1"}, {"lan", "gone-1"}, {"other", "gone-2"}} {
+		conf := fmt.Sprintf(`{"cniVersion":"1.1.0","name":%q,"ipam":{"type":"ipam-da-etcd","ranges":[[{"subnet":"10.241.2.0/24"}]],
+			"etcd":{"endpoints":[%q],"prefix":"/gc-test","nodeName":"node-a","machineIDFile":%q}}}`, c[0], fake.URL(), machine)
+		if _, err := plugintest.AddThrough([]byte(conf), c[1], "", daetcd.Personality()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b, err := openEtcd(ops.EtcdConfig{Endpoints: []string{fake.URL()}, Prefix: "/gc-test/"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt := alloc.Runtime{Ready: map[string]bool{"live-1": true}, Networks: []string{"lan"}, MinAge: time.Minute, Now: time.Now().Add(time.Hour)}
+	for _, apply := range []bool{false, true} {
+		rep, err := ops.LiveGC(b, ops.LiveGCRequest{Runtime: rt, Apply: apply, Node: "node-a"})
+		if err != nil || len(rep.Stale) != 1 || rep.Stale[0].ContainerID != "gone-1" || rep.Skipped["other"] != 1 {
+			t.Fatalf("apply %v: %+v %v; want gone-1 released, other's claim skipped", apply, rep, err)
+		}
+	}
+	ls, err := b.Leases(ops.LeaseFilter{})
+	if err != nil || len(ls) != 2 || ls[0].ContainerID == "gone-1" || ls[1].ContainerID == "gone-1" {
+		t.Errorf("left %+v %v; want live-1's and gone-2's", ls, err)
+	}
+	if fences := fake.Values("/gc-test/fences/node-a/"); len(fences) != 16 {
+		t.Errorf("fence buckets left: %v", fences)
 	}
 }

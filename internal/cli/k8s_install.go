@@ -154,19 +154,13 @@ func (f Flavour) k8sGC(backend func() (ops.Backend, error), node string, cri cri
 	}
 	return func(log io.Writer) (int, error) {
 		rep, live, err := cri.reconcile(f.CRI, b, ops.LiveGCRequest{Apply: true, Node: node})
-		released := 0
 		for _, l := range rep.Stale {
-			if l.Error != "" {
-				fmt.Fprintf(log, "gc: could not release %s: %s\n", l.Describe(), l.Error)
-				continue
-			}
-			released++
 			fmt.Fprintf(log, "gc: released %s, %s old, owned by no live sandbox\n", l.Describe(), l.Age)
 		}
 		if rep.Stale != nil {
 			writeScope(log, "gc: ", rep)
-			fmt.Fprintf(log, "gc: %d live sandboxes, %d reservations released\n", live, released)
+			fmt.Fprintf(log, "gc: %d live sandboxes, %d reservations released\n", live, len(rep.Stale))
 		}
-		return released, err
+		return len(rep.Stale), err
 	}, nil
 }

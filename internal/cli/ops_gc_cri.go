@@ -163,6 +163,5 @@ func (f *criFlags) reconcile(live liveSandboxes, b ops.Backend, r ops.LiveGCRequ
 func writeLiveGC(cmd *cobra.Command, stale []ops.LiveGCLease, out outputFlags) error {
 	return writeItems(cmd.OutOrStdout(), out, stale, append(leaseColumns(func(l ops.LiveGCLease) ops.Lease { return l.Lease }),
 		column[ops.LiveGCLease]{"AGE", true, func(l ops.LiveGCLease) string { return l.Age.String() }},
-		column[ops.LiveGCLease]{"ERROR", true, func(l ops.LiveGCLease) string { return l.Error }},
 	))
 }

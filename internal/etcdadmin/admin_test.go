@@ -125,14 +125,14 @@ func TestAdminLeasesReleaseGC(t *testing.T) {
 
 	// gc of node gone keeping g2: a plan first, then applied; node alive
 	// is never touched.
-	plan, err := ad.GC("gone", Filter{}, []alloc.Attachment{{ContainerID: "g2", IfName: "eth0"}}, false)
+	plan, err := ad.GC("gone", Filter{}, alloc.NewKeepSet("", []alloc.Attachment{{ContainerID: "g2", IfName: "eth0"}}), false, false)
 	if err != nil || len(plan) != 1 || plan[0].ContainerID != "g3" {
 		t.Fatalf("plan: %+v %v", plan, err)
 	}
 	if ls, _ := ad.Leases(Filter{}); len(ls) != 3 {
 		t.Fatal("a plan released")
 	}
-	if _, err := ad.GC("gone", Filter{}, nil, true); err != nil {
+	if _, err := ad.GC("gone", Filter{}, alloc.NewKeepSet("", nil), true, true); err != nil {
 		t.Fatal(err)
 	}
 	left, _ := ad.Leases(Filter{})
@@ -151,7 +151,7 @@ func TestAdminLeasesReleaseGC(t *testing.T) {
 	if len(ks) != 2 {
 		t.Fatalf("keys left: %v (want b1's claim and index key)", ks)
 	}
-	if _, err := ad.GC("", Filter{}, nil, true); err == nil {
+	if _, err := ad.GC("", Filter{}, alloc.NewKeepSet("", nil), true, true); err == nil {
 		t.Fatal("gc without a node")
 	}
 }
@@ -189,7 +189,7 @@ func TestAdminGCManyPools(t *testing.T) {
 		run(fmt.Sprint("b", p), p)
 	}
 	ad := st.admin()
-	plan, err := ad.GC("gone", Filter{}, nil, true)
+	plan, err := ad.GC("gone", Filter{}, alloc.NewKeepSet("", nil), true, true)
 	if err != nil || len(plan) != inFirst+pools-1 {
 		t.Fatalf("gc --apply: %d planned, %v", len(plan), err)
 	}

@@ -64,3 +64,9 @@ func (o *Operator) SetNow(now time.Time) { o.op.now = now }
 func (o *Operator) Client() *etcdkv.Client { return o.op.cl }
 
 func (o *Operator) AddrKey(s alloc.Scope, ip netip.Addr) string { return o.op.keys.addrKey(s, ip) }
+
+// GCKeeping applies the operator's GC of node's claims with keep as the
+// keep rule: a test's keep runs between the driver's read and its writes.
+func (o *Operator) GCKeeping(node string, keep func(alloc.Attachment) bool) ([]Claim, error) {
+	return o.op.collect(gcRun{node: node, index: []string{o.op.keys.nodePrefix(node)}, keep: keep}, false)
+}

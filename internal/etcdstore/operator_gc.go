@@ -9,15 +9,16 @@ import (
 )
 
 // GC releases every claim of node (optionally only in one pool, or of
-// one network) whose attachment is not in keep, and the expired holds
-// there, by the driver and the rules of the CNI GC (gc.go): a keep entry
-// without an ifname keeps every attachment of its container. Without
-// apply it only returns the plan. With apply it then removes the tenant
-// records that count nothing, as the CNI GC does (tenantgc.go); and with
-// neither keep nor filter, everything of the node is gone, and so are
-// its fence buckets, the node's last keys but its record (fence.go),
-// deleted after the releases so that a GC cut short keeps them.
-func (o *Operator) GC(node, network, pool string, keep []alloc.Attachment, apply bool) ([]Claim, error) {
+// one network) that keep does not keep, and the expired holds there, by
+// the driver and the rules of the CNI GC (gc.go). Without apply it only
+// returns the plan. With apply it then removes the tenant records that
+// count nothing, as the CNI GC does (tenantgc.go); and with dropFences
+// (the node is gone, keep keeps none of its attachments) and neither
+// filter, its fence buckets go too, the node's last keys but its record
+// (fence.go), deleted after the releases so that a GC cut short keeps
+// them. A live node's ADDs still compare its buckets: its GC (`gc --cri`)
+// never drops them.
+func (o *Operator) GC(node, network, pool string, keep alloc.KeepSet, apply, dropFences bool) ([]Claim, error) {
 	if node == "" {
 		return nil, cnierr.MissingConfig("--node")
 	}
@@ -25,12 +26,12 @@ func (o *Operator) GC(node, network, pool string, keep []alloc.Attachment, apply
 		return nil, err
 	}
 	run := gcRun{node: node, network: network, pool: pool, index: []string{o.op.keys.nodePrefix(node)},
-		holds: []string{o.op.keys.prefix + "sticky/"}, keep: alloc.NewKeepSet(network, keep).Keeps}
+		holds: []string{o.op.keys.prefix + "sticky/"}, keep: keep.Keeps}
 	plan, err := o.op.collect(run, !apply)
 	if !apply {
 		return plan, err
 	}
-	if err == nil && len(keep) == 0 && pool == "" && network == "" {
+	if err == nil && dropFences && pool == "" && network == "" {
 		var del []etcdkv.Op
 		for b := range fenceBuckets {
 			del = append(del, etcdkv.Delete(o.op.keys.fenceKey(node, b)))

@@ -185,13 +185,13 @@ func TestStickyExpiryGC(t *testing.T) {
 	c := stickyCase{t: t, holdFor: "3s"}
 	c.held("host-a", "c1", "web-0")
 	ad := stickyAdmin(t)
-	plan, err := ad.GC("host-a", "", "", nil, false)
+	plan, err := ad.GC("host-a", "", "", alloc.NewKeepSet("", nil), false, true)
 	if err != nil || len(plan) != 0 {
 		t.Fatalf("GC of an unexpired hold: %+v %v", plan, err)
 	}
 	time.Sleep(4 * time.Second)
 	ad = stickyAdmin(t)
-	plan, err = ad.GC("host-a", "", "", nil, true)
+	plan, err = ad.GC("host-a", "", "", alloc.NewKeepSet("", nil), true, true)
 	if err != nil || len(plan) != 1 || !plan[0].Held {
 		t.Fatalf("GC of an expired hold: %+v %v", plan, err)
 	}

@@ -183,10 +183,10 @@ func TestGCsRemoveTenantRecordsAlike(t *testing.T) {
 		"the CNI GC": func(c tenantCase) error { return c.e.GC([]alloc.Attachment{live}, time.Now()) },
 		"gc --etcd --apply": func(c tenantCase) error {
 			ad := c.e.admin(time.Now())
-			if plan, err := ad.GC("node-a", "", "", []alloc.Attachment{live}, false); err != nil || len(plan) != 1 || len(c.records()) != 3 {
+			if plan, err := ad.GC("node-a", "", "", alloc.NewKeepSet("", []alloc.Attachment{live}), false, false); err != nil || len(plan) != 1 || len(c.records()) != 3 {
 				t.Fatalf("plan %+v, %v; records %v", plan, err, c.records())
 			}
-			_, err := ad.GC("node-a", "", "", []alloc.Attachment{live}, true)
+			_, err := ad.GC("node-a", "", "", alloc.NewKeepSet("", []alloc.Attachment{live}), true, false)
 			return err
 		},
 	} {

@@ -1,9 +1,6 @@
 package ops
 
 import (
-	"errors"
-	"fmt"
-	"net/netip"
 	"time"
 
 	"github.com/cniplugins/cniplugins/internal/alloc"
@@ -40,16 +37,12 @@ type LiveGCLease struct {
 	Lease
 	Age        time.Duration `json:"-"`
 	AgeSeconds int64         `json:"ageSeconds"`
-	// Error says why releasing it failed; empty when it was released (or
-	// in a dry run).
-	Error string `json:"error,omitempty"`
 }
 
-// LiveGC collects what r's keep set does not keep in b: a data dir's
-// every state directory through the CNI GC's own code (Local.GC), or
-// the node's claims in a shared store, each through b's Release, which
-// compares the owner in its transaction. Either way a DEL or an ADD that
-// got there first is never undone. Without Apply it only lists them.
+// LiveGC collects what r's keep set does not keep in b through b's GC,
+// the CNI GC's own driver (a data dir's every state directory, or the
+// node's claims in a shared store), which releases nothing a DEL or an
+// ADD changed since it read it. Without Apply it only lists them.
 func LiveGC(b Backend, r LiveGCRequest) (LiveGCReport, error) {
 	all, err := b.Leases(LeaseFilter{Node: r.Node})
 	if err != nil {
@@ -63,32 +56,17 @@ func LiveGC(b Backend, r LiveGCRequest) (LiveGCReport, error) {
 	}
 	keep := alloc.NewRuntimeKeepSet(r.Runtime)
 	out := LiveGCReport{Stale: []LiveGCLease{}, Skipped: map[string]int{}}
-	var gone []Lease
 	for _, l := range all {
-		switch keep.Verdict(l.owner()) {
-		case alloc.KeptOtherNetwork:
+		if keep.Verdict(l.owner()) == alloc.KeptOtherNetwork {
 			out.Skipped[l.Network]++
-		case alloc.Collected:
-			gone = append(gone, l)
 		}
 	}
-	var errs []error
-	if !b.Shared() {
-		gone, err = b.GC(GCRequest{Runtime: &r.Runtime, Apply: r.Apply})
-		errs = append(errs, err)
-	}
+	gone, err := b.GC(GCRequest{Runtime: &r.Runtime, Apply: r.Apply, Node: r.Node})
 	for _, l := range gone {
 		age := r.Now.Sub(l.Since).Round(time.Second)
-		g := LiveGCLease{Lease: l, Age: age, AgeSeconds: int64(age / time.Second)}
-		if r.Apply && b.Shared() { // Local.GC released what it reports
-			if err := r.release(b, l); err != nil {
-				g.Error = err.Error()
-				errs = append(errs, fmt.Errorf("%s: %w", l.Describe(), err))
-			}
-		}
-		out.Stale = append(out.Stale, g)
+		out.Stale = append(out.Stale, LiveGCLease{Lease: l, Age: age, AgeSeconds: int64(age / time.Second)})
 	}
-	return out, errors.Join(errs...)
+	return out, err
 }
 
 // owner is the attachment l is the reservation of; a lease that is no
@@ -99,17 +77,4 @@ func (l Lease) owner() alloc.Attachment {
 		return alloc.Attachment{}
 	}
 	return alloc.Attachment{ContainerID: l.ContainerID, IfName: l.IfName, Network: l.Network}
-}
-
-func (r LiveGCRequest) release(b Backend, l Lease) error {
-	addr, err := netip.ParseAddr(l.Address)
-	if err != nil {
-		return err
-	}
-	req := ReleaseRequest{Location: Location{Pool: l.Pool}, Addr: addr, Container: l.ContainerID, IfName: l.IfName, Node: r.Node}
-	if l.Pool == "" {
-		req.Network = l.Network
-	}
-	_, err = b.Release(req)
-	return err
 }

@@ -97,23 +97,3 @@ func TestLiveGC(t *testing.T) {
 		t.Errorf("second pass: %v, %v; want nothing", again, err)
 	}
 }
-
-// A reservation taken over by another container between the listing and
-// the release is not released: Release checks the owner under the lock.
-func TestLiveGCDoesNotUndoANewerOwner(t *testing.T) {
-	dataDir := t.TempDir()
-	p := filepath.Join(dataDir, "lan", "10.0.0.3")
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(p, []byte("new-owner\r\neth0"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	err := LiveGCRequest{}.release(Local{DataDir: dataDir, LockTimeout: time.Second}, Lease{Address: "10.0.0.3", Network: "lan", ContainerID: "gone-1", IfName: "eth0"})
-	if err == nil {
-		t.Fatal("released a reservation another container holds")
-	}
-	if b, _ := os.ReadFile(p); string(b) != "new-owner\r\neth0" {
-		t.Errorf("reservation now %q", b)
-	}
-}
