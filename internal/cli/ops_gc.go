@@ -47,8 +47,8 @@ does) and those named with --network; reservations of any other network
 (podman's, Nomad's, one not recorded) are left alone, and the output says
 which. Among those networks' reservations under the data dir (or, with
 --etcd, among --node's claims), every CNI reservation no READY sandbox owns
-that is older than --min-age is released, each through the same path as
-release (a sticky key's reservation becomes a hold, as release makes it).
+that is older than --min-age is released by the CNI GC's own code (a sticky
+key's reservation becomes a hold; expired holds go too).
 An endpoint that cannot be asked is an error (exit 2) that releases nothing.
 The Docker driver's reservations are never touched.`,
 		Args: cobra.NoArgs,
