@@ -97,30 +97,29 @@ func chainNames(chain []Target) string {
 	return s
 }
 
-// LocateIn is Presence in a Ledger (the disk and in-memory stores): an
-// address of t's range set a holds, and, for key (when not ""), a live
-// hold record in a HoldStore. An overflow pool is a pool: it has no
-// legacy id-only reservations to look for.
-func LocateIn(l Ledger, a Attachment, t Target, key string, now time.Time) (Presence, error) {
+// LocateIn is Presence in pool t of a store the engine reads (the disk
+// store's, locked): what a holds there and key's ("" none) hold record.
+func LocateIn(l HoldStore, a Attachment, t Target, key string, now time.Time) (Presence, error) {
 	held, err := l.ByAttachment(a)
-	if err != nil {
-		return Presence{}, err
+	var e *HoldRecord
+	if err == nil && key != "" {
+		e, err = LookupHold(l, HoldID(key, a.IfName, t.RangeID))
 	}
+	return Located(t, held, e, key, a.IfName, now), err
+}
+
+// Located is Presence in pool t over what a store read there: the
+// addresses the attachment (on ifname) holds, and its key's hold record,
+// judged (nil: none). An overflow pool is a pool: it has no legacy
+// id-only reservations to look for.
+func Located(t Target, held []netip.Addr, e *HoldRecord, key, ifname string, now time.Time) Presence {
 	for _, ip := range held {
 		// A pool's store holds only its own addresses, so any is the
 		// attachment's there, whatever the pool's ranges say now (an
 		// overflow pool's are not even read before an ADD spills).
 		if t.Scope.Pool != "" || t.Set.Contains(ip) {
-			return Presence{Attached: ip}, nil
+			return Presence{Attached: ip}
 		}
 	}
-	hs, ok := l.(HoldStore)
-	if key == "" || !ok {
-		return Presence{}, nil
-	}
-	e, err := LookupHold(hs, HoldID(key, a.IfName, t.RangeID))
-	if err != nil || e == nil {
-		return Presence{}, err
-	}
-	return Presence{KeyHeld: e.Stale == "" && e.For(key, a.IfName) && !e.Expired(now)}, nil
+	return Presence{KeyHeld: e != nil && e.Stale == "" && e.For(key, ifname) && !e.Expired(now)}
 }

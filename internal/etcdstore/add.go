@@ -2,6 +2,7 @@ package etcdstore
 
 import (
 	"net/netip"
+	"slices"
 	"strconv"
 
 	current "github.com/containernetworking/cni/pkg/types/100"
@@ -54,44 +55,41 @@ func (op *Operation) Add(targets []alloc.Target, q *pool.Quota, conf *netconf.En
 	return add.Run()
 }
 
-// locator is alloc.AllocateOverflow's look at t's chain: one read of the
+// locator is alloc.AllocateOverflow's look at t's chain: one read, at
+// the first call (only targets with a chain call it), of the
 // attachment's index key and the key's hold in every pool of the chain,
-// made at the first call (only targets with a chain call it).
+// for the engine to judge (alloc.Located; a hold's claim is Found's to
+// judge, if the ADD meets it).
 func (op *Operation) locator(t alloc.Target, st *stickyAtt) func(alloc.Target) (alloc.Presence, error) {
-	var found map[alloc.Scope]alloc.Presence
-	return func(c alloc.Target) (alloc.Presence, error) {
-		if found != nil {
-			return found[c.Scope], nil
+	chain, key := t.Chain(), ""
+	var reads []etcdkv.Op
+	for _, p := range chain {
+		reads = append(reads, etcdkv.Get(op.slotKey(p.Scope, p.RangeID)))
+		if st != nil {
+			key = st.Key
+			reads = append(reads, etcdkv.Get(op.keys.holdKey(p.Scope, st.id, strconv.Itoa(p.RangeID))))
 		}
-		chain := t.Chain()
-		var reads []etcdkv.Op
-		for _, p := range chain {
-			reads = append(reads, etcdkv.Get(op.slotKey(p.Scope, p.RangeID)))
-			if st != nil {
-				reads = append(reads, etcdkv.Get(op.keys.holdKey(p.Scope, st.id, strconv.Itoa(p.RangeID))))
+	}
+	var resp *etcdkv.Response
+	return func(c alloc.Target) (at alloc.Presence, err error) {
+		if resp == nil {
+			if resp, err = op.cl.Read(reads...); err != nil {
+				return at, err
 			}
 		}
-		resp, err := op.cl.Read(reads...)
-		if err != nil {
-			return alloc.Presence{}, err
-		}
-		found = map[alloc.Scope]alloc.Presence{}
-		per := len(reads) / len(chain)
-		for i, p := range chain {
-			var at alloc.Presence
-			if kv, ok := resp.First(i * per); ok {
-				if r, valid := decodeRecord(kv.Value); valid && !r.cancelled() {
-					at.Attached, _ = parseAddr(r.Address)
-				}
+		i := len(reads) / len(chain) * slices.IndexFunc(chain, func(p alloc.Target) bool { return p.Scope == c.Scope })
+		var held []netip.Addr
+		index, _ := resp.First(i)
+		if r, ok := decodeRecord(index.Value); ok {
+			if ip, err := parseAddr(r.Address); err == nil { // a marker or a fence names none
+				held = append(held, ip)
 			}
-			if st != nil {
-				if kv, ok := resp.First(i*per + 1); ok {
-					h, valid := decodeHold(kv.Value)
-					at.KeyHeld = valid && h.For(st.Key, op.ifname) && !h.Expired(op.now)
-				}
-			}
-			found[p.Scope] = at
 		}
-		return found[c.Scope], nil
+		holdKV, _ := resp.First(i + 1)
+		var hold *alloc.HoldRecord
+		if h, valid := decodeHold(holdKV.Value); st != nil && valid {
+			hold = &alloc.HoldRecord{Hold: h}
+		}
+		return alloc.Located(c, held, hold, key, op.ifname, op.now), nil
 	}
 }

@@ -44,18 +44,18 @@ func (op *Operation) check(addrs []netip.Addr, placed []alloc.Target) error {
 	return nil
 }
 
-// held is what the operation's attachment claims, or shares as a
-// migration target, in each scope on this node and network: its index
-// keys, in one read.
+// held is what the operation's attachment's index keys name in each
+// scope, in one read: its claims, and what it shares as a migration
+// target, where CHECK's verdict (Attachment.Checks) counts them as its.
 func (op *Operation) held(scopes []alloc.Scope) (map[alloc.Scope][]netip.Addr, error) {
 	resp, err := op.readAttachment(scopes, false)
 	if err != nil {
 		return nil, err
 	}
-	out := map[alloc.Scope][]netip.Addr{}
+	out, me := map[alloc.Scope][]netip.Addr{}, op.attachment()
 	for i, s := range scopes {
 		for _, kv := range resp.KVs(i) {
-			if r, ok := decodeRecord(kv.Value); ok && !r.cancelled() && r.Network == op.network {
+			if r, ok := decodeRecord(kv.Value); ok && me.Checks(r.attachment(), alloc.Attachment{}) {
 				if ip, err := parseAddr(r.Address); err == nil {
 					out[s] = append(out[s], ip)
 				}
