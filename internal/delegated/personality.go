@@ -22,31 +22,26 @@ type NewExecutor func(req *plugin.Request) Executor
 
 // Personality returns ipam-delegated running delegates with newExec.
 func Personality(newExec NewExecutor) plugin.Personality {
-	each := func(cmd string) plugin.Func {
-		return func(req *plugin.Request) (types.Result, error) {
+	each := func(cmd string) func(*plugin.Request) error {
+		return func(req *plugin.Request) error {
 			c, err := newChain(req, newExec)
 			if err != nil {
-				return nil, err
+				return err
 			}
-			return nil, c.Each(context.Background(), cmd)
+			return c.Each(context.Background(), cmd)
 		}
+	}
+	add := func(req *plugin.Request) (types.Result, error) {
+		c, err := newChain(req, newExec)
+		if err != nil {
+			return nil, err
+		}
+		return c.Add(context.Background())
 	}
 	return plugin.Personality{
 		Name:    Name,
 		Summary: "runs the IPAM delegates in ipam.delegates in order, threading prevResult, with rollback",
-		Funcs: plugin.Funcs{
-			Add: func(req *plugin.Request) (types.Result, error) {
-				c, err := newChain(req, newExec)
-				if err != nil {
-					return nil, err
-				}
-				return c.Add(context.Background())
-			},
-			Del:    each(plugin.CmdDel),
-			Check:  each(plugin.CmdCheck),
-			GC:     each(plugin.CmdGC),
-			Status: each(plugin.CmdStatus),
-		},
+		Funcs:   plugin.IPAMFuncs(add, each(plugin.CmdDel), each(plugin.CmdCheck), each(plugin.CmdGC), each(plugin.CmdStatus)),
 		// ArgKeys stays nil: CNI_ARGS passes through to the delegates,
 		// each of which checks it against its own keys.
 		Validate: func(conf *netconf.Envelope) error {

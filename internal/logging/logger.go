@@ -39,11 +39,6 @@ func (l *Logger) log(level zapcore.Level, msg string, fields []Field) {
 	}
 }
 
-// With returns a logger that adds fields to every entry.
-func (l *Logger) With(fields ...Field) *Logger {
-	return &Logger{core: l.core.With(fields), name: l.name}
-}
-
 // Sync flushes buffered entries.
 func (l *Logger) Sync() error { return l.core.Sync() }
 

@@ -61,7 +61,7 @@ func New(o Options) (*Logger, func()) {
 		zapcore.AddSync(f),
 		level,
 	)
-	logger := (&Logger{core: zapcore.NewTee(stderrCore, fileCore), name: o.Personality}).With(Int("pid", os.Getpid()))
+	logger := &Logger{core: zapcore.NewTee(stderrCore, fileCore).With([]Field{Int("pid", os.Getpid())}), name: o.Personality}
 	return logger, func() { _ = logger.Sync(); _ = f.Close() }
 }
 

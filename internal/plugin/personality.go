@@ -25,16 +25,13 @@ import (
 // cniVersion.
 type Func func(*Request) (types.Result, error)
 
-// NoResult adapts a command that prints nothing when it succeeds (DEL,
-// CHECK, GC and STATUS of an IPAM plugin) to a Func.
-func NoResult(f func(*Request) error) Func {
-	return func(req *Request) (types.Result, error) { return nil, f(req) }
-}
-
 // IPAMFuncs are the commands of an IPAM plugin: ADD answers a result,
 // the others print nothing when they succeed.
 func IPAMFuncs(add Func, del, check, gc, status func(*Request) error) Funcs {
-	return Funcs{Add: add, Del: NoResult(del), Check: NoResult(check), GC: NoResult(gc), Status: NoResult(status)}
+	none := func(f func(*Request) error) Func {
+		return func(req *Request) (types.Result, error) { return nil, f(req) }
+	}
+	return Funcs{Add: add, Del: none(del), Check: none(check), GC: none(gc), Status: none(status)}
 }
 
 // Funcs holds a personality's commands. Every personality implements all

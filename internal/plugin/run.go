@@ -149,19 +149,7 @@ func checkedArgs(p Personality, conf *netconf.Envelope, raw string) ([]netconf.C
 }
 
 func (f Funcs) lookup(cmd string) Func {
-	switch cmd {
-	case CmdAdd:
-		return f.Add
-	case CmdDel:
-		return f.Del
-	case CmdCheck:
-		return f.Check
-	case CmdGC:
-		return f.GC
-	case CmdStatus:
-		return f.Status
-	}
-	return nil
+	return map[string]Func{CmdAdd: f.Add, CmdDel: f.Del, CmdCheck: f.Check, CmdGC: f.GC, CmdStatus: f.Status}[cmd]
 }
 
 func writeError(w io.Writer, cniVersion string, e *types.Error) {

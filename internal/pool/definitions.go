@@ -117,10 +117,8 @@ func ParseOverflows(field string, defs map[string]json.RawMessage) (map[string]s
 			if err := netconf.Decode(t, field+"."+name, &entry); err != nil {
 				return nil, err
 			}
-			if entry.Overflow != "" {
-				if err := ValidName(field+"."+name+".overflow", entry.Overflow); err != nil {
-					return nil, err
-				}
+			if err := validOverflow(field+"."+name, entry.Overflow); err != nil {
+				return nil, err
 			}
 		}
 		out[name] = entry.Overflow
@@ -167,11 +165,6 @@ func ParseDefinition(field string, raw json.RawMessage) (Definition, error) {
 	if def.Exclude, err = addrspace.ParseExclusions(field+".exclude", entry.Exclude); err != nil {
 		return Definition{}, err
 	}
-	if entry.Overflow != "" {
-		if err := ValidName(field+".overflow", entry.Overflow); err != nil {
-			return Definition{}, err
-		}
-	}
 	def.Overflow = entry.Overflow
-	return def, nil
+	return def, validOverflow(field, entry.Overflow)
 }

@@ -78,10 +78,8 @@ func (p Pool) Validate(field string) error {
 	if _, err := p.Exclusions(field); err != nil {
 		return err
 	}
-	if p.Overflow != "" {
-		if err := ValidName(field+".overflow", p.Overflow); err != nil {
-			return err
-		}
+	if err := validOverflow(field, p.Overflow); err != nil {
+		return err
 	}
 	if len(p.OverflowPools) > MaxPerAttachment {
 		return cnierr.InvalidConfig(field+".overflowPools", fmt.Sprintf("%d pools", len(p.OverflowPools)), fmt.Sprintf("at most %d pools per chain", MaxPerAttachment))
@@ -154,6 +152,15 @@ func ValidName(field, name string) error {
 		}
 	}
 	return nil
+}
+
+// validOverflow checks the overflow of the pool or definition at field,
+// if it names one.
+func validOverflow(field, overflow string) error {
+	if overflow == "" {
+		return nil
+	}
+	return ValidName(field+".overflow", overflow)
 }
 
 // Names lists the pools' names, in order.

@@ -79,36 +79,24 @@ func (s *Selection) MarshalJSON() ([]byte, error) {
 	}
 	out := b[: len(b)-1 : len(b)-1]
 	sep := len(bytes.TrimSpace(out)) > 1 // the object already has a key
-	add := func(key string, v any) error {
-		raw, err := json.Marshal(v)
+	for _, kv := range []struct {
+		key string
+		v   any
+		set bool
+	}{{"pools", s.Pools, true}, {"sticky", s.Sticky, s.Sticky != nil}, {"quota", s.Quota, s.Quota != nil}, {"choices", s.Choices, s.Choices != nil}} {
+		if !kv.set {
+			continue
+		}
+		raw, err := json.Marshal(kv.v)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if sep {
 			out = append(out, ',')
 		}
 		sep = true
-		out = append(append(append(out, '"'), key...), `":`...)
+		out = append(append(append(out, '"'), kv.key...), `":`...)
 		out = append(out, raw...)
-		return nil
-	}
-	if err := add("pools", s.Pools); err != nil {
-		return nil, err
-	}
-	if s.Sticky != nil {
-		if err := add("sticky", s.Sticky); err != nil {
-			return nil, err
-		}
-	}
-	if s.Quota != nil {
-		if err := add("quota", s.Quota); err != nil {
-			return nil, err
-		}
-	}
-	if s.Choices != nil {
-		if err := add("choices", s.Choices); err != nil {
-			return nil, err
-		}
 	}
 	return append(out, '}'), nil
 }
