@@ -62,7 +62,7 @@ func (c *Chain) Add(ctx context.Context) (types.Result, error) {
 	for k := range c.Delegates {
 		out, res, err := c.run(ctx, k, plugin.CmdAdd, prev, built)
 		if err == nil {
-			last, err = c.validResult(k, out)
+			last, err = c.validResult(out, res)
 		}
 		if err != nil {
 			c.rollback(ctx, rolledBack(k, err), prev)
@@ -125,10 +125,12 @@ func (c *Chain) Each(ctx context.Context, cmd string) error {
 	return join(errs)
 }
 
-// validResult accepts what delegate k's ADD printed only if it is a CNI
-// result, decoding it to check unless the executor vouches for it.
-func (c *Chain) validResult(k int, out []byte) (*plugin.RawResult, error) {
-	if v, ok := c.Exec.(Voucher); ok && v.Vouches(c.Delegates[k]) && len(bytes.TrimSpace(out)) > 0 {
+// validResult accepts what a delegate's ADD printed only if it is a CNI
+// result, decoding it to check unless the delegate ran in-process and
+// handed over the result it built (built): this binary's result types
+// only print what they can read back.
+func (c *Chain) validResult(out []byte, built types.Result) (*plugin.RawResult, error) {
+	if built != nil && len(bytes.TrimSpace(out)) > 0 {
 		if raw, err := plugin.NewRawResult(out); err == nil {
 			return raw, nil
 		}

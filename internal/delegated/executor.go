@@ -36,13 +36,6 @@ type ResultRunner interface {
 	RunResult(ctx context.Context, d Delegate, cmd string, conf *netconf.Envelope) ([]byte, types.Result, error)
 }
 
-// Voucher is an Executor that can vouch for the results of some
-// delegates (its own personalities'), which the chain then does not
-// decode a second time to check them.
-type Voucher interface {
-	Vouches(d Delegate) bool
-}
-
 // Resolve finds every delegate in cniPath before any of them runs, so a
 // typo in the chain fails cleanly instead of after side effects.
 func Resolve(names []string, cniPath string) ([]Delegate, error) {

@@ -34,9 +34,6 @@ type SelfExecutor struct {
 	// Lookup finds a personality by the name the delegate is called by.
 	Lookup func(name string) (plugin.Personality, bool)
 	Log    *logging.Logger
-	// isSelf caches, by path, whether a delegate is this executable: the
-	// chain asks once to run it and once to vouch for its result.
-	isSelf map[string]bool
 }
 
 func (s SelfExecutor) Run(ctx context.Context, d Delegate, cmd string, conf *netconf.Envelope) ([]byte, error) {
@@ -73,17 +70,7 @@ func (s SelfExecutor) RunResult(ctx context.Context, d Delegate, cmd string, con
 // A link to this binary under a name it does not know is exec'd, so that
 // it fails exactly as it would for a runtime.
 func (s SelfExecutor) local(d Delegate) (plugin.Personality, bool) {
-	if s.Self == "" || s.Lookup == nil {
-		return plugin.Personality{}, false
-	}
-	same, known := s.isSelf[d.Path]
-	if !known {
-		same = sameFile(s.Self, d.Path)
-		if s.isSelf != nil {
-			s.isSelf[d.Path] = same
-		}
-	}
-	if !same {
+	if s.Self == "" || s.Lookup == nil || !sameFile(s.Self, d.Path) {
 		return plugin.Personality{}, false
 	}
 	return s.Lookup(d.Name)
@@ -96,13 +83,6 @@ func sameFile(a, b string) bool {
 	}
 	fb, err := os.Stat(b)
 	return err == nil && os.SameFile(fa, fb)
-}
-
-// Vouches implements Voucher: what this binary's own personalities print
-// is built by its result types, which only print what they can read back.
-func (s SelfExecutor) Vouches(d Delegate) bool {
-	_, ok := s.local(d)
-	return ok
 }
 
 // exitError is what an exec would have made of a failed delegate's stdout.

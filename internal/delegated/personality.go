@@ -75,6 +75,6 @@ func InProcess(lookup func(string) (plugin.Personality, bool)) NewExecutor {
 		if err != nil {
 			return execer
 		}
-		return SelfExecutor{Exec: execer, Self: self, Lookup: lookup, Log: req.Log, isSelf: map[string]bool{}}
+		return SelfExecutor{Exec: execer, Self: self, Lookup: lookup, Log: req.Log}
 	}
 }
