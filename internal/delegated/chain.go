@@ -87,32 +87,29 @@ func rolledBack(k int, err error) int {
 	return k
 }
 
-// rollback runs DEL on delegates 0..k in order (none for k < 0). Delegate 0 gets the
-// prevResult delegate k received; each next one gets what the previous
-// DEL printed, or the previous prevResult when it printed nothing. DEL
-// failures are logged and ignored: the ADD error is what the runtime needs.
+// rollback runs DEL on delegates 0..k in order (none for k < 0), delegate
+// 0 getting the prevResult delegate k received. DEL failures are logged
+// and ignored: the ADD error is what the runtime needs.
 func (c *Chain) rollback(ctx context.Context, k int, prev prevResult) {
-	for i := 0; i <= k; i++ {
-		out, _, err := c.run(ctx, i, plugin.CmdDel, prev, nil)
-		if err != nil {
-			c.Log.Warn("rollback DEL failed", logging.String("delegate", c.Delegates[i].Name), logging.Error(err))
-			continue
-		}
-		if next := printed(out); next != nil {
-			prev = next
-		}
+	for _, err := range c.each(ctx, plugin.CmdDel, k+1, prev) {
+		c.Log.Warn("rollback DEL failed", logging.Error(err))
 	}
 }
 
-// Each runs cmd (DEL, CHECK, GC, STATUS) on every delegate, even after an
-// error, and returns the errors joined. What a delegate prints becomes the
-// next one's prevResult, as in ADD: that is how a selector tells the
-// allocator which pools a DEL, GC or STATUS concerns. A delegate that
-// prints nothing (the spec's DEL) leaves prevResult as it was.
+// Each runs cmd (DEL, CHECK, GC, STATUS) on every delegate and returns
+// the errors joined.
 func (c *Chain) Each(ctx context.Context, cmd string) error {
-	var prev prevResult
+	return join(c.each(ctx, cmd, len(c.Delegates), nil))
+}
+
+// each runs cmd on delegates 0..n-1, even after an error, and returns
+// their errors. What a delegate prints becomes the next one's prevResult,
+// as in ADD: that is how a selector tells the allocator which pools a
+// DEL, GC or STATUS concerns. A delegate that prints nothing (the spec's
+// DEL) leaves prevResult as it was.
+func (c *Chain) each(ctx context.Context, cmd string, n int, prev prevResult) []error {
 	var errs []error
-	for i := range c.Delegates {
+	for i := range n {
 		out, _, err := c.run(ctx, i, cmd, prev, nil)
 		if err != nil {
 			errs = append(errs, c.named(i, err))
@@ -122,7 +119,7 @@ func (c *Chain) Each(ctx context.Context, cmd string) error {
 			prev = next
 		}
 	}
-	return join(errs)
+	return errs
 }
 
 // validResult accepts what a delegate's ADD printed only if it is a CNI
