@@ -33,8 +33,8 @@ type prevResult json.RawMessage
 
 // run runs cmd on delegate i with prev; built is prev as the in-process
 // delegate that printed it built it (nil: unknown). It returns what the
-// delegate printed, and the result it built it from when the executor
-// knows it (ResultRunner).
+// delegate printed, and the result it built it from when it ran
+// in-process.
 func (c *Chain) run(ctx context.Context, i int, cmd string, prev prevResult, built types.Result) ([]byte, types.Result, error) {
 	conf, err := c.Conf.ForDelegate(json.RawMessage(prev))
 	if err != nil {
@@ -44,11 +44,7 @@ func (c *Chain) run(ctx context.Context, i int, cmd string, prev prevResult, bui
 		conf.PrevBuilt = built
 	}
 	c.Log.Debug("delegate", logging.String("delegate", c.Delegates[i].Name), logging.String("command", cmd))
-	if rr, ok := c.Exec.(ResultRunner); ok {
-		return rr.RunResult(ctx, c.Delegates[i], cmd, conf)
-	}
-	out, err := c.Exec.Run(ctx, c.Delegates[i], cmd, conf)
-	return out, nil, err
+	return c.Exec.Run(ctx, c.Delegates[i], cmd, conf)
 }
 
 // Add runs ADD on each delegate in order, delegate n+1 receiving delegate

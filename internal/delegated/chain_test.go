@@ -30,7 +30,12 @@ type fakeExec struct {
 	delPrint map[string]bool // delegates that print a result on every command
 }
 
-func (f *fakeExec) Run(_ context.Context, d Delegate, cmd string, in *netconf.Envelope) ([]byte, error) {
+func (f *fakeExec) Run(_ context.Context, d Delegate, cmd string, in *netconf.Envelope) ([]byte, types.Result, error) {
+	out, err := f.run(d, cmd, in)
+	return out, nil, err
+}
+
+func (f *fakeExec) run(d Delegate, cmd string, in *netconf.Envelope) ([]byte, error) {
 	stdin := in.Raw
 	var conf struct {
 		PrevResult json.RawMessage `json:"prevResult"`
@@ -271,8 +276,9 @@ func TestEach(t *testing.T) {
 
 type execFunc func(d Delegate, cmd string) ([]byte, error)
 
-func (f execFunc) Run(_ context.Context, d Delegate, cmd string, _ *netconf.Envelope) ([]byte, error) {
-	return f(d, cmd)
+func (f execFunc) Run(_ context.Context, d Delegate, cmd string, _ *netconf.Envelope) ([]byte, types.Result, error) {
+	out, err := f(d, cmd)
+	return out, nil, err
 }
 
 func assertCalls(t *testing.T, got, want []call) {
@@ -289,7 +295,12 @@ type recordExec struct {
 	prev map[string]string // "name CMD" -> prevResult as received
 }
 
-func (r *recordExec) Run(_ context.Context, d Delegate, cmd string, in *netconf.Envelope) ([]byte, error) {
+func (r *recordExec) Run(_ context.Context, d Delegate, cmd string, in *netconf.Envelope) ([]byte, types.Result, error) {
+	out, err := r.run(d, cmd, in)
+	return out, nil, err
+}
+
+func (r *recordExec) run(d Delegate, cmd string, in *netconf.Envelope) ([]byte, error) {
 	stdin := in.Raw
 	var conf struct {
 		PrevResult json.RawMessage `json:"prevResult"`
@@ -324,7 +335,7 @@ func TestChainKeepsUnknownResultKeys(t *testing.T) {
 	}
 }
 
-// builtExec is a ResultRunner: each ADD prints a result and hands over
+// builtExec runs delegates as if in-process: each ADD prints a result and hands over
 // the object it printed, and every delegate's PrevBuilt is recorded.
 type builtExec struct {
 	fakeExec
@@ -332,9 +343,9 @@ type builtExec struct {
 	got   map[string]types.Result // "name CMD" -> PrevBuilt as received
 }
 
-func (b *builtExec) RunResult(ctx context.Context, d Delegate, cmd string, in *netconf.Envelope) ([]byte, types.Result, error) {
+func (b *builtExec) Run(_ context.Context, d Delegate, cmd string, in *netconf.Envelope) ([]byte, types.Result, error) {
 	b.got[d.Name+" "+cmd] = in.PrevBuilt
-	out, err := b.fakeExec.Run(ctx, d, cmd, in)
+	out, err := b.fakeExec.run(d, cmd, in)
 	if err != nil || cmd != "ADD" {
 		return out, nil, err
 	}

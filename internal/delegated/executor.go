@@ -23,17 +23,12 @@ type Delegate struct {
 // on success, or its error (a *types.Error carrying the delegate's own code
 // when it printed one).
 type Executor interface {
-	// Run gives d conf: its bytes on stdin, or conf itself in-process.
-	Run(ctx context.Context, d Delegate, cmd string, conf *netconf.Envelope) ([]byte, error)
-}
-
-// ResultRunner is an Executor that can also hand over the result a
-// delegate printed, as the delegate built it (nil when it only has the
-// bytes): one that runs delegates in-process. The chain gives it to the
-// next delegate with the bytes (netconf.Envelope.PrevBuilt), which then
-// need not decode them again.
-type ResultRunner interface {
-	RunResult(ctx context.Context, d Delegate, cmd string, conf *netconf.Envelope) ([]byte, types.Result, error)
+	// Run gives d conf (its bytes on stdin, or conf itself in-process)
+	// and returns, with what d printed, the result d built it from when
+	// d ran in this process (nil otherwise). The chain hands that result
+	// to the next delegate with the bytes (netconf.Envelope.PrevBuilt),
+	// which then need not decode them again.
+	Run(ctx context.Context, d Delegate, cmd string, conf *netconf.Envelope) ([]byte, types.Result, error)
 }
 
 // Resolve finds every delegate in cniPath before any of them runs, so a
@@ -58,13 +53,13 @@ type ExecExecutor struct {
 	Stderr  io.Writer
 }
 
-func (e ExecExecutor) Run(ctx context.Context, d Delegate, cmd string, conf *netconf.Envelope) ([]byte, error) {
+func (e ExecExecutor) Run(ctx context.Context, d Delegate, cmd string, conf *netconf.Envelope) ([]byte, types.Result, error) {
 	raw := invoke.RawExec{Stderr: e.Stderr}
 	out, err := raw.ExecPlugin(ctx, d.Path, conf.Raw, WithCommand(e.Environ, cmd))
 	if err != nil {
-		return nil, normalise(err)
+		return nil, nil, normalise(err)
 	}
-	return out, nil
+	return out, nil, nil
 }
 
 // WithCommand returns environ with CNI_COMMAND set to cmd.

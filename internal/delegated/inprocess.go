@@ -36,18 +36,10 @@ type SelfExecutor struct {
 	Log    *logging.Logger
 }
 
-func (s SelfExecutor) Run(ctx context.Context, d Delegate, cmd string, conf *netconf.Envelope) ([]byte, error) {
-	out, _, err := s.RunResult(ctx, d, cmd, conf)
-	return out, err
-}
-
-// RunResult implements ResultRunner: Run, and for a delegate run
-// in-process the result it printed.
-func (s SelfExecutor) RunResult(ctx context.Context, d Delegate, cmd string, conf *netconf.Envelope) ([]byte, types.Result, error) {
+func (s SelfExecutor) Run(ctx context.Context, d Delegate, cmd string, conf *netconf.Envelope) ([]byte, types.Result, error) {
 	p, ok := s.local(d)
 	if !ok {
-		out, err := s.Exec.Run(ctx, d, cmd, conf)
-		return out, nil, err
+		return s.Exec.Run(ctx, d, cmd, conf)
 	}
 	s.Log.Debug("delegate runs in-process", logging.String("delegate", d.Name), logging.String("command", cmd))
 	var stdout bytes.Buffer

@@ -61,7 +61,7 @@ func TestSelfExecutor(t *testing.T) {
 	}
 	ctx := context.Background()
 
-	out, err := s.Run(ctx, Delegate{Name: "ipam-test", Path: filepath.Join(dir, "ipam-test")}, "ADD", conf)
+	out, _, err := s.Run(ctx, Delegate{Name: "ipam-test", Path: filepath.Join(dir, "ipam-test")}, "ADD", conf)
 	if err != nil || !strings.Contains(string(out), `"domain": "in-process"`) {
 		t.Fatalf("in-process ADD = %s, %v", out, err)
 	}
@@ -70,7 +70,7 @@ func TestSelfExecutor(t *testing.T) {
 	}
 
 	// The delegate sees its own CNI_COMMAND, and its error keeps its code.
-	_, err = s.Run(ctx, Delegate{Name: "ipam-test", Path: filepath.Join(dir, "ipam-test")}, "DEL", conf)
+	_, _, err = s.Run(ctx, Delegate{Name: "ipam-test", Path: filepath.Join(dir, "ipam-test")}, "DEL", conf)
 	if e := cnierr.As(err); e.Code != cnierr.CodeAddrUnavailable || e.Details != "x" {
 		t.Errorf("DEL error = %+v, want the delegate's 101", e)
 	}
@@ -79,13 +79,13 @@ func TestSelfExecutor(t *testing.T) {
 	}
 
 	// A panic is contained and reported as the delegate's error.
-	_, err = s.Run(ctx, Delegate{Name: "ipam-test", Path: filepath.Join(dir, "ipam-test")}, "CHECK", conf)
+	_, _, err = s.Run(ctx, Delegate{Name: "ipam-test", Path: filepath.Join(dir, "ipam-test")}, "CHECK", conf)
 	if e := cnierr.As(err); e.Code != cnierr.CodeInternal || !strings.Contains(e.Details, "delegate bug") {
 		t.Errorf("panic became %+v, want 999 with the panic value", e)
 	}
 
 	// A different binary is exec'd.
-	out, err = s.Run(ctx, Delegate{Name: "other", Path: filepath.Join(dir, "other")}, "ADD", conf)
+	out, _, err = s.Run(ctx, Delegate{Name: "other", Path: filepath.Join(dir, "other")}, "ADD", conf)
 	if err != nil || !strings.Contains(string(out), `"exec"`) {
 		t.Errorf("other binary = %s, %v; want it exec'd", out, err)
 	}
@@ -93,7 +93,7 @@ func TestSelfExecutor(t *testing.T) {
 	// A link to this binary under an unknown name is exec'd too (here the
 	// fake self exits 3 with no output, as the real one would exit 1).
 	n := len(*calls)
-	_, err = s.Run(ctx, Delegate{Name: "ipam-unknown", Path: filepath.Join(dir, "ipam-unknown")}, "ADD", conf)
+	_, _, err = s.Run(ctx, Delegate{Name: "ipam-unknown", Path: filepath.Join(dir, "ipam-unknown")}, "ADD", conf)
 	if err == nil || len(*calls) != n {
 		t.Errorf("unknown personality ran in-process (err %v)", err)
 	}
