@@ -1,13 +1,13 @@
 package plugin
 
 import (
-	"bytes"
 	"io"
 	"os"
 
 	"github.com/containernetworking/cni/pkg/types"
 	current "github.com/containernetworking/cni/pkg/types/100"
 	"github.com/containernetworking/cni/pkg/types/create"
+	cniversion "github.com/containernetworking/cni/pkg/version"
 
 	"github.com/cniplugins/cniplugins/internal/netconf"
 	"github.com/cniplugins/cniplugins/internal/version"
@@ -70,10 +70,5 @@ func (versionResult) Version() string                             { return "" }
 func (v versionResult) GetAsVersion(string) (types.Result, error) { return v, nil }
 func (v versionResult) Print() error                              { return v.PrintTo(os.Stdout) }
 func (versionResult) PrintTo(w io.Writer) error {
-	var buf bytes.Buffer
-	if err := version.PluginInfo().Encode(&buf); err != nil {
-		return err
-	}
-	_, err := w.Write(buf.Bytes())
-	return err
+	return cniversion.PluginSupports(version.SpecVersions()...).Encode(w)
 }

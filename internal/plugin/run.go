@@ -75,7 +75,7 @@ func dispatch(p Personality, pio IO, log *logging.Logger) (types.Result, string,
 	cmd := pio.Getenv("CNI_COMMAND")
 	switch cmd {
 	case "":
-		fmt.Fprintf(pio.Stderr, "%s\nCNI protocol versions supported: %s\n", version.About(p.Name), strings.Join(version.SpecVersions(), ", "))
+		fmt.Fprintf(pio.Stderr, "cniplugins %s %s\nCNI protocol versions supported: %s\n", p.Name, version.Version, strings.Join(version.SpecVersions(), ", "))
 		return nil, "", cnierr.New(cnierr.CodeInvalidEnv, "required environment variables missing", "CNI_COMMAND")
 	case CmdVersion:
 		return versionResult{}, "", nil

@@ -11,8 +11,6 @@ import (
 	"fmt"
 	"runtime"
 	"strings"
-
-	cniversion "github.com/containernetworking/cni/pkg/version"
 )
 
 var (
@@ -53,18 +51,8 @@ func SpecVersions() []string {
 	return []string{"0.1.0", "0.2.0", "0.3.0", "0.3.1", "0.4.0", "1.0.0", "1.1.0"}
 }
 
-// PluginInfo is what VERSION prints.
-func PluginInfo() cniversion.PluginInfo {
-	return cniversion.PluginSupports(SpecVersions()...)
-}
-
 // Verbose reports whether this is the verbose flavour.
 func Verbose() bool { return Flavour == FlavourVerbose }
-
-// About is the one-line identity used in VERSION's about string and logs.
-func About(personality string) string {
-	return fmt.Sprintf("cniplugins %s %s", personality, Version)
-}
 
 // Long is what `cniplugins version` prints, for the named flavour (the
 // one its main built, so that it is the name the CLI uses too).
