@@ -289,7 +289,7 @@ func TestScopesAndPlacement(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !c.PoolMode() || !slices.Equal(c.Scopes(), []alloc.Scope{{Pool: "b"}}) || c.PoolDefs.Len() != 2 {
+	if !c.PoolMode() || !slices.Equal(c.Scopes(), []alloc.Scope{{Pool: "b"}}) || len(c.PoolDefs.Overflows) != 2 {
 		t.Errorf("pool scopes = %v, definitions %v", c.Scopes(), c.PoolDefs)
 	}
 	ts, err = c.Targets()

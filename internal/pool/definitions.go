@@ -94,14 +94,6 @@ func (d *Definitions) All() (map[string]Definition, error) {
 	return ParseDefinitions(d.field, d.raw)
 }
 
-// Len is the number of entries.
-func (d *Definitions) Len() int {
-	if d == nil {
-		return 0
-	}
-	return len(d.raw)
-}
-
 // ParseOverflows reads what a chain needs of a poolDefinitions object:
 // each entry's name and overflow (Catalog.Overflows), both validated as
 // names. A selector resolves chains with it; the ranges are the
