@@ -1,7 +1,6 @@
 package pool
 
 import (
-	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -39,23 +38,8 @@ type Quota struct {
 // (netconf.Envelope.PrevBuilt), so encoding/json's view of the struct
 // would be built for this one object.
 func (q Quota) MarshalJSON() ([]byte, error) {
-	tenant, err := json.Marshal(q.Tenant)
-	if err != nil {
-		return nil, err
-	}
-	rule, err := json.Marshal(q.Rule)
-	if err != nil {
-		return nil, err
-	}
-	out := fmt.Appendf(nil, `{"tenant":%s,"rule":%s,"max":%d`, tenant, rule, q.Max)
-	if len(q.Pools) > 0 {
-		pools, err := json.Marshal(q.Pools)
-		if err != nil {
-			return nil, err
-		}
-		out = append(append(out, `,"pools":`...), pools...)
-	}
-	return append(out, '}'), nil
+	return appendFields([]byte{'{'}, false, jsonField{"tenant", q.Tenant, true}, jsonField{"rule", q.Rule, true},
+		jsonField{"max", q.Max, true}, jsonField{"pools", q.Pools, len(q.Pools) > 0})
 }
 
 // Validate checks a quota found at field.

@@ -78,16 +78,27 @@ func (s *Selection) MarshalJSON() ([]byte, error) {
 		return nil, fmt.Errorf("inner result is not a JSON object: %.32s", b)
 	}
 	out := b[: len(b)-1 : len(b)-1]
-	sep := len(bytes.TrimSpace(out)) > 1 // the object already has a key
-	for _, kv := range []struct {
-		key string
-		v   any
-		set bool
-	}{{"pools", s.Pools, true}, {"sticky", s.Sticky, s.Sticky != nil}, {"quota", s.Quota, s.Quota != nil}, {"choices", s.Choices, s.Choices != nil}} {
-		if !kv.set {
+	return appendFields(out, len(bytes.TrimSpace(out)) > 1, // the object already has a key
+		jsonField{"pools", s.Pools, true}, jsonField{"sticky", s.Sticky, s.Sticky != nil},
+		jsonField{"quota", s.Quota, s.Quota != nil}, jsonField{"choices", s.Choices, s.Choices != nil})
+}
+
+// jsonField is one key of an object written by hand; set false leaves
+// it out.
+type jsonField struct {
+	key string
+	v   any
+	set bool
+}
+
+// appendFields appends the fields that are set to out, an object's bytes
+// without its closing brace (sep: already holding a key), and closes it.
+func appendFields(out []byte, sep bool, fields ...jsonField) ([]byte, error) {
+	for _, f := range fields {
+		if !f.set {
 			continue
 		}
-		raw, err := json.Marshal(kv.v)
+		raw, err := json.Marshal(f.v)
 		if err != nil {
 			return nil, err
 		}
@@ -95,7 +106,7 @@ func (s *Selection) MarshalJSON() ([]byte, error) {
 			out = append(out, ',')
 		}
 		sep = true
-		out = append(append(append(out, '"'), kv.key...), `":`...)
+		out = append(append(append(out, '"'), f.key...), `":`...)
 		out = append(out, raw...)
 	}
 	return append(out, '}'), nil
