@@ -57,7 +57,8 @@ func New(o Options) (*Logger, func()) {
 		return &Logger{core: stderrCore, name: o.Personality}, func() {}
 	}
 	fileCore := zapcore.NewCore(
-		zapcore.NewJSONEncoder(jsonEncoding()),
+		// One JSON object per line.
+		zapcore.NewJSONEncoder(encoding("ts", "level", "logger", "msg", zapcore.LowercaseLevelEncoder)),
 		zapcore.AddSync(f),
 		level,
 	)
@@ -96,11 +97,6 @@ func openLogFile(path string) (*os.File, error) {
 // consoleEncoding is the human-readable stderr format.
 func consoleEncoding() zapcore.EncoderConfig {
 	return encoding("T", "L", "N", "M", zapcore.CapitalLevelEncoder)
-}
-
-// jsonEncoding is the log file's format: one JSON object per line.
-func jsonEncoding() zapcore.EncoderConfig {
-	return encoding("ts", "level", "logger", "msg", zapcore.LowercaseLevelEncoder)
 }
 
 func encoding(timeKey, levelKey, nameKey, msgKey string, level zapcore.LevelEncoder) zapcore.EncoderConfig {

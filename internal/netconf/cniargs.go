@@ -47,11 +47,15 @@ func ParseCNIArgs(s string, known []string) ([]CNIArg, error) {
 		}
 		switch {
 		case key == IgnoreUnknown:
-			b, ok := parseArgBool(value)
-			if !ok {
+			// types.UnmarshallableBool's rule.
+			switch strings.ToLower(value) {
+			case "1", "true":
+				ignore = true
+			case "0", "false":
+				ignore = false
+			default:
 				return nil, cnierr.InvalidEnv("CNI_ARGS", clip([]byte(pair), 64), "IgnoreUnknown must be 1, true, 0 or false")
 			}
-			ignore = b
 		case len(unknown) < maxUnknownNamed && !slices.Contains(known, key) && !slices.Contains(unknown, key):
 			// Bounded, so that 64 KiB of distinct keys costs linear time.
 			unknown = append(unknown, key)
@@ -63,17 +67,6 @@ func ParseCNIArgs(s string, known []string) ([]CNIArg, error) {
 			"CNI_ARGS keys %q are not known here (known: %q); set IgnoreUnknown=1 to pass them", unknown, known)
 	}
 	return out, nil
-}
-
-// parseArgBool is types.UnmarshallableBool's rule.
-func parseArgBool(s string) (value, ok bool) {
-	switch strings.ToLower(s) {
-	case "1", "true":
-		return true, true
-	case "0", "false":
-		return false, true
-	}
-	return false, false
 }
 
 // Lookup returns the value of the last pair named key.

@@ -88,9 +88,18 @@ func dispatch(p Personality, pio IO, log *logging.Logger) (types.Result, string,
 	if err != nil {
 		return nil, "", err
 	}
-	conf, err := readConf(pio)
-	if err != nil {
-		return nil, "", err
+	conf := pio.Conf // a delegate run in-process: stdin is not read
+	if conf == nil {
+		stdin, err := io.ReadAll(io.LimitReader(pio.Stdin, MaxConfigSize+1))
+		if err != nil {
+			return nil, "", cnierr.IO("read", "stdin", err)
+		}
+		if len(stdin) > MaxConfigSize {
+			return nil, "", cnierr.New(cnierr.CodeInvalidConfig, "network configuration larger than 4 MiB", "stdin")
+		}
+		if conf, err = netconf.Parse(stdin); err != nil {
+			return nil, "", err
+		}
 	}
 	args.StdinData = conf.Raw
 	if min := minVersion(cmd); min != "" {
@@ -118,21 +127,6 @@ func dispatch(p Personality, pio IO, log *logging.Logger) (types.Result, string,
 		return nil, conf.CNIVersion, cnierr.New(cnierr.CodeIncompatibleVersion, "cannot convert result to the config's cniVersion", "cniVersion=%s: %v", conf.CNIVersion, err)
 	}
 	return converted, conf.CNIVersion, nil
-}
-
-// readConf is pio's configuration: Conf as given, or stdin parsed.
-func readConf(pio IO) (*netconf.Envelope, error) {
-	if pio.Conf != nil {
-		return pio.Conf, nil
-	}
-	stdin, err := io.ReadAll(io.LimitReader(pio.Stdin, MaxConfigSize+1))
-	if err != nil {
-		return nil, cnierr.IO("read", "stdin", err)
-	}
-	if len(stdin) > MaxConfigSize {
-		return nil, cnierr.New(cnierr.CodeInvalidConfig, "network configuration larger than 4 MiB", "stdin")
-	}
-	return netconf.Parse(stdin)
 }
 
 // checkedArgs parses CNI_ARGS for a personality that declares its keys;
