@@ -33,15 +33,25 @@ func NewRawResult(out []byte) (*RawResult, error) {
 
 func (r *RawResult) Version() string { return r.CNIVersion }
 
-// GetAsVersion converts only when needed. A result is validated before it
-// is converted: the cni types would otherwise re-encode an address-less
-// entry as "<nil>", turning a delegate's mistake into output nobody can
-// decode.
+// GetAsVersion converts only when needed, and only a result Decode
+// accepts.
 func (r *RawResult) GetAsVersion(ver string) (types.Result, error) {
 	if ver == r.CNIVersion {
 		return r, nil
 	}
-	res, err := create.CreateFromBytes(r.Bytes)
+	res, err := r.Decode()
+	if err != nil {
+		return nil, err
+	}
+	return res.GetAsVersion(ver)
+}
+
+// Decode is the result as the cni types read it in its CNIVersion, which
+// must also be one they can print back: they accept entries they cannot
+// (an address-less ip) and would re-encode them as "<nil>", turning a
+// delegate's mistake into output nobody can decode.
+func (r *RawResult) Decode() (types.Result, error) {
+	res, err := create.Create(r.CNIVersion, r.Bytes)
 	if err != nil {
 		return nil, err
 	}
@@ -49,10 +59,7 @@ func (r *RawResult) GetAsVersion(ver string) (types.Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := netconf.ValidateResult(cur, "result"); err != nil {
-		return nil, err
-	}
-	return res.GetAsVersion(ver)
+	return res, netconf.ValidateResult(cur, "result")
 }
 
 // Print is part of types.Result; the dispatcher only ever calls PrintTo.
