@@ -5,6 +5,8 @@ import (
 	"errors"
 	"io"
 	"path/filepath"
+	"slices"
+	"strings"
 
 	"github.com/containernetworking/cni/pkg/invoke"
 	"github.com/containernetworking/cni/pkg/types"
@@ -64,13 +66,7 @@ func (e ExecExecutor) Run(ctx context.Context, d Delegate, cmd string, conf *net
 
 // WithCommand returns environ with CNI_COMMAND set to cmd.
 func WithCommand(environ []string, cmd string) []string {
-	out := make([]string, 0, len(environ)+1)
-	for _, kv := range environ {
-		if len(kv) >= len("CNI_COMMAND=") && kv[:len("CNI_COMMAND=")] == "CNI_COMMAND=" {
-			continue
-		}
-		out = append(out, kv)
-	}
+	out := slices.DeleteFunc(slices.Clone(environ), func(kv string) bool { return strings.HasPrefix(kv, "CNI_COMMAND=") })
 	return append(out, "CNI_COMMAND="+cmd)
 }
 

@@ -20,17 +20,6 @@ import (
 // runaway stream whole would only delay the error.
 const MaxConfigSize = 4 << 20
 
-// minVersion is the first spec version that defines a command.
-func minVersion(cmd string) string {
-	switch cmd {
-	case CmdCheck:
-		return "0.4.0"
-	case CmdGC, CmdStatus:
-		return "1.1.0"
-	}
-	return ""
-}
-
 // Run executes one invocation of p over pio and returns the exit code. It
 // never panics: a panic inside the personality is reported as that
 // personality's CNI error, which is what lets a delegate run in-process.
@@ -102,14 +91,21 @@ func dispatch(p Personality, pio IO, log *logging.Logger) (types.Result, string,
 		}
 	}
 	args.StdinData = conf.Raw
-	if min := minVersion(cmd); min != "" {
+	// The first spec version that defines the command.
+	if min := map[string]string{CmdCheck: "0.4.0", CmdGC: "1.1.0", CmdStatus: "1.1.0"}[cmd]; min != "" {
 		if ok, _ := cniversion.GreaterThanOrEqualTo(conf.CNIVersion, min); !ok {
 			return nil, conf.CNIVersion, cnierr.New(cnierr.CodeIncompatibleVersion, "config version does not allow "+cmd, "cniVersion=%s; %s needs %s or later", conf.CNIVersion, cmd, min)
 		}
 	}
-	cniArgs, err := checkedArgs(p, conf, args.Args)
-	if err != nil {
-		return nil, conf.CNIVersion, err
+	var cniArgs []netconf.CNIArg
+	if p.ArgKeys != nil { // ipam-delegated passes CNI_ARGS on unread
+		known, err := p.ArgKeys(conf)
+		if err == nil {
+			cniArgs, err = netconf.ParseCNIArgs(args.Args, known)
+		}
+		if err != nil {
+			return nil, conf.CNIVersion, err
+		}
 	}
 	now := time.Now
 	if pio.Now != nil {
@@ -127,19 +123,6 @@ func dispatch(p Personality, pio IO, log *logging.Logger) (types.Result, string,
 		return nil, conf.CNIVersion, cnierr.New(cnierr.CodeIncompatibleVersion, "cannot convert result to the config's cniVersion", "cniVersion=%s: %v", conf.CNIVersion, err)
 	}
 	return converted, conf.CNIVersion, nil
-}
-
-// checkedArgs parses CNI_ARGS for a personality that declares its keys;
-// one that does not (ipam-delegated) passes them on unread.
-func checkedArgs(p Personality, conf *netconf.Envelope, raw string) ([]netconf.CNIArg, error) {
-	if p.ArgKeys == nil {
-		return nil, nil
-	}
-	known, err := p.ArgKeys(conf)
-	if err != nil {
-		return nil, err
-	}
-	return netconf.ParseCNIArgs(raw, known)
 }
 
 func (f Funcs) lookup(cmd string) Func {
