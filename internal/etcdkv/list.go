@@ -43,7 +43,7 @@ func (c *Client) List(prefix string, keysOnly bool) ([]KV, error) {
 		case err != nil:
 			return nil, err
 		}
-		out = append(out, kvs(page.Kvs)...)
+		out = append(out, page.Kvs...)
 		if !page.More || len(page.Kvs) == 0 {
 			return out, nil
 		}
