@@ -145,24 +145,3 @@ func (c *Client) tlsError() error {
 	}
 	return cnierr.New(cnierr.CodeInvalidConfig, "TLS with every etcd member failed", "ipam.etcd.tls: %s", strings.Join(each, "; "))
 }
-
-func internalError(msg string, err error) error {
-	return cnierr.New(cnierr.CodeInternal, msg, "%v", err)
-}
-
-func decodeError(ep, path string, err error) error {
-	return cnierr.New(cnierr.CodeDecoding, "cannot decode etcd's answer", "endpoint=%s path=%s: %v", ep, path, err)
-}
-
-func answerTooLarge(ep, path string) error {
-	return cnierr.New(cnierr.CodeIO, "etcd's answer is too large", "endpoint=%s path=%s: more than %d MiB", ep, path, maxAnswer>>20)
-}
-
-// credentialsError: etcd refusing a token request means the credentials
-// are wrong, whatever words it used.
-func credentialsError(user string, err error) error {
-	if e := cnierr.As(err); e != nil && e.Code == cnierr.CodeIO {
-		return cnierr.New(cnierr.CodeInvalidConfig, "etcd refused the credentials", "ipam.etcd.username=%q: %s", user, e.Details)
-	}
-	return err
-}

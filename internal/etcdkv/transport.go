@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -44,7 +45,7 @@ func (t *transport) roundTrip(ep, path, token string, body []byte, deadline time
 	_ = c.SetDeadline(deadline)
 	req := make([]byte, 0, 256+len(body))
 	req = append(req, "POST "+path+" HTTP/1.1\r\nHost: "...)
-	req = append(req, hostOf(ep)...)
+	req = append(req, ep[strings.Index(ep, "://")+3:]...)
 	req = append(req, "\r\nContent-Type: application/json\r\nContent-Length: "...)
 	req = strconv.AppendInt(req, int64(len(body)), 10)
 	if token != "" {
@@ -152,16 +153,5 @@ func (c *conn) alive() bool {
 func (t *transport) put(ep string, c *conn) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.idle == nil {
-		t.idle = map[string][]*conn{}
-	}
 	t.idle[ep] = append(t.idle[ep], c)
-}
-
-// hostOf is the Host header of an endpoint, scheme://host[:port].
-func hostOf(ep string) string {
-	if i := len("https://"); len(ep) > i && ep[:i] == "https://" {
-		return ep[i:]
-	}
-	return ep[len("http://"):]
 }
