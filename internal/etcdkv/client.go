@@ -53,7 +53,7 @@ func New(cfg Config) *Client {
 	// Straight to the member, whatever the runtime's proxy variables say.
 	c := &Client{cfg: cfg, http: &transport{tls: cfg.TLS, idle: map[string][]*conn{}}, deadline: time.Now().Add(cfg.Timeout), tlsFailed: map[string]error{}}
 	c.memory = loadMemory(cfg)
-	c.revs = newRevMemory(cfg)
+	c.revs = &revMemory{dir: cfg.StateDir, key: cfg.StateKey, seen: map[string]Seen{}}
 	c.order = c.memory.order(cfg.Endpoints, cfg.First, time.Now())
 	c.token = c.memory.Token
 	return c
@@ -65,8 +65,8 @@ func New(cfg Config) *Client {
 // disk write.
 func (c *Client) Fork() *Client {
 	f := *c
-	f.memory = c.memory.clone()
-	f.revs = &revMemory{seen: map[string]Seen{}} // a fork remembers nothing for the next execs
+	f.memory = &memory{Avoid: maps.Clone(c.memory.Avoid), Token: c.memory.Token} // saves nowhere: a fork's failures are its own
+	f.revs = &revMemory{seen: map[string]Seen{}}                                 // a fork remembers nothing for the next execs
 	f.tlsFailed = maps.Clone(c.tlsFailed)
 	return &f
 }
@@ -165,9 +165,9 @@ func (c *Client) do(path string, in, out any, resend bool) error {
 			}
 			return nil
 		}
-		ge := parseError(data)
-		c.last = fmt.Errorf("%s: HTTP %d: %s", ep, status, ge.Error)
-		switch kind := classify(status, ge); {
+		kind, msg := classify(status, data)
+		c.last = fmt.Errorf("%s: HTTP %d: %s", ep, status, msg)
+		switch {
 		case kind == staleToken && c.cfg.Username != "" && !reauthed && !c.authenticating:
 			reauthed = true
 			if err := c.authenticate(); err != nil {
@@ -177,11 +177,11 @@ func (c *Client) do(path string, in, out any, resend bool) error {
 			c.failed(ep, avoidRefusedFor)
 			c.next++
 			if kind == mayCommit && !resend {
-				return c.outcomeUnknown(ep, ge.Error)
+				return c.outcomeUnknown(ep, msg)
 			}
 			c.pause(attempt)
 		default:
-			return refusal(kind, ep, path, c.cfg.Username, ge.Error)
+			return refusal(kind, ep, path, c.cfg.Username, msg)
 		}
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -72,12 +71,6 @@ func (m *memory) order(eps []string, first int, now time.Time) []string {
 	}
 	slices.SortStableFunc(stale, func(a, b string) int { return m.Avoid[a].Compare(m.Avoid[b]) })
 	return append(fresh, stale...)
-}
-
-// clone is a copy that saves nowhere: a forked client's failures are
-// its own.
-func (m *memory) clone() *memory {
-	return &memory{Avoid: maps.Clone(m.Avoid), Token: m.Token}
 }
 
 // avoid notes a failure of ep, to be avoided for d; a longer avoidance

@@ -38,10 +38,6 @@ type revMemory struct {
 	seen map[string]Seen // this exec's reads and writes
 }
 
-func newRevMemory(cfg Config) *revMemory {
-	return &revMemory{dir: cfg.StateDir, key: cfg.StateKey, seen: map[string]Seen{}}
-}
-
 // seenSize is every record's size on disk: a checksum, the JSON of a
 // Seen, spaces up to it. A Seen too long for it is not remembered.
 const seenSize = 256
