@@ -1,6 +1,7 @@
 package etcdkv
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -70,10 +71,7 @@ func (r *revMemory) write(key string, s Seen) {
 	if r.dir == "" {
 		return
 	}
-	rec := make([]byte, seenSize)
-	for i := range rec {
-		rec[i] = ' '
-	}
+	rec := bytes.Repeat([]byte{' '}, seenSize)
 	if js, _ := json.Marshal(s); 8+len(js) <= seenSize {
 		copy(rec[8:], js)
 	}

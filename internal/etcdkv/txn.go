@@ -1,6 +1,9 @@
 package etcdkv
 
-import "strconv"
+import (
+	"slices"
+	"strconv"
+)
 
 // Txn is one transaction: when every comparison in If holds, the
 // operations in Then run, otherwise those in Else; all at one revision.
@@ -77,10 +80,8 @@ func Nested(t Txn) Op {
 // it needs, since a nested one gets only what its parent left.
 func (t Txn) Budget() int {
 	nested := 0
-	for _, ops := range [][]Op{t.Then, t.Else} {
-		for _, op := range ops {
-			nested = max(nested, op.budget)
-		}
+	for _, op := range slices.Concat(t.Then, t.Else) {
+		nested = max(nested, op.budget)
 	}
 	return max(len(t.If), len(t.Then), len(t.Else)) + nested
 }
