@@ -50,10 +50,10 @@ type Client struct {
 
 // New prepares a Client whose deadline is now + Timeout; nothing is sent.
 func New(cfg Config) *Client {
-	// Straight to the member, whatever the runtime's proxy variables say.
-	c := &Client{cfg: cfg, http: &transport{tls: cfg.TLS, idle: map[string][]*conn{}}, deadline: time.Now().Add(cfg.Timeout), tlsFailed: map[string]error{}}
-	c.memory = loadMemory(cfg)
-	c.revs = &revMemory{dir: cfg.StateDir, key: cfg.StateKey, seen: map[string]Seen{}}
+	c := &Client{cfg: cfg, deadline: time.Now().Add(cfg.Timeout), memory: loadMemory(cfg), tlsFailed: map[string]error{},
+		// Straight to the member, whatever the runtime's proxy variables say.
+		http: &transport{tls: cfg.TLS, idle: map[string][]*conn{}},
+		revs: &revMemory{dir: cfg.StateDir, key: cfg.StateKey, seen: map[string]Seen{}}}
 	c.order = c.memory.order(cfg.Endpoints, cfg.First, time.Now())
 	c.token = c.memory.Token
 	return c
