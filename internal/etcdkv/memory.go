@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -81,11 +82,7 @@ func (m *memory) avoid(ep string, now time.Time, d time.Duration) {
 		if m.Avoid == nil {
 			m.Avoid = map[string]time.Time{}
 		}
-		for k, u := range m.Avoid {
-			if now.After(u) {
-				delete(m.Avoid, k)
-			}
-		}
+		maps.DeleteFunc(m.Avoid, func(_ string, u time.Time) bool { return now.After(u) })
 		if until.After(m.Avoid[ep]) {
 			m.Avoid[ep] = until
 		}

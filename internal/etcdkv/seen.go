@@ -92,11 +92,10 @@ func (r *revMemory) write(key string, s Seen) {
 // caller compares it in a transaction and learns the truth when the
 // comparison fails.
 func (c *Client) Recall(key string) Seen {
-	r := c.revs
-	s, ok := r.seen[key]
+	s, ok := c.revs.seen[key]
 	if !ok {
-		s = r.read(key)
-		r.seen[key] = s
+		s = c.revs.read(key)
+		c.revs.seen[key] = s
 	}
 	return s
 }
@@ -107,12 +106,11 @@ func (c *Client) Recall(key string) Seen {
 // costs a failed comparison. A key this exec already knows as seen is
 // not written again.
 func (c *Client) Remember(seen map[string]Seen) {
-	r := c.revs
 	for k, v := range seen {
-		if old, ok := r.seen[k]; ok && old == v {
+		if old, ok := c.revs.seen[k]; ok && old == v {
 			continue
 		}
-		r.seen[k] = v
-		r.write(k, v)
+		c.revs.seen[k] = v
+		c.revs.write(k, v)
 	}
 }
