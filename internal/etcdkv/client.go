@@ -10,6 +10,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/cniplugins/cniplugins/internal/cnierr"
 )
 
 // Config is what a Client needs; the caller has validated it.
@@ -48,10 +50,10 @@ type Client struct {
 
 // New prepares a Client whose deadline is now + Timeout; nothing is sent.
 func New(cfg Config) *Client {
-	// Straight to the member, whatever the runtime's proxy variables say.
-	c := &Client{cfg: cfg, http: &transport{tls: cfg.TLS}, deadline: time.Now().Add(cfg.Timeout)}
-	c.memory = loadMemory(cfg)
-	c.revs = newRevMemory(cfg)
+	c := &Client{cfg: cfg, deadline: time.Now().Add(cfg.Timeout), memory: loadMemory(cfg), tlsFailed: map[string]error{},
+		// Straight to the member, whatever the runtime's proxy variables say.
+		http: &transport{tls: cfg.TLS, idle: map[string][]*conn{}},
+		revs: &revMemory{dir: cfg.StateDir, key: cfg.StateKey, seen: map[string]Seen{}}}
 	c.order = c.memory.order(cfg.Endpoints, cfg.First, time.Now())
 	c.token = c.memory.Token
 	return c
@@ -63,8 +65,8 @@ func New(cfg Config) *Client {
 // disk write.
 func (c *Client) Fork() *Client {
 	f := *c
-	f.memory = c.memory.clone()
-	f.revs = &revMemory{seen: map[string]Seen{}} // a fork remembers nothing for the next execs
+	f.memory = &memory{Avoid: maps.Clone(c.memory.Avoid), Token: c.memory.Token} // saves nowhere: a fork's failures are its own
+	f.revs = &revMemory{seen: map[string]Seen{}}                                 // a fork remembers nothing for the next execs
 	f.tlsFailed = maps.Clone(c.tlsFailed)
 	return &f
 }
@@ -105,7 +107,7 @@ func (c *Client) txn(t Txn, resend bool) (*Response, error) {
 func (c *Client) do(path string, in, out any, resend bool) error {
 	body, err := json.Marshal(in)
 	if err != nil {
-		return internalError("cannot encode an etcd request", err)
+		return cnierr.New(cnierr.CodeInternal, "cannot encode an etcd request", "%v", err)
 	}
 	if c.cfg.Username != "" && c.token == "" && !c.authenticating {
 		if err := c.authenticate(); err != nil {
@@ -125,16 +127,18 @@ func (c *Client) do(path string, in, out any, resend bool) error {
 			c.next++
 			continue
 		}
-		data, status, gotConn, sent, err := c.post(ep, path, body)
+		// Each try gets half the timeout: a slow but healthy cluster (an
+		// fsync stall of a second or two) answers within it, and a member
+		// that accepts connections but never answers (stopped, cut off)
+		// leaves the other half for the rest.
+		per := min(time.Until(c.deadline), max(c.cfg.Timeout/2, 300*time.Millisecond))
+		data, status, gotConn, sent, err := c.http.roundTrip(ep, path, c.token, body, time.Now().Add(per))
 		c.connected = c.connected || gotConn
 		if err != nil {
 			c.failed(ep, avoidFor)
+			c.next++ // whatever the caller sends next goes elsewhere
 			if tlsProblem(err) {
-				if c.tlsFailed == nil {
-					c.tlsFailed = map[string]error{}
-				}
 				c.tlsFailed[ep] = err
-				c.next++
 				continue
 			}
 			c.last = fmt.Errorf("%s: %w", ep, err)
@@ -142,10 +146,8 @@ func (c *Client) do(path string, in, out any, resend bool) error {
 			// request was all written (an idle connection it dropped),
 			// so it never read the request.
 			if !resend && sent && !errors.Is(err, syscall.EPIPE) {
-				c.next++ // whatever the caller sends next goes elsewhere
 				return c.outcomeUnknown(ep, err.Error())
 			}
-			c.next++
 			// A refused connection moves on to the next member at once;
 			// a full round of them, or any other failure, waits a little.
 			if gotConn || c.next%len(c.order) == 0 {
@@ -156,48 +158,32 @@ func (c *Client) do(path string, in, out any, resend bool) error {
 		c.answered = true
 		if status == http.StatusOK {
 			if len(data) > maxAnswer {
-				return answerTooLarge(ep, path)
+				return cnierr.New(cnierr.CodeIO, "etcd's answer is too large", "endpoint=%s path=%s: more than %d MiB", ep, path, maxAnswer>>20)
 			}
 			if err := json.Unmarshal(data, out); err != nil {
-				return decodeError(ep, path, err)
+				return cnierr.New(cnierr.CodeDecoding, "cannot decode etcd's answer", "endpoint=%s path=%s: %v", ep, path, err)
 			}
 			return nil
 		}
-		ge := parseError(data)
-		c.last = fmt.Errorf("%s: HTTP %d: %s", ep, status, ge.Error)
-		switch kind := classify(status, ge); {
+		kind, msg := classify(status, data)
+		c.last = fmt.Errorf("%s: HTTP %d: %s", ep, status, msg)
+		switch {
 		case kind == staleToken && c.cfg.Username != "" && !reauthed && !c.authenticating:
 			reauthed = true
 			if err := c.authenticate(); err != nil {
 				return err
 			}
-		case kind == notProposed:
+		case kind == notProposed || kind == mayCommit:
 			c.failed(ep, avoidRefusedFor)
 			c.next++
-			c.pause(attempt)
-		case kind == mayCommit && !resend:
-			c.failed(ep, avoidRefusedFor)
-			c.next++
-			return c.outcomeUnknown(ep, ge.Error)
-		case kind == mayCommit:
-			c.failed(ep, avoidRefusedFor)
-			c.next++
+			if kind == mayCommit && !resend {
+				return c.outcomeUnknown(ep, msg)
+			}
 			c.pause(attempt)
 		default:
-			return refusal(kind, ep, path, c.cfg.Username, ge.Error)
+			return refusal(kind, ep, path, c.cfg.Username, msg)
 		}
 	}
-}
-
-// post sends one request to one member; gotConn tells whether a
-// connection was made, sent whether the whole request went out on it.
-func (c *Client) post(ep, path string, body []byte) (data []byte, status int, gotConn, sent bool, err error) {
-	// Each try gets half the timeout: a slow but healthy cluster (an fsync
-	// stall of a second or two) answers within it, and a member that
-	// accepts connections but never answers (stopped, cut off) leaves the
-	// other half for the rest.
-	per := min(time.Until(c.deadline), max(c.cfg.Timeout/2, 300*time.Millisecond))
-	return c.http.roundTrip(ep, path, c.token, body, time.Now().Add(per))
 }
 
 // maxAnswer bounds one answer. List pages large ranges, so only a
@@ -226,7 +212,12 @@ func (c *Client) authenticate() error {
 	err := c.do("/v3/auth/authenticate", map[string]string{"name": c.cfg.Username, "password": c.cfg.Password}, &out, true)
 	c.authenticating = false
 	if err != nil {
-		return credentialsError(c.cfg.Username, err)
+		// etcd refusing a token request means the credentials are wrong,
+		// whatever words it used.
+		if e := cnierr.As(err); e != nil && e.Code == cnierr.CodeIO {
+			return cnierr.New(cnierr.CodeInvalidConfig, "etcd refused the credentials", "ipam.etcd.username=%q: %s", c.cfg.Username, e.Details)
+		}
+		return err
 	}
 	c.token = out.Token
 	c.memory.update(func(m *memory) { m.Token = out.Token })

@@ -1,6 +1,7 @@
 package etcdkv
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -30,7 +31,6 @@ var (
 // gRPC status codes the gateway reports.
 const (
 	grpcUnknown            = 2
-	grpcInvalidArgument    = 3
 	grpcDeadlineExceeded   = 4
 	grpcPermissionDenied   = 7
 	grpcResourceExhausted  = 8
@@ -54,48 +54,39 @@ const (
 	notGateway
 )
 
-func parseError(data []byte) wireError {
+// classify reads a non-200 answer, by etcd's error texts first: the gRPC
+// code alone does not tell a dropped proposal from any other failure; msg
+// is the answer's text.
+func classify(status int, data []byte) (kind errorKind, msg string) {
 	var ge wireError
 	_ = json.Unmarshal(data, &ge)
-	if ge.Error == "" {
-		ge.Error = ge.Message
-	}
-	if ge.Error == "" {
-		ge.Error = strings.TrimSpace(string(data))
-	}
-	return ge
-}
-
-// classify reads a non-200 answer, by etcd's error texts first: the gRPC
-// code alone does not tell a dropped proposal from any other failure.
-func classify(status int, ge wireError) errorKind {
-	msg := ge.Error
+	msg = cmp.Or(ge.Error, ge.Message, strings.TrimSpace(string(data)))
 	has := func(subs ...string) bool {
 		return slices.ContainsFunc(subs, func(s string) bool { return strings.Contains(msg, s) })
 	}
 	switch {
 	case has("database space exceeded"):
-		return noSpace
+		return noSpace, msg
 	case has("received message larger than max", "request is too large", "message too large"):
-		return tooLarge
+		return tooLarge, msg
 	case has("revision of auth store is old", "invalid auth token", "auth token is not found"):
-		return staleToken
+		return staleToken, msg
 	case has("no leader", "too many requests", "raft proposal dropped", "not supported for learner", "leader changed"):
-		return notProposed
+		return notProposed, msg
 	case ge.Code == grpcFailedPrecondition && has("learner"):
-		return notProposed
+		return notProposed, msg
 	case ge.Code == grpcUnauthenticated:
-		return staleToken
+		return staleToken, msg
 	case ge.Code == grpcPermissionDenied || has("authentication failed", "user name not found", "permission denied"):
-		return badCredentials
+		return badCredentials, msg
 	case ge.Code == grpcDeadlineExceeded, ge.Code == grpcResourceExhausted, ge.Code == grpcAborted, ge.Code == grpcUnavailable:
-		return mayCommit
+		return mayCommit, msg
 	case status == http.StatusNotFound:
-		return notGateway
+		return notGateway, msg
 	case status >= 500 && (ge.Code == 0 || ge.Code == grpcUnknown):
-		return mayCommit
+		return mayCommit, msg
 	}
-	return refused
+	return refused, msg
 }
 
 // refusal is the CNI error for a definite refusal.
@@ -144,25 +135,4 @@ func (c *Client) tlsError() error {
 		each = append(each, fmt.Sprintf("%s: %v", ep, c.tlsFailed[ep]))
 	}
 	return cnierr.New(cnierr.CodeInvalidConfig, "TLS with every etcd member failed", "ipam.etcd.tls: %s", strings.Join(each, "; "))
-}
-
-func internalError(msg string, err error) error {
-	return cnierr.New(cnierr.CodeInternal, msg, "%v", err)
-}
-
-func decodeError(ep, path string, err error) error {
-	return cnierr.New(cnierr.CodeDecoding, "cannot decode etcd's answer", "endpoint=%s path=%s: %v", ep, path, err)
-}
-
-func answerTooLarge(ep, path string) error {
-	return cnierr.New(cnierr.CodeIO, "etcd's answer is too large", "endpoint=%s path=%s: more than %d MiB", ep, path, maxAnswer>>20)
-}
-
-// credentialsError: etcd refusing a token request means the credentials
-// are wrong, whatever words it used.
-func credentialsError(user string, err error) error {
-	if e := cnierr.As(err); e != nil && e.Code == cnierr.CodeIO {
-		return cnierr.New(cnierr.CodeInvalidConfig, "etcd refused the credentials", "ipam.etcd.username=%q: %s", user, e.Details)
-	}
-	return err
 }

@@ -4,8 +4,6 @@ import (
 	"errors"
 	"slices"
 	"strings"
-
-	"github.com/cniplugins/cniplugins/internal/cnierr"
 )
 
 // Page sizes: as large as fits comfortably in the 4 MiB answer of etcd
@@ -35,7 +33,7 @@ func (c *Client) List(prefix string, keysOnly bool) ([]KV, error) {
 		case err != nil && errors.Is(err, errTooLarge) && req.Limit > minPageSize:
 			req.Limit /= 2
 			continue
-		case err != nil && !restarted && compacted(err):
+		case err != nil && !restarted && strings.Contains(err.Error(), "required revision has been compacted"):
 			// The revision was compacted between two pages: start again
 			// at the newest.
 			restarted, out, req.Key, req.Revision = true, nil, []byte(prefix), 0
@@ -43,7 +41,7 @@ func (c *Client) List(prefix string, keysOnly bool) ([]KV, error) {
 		case err != nil:
 			return nil, err
 		}
-		out = append(out, kvs(page.Kvs)...)
+		out = append(out, page.Kvs...)
 		if !page.More || len(page.Kvs) == 0 {
 			return out, nil
 		}
@@ -51,9 +49,4 @@ func (c *Client) List(prefix string, keysOnly bool) ([]KV, error) {
 		last := page.Kvs[len(page.Kvs)-1].Key
 		req.Key = append(slices.Clip(last), 0) // the next key after the last one read
 	}
-}
-
-func compacted(err error) bool {
-	e := cnierr.As(err)
-	return e != nil && strings.Contains(e.Details, "required revision has been compacted")
 }

@@ -35,7 +35,7 @@ func rangeServer(t *testing.T, keys []string, rev int64, compactOnce bool, maxKv
 				page.More = true
 				break
 			}
-			kv := wireKV{Key: []byte(k), ModRevision: rev}
+			kv := KV{Key: []byte(k), ModRevision: rev}
 			if !req.KeysOnly {
 				kv.Value = []byte("v:" + k)
 			}

@@ -74,12 +74,6 @@ func (m *memory) order(eps []string, first int, now time.Time) []string {
 	return append(fresh, stale...)
 }
 
-// clone is a copy that saves nowhere: a forked client's failures are
-// its own.
-func (m *memory) clone() *memory {
-	return &memory{Avoid: maps.Clone(m.Avoid), Token: m.Token}
-}
-
 // avoid notes a failure of ep, to be avoided for d; a longer avoidance
 // noted already stays.
 func (m *memory) avoid(ep string, now time.Time, d time.Duration) {
@@ -88,11 +82,7 @@ func (m *memory) avoid(ep string, now time.Time, d time.Duration) {
 		if m.Avoid == nil {
 			m.Avoid = map[string]time.Time{}
 		}
-		for k, u := range m.Avoid {
-			if now.After(u) {
-				delete(m.Avoid, k)
-			}
-		}
+		maps.DeleteFunc(m.Avoid, func(_ string, u time.Time) bool { return now.After(u) })
 		if until.After(m.Avoid[ep]) {
 			m.Avoid[ep] = until
 		}
@@ -101,29 +91,16 @@ func (m *memory) avoid(ep string, now time.Time, d time.Duration) {
 
 // update applies change to this exec's memory and to the file's current
 // contents, which it then writes whole (rename), readable by root alone:
-// it holds a token.
+// it holds a token. An exclusive lock on one file in the directory (for
+// every cluster's files: updates are rare and short) orders concurrent
+// updates, so that what one exec learnt is not lost to another saving its
+// own view; without it (any failure) the change is this exec's alone.
 func (m *memory) update(change func(*memory)) {
 	change(m)
-	updateFile(m.path, func(b []byte) []byte {
-		disk := &memory{}
-		_ = json.Unmarshal(b, disk)
-		change(disk)
-		out, _ := json.Marshal(disk)
-		return out
-	})
-}
-
-// updateFile rewrites the file at path (none when "") with what change
-// makes of its contents. An exclusive lock on one file in the directory
-// (for every cluster's files: updates are rare and short) orders
-// concurrent updates, so that what one exec learnt is not lost to another
-// saving its own view; without it (any failure) the change is this
-// exec's alone.
-func updateFile(path string, change func([]byte) []byte) {
-	if path == "" {
+	if m.path == "" {
 		return
 	}
-	dir := filepath.Dir(path)
+	dir := filepath.Dir(m.path)
 	if os.MkdirAll(dir, 0o700) != nil {
 		return
 	}
@@ -135,14 +112,18 @@ func updateFile(path string, change func([]byte) []byte) {
 	if syscall.Flock(int(lock.Fd()), syscall.LOCK_EX) != nil {
 		return
 	}
-	old, _ := os.ReadFile(path)
-	b := change(old)
+	disk := &memory{}
+	if old, err := os.ReadFile(m.path); err == nil {
+		_ = json.Unmarshal(old, disk)
+	}
+	change(disk)
+	b, _ := json.Marshal(disk)
 	f, err := os.CreateTemp(dir, ".tmp-*")
 	if err != nil {
 		return
 	}
 	_, werr := f.Write(b)
-	if cerr := f.Close(); werr != nil || cerr != nil || os.Rename(f.Name(), path) != nil {
+	if cerr := f.Close(); werr != nil || cerr != nil || os.Rename(f.Name(), m.path) != nil {
 		_ = os.Remove(f.Name())
 	}
 }

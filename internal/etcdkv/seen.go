@@ -1,6 +1,7 @@
 package etcdkv
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -38,10 +39,6 @@ type revMemory struct {
 	seen map[string]Seen // this exec's reads and writes
 }
 
-func newRevMemory(cfg Config) *revMemory {
-	return &revMemory{dir: cfg.StateDir, key: cfg.StateKey, seen: map[string]Seen{}}
-}
-
 // seenSize is every record's size on disk: a checksum, the JSON of a
 // Seen, spaces up to it. A Seen too long for it is not remembered.
 const seenSize = 256
@@ -74,10 +71,7 @@ func (r *revMemory) write(key string, s Seen) {
 	if r.dir == "" {
 		return
 	}
-	rec := make([]byte, seenSize)
-	for i := range rec {
-		rec[i] = ' '
-	}
+	rec := bytes.Repeat([]byte{' '}, seenSize)
 	if js, _ := json.Marshal(s); 8+len(js) <= seenSize {
 		copy(rec[8:], js)
 	}
@@ -98,11 +92,10 @@ func (r *revMemory) write(key string, s Seen) {
 // caller compares it in a transaction and learns the truth when the
 // comparison fails.
 func (c *Client) Recall(key string) Seen {
-	r := c.revs
-	s, ok := r.seen[key]
+	s, ok := c.revs.seen[key]
 	if !ok {
-		s = r.read(key)
-		r.seen[key] = s
+		s = c.revs.read(key)
+		c.revs.seen[key] = s
 	}
 	return s
 }
@@ -113,12 +106,11 @@ func (c *Client) Recall(key string) Seen {
 // costs a failed comparison. A key this exec already knows as seen is
 // not written again.
 func (c *Client) Remember(seen map[string]Seen) {
-	r := c.revs
 	for k, v := range seen {
-		if old, ok := r.seen[k]; ok && old == v {
+		if old, ok := c.revs.seen[k]; ok && old == v {
 			continue
 		}
-		r.seen[k] = v
-		r.write(k, v)
+		c.revs.seen[k] = v
+		c.revs.write(k, v)
 	}
 }

@@ -2,13 +2,15 @@ package etcdkv
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"crypto/tls"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/url"
-	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -42,17 +44,12 @@ func (t *transport) roundTrip(ep, path, token string, body []byte, deadline time
 		return nil, 0, false, false, err
 	}
 	_ = c.SetDeadline(deadline)
-	req := make([]byte, 0, 256+len(body))
-	req = append(req, "POST "+path+" HTTP/1.1\r\nHost: "...)
-	req = append(req, hostOf(ep)...)
-	req = append(req, "\r\nContent-Type: application/json\r\nContent-Length: "...)
-	req = strconv.AppendInt(req, int64(len(body)), 10)
+	host := ep[strings.Index(ep, "://")+3:] // ep is scheme://host[:port]
+	req := fmt.Appendf(make([]byte, 0, 256+len(body)), "POST %s HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n", path, host, len(body))
 	if token != "" {
-		req = append(req, "\r\nAuthorization: "...)
-		req = append(req, token...)
+		req = fmt.Appendf(req, "Authorization: %s\r\n", token)
 	}
-	req = append(req, "\r\n\r\n"...)
-	req = append(req, body...)
+	req = append(append(req, "\r\n"...), body...)
 	if _, err := c.Write(req); err != nil {
 		c.Close()
 		return nil, 0, true, false, err
@@ -93,10 +90,7 @@ func (t *transport) get(ep string, deadline time.Time) (*conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	port := u.Port()
-	if port == "" {
-		port = map[string]string{"http": "80", "https": "443"}[u.Scheme]
-	}
+	port := cmp.Or(u.Port(), map[string]string{"http": "80", "https": "443"}[u.Scheme])
 	ctx, cancel := context.WithDeadline(context.Background(), deadline)
 	defer cancel()
 	nc, err := (&net.Dialer{KeepAlive: -1}).DialContext(ctx, "tcp", net.JoinHostPort(u.Hostname(), port))
@@ -104,10 +98,7 @@ func (t *transport) get(ep string, deadline time.Time) (*conn, error) {
 		return nil, err
 	}
 	if u.Scheme == "https" {
-		cfg := &tls.Config{}
-		if t.tls != nil {
-			cfg = t.tls.Clone()
-		}
+		cfg := cmp.Or(t.tls, &tls.Config{}).Clone()
 		if cfg.ServerName == "" {
 			cfg.ServerName = u.Hostname()
 		}
@@ -152,16 +143,5 @@ func (c *conn) alive() bool {
 func (t *transport) put(ep string, c *conn) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.idle == nil {
-		t.idle = map[string][]*conn{}
-	}
 	t.idle[ep] = append(t.idle[ep], c)
-}
-
-// hostOf is the Host header of an endpoint, scheme://host[:port].
-func hostOf(ep string) string {
-	if i := len("https://"); len(ep) > i && ep[:i] == "https://" {
-		return ep[i:]
-	}
-	return ep[len("http://"):]
 }

@@ -1,7 +1,5 @@
 package etcdkv
 
-import "strconv"
-
 // The JSON shapes of etcd's v3 gateway (served under /v3/ since etcd
 // 3.4): etcdserverpb's protobuf messages as grpc-gateway encodes them.
 // bytes fields are base64 (encoding/json's []byte), int64 fields are
@@ -9,13 +7,6 @@ import "strconv"
 
 type wireHeader struct {
 	Revision int64 `json:"revision,string"`
-}
-
-type wireKV struct {
-	Key            []byte `json:"key"`
-	Value          []byte `json:"value"`
-	CreateRevision int64  `json:"create_revision,string"`
-	ModRevision    int64  `json:"mod_revision,string"`
 }
 
 type wireRange struct {
@@ -28,17 +19,13 @@ type wireRange struct {
 
 type wireRangeResponse struct {
 	Header wireHeader `json:"header"`
-	Kvs    []wireKV   `json:"kvs"`
+	Kvs    []KV       `json:"kvs"`
 	More   bool       `json:"more"`
 }
 
 type wirePut struct {
 	Key   []byte `json:"key"`
 	Value []byte `json:"value"`
-}
-
-type wireDelete struct {
-	Key []byte `json:"key"`
 }
 
 type wireCompare struct {
@@ -51,10 +38,10 @@ type wireCompare struct {
 }
 
 type wireOp struct {
-	Range       *wireRange  `json:"request_range,omitempty"`
-	Put         *wirePut    `json:"request_put,omitempty"`
-	DeleteRange *wireDelete `json:"request_delete_range,omitempty"`
-	Txn         *wireTxn    `json:"request_txn,omitempty"`
+	Range       *wireRange `json:"request_range,omitempty"`
+	Put         *wirePut   `json:"request_put,omitempty"`
+	DeleteRange *wireRange `json:"request_delete_range,omitempty"`
+	Txn         *wireTxn   `json:"request_txn,omitempty"`
 }
 
 type wireTxn struct {
@@ -82,18 +69,9 @@ type wireError struct {
 }
 
 func (t Txn) wire() wireTxn {
-	w := wireTxn{Success: wireOps(t.Then), Failure: wireOps(t.Else)}
-	for _, c := range t.If {
-		wc := wireCompare{Key: []byte(c.key), Target: c.target, Result: c.result}
-		switch c.target {
-		case "CREATE":
-			wc.CreateRevision = strconv.FormatInt(c.rev, 10)
-		case "MOD":
-			wc.ModRevision = strconv.FormatInt(c.rev, 10)
-		case "VALUE":
-			wc.Value = c.value
-		}
-		w.Compare = append(w.Compare, wc)
+	w := wireTxn{Compare: make([]wireCompare, len(t.If)), Success: wireOps(t.Then), Failure: wireOps(t.Else)}
+	for i, c := range t.If {
+		w.Compare[i] = c.w
 	}
 	return w
 }
@@ -101,38 +79,11 @@ func (t Txn) wire() wireTxn {
 func wireOps(ops []Op) []wireOp {
 	out := make([]wireOp, len(ops))
 	for i, op := range ops {
-		switch op.kind {
-		case opGet:
-			out[i].Range = &wireRange{Key: []byte(op.key), RangeEnd: op.end, KeysOnly: op.keysOnly}
-		case opPut:
-			out[i].Put = &wirePut{Key: []byte(op.key), Value: op.value}
-		case opDelete:
-			out[i].DeleteRange = &wireDelete{Key: []byte(op.key)}
-		case opTxn:
-			t := op.txn.wire()
-			out[i].Txn = &t
-		}
+		out[i] = op.w
 	}
 	return out
 }
 
 func (w *wireTxnResponse) response() *Response {
-	r := &Response{Revision: w.Header.Revision, Succeeded: w.Succeeded, results: make([]result, len(w.Responses))}
-	for i, op := range w.Responses {
-		switch {
-		case op.Range != nil:
-			r.results[i].kvs = kvs(op.Range.Kvs)
-		case op.Txn != nil:
-			r.results[i].nested = op.Txn.response()
-		}
-	}
-	return r
-}
-
-func kvs(w []wireKV) []KV {
-	out := make([]KV, len(w))
-	for i, kv := range w {
-		out[i] = KV(kv)
-	}
-	return out
+	return &Response{Revision: w.Header.Revision, Succeeded: w.Succeeded, results: w.Responses}
 }
