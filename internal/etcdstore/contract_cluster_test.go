@@ -15,13 +15,21 @@ import (
 // Behind the etcdcluster build tag, so that `make unit` (./internal/...)
 // starts no daemon; scripts/gotest.sh, and so `make test`, runs it.
 func TestStoreContractOnACluster(t *testing.T) {
+	endpoints := startCluster(t)
+	alloctest.RunStoreContract(t, alloctest.Caps{Migration: true}, func(t *testing.T) alloctest.Subject {
+		return newEtcdSubject(t, endpoints, "/contract-test/"+t.Name()+"/")
+	})
+}
+
+// startCluster starts a 3-member cluster for t, stopped when t ends, and
+// returns its endpoints.
+func startCluster(t *testing.T) []string {
+	t.Helper()
 	testkit.NeedComponent(t, etcdtest.Available())
 	c, err := etcdtest.Start(etcdtest.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(c.Stop)
-	alloctest.RunStoreContract(t, alloctest.Caps{Migration: true}, func(t *testing.T) alloctest.Subject {
-		return newEtcdSubject(t, c.Endpoints(), "/contract-test/"+t.Name()+"/")
-	})
+	return c.Endpoints()
 }

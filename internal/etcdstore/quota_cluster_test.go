@@ -11,8 +11,6 @@ import (
 	"github.com/cniplugins/cniplugins/internal/alloc"
 	"github.com/cniplugins/cniplugins/internal/alloc/alloctest"
 	"github.com/cniplugins/cniplugins/internal/pool"
-	"github.com/cniplugins/cniplugins/internal/testkit"
-	"github.com/cniplugins/cniplugins/internal/testkit/etcdtest"
 )
 
 // A tenant with more addresses than one etcd transaction may read
@@ -20,13 +18,7 @@ import (
 // and a quota past them still refuses with 106; GC then removes all their
 // records.
 func TestQuotaCountPastMaxTxnOps(t *testing.T) {
-	testkit.NeedComponent(t, etcdtest.Available())
-	c, err := etcdtest.Start(etcdtest.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Stop)
-	e := etcdAt(t, c.Endpoints(), "/quota-count-test/")
+	e := etcdAt(t, startCluster(t), "/quota-count-test/")
 	tg := alloc.Target{Label: "pool p", Scope: alloc.Scope{Pool: "p"}, Set: alloctest.MustSet(t, addrspace.RangeConfig{Subnet: "10.237.0.0/24"})}
 	q := &pool.Quota{Tenant: "namespace=big", Rule: "ipam.rules[0]", Max: 150}
 	for i := range 150 {
@@ -40,7 +32,7 @@ func TestQuotaCountPastMaxTxnOps(t *testing.T) {
 		t.Fatalf("count = %d, %v; want 150", n, err)
 	}
 	last := alloctest.Call{Att: alloc.Attachment{ContainerID: "c150", IfName: "eth0", Network: "net"}, Now: time.Now(), Quota: q}
-	_, err = e.Add(last, []alloc.Target{tg})
+	_, err := e.Add(last, []alloc.Target{tg})
 	alloctest.AssertCode(t, err, 106)
 	// GC frees the 150 claims, then removes their 150 records, in
 	// transactions the cluster accepts.
