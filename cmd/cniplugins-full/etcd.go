@@ -4,24 +4,24 @@ import (
 	"time"
 
 	"github.com/cniplugins/cniplugins/internal/alloc"
-	"github.com/cniplugins/cniplugins/internal/etcdadmin"
+	"github.com/cniplugins/cniplugins/internal/etcdstore"
 	"github.com/cniplugins/cniplugins/internal/ops"
 )
 
 // etcdBackend is the ops.Backend of `leases`, `release`, `gc` and `pools --etcd`:
 // ipam-da-etcd's claims, for a node that is gone for good (its runtime
-// will never send the DEL or GC that would free them). etcdadmin.Admin does
+// will never send the DEL or GC that would free them). etcdstore.Operator does
 // the work; this is only the seam between its types and ops', kept in
 // this main because it is the one package that links both, so that
 // neither imports the other and the lean binary links neither the etcd
 // client nor this.
-type etcdBackend struct{ ad *etcdadmin.Admin }
+type etcdBackend struct{ ad *etcdstore.Operator }
 
 // openEtcd is the full flavour's Etcd: it validates c as ipam.etcd is
 // validated. The two config types have the same fields, so the
 // conversion is checked by the compiler.
 func openEtcd(c ops.EtcdConfig) (ops.Backend, error) {
-	ad, err := etcdadmin.New(etcdadmin.Config(c))
+	ad, err := etcdstore.OpenOperator(etcdstore.Access(c))
 	if err != nil {
 		return nil, err
 	}
@@ -32,7 +32,7 @@ func openEtcd(c ops.EtcdConfig) (ops.Backend, error) {
 func (etcdBackend) Shared() bool { return true }
 
 func (b etcdBackend) Leases(f ops.LeaseFilter) ([]ops.Lease, error) {
-	ls, err := b.ad.Leases(etcdadmin.Filter{Node: f.Node, Network: f.Network, Pool: f.Pool, Container: f.Container})
+	ls, err := b.ad.Leases(etcdstore.Filter{Node: f.Node, Network: f.Network, Pool: f.Pool, Container: f.Container})
 	if err != nil {
 		return nil, err
 	}
@@ -86,8 +86,7 @@ func (b etcdBackend) GC(q ops.GCRequest) ([]ops.Lease, error) {
 			return nil, err
 		}
 	}
-	f := etcdadmin.Filter{Network: q.Network, Pool: q.Pool}
-	ls, err := b.ad.GC(q.Node, f, keep, q.Apply, q.Runtime == nil && len(q.Keep) == 0)
+	ls, err := b.ad.GC(q.Node, q.Network, q.Pool, keep, q.Apply, q.Runtime == nil && len(q.Keep) == 0)
 	return leasesOf(ls), err
 }
 
@@ -109,7 +108,7 @@ func (b etcdBackend) States(scopes []ops.StateScope) ([]ops.ScopeState, error) {
 	return out, nil
 }
 
-func leasesOf(ls []etcdadmin.Lease) []ops.Lease {
+func leasesOf(ls []etcdstore.Claim) []ops.Lease {
 	out := make([]ops.Lease, len(ls))
 	for i, l := range ls {
 		out[i] = leaseOf(l)
@@ -117,7 +116,7 @@ func leasesOf(ls []etcdadmin.Lease) []ops.Lease {
 	return out
 }
 
-func leaseOf(l etcdadmin.Lease) ops.Lease {
+func leaseOf(l etcdstore.Claim) ops.Lease {
 	out := ops.Lease{
 		Address: l.Address, Network: l.Network, Pool: l.Scope.Pool, ContainerID: l.ContainerID, IfName: l.IfName,
 		Owner: alloc.Attachment{ContainerID: l.ContainerID, IfName: l.IfName}.Kind(), Since: l.Since().UTC(), Node: l.Node,

@@ -6,7 +6,6 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/cniplugins/cniplugins/internal/etcdadmin"
 	"github.com/cniplugins/cniplugins/internal/etcdkv/etcdkvfake"
 	. "github.com/cniplugins/cniplugins/internal/etcdstore"
 )
@@ -54,10 +53,10 @@ func operatorAt(t *testing.T, base string) *Operator {
 
 // leasesAt is every lease of the test's keys under base, as `leases`
 // lists them.
-func leasesAt(t *testing.T, base string) ([]etcdadmin.Lease, error) {
-	a, err := etcdadmin.New(etcdadmin.Config{Endpoints: cluster.Endpoints(), Prefix: base + t.Name() + "/"})
+func leasesAt(t *testing.T, base string) ([]Claim, error) {
+	a, err := OpenOperator(Access{Endpoints: cluster.Endpoints(), Prefix: base + t.Name() + "/"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return a.Leases(etcdadmin.Filter{})
+	return a.Leases(Filter{})
 }

@@ -31,7 +31,7 @@ func (op *Operation) GC(scopes []alloc.Scope, valid []alloc.Attachment) error {
 	if err := op.ensureNode(kv, found); err != nil {
 		return err
 	}
-	run := gcRun{node: op.node, network: op.network, keep: alloc.NewKeepSet(op.network, valid).Keeps, guard: op.sameMachine()}
+	run := gcRun{network: op.network, keep: alloc.NewKeepSet(op.network, valid).Keeps, guard: op.sameMachine()}
 	for _, s := range scopes {
 		run.index, run.holds = append(run.index, op.keys.nodeScope(op.node, s)), append(run.holds, op.keys.holdScope(s))
 	}
@@ -39,19 +39,19 @@ func (op *Operation) GC(scopes []alloc.Scope, valid []alloc.Attachment) error {
 	return errors.Join(err, op.sweepTenants())
 }
 
-// read lists the run's node's index keys, page by page (another node's
-// claims are never even looked at), and the hold keys, as the engine's
-// view of the scope each key names. It keeps going after errors.
+// read lists the run's index keys, page by page (a GC's: one node's,
+// another node's claims are never even looked at), and the hold keys, as
+// the engine's view of the scope each key names. It keeps going after
+// errors.
 func (op *Operation) read(run gcRun) (map[alloc.Scope]*alloc.ClaimsView, error) {
 	read := map[alloc.Scope]*alloc.ClaimsView{}
 	var errs []error
 	for kind, prefixes := range [2][]string{run.index, run.holds} {
-		root := [2]string{op.keys.nodePrefix(run.node), op.keys.prefix + "sticky/"}[kind]
 		for _, prefix := range prefixes {
 			kvs, err := op.cl.List(prefix, false)
 			errs = append(errs, err)
 			for _, kv := range kvs {
-				s, ok := op.keys.scopeIn(root, string(kv.Key))
+				s, ok := op.keys.scopeIn(string(kv.Key))
 				if !ok || (run.pool != "" && s.Pool != run.pool) {
 					continue
 				}
@@ -89,16 +89,16 @@ func gcClaims(kvs ...etcdkv.KV) []alloc.GCClaim {
 // GC's: the node is still this machine's, node.go); expired holds go
 // whichever node held them last, unguarded.
 type gcRun struct {
-	node, network, pool string // network, pool: "" for every one
-	index, holds        []string
-	keep                func(alloc.Attachment) bool
-	guard               []etcdkv.Cmp
+	network, pool string // "" for every one
+	index, holds  []string
+	keep          func(alloc.Attachment) bool
+	guard         []etcdkv.Cmp
 }
 
 // collect is the one GC driver: it reads, the engine plans each scope
 // (alloc.PlanClaims), and, unless dryRun, each plan is applied
-// (applyGC). It returns the plan: the claims, then the holds, each in
-// scope order. It keeps going after errors.
+// (applyGC). It returns the plan: the claims sorted as Leases sorts
+// them, then the holds in scope order. It keeps going after errors.
 func (op *Operation) collect(run gcRun, dryRun bool) ([]Claim, error) {
 	var claims, holds []Claim
 	read, err := op.read(run)
@@ -106,8 +106,7 @@ func (op *Operation) collect(run gcRun, dryRun bool) ([]Claim, error) {
 	for _, s := range slices.SortedFunc(maps.Keys(read), func(x, y alloc.Scope) int { return strings.Compare(ScopePath(x), ScopePath(y)) }) {
 		p := alloc.PlanClaims(*read[s], run.keep, op.now)
 		for _, c := range append(p.EndShare, p.Release...) {
-			r, _ := decodeRecord(c.Ref.(etcdkv.KV).Value)
-			claims = append(claims, Claim{Record: r, Scope: s, Revision: c.Ref.(etcdkv.KV).ModRevision})
+			claims = append(claims, claimOf(s, c.Ref))
 		}
 		for _, h := range p.Expire {
 			holds = append(holds, heldClaim(h.Hold, s, h.Ref.(etcdkv.KV).ModRevision))
@@ -116,6 +115,7 @@ func (op *Operation) collect(run gcRun, dryRun bool) ([]Claim, error) {
 			errs = append(errs, op.applyGC(run, s, p))
 		}
 	}
+	sortClaims(claims)
 	return append(claims, holds...), errors.Join(errs...)
 }
 

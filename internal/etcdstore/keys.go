@@ -76,9 +76,14 @@ func (l layout) fullScope(s alloc.Scope) string { return l.prefix + "full/" + Sc
 
 func (l layout) fullKey(s alloc.Scope, slot int) string { return l.fullScope(s) + strconv.Itoa(slot) }
 
-// scopeIn is the scope that key, under root, names: root<pool|net>/<name>/...
-func (l layout) scopeIn(root, key string) (alloc.Scope, bool) {
-	parts := strings.SplitN(strings.TrimPrefix(key, root), "/", 3)
+// scopeIn is the scope that an index key (node/<node>/<pool|net>/<name>/...)
+// or a hold key (sticky/<pool|net>/<name>/...) names.
+func (l layout) scopeIn(key string) (alloc.Scope, bool) {
+	root, rest, _ := strings.Cut(strings.TrimPrefix(key, l.prefix), "/")
+	if root == "node" {
+		_, rest, _ = strings.Cut(rest, "/")
+	}
+	parts := strings.SplitN(rest, "/", 3)
 	if len(parts) < 3 {
 		return alloc.Scope{}, false
 	}

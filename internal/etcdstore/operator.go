@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/netip"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/cniplugins/cniplugins/internal/alloc"
@@ -12,13 +14,11 @@ import (
 	"github.com/cniplugins/cniplugins/internal/logging"
 )
 
-// This file is the store's side of the operators' tool (`cniplugins-full
-// leases`, `release` and `gc` with --etcd, for a node that is gone for
-// good: its runtime will never send the DEL or GC that would free its
-// addresses): a few reads and writes that the tool composes. What a row
-// shows, how rows are filtered and sorted, is the tool's; which claim a
-// release or a GC frees is the engine's (alloc.PlanRelease,
-// alloc.PlanClaims).
+// The operators' tool (`cniplugins-full leases`, `release`, `gc` and
+// `pools` with --etcd, for a node that is gone for good: its runtime will
+// never send the DEL or GC that would free its addresses): the claims as
+// an operator sees them, filtered and sorted. Which claim a release or a
+// GC frees is the engine's (alloc.PlanRelease, alloc.PlanClaims).
 
 // Operator reads and releases claims directly, any node's.
 type Operator struct{ op *Operation }
@@ -56,10 +56,6 @@ func OpenOperator(c Access) (*Operator, error) {
 	return &Operator{op: &Operation{cl: cl, keys: layout{prefix: cfg.Prefix}, now: time.Now(), log: logging.Nop(), nonce: newClaimID()}}, nil
 }
 
-// Now is the time the operator acts at: what a hold's expiry and a
-// node's last sighting are judged against.
-func (o *Operator) Now() time.Time { return o.op.now }
-
 // Claim is one claim as read: its record, the scope its key names and
 // the key's mod revision. A failed ADD's marker has no Address.
 type Claim struct {
@@ -77,41 +73,75 @@ type Claim struct {
 	Tenant string
 }
 
-// Claims lists node's claims ("": every node's), read from the nodes'
-// index keys in one prefix read, in key order. Fences hold nothing and
-// are left out.
-func (o *Operator) Claims(node string) ([]Claim, error) {
-	prefix := o.op.keys.prefix + "node/"
-	if node != "" {
-		if err := ValidNodeName("--node", node); err != nil {
+// Filter selects claims; empty fields match everything.
+type Filter struct {
+	Node, Network, Pool, Container string
+}
+
+// matches is whether f selects c: a hold by the node and container that
+// held it last.
+func (f Filter) matches(c Claim) bool {
+	container := c.ContainerID
+	if c.Held {
+		container = c.LastOwner
+	}
+	return (f.Node == "" || c.Node == f.Node) && (f.Network == "" || c.Network == f.Network) &&
+		(f.Pool == "" || c.Scope.Pool == f.Pool) && strings.HasPrefix(container, f.Container)
+}
+
+// Leases lists the claims and the held holds that f selects, with the
+// tenants they count for, sorted by node, scope and address: one read of
+// the nodes' index keys (one node's, or every node's) and of the hold
+// keys, the CNI GC's (read).
+func (o *Operator) Leases(f Filter) ([]Claim, error) {
+	index := o.op.keys.prefix + "node/"
+	if f.Node != "" {
+		if err := ValidNodeName("--node", f.Node); err != nil {
 			return nil, err
 		}
-		prefix = o.op.keys.nodePrefix(node)
+		index = o.op.keys.nodePrefix(f.Node)
 	}
-	kvs, err := o.op.cl.List(prefix, false)
+	read, err := o.op.read(gcRun{pool: f.Pool, index: []string{index}, holds: []string{o.op.keys.prefix + "sticky/"}})
 	if err != nil {
 		return nil, err
 	}
-	var out []Claim
-	for _, kv := range kvs {
-		r, ok := decodeRecord(kv.Value)
-		if !ok || r.Released { // a fence holds nothing
-			continue
+	var sel []Claim
+	for s, v := range read {
+		for _, c := range v.Claims {
+			sel = append(sel, claimOf(s, c.Ref))
 		}
-		if s, ok := o.op.keys.scopeIn(o.op.keys.nodePrefix(r.Node), string(kv.Key)); ok {
-			out = append(out, Claim{Record: r, Scope: s, Revision: kv.ModRevision})
+		for _, h := range v.Holds {
+			if h.Held() {
+				sel = append(sel, heldClaim(h.Hold, s, h.Ref.(etcdkv.KV).ModRevision))
+			}
 		}
 	}
-	return out, nil
+	sel = slices.DeleteFunc(sel, func(c Claim) bool { return !f.matches(c) })
+	tenants, err := o.op.tenantsOfClaims()
+	for i, c := range sel {
+		sel[i].Tenant = tenants[ScopePath(c.Scope)+"/"+c.Address]
+	}
+	sortClaims(sel)
+	return sel, err
 }
 
-// Tenants sets each claim's Tenant, read once for all of them.
-func (o *Operator) Tenants(cs []Claim) error {
-	tenants, err := o.op.tenantsOfClaims()
-	for i, c := range cs {
-		cs[i].Tenant = tenants[ScopePath(c.Scope)+"/"+c.Address]
-	}
-	return err
+// claimOf is the claim index key ref (an etcdkv.KV) of scope s names.
+func claimOf(s alloc.Scope, ref any) Claim {
+	kv := ref.(etcdkv.KV)
+	r, _ := decodeRecord(kv.Value)
+	return Claim{Record: r, Scope: s, Revision: kv.ModRevision}
+}
+
+// sortClaims sorts by node, scope and address.
+func sortClaims(cs []Claim) {
+	slices.SortFunc(cs, func(x, y Claim) int {
+		if c := strings.Compare(x.Node+"\x00"+ScopePath(x.Scope), y.Node+"\x00"+ScopePath(y.Scope)); c != 0 {
+			return c
+		}
+		a, _ := netip.ParseAddr(x.Address) // a marker (no address) sorts first
+		b, _ := netip.ParseAddr(y.Address)
+		return a.Compare(b)
+	})
 }
 
 // Release frees addr in scope as the engine plans it (alloc.PlanRelease)
@@ -216,6 +246,23 @@ func (o *Operator) Nodes() ([]Node, error) {
 		out = append(out, Node{Name: string(kv.Key[len(prefix):]), Hostname: r.Hostname, LastSeen: seen})
 	}
 	return out, nil
+}
+
+// CheckGone refuses to treat node as gone for good while it was seen alive
+// within deadAfter: its runtime may still DEL and GC, and its live
+// containers still use the addresses that an operator's GC would free.
+func (o *Operator) CheckGone(node string, deadAfter time.Duration) error {
+	nodes, err := o.Nodes()
+	if err != nil {
+		return err
+	}
+	for _, n := range nodes {
+		if since := o.op.now.Sub(n.LastSeen); n.Name == node && since < deadAfter {
+			return fmt.Errorf("node %s (host %q) was seen alive %s ago, less than --dead-after %s: it may still use its addresses; wait, or pass --force if it is gone for good",
+				node, n.Hostname, since.Round(time.Second), deadAfter)
+		}
+	}
+	return nil
 }
 
 // parseScope is the scope a key names as <pool|net>/<name>.

@@ -21,26 +21,6 @@ func heldClaim(h alloc.Hold, s alloc.Scope, rev int64) Claim {
 	}
 }
 
-// Holds lists the held (not reserved) holds, every scope's, in key
-// order.
-func (o *Operator) Holds() ([]Claim, error) {
-	kvs, err := o.op.cl.List(o.op.keys.prefix+"sticky/", false)
-	if err != nil {
-		return nil, err
-	}
-	var out []Claim
-	for _, kv := range kvs {
-		h, ok := decodeHold(kv.Value)
-		if !ok || h.Owner != "" {
-			continue
-		}
-		if s, ok := o.op.keys.scopeIn(o.op.keys.prefix+"sticky/", string(kv.Key)); ok {
-			out = append(out, heldClaim(h, s, kv.ModRevision))
-		}
-	}
-	return out, nil
-}
-
 // ReleaseHold frees sticky key's holds for ifname (every interface when
 // "") in scope s now, whatever their expiry: each held address is freed
 // (its hold key and claim, each at the revision read). Which, and when it

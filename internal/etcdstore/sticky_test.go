@@ -11,7 +11,6 @@ import (
 
 	"github.com/cniplugins/cniplugins/internal/alloc"
 	"github.com/cniplugins/cniplugins/internal/daetcd"
-	"github.com/cniplugins/cniplugins/internal/etcdadmin"
 	"github.com/cniplugins/cniplugins/internal/etcdkv"
 	. "github.com/cniplugins/cniplugins/internal/etcdstore"
 	"github.com/cniplugins/cniplugins/internal/plugin"
@@ -75,10 +74,10 @@ func prevOf(addr netip.Addr) string {
 func stickyAdmin(t *testing.T) *Operator { return operatorAt(t, "/sticky-test/") }
 
 // stickyLeases is every lease of the test, as `leases` lists them.
-func stickyLeases(t *testing.T) ([]etcdadmin.Lease, error) { return leasesAt(t, "/sticky-test/") }
+func stickyLeases(t *testing.T) ([]Claim, error) { return leasesAt(t, "/sticky-test/") }
 
 // heldLeases lists the test's leases, and the holds among them.
-func heldLeases(t *testing.T) (all, held []etcdadmin.Lease) {
+func heldLeases(t *testing.T) (all, held []Claim) {
 	t.Helper()
 	all, err := stickyLeases(t)
 	if err != nil {

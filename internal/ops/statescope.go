@@ -68,7 +68,7 @@ func subdirs(dir string) ([]string, error) {
 }
 
 // ScopeState is what one scope holds, as `pools` counts it. The etcd
-// backend's counterpart (etcdadmin.ScopeState) has the same fields, so the
+// backend's counterpart (etcdstore.ScopeState) has the same fields, so the
 // full flavour converts one to the other.
 type ScopeState struct {
 	// Place is where it was read: the directory, or the claims' key

@@ -19,7 +19,6 @@ import (
 var networkPackages = []string{"net/http", "google.golang.org/grpc", "go.etcd.io/etcd",
 	// The full flavour's own network-facing packages.
 	"github.com/cniplugins/cniplugins/internal/daetcd", "github.com/cniplugins/cniplugins/internal/etcdstore",
-	"github.com/cniplugins/cniplugins/internal/etcdadmin",
 	"github.com/cniplugins/cniplugins/internal/dockeripam",
 	"github.com/cniplugins/cniplugins/internal/etcdkv", "github.com/cniplugins/cniplugins/internal/metricsserver",
 	// Not network code, but as heavy: any crypto package brings the FIPS

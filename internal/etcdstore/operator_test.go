@@ -1,4 +1,4 @@
-package etcdadmin_test
+package etcdstore_test
 
 import (
 	"bytes"
@@ -11,8 +11,8 @@ import (
 
 	"github.com/cniplugins/cniplugins/internal/alloc"
 	"github.com/cniplugins/cniplugins/internal/daetcd"
-	. "github.com/cniplugins/cniplugins/internal/etcdadmin"
 	"github.com/cniplugins/cniplugins/internal/etcdkv/etcdkvfake"
+	. "github.com/cniplugins/cniplugins/internal/etcdstore"
 	"github.com/cniplugins/cniplugins/internal/plugin"
 )
 
@@ -65,10 +65,10 @@ func (s site) runIn(cmd, node, cid, scope string) []byte {
 	return stdout.Bytes()
 }
 
-// admin is an Admin for the test's keys.
-func (s site) admin() *Admin {
+// admin is an Operator for the test's keys.
+func (s site) admin() *Operator {
 	t := s.t
-	a, err := New(Config{Endpoints: []string{s.endpoints()}, Prefix: "/admin-test/" + t.Name() + "/"})
+	a, err := OpenOperator(Access{Endpoints: []string{s.endpoints()}, Prefix: "/admin-test/" + t.Name() + "/"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,14 +125,14 @@ func TestAdminLeasesReleaseGC(t *testing.T) {
 
 	// gc of node gone keeping g2: a plan first, then applied; node alive
 	// is never touched.
-	plan, err := ad.GC("gone", Filter{}, alloc.NewKeepSet("", []alloc.Attachment{{ContainerID: "g2", IfName: "eth0"}}), false, false)
+	plan, err := ad.GC("gone", "", "", alloc.NewKeepSet("", []alloc.Attachment{{ContainerID: "g2", IfName: "eth0"}}), false, false)
 	if err != nil || len(plan) != 1 || plan[0].ContainerID != "g3" {
 		t.Fatalf("plan: %+v %v", plan, err)
 	}
 	if ls, _ := ad.Leases(Filter{}); len(ls) != 3 {
 		t.Fatal("a plan released")
 	}
-	if _, err := ad.GC("gone", Filter{}, alloc.NewKeepSet("", nil), true, true); err != nil {
+	if _, err := ad.GC("gone", "", "", alloc.NewKeepSet("", nil), true, true); err != nil {
 		t.Fatal(err)
 	}
 	left, _ := ad.Leases(Filter{})
@@ -151,7 +151,7 @@ func TestAdminLeasesReleaseGC(t *testing.T) {
 	if len(ks) != 2 {
 		t.Fatalf("keys left: %v (want b1's claim and index key)", ks)
 	}
-	if _, err := ad.GC("", Filter{}, alloc.NewKeepSet("", nil), true, true); err == nil {
+	if _, err := ad.GC("", "", "", alloc.NewKeepSet("", nil), true, true); err == nil {
 		t.Fatal("gc without a node")
 	}
 }
@@ -160,12 +160,8 @@ func TestAdminLeasesReleaseGC(t *testing.T) {
 // scope's marks only, so a pool with a full batch of leaks beside eight
 // other pools with leaks stays within etcd's --max-txn-ops (the in-memory
 // etcd refuses a transaction past it, as a default cluster does).
-// maxTxnOps is etcd's default --max-txn-ops, which the in-memory etcd
-// enforces.
-const maxTxnOps = 128
-
 func TestAdminGCManyPools(t *testing.T) {
-	const pools, inFirst = 9, maxTxnOps - 4
+	const pools, inFirst = 9, MaxTxnOps - 4
 	st := newSite(t)
 	defs := make([]string, pools)
 	for i := range defs {
@@ -189,7 +185,7 @@ func TestAdminGCManyPools(t *testing.T) {
 		run(fmt.Sprint("b", p), p)
 	}
 	ad := st.admin()
-	plan, err := ad.GC("gone", Filter{}, alloc.NewKeepSet("", nil), true, true)
+	plan, err := ad.GC("gone", "", "", alloc.NewKeepSet("", nil), true, true)
 	if err != nil || len(plan) != inFirst+pools-1 {
 		t.Fatalf("gc --apply: %d planned, %v", len(plan), err)
 	}
