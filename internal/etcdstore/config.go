@@ -81,11 +81,18 @@ func CheckConfig(conf *netconf.Envelope) error {
 func (e *etcdConf) validate(resolveNode bool) (*etcdConf, error) {
 	c := *e
 	var err error
-	if c.Endpoints, err = parseEndpoints("ipam.etcd.endpoints", e.Endpoints); err != nil {
+	if c.Endpoints, err = parseEndpoints(e.Endpoints); err != nil {
 		return nil, err
 	}
-	if c.Prefix, err = parsePrefix("ipam.etcd.prefix", e.Prefix); err != nil {
-		return nil, err
+	// Keys are built by appending to the prefix, so it must be an absolute
+	// key path ending in '/'; a missing final '/' is added.
+	switch p := e.Prefix; {
+	case p == "":
+		c.Prefix = DefaultPrefix
+	case !strings.HasPrefix(p, "/") || len(p) > 256 || strings.ContainsFunc(p, func(r rune) bool { return r < 0x20 || r == 0x7f }):
+		return nil, cnierr.InvalidConfig("ipam.etcd.prefix", p, "must be a key path starting with '/', printable, at most 256 bytes")
+	case !strings.HasSuffix(p, "/"):
+		c.Prefix += "/"
 	}
 	if c.NodeName == "" && resolveNode {
 		if c.NodeName, err = os.Hostname(); err != nil {
@@ -97,8 +104,11 @@ func (e *etcdConf) validate(resolveNode bool) (*etcdConf, error) {
 			return nil, err
 		}
 	}
-	if c.timeout, err = parseTimeout("ipam.etcd.timeout", e.Timeout); err != nil {
-		return nil, err
+	c.timeout = DefaultTimeout
+	if e.Timeout != "" {
+		if c.timeout, err = time.ParseDuration(e.Timeout); err != nil || c.timeout < minTimeout || c.timeout > maxTimeout {
+			return nil, cnierr.InvalidConfig("ipam.etcd.timeout", e.Timeout, "must be a duration between 100ms and 5m, like \"5s\"")
+		}
 	}
 	if e.TLS != nil && (e.TLS.CertFile == "") != (e.TLS.KeyFile == "") {
 		return nil, cnierr.InvalidConfig("ipam.etcd.tls", fmt.Sprintf("certFile=%q keyFile=%q", e.TLS.CertFile, e.TLS.KeyFile), "certFile and keyFile go together")
@@ -137,7 +147,8 @@ func (e *etcdConf) checkPasswordTransport(endpoints []string) error {
 	return nil
 }
 
-func parseEndpoints(field string, eps []string) ([]string, error) {
+func parseEndpoints(eps []string) ([]string, error) {
+	const field = "ipam.etcd.endpoints"
 	if len(eps) == 0 {
 		return nil, cnierr.MissingConfig(field)
 	}
@@ -163,32 +174,6 @@ func parseEndpoints(field string, eps []string) ([]string, error) {
 		out[i] = u.Scheme + "://" + u.Host
 	}
 	return out, nil
-}
-
-// parsePrefix: keys are built by appending to the prefix, so it must be an
-// absolute key path ending in '/'; a missing final '/' is added.
-func parsePrefix(field, p string) (string, error) {
-	if p == "" {
-		return DefaultPrefix, nil
-	}
-	if !strings.HasPrefix(p, "/") || len(p) > 256 || strings.ContainsFunc(p, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
-		return "", cnierr.InvalidConfig(field, p, "must be a key path starting with '/', printable, at most 256 bytes")
-	}
-	if !strings.HasSuffix(p, "/") {
-		p += "/"
-	}
-	return p, nil
-}
-
-func parseTimeout(field, s string) (time.Duration, error) {
-	if s == "" {
-		return DefaultTimeout, nil
-	}
-	d, err := time.ParseDuration(s)
-	if err != nil || d < minTimeout || d > maxTimeout {
-		return 0, cnierr.InvalidConfig(field, s, "must be a duration between 100ms and 5m, like \"5s\"")
-	}
-	return d, nil
 }
 
 // ValidNodeName: a node name is a key segment, so it must not hold '/'

@@ -81,26 +81,19 @@ func (op *Operation) createFences() []etcdkv.Op {
 	return ops
 }
 
-// fencesCreated remembers the buckets registration wrote at rev.
-func (op *Operation) fencesCreated(rev int64) {
-	seen := make(map[string]etcdkv.Seen, fenceBuckets)
+// rememberFences remembers every bucket of the node as seen, but those
+// in kvs, as a read of its fences prefix found them: registration wrote
+// them all at one revision, a read that misses one found it absent (the
+// zero Seen).
+func (op *Operation) rememberFences(seen etcdkv.Seen, kvs []etcdkv.KV) {
+	m := make(map[string]etcdkv.Seen, fenceBuckets)
 	for b := range fenceBuckets {
-		seen[op.keys.fenceKey(op.node, b)] = etcdkv.Seen{Rev: rev, Value: op.nonce}
-	}
-	op.cl.Remember(seen)
-}
-
-// learnFences remembers the node's buckets as a read of its fences prefix
-// found them (one missing: absent, the zero Seen).
-func (op *Operation) learnFences(kvs []etcdkv.KV) {
-	seen := make(map[string]etcdkv.Seen, fenceBuckets)
-	for b := range fenceBuckets {
-		seen[op.keys.fenceKey(op.node, b)] = etcdkv.Seen{}
+		m[op.keys.fenceKey(op.node, b)] = seen
 	}
 	for _, kv := range kvs {
-		seen[string(kv.Key)] = etcdkv.Seen{Rev: kv.ModRevision, Value: string(kv.Value)}
+		m[string(kv.Key)] = etcdkv.Seen{Rev: kv.ModRevision, Value: string(kv.Value)}
 	}
-	op.cl.Remember(seen)
+	op.cl.Remember(m)
 }
 
 // fenceRefused reports a claim refused because its bucket fenceK, as its
@@ -117,7 +110,7 @@ func (op *Operation) fenceRefused(fences []etcdkv.KV, fenceK string, registeredN
 		}
 	}
 	if moved && !registeredNow {
-		op.learnFences(fences)
+		op.rememberFences(etcdkv.Seen{}, fences)
 	}
 	return moved
 }

@@ -90,18 +90,15 @@ func (op *Operation) touch() etcdkv.Op {
 	})
 }
 
-// checkNode looks at the node's record as read: absent means the node
-// has to register first; another machine's is an error naming both.
-func (op *Operation) checkNode(kv etcdkv.KV, found bool) (registered bool, err error) {
-	if !found {
-		return false, nil
-	}
+// checkNode refuses a node record, as read, that is another machine's,
+// naming both.
+func (op *Operation) checkNode(kv etcdkv.KV) error {
 	if bytes.HasPrefix(kv.Value, op.identity()) {
-		return true, nil
+		return nil
 	}
 	var other nodeRecord
 	_ = json.Unmarshal(kv.Value, &other)
-	return false, cnierr.New(cnierr.CodeInvalidConfig, "another machine uses this node name",
+	return cnierr.New(cnierr.CodeInvalidConfig, "another machine uses this node name",
 		"ipam.etcd.nodeName=%q: etcd holds it for machine %s (host %q, last seen %s); this is machine %s (host %q): give each machine its own nodeName (two machines under one name would free each other's addresses)",
 		op.node, other.Machine, other.Hostname, other.Seen, op.machine, op.hostname)
 }
@@ -119,23 +116,21 @@ func (op *Operation) register() error {
 		return err
 	}
 	if resp.Succeeded {
-		op.fencesCreated(resp.Revision)
+		op.rememberFences(etcdkv.Seen{Rev: resp.Revision, Value: op.nonce}, nil)
 		return nil
 	}
-	kv, found := resp.First(0)
-	_, err = op.checkNode(kv, found)
-	return err
+	kv, _ := resp.First(0)
+	return op.checkNode(kv)
 }
 
 // ensureNode checks the node's record as read, registering it when
 // absent; an STATUS-like reader refreshes last-seen when it is stale.
 func (op *Operation) ensureNode(kv etcdkv.KV, found bool) error {
-	registered, err := op.checkNode(kv, found)
-	switch {
-	case err != nil:
-		return err
-	case !registered:
+	if !found {
 		return op.register()
+	}
+	if err := op.checkNode(kv); err != nil {
+		return err
 	}
 	var r nodeRecord
 	if json.Unmarshal(kv.Value, &r) == nil {
@@ -143,7 +138,7 @@ func (op *Operation) ensureNode(kv etcdkv.KV, found bool) error {
 			return nil
 		}
 	}
-	_, err = op.cl.Txn(etcdkv.Txn{Then: []etcdkv.Op{op.touch()}})
+	_, err := op.cl.Txn(etcdkv.Txn{Then: []etcdkv.Op{op.touch()}})
 	return err
 }
 
@@ -183,7 +178,7 @@ func (op *Operation) claimOnce(fenceK string, cond []etcdkv.Cmp, then, els []etc
 	i := 0
 	if resp.Succeeded {
 		i = 1
-		op.fencesCreated(resp.Revision)
+		op.rememberFences(etcdkv.Seen{Rev: resp.Revision, Value: op.nonce}, nil)
 	}
 	in := resp.Nested(i)
 	if in == nil {

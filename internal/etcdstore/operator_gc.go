@@ -4,7 +4,6 @@ import (
 	"errors"
 
 	"github.com/cniplugins/cniplugins/internal/alloc"
-	"github.com/cniplugins/cniplugins/internal/cnierr"
 	"github.com/cniplugins/cniplugins/internal/etcdkv"
 )
 
@@ -19,9 +18,6 @@ import (
 // them. A live node's ADDs still compare its buckets: its GC (`gc --cri`)
 // never drops them.
 func (o *Operator) GC(node, network, pool string, keep alloc.KeepSet, apply, dropFences bool) ([]Claim, error) {
-	if node == "" {
-		return nil, cnierr.MissingConfig("--node")
-	}
 	if err := ValidNodeName("--node", node); err != nil {
 		return nil, err
 	}
