@@ -109,7 +109,7 @@ func (op *Operation) collect(run gcRun, dryRun bool) ([]Claim, error) {
 			claims = append(claims, claimOf(s, c.Ref))
 		}
 		for _, h := range p.Expire {
-			holds = append(holds, heldClaim(h.Hold, s, h.Ref.(etcdkv.KV).ModRevision))
+			holds = append(holds, heldClaim(h.Hold, s))
 		}
 		if !dryRun {
 			errs = append(errs, op.applyGC(run, s, p))

@@ -56,12 +56,11 @@ func OpenOperator(c Access) (*Operator, error) {
 	return &Operator{op: &Operation{cl: cl, keys: layout{prefix: cfg.Prefix}, now: time.Now(), log: logging.Nop(), nonce: newClaimID()}}, nil
 }
 
-// Claim is one claim as read: its record, the scope its key names and
-// the key's mod revision. A failed ADD's marker has no Address.
+// Claim is one claim as read: its record and the scope its key names. A
+// failed ADD's marker has no Address.
 type Claim struct {
 	Record
-	Scope    alloc.Scope `json:"-"`
-	Revision int64       `json:"-"`
+	Scope alloc.Scope `json:"-"`
 	// Held is a sticky key's hold (sticky.go): no container, the
 	// address kept for the key (Record.StickyKey) until HoldExpires
 	// (zero: until released); Node is the one that held it last.
@@ -69,7 +68,7 @@ type Claim struct {
 	HoldExpires time.Time
 	LastOwner   string
 	// Tenant is the quota's tenant the address counts for ("" none), once
-	// Tenants has read it.
+	// Leases has read it.
 	Tenant string
 }
 
@@ -112,7 +111,7 @@ func (o *Operator) Leases(f Filter) ([]Claim, error) {
 		}
 		for _, h := range v.Holds {
 			if h.Held() {
-				sel = append(sel, heldClaim(h.Hold, s, h.Ref.(etcdkv.KV).ModRevision))
+				sel = append(sel, heldClaim(h.Hold, s))
 			}
 		}
 	}
@@ -127,9 +126,8 @@ func (o *Operator) Leases(f Filter) ([]Claim, error) {
 
 // claimOf is the claim index key ref (an etcdkv.KV) of scope s names.
 func claimOf(s alloc.Scope, ref any) Claim {
-	kv := ref.(etcdkv.KV)
-	r, _ := decodeRecord(kv.Value)
-	return Claim{Record: r, Scope: s, Revision: kv.ModRevision}
+	r, _ := decodeRecord(ref.(etcdkv.KV).Value)
+	return Claim{Record: r, Scope: s}
 }
 
 // sortClaims sorts by node, scope and address.
@@ -166,7 +164,7 @@ func (o *Operator) Release(addr netip.Addr, s alloc.Scope, container, ifname, no
 	if h, held := decodeHold(kv.Value); !valid && held && h.Held() {
 		v.Record = &alloc.HoldRecord{Hold: h}
 	} else if valid {
-		v.Owner, v.OwnerNode = alloc.Attachment{ContainerID: r.ContainerID, IfName: r.IfName, Network: r.Network}, r.Node
+		v.Owner, v.OwnerNode = r.attachment(), r.Node
 		if r.Hold != "" {
 			v.Record = &alloc.HoldRecord{Hold: alloc.Hold{Key: r.StickyKey, IfName: r.IfName, Address: r.Address, Owner: r.ContainerID, Node: r.Node,
 				Second: r.Second, SecondNode: r.SecondNode, SecondMigration: r.SecondMigration}}

@@ -12,12 +12,12 @@ import (
 // An operator's view of the sticky keys' holds, and the release of a
 // key's holds (`release --sticky-key`).
 
-// heldClaim is hold h, read in scope s at revision rev, as an operator
-// sees it: a Claim with no container.
-func heldClaim(h alloc.Hold, s alloc.Scope, rev int64) Claim {
+// heldClaim is hold h, read in scope s, as an operator sees it: a Claim
+// with no container.
+func heldClaim(h alloc.Hold, s alloc.Scope) Claim {
 	return Claim{
 		Record: Record{Node: h.LastNode, IfName: h.IfName, Network: h.Network, Address: h.Address, Pool: s.Pool, Time: h.Time, StickyKey: h.Key},
-		Scope:  s, Held: true, HoldExpires: h.Expires, LastOwner: h.LastOwner, Revision: rev,
+		Scope:  s, Held: true, HoldExpires: h.Expires, LastOwner: h.LastOwner,
 	}
 }
 
@@ -53,7 +53,7 @@ func (o *Operator) ReleaseHold(key, ifname string, s alloc.Scope, dryRun bool) (
 	for _, e := range p.Holds {
 		kv := byKey[e.ID]
 		ip, _ := netip.ParseAddr(e.Address)
-		out = append(out, heldClaim(e.Hold, s, kv.ModRevision))
+		out = append(out, heldClaim(e.Hold, s))
 		txns = append(txns, expireHold(e.ID, o.op.keys.addrKey(s, ip), kv.ModRevision, o.op.keys.fullScope(s)+lastSegment(e.ID)))
 	}
 	if dryRun {
