@@ -1,8 +1,6 @@
 package main
 
 import (
-	"time"
-
 	"github.com/cniplugins/cniplugins/internal/alloc"
 	"github.com/cniplugins/cniplugins/internal/etcdstore"
 	"github.com/cniplugins/cniplugins/internal/ops"
@@ -40,13 +38,9 @@ func (b etcdBackend) Leases(f ops.LeaseFilter) ([]ops.Lease, error) {
 	if err != nil {
 		return nil, err
 	}
-	seen := map[string]time.Time{}
-	for _, n := range nodes {
-		seen[n.Name] = n.LastSeen.UTC()
-	}
 	out := leasesOf(ls)
 	for i := range out {
-		out[i].NodeSeen = seen[out[i].Node]
+		out[i].NodeSeen = nodes[out[i].Node].LastSeen.UTC()
 	}
 	return out, nil
 }

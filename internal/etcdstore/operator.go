@@ -221,29 +221,24 @@ func (o *Operator) Release(addr netip.Addr, s alloc.Scope, container, ifname, no
 
 // Node is a node as its machine last reported to etcd.
 type Node struct {
-	Name     string    `json:"name"`
-	Hostname string    `json:"hostname"`
-	LastSeen time.Time `json:"lastSeen"`
+	Hostname string
+	LastSeen time.Time
 }
 
-// Nodes lists the nodes that have a machine identity in etcd (every node
-// whose ADD, DEL, GC or STATUS ran since they were introduced), by name.
-func (o *Operator) Nodes() ([]Node, error) {
+// Nodes maps the nodes that have a machine identity in etcd (every node
+// whose ADD, DEL, GC or STATUS ran since they were introduced) by name.
+func (o *Operator) Nodes() (map[string]Node, error) {
 	prefix := o.op.keys.nodesPrefix()
 	kvs, err := o.op.cl.List(prefix, false)
-	if err != nil {
-		return nil, err
-	}
-	var out []Node
+	out := map[string]Node{}
 	for _, kv := range kvs {
 		var r nodeRecord
-		if json.Unmarshal(kv.Value, &r) != nil {
-			continue
+		if json.Unmarshal(kv.Value, &r) == nil {
+			seen, _ := time.Parse(time.RFC3339, r.Seen)
+			out[string(kv.Key[len(prefix):])] = Node{Hostname: r.Hostname, LastSeen: seen}
 		}
-		seen, _ := time.Parse(time.RFC3339, r.Seen)
-		out = append(out, Node{Name: string(kv.Key[len(prefix):]), Hostname: r.Hostname, LastSeen: seen})
 	}
-	return out, nil
+	return out, err
 }
 
 // CheckGone refuses to treat node as gone for good while it was seen alive
@@ -251,16 +246,11 @@ func (o *Operator) Nodes() ([]Node, error) {
 // containers still use the addresses that an operator's GC would free.
 func (o *Operator) CheckGone(node string, deadAfter time.Duration) error {
 	nodes, err := o.Nodes()
-	if err != nil {
-		return err
+	if n, ok := nodes[node]; ok && o.op.now.Sub(n.LastSeen) < deadAfter {
+		return fmt.Errorf("node %s (host %q) was seen alive %s ago, less than --dead-after %s: it may still use its addresses; wait, or pass --force if it is gone for good",
+			node, n.Hostname, o.op.now.Sub(n.LastSeen).Round(time.Second), deadAfter)
 	}
-	for _, n := range nodes {
-		if since := o.op.now.Sub(n.LastSeen); n.Name == node && since < deadAfter {
-			return fmt.Errorf("node %s (host %q) was seen alive %s ago, less than --dead-after %s: it may still use its addresses; wait, or pass --force if it is gone for good",
-				node, n.Hostname, since.Round(time.Second), deadAfter)
-		}
-	}
-	return nil
+	return err
 }
 
 // parseScope is the scope a key names as <pool|net>/<name>.
