@@ -146,7 +146,7 @@ func (op *Operation) applyGC(run gcRun, s alloc.Scope, p alloc.ClaimsPlan) error
 		kv := h.Ref.(etcdkv.KV)
 		ip, _ := netip.ParseAddr(h.Address)
 		expired = append(expired, expireHold(string(kv.Key), op.keys.addrKey(s, ip), kv.ModRevision, ""))
-		expiredMarks[op.keys.fullScope(s)+lastSegment(string(kv.Key))] = nil
+		expiredMarks[op.keys.markOf(s, string(kv.Key))] = nil
 		op.log.Info("gc frees an expired hold", logging.String("address", h.Address), logging.String("key", h.Key))
 	}
 	errs = append(errs, op.commitBatches(released, releasedMarks, run.guard...), op.commitBatches(expired, expiredMarks))

@@ -90,11 +90,9 @@ func (l layout) scopeIn(key string) (alloc.Scope, bool) {
 	return parseScope(parts[0], parts[1])
 }
 
-// markOf is the exhaustion mark of the range set or pool an index key is
-// for (its last segment is the slot).
-func (l layout) markOf(s alloc.Scope, indexKey string) string {
-	return l.fullScope(s) + indexKey[strings.LastIndexByte(indexKey, '/')+1:]
-}
+// markOf is the exhaustion mark of the range set or pool an index or
+// hold key is for (its last segment is the slot).
+func (l layout) markOf(s alloc.Scope, key string) string { return l.fullScope(s) + lastSegment(key) }
 
 // Exhaustion marks. An ADD that found a range set full puts its mark
 // only if no address was freed there since the first taken address it

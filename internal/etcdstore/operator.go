@@ -78,14 +78,13 @@ type Filter struct {
 }
 
 // matches is whether f selects c: a hold by the node and container that
-// held it last.
+// held it last. The pool is read's filter.
 func (f Filter) matches(c Claim) bool {
 	container := c.ContainerID
 	if c.Held {
 		container = c.LastOwner
 	}
-	return (f.Node == "" || c.Node == f.Node) && (f.Network == "" || c.Network == f.Network) &&
-		(f.Pool == "" || c.Scope.Pool == f.Pool) && strings.HasPrefix(container, f.Container)
+	return (f.Node == "" || c.Node == f.Node) && (f.Network == "" || c.Network == f.Network) && strings.HasPrefix(container, f.Container)
 }
 
 // Leases lists the claims and the held holds that f selects, with the

@@ -54,7 +54,7 @@ func (o *Operator) ReleaseHold(key, ifname string, s alloc.Scope, dryRun bool) (
 		kv := byKey[e.ID]
 		ip, _ := netip.ParseAddr(e.Address)
 		out = append(out, heldClaim(e.Hold, s))
-		txns = append(txns, expireHold(e.ID, o.op.keys.addrKey(s, ip), kv.ModRevision, o.op.keys.fullScope(s)+lastSegment(e.ID)))
+		txns = append(txns, expireHold(e.ID, o.op.keys.addrKey(s, ip), kv.ModRevision, o.op.keys.markOf(s, e.ID)))
 	}
 	if dryRun {
 		return out, nil
