@@ -157,18 +157,11 @@ type Record struct {
 	Shares          bool   `json:"shares,omitempty"`
 }
 
-// ownerPrefix is how every record of this owner and address begins: the
-// fields up to the address, in Record's order.
+// ownerPrefix is how every record of this owner and (non-empty) address
+// begins: the fields up to the address, in Record's order.
 func (r Record) ownerPrefix() []byte {
-	b, _ := json.Marshal(struct {
-		Hold        string `json:"hold,omitempty"`
-		Node        string `json:"node"`
-		ContainerID string `json:"containerID"`
-		IfName      string `json:"ifname"`
-		Network     string `json:"network"`
-		Address     string `json:"address"`
-	}{r.Hold, r.Node, r.ContainerID, r.IfName, r.Network, r.Address})
-	return append(b[:len(b)-1], ',')
+	b := Record{Hold: r.Hold, Node: r.Node, ContainerID: r.ContainerID, IfName: r.IfName, Network: r.Network, Address: r.Address}.encode()
+	return b[:bytes.Index(b, []byte(`"time":`))]
 }
 
 // writtenBefore is the upper bound of every record of this owner and
