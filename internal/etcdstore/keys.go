@@ -14,28 +14,15 @@ import (
 	"github.com/cniplugins/cniplugins/internal/etcdkv"
 )
 
-// The key layout under the prefix (docs/etcd.md, "Keys in etcd"):
-//
-//	ip/pool/<pool>/<address>                    the claim: one key per address
-//	ip/net/<network>/<address>                  (standalone: the network is the scope)
-//	node/<node>/<scope>/<containerID>/<ifname>/<slot>
-//	                                            the attachment's index key, one per
-//	                                            range set (slot = its index) or pool (0)
-//	sticky/<scope>/<StickyID>/<slot>            a sticky key's hold (sticky.go)
-//	full/<scope>/<slot>                         an ADD found that range set or pool full
-//	                                            (empty: an address was freed since)
-//	nodes/<node>                                the machine that is the node, and when it
-//	                                            was last seen (node.go)
-//	fences/<node>/<b>                           the node's fence buckets, 16, each a nonce: every
-//	                                            release writes one, every claim compares
-//	                                            one (fence.go)
-//
-// The claim and the index key hold the same record and are written and
-// deleted together, in one transaction. The index key lives under the node,
-// so DEL, CHECK and GC read a handful of keys of one attachment or one node
-// and never scan a pool. Names cannot hold '/' (network, pool and node
-// names, container IDs and interface names are all validated), so no key
-// can reach outside its place.
+// layout builds the keys under the prefix (docs/etcd.md, "Keys in etcd",
+// lists them all). The claim (ip/<scope>/<address>) and the
+// attachment's index key (node/<node>/<scope>/<containerID>/<ifname>/<slot>)
+// hold the same record and are written and deleted together, in one
+// transaction. The index key lives under the node, so DEL, CHECK and GC
+// read a handful of keys of one attachment or one node and never scan a
+// pool. Names cannot hold '/' (network, pool and node names, container
+// IDs and interface names are all validated), so no key can reach
+// outside its place.
 type layout struct{ prefix string }
 
 // ScopePath is a scope's segment in every key of it: networks ("net/")
