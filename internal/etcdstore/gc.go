@@ -212,9 +212,7 @@ func (op *Operation) commitBatches(txns []etcdkv.Txn, marks unmark, guard ...etc
 	var wg sync.WaitGroup
 	for w := range min(inFlight, len(batches)) {
 		cl := op.cl.Fork()
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			for i := w; i < len(batches); i += inFlight {
 				resp, err := cl.Txn(batches[i])
 				if err == nil && !resp.Succeeded {
@@ -222,7 +220,7 @@ func (op *Operation) commitBatches(txns []etcdkv.Txn, marks unmark, guard ...etc
 				}
 				errs[i] = err
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	if slices.Contains(errs, errNodeChanged) {
