@@ -192,13 +192,12 @@ func (o *Operator) Release(addr netip.Addr, s alloc.Scope, container, ifname, no
 	changed := fmt.Errorf("%s in %s changed while being released; nothing done, try again", addr, ScopePath(s))
 	txn := etcdkv.Txn{If: []etcdkv.Cmp{etcdkv.ValueIs(string(kv.Key), kv.Value)}, Then: []etcdkv.Op{etcdkv.Delete(string(kv.Key))}}
 	for _, ikv := range idx.KVs(0) {
-		ir, ok := decodeRecord(ikv.Value)
-		switch {
-		case shared && ok && ir.Address == r.Address && ir.sharing() && dryRun:
-			return Claim{Record: ir, Scope: s}, nil
-		case shared && ok && ir.Address == r.Address && ir.sharing():
-			return Claim{Record: ir, Scope: s}, o.op.commitShared(s, ikv, ir, "")
-		case !shared && bytes.Equal(ikv.Value, kv.Value):
+		if ir, ok := decodeRecord(ikv.Value); shared && ok && ir.Address == r.Address && ir.sharing() {
+			if !dryRun {
+				err = o.op.commitShared(s, ikv, ir, "")
+			}
+			return Claim{Record: ir, Scope: s}, err
+		} else if !shared && bytes.Equal(ikv.Value, kv.Value) {
 			txn, _ = o.op.release(s, ikv, "", true)
 		}
 	}
