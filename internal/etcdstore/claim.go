@@ -44,17 +44,16 @@ type claimStore struct {
 	att      alloc.Attachment // who the claims are for (Reserve's)
 	sent     []byte           // the record of the last claim sent: ours if it is found later
 	inFlight bool             // a claim may still commit: cancel must fence it
-	sentAddr netip.Addr
 	taken    map[netip.Addr]bool
 	sawTaken int64 // the revision at which a candidate was first seen taken
 	scanned  bool
 
 	sticky   *stickyAtt // nil: not sticky (sticky.go)
 	holdK    string
-	found    *takeOver // the hold the last claim met (alloc.HoldClaimer)
-	take     *takeOver // the hold the next claim takes over
-	sentTake *takeOver // the one the last claim sent took over
-	shared   *share    // the migration share this ADD wrote (migration.go)
+	found    *takeOver  // the hold the last claim met (alloc.HoldClaimer)
+	take     *takeOver  // the hold the next claim takes over
+	sentTake *takeOver  // the one the last claim sent took over
+	undoing  etcdkv.Txn // cancel's undo of the last claim sent, once committed (send)
 }
 
 var _ alloc.HoldClaimer = (*claimStore)(nil)
@@ -83,18 +82,35 @@ func (s *claimStore) Reserve(a alloc.Attachment, ip netip.Addr) (bool, error) {
 		return false, nil
 	}
 	op := s.op
-	s.att = a
+	s.att, s.sentTake = a, s.take
 	val := s.sticky.mark(op.recordOf(a, s.scope, ip.String(), s.claim)).encode()
-	addrK, slotK, fenceK := op.keys.addrKey(s.scope, ip), s.slotKey(), op.keys.fenceOf(op.node, a.ContainerID, a.IfName)
-	s.sent, s.sentAddr, s.sentTake = val, ip, s.take
+	addrK := op.keys.addrKey(s.scope, ip)
 	cond := []etcdkv.Cmp{etcdkv.Absent(addrK)}
-	then := []etcdkv.Op{etcdkv.Put(addrK, val), etcdkv.Put(slotK, val)}
-	var readHold []etcdkv.Op
+	then := []etcdkv.Op{etcdkv.Put(addrK, val), etcdkv.Put(s.slotKey(), val)}
 	if s.sticky != nil {
 		var put etcdkv.Op
 		cond, put = s.holdOps(a, ip, addrK)
 		then = append(then, put)
+	}
+	return s.send(ip, val, cond, then, etcdkv.Txn{Then: s.undoClaim(addrK)}, s.take != nil)
+}
+
+// send is a claim of ip for s.att (Reserve's or Share's): conditions cond
+// and writes then, val its index key's record, undo what cancel does
+// once it committed (besides the marker). A claim that takes something
+// over (takes) is no new address for the tenant, and any change to what
+// it takes over ends it with alloc.HoldFound.
+func (s *claimStore) send(ip netip.Addr, val []byte, cond []etcdkv.Cmp, then []etcdkv.Op, undo etcdkv.Txn, takes bool) (bool, error) {
+	op, a := s.op, s.att
+	addrK, slotK, fenceK := op.keys.addrKey(s.scope, ip), s.slotKey(), op.keys.fenceOf(op.node, a.ContainerID, a.IfName)
+	s.sent, s.undoing = val, undo
+	var readHold []etcdkv.Op
+	if s.sticky != nil {
 		readHold = []etcdkv.Op{etcdkv.Get(s.holdK)}
+	}
+	qs := op.quota
+	if takes {
+		qs = nil
 	}
 	recounts := 0
 	for try := 0; try < 8; try++ {
@@ -111,7 +127,6 @@ func (s *claimStore) Reserve(a alloc.Attachment, ip netip.Addr) (bool, error) {
 		holders := append([]etcdkv.Op{etcdkv.Get(addrK), etcdkv.Get(slotK), etcdkv.Get(op.keys.nodeKey(op.node)),
 			etcdkv.GetPrefix(op.keys.fencesPrefix(op.node))}, readHold...)
 		cnd, thn := append(slices.Clip(cond), s.slotFree(slotK)), then
-		qs := s.quotaOf()
 		if qs != nil {
 			qc, qops := qs.claimOps(op.keys, s.scope, ip)
 			cnd, thn = append(cnd, qc...), append(slices.Clip(then), qops...)
@@ -206,7 +221,7 @@ func (s *claimStore) Reserve(a alloc.Attachment, ip netip.Addr) (bool, error) {
 		}
 		if s.sticky != nil {
 			hold, hasHold := resp.First(holdersFences + 1)
-			if hasHold || s.take != nil {
+			if hasHold || takes {
 				// The key has a hold (or the one taken over changed or
 				// went): the search ends, the engine applies the rules.
 				s.sent = nil
@@ -238,15 +253,6 @@ const holdersFences = 3
 // that commits moves its version once), how often one claim counts its
 // tenant again.
 const maxRecounts = 8
-
-// quotaOf is the tenant count a claim must respect: the operation's,
-// for a new claim; a hold taken over is already the tenant's.
-func (s *claimStore) quotaOf() *quotaState {
-	if s.take != nil {
-		return nil
-	}
-	return s.op.quota
-}
 
 // slotKey is the index key of the attachment Reserve claims for.
 func (s *claimStore) slotKey() string {
@@ -321,7 +327,7 @@ func (op *Operation) cancel(stores []*claimStore) error {
 	op.cl.Extend()
 	var txns []etcdkv.Txn
 	for _, s := range stores {
-		if s.sent == nil && s.shared == nil {
+		if s.sent == nil {
 			continue
 		}
 		slotK := s.slotKey()
@@ -340,16 +346,13 @@ func (op *Operation) cancel(stores []*claimStore) error {
 }
 
 // undo is cancel's transaction for a claim that committed: it is undone
-// (undoClaim, or a migration target's share, migration.go) and its index
-// key keeps the marker. One that may still commit over the marker it took
-// over gets the new marker there instead.
+// (s.undoing, while the index key is as sent) and its index key keeps the
+// marker. One that may still commit over the marker it took over gets the
+// new marker there instead.
 func (s *claimStore) undo(slotK string, marker etcdkv.Op) etcdkv.Txn {
-	if s.shared != nil {
-		return s.shared.undo(s.holdK, marker)
-	}
 	t := etcdkv.Txn{
-		If:   []etcdkv.Cmp{etcdkv.ValueIs(slotK, s.sent)},
-		Then: append([]etcdkv.Op{marker}, s.undoClaim(s.op.keys.addrKey(s.scope, s.sentAddr))...),
+		If:   append([]etcdkv.Cmp{etcdkv.ValueIs(slotK, s.sent)}, s.undoing.If...),
+		Then: append([]etcdkv.Op{marker}, s.undoing.Then...),
 	}
 	if s.marker != 0 {
 		t.Else = []etcdkv.Op{etcdkv.Nested(etcdkv.Txn{If: []etcdkv.Cmp{etcdkv.ModIs(slotK, s.marker)}, Then: []etcdkv.Op{marker}})}

@@ -1,11 +1,11 @@
 package etcdstore
 
 import (
+	"errors"
 	"net/netip"
 	"strconv"
 
 	"github.com/cniplugins/cniplugins/internal/alloc"
-	"github.com/cniplugins/cniplugins/internal/cnierr"
 	"github.com/cniplugins/cniplugins/internal/etcdkv"
 )
 
@@ -27,20 +27,11 @@ import (
 //	source's DEL:   claim, hold and the target's index key: the target's,
 //	                as if it had claimed the address; the source's fenced
 
-// share is what a target's ADD wrote, for its cancel: each key's value
-// after, and what the cancel puts back (the owner's keys as found, the
-// hold as the engine undoes a share, alloc.UndoHold).
-type share struct {
-	addrK, srcSlotK, slotK string
-	before, after          []byte // the owner's claim and index key
-	holdBefore, holdAfter  []byte
-	mine                   []byte // the target's index key
-}
-
-// Share implements alloc.HoldClaimer: one transaction, while the hold,
-// the owner's claim and its index key are at the revision found and this
+// Share implements alloc.HoldClaimer: a claim (send) while the hold, the
+// owner's claim and its index key are at the revision found and this
 // attachment's index key is free (absent, or a marker or fence it takes
-// over).
+// over); its undo puts the owner's keys back as found and the hold as the
+// engine undoes a share (alloc.UndoHold).
 func (s *claimStore) Share(a alloc.Attachment, mig string) (bool, error) {
 	t := s.found
 	s.found = nil
@@ -54,72 +45,22 @@ func (s *claimStore) Share(a alloc.Attachment, mig string) (bool, error) {
 	}
 	op := s.op
 	s.att = a
-	sh := &share{addrK: op.keys.addrKey(s.scope, ip), srcSlotK: op.keys.slotKey(owner.Node, s.scope, owner.ContainerID, owner.IfName, s.slot),
-		slotK: s.slotKey(), before: t.claim}
+	addrK, srcSlotK := op.keys.addrKey(s.scope, ip), op.keys.slotKey(owner.Node, s.scope, owner.ContainerID, owner.IfName, s.slot)
 	h := stamped(t.hold.SharedWith(op.node, a.ContainerID, mig), op.now)
-	sh.after, sh.holdAfter = owner.holding(h).encode(), encodeHold(h)
-	sh.holdBefore = encodeHold(*alloc.UndoHold(&h, true)) // the engine's undo of a failed ADD's share
+	after, holdAfter := owner.holding(h).encode(), encodeHold(h)
 	mine := s.sticky.mark(op.recordOf(a, s.scope, ip.String(), s.claim))
 	mine.Shares, mine.Migration = true, ""
-	sh.mine = mine.encode()
-	fenceRetries := 0
-	for try := 0; try < 3; try++ {
-		// The share is this attachment's claim: like Reserve's, it
-		// compares the attachment's fence bucket (fence.go).
-		fenceK := op.keys.fenceOf(op.node, a.ContainerID, a.IfName)
-		cond := []etcdkv.Cmp{etcdkv.ModIs(s.holdK, t.rev), etcdkv.ModIs(sh.addrK, t.rev), etcdkv.ModIs(sh.srcSlotK, t.rev), s.slotFree(sh.slotK)}
-		then := []etcdkv.Op{etcdkv.Put(sh.addrK, sh.after), etcdkv.Put(sh.srcSlotK, sh.after), etcdkv.Put(s.holdK, sh.holdAfter), etcdkv.Put(sh.slotK, sh.mine)}
-		s.shared = sh // from here on, cancel undoes it if it committed
-		resp, registeredNow, err := op.claimOnce(fenceK, cond, then, []etcdkv.Op{etcdkv.Get(sh.slotK), etcdkv.Get(op.keys.nodeKey(op.node)),
-			etcdkv.GetPrefix(op.keys.fencesPrefix(op.node))})
-		if err != nil {
-			return false, err // ErrOutcomeUnknown included: cancel looks
-		}
-		if resp.Succeeded {
-			return true, nil
-		}
-		s.shared = nil
-		if again, err := op.nodeRefused(resp, 1); again {
-			if err != nil {
-				return false, err
-			}
-			continue
-		}
-		if op.fenceRefused(resp.KVs(2), fenceK, registeredNow) {
-			if fenceRetries++; fenceRetries <= maxFenceRetries {
-				try-- // not the share's conflict: the bucket's, bounded
-			}
-			continue
-		}
-		slot, taken := resp.First(0)
-		if !taken {
-			return false, nil // the hold or the owner's claim changed
-		}
-		if r, _ := decodeRecord(slot.Value); !r.cancelled() {
-			return false, cnierr.New(cnierr.CodeDuplicateAttach, "attachment already holds an address",
-				"address=%s %s containerID=%s ifname=%s", r.Address, s.label, a.ContainerID, a.IfName)
-		}
-		if slot.ModRevision == s.marker {
-			return false, nil
-		}
-		s.marker = slot.ModRevision // a marker or fence: take it over
+	val := mine.encode()
+	undo := etcdkv.Txn{
+		If:   []etcdkv.Cmp{etcdkv.ValueIs(addrK, after), etcdkv.ValueIs(srcSlotK, after), etcdkv.ValueIs(s.holdK, holdAfter)},
+		Then: []etcdkv.Op{etcdkv.Put(addrK, t.claim), etcdkv.Put(srcSlotK, t.claim), etcdkv.Put(s.holdK, encodeHold(*alloc.UndoHold(&h, true)))},
 	}
-	return false, nil
-}
-
-// maxFenceRetries bounds a share's claims again at a fence bucket that
-// releases keep moving.
-const maxFenceRetries = 8
-
-// undo is a failed ADD's cancel of its committed share (see cancel): the
-// owner's keys and the hold as they were, the target's index key a
-// marker, while all are exactly as the share wrote them.
-func (sh *share) undo(holdK string, marker etcdkv.Op) etcdkv.Txn {
-	return etcdkv.Txn{
-		If: []etcdkv.Cmp{etcdkv.ValueIs(sh.slotK, sh.mine), etcdkv.ValueIs(sh.addrK, sh.after), etcdkv.ValueIs(sh.srcSlotK, sh.after),
-			etcdkv.ValueIs(holdK, sh.holdAfter)},
-		Then: []etcdkv.Op{marker, etcdkv.Put(sh.addrK, sh.before), etcdkv.Put(sh.srcSlotK, sh.before), etcdkv.Put(holdK, sh.holdBefore)},
+	ok, err = s.send(ip, val, []etcdkv.Cmp{etcdkv.ModIs(s.holdK, t.rev), etcdkv.ModIs(addrK, t.rev), etcdkv.ModIs(srcSlotK, t.rev)},
+		[]etcdkv.Op{etcdkv.Put(addrK, after), etcdkv.Put(srcSlotK, after), etcdkv.Put(s.holdK, holdAfter), etcdkv.Put(s.slotKey(), val)}, undo, true)
+	if _, changed := errors.AsType[*alloc.HoldFound](err); changed {
+		return false, nil // the hold or the owner's claim changed: the engine looks again
 	}
+	return ok, err
 }
 
 // holding is claim r as the hold h says: its owner and migration target.
