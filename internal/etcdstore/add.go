@@ -28,9 +28,6 @@ func (op *Operation) Add(targets []alloc.Target, q *pool.Quota, conf *netconf.En
 	allocate := func(t alloc.Target) (netip.Prefix, netip.Addr, error) {
 		s := op.claimStore(t, claim, st)
 		stores = append(stores, s)
-		if err := s.requireSource(t); err != nil {
-			return netip.Prefix{}, netip.Addr{}, err
-		}
 		if st != nil {
 			return alloc.AllocateClaimed(s, att, op.node, t, st.Key, st.Migration, op.now)
 		}

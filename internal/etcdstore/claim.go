@@ -78,10 +78,23 @@ func (op *Operation) claimStore(t alloc.Target, claim string, st *stickyAtt) *cl
 // one attachment: a failed ADD's cancel undoes the claims of the last
 // attachment it reserved for.
 func (s *claimStore) Reserve(a alloc.Attachment, ip netip.Addr) (bool, error) {
+	op := s.op
+	if s.take == nil && s.sticky != nil && s.sticky.Migration != "" {
+		// A migration target never claims a new address: it meets what
+		// its key holds, for the engine to judge (107 for none).
+		resp, err := op.cl.Read(etcdkv.Get(s.holdK))
+		if err != nil {
+			return false, err
+		}
+		f := &alloc.HoldFound{}
+		if hold, ok := resp.First(0); ok {
+			f.Ref = hold
+		}
+		return false, f
+	}
 	if s.taken[ip] && s.take == nil {
 		return false, nil
 	}
-	op := s.op
 	s.att, s.sentTake = a, s.take
 	val := s.sticky.mark(op.recordOf(a, s.scope, ip.String(), s.claim)).encode()
 	addrK := op.keys.addrKey(s.scope, ip)

@@ -94,23 +94,6 @@ func (st *stickyAtt) mark(r Record) Record {
 	return r
 }
 
-// requireSource refuses a migration target whose key has no hold in t's
-// scope before its claim could allocate one (the engine's rule,
-// alloc.NoMigrationSource): one read, for migration targets only.
-func (s *claimStore) requireSource(t alloc.Target) error {
-	if s.sticky == nil || s.sticky.Migration == "" {
-		return nil
-	}
-	resp, err := s.op.cl.Read(etcdkv.Get(s.holdK))
-	if err != nil {
-		return err
-	}
-	if _, ok := resp.First(0); ok {
-		return nil
-	}
-	return alloc.NoMigrationSource(s.sticky.Key, s.sticky.Migration, t)
-}
-
 // takeOver is the hold an ADD takes over, as read.
 type takeOver struct {
 	rev   int64
