@@ -2,6 +2,7 @@ package etcdstore
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"math"
 	"net/netip"
@@ -117,13 +118,18 @@ func (s *claimStore) send(ip netip.Addr, val []byte, cond []etcdkv.Cmp, then []e
 	op, a := s.op, s.att
 	addrK, slotK, fenceK := op.keys.addrKey(s.scope, ip), s.slotKey(), op.keys.fenceOf(op.node, a.ContainerID, a.IfName)
 	s.sent, s.undoing = val, undo
-	var readHold []etcdkv.Op
+	// The else branch reads the claim key, the index key, the node, the
+	// node's fence buckets (holdersFences), then the hold and the
+	// tenant's version.
+	holders := []etcdkv.Op{etcdkv.Get(addrK), etcdkv.Get(slotK), etcdkv.Get(op.keys.nodeKey(op.node)), etcdkv.GetPrefix(op.keys.fencesPrefix(op.node))}
 	if s.sticky != nil {
-		readHold = []etcdkv.Op{etcdkv.Get(s.holdK)}
+		holders = append(holders, etcdkv.Get(s.holdK))
 	}
 	qs := op.quota
 	if takes {
 		qs = nil
+	} else if qs != nil {
+		holders = append(holders, etcdkv.Get(op.keys.tenantVersion(qs.name)))
 	}
 	recounts := 0
 	for try := 0; try < 8; try++ {
@@ -131,19 +137,11 @@ func (s *claimStore) send(ip netip.Addr, val []byte, cond []etcdkv.Cmp, then []e
 		// fence or undo changes, so a second copy could claim after
 		// them; it is never sent twice. A copy that etcd applies after
 		// the attachment's DEL finds the release's fence (fence.go).
-		// A sticky claim also requires its hold key absent (or the
-		// hold it takes over unchanged) and puts it; its Else reads it.
 		// A claim for a tenant requires its version as counted (quota.go).
-		// The else branch reads the claim key, the index key, the node,
-		// the node's fence buckets (holdersFences), then the hold and the
-		// tenant's version.
-		holders := append([]etcdkv.Op{etcdkv.Get(addrK), etcdkv.Get(slotK), etcdkv.Get(op.keys.nodeKey(op.node)),
-			etcdkv.GetPrefix(op.keys.fencesPrefix(op.node))}, readHold...)
 		cnd, thn := append(slices.Clip(cond), s.slotFree(slotK)), then
 		if qs != nil {
 			qc, qops := qs.claimOps(op.keys, s.scope, ip)
 			cnd, thn = append(cnd, qc...), append(slices.Clip(then), qops...)
-			holders = append(holders, etcdkv.Get(op.keys.tenantVersion(qs.name)))
 		}
 		resp, registeredNow, err := op.claimOnce(fenceK, cnd, thn, holders)
 		if err != nil && !errors.Is(err, etcdkv.ErrOutcomeUnknown) && !s.inFlight {
@@ -172,9 +170,13 @@ func (s *claimStore) send(ip netip.Addr, val []byte, cond []etcdkv.Cmp, then []e
 		if err != nil {
 			return false, err
 		}
-		if resp.Succeeded {
+		holder, held := resp.First(0)
+		slot, hasSlot := resp.First(1)
+		// Ours: committed now (its writes read nothing), or committed
+		// although its answer was lost (the index key at its revision).
+		if resp.Succeeded || (hasSlot && bytes.Equal(slot.Value, val)) {
 			if qs != nil {
-				qs.version, qs.stale = resp.Revision, nil
+				qs.version, qs.stale = cmp.Or(slot.ModRevision, resp.Revision), nil
 			}
 			return true, nil
 		}
@@ -184,15 +186,6 @@ func (s *claimStore) send(ip netip.Addr, val []byte, cond []etcdkv.Cmp, then []e
 				return false, err
 			}
 			continue
-		}
-		holder, held := resp.First(0)
-		slot, hasSlot := resp.First(1)
-		if hasSlot && bytes.Equal(slot.Value, val) {
-			// Our own claim, committed although its answer was lost.
-			if qs != nil {
-				qs.version, qs.stale = slot.ModRevision, nil
-			}
-			return true, nil
 		}
 		if hasSlot {
 			// Before any recount or fence retry: a retried ADD is 102 at the quota as
@@ -207,7 +200,7 @@ func (s *claimStore) send(ip netip.Addr, val []byte, cond []etcdkv.Cmp, then []e
 			continue
 		}
 		if qs != nil {
-			if kv, found := resp.First(len(holders) - 1); qs.moved(kv, found) && recounts <= qs.q.Max+maxRecounts {
+			if kv, _ := resp.First(len(holders) - 1); qs.enforce && kv.ModRevision != qs.version && recounts <= qs.q.Max+maxRecounts {
 				// Another claim for the tenant committed since the
 				// count: count again, in this transaction's place,
 				// and the engine judges that count.
