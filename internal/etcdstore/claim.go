@@ -113,8 +113,14 @@ func (s *claimStore) Reserve(a alloc.Attachment, ip netip.Addr) (bool, error) {
 // and writes then, val its index key's record, undo what cancel does
 // once it committed (besides the marker). A claim that takes something
 // over (takes) is no new address for the tenant, and any change to what
-// it takes over ends it with alloc.HoldFound.
-func (s *claimStore) send(ip netip.Addr, val []byte, cond []etcdkv.Cmp, then []etcdkv.Op, undo etcdkv.Txn, takes bool) (bool, error) {
+// it takes over ends it with alloc.HoldFound. Refused for sure (no
+// claim of it in flight), it leaves cancel nothing to undo.
+func (s *claimStore) send(ip netip.Addr, val []byte, cond []etcdkv.Cmp, then []etcdkv.Op, undo etcdkv.Txn, takes bool) (ok bool, err error) {
+	defer func() {
+		if !ok && !s.inFlight {
+			s.sent = nil
+		}
+	}()
 	op, a := s.op, s.att
 	addrK, slotK, fenceK := op.keys.addrKey(s.scope, ip), s.slotKey(), op.keys.fenceOf(op.node, a.ContainerID, a.IfName)
 	s.sent, s.undoing = val, undo
@@ -144,9 +150,6 @@ func (s *claimStore) send(ip netip.Addr, val []byte, cond []etcdkv.Cmp, then []e
 			cnd, thn = append(cnd, qc...), append(slices.Clip(then), qops...)
 		}
 		resp, registeredNow, err := op.claimOnce(fenceK, cnd, thn, holders)
-		if err != nil && !errors.Is(err, etcdkv.ErrOutcomeUnknown) && !s.inFlight {
-			s.sent = nil // refused for sure: nothing of it to undo
-		}
 		if errors.Is(err, etcdkv.ErrOutcomeUnknown) {
 			s.inFlight = true
 			// Fence it instead: a marker in the index key, through another
@@ -182,7 +185,6 @@ func (s *claimStore) send(ip netip.Addr, val []byte, cond []etcdkv.Cmp, then []e
 		}
 		if again, err := op.nodeRefused(resp, 2); again {
 			if err != nil {
-				s.sent = nil
 				return false, err
 			}
 			continue
@@ -191,7 +193,6 @@ func (s *claimStore) send(ip netip.Addr, val []byte, cond []etcdkv.Cmp, then []e
 			// Before any recount or fence retry: a retried ADD is 102 at the quota as
 			// below it (alloc.QuotaGate).
 			if r, _ := decodeRecord(slot.Value); !r.cancelled() {
-				s.sent = nil // definitely not ours: nothing to undo
 				return false, cnierr.New(cnierr.CodeDuplicateAttach, "attachment already holds an address",
 					"address=%s %s containerID=%s ifname=%s", r.Address, s.label, a.ContainerID, a.IfName)
 			}
@@ -211,7 +212,6 @@ func (s *claimStore) send(ip netip.Addr, val []byte, cond []etcdkv.Cmp, then []e
 					err = alloc.QuotaReached(qs.q, n)
 				}
 				if err != nil {
-					s.sent = nil
 					return false, err
 				}
 				continue
@@ -230,7 +230,6 @@ func (s *claimStore) send(ip netip.Addr, val []byte, cond []etcdkv.Cmp, then []e
 			if hasHold || takes {
 				// The key has a hold (or the one taken over changed or
 				// went): the search ends, the engine applies the rules.
-				s.sent = nil
 				f := &alloc.HoldFound{}
 				if hasHold {
 					f.Ref = hold
@@ -243,7 +242,6 @@ func (s *claimStore) send(ip netip.Addr, val []byte, cond []etcdkv.Cmp, then []e
 				op.log.Debug("address taken", logging.String("address", ip.String()), logging.String("node", r.Node),
 					logging.String("containerID", r.ContainerID))
 			}
-			s.sent = nil
 			s.noteTaken(ip, resp.Revision)
 			return false, nil
 		}
