@@ -101,12 +101,25 @@ func (s *claimStore) Reserve(a alloc.Attachment, ip netip.Addr) (bool, error) {
 	addrK := op.keys.addrKey(s.scope, ip)
 	cond := []etcdkv.Cmp{etcdkv.Absent(addrK)}
 	then := []etcdkv.Op{etcdkv.Put(addrK, val), etcdkv.Put(s.slotKey(), val)}
+	undo := []etcdkv.Op{etcdkv.Delete(addrK), freed(op.keys.fullKey(s.scope, s.slot))}
 	if s.sticky != nil {
-		var put etcdkv.Op
-		cond, put = s.holdOps(a, ip, addrK)
-		then = append(then, put)
+		// The hold key absent, or the hold taken over with its address's
+		// claim as found; it gets the engine's record of the reservation
+		// (alloc.KeyRecord). Undone, the address goes with its new hold,
+		// or the hold taken over is put back (alloc.UndoHold).
+		var found *alloc.Hold
+		cond = append(cond, etcdkv.Absent(s.holdK))
+		if t := s.take; t != nil {
+			found, cond = &t.hold, []etcdkv.Cmp{etcdkv.ModIs(s.holdK, t.rev), etcdkv.ModIs(addrK, t.rev)}
+		}
+		then = append(then, etcdkv.Put(s.holdK, encodeHold(stamped(alloc.KeyRecord(found, a, op.node, ip.String(), s.sticky.Keyed), op.now))))
+		undo = append(undo, etcdkv.Delete(s.holdK))
+		if h := alloc.UndoHold(found, false); h != nil {
+			back := encodeHold(stamped(*h, op.now))
+			undo = []etcdkv.Op{etcdkv.Put(addrK, back), etcdkv.Put(s.holdK, back)}
+		}
 	}
-	return s.send(ip, val, cond, then, etcdkv.Txn{Then: s.undoClaim(addrK)}, s.take != nil)
+	return s.send(ip, val, cond, then, etcdkv.Txn{Then: undo}, s.take != nil)
 }
 
 // send is a claim of ip for s.att (Reserve's or Share's): conditions cond
