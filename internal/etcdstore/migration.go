@@ -74,40 +74,36 @@ func (r Record) holding(h alloc.Hold) Record {
 // (r.Second set) or the migration target's (r.Shares).
 func (r Record) sharing() bool { return r.Hold != "" && (r.Second != "" || r.Shares) }
 
-// commitShared releases the sharing record r found through index key kv
-// (releaseShared) for a DEL in network ("" for any), on its own: a
-// release that finds the address changed is an error to retry, never a
+// commitShared applies the engine's plan (alloc.PlanDel) for sharing
+// record r, found through index key kv, for a DEL in network ("" for
+// any), over the hold and the owner's claim it reads: the source's DEL
+// hands the address to the target, the target's ends its share, while
+// all four keys are at their one revision, the claim and both index keys
+// rewritten as the hold planned. A share that is gone meanwhile (the
+// other owner's release came first): the source's claim is released as
+// any, the target's index key only goes (the claim is the owner's). A
+// record the DEL leaves (another network's) is no error; a release that
+// finds the address changed is one to retry (errReleaseRaced), never a
 // silent no-op that would leave the address with an owner that is gone.
 func (op *Operation) commitShared(s alloc.Scope, kv etcdkv.KV, r Record, network string) error {
-	t, ok, err := op.releaseShared(s, kv, r, network)
-	if err != nil || !ok {
+	commit := func(t etcdkv.Txn) error {
+		applied, err := op.apply([]etcdkv.Txn{t})
+		if err == nil && !applied[0] {
+			err = errReleaseRaced
+		}
 		return err
 	}
-	applied, err := op.apply([]etcdkv.Txn{t})
-	if err == nil && !applied[0] {
-		err = errReleaseRaced
+	alone := func() error {
+		t, step := op.release(s, kv, network, true)
+		if step == alloc.DelSkip {
+			return nil
+		}
+		t.Then = append(t.Then, op.bump(r)) // sent alone: it writes its own fence bucket
+		return commit(t)
 	}
-	return err
-}
-
-// releaseShared applies the engine's plan (alloc.PlanDel) for sharing
-// record r, found through index key kv, over the hold and the owner's
-// claim it reads: the source's DEL hands the address to the target, the
-// target's ends its share, while all four keys are at their one
-// revision, the claim and both index keys rewritten as the hold planned.
-// A share that is gone meanwhile (the other owner's release came
-// first): the source's claim is released as any, the target's index key
-// only goes (the claim is the owner's). ok is false for a record the DEL
-// leaves (another network's).
-func (op *Operation) releaseShared(s alloc.Scope, kv etcdkv.KV, r Record, network string) (etcdkv.Txn, bool, error) {
 	slotK, slot := string(kv.Key), lastSegment(string(kv.Key))
 	a := r.attachment()
 	a.Network = network
-	alone := func() (etcdkv.Txn, bool, error) {
-		t, step := op.release(s, kv, network, true)
-		t.Then = append(t.Then, op.bump(r)) // sent alone: it writes its own fence bucket
-		return t, step != alloc.DelSkip, nil
-	}
 	ip, err := parseAddr(r.Address)
 	n, nerr := strconv.Atoi(slot)
 	if err != nil || nerr != nil {
@@ -116,14 +112,14 @@ func (op *Operation) releaseShared(s alloc.Scope, kv etcdkv.KV, r Record, networ
 	addrK, holdK := op.keys.addrKey(s, ip), op.keys.holdKey(s, r.Hold, slot)
 	resp, err := op.cl.Read(etcdkv.Get(addrK), etcdkv.Get(holdK))
 	if err != nil {
-		return etcdkv.Txn{}, false, err
+		return err
 	}
-	claim, okC := resp.First(0)
-	hkv, okH := resp.First(1)
+	claim, _ := resp.First(0)
+	hkv, _ := resp.First(1)
 	owner, okO := decodeRecord(claim.Value)
-	h, okD := decodeHold(hkv.Value)
+	h, okH := decodeHold(hkv.Value)
 	rev := claim.ModRevision
-	if !okC || !okH || !okO || !okD || hkv.ModRevision != rev {
+	if !okO || !okH || hkv.ModRevision != rev {
 		return alone()
 	}
 	p := alloc.PlanDel(a, r.Node, alloc.DelView{Network: r.Network, Record: &alloc.HoldRecord{Hold: h}}, op.now)
@@ -135,7 +131,7 @@ func (op *Operation) releaseShared(s alloc.Scope, kv etcdkv.KV, r Record, networ
 	}
 	switch {
 	case p.Step == alloc.DelSkip:
-		return etcdkv.Txn{}, false, nil
+		return nil
 	case owner.Second == "" || (p.Step != alloc.DelHandOver && p.Step != alloc.DelDropSecond) || slotK != mineK:
 		return alone()
 	}
@@ -148,6 +144,6 @@ func (op *Operation) releaseShared(s alloc.Scope, kv etcdkv.KV, r Record, networ
 	keep := op.keys.slotKey(v.Node, s, v.ContainerID, v.IfName, n)
 	cond := []etcdkv.Cmp{etcdkv.ModIs(addrK, rev), etcdkv.ModIs(holdK, rev), etcdkv.ModIs(ownerSlotK, rev), etcdkv.ModIs(targetSlotK, rev)}
 	b := v.encode()
-	return etcdkv.Txn{If: cond, Then: []etcdkv.Op{etcdkv.Delete(slotK), op.bump(r), etcdkv.Put(addrK, b), etcdkv.Put(keep, b),
-		etcdkv.Put(holdK, encodeHold(stamped(p.Hold, op.now)))}}, true, nil
+	return commit(etcdkv.Txn{If: cond, Then: []etcdkv.Op{etcdkv.Delete(slotK), op.bump(r), etcdkv.Put(addrK, b), etcdkv.Put(keep, b),
+		etcdkv.Put(holdK, encodeHold(stamped(p.Hold, op.now)))}})
 }
