@@ -157,7 +157,8 @@ func (s *claimStore) send(ip netip.Addr, val []byte, cond []etcdkv.Cmp, then []e
 		// them; it is never sent twice. A copy that etcd applies after
 		// the attachment's DEL finds the release's fence (fence.go).
 		// A claim for a tenant requires its version as counted (quota.go).
-		cnd, thn := append(slices.Clip(cond), s.slotFree(slotK)), then
+		// The index key absent (revision 0) or still the marker taken over.
+		cnd, thn := append(slices.Clip(cond), etcdkv.ModIs(slotK, s.marker)), then
 		if qs != nil {
 			qc, qops := qs.claimOps(op.keys, s.scope, ip)
 			cnd, thn = append(cnd, qc...), append(slices.Clip(then), qops...)
@@ -174,7 +175,7 @@ func (s *claimStore) send(ip netip.Addr, val []byte, cond []etcdkv.Cmp, then []e
 			// marker after the attachment's DEL (fence.go).
 			op.log.Warn("claim unanswered; fencing it", logging.String("address", ip.String()), logging.Error(err))
 			resp, err = op.cl.Txn(etcdkv.Txn{
-				If:   append([]etcdkv.Cmp{s.slotFree(slotK)}, op.fenceCmp(fenceK)...),
+				If:   append([]etcdkv.Cmp{etcdkv.ModIs(slotK, s.marker)}, op.fenceCmp(fenceK)...),
 				Then: []etcdkv.Op{etcdkv.Put(slotK, op.recordOf(a, s.scope, "", s.claim).encode())},
 				Else: holders,
 			})
@@ -276,15 +277,6 @@ func (s *claimStore) slotKey() string {
 	return s.op.keys.slotKey(s.op.node, s.scope, s.att.ContainerID, s.att.IfName, s.slot)
 }
 
-// slotFree is the claim's condition on the index key: absent, or still
-// the marker being taken over.
-func (s *claimStore) slotFree(slotK string) etcdkv.Cmp {
-	if s.marker != 0 {
-		return etcdkv.ModIs(slotK, s.marker)
-	}
-	return etcdkv.Absent(slotK)
-}
-
 // noteTaken remembers a taken candidate, and once the pool looks busy
 // reads all of its claim keys once, so that the rest of the search skips
 // taken addresses without a round trip each.
@@ -338,7 +330,10 @@ func (s *claimStore) MarkExhausted(int) error {
 // a marker, which a claim still in flight cannot get past (it requires the
 // key absent, or the exact marker it took over, which the new marker
 // replaces); the runtime's DEL for the failed ADD, or GC, removes it, and
-// a new ADD of the attachment takes it over. It may run a little past the
+// a new ADD of the attachment takes it over. A claim that committed is
+// undone (s.undoing, while its index key is as sent), its index key
+// keeping the marker; one that may still commit over the marker it took
+// over gets the new marker there instead. It may run a little past the
 // deadline (etcdkv.Client.Extend).
 func (op *Operation) cancel(stores []*claimStore) error {
 	op.cl.Extend()
@@ -349,30 +344,22 @@ func (op *Operation) cancel(stores []*claimStore) error {
 		}
 		slotK := s.slotKey()
 		marker := etcdkv.Put(slotK, op.recordOf(s.att, s.scope, "", s.claim).encode())
+		undo := etcdkv.Txn{
+			If:   append([]etcdkv.Cmp{etcdkv.ValueIs(slotK, s.sent)}, s.undoing.If...),
+			Then: append([]etcdkv.Op{marker}, s.undoing.Then...),
+		}
+		if s.marker != 0 {
+			undo.Else = []etcdkv.Op{etcdkv.Nested(etcdkv.Txn{If: []etcdkv.Cmp{etcdkv.ModIs(slotK, s.marker)}, Then: []etcdkv.Op{marker}})}
+		}
 		// The marker only while the fence bucket is as this ADD knows it:
 		// a claim can commit only then, and a late copy of this write must
 		// not leave a marker after the attachment's DEL (fence.go).
 		txns = append(txns, etcdkv.Txn{
 			If:   append([]etcdkv.Cmp{etcdkv.Absent(slotK)}, op.fenceCmp(op.keys.fenceOf(op.node, s.att.ContainerID, s.att.IfName))...),
 			Then: []etcdkv.Op{marker},
-			Else: []etcdkv.Op{etcdkv.Nested(s.undo(slotK, marker))},
+			Else: []etcdkv.Op{etcdkv.Nested(undo)},
 		})
 	}
 	_, err := op.apply(txns)
 	return err
-}
-
-// undo is cancel's transaction for a claim that committed: it is undone
-// (s.undoing, while the index key is as sent) and its index key keeps the
-// marker. One that may still commit over the marker it took over gets the
-// new marker there instead.
-func (s *claimStore) undo(slotK string, marker etcdkv.Op) etcdkv.Txn {
-	t := etcdkv.Txn{
-		If:   append([]etcdkv.Cmp{etcdkv.ValueIs(slotK, s.sent)}, s.undoing.If...),
-		Then: append([]etcdkv.Op{marker}, s.undoing.Then...),
-	}
-	if s.marker != 0 {
-		t.Else = []etcdkv.Op{etcdkv.Nested(etcdkv.Txn{If: []etcdkv.Cmp{etcdkv.ModIs(slotK, s.marker)}, Then: []etcdkv.Op{marker}})}
-	}
-	return t
 }

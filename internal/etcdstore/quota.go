@@ -89,9 +89,12 @@ func (op *Operation) judge(kvs []etcdkv.KV, f func(batch []etcdkv.KV, recs []all
 		reads := make([]etcdkv.Op, len(batch))
 		recs := make([]alloc.TenantRecord, len(batch))
 		for i, m := range batch {
-			tenant, where := op.keys.ofTenantRecord(string(m.Key))
+			// tenant/<hex tenant>/<scope>/<address>: "<scope>/<address>"
+			// as in the address's claim key.
+			name, where, _ := strings.Cut(strings.TrimPrefix(string(m.Key), op.keys.tenantsRoot()), "/")
+			tenant, _ := hex.DecodeString(name)
 			reads[i] = etcdkv.Get(op.keys.prefix + "ip/" + where)
-			recs[i].Tenant = tenant
+			recs[i].Tenant = string(tenant)
 			if parts := strings.Split(where, "/"); len(parts) == 3 {
 				recs[i].Scope, _ = parseScope(parts[0], parts[1])
 				recs[i].Addr, _ = netip.ParseAddr(parts[2])
@@ -109,15 +112,6 @@ func (op *Operation) judge(kvs []etcdkv.KV, f func(batch []etcdkv.KV, recs []all
 		f(batch, recs)
 	}
 	return errors.Join(errs...)
-}
-
-// ofTenantRecord splits a record's key into its tenant (as the quota
-// names it) and the address it records, "<scope>/<address>" as in the
-// address's claim key.
-func (l layout) ofTenantRecord(key string) (tenant, where string) {
-	name, where, _ := strings.Cut(strings.TrimPrefix(key, l.tenantsRoot()), "/")
-	raw, _ := hex.DecodeString(name)
-	return string(raw), where
 }
 
 // removeRecord deletes a record that counts nothing (or a version key
