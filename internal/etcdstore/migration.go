@@ -19,13 +19,8 @@ import (
 // always do: every transition below is one transaction conditioned on
 // that revision, and a crash (or a lost answer) leaves the state before
 // or after it, never a third owner, none while one runs, or the address
-// free while its key holds it.
-//
-//	target's ADD:   hold, claim, owner's index key: + the target; the
-//	                target's index key (Shares)
-//	target's DEL:   the three without the target; its index key fenced
-//	source's DEL:   claim, hold and the target's index key: the target's,
-//	                as if it had claimed the address; the source's fenced
+// free while its key holds it (the transitions: docs/etcd.md, "Sticky
+// addresses (cluster-wide)").
 
 // Share implements alloc.HoldClaimer: a claim (send) while the hold, the
 // owner's claim and its index key are at the revision found and this
@@ -33,16 +28,13 @@ import (
 // over); its undo puts the owner's keys back as found and the hold as the
 // engine undoes a share (alloc.UndoHold).
 func (s *claimStore) Share(a alloc.Attachment, mig string) (bool, error) {
-	t := s.found
+	t := s.found // the engine shares only a hold Found returned
 	s.found = nil
-	if t == nil || t.claim == nil {
-		return false, nil
-	}
 	owner, ok := decodeRecord(t.claim)
-	ip, err := netip.ParseAddr(t.hold.Address)
-	if !ok || owner.Hold == "" || err != nil {
+	if !ok || owner.Hold == "" {
 		return false, nil
 	}
+	ip, _ := netip.ParseAddr(t.hold.Address) // decodeHold parsed it
 	op := s.op
 	s.att = a
 	addrK, srcSlotK := op.keys.addrKey(s.scope, ip), op.keys.slotKey(owner.Node, s.scope, owner.ContainerID, owner.IfName, s.slot)
@@ -55,7 +47,7 @@ func (s *claimStore) Share(a alloc.Attachment, mig string) (bool, error) {
 		If:   []etcdkv.Cmp{etcdkv.ValueIs(addrK, after), etcdkv.ValueIs(srcSlotK, after), etcdkv.ValueIs(s.holdK, holdAfter)},
 		Then: []etcdkv.Op{etcdkv.Put(addrK, t.claim), etcdkv.Put(srcSlotK, t.claim), etcdkv.Put(s.holdK, encodeHold(*alloc.UndoHold(&h, true)))},
 	}
-	ok, err = s.send(ip, val, []etcdkv.Cmp{etcdkv.ModIs(s.holdK, t.rev), etcdkv.ModIs(addrK, t.rev), etcdkv.ModIs(srcSlotK, t.rev)},
+	ok, err := s.send(ip, val, []etcdkv.Cmp{etcdkv.ModIs(s.holdK, t.rev), etcdkv.ModIs(addrK, t.rev), etcdkv.ModIs(srcSlotK, t.rev)},
 		[]etcdkv.Op{etcdkv.Put(addrK, after), etcdkv.Put(srcSlotK, after), etcdkv.Put(s.holdK, holdAfter), etcdkv.Put(s.slotKey(), val)}, undo, true)
 	if _, changed := errors.AsType[*alloc.HoldFound](err); changed {
 		return false, nil // the hold or the owner's claim changed: the engine looks again
