@@ -80,6 +80,7 @@ func (op *Operation) claimStore(t alloc.Target, claim string, st *stickyAtt) *cl
 // attachment it reserved for.
 func (s *claimStore) Reserve(a alloc.Attachment, ip netip.Addr) (bool, error) {
 	op := s.op
+	s.att, s.sentTake = a, s.take
 	if s.take == nil && s.sticky != nil && s.sticky.Migration != "" {
 		// A migration target never claims a new address: it meets what
 		// its key holds, for the engine to judge (107 for none).
@@ -96,7 +97,6 @@ func (s *claimStore) Reserve(a alloc.Attachment, ip netip.Addr) (bool, error) {
 	if s.taken[ip] && s.take == nil {
 		return false, nil
 	}
-	s.att, s.sentTake = a, s.take
 	val := s.sticky.mark(op.recordOf(a, s.scope, ip.String(), s.claim)).encode()
 	addrK := op.keys.addrKey(s.scope, ip)
 	cond := []etcdkv.Cmp{etcdkv.Absent(addrK)}
