@@ -157,8 +157,7 @@ func (s *claimStore) send(ip netip.Addr, val []byte, cond []etcdkv.Cmp, then []e
 		// them; it is never sent twice. A copy that etcd applies after
 		// the attachment's DEL finds the release's fence (fence.go).
 		// A claim for a tenant requires its version as counted (quota.go).
-		// The index key absent (revision 0) or still the marker taken over.
-		cnd, thn := append(slices.Clip(cond), etcdkv.ModIs(slotK, s.marker)), then
+		cnd, thn := append(slices.Clip(cond), s.slotFree(slotK)), then
 		if qs != nil {
 			qc, qops := qs.claimOps(op.keys, s.scope, ip)
 			cnd, thn = append(cnd, qc...), append(slices.Clip(then), qops...)
@@ -175,7 +174,7 @@ func (s *claimStore) send(ip netip.Addr, val []byte, cond []etcdkv.Cmp, then []e
 			// marker after the attachment's DEL (fence.go).
 			op.log.Warn("claim unanswered; fencing it", logging.String("address", ip.String()), logging.Error(err))
 			resp, err = op.cl.Txn(etcdkv.Txn{
-				If:   append([]etcdkv.Cmp{etcdkv.ModIs(slotK, s.marker)}, op.fenceCmp(fenceK)...),
+				If:   append([]etcdkv.Cmp{s.slotFree(slotK)}, op.fenceCmp(fenceK)...),
 				Then: []etcdkv.Op{etcdkv.Put(slotK, op.recordOf(a, s.scope, "", s.claim).encode())},
 				Else: holders,
 			})
@@ -275,6 +274,15 @@ const maxRecounts = 8
 // slotKey is the index key of the attachment Reserve claims for.
 func (s *claimStore) slotKey() string {
 	return s.op.keys.slotKey(s.op.node, s.scope, s.att.ContainerID, s.att.IfName, s.slot)
+}
+
+// slotFree is the claim's condition on the index key: absent, or still
+// the marker being taken over.
+func (s *claimStore) slotFree(slotK string) etcdkv.Cmp {
+	if s.marker != 0 {
+		return etcdkv.ModIs(slotK, s.marker)
+	}
+	return etcdkv.Absent(slotK)
 }
 
 // noteTaken remembers a taken candidate, and once the pool looks busy

@@ -119,14 +119,17 @@ func removeRecord(m etcdkv.KV) etcdkv.Txn {
 
 // claimOps are what a new claim of ip in scope s adds to its transaction
 // for the tenant: where it enforces the quota, the condition that nobody
-// claimed for it since the count (the version as counted, 0: absent);
-// its record, the version, and the deletion of records that count
-// nothing (each only while as read).
+// claimed for it since the count; its record, the version, and the
+// deletion of records that count nothing (each only while as read).
 func (qs *quotaState) claimOps(l layout, s alloc.Scope, ip netip.Addr) ([]etcdkv.Cmp, []etcdkv.Op) {
 	vk, mk := l.tenantVersion(qs.name), l.tenantMark(qs.name, s, ip)
 	var cond []etcdkv.Cmp
-	if qs.enforce {
+	switch {
+	case !qs.enforce:
+	case qs.version != 0:
 		cond = []etcdkv.Cmp{etcdkv.ModIs(vk, qs.version)}
+	default:
+		cond = []etcdkv.Cmp{etcdkv.Absent(vk)}
 	}
 	ops := []etcdkv.Op{etcdkv.Put(mk, nil), etcdkv.Put(vk, nil)}
 	for _, m := range qs.stale {
