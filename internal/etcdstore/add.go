@@ -24,19 +24,18 @@ func (op *Operation) Add(targets []alloc.Target, q *pool.Quota, conf *netconf.En
 	op.quota = newQuotaState(q, targets)
 	claim := newClaimID()
 	att := op.attachment()
+	var keyed alloc.Keyed
+	if st != nil {
+		keyed = st.Keyed
+	}
 	var stores []*claimStore
+	// Without a key, no claim meets a hold: AllocateClaimed only searches.
 	allocate := func(t alloc.Target) (netip.Prefix, netip.Addr, error) {
 		s := op.claimStore(t, claim, st)
 		stores = append(stores, s)
-		if err := s.requireSource(t); err != nil {
-			return netip.Prefix{}, netip.Addr{}, err
-		}
-		if st != nil {
-			return alloc.AllocateClaimed(s, att, op.node, t, st.Key, st.Migration, op.now)
-		}
-		return t.Allocator(s).Allocate(att, t.RangeID, t.Set, t.Requested, t.Label)
+		return alloc.AllocateClaimed(s, att, op.node, t, keyed.Key, keyed.Migration, op.now)
 	}
-	add := alloc.Add{Targets: targets, Att: att, Quota: q, Log: op.log,
+	return alloc.Add{Targets: targets, Att: att, Quota: q, Keyed: keyed, Log: op.log,
 		Steps: func(t alloc.Target) (func(alloc.Target) (alloc.Presence, error), func(alloc.Target) (netip.Prefix, netip.Addr, error)) {
 			if op.quota != nil {
 				op.quota.enforce = false
@@ -48,11 +47,7 @@ func (op *Operation) Add(targets []alloc.Target, q *pool.Quota, conf *netconf.En
 			return op.count(op.quota)
 		},
 		Undo: func() error { return op.cancel(stores) },
-	}
-	if st != nil {
-		add.Keyed = st.Keyed
-	}
-	return add.Run()
+	}.Run()
 }
 
 // locator is alloc.AllocateOverflow's look at t's chain: one read, at

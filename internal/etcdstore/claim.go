@@ -2,6 +2,7 @@ package etcdstore
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"math"
 	"net/netip"
@@ -44,17 +45,16 @@ type claimStore struct {
 	att      alloc.Attachment // who the claims are for (Reserve's)
 	sent     []byte           // the record of the last claim sent: ours if it is found later
 	inFlight bool             // a claim may still commit: cancel must fence it
-	sentAddr netip.Addr
 	taken    map[netip.Addr]bool
 	sawTaken int64 // the revision at which a candidate was first seen taken
 	scanned  bool
 
 	sticky   *stickyAtt // nil: not sticky (sticky.go)
 	holdK    string
-	found    *takeOver // the hold the last claim met (alloc.HoldClaimer)
-	take     *takeOver // the hold the next claim takes over
-	sentTake *takeOver // the one the last claim sent took over
-	shared   *share    // the migration share this ADD wrote (migration.go)
+	found    *takeOver  // the hold the last claim met (alloc.HoldClaimer)
+	take     *takeOver  // the hold the next claim takes over
+	sentTake *takeOver  // the one the last claim sent took over
+	undoing  etcdkv.Txn // cancel's undo of the last claim sent, once committed (send)
 }
 
 var _ alloc.HoldClaimer = (*claimStore)(nil)
@@ -79,22 +79,76 @@ func (op *Operation) claimStore(t alloc.Target, claim string, st *stickyAtt) *cl
 // one attachment: a failed ADD's cancel undoes the claims of the last
 // attachment it reserved for.
 func (s *claimStore) Reserve(a alloc.Attachment, ip netip.Addr) (bool, error) {
+	op := s.op
+	s.att, s.sentTake = a, s.take
+	if s.take == nil && s.sticky != nil && s.sticky.Migration != "" {
+		// A migration target never claims a new address: it meets what
+		// its key holds, for the engine to judge (107 for none).
+		resp, err := op.cl.Read(etcdkv.Get(s.holdK))
+		if err != nil {
+			return false, err
+		}
+		f := &alloc.HoldFound{}
+		if hold, ok := resp.First(0); ok {
+			f.Ref = hold
+		}
+		return false, f
+	}
 	if s.taken[ip] && s.take == nil {
 		return false, nil
 	}
-	op := s.op
-	s.att = a
 	val := s.sticky.mark(op.recordOf(a, s.scope, ip.String(), s.claim)).encode()
-	addrK, slotK, fenceK := op.keys.addrKey(s.scope, ip), s.slotKey(), op.keys.fenceOf(op.node, a.ContainerID, a.IfName)
-	s.sent, s.sentAddr, s.sentTake = val, ip, s.take
+	addrK := op.keys.addrKey(s.scope, ip)
 	cond := []etcdkv.Cmp{etcdkv.Absent(addrK)}
-	then := []etcdkv.Op{etcdkv.Put(addrK, val), etcdkv.Put(slotK, val)}
-	var readHold []etcdkv.Op
+	then := []etcdkv.Op{etcdkv.Put(addrK, val), etcdkv.Put(s.slotKey(), val)}
+	undo := []etcdkv.Op{etcdkv.Delete(addrK), freed(op.keys.fullKey(s.scope, s.slot))}
 	if s.sticky != nil {
-		var put etcdkv.Op
-		cond, put = s.holdOps(a, ip, addrK)
-		then = append(then, put)
-		readHold = []etcdkv.Op{etcdkv.Get(s.holdK)}
+		// The hold key absent, or the hold taken over with its address's
+		// claim as found; it gets the engine's record of the reservation
+		// (alloc.KeyRecord). Undone, the address goes with its new hold,
+		// or the hold taken over is put back (alloc.UndoHold).
+		var found *alloc.Hold
+		cond = append(cond, etcdkv.Absent(s.holdK))
+		if t := s.take; t != nil {
+			found, cond = &t.hold, []etcdkv.Cmp{etcdkv.ModIs(s.holdK, t.rev), etcdkv.ModIs(addrK, t.rev)}
+		}
+		then = append(then, etcdkv.Put(s.holdK, encodeHold(stamped(alloc.KeyRecord(found, a, op.node, ip.String(), s.sticky.Keyed), op.now))))
+		undo = append(undo, etcdkv.Delete(s.holdK))
+		if h := alloc.UndoHold(found, false); h != nil {
+			back := encodeHold(stamped(*h, op.now))
+			undo = []etcdkv.Op{etcdkv.Put(addrK, back), etcdkv.Put(s.holdK, back)}
+		}
+	}
+	return s.send(ip, val, cond, then, etcdkv.Txn{Then: undo}, s.take != nil)
+}
+
+// send is a claim of ip for s.att (Reserve's or Share's): conditions cond
+// and writes then, val its index key's record, undo what cancel does
+// once it committed (besides the marker). A claim that takes something
+// over (takes) is no new address for the tenant, and any change to what
+// it takes over ends it with alloc.HoldFound. Refused for sure (no
+// claim of it in flight), it leaves cancel nothing to undo.
+func (s *claimStore) send(ip netip.Addr, val []byte, cond []etcdkv.Cmp, then []etcdkv.Op, undo etcdkv.Txn, takes bool) (ok bool, err error) {
+	defer func() {
+		if !ok && !s.inFlight {
+			s.sent = nil
+		}
+	}()
+	op, a := s.op, s.att
+	addrK, slotK, fenceK := op.keys.addrKey(s.scope, ip), s.slotKey(), op.keys.fenceOf(op.node, a.ContainerID, a.IfName)
+	s.sent, s.undoing = val, undo
+	// The else branch reads the claim key, the index key, the node, the
+	// node's fence buckets (holdersFences), then the hold and the
+	// tenant's version.
+	holders := []etcdkv.Op{etcdkv.Get(addrK), etcdkv.Get(slotK), etcdkv.Get(op.keys.nodeKey(op.node)), etcdkv.GetPrefix(op.keys.fencesPrefix(op.node))}
+	if s.sticky != nil {
+		holders = append(holders, etcdkv.Get(s.holdK))
+	}
+	qs := op.quota
+	if takes {
+		qs = nil
+	} else if qs != nil {
+		holders = append(holders, etcdkv.Get(op.keys.tenantVersion(qs.name)))
 	}
 	recounts := 0
 	for try := 0; try < 8; try++ {
@@ -102,25 +156,13 @@ func (s *claimStore) Reserve(a alloc.Attachment, ip netip.Addr) (bool, error) {
 		// fence or undo changes, so a second copy could claim after
 		// them; it is never sent twice. A copy that etcd applies after
 		// the attachment's DEL finds the release's fence (fence.go).
-		// A sticky claim also requires its hold key absent (or the
-		// hold it takes over unchanged) and puts it; its Else reads it.
 		// A claim for a tenant requires its version as counted (quota.go).
-		// The else branch reads the claim key, the index key, the node,
-		// the node's fence buckets (holdersFences), then the hold and the
-		// tenant's version.
-		holders := append([]etcdkv.Op{etcdkv.Get(addrK), etcdkv.Get(slotK), etcdkv.Get(op.keys.nodeKey(op.node)),
-			etcdkv.GetPrefix(op.keys.fencesPrefix(op.node))}, readHold...)
 		cnd, thn := append(slices.Clip(cond), s.slotFree(slotK)), then
-		qs := s.quotaOf()
 		if qs != nil {
 			qc, qops := qs.claimOps(op.keys, s.scope, ip)
 			cnd, thn = append(cnd, qc...), append(slices.Clip(then), qops...)
-			holders = append(holders, etcdkv.Get(op.keys.tenantVersion(qs.name)))
 		}
 		resp, registeredNow, err := op.claimOnce(fenceK, cnd, thn, holders)
-		if err != nil && !errors.Is(err, etcdkv.ErrOutcomeUnknown) && !s.inFlight {
-			s.sent = nil // refused for sure: nothing of it to undo
-		}
 		if errors.Is(err, etcdkv.ErrOutcomeUnknown) {
 			s.inFlight = true
 			// Fence it instead: a marker in the index key, through another
@@ -144,33 +186,26 @@ func (s *claimStore) Reserve(a alloc.Attachment, ip netip.Addr) (bool, error) {
 		if err != nil {
 			return false, err
 		}
-		if resp.Succeeded {
+		holder, held := resp.First(0)
+		slot, hasSlot := resp.First(1)
+		// Ours: committed now (its writes read nothing), or committed
+		// although its answer was lost (the index key at its revision).
+		if resp.Succeeded || (hasSlot && bytes.Equal(slot.Value, val)) {
 			if qs != nil {
-				qs.version, qs.stale = resp.Revision, nil
+				qs.version, qs.stale = cmp.Or(slot.ModRevision, resp.Revision), nil
 			}
 			return true, nil
 		}
 		if again, err := op.nodeRefused(resp, 2); again {
 			if err != nil {
-				s.sent = nil
 				return false, err
 			}
 			continue
-		}
-		holder, held := resp.First(0)
-		slot, hasSlot := resp.First(1)
-		if hasSlot && bytes.Equal(slot.Value, val) {
-			// Our own claim, committed although its answer was lost.
-			if qs != nil {
-				qs.version, qs.stale = slot.ModRevision, nil
-			}
-			return true, nil
 		}
 		if hasSlot {
 			// Before any recount or fence retry: a retried ADD is 102 at the quota as
 			// below it (alloc.QuotaGate).
 			if r, _ := decodeRecord(slot.Value); !r.cancelled() {
-				s.sent = nil // definitely not ours: nothing to undo
 				return false, cnierr.New(cnierr.CodeDuplicateAttach, "attachment already holds an address",
 					"address=%s %s containerID=%s ifname=%s", r.Address, s.label, a.ContainerID, a.IfName)
 			}
@@ -179,7 +214,7 @@ func (s *claimStore) Reserve(a alloc.Attachment, ip netip.Addr) (bool, error) {
 			continue
 		}
 		if qs != nil {
-			if kv, found := resp.First(len(holders) - 1); qs.moved(kv, found) && recounts <= qs.q.Max+maxRecounts {
+			if kv, _ := resp.First(len(holders) - 1); qs.enforce && kv.ModRevision != qs.version && recounts <= qs.q.Max+maxRecounts {
 				// Another claim for the tenant committed since the
 				// count: count again, in this transaction's place,
 				// and the engine judges that count.
@@ -190,7 +225,6 @@ func (s *claimStore) Reserve(a alloc.Attachment, ip netip.Addr) (bool, error) {
 					err = alloc.QuotaReached(qs.q, n)
 				}
 				if err != nil {
-					s.sent = nil
 					return false, err
 				}
 				continue
@@ -206,10 +240,9 @@ func (s *claimStore) Reserve(a alloc.Attachment, ip netip.Addr) (bool, error) {
 		}
 		if s.sticky != nil {
 			hold, hasHold := resp.First(holdersFences + 1)
-			if hasHold || s.take != nil {
+			if hasHold || takes {
 				// The key has a hold (or the one taken over changed or
 				// went): the search ends, the engine applies the rules.
-				s.sent = nil
 				f := &alloc.HoldFound{}
 				if hasHold {
 					f.Ref = hold
@@ -222,7 +255,6 @@ func (s *claimStore) Reserve(a alloc.Attachment, ip netip.Addr) (bool, error) {
 				op.log.Debug("address taken", logging.String("address", ip.String()), logging.String("node", r.Node),
 					logging.String("containerID", r.ContainerID))
 			}
-			s.sent = nil
 			s.noteTaken(ip, resp.Revision)
 			return false, nil
 		}
@@ -238,15 +270,6 @@ const holdersFences = 3
 // that commits moves its version once), how often one claim counts its
 // tenant again.
 const maxRecounts = 8
-
-// quotaOf is the tenant count a claim must respect: the operation's,
-// for a new claim; a hold taken over is already the tenant's.
-func (s *claimStore) quotaOf() *quotaState {
-	if s.take != nil {
-		return nil
-	}
-	return s.op.quota
-}
 
 // slotKey is the index key of the attachment Reserve claims for.
 func (s *claimStore) slotKey() string {
@@ -315,44 +338,36 @@ func (s *claimStore) MarkExhausted(int) error {
 // a marker, which a claim still in flight cannot get past (it requires the
 // key absent, or the exact marker it took over, which the new marker
 // replaces); the runtime's DEL for the failed ADD, or GC, removes it, and
-// a new ADD of the attachment takes it over. It may run a little past the
+// a new ADD of the attachment takes it over. A claim that committed is
+// undone (s.undoing, while its index key is as sent), its index key
+// keeping the marker; one that may still commit over the marker it took
+// over gets the new marker there instead. It may run a little past the
 // deadline (etcdkv.Client.Extend).
 func (op *Operation) cancel(stores []*claimStore) error {
 	op.cl.Extend()
 	var txns []etcdkv.Txn
 	for _, s := range stores {
-		if s.sent == nil && s.shared == nil {
+		if s.sent == nil {
 			continue
 		}
 		slotK := s.slotKey()
 		marker := etcdkv.Put(slotK, op.recordOf(s.att, s.scope, "", s.claim).encode())
+		undo := etcdkv.Txn{
+			If:   append([]etcdkv.Cmp{etcdkv.ValueIs(slotK, s.sent)}, s.undoing.If...),
+			Then: append([]etcdkv.Op{marker}, s.undoing.Then...),
+		}
+		if s.marker != 0 {
+			undo.Else = []etcdkv.Op{etcdkv.Nested(etcdkv.Txn{If: []etcdkv.Cmp{etcdkv.ModIs(slotK, s.marker)}, Then: []etcdkv.Op{marker}})}
+		}
 		// The marker only while the fence bucket is as this ADD knows it:
 		// a claim can commit only then, and a late copy of this write must
 		// not leave a marker after the attachment's DEL (fence.go).
 		txns = append(txns, etcdkv.Txn{
 			If:   append([]etcdkv.Cmp{etcdkv.Absent(slotK)}, op.fenceCmp(op.keys.fenceOf(op.node, s.att.ContainerID, s.att.IfName))...),
 			Then: []etcdkv.Op{marker},
-			Else: []etcdkv.Op{etcdkv.Nested(s.undo(slotK, marker))},
+			Else: []etcdkv.Op{etcdkv.Nested(undo)},
 		})
 	}
 	_, err := op.apply(txns)
 	return err
-}
-
-// undo is cancel's transaction for a claim that committed: it is undone
-// (undoClaim, or a migration target's share, migration.go) and its index
-// key keeps the marker. One that may still commit over the marker it took
-// over gets the new marker there instead.
-func (s *claimStore) undo(slotK string, marker etcdkv.Op) etcdkv.Txn {
-	if s.shared != nil {
-		return s.shared.undo(s.holdK, marker)
-	}
-	t := etcdkv.Txn{
-		If:   []etcdkv.Cmp{etcdkv.ValueIs(slotK, s.sent)},
-		Then: append([]etcdkv.Op{marker}, s.undoClaim(s.op.keys.addrKey(s.scope, s.sentAddr))...),
-	}
-	if s.marker != 0 {
-		t.Else = []etcdkv.Op{etcdkv.Nested(etcdkv.Txn{If: []etcdkv.Cmp{etcdkv.ModIs(slotK, s.marker)}, Then: []etcdkv.Op{marker}})}
-	}
-	return t
 }

@@ -115,11 +115,8 @@ func (op *Operation) delFromPrev(c *alloc.Config, conf *netconf.Envelope, cniArg
 		return false, false, nil
 	}
 	targets, err := c.AddTargets()
-	if err != nil {
-		return false, false, nil
-	}
-	st, err := stickyOf(conf, cniArgs, op.ifname)
-	if err != nil {
+	st, serr := stickyOf(conf, cniArgs, op.ifname)
+	if err != nil || serr != nil {
 		return false, false, nil
 	}
 	var outer etcdkv.Txn
@@ -144,23 +141,21 @@ func (op *Operation) delFromPrev(c *alloc.Config, conf *netconf.Envelope, cniArg
 			Then: []etcdkv.Op{etcdkv.Delete(slotK)},
 		}
 		holdK := ""
-		var holdIf []etcdkv.Cmp
 		if st != nil {
 			// The sticky record's range names its hold (Record.Hold
-			// first): the plan holds the address while the hold key is
-			// still this owner's for this address, as written with the
-			// claim; a plain record of this owner is left to the read
-			// path below, and so is a sticky one when no key is derivable.
+			// first): the release requires the hold key still this
+			// owner's for this address, as written with the claim, so
+			// the plan's hold needs no condition of its own. Only a hold
+			// of one owner: its key follows the address at once; one a
+			// migration's target shares (migration.go) is left to the
+			// read path, which hands the address over. So are a plain
+			// record of this owner and a sticky one when no key is
+			// derivable.
 			holdK = op.keys.holdKey(t.Scope, st.id, strconv.Itoa(t.RangeID))
-			hp := ownedPrefix(op.node, op.cid, op.ifname, op.network, a.String())
-			// Only a hold of one owner: its key follows the address at
-			// once. One a migration's target shares (migration.go) is
-			// left to the read path, which hands the address over.
-			alone := append(slices.Clip(hp), `"key":`...)
+			alone := append(ownedPrefix(op.node, op.cid, op.ifname, op.network, a.String()), `"key":`...)
 			release.If = append(release.If, etcdkv.ValueAbove(holdK, alone), etcdkv.ValueBelow(holdK, append(slices.Clip(alone), 0xff)))
-			holdIf = []etcdkv.Cmp{etcdkv.ValueAbove(holdK, hp), etcdkv.ValueBelow(holdK, append(hp, 0xff))}
 		}
-		release.Then = append(release.Then, op.applyDel(op.planDel(op.attachment(), r), addrK, holdK, holdIf, op.keys.fullKey(t.Scope, t.RangeID))...)
+		release.Then = append(release.Then, op.applyDel(op.planDel(op.attachment(), r), addrK, holdK, nil, op.keys.fullKey(t.Scope, t.RangeID))...)
 		outer.Then = append(outer.Then, etcdkv.Nested(release))
 	}
 	outer.Then = append(outer.Then, op.touch(), op.bumpOwn())

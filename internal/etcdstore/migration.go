@@ -1,11 +1,11 @@
 package etcdstore
 
 import (
+	"errors"
 	"net/netip"
 	"strconv"
 
 	"github.com/cniplugins/cniplugins/internal/alloc"
-	"github.com/cniplugins/cniplugins/internal/cnierr"
 	"github.com/cniplugins/cniplugins/internal/etcdkv"
 )
 
@@ -19,107 +19,40 @@ import (
 // always do: every transition below is one transaction conditioned on
 // that revision, and a crash (or a lost answer) leaves the state before
 // or after it, never a third owner, none while one runs, or the address
-// free while its key holds it.
-//
-//	target's ADD:   hold, claim, owner's index key: + the target; the
-//	                target's index key (Shares)
-//	target's DEL:   the three without the target; its index key fenced
-//	source's DEL:   claim, hold and the target's index key: the target's,
-//	                as if it had claimed the address; the source's fenced
+// free while its key holds it (the transitions: docs/etcd.md, "Sticky
+// addresses (cluster-wide)").
 
-// share is what a target's ADD wrote, for its cancel: each key's value
-// after, and what the cancel puts back (the owner's keys as found, the
-// hold as the engine undoes a share, alloc.UndoHold).
-type share struct {
-	addrK, srcSlotK, slotK string
-	before, after          []byte // the owner's claim and index key
-	holdBefore, holdAfter  []byte
-	mine                   []byte // the target's index key
-}
-
-// Share implements alloc.HoldClaimer: one transaction, while the hold,
-// the owner's claim and its index key are at the revision found and this
+// Share implements alloc.HoldClaimer: a claim (send) while the hold, the
+// owner's claim and its index key are at the revision found and this
 // attachment's index key is free (absent, or a marker or fence it takes
-// over).
+// over); its undo puts the owner's keys back as found and the hold as the
+// engine undoes a share (alloc.UndoHold).
 func (s *claimStore) Share(a alloc.Attachment, mig string) (bool, error) {
-	t := s.found
+	t := s.found // the engine shares only a hold Found returned
 	s.found = nil
-	if t == nil || t.claim == nil {
-		return false, nil
-	}
 	owner, ok := decodeRecord(t.claim)
-	ip, err := netip.ParseAddr(t.hold.Address)
-	if !ok || owner.Hold == "" || err != nil {
+	if !ok || owner.Hold == "" {
 		return false, nil
 	}
+	ip, _ := netip.ParseAddr(t.hold.Address) // decodeHold parsed it
 	op := s.op
 	s.att = a
-	sh := &share{addrK: op.keys.addrKey(s.scope, ip), srcSlotK: op.keys.slotKey(owner.Node, s.scope, owner.ContainerID, owner.IfName, s.slot),
-		slotK: s.slotKey(), before: t.claim}
+	addrK, srcSlotK := op.keys.addrKey(s.scope, ip), op.keys.slotKey(owner.Node, s.scope, owner.ContainerID, owner.IfName, s.slot)
 	h := stamped(t.hold.SharedWith(op.node, a.ContainerID, mig), op.now)
-	sh.after, sh.holdAfter = owner.holding(h).encode(), encodeHold(h)
-	sh.holdBefore = encodeHold(*alloc.UndoHold(&h, true)) // the engine's undo of a failed ADD's share
+	after, holdAfter := owner.holding(h).encode(), encodeHold(h)
 	mine := s.sticky.mark(op.recordOf(a, s.scope, ip.String(), s.claim))
 	mine.Shares, mine.Migration = true, ""
-	sh.mine = mine.encode()
-	fenceRetries := 0
-	for try := 0; try < 3; try++ {
-		// The share is this attachment's claim: like Reserve's, it
-		// compares the attachment's fence bucket (fence.go).
-		fenceK := op.keys.fenceOf(op.node, a.ContainerID, a.IfName)
-		cond := []etcdkv.Cmp{etcdkv.ModIs(s.holdK, t.rev), etcdkv.ModIs(sh.addrK, t.rev), etcdkv.ModIs(sh.srcSlotK, t.rev), s.slotFree(sh.slotK)}
-		then := []etcdkv.Op{etcdkv.Put(sh.addrK, sh.after), etcdkv.Put(sh.srcSlotK, sh.after), etcdkv.Put(s.holdK, sh.holdAfter), etcdkv.Put(sh.slotK, sh.mine)}
-		s.shared = sh // from here on, cancel undoes it if it committed
-		resp, registeredNow, err := op.claimOnce(fenceK, cond, then, []etcdkv.Op{etcdkv.Get(sh.slotK), etcdkv.Get(op.keys.nodeKey(op.node)),
-			etcdkv.GetPrefix(op.keys.fencesPrefix(op.node))})
-		if err != nil {
-			return false, err // ErrOutcomeUnknown included: cancel looks
-		}
-		if resp.Succeeded {
-			return true, nil
-		}
-		s.shared = nil
-		if again, err := op.nodeRefused(resp, 1); again {
-			if err != nil {
-				return false, err
-			}
-			continue
-		}
-		if op.fenceRefused(resp.KVs(2), fenceK, registeredNow) {
-			if fenceRetries++; fenceRetries <= maxFenceRetries {
-				try-- // not the share's conflict: the bucket's, bounded
-			}
-			continue
-		}
-		slot, taken := resp.First(0)
-		if !taken {
-			return false, nil // the hold or the owner's claim changed
-		}
-		if r, _ := decodeRecord(slot.Value); !r.cancelled() {
-			return false, cnierr.New(cnierr.CodeDuplicateAttach, "attachment already holds an address",
-				"address=%s %s containerID=%s ifname=%s", r.Address, s.label, a.ContainerID, a.IfName)
-		}
-		if slot.ModRevision == s.marker {
-			return false, nil
-		}
-		s.marker = slot.ModRevision // a marker or fence: take it over
+	val := mine.encode()
+	undo := etcdkv.Txn{
+		If:   []etcdkv.Cmp{etcdkv.ValueIs(addrK, after), etcdkv.ValueIs(srcSlotK, after), etcdkv.ValueIs(s.holdK, holdAfter)},
+		Then: []etcdkv.Op{etcdkv.Put(addrK, t.claim), etcdkv.Put(srcSlotK, t.claim), etcdkv.Put(s.holdK, encodeHold(*alloc.UndoHold(&h, true)))},
 	}
-	return false, nil
-}
-
-// maxFenceRetries bounds a share's claims again at a fence bucket that
-// releases keep moving.
-const maxFenceRetries = 8
-
-// undo is a failed ADD's cancel of its committed share (see cancel): the
-// owner's keys and the hold as they were, the target's index key a
-// marker, while all are exactly as the share wrote them.
-func (sh *share) undo(holdK string, marker etcdkv.Op) etcdkv.Txn {
-	return etcdkv.Txn{
-		If: []etcdkv.Cmp{etcdkv.ValueIs(sh.slotK, sh.mine), etcdkv.ValueIs(sh.addrK, sh.after), etcdkv.ValueIs(sh.srcSlotK, sh.after),
-			etcdkv.ValueIs(holdK, sh.holdAfter)},
-		Then: []etcdkv.Op{marker, etcdkv.Put(sh.addrK, sh.before), etcdkv.Put(sh.srcSlotK, sh.before), etcdkv.Put(holdK, sh.holdBefore)},
+	ok, err := s.send(ip, val, []etcdkv.Cmp{etcdkv.ModIs(s.holdK, t.rev), etcdkv.ModIs(addrK, t.rev), etcdkv.ModIs(srcSlotK, t.rev)},
+		[]etcdkv.Op{etcdkv.Put(addrK, after), etcdkv.Put(srcSlotK, after), etcdkv.Put(s.holdK, holdAfter), etcdkv.Put(s.slotKey(), val)}, undo, true)
+	if _, changed := errors.AsType[*alloc.HoldFound](err); changed {
+		return false, nil // the hold or the owner's claim changed: the engine looks again
 	}
+	return ok, err
 }
 
 // holding is claim r as the hold h says: its owner and migration target.
@@ -133,40 +66,36 @@ func (r Record) holding(h alloc.Hold) Record {
 // (r.Second set) or the migration target's (r.Shares).
 func (r Record) sharing() bool { return r.Hold != "" && (r.Second != "" || r.Shares) }
 
-// commitShared releases the sharing record r found through index key kv
-// (releaseShared) for a DEL in network ("" for any), on its own: a
-// release that finds the address changed is an error to retry, never a
+// commitShared applies the engine's plan (alloc.PlanDel) for sharing
+// record r, found through index key kv, for a DEL in network ("" for
+// any), over the hold and the owner's claim it reads: the source's DEL
+// hands the address to the target, the target's ends its share, while
+// all four keys are at their one revision, the claim and both index keys
+// rewritten as the hold planned. A share that is gone meanwhile (the
+// other owner's release came first): the source's claim is released as
+// any, the target's index key only goes (the claim is the owner's). A
+// record the DEL leaves (another network's) is no error; a release that
+// finds the address changed is one to retry (errReleaseRaced), never a
 // silent no-op that would leave the address with an owner that is gone.
 func (op *Operation) commitShared(s alloc.Scope, kv etcdkv.KV, r Record, network string) error {
-	t, ok, err := op.releaseShared(s, kv, r, network)
-	if err != nil || !ok {
+	commit := func(t etcdkv.Txn) error {
+		applied, err := op.apply([]etcdkv.Txn{t})
+		if err == nil && !applied[0] {
+			err = errReleaseRaced
+		}
 		return err
 	}
-	applied, err := op.apply([]etcdkv.Txn{t})
-	if err == nil && !applied[0] {
-		err = errReleaseRaced
+	alone := func() error {
+		t, step := op.release(s, kv, network, true)
+		if step == alloc.DelSkip {
+			return nil
+		}
+		t.Then = append(t.Then, op.bump(r)) // sent alone: it writes its own fence bucket
+		return commit(t)
 	}
-	return err
-}
-
-// releaseShared applies the engine's plan (alloc.PlanDel) for sharing
-// record r, found through index key kv, over the hold and the owner's
-// claim it reads: the source's DEL hands the address to the target, the
-// target's ends its share, while all four keys are at their one
-// revision, the claim and both index keys rewritten as the hold planned.
-// A share that is gone meanwhile (the other owner's release came
-// first): the source's claim is released as any, the target's index key
-// only goes (the claim is the owner's). ok is false for a record the DEL
-// leaves (another network's).
-func (op *Operation) releaseShared(s alloc.Scope, kv etcdkv.KV, r Record, network string) (etcdkv.Txn, bool, error) {
 	slotK, slot := string(kv.Key), lastSegment(string(kv.Key))
 	a := r.attachment()
 	a.Network = network
-	alone := func() (etcdkv.Txn, bool, error) {
-		t, step := op.release(s, kv, network, true)
-		t.Then = append(t.Then, op.bump(r)) // sent alone: it writes its own fence bucket
-		return t, step != alloc.DelSkip, nil
-	}
 	ip, err := parseAddr(r.Address)
 	n, nerr := strconv.Atoi(slot)
 	if err != nil || nerr != nil {
@@ -175,14 +104,14 @@ func (op *Operation) releaseShared(s alloc.Scope, kv etcdkv.KV, r Record, networ
 	addrK, holdK := op.keys.addrKey(s, ip), op.keys.holdKey(s, r.Hold, slot)
 	resp, err := op.cl.Read(etcdkv.Get(addrK), etcdkv.Get(holdK))
 	if err != nil {
-		return etcdkv.Txn{}, false, err
+		return err
 	}
-	claim, okC := resp.First(0)
-	hkv, okH := resp.First(1)
+	claim, _ := resp.First(0)
+	hkv, _ := resp.First(1)
 	owner, okO := decodeRecord(claim.Value)
-	h, okD := decodeHold(hkv.Value)
+	h, okH := decodeHold(hkv.Value)
 	rev := claim.ModRevision
-	if !okC || !okH || !okO || !okD || hkv.ModRevision != rev {
+	if !okO || !okH || hkv.ModRevision != rev {
 		return alone()
 	}
 	p := alloc.PlanDel(a, r.Node, alloc.DelView{Network: r.Network, Record: &alloc.HoldRecord{Hold: h}}, op.now)
@@ -194,7 +123,7 @@ func (op *Operation) releaseShared(s alloc.Scope, kv etcdkv.KV, r Record, networ
 	}
 	switch {
 	case p.Step == alloc.DelSkip:
-		return etcdkv.Txn{}, false, nil
+		return nil
 	case owner.Second == "" || (p.Step != alloc.DelHandOver && p.Step != alloc.DelDropSecond) || slotK != mineK:
 		return alone()
 	}
@@ -207,6 +136,6 @@ func (op *Operation) releaseShared(s alloc.Scope, kv etcdkv.KV, r Record, networ
 	keep := op.keys.slotKey(v.Node, s, v.ContainerID, v.IfName, n)
 	cond := []etcdkv.Cmp{etcdkv.ModIs(addrK, rev), etcdkv.ModIs(holdK, rev), etcdkv.ModIs(ownerSlotK, rev), etcdkv.ModIs(targetSlotK, rev)}
 	b := v.encode()
-	return etcdkv.Txn{If: cond, Then: []etcdkv.Op{etcdkv.Delete(slotK), op.bump(r), etcdkv.Put(addrK, b), etcdkv.Put(keep, b),
-		etcdkv.Put(holdK, encodeHold(stamped(p.Hold, op.now)))}}, true, nil
+	return commit(etcdkv.Txn{If: cond, Then: []etcdkv.Op{etcdkv.Delete(slotK), op.bump(r), etcdkv.Put(addrK, b), etcdkv.Put(keep, b),
+		etcdkv.Put(holdK, encodeHold(stamped(p.Hold, op.now)))}})
 }

@@ -141,7 +141,7 @@ func (op *Operation) release(s alloc.Scope, kv etcdkv.KV, network string, markHe
 
 // planDel is the engine's plan for the DEL of a's claim r, over the hold
 // the claim was written with (one owner's: a share is released through
-// releaseShared, which reads the hold).
+// commitShared, which reads the hold).
 func (op *Operation) planDel(a alloc.Attachment, r Record) alloc.DelPlan {
 	v := alloc.DelView{Network: r.Network}
 	if r.Hold != "" && !r.cancelled() && !r.Shares {

@@ -12,20 +12,15 @@ import (
 	"github.com/cniplugins/cniplugins/internal/pool"
 )
 
-// Quotas in etcd (docs/etcd.md, "Tenant quotas (cluster-wide)"):
-//
-//	tenant/<tenant>/<scope>/<address>   the tenant's address: written (empty) by the
-//	                                    claim's transaction, so its mod revision is
-//	                                    the claim key's create revision
-//	tenantv/<tenant>                    the tenant's version: every claim for the
-//	                                    tenant writes it, and requires it unchanged
-//	                                    since the count
-//
-// A record counts while its address's claim key lives at that create
-// revision (alloc.TenantRecord.Stale judges). Releases write nothing
-// here, so DEL keeps its one round trip; a tenant's next claim and every
-// GC (tenantgc.go) delete the records that count nothing, each only
-// while as read.
+// Quotas in etcd (docs/etcd.md, "Tenant quotas (cluster-wide)"): a
+// tenant's record of an address (tenant/<tenant>/<scope>/<address>) is
+// written by the claim's transaction, so its mod revision is the claim
+// key's create revision, and it counts while the claim key lives at that
+// revision (alloc.TenantRecord.Stale judges). Every claim for the tenant
+// writes its version key (tenantv/<tenant>) and requires it unchanged
+// since the count. Releases write nothing here, so DEL keeps its one
+// round trip; a tenant's next claim and every GC (tenantgc.go) delete
+// the records that count nothing, each only while as read.
 
 func (l layout) tenantsRoot() string              { return l.prefix + "tenant/" }
 func (l layout) tenantPrefix(name string) string  { return l.tenantsRoot() + name + "/" }
@@ -62,62 +57,56 @@ func (op *Operation) count(qs *quotaState) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	qs.version = 0
-	if v, ok := resp.First(1); ok {
-		qs.version = v.ModRevision
-	}
+	v, _ := resp.First(1)
 	n := 0
-	qs.stale = nil
-	for batch := range slices.Chunk(resp.KVs(0), readBatch) {
-		recs, err := op.judge(batch)
-		if err != nil {
-			return 0, err
-		}
+	qs.version, qs.stale = v.ModRevision, nil
+	err = op.judge(resp.KVs(0), func(batch []etcdkv.KV, recs []alloc.TenantRecord) {
 		c, stale := alloc.CountTenant(recs, qs.counted)
 		n += c
 		for _, i := range stale[:min(len(stale), maxStaleDeletes-len(qs.stale))] {
 			qs.stale = append(qs.stale, batch[i])
 		}
-	}
-	return n, nil
+	})
+	return n, err
 }
 
-// judge reads the claims that the records of batch (at most readBatch,
-// of any tenants) name, for the engine to judge each record
-// (alloc.TenantRecord.Stale): count, leases and GC's sweep all follow it.
-// A record is written in its claim's transaction, so the reservation it
-// was written with is the claim key whose create revision is the
-// record's mod revision; a hold keeps that key.
-func (op *Operation) judge(batch []etcdkv.KV) ([]alloc.TenantRecord, error) {
-	reads := make([]etcdkv.Op, len(batch))
-	recs := make([]alloc.TenantRecord, len(batch))
-	for i, m := range batch {
-		tenant, where := op.keys.ofTenantRecord(string(m.Key))
-		reads[i] = etcdkv.Get(op.keys.prefix + "ip/" + where)
-		recs[i].Tenant = tenant
-		if parts := strings.Split(where, "/"); len(parts) == 3 {
-			recs[i].Scope, _ = parseScope(parts[0], parts[1])
-			recs[i].Addr, _ = netip.ParseAddr(parts[2])
+// judge reads, readBatch records at a time (of any tenants), the claims
+// they name, for the engine to judge each record
+// (alloc.TenantRecord.Stale), and calls f with each batch: count, leases
+// and GC's sweep all follow it. A batch that cannot be read is skipped;
+// the errors are returned joined. A record is written in its claim's
+// transaction, so the reservation it was written with is the claim key
+// whose create revision is the record's mod revision; a hold keeps that
+// key.
+func (op *Operation) judge(kvs []etcdkv.KV, f func(batch []etcdkv.KV, recs []alloc.TenantRecord)) error {
+	var errs []error
+	for batch := range slices.Chunk(kvs, readBatch) {
+		reads := make([]etcdkv.Op, len(batch))
+		recs := make([]alloc.TenantRecord, len(batch))
+		for i, m := range batch {
+			// tenant/<hex tenant>/<scope>/<address>: "<scope>/<address>"
+			// as in the address's claim key.
+			name, where, _ := strings.Cut(strings.TrimPrefix(string(m.Key), op.keys.tenantsRoot()), "/")
+			tenant, _ := hex.DecodeString(name)
+			reads[i] = etcdkv.Get(op.keys.prefix + "ip/" + where)
+			recs[i].Tenant = string(tenant)
+			if parts := strings.Split(where, "/"); len(parts) == 3 {
+				recs[i].Scope, _ = parseScope(parts[0], parts[1])
+				recs[i].Addr, _ = netip.ParseAddr(parts[2])
+			}
 		}
+		resp, err := op.cl.Read(reads...)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		for i, m := range batch {
+			c, ok := resp.First(i)
+			recs[i].Reserved = ok && c.CreateRevision == m.ModRevision
+		}
+		f(batch, recs)
 	}
-	resp, err := op.cl.Read(reads...)
-	if err != nil {
-		return nil, err
-	}
-	for i, m := range batch {
-		c, ok := resp.First(i)
-		recs[i].Reserved = ok && c.CreateRevision == m.ModRevision
-	}
-	return recs, nil
-}
-
-// ofTenantRecord splits a record's key into its tenant (as the quota
-// names it) and the address it records, "<scope>/<address>" as in the
-// address's claim key.
-func (l layout) ofTenantRecord(key string) (tenant, where string) {
-	name, where, _ := strings.Cut(strings.TrimPrefix(key, l.tenantsRoot()), "/")
-	raw, _ := hex.DecodeString(name)
-	return string(raw), where
+	return errors.Join(errs...)
 }
 
 // removeRecord deletes a record that counts nothing (or a version key
@@ -129,9 +118,9 @@ func removeRecord(m etcdkv.KV) etcdkv.Txn {
 }
 
 // claimOps are what a new claim of ip in scope s adds to its transaction
-// for the tenant: the condition that nobody claimed for it since the
-// count, its record, the version, and the deletion of records that count
-// nothing (each only while as read).
+// for the tenant: where it enforces the quota, the condition that nobody
+// claimed for it since the count; its record, the version, and the
+// deletion of records that count nothing (each only while as read).
 func (qs *quotaState) claimOps(l layout, s alloc.Scope, ip netip.Addr) ([]etcdkv.Cmp, []etcdkv.Op) {
 	vk, mk := l.tenantVersion(qs.name), l.tenantMark(qs.name, s, ip)
 	var cond []etcdkv.Cmp
@@ -149,19 +138,6 @@ func (qs *quotaState) claimOps(l layout, s alloc.Scope, ip netip.Addr) ([]etcdkv
 		}
 	}
 	return cond, ops
-}
-
-// moved reports a version key read (found or not) that differs from the
-// count's: another claim for the tenant committed since (only where the
-// claim enforces the quota).
-func (qs *quotaState) moved(kv etcdkv.KV, found bool) bool {
-	if !qs.enforce {
-		return false
-	}
-	if !found {
-		return qs.version != 0
-	}
-	return kv.ModRevision != qs.version
 }
 
 // readBatch bounds the reads of one request, and maxStaleDeletes the
@@ -188,24 +164,16 @@ func (op *Operation) tenantsOfClaims() (map[string]string, error) {
 	return out, nil
 }
 
-// judgeAll lists every tenant's records, page by page, judges them
-// readBatch at a time and calls f with each. A batch that cannot be read
-// is skipped; the errors are returned joined.
+// judgeAll lists every tenant's records, page by page, and judges them
+// (judge), calling f with each.
 func (op *Operation) judgeAll(f func(m etcdkv.KV, r alloc.TenantRecord)) error {
 	marks, err := op.cl.List(op.keys.tenantsRoot(), true)
 	if err != nil {
 		return err
 	}
-	var errs []error
-	for batch := range slices.Chunk(marks, readBatch) {
-		recs, err := op.judge(batch)
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
+	return op.judge(marks, func(batch []etcdkv.KV, recs []alloc.TenantRecord) {
 		for i, m := range batch {
 			f(m, recs[i])
 		}
-	}
-	return errors.Join(errs...)
+	})
 }

@@ -94,23 +94,6 @@ func (st *stickyAtt) mark(r Record) Record {
 	return r
 }
 
-// requireSource refuses a migration target whose key has no hold in t's
-// scope before its claim could allocate one (the engine's rule,
-// alloc.NoMigrationSource): one read, for migration targets only.
-func (s *claimStore) requireSource(t alloc.Target) error {
-	if s.sticky == nil || s.sticky.Migration == "" {
-		return nil
-	}
-	resp, err := s.op.cl.Read(etcdkv.Get(s.holdK))
-	if err != nil {
-		return err
-	}
-	if _, ok := resp.First(0); ok {
-		return nil
-	}
-	return alloc.NoMigrationSource(s.sticky.Key, s.sticky.Migration, t)
-}
-
 // takeOver is the hold an ADD takes over, as read.
 type takeOver struct {
 	rev   int64
@@ -124,7 +107,7 @@ type takeOver struct {
 // (an operator freed it without the hold). A hold with an owner costs one
 // read (whether the owner still has its claim); so does a held one whose
 // take-over failed. Otherwise no read: the take-over's transaction
-// compares the claim's revision with the hold's (holdOps), which is the
+// compares the claim's revision with the hold's (Reserve), which is the
 // same check, so a StatefulSet pod's return costs one round trip less.
 func (s *claimStore) Found(f *alloc.HoldFound) (*alloc.Hold, error) {
 	op := s.op
@@ -177,39 +160,4 @@ func expireHold(holdK, addrK string, rev int64, mark string) etcdkv.Txn {
 		then = append(then, freed(mark))
 	}
 	return etcdkv.Txn{If: []etcdkv.Cmp{etcdkv.ModIs(holdK, rev)}, Then: then}
-}
-
-// holdOps are what the claim transaction of a sticky store adds: the
-// condition on the hold key (absent, or the hold being taken over with
-// its address's claim), and the engine's record of the reservation
-// (alloc.KeyRecord) to put.
-func (s *claimStore) holdOps(a alloc.Attachment, ip netip.Addr, addrK string) (cond []etcdkv.Cmp, put etcdkv.Op) {
-	var found *alloc.Hold
-	if t := s.take; t != nil {
-		found = &t.hold
-		cond = []etcdkv.Cmp{etcdkv.ModIs(s.holdK, t.rev), etcdkv.ModIs(addrK, t.rev)}
-	} else {
-		cond = []etcdkv.Cmp{etcdkv.Absent(addrK), etcdkv.Absent(s.holdK)}
-	}
-	return cond, etcdkv.Put(s.holdK, encodeHold(stamped(alloc.KeyRecord(found, a, s.op.node, ip.String(), s.sticky.Keyed), s.op.now)))
-}
-
-// undoClaim is what cancelling a committed claim does besides writing
-// its marker, as the engine decides (alloc.UndoHold): its address goes,
-// with its hold when the ADD met none; a hold taken over is put back, its
-// address kept.
-func (s *claimStore) undoClaim(addrK string) []etcdkv.Op {
-	var found *alloc.Hold
-	if t := s.sentTake; t != nil {
-		found = &t.hold
-	}
-	if h := alloc.UndoHold(found, false); h != nil {
-		back := encodeHold(stamped(*h, s.op.now))
-		return []etcdkv.Op{etcdkv.Put(addrK, back), etcdkv.Put(s.holdK, back)}
-	}
-	free := []etcdkv.Op{etcdkv.Delete(addrK), freed(s.op.keys.fullKey(s.scope, s.slot))}
-	if s.sticky != nil {
-		free = append(free, etcdkv.Delete(s.holdK))
-	}
-	return free
 }
