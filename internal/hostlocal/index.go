@@ -21,10 +21,6 @@ func indexDir(dir string) string {
 // numBuckets is the number of bucket files an index is spread over.
 const numBuckets = 256
 
-// bucketReadSize is the initial read buffer of a bucket: at 60,000
-// attachments a bucket holds about 6 KiB.
-const bucketReadSize = 16 << 10
-
 // bucketOf is the bucket holding a's entry: the low byte of the FNV-1a
 // hash of its identity (never its network).
 func bucketOf(a alloc.Attachment) uint8 {
@@ -74,14 +70,11 @@ type bucket struct {
 	dirty   bool                        // differs from the file: Close rewrites it
 }
 
-// entry is the cached index entry of one attachment.
+// entry is the cached index entry of one attachment, verified against D
+// when it was loaded.
 type entry struct {
-	b *bucket
-	// raw is the address list as read from the bucket file, not yet
-	// verified against D; addrs is meaningless until verified.
-	raw      string
-	verified bool
-	addrs    []netip.Addr // sorted, once verified
+	b     *bucket
+	addrs []netip.Addr // sorted
 }
 
 func (e *entry) add(ip netip.Addr) {
@@ -100,12 +93,6 @@ func (e *entry) remove(ip netip.Addr) {
 
 // line is e's line in its bucket file, or "" when it holds nothing.
 func (e *entry) line(key string) string {
-	if !e.verified {
-		if e.raw == "" {
-			return ""
-		}
-		return key + " " + e.raw + "\n"
-	}
 	if len(e.addrs) == 0 {
 		return ""
 	}
@@ -192,7 +179,7 @@ func (d *Disk) known(a alloc.Attachment) *entry {
 	b.loaded = true
 	e := b.entries[a]
 	if e == nil {
-		e = &entry{b: b, verified: true}
+		e = &entry{b: b}
 		b.entries[a] = e
 	}
 	return e
@@ -228,7 +215,7 @@ func (d *Disk) tracked(a alloc.Attachment) (*entry, error) {
 	n := bucketOf(a)
 	b := d.bucket(n)
 	if !b.loaded {
-		data, _, err := readFile(child(d.idx, bucketName(n)), bucketReadSize)
+		data, _, err := readFile(child(d.idx, bucketName(n)))
 		if err != nil {
 			return nil, err
 		}
@@ -239,24 +226,22 @@ func (d *Disk) tracked(a alloc.Attachment) (*entry, error) {
 	if e != nil {
 		return e, nil
 	}
-	raw, found := b.find(key)
-	e = &entry{b: b, raw: raw, verified: !found}
-	b.entries[a] = e
-	if found {
-		if err := d.verify(a, e); err != nil {
-			delete(b.entries, a)
+	e = &entry{b: b}
+	if raw, found := b.find(key); found {
+		if err := d.verify(a, e, raw); err != nil {
 			return nil, err
 		}
 	}
+	b.entries[a] = e
 	return e, nil
 }
 
-// verify keeps only the addresses of e whose file still names a as
-// owner; a stale address is dropped, never released.
-func (d *Disk) verify(a alloc.Attachment, e *entry) error {
+// verify sets e to the addresses of raw, its bucket line, whose file
+// still names a as owner; a stale address is dropped, never released.
+func (d *Disk) verify(a alloc.Attachment, e *entry, raw string) error {
 	var addrs []netip.Addr
 	changed := false
-	for f := range strings.FieldsSeq(e.raw) {
+	for f := range strings.FieldsSeq(raw) {
 		ip, err := netip.ParseAddr(f)
 		if err != nil {
 			changed = true
@@ -278,8 +263,6 @@ func (d *Disk) verify(a alloc.Attachment, e *entry) error {
 		addrs = c
 	}
 	e.addrs = addrs
-	e.raw = ""
-	e.verified = true
 	if changed {
 		e.b.dirty = true
 		d.dirty = true

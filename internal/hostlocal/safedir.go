@@ -114,44 +114,40 @@ func ensureChecked(checked map[string]bool, uid int, dirs ...dirSpec) error {
 	return nil
 }
 
-// openDir opens the directory path without following a symbolic link and
-// checks it for uid; a missing one is fs.ErrNotExist.
-func openDir(path string, uid int) (*os.File, error) {
+// readDir lists the directory path, opened without following a symbolic
+// link and checked for uid; a missing one is fs.ErrNotExist, wrapped in
+// code 5 as every other error that is not a refusal.
+func readDir(path string, uid int) ([]os.DirEntry, error) {
 	fd, err := openRetry(path, syscall.O_RDONLY|syscall.O_DIRECTORY, 0)
-	if err != nil {
-		if errors.Is(err, syscall.ELOOP) || errors.Is(err, syscall.ENOTDIR) {
-			return nil, unsafeDir(path, "is a symbolic link or not a directory", uid)
-		}
-		return nil, err
-	}
-	f := os.NewFile(uintptr(fd), path)
-	fi, err := f.Stat()
-	if err == nil {
-		err = SafeDir(path, fi, uid)
-	}
-	if err != nil {
-		f.Close()
-		return nil, err
-	}
-	return f, nil
-}
-
-// readDirIfAny is os.ReadDir of a directory openDir accepts, which may
-// not exist yet (it holds nothing then), its errors as code 5 naming it.
-func readDirIfAny(path string, uid int) ([]os.DirEntry, error) {
-	f, err := openDir(path, uid)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
+	if errors.Is(err, syscall.ELOOP) || errors.Is(err, syscall.ENOTDIR) {
+		return nil, unsafeDir(path, "is a symbolic link or not a directory", uid)
 	}
 	var des []os.DirEntry
 	if err == nil {
-		des, err = f.ReadDir(-1)
+		f := os.NewFile(uintptr(fd), path)
+		var fi fs.FileInfo
+		if fi, err = f.Stat(); err == nil {
+			err = SafeDir(path, fi, uid)
+		}
+		if err == nil {
+			des, err = f.ReadDir(-1)
+		}
 		f.Close()
 	}
-	if err != nil {
-		return nil, readError(path, err)
+	if err != nil && cnierr.As(err) == nil {
+		err = cnierr.IO("read", path, err)
 	}
-	return des, nil
+	return des, err
+}
+
+// readDirIfAny is readDir of a directory which may not exist yet (it
+// holds nothing then).
+func readDirIfAny(path string, uid int) ([]os.DirEntry, error) {
+	des, err := readDir(path, uid)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	return des, err
 }
 
 // trustedOwner: a file of owner may be relied on by uid.

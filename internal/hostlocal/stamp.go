@@ -28,7 +28,7 @@ type stamp struct {
 // readStamp parses <idx>/stamp. A missing or garbled file is simply not
 // valid (a crash or an older index); only real read failures are errors.
 func readStamp(idx string) (stamp, error) {
-	data, ok, err := readFile(child(idx, stampName), smallFile)
+	data, ok, err := readFile(child(idx, stampName))
 	if !ok {
 		return stamp{}, err
 	}
