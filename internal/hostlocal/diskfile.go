@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"syscall"
 
 	"github.com/cniplugins/cniplugins/internal/alloc"
@@ -33,7 +34,7 @@ type stateDir struct {
 
 func newStateDir(dir string) stateDir {
 	dir = filepath.Clean(dir)
-	return stateDir{dir: dir, idx: indexDir(dir), uid: os.Geteuid()}
+	return stateDir{dir: dir, idx: IndexDir(dir), uid: os.Geteuid()}
 }
 
 // addrPath is the reservation file of ip. Only plain canonical addresses
@@ -248,19 +249,11 @@ func readEntries(dir string, uid int) (entries, error) {
 }
 
 // cursorID parses "last_reserved_ip.<N>" the way host-local names it.
+// Digits only: Atoi alone would take a sign too.
 func cursorID(name string) (int, bool) {
-	const prefix = "last_reserved_ip."
-	if len(name) <= len(prefix) || name[:len(prefix)] != prefix {
-		return 0, false
-	}
-	n := 0
-	for _, c := range name[len(prefix):] {
-		if c < '0' || c > '9' || n > 1<<20 {
-			return 0, false
-		}
-		n = n*10 + int(c-'0')
-	}
-	return n, true
+	s, ok := strings.CutPrefix(name, "last_reserved_ip.")
+	n, err := strconv.Atoi(s)
+	return n, ok && err == nil && s[0] >= '0' && n <= 1<<24
 }
 
 // scan reads every reservation file of D: the O(n) path used by GC,

@@ -1,7 +1,7 @@
 package hostlocal
 
 import (
-	"sync"
+	"sync/atomic"
 
 	"github.com/cniplugins/cniplugins/internal/cnierr"
 )
@@ -12,29 +12,24 @@ import (
 // killed process nothing it leaves behind). It is how the store contract
 // builds each state a crash can leave, step by step, through the real
 // commands. A nil *Faults never stops a write.
-type Faults struct {
-	mu   sync.Mutex
-	left int
-}
+type Faults struct{ left atomic.Int64 }
 
 // CrashAfter is the Faults of one command that crashes after n writes.
-func CrashAfter(n int) *Faults { return &Faults{left: n} }
+func CrashAfter(n int) *Faults {
+	f := &Faults{}
+	f.left.Store(int64(n))
+	return f
+}
 
 // errCrashed is what a write after the crash gets.
 var errCrashed = cnierr.New(cnierr.CodeTryAgainLater, "the write was stopped (a simulated crash)", "")
 
 // step is one write: nil when it may happen.
 func (f *Faults) step() error {
-	if f == nil {
+	if f == nil || f.left.Add(-1) >= 0 {
 		return nil
 	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.left == 0 {
-		return errCrashed
-	}
-	f.left--
-	return nil
+	return errCrashed
 }
 
 // SetFaults makes d's writes steps of f.

@@ -209,14 +209,9 @@ func (d stateDir) indexProblems(rs []Reservation) ([]string, error) {
 			}
 		}
 	}
-	keys := map[string]bool{}
-	for k := range want {
-		keys[k] = true
-	}
-	for k := range got {
-		keys[k] = true
-	}
-	for _, k := range slices.Sorted(maps.Keys(keys)) {
+	keys := slices.AppendSeq(slices.Collect(maps.Keys(want)), maps.Keys(got))
+	slices.Sort(keys)
+	for _, k := range slices.Compact(keys) {
 		w, g := want[k], joinAddrs(got[k])
 		switch {
 		case w == g:

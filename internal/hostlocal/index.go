@@ -12,9 +12,10 @@ import (
 	"github.com/cniplugins/cniplugins/internal/alloc"
 )
 
-// indexDir is the index of state directory dir: a sibling "_index" tree,
+// IndexDir is the index of state directory dir: a sibling "_index" tree,
 // which host-local never walks and no network or pool name can shadow.
-func indexDir(dir string) string {
+func IndexDir(dir string) string {
+	dir = filepath.Clean(dir)
 	return child(child(filepath.Dir(dir), "_index"), filepath.Base(dir))
 }
 

@@ -138,6 +138,3 @@ func (d stateDir) readCursors(names []namedCursor) ([]Cursor, error) {
 	slices.SortFunc(out, func(a, b Cursor) int { return a.RangeID - b.RangeID })
 	return out, nil
 }
-
-// IndexDir is where the index of state directory dir lives.
-func IndexDir(dir string) string { return indexDir(filepath.Clean(dir)) }

@@ -64,14 +64,19 @@ func SafeDir(path string, fi fs.FileInfo, uid int) error {
 // CheckDir checks that the existing directory path is safe for uid (see
 // SafeDir); a missing one is fs.ErrNotExist, unwrapped.
 func CheckDir(path string, uid int) error {
+	_, err := checkDir(path, uid)
+	return err
+}
+
+// checkDir is CheckDir returning the directory's status.
+func checkDir(path string, uid int) (fs.FileInfo, error) {
 	fi, err := os.Lstat(path)
-	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return err
-		}
-		return cnierr.IO("stat", path, err)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		err = cnierr.IO("stat", path, err)
+	} else if err == nil {
+		err = SafeDir(path, fi, uid)
 	}
-	return SafeDir(path, fi, uid)
+	return fi, err
 }
 
 // EnsureDir creates path with mode when it is missing (its parents too,

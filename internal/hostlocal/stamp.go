@@ -7,8 +7,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/cniplugins/cniplugins/internal/cnierr"
 )
 
 const (
@@ -32,27 +30,22 @@ func readStamp(idx string) (stamp, error) {
 	if !ok {
 		return stamp{}, err
 	}
-	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
-	if lines[0] == untrustedStamp {
+	first, rest, marks := strings.Cut(strings.TrimSpace(string(data)), "\n")
+	if first == untrustedStamp {
 		return stamp{untrusted: true}, nil
 	}
-	n, err := strconv.ParseInt(lines[0], 10, 64)
-	if err != nil || n <= 0 {
+	n, err := strconv.ParseInt(first, 10, 64)
+	fields := strings.Fields(rest)
+	if err != nil || n <= 0 || marks && (len(fields) == 0 || fields[0] != exhaustedKey) {
 		return stamp{}, nil
 	}
 	st := stamp{valid: true, nanos: n}
-	if len(lines) > 1 {
-		fields := strings.Fields(lines[1])
-		if len(fields) == 0 || fields[0] != exhaustedKey {
+	for _, f := range fields[min(1, len(fields)):] {
+		id, err := strconv.Atoi(f)
+		if err != nil {
 			return stamp{}, nil
 		}
-		for _, f := range fields[1:] {
-			id, err := strconv.Atoi(f)
-			if err != nil {
-				return stamp{}, nil
-			}
-			st.exhausted = append(st.exhausted, id)
-		}
+		st.exhausted = append(st.exhausted, id)
 	}
 	return st, nil
 }
@@ -80,14 +73,8 @@ func newStampNanos() int64 {
 // dirMtime is the mtime of directory p, which must be safe to use
 // (safedir.go); os.ErrNotExist as it is.
 func (d stateDir) dirMtime(p string) (int64, error) {
-	fi, err := os.Lstat(p)
-	if errors.Is(err, os.ErrNotExist) {
-		return 0, err
-	}
+	fi, err := checkDir(p, d.uid)
 	if err != nil {
-		return 0, cnierr.IO("stat", p, err)
-	}
-	if err := SafeDir(p, fi, d.uid); err != nil {
 		return 0, err
 	}
 	return fi.ModTime().UnixNano(), nil
