@@ -207,12 +207,17 @@ func (d *Disk) link(a alloc.Attachment, ip netip.Addr, final string) (bool, erro
 	if err := os.Remove(d.scratch()); err != nil {
 		return true, cnierr.IO("remove", d.scratch(), err)
 	}
+	return true, d.track(a, ip, (*entry).add)
+}
+
+// track applies change (entry.add or entry.remove) of ip to a's index
+// entry, where a is indexed.
+func (d *Disk) track(a alloc.Attachment, ip netip.Addr, change func(*entry, netip.Addr)) error {
 	e, err := d.tracked(a)
-	if err != nil || e == nil {
-		return true, err
+	if err == nil && e != nil {
+		change(e, ip)
 	}
-	e.add(ip)
-	return true, nil
+	return err
 }
 
 // Release implements alloc.Ledger; the file's content, not the index, decides
@@ -240,12 +245,7 @@ func (d *Disk) Release(a alloc.Attachment, ip netip.Addr) (bool, error) {
 	if err := d.untag(ip); err != nil {
 		return true, err
 	}
-	e, err := d.tracked(a)
-	if err != nil || e == nil {
-		return true, err
-	}
-	e.remove(ip)
-	return true, nil
+	return true, d.track(a, ip, (*entry).remove)
 }
 
 // ByAttachment implements alloc.Ledger from the index, scanning D only for

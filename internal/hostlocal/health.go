@@ -107,7 +107,6 @@ func Examine(dir string, lockTimeout time.Duration) (*Health, error) {
 // the round-robin position, which then restarts at the range's start).
 // It never removes a reservation. It returns what it did.
 func Repair(dir string, lockTimeout time.Duration, dropCursors []int) ([]string, error) {
-	dir = filepath.Clean(dir)
 	d, err := Open(dir, lockTimeout)
 	if err != nil {
 		return nil, err
