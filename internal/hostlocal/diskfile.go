@@ -144,7 +144,13 @@ func writeSmall(path, s string, flags int, mode uint32, cutTail bool) error {
 	if err != nil {
 		return cnierr.IO("open", path, err)
 	}
-	err = pwriteAll(fd, []byte(s))
+	for b, off := []byte(s), 0; err == nil && off < len(b); {
+		var n int
+		if n, err = syscall.Pwrite(fd, b[off:], int64(off)); err == syscall.EINTR {
+			n, err = 0, nil
+		}
+		off += n
+	}
 	if err == nil && cutTail {
 		err = syscall.Ftruncate(fd, int64(len(s)))
 	}
@@ -153,20 +159,6 @@ func writeSmall(path, s string, flags int, mode uint32, cutTail bool) error {
 	}
 	if err != nil {
 		return cnierr.IO("write", path, err)
-	}
-	return nil
-}
-
-func pwriteAll(fd int, b []byte) error {
-	for off := 0; off < len(b); {
-		n, err := syscall.Pwrite(fd, b[off:], int64(off))
-		if err == syscall.EINTR {
-			continue
-		}
-		if err != nil {
-			return err
-		}
-		off += n
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package hostlocal
 
 import (
 	"hash/fnv"
+	"maps"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -189,14 +190,9 @@ func (d *Disk) known(a alloc.Attachment) *entry {
 // fill replaces the cache with the result of a full scan.
 func (d *Disk) fill(all map[netip.Addr]alloc.Attachment) {
 	d.buckets = make(map[uint8]*bucket, numBuckets)
-	for ip, a := range all {
-		e := d.known(a.Key())
+	for _, ip := range slices.SortedFunc(maps.Keys(all), netip.Addr.Compare) {
+		e := d.known(all[ip].Key())
 		e.addrs = append(e.addrs, ip)
-	}
-	for _, b := range d.buckets {
-		for _, e := range b.entries {
-			slices.SortFunc(e.addrs, netip.Addr.Compare)
-		}
 	}
 	d.complete = true
 }

@@ -2,6 +2,7 @@ package hostlocal
 
 import (
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"strconv"
@@ -50,18 +51,6 @@ func readStamp(idx string) (stamp, error) {
 	return st, nil
 }
 
-func formatStamp(nanos int64, exhausted []int) string {
-	s := strconv.FormatInt(nanos, 10) + "\n"
-	if len(exhausted) > 0 {
-		s += exhaustedKey
-		for _, id := range exhausted {
-			s += " " + strconv.Itoa(id)
-		}
-		s += "\n"
-	}
-	return s
-}
-
 // newStampNanos is now with random sub-microsecond digits: a timestamp
 // the kernel assigns to D when someone else changes it will practically
 // never equal it, even on the same clock tick.
@@ -93,8 +82,11 @@ func (d *Disk) commit() error {
 		return err
 	}
 	nanos := newStampNanos()
-	path := child(d.idx, stampName)
-	if err := overwrite(path, formatStamp(nanos, d.exhausted), modePrivate); err != nil {
+	path, text := child(d.idx, stampName), strconv.FormatInt(nanos, 10)+"\n"
+	if len(d.exhausted) > 0 {
+		text += exhaustedKey + " " + strings.Trim(fmt.Sprint(d.exhausted), "[]") + "\n"
+	}
+	if err := overwrite(path, text, modePrivate); err != nil {
 		return err
 	}
 	t := time.Unix(0, nanos)
