@@ -258,23 +258,19 @@ func clipLine(s string) string {
 // update, and the .new/.old trees only inside a rebuild, both under the
 // lock; anything else in the index directory is not ours.
 func (d stateDir) staleScratch() ([]string, error) {
+	des, err := readDirIfAny(d.idx, d.uid)
 	var stale []string
-	des, err := os.ReadDir(d.idx)
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return nil, cnierr.IO("read", d.idx, err)
-	}
 	for _, de := range des {
 		name := de.Name()
 		if name == stampName || len(name) == 3 && name[0] == 'b' && strings.Trim(name[1:], "0123456789abcdef") == "" {
 			continue
 		}
 		if name == scratchName || name == cursorSpare {
-			fi, err := os.Lstat(filepath.Join(d.idx, name))
-			if err == nil && fi.Mode().IsRegular() && nlink(fi) == 1 {
+			if fi, err := de.Info(); err == nil && fi.Mode().IsRegular() && nlink(fi) == 1 {
 				continue
 			}
 		}
-		stale = append(stale, filepath.Join(d.idx, name))
+		stale = append(stale, child(d.idx, name))
 	}
 	parent, base := filepath.Split(d.idx)
 	for _, p := range []string{filepath.Join(parent, "."+base+".new"), filepath.Join(parent, "."+base+".old")} {
@@ -282,5 +278,5 @@ func (d stateDir) staleScratch() ([]string, error) {
 			stale = append(stale, p)
 		}
 	}
-	return stale, nil
+	return stale, err
 }

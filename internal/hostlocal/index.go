@@ -52,10 +52,9 @@ func entryKey(a alloc.Attachment) (string, bool) {
 }
 
 // bucketFormat reports whether the index directory was written in the
-// bucket layout: every rebuild creates b00, even empty, and nothing
-// removes it. An index left by a version that kept one file per
-// attachment can carry a valid stamp but no buckets, which would read as
-// "nobody holds anything"; it is rebuilt instead.
+// bucket layout (it has b00): an index left by a version that kept one
+// file per attachment can carry a valid stamp but no buckets, which would
+// read as "nobody holds anything".
 func (d stateDir) bucketFormat() bool {
 	_, err := os.Lstat(child(d.idx, bucketName(0)))
 	return err == nil

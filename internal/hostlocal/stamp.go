@@ -122,12 +122,11 @@ const (
 	IndexUntrusted = "untrusted"
 )
 
-// trust is the one rule for the index of D (see "Trusting the index" in
-// the package documentation), for Open, fsck and STATUS alike: valid only
-// if stamp == mtime(D) == mtime(index dir) and the index is in the bucket
-// layout. It reads, never repairs; st is the stamp it judged.
-//
-// The index directory is checked (safedir.go) before its stamp is read.
+// trust is the one rule for the index of D, for Open, fsck and STATUS
+// alike: valid only if stamp == mtime(D) == mtime(index dir) and the index
+// is in the bucket layout. It reads, never repairs; st is the stamp it
+// judged. The index directory is checked (safedir.go) before its stamp is
+// read.
 func (d stateDir) trust() (state string, st stamp, err error) {
 	idxTime, err := d.dirMtime(d.idx)
 	if errors.Is(err, os.ErrNotExist) {
