@@ -60,15 +60,28 @@ func (d stateDir) bucketFormat() bool {
 	return err == nil
 }
 
-// bucket is the cached content of one bucket file. Only the entries
-// used are parsed: raw keeps the file as read, and content merges the
-// entries into it, so a lookup costs one read and a substring search
-// however full the bucket is.
+// bucket is the cached content of one bucket file: its lines by key,
+// their address lists as read, which an entry replaces once its
+// attachment is used.
 type bucket struct {
-	raw     string                      // the file as loaded ("" when built from a scan)
+	lines   map[string]string           // by key: the address list, "\n" included unless torn
 	entries map[alloc.Attachment]*entry // by Key(): the entries used, or all after a scan
-	loaded  bool                        // raw reflects the file (or a scan)
+	loaded  bool                        // lines reflect the file (or a scan)
 	dirty   bool                        // differs from the file: Close rewrites it
+}
+
+// load parses the bucket file data. Lines that are no entry are dropped,
+// and so is the second line of a key; a torn last line is kept for its
+// addresses, which verify checks, but never written back as it is.
+func (b *bucket) load(data string) {
+	b.lines, b.loaded = map[string]string{}, true
+	for line := range strings.Lines(data) {
+		if key, list, ok := strings.Cut(line, " "); ok && strings.Contains(key, "@") {
+			if _, dup := b.lines[key]; !dup {
+				b.lines[key] = list
+			}
+		}
+	}
 }
 
 // entry is the cached index entry of one attachment, verified against D
@@ -108,59 +121,26 @@ func (e *entry) line(key string) string {
 }
 
 // content is the bucket file: one line per indexable attachment holding
-// something, sorted by key. It merges the entries into raw (which is
-// sorted, as we wrote it) in one pass: raw lines are kept verbatim unless
-// their attachment has an entry; malformed and duplicate ones are dropped.
+// something, sorted by key; a line loaded is kept verbatim unless its
+// attachment has an entry.
 func (b *bucket) content() string {
-	type kl struct{ key, line string }
-	over := make([]kl, 0, len(b.entries))
+	over := make(map[string]string, len(b.entries)) // by key: the entries' lines
 	for a, e := range b.entries {
 		if key, ok := entryKey(a); ok {
-			over = append(over, kl{key, e.line(key)})
+			over[key] = e.line(key)
 		}
 	}
-	slices.SortFunc(over, func(x, y kl) int { return strings.Compare(x.key, y.key) })
+	keys := slices.AppendSeq(slices.Collect(maps.Keys(b.lines)), maps.Keys(over))
+	slices.Sort(keys)
 	var s strings.Builder
-	s.Grow(len(b.raw) + 64*len(over))
-	last := "" // the key last written (or dropped as emptied)
-	put := func(key, line string) {
-		s.WriteString(line)
-		last = key
-	}
-	i := 0
-	for line := range strings.Lines(b.raw) {
-		key, _, ok := strings.Cut(line, " ")
-		if !ok || !strings.HasSuffix(line, "\n") || !strings.Contains(key, "@") {
-			continue
+	for _, key := range slices.Compact(keys) {
+		if line, ok := over[key]; ok {
+			s.WriteString(line)
+		} else if list := b.lines[key]; strings.HasSuffix(list, "\n") {
+			s.WriteString(key + " " + list)
 		}
-		for ; i < len(over) && over[i].key <= key; i++ {
-			put(over[i].key, over[i].line)
-		}
-		if key != last {
-			put(key, line)
-		}
-	}
-	for ; i < len(over); i++ {
-		put(over[i].key, over[i].line)
 	}
 	return s.String()
-}
-
-// find returns the unverified address list of key's line in raw.
-func (b *bucket) find(key string) (string, bool) {
-	i := 0
-	if !strings.HasPrefix(b.raw, key+" ") {
-		j := strings.Index(b.raw, "\n"+key+" ")
-		if j < 0 {
-			return "", false
-		}
-		i = j + 1
-	}
-	rest := b.raw[i+len(key)+1:]
-	if j := strings.IndexByte(rest, '\n'); j >= 0 {
-		rest = rest[:j]
-	}
-	return rest, true
 }
 
 // bucket returns the cached bucket n, creating an unloaded one.
@@ -215,15 +195,14 @@ func (d *Disk) tracked(a alloc.Attachment) (*entry, error) {
 		if err != nil {
 			return nil, err
 		}
-		b.raw = string(data)
-		b.loaded = true
+		b.load(string(data))
 	}
 	e := b.entries[a]
 	if e != nil {
 		return e, nil
 	}
 	e = &entry{b: b}
-	if raw, found := b.find(key); found {
+	if raw, found := b.lines[key]; found {
 		if err := d.verify(a, e, raw); err != nil {
 			return nil, err
 		}
