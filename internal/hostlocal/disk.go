@@ -89,9 +89,6 @@ func OpenChecked(dir string, lockTimeout time.Duration, checked map[string]bool)
 	return d, nil
 }
 
-// Dir is the state directory d locks.
-func (d *Disk) Dir() string { return d.dir }
-
 // subdir reports whether D has the subdirectory path, checking it
 // (safedir.go) once per Open: most pools have none of them, and one
 // lstat(2) tells. Under D's lock only makeSubdir creates one.

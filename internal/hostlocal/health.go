@@ -54,8 +54,7 @@ func Examine(dir string, lockTimeout time.Duration) (*Health, error) {
 	d := newStateDir(dir)
 	if fi, err := os.Lstat(d.dir); err != nil || !fi.IsDir() {
 		return nil, cnierr.New(cnierr.CodeIO, "not a state directory", "dir=%s", d.dir)
-	}
-	if err := CheckDir(d.dir, d.uid); err != nil {
+	} else if err := SafeDir(d.dir, fi, d.uid); err != nil {
 		return nil, err
 	}
 	lk, err := acquireLock(d.dir, d.uid, lockTimeout)
