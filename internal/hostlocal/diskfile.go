@@ -129,17 +129,19 @@ func readFile(path string) ([]byte, bool, error) {
 // rename-over, it does not make ext4 (auto_da_alloc) flush the data
 // synchronously, which on some disks costs a millisecond per write.
 func overwrite(path, s string, mode uint32) error {
-	return writeSmall(path, s, syscall.O_WRONLY|syscall.O_CREAT, mode, true)
+	return writeSmall(path, s, syscall.O_WRONLY|syscall.O_CREAT, mode)
 }
 
 // writePrivate truncates or creates path, a file only the plugin reads
 // (0600), and writes s. No fsync: durability across power loss is
 // host-local's.
 func writePrivate(path, s string) error {
-	return writeSmall(path, s, syscall.O_WRONLY|syscall.O_CREAT|syscall.O_TRUNC, modePrivate, false)
+	return writeSmall(path, s, syscall.O_WRONLY|syscall.O_CREAT|syscall.O_TRUNC, modePrivate)
 }
 
-func writeSmall(path, s string, flags int, mode uint32, cutTail bool) error {
+// writeSmall writes s to path opened with flags; without O_TRUNC it cuts
+// the tail of what was there.
+func writeSmall(path, s string, flags int, mode uint32) error {
 	fd, err := openRetry(path, flags, mode)
 	if err != nil {
 		return cnierr.IO("open", path, err)
@@ -151,7 +153,7 @@ func writeSmall(path, s string, flags int, mode uint32, cutTail bool) error {
 		}
 		off += n
 	}
-	if err == nil && cutTail {
+	if err == nil && flags&syscall.O_TRUNC == 0 {
 		err = syscall.Ftruncate(fd, int64(len(s)))
 	}
 	if cerr := syscall.Close(fd); err == nil {

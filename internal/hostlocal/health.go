@@ -70,9 +70,16 @@ func Examine(dir string, lockTimeout time.Duration) (*Health, error) {
 	if h.Reservations, err = readReservations(d.dir, ents.reservations); err != nil {
 		return nil, err
 	}
-	if h.Cursors, err = d.readCursors(ents.cursors); err != nil {
-		return nil, err
+	for _, n := range ents.cursors {
+		c, err := readCursor(child(d.dir, n.name), n.id)
+		if err != nil {
+			return nil, err
+		}
+		if c.Raw != nil { // gone since the listing
+			h.Cursors = append(h.Cursors, c)
+		}
 	}
+	slices.SortFunc(h.Cursors, func(a, b Cursor) int { return a.RangeID - b.RangeID })
 	if h.Index, _, err = d.trust(); err != nil {
 		return nil, err
 	}

@@ -122,19 +122,3 @@ func readReservation(dirfd int, dir string, n namedAddr) (Reservation, error) {
 	r.Since = time.Unix(st.Mtim.Unix())
 	return r, nil
 }
-
-// readCursors reads the cursors names of d, sorted by range set.
-func (d stateDir) readCursors(names []namedCursor) ([]Cursor, error) {
-	var out []Cursor
-	for _, n := range names {
-		c, err := readCursor(child(d.dir, n.name), n.id)
-		if err != nil {
-			return nil, err
-		}
-		if c.Raw != nil {
-			out = append(out, c)
-		}
-	}
-	slices.SortFunc(out, func(a, b Cursor) int { return a.RangeID - b.RangeID })
-	return out, nil
-}
