@@ -14,8 +14,7 @@ import (
 
 // Disk is one state directory, locked from Open to Close, as the
 // allocation engine's store: an alloc.Lister, and an alloc.CursorKeeper
-// for a failed ADD's undo. See the package documentation for
-// the layout and the index.
+// for a failed ADD's undo.
 type Disk struct {
 	stateDir
 	lock *Lock // nil once closed

@@ -195,7 +195,10 @@ func (d stateDir) indexProblems(rs []Reservation) ([]string, error) {
 			case !strings.HasSuffix(line, "\n"):
 				report("index bucket %s: line %d is cut short (torn write)", name, lineNo)
 			case len(fields) < 2 || !strings.Contains(fields[0], "@") || fields[0][0] == '@':
-				report("index bucket %s: line %d is not \"<containerID>@<ifname> <ip>...\": %q", name, lineNo, clipLine(line))
+				if line = strings.TrimRight(line, "\n"); len(line) > 60 {
+					line = line[:60] + "..."
+				}
+				report("index bucket %s: line %d is not \"<containerID>@<ifname> <ip>...\": %q", name, lineNo, line)
 			case keyBucket(fields[0]) != name:
 				report("index bucket %s: line %d (%s) belongs in bucket %s", name, lineNo, fields[0], keyBucket(fields[0]))
 			case got[fields[0]] != nil:
@@ -248,14 +251,6 @@ func joinAddrs(ips []netip.Addr) string {
 		s[i] = ip.String()
 	}
 	return strings.Join(s, ",")
-}
-
-func clipLine(s string) string {
-	s = strings.TrimRight(s, "\n")
-	if len(s) > 60 {
-		return s[:60] + "..."
-	}
-	return s
 }
 
 // staleScratch lists what a crash or failed call left in the index tree:
