@@ -43,9 +43,8 @@ func bucketName(b uint8) string {
 // refused too, as it always was.
 func entryKey(a alloc.Attachment) (string, bool) {
 	id := a.ContainerID
-	if !a.Recordable() || id == "" || strings.HasPrefix(id, ".") || strings.ContainsAny(id, "@\x00\r\n") ||
-		strings.ContainsAny(a.IfName, "\x00\r\n") || strings.IndexFunc(id, unicode.IsSpace) >= 0 ||
-		strings.IndexFunc(a.IfName, unicode.IsSpace) >= 0 {
+	if !a.Recordable() || id == "" || id[0] == '.' || strings.ContainsAny(id, "@\x00") || strings.ContainsRune(a.IfName, 0) ||
+		strings.ContainsFunc(id, unicode.IsSpace) || strings.ContainsFunc(a.IfName, unicode.IsSpace) {
 		return "", false
 	}
 	return id + "@" + a.IfName, true
