@@ -63,9 +63,8 @@ func (d stateDir) bucketFormat() bool {
 // their address lists as read, which an entry replaces once its
 // attachment is used.
 type bucket struct {
-	lines   map[string]string           // by key: the address list, "\n" included unless torn
+	lines   map[string]string           // by key: the address list, "\n" included unless torn; nil until loaded
 	entries map[alloc.Attachment]*entry // by Key(): the entries used, or all after a scan
-	loaded  bool                        // lines reflect the file (or a scan)
 	dirty   bool                        // differs from the file: Close rewrites it
 }
 
@@ -73,7 +72,7 @@ type bucket struct {
 // and so is the second line of a key; a torn last line is kept for its
 // addresses, which verify checks, but never written back as it is.
 func (b *bucket) load(data string) {
-	b.lines, b.loaded = map[string]string{}, true
+	b.lines = map[string]string{}
 	for line := range strings.Lines(data) {
 		if key, list, ok := strings.Cut(line, " "); ok && strings.Contains(key, "@") {
 			if _, dup := b.lines[key]; !dup {
@@ -156,7 +155,6 @@ func (d *Disk) bucket(n uint8) *bucket {
 // where a holds nothing.
 func (d *Disk) known(a alloc.Attachment) *entry {
 	b := d.bucket(bucketOf(a))
-	b.loaded = true
 	e := b.entries[a]
 	if e == nil {
 		e = &entry{b: b}
@@ -189,7 +187,7 @@ func (d *Disk) tracked(a alloc.Attachment) (*entry, error) {
 	}
 	n := bucketOf(a)
 	b := d.bucket(n)
-	if !b.loaded {
+	if b.lines == nil {
 		data, _, err := readFile(child(d.idx, bucketName(n)))
 		if err != nil {
 			return nil, err
