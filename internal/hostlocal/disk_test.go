@@ -66,7 +66,7 @@ func indexValid(t *testing.T, dir string) bool {
 			return false
 		}
 	}
-	return st.valid
+	return st.nanos > 0
 }
 
 func TestDiskExactBytes(t *testing.T) {
@@ -270,7 +270,7 @@ func TestDiskCrashLeftovers(t *testing.T) {
 		t.Fatal(err)
 	}
 	writeForeign(t, filepath.Join(parent, "."+base+".new"), bucketName(0), "junk@eth0 10.0.0.6\n")
-	if st, _ := readStamp(idx); st.valid {
+	if st, _ := readStamp(idx); st.nanos > 0 {
 		t.Fatal("half-swapped index looks valid")
 	}
 	h.with(t, func(al *alloc.Allocator, s *Disk) {

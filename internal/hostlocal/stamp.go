@@ -18,9 +18,8 @@ const (
 
 // stamp is the parsed stamp file of an index directory.
 type stamp struct {
-	valid     bool  // nanos parsed
 	untrusted bool  // file system cannot keep nanosecond mtimes
-	nanos     int64 // the mtime D and the index directory must carry
+	nanos     int64 // the mtime D and the index directory must carry; 0: none parsed
 	exhausted []int // range-set IDs recorded as full
 }
 
@@ -40,7 +39,7 @@ func readStamp(idx string) (stamp, error) {
 	if err != nil || n <= 0 || marks && (len(fields) == 0 || fields[0] != exhaustedKey) {
 		return stamp{}, nil
 	}
-	st := stamp{valid: true, nanos: n}
+	st := stamp{nanos: n}
 	for _, f := range fields[min(1, len(fields)):] {
 		id, err := strconv.Atoi(f)
 		if err != nil {
@@ -141,7 +140,7 @@ func (d stateDir) trust() (state string, st stamp, err error) {
 	switch {
 	case st.untrusted:
 		return IndexUntrusted, st, nil
-	case !st.valid:
+	case st.nanos == 0:
 		return IndexStale, st, nil
 	}
 	dirTime, err := d.dirMtime(d.dir)
