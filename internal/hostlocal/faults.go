@@ -7,18 +7,14 @@ import (
 )
 
 // Faults stops a command's writes part-way, as kill -9 stops a plugin
-// between two of them: the first n writes of the Disks that share it go
+// between two of them: the first After writes of the Disks that share it go
 // through and every later one fails, while reads go on (they cost a
 // killed process nothing it leaves behind). It is how the store contract
 // builds each state a crash can leave, step by step, through the real
 // commands. A nil *Faults never stops a write.
-type Faults struct{ left atomic.Int64 }
-
-// CrashAfter is the Faults of one command that crashes after n writes.
-func CrashAfter(n int) *Faults {
-	f := &Faults{}
-	f.left.Store(int64(n))
-	return f
+type Faults struct {
+	After int
+	done  atomic.Int64
 }
 
 // errCrashed is what a write after the crash gets.
@@ -26,7 +22,7 @@ var errCrashed = cnierr.New(cnierr.CodeTryAgainLater, "the write was stopped (a 
 
 // step is one write: nil when it may happen.
 func (f *Faults) step() error {
-	if f == nil || f.left.Add(-1) >= 0 {
+	if f == nil || f.done.Add(1) <= int64(f.After) {
 		return nil
 	}
 	return errCrashed
