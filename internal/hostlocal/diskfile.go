@@ -177,10 +177,9 @@ func removeIfAny(path string) error {
 // for an absolute name is open(2).
 const atFDCWD = -0x64
 
-// openatRetry opens name relative to the directory dirfd (atFDCWD: the
-// working directory, or none for an absolute name), never through a
-// symbolic link as its last component (safedir.go: the directories above
-// it are checked).
+// openatRetry opens name relative to the directory dirfd, never through
+// a symbolic link as its last component (safedir.go: the directories
+// above it are checked).
 func openatRetry(dirfd int, name string, flags int, mode uint32) (int, error) {
 	for {
 		fd, err := syscall.Openat(dirfd, name, flags|syscall.O_CLOEXEC|syscall.O_NOFOLLOW, mode)

@@ -10,17 +10,12 @@ import (
 	"github.com/cniplugins/cniplugins/internal/cnierr"
 )
 
-// The plugin runs as root (or as the user of a rootless runtime) and
-// writes below a data directory that other local users may be able to
-// reach. A directory only that user can change cannot have its entries
-// swapped by anyone else, so every directory from the data directory down
-// is checked, once per open, to be a real directory (never a symbolic
-// link: directories are Lstat'ed) owned by the user the plugin runs as and
-// writable by nobody else; files below it are opened with O_NOFOLLOW
-// (openRetry), and link(2), rename(2) and unlink(2) never follow a final
-// symbolic link. Together, nothing below the data directory can redirect a
-// read or a write elsewhere, whatever was planted there before it became
-// safe.
+// Every directory from the data directory down is checked, once per open,
+// to be a real directory (Lstat'ed) owned by the plugin's user and
+// writable by nobody else, and files below it are opened with O_NOFOLLOW
+// (openRetry): "Files, ownership and modes" in docs/security.md says why
+// nothing planted below the data directory can then redirect a read or a
+// write.
 
 // Modes of what this package creates: directories and files that only the
 // plugin reads are its own (0700, 0600); reservations and cursors keep

@@ -68,11 +68,9 @@ func (d stateDir) dirMtime(p string) (int64, error) {
 	return fi.ModTime().UnixNano(), nil
 }
 
-// commit makes the index trustworthy again after a modification: entries
-// written, stamp written, both mtimes set to it and read back. If the
-// file system loses the nanoseconds the index is marked untrusted for
-// good, since a stamp it cannot keep would let other writers' changes
-// go unnoticed.
+// commit makes the index trustworthy again after a modification (see
+// "The stamp" in docs/state-on-disk.md); a file system that loses the
+// nanoseconds marks it untrusted for good.
 func (d *Disk) commit() error {
 	if !d.dirty || d.untrusted {
 		return nil
@@ -154,9 +152,8 @@ func (d stateDir) trust() (state string, st stamp, err error) {
 }
 
 // Exhausted returns the range-set IDs of dir that the last ADD found full
-// and that nothing has been released from since. It takes no lock (STATUS
-// must not queue behind ADDs) and returns nothing unless the index is
-// valid: a stamp mismatch means another writer may have freed addresses.
+// and that nothing has been released from since, without the lock (STATUS
+// must not queue behind ADDs) and only from a valid index.
 func Exhausted(dir string) ([]int, error) {
 	state, st, err := newStateDir(dir).trust()
 	if err != nil || state != IndexValid {
