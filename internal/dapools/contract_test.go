@@ -37,7 +37,7 @@ type diskCrash struct {
 func (c *diskCrash) command() (plugin.Personality, map[string]any) {
 	var f *hostlocal.Faults
 	if c.armed {
-		c.armed, f = false, hostlocal.CrashAfter(c.steps)
+		c.armed, f = false, &hostlocal.Faults{After: c.steps}
 	}
 	return dapools.PersonalityWith(f), map[string]any{"dataDir": c.dataDir, "lockTimeout": "5s"}
 }

@@ -31,7 +31,7 @@ func parseCursor(rangeID int, data []byte) Cursor {
 // readCursor returns range set rangeID's cursor, the file path, as it is
 // (a missing cursor included).
 func readCursor(path string, rangeID int) (Cursor, error) {
-	data, ok, err := readFile(path, smallFile)
+	data, ok, err := readFile(path)
 	if !ok {
 		return Cursor{RangeID: rangeID}, err
 	}

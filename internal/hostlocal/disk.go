@@ -14,8 +14,7 @@ import (
 
 // Disk is one state directory, locked from Open to Close, as the
 // allocation engine's store: an alloc.Lister, and an alloc.CursorKeeper
-// for a failed ADD's undo. See the package documentation for
-// the layout and the index.
+// for a failed ADD's undo.
 type Disk struct {
 	stateDir
 	lock *Lock // nil once closed
@@ -88,9 +87,6 @@ func OpenChecked(dir string, lockTimeout time.Duration, checked map[string]bool)
 	}
 	return d, nil
 }
-
-// Dir is the state directory d locks.
-func (d *Disk) Dir() string { return d.dir }
 
 // subdir reports whether D has the subdirectory path, checking it
 // (safedir.go) once per Open: most pools have none of them, and one
@@ -207,12 +203,17 @@ func (d *Disk) link(a alloc.Attachment, ip netip.Addr, final string) (bool, erro
 	if err := os.Remove(d.scratch()); err != nil {
 		return true, cnierr.IO("remove", d.scratch(), err)
 	}
+	return true, d.track(a, ip, (*entry).add)
+}
+
+// track applies change (entry.add or entry.remove) of ip to a's index
+// entry, where a is indexed.
+func (d *Disk) track(a alloc.Attachment, ip netip.Addr, change func(*entry, netip.Addr)) error {
 	e, err := d.tracked(a)
-	if err != nil || e == nil {
-		return true, err
+	if err == nil && e != nil {
+		change(e, ip)
 	}
-	e.add(ip)
-	return true, nil
+	return err
 }
 
 // Release implements alloc.Ledger; the file's content, not the index, decides
@@ -240,12 +241,7 @@ func (d *Disk) Release(a alloc.Attachment, ip netip.Addr) (bool, error) {
 	if err := d.untag(ip); err != nil {
 		return true, err
 	}
-	e, err := d.tracked(a)
-	if err != nil || e == nil {
-		return true, err
-	}
-	e.remove(ip)
-	return true, nil
+	return true, d.track(a, ip, (*entry).remove)
 }
 
 // ByAttachment implements alloc.Ledger from the index, scanning D only for

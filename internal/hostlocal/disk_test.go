@@ -52,7 +52,7 @@ func closeT(t testing.TB, d *Disk) {
 
 // indexValid reports whether the next Open would trust the index.
 func indexValid(t *testing.T, dir string) bool {
-	st, err := readStamp(indexDir(dir))
+	st, err := readStamp(IndexDir(dir))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,7 +66,7 @@ func indexValid(t *testing.T, dir string) bool {
 			return false
 		}
 	}
-	return st.valid
+	return st.nanos > 0
 }
 
 func TestDiskExactBytes(t *testing.T) {
@@ -111,7 +111,7 @@ func TestDiskExactBytes(t *testing.T) {
 	if !indexValid(t, dir) {
 		t.Error("index not valid after Close")
 	}
-	if exists(filepath.Join(indexDir(dir), scratchName)) {
+	if exists(filepath.Join(IndexDir(dir), scratchName)) {
 		t.Error("scratch file still names a reservation")
 	}
 }
@@ -123,7 +123,7 @@ func readBuckets(t testing.TB, dir string) map[string]string {
 	t.Helper()
 	out := map[string]string{}
 	for n := range numBuckets {
-		data, err := os.ReadFile(filepath.Join(indexDir(dir), bucketName(uint8(n))))
+		data, err := os.ReadFile(filepath.Join(IndexDir(dir), bucketName(uint8(n))))
 		if errors.Is(err, os.ErrNotExist) {
 			continue
 		}
@@ -169,7 +169,7 @@ func setIndexEntry(t testing.TB, dir string, a Attachment, addrs string) {
 			s.WriteString(k + " " + all[k] + "\n")
 		}
 	}
-	if err := os.WriteFile(filepath.Join(indexDir(dir), bucketName(n)), []byte(s.String()), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(IndexDir(dir), bucketName(n)), []byte(s.String()), 0o644); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -222,9 +222,9 @@ func TestDiskStaleEntryIgnored(t *testing.T) {
 	b := mustAlloc(t, h, alloctest.CidB, rs)
 	// Forge alloctest.CidA's entry to claim b and a missing address, keeping the
 	// stamp valid so that only verification can catch it.
-	st, _ := readStamp(indexDir(dir))
+	st, _ := readStamp(IndexDir(dir))
 	setIndexEntry(t, dir, alloctest.CidA, b.String()+" 10.0.0.6")
-	if err := os.Chtimes(indexDir(dir), time.Time{}, time.Unix(0, st.nanos)); err != nil {
+	if err := os.Chtimes(IndexDir(dir), time.Time{}, time.Unix(0, st.nanos)); err != nil {
 		t.Fatal(err)
 	}
 	if !indexValid(t, dir) {
@@ -259,7 +259,7 @@ func TestDiskCrashLeftovers(t *testing.T) {
 	h := diskHarness{dir}
 	rs := alloctest.Small(t)
 	a := mustAlloc(t, h, alloctest.CidA, rs)
-	idx := indexDir(dir)
+	idx := IndexDir(dir)
 	parent, base := filepath.Split(idx)
 	// A crash mid-swap: the live index was renamed away, the new one
 	// never renamed in; plus scratch files of a killed ADD.
@@ -270,7 +270,7 @@ func TestDiskCrashLeftovers(t *testing.T) {
 		t.Fatal(err)
 	}
 	writeForeign(t, filepath.Join(parent, "."+base+".new"), bucketName(0), "junk@eth0 10.0.0.6\n")
-	if st, _ := readStamp(idx); st.valid {
+	if st, _ := readStamp(idx); st.nanos > 0 {
 		t.Fatal("half-swapped index looks valid")
 	}
 	h.with(t, func(al *alloc.Allocator, s *Disk) {
@@ -304,7 +304,7 @@ func TestDiskUntrustedFallsBackToScan(t *testing.T) {
 	h := diskHarness{dir}
 	rs := alloctest.Small(t)
 	mustAlloc(t, h, alloctest.CidA, rs)
-	writeForeign(t, indexDir(dir), stampName, "untrusted\n")
+	writeForeign(t, IndexDir(dir), stampName, "untrusted\n")
 	writeForeign(t, dir, "10.0.0.6", "cid-x\r\neth0")
 	_, err := allocate(t, h, Attachment{ContainerID: "cid-x", IfName: "eth0"}, 0, rs)
 	alloctest.AssertCode(t, err, cnierr.CodeDuplicateAttach)
@@ -313,7 +313,7 @@ func TestDiskUntrustedFallsBackToScan(t *testing.T) {
 			t.Fatalf("release %v %v", rel, err)
 		}
 	})
-	if got := readString(t, filepath.Join(indexDir(dir), stampName)); got != "untrusted\n" {
+	if got := readString(t, filepath.Join(IndexDir(dir), stampName)); got != "untrusted\n" {
 		t.Fatalf("stamp = %q", got)
 	}
 	if ids, err := Exhausted(dir); err != nil || ids != nil {
@@ -467,7 +467,7 @@ func TestDiskRecycledInodesStayPrivate(t *testing.T) {
 			t.Fatalf("%s = %q", ip, got)
 		}
 	}
-	for _, p := range []string{dir, indexDir(dir)} {
+	for _, p := range []string{dir, IndexDir(dir)} {
 		des, _ := os.ReadDir(p)
 		for _, de := range des {
 			fi, err := os.Lstat(filepath.Join(p, de.Name()))
@@ -517,7 +517,7 @@ func TestDiskRebuildWritesBuckets(t *testing.T) {
 	if !indexValid(t, dir) {
 		t.Fatal("index not valid after rebuild")
 	}
-	des, err := os.ReadDir(indexDir(dir))
+	des, err := os.ReadDir(IndexDir(dir))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -573,7 +573,7 @@ func TestDiskOldLayoutRebuilt(t *testing.T) {
 	h := diskHarness{dir}
 	rs := alloctest.Small(t)
 	a := mustAlloc(t, h, alloctest.CidA, rs)
-	idx := indexDir(dir)
+	idx := IndexDir(dir)
 	st, _ := readStamp(idx)
 	des, _ := os.ReadDir(idx)
 	for _, de := range des {

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"syscall"
 
 	"github.com/cniplugins/cniplugins/internal/alloc"
@@ -33,7 +34,7 @@ type stateDir struct {
 
 func newStateDir(dir string) stateDir {
 	dir = filepath.Clean(dir)
-	return stateDir{dir: dir, idx: indexDir(dir), uid: os.Geteuid()}
+	return stateDir{dir: dir, idx: IndexDir(dir), uid: os.Geteuid()}
 }
 
 // addrPath is the reservation file of ip. Only plain canonical addresses
@@ -69,59 +70,55 @@ func child(dir, name string) string {
 // calls than the file operations themselves. Errors are *os.PathError
 // around the errno, so errors.Is(err, os.ErrNotExist) works as usual.
 
-// errNotRegular is what readFile finds where a file of the store should be.
+// errNotRegular is what readAt finds where a file of the store should be.
 var errNotRegular = errors.New("not a regular file")
 
-// smallFile is readFile's first buffer for a cursor, a reservation or a
-// stamp.
-const smallFile = 128
-
-// readFile reads the whole file path into a buffer of initial capacity
-// size, so that a file of up to about that size takes one read(2) plus
-// the one that sees its end; false (and no error) when it does not exist.
+// readAt reads the file name in the directory dirfd (atFDCWD: name is a
+// path) whole and returns its status too (errNotRegular comes with it).
 // Only a regular file is read: a FIFO planted in a state directory would
-// otherwise block the open, or feed the read without end.
-func readFile(path string, size int) ([]byte, bool, error) {
-	fd, err := openRetry(path, syscall.O_RDONLY|syscall.O_NONBLOCK, 0)
+// otherwise block the open, or feed the read without end. The buffer is
+// the stated size plus one byte, so a file takes one read(2): a short
+// read of a regular file is its end.
+func readAt(dirfd int, name string) ([]byte, syscall.Stat_t, error) {
+	var st syscall.Stat_t
+	fd, err := openatRetry(dirfd, name, syscall.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, st, err
+	}
+	defer syscall.Close(fd)
+	if err := syscall.Fstat(fd, &st); err != nil {
+		return nil, st, err
+	}
+	if st.Mode&syscall.S_IFMT != syscall.S_IFREG {
+		return nil, st, errNotRegular
+	}
+	buf := make([]byte, 0, st.Size+1)
+	for {
+		n, err := syscall.Read(fd, buf[len(buf):cap(buf)])
+		switch {
+		case err == syscall.EINTR:
+			continue
+		case err != nil:
+			return nil, st, err
+		}
+		buf = buf[:len(buf)+n]
+		if len(buf) < cap(buf) {
+			return buf, st, nil
+		}
+		buf = append(buf, 0)[:len(buf)] // it grew since the fstat
+	}
+}
+
+// readFile is readAt of path; false (and no error) when it does not exist.
+func readFile(path string) ([]byte, bool, error) {
+	data, _, err := readAt(atFDCWD, path)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, false, nil
 	}
 	if err != nil {
 		return nil, false, cnierr.IO("read", path, err)
 	}
-	defer syscall.Close(fd)
-	var st syscall.Stat_t
-	if err := syscall.Fstat(fd, &st); err != nil {
-		return nil, false, cnierr.IO("stat", path, err)
-	}
-	if st.Mode&syscall.S_IFMT != syscall.S_IFREG {
-		return nil, false, cnierr.IO("read", path, errNotRegular)
-	}
-	data, err := readFD(fd, path, size)
-	if err != nil {
-		return nil, false, cnierr.IO("read", path, err)
-	}
 	return data, true, nil
-}
-
-// readFD reads fd to its end into a buffer of initial capacity size.
-func readFD(fd int, path string, size int) ([]byte, error) {
-	buf := make([]byte, 0, size)
-	for {
-		if len(buf) == cap(buf) {
-			buf = append(buf, 0)[:len(buf)]
-		}
-		n, err := syscall.Read(fd, buf[len(buf):cap(buf)])
-		switch {
-		case err == syscall.EINTR:
-			continue
-		case err != nil:
-			return nil, &os.PathError{Op: "read", Path: path, Err: err}
-		case n == 0:
-			return buf, nil
-		}
-		buf = buf[:len(buf)+n]
-	}
 }
 
 // overwrite rewrites path (creating it with mode) in place: write at
@@ -132,23 +129,31 @@ func readFD(fd int, path string, size int) ([]byte, error) {
 // rename-over, it does not make ext4 (auto_da_alloc) flush the data
 // synchronously, which on some disks costs a millisecond per write.
 func overwrite(path, s string, mode uint32) error {
-	return writeSmall(path, s, syscall.O_WRONLY|syscall.O_CREAT, mode, true)
+	return writeSmall(path, s, syscall.O_WRONLY|syscall.O_CREAT, mode)
 }
 
 // writePrivate truncates or creates path, a file only the plugin reads
 // (0600), and writes s. No fsync: durability across power loss is
 // host-local's.
 func writePrivate(path, s string) error {
-	return writeSmall(path, s, syscall.O_WRONLY|syscall.O_CREAT|syscall.O_TRUNC, modePrivate, false)
+	return writeSmall(path, s, syscall.O_WRONLY|syscall.O_CREAT|syscall.O_TRUNC, modePrivate)
 }
 
-func writeSmall(path, s string, flags int, mode uint32, cutTail bool) error {
+// writeSmall writes s to path opened with flags; without O_TRUNC it cuts
+// the tail of what was there.
+func writeSmall(path, s string, flags int, mode uint32) error {
 	fd, err := openRetry(path, flags, mode)
 	if err != nil {
 		return cnierr.IO("open", path, err)
 	}
-	err = pwriteAll(fd, []byte(s))
-	if err == nil && cutTail {
+	for b, off := []byte(s), 0; err == nil && off < len(b); {
+		var n int
+		if n, err = syscall.Pwrite(fd, b[off:], int64(off)); err == syscall.EINTR {
+			n, err = 0, nil
+		}
+		off += n
+	}
+	if err == nil && flags&syscall.O_TRUNC == 0 {
 		err = syscall.Ftruncate(fd, int64(len(s)))
 	}
 	if cerr := syscall.Close(fd); err == nil {
@@ -156,20 +161,6 @@ func writeSmall(path, s string, flags int, mode uint32, cutTail bool) error {
 	}
 	if err != nil {
 		return cnierr.IO("write", path, err)
-	}
-	return nil
-}
-
-func pwriteAll(fd int, b []byte) error {
-	for off := 0; off < len(b); {
-		n, err := syscall.Pwrite(fd, b[off:], int64(off))
-		if err == syscall.EINTR {
-			continue
-		}
-		if err != nil {
-			return err
-		}
-		off += n
 	}
 	return nil
 }
@@ -186,10 +177,9 @@ func removeIfAny(path string) error {
 // for an absolute name is open(2).
 const atFDCWD = -0x64
 
-// openatRetry opens name relative to the directory dirfd (atFDCWD: the
-// working directory, or none for an absolute name), never through a
-// symbolic link as its last component (safedir.go: the directories above
-// it are checked).
+// openatRetry opens name relative to the directory dirfd, never through
+// a symbolic link as its last component (safedir.go: the directories
+// above it are checked).
 func openatRetry(dirfd int, name string, flags int, mode uint32) (int, error) {
 	for {
 		fd, err := syscall.Openat(dirfd, name, flags|syscall.O_CLOEXEC|syscall.O_NOFOLLOW, mode)
@@ -232,14 +222,9 @@ type namedCursor struct {
 // readEntries lists dir, checked for uid (safedir.go), with one
 // getdents(2) pass; a missing dir is os.ErrNotExist, wrapped.
 func readEntries(dir string, uid int) (entries, error) {
-	f, err := openDir(dir, uid)
+	des, err := readDir(dir, uid)
 	if err != nil {
-		return entries{}, readError(dir, err)
-	}
-	defer f.Close()
-	des, err := f.ReadDir(-1)
-	if err != nil {
-		return entries{}, readError(dir, err)
+		return entries{}, err
 	}
 	e := entries{reservations: make([]namedAddr, 0, len(des))}
 	for _, de := range des {
@@ -256,29 +241,12 @@ func readEntries(dir string, uid int) (entries, error) {
 	return e, nil
 }
 
-// readError is err of reading dir: an unsafe directory's refusal as it
-// is, anything else an I/O error.
-func readError(dir string, err error) error {
-	if cnierr.As(err) != nil {
-		return err
-	}
-	return cnierr.IO("read", dir, err)
-}
-
 // cursorID parses "last_reserved_ip.<N>" the way host-local names it.
+// Digits only: Atoi alone would take a sign too.
 func cursorID(name string) (int, bool) {
-	const prefix = "last_reserved_ip."
-	if len(name) <= len(prefix) || name[:len(prefix)] != prefix {
-		return 0, false
-	}
-	n := 0
-	for _, c := range name[len(prefix):] {
-		if c < '0' || c > '9' || n > 1<<20 {
-			return 0, false
-		}
-		n = n*10 + int(c-'0')
-	}
-	return n, true
+	s, ok := strings.CutPrefix(name, "last_reserved_ip.")
+	n, err := strconv.Atoi(s)
+	return n, ok && err == nil && s[0] >= '0' && n <= 1<<24
 }
 
 // scan reads every reservation file of D: the O(n) path used by GC,
@@ -289,18 +257,13 @@ func (d *Disk) scan() (map[netip.Addr]alloc.Attachment, error) {
 	if err != nil {
 		return nil, err
 	}
-	all := make(map[netip.Addr]alloc.Attachment, len(ents.reservations))
-	for _, r := range ents.reservations {
-		if !r.regular {
-			continue
-		}
-		data, ok, err := readFile(child(d.dir, r.name), smallFile)
-		if err != nil {
-			return nil, err
-		}
-		if ok {
-			all[r.ip] = parseReservation(data)
-		}
+	rs, err := readReservations(d.dir, slices.DeleteFunc(ents.reservations, func(n namedAddr) bool { return !n.regular }))
+	if err != nil {
+		return nil, err
+	}
+	all := make(map[netip.Addr]alloc.Attachment, len(rs))
+	for _, r := range rs {
+		all[r.Addr] = r.Owner
 	}
 	return all, nil
 }

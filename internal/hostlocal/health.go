@@ -54,8 +54,7 @@ func Examine(dir string, lockTimeout time.Duration) (*Health, error) {
 	d := newStateDir(dir)
 	if fi, err := os.Lstat(d.dir); err != nil || !fi.IsDir() {
 		return nil, cnierr.New(cnierr.CodeIO, "not a state directory", "dir=%s", d.dir)
-	}
-	if err := CheckDir(d.dir, d.uid); err != nil {
+	} else if err := SafeDir(d.dir, fi, d.uid); err != nil {
 		return nil, err
 	}
 	lk, err := acquireLock(d.dir, d.uid, lockTimeout)
@@ -71,9 +70,16 @@ func Examine(dir string, lockTimeout time.Duration) (*Health, error) {
 	if h.Reservations, err = readReservations(d.dir, ents.reservations); err != nil {
 		return nil, err
 	}
-	if h.Cursors, err = d.readCursors(ents.cursors); err != nil {
-		return nil, err
+	for _, n := range ents.cursors {
+		c, err := readCursor(child(d.dir, n.name), n.id)
+		if err != nil {
+			return nil, err
+		}
+		if c.Raw != nil { // gone since the listing
+			h.Cursors = append(h.Cursors, c)
+		}
 	}
+	slices.SortFunc(h.Cursors, func(a, b Cursor) int { return a.RangeID - b.RangeID })
 	if h.Index, _, err = d.trust(); err != nil {
 		return nil, err
 	}
@@ -107,7 +113,6 @@ func Examine(dir string, lockTimeout time.Duration) (*Health, error) {
 // the round-robin position, which then restarts at the range's start).
 // It never removes a reservation. It returns what it did.
 func Repair(dir string, lockTimeout time.Duration, dropCursors []int) ([]string, error) {
-	dir = filepath.Clean(dir)
 	d, err := Open(dir, lockTimeout)
 	if err != nil {
 		return nil, err
@@ -178,7 +183,7 @@ func (d stateDir) indexProblems(rs []Reservation) ([]string, error) {
 	got := map[string][]netip.Addr{} // by key: the addresses listed, never nil
 	for n := range numBuckets {
 		name := bucketName(uint8(n))
-		data, _, err := readFile(child(d.idx, name), bucketReadSize)
+		data, _, err := readFile(child(d.idx, name))
 		if err != nil {
 			return nil, err
 		}
@@ -190,7 +195,10 @@ func (d stateDir) indexProblems(rs []Reservation) ([]string, error) {
 			case !strings.HasSuffix(line, "\n"):
 				report("index bucket %s: line %d is cut short (torn write)", name, lineNo)
 			case len(fields) < 2 || !strings.Contains(fields[0], "@") || fields[0][0] == '@':
-				report("index bucket %s: line %d is not \"<containerID>@<ifname> <ip>...\": %q", name, lineNo, clipLine(line))
+				if line = strings.TrimRight(line, "\n"); len(line) > 60 {
+					line = line[:60] + "..."
+				}
+				report("index bucket %s: line %d is not \"<containerID>@<ifname> <ip>...\": %q", name, lineNo, line)
 			case keyBucket(fields[0]) != name:
 				report("index bucket %s: line %d (%s) belongs in bucket %s", name, lineNo, fields[0], keyBucket(fields[0]))
 			case got[fields[0]] != nil:
@@ -209,14 +217,9 @@ func (d stateDir) indexProblems(rs []Reservation) ([]string, error) {
 			}
 		}
 	}
-	keys := map[string]bool{}
-	for k := range want {
-		keys[k] = true
-	}
-	for k := range got {
-		keys[k] = true
-	}
-	for _, k := range slices.Sorted(maps.Keys(keys)) {
+	keys := slices.AppendSeq(slices.Collect(maps.Keys(want)), maps.Keys(got))
+	slices.Sort(keys)
+	for _, k := range slices.Compact(keys) {
 		w, g := want[k], joinAddrs(got[k])
 		switch {
 		case w == g:
@@ -250,37 +253,25 @@ func joinAddrs(ips []netip.Addr) string {
 	return strings.Join(s, ",")
 }
 
-func clipLine(s string) string {
-	s = strings.TrimRight(s, "\n")
-	if len(s) > 60 {
-		return s[:60] + "..."
-	}
-	return s
-}
-
 // staleScratch lists what a crash or failed call left in the index tree:
 // the scratch files .tmp and .tmpw are spares between operations and are
 // fine while they have one name; .tmpw-old exists only inside a cursor
 // update, and the .new/.old trees only inside a rebuild, both under the
 // lock; anything else in the index directory is not ours.
 func (d stateDir) staleScratch() ([]string, error) {
+	des, err := readDirIfAny(d.idx, d.uid)
 	var stale []string
-	des, err := os.ReadDir(d.idx)
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return nil, cnierr.IO("read", d.idx, err)
-	}
 	for _, de := range des {
 		name := de.Name()
 		if name == stampName || len(name) == 3 && name[0] == 'b' && strings.Trim(name[1:], "0123456789abcdef") == "" {
 			continue
 		}
 		if name == scratchName || name == cursorSpare {
-			fi, err := os.Lstat(filepath.Join(d.idx, name))
-			if err == nil && fi.Mode().IsRegular() && nlink(fi) == 1 {
+			if fi, err := de.Info(); err == nil && fi.Mode().IsRegular() && nlink(fi) == 1 {
 				continue
 			}
 		}
-		stale = append(stale, filepath.Join(d.idx, name))
+		stale = append(stale, child(d.idx, name))
 	}
 	parent, base := filepath.Split(d.idx)
 	for _, p := range []string{filepath.Join(parent, "."+base+".new"), filepath.Join(parent, "."+base+".old")} {
@@ -288,5 +279,5 @@ func (d stateDir) staleScratch() ([]string, error) {
 			stale = append(stale, p)
 		}
 	}
-	return stale, nil
+	return stale, err
 }

@@ -73,7 +73,7 @@ func TestExamineAndRepairIndex(t *testing.T) {
 func TestStaleScratch(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "net")
 	closeT(t, openT(t, dir))
-	idx := indexDir(dir)
+	idx := IndexDir(dir)
 	writeFile := func(p, s string) {
 		if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
 			t.Fatal(err)
@@ -111,7 +111,7 @@ func TestStaleScratch(t *testing.T) {
 func TestExamineMalformedBucketLines(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "net")
 	closeT(t, openT(t, dir))
-	b00 := filepath.Join(indexDir(dir), bucketName(0))
+	b00 := filepath.Join(IndexDir(dir), bucketName(0))
 	if err := os.WriteFile(b00, []byte("\nnoat 10.0.0.2\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}

@@ -2,6 +2,7 @@ package hostlocal
 
 import (
 	"hash/fnv"
+	"maps"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -12,18 +13,15 @@ import (
 	"github.com/cniplugins/cniplugins/internal/alloc"
 )
 
-// indexDir is the index of state directory dir: a sibling "_index" tree,
+// IndexDir is the index of state directory dir: a sibling "_index" tree,
 // which host-local never walks and no network or pool name can shadow.
-func indexDir(dir string) string {
+func IndexDir(dir string) string {
+	dir = filepath.Clean(dir)
 	return child(child(filepath.Dir(dir), "_index"), filepath.Base(dir))
 }
 
 // numBuckets is the number of bucket files an index is spread over.
 const numBuckets = 256
-
-// bucketReadSize is the initial read buffer of a bucket: at 60,000
-// attachments a bucket holds about 6 KiB.
-const bucketReadSize = 16 << 10
 
 // bucketOf is the bucket holding a's entry: the low byte of the FNV-1a
 // hash of its identity (never its network).
@@ -45,43 +43,50 @@ func bucketName(b uint8) string {
 // refused too, as it always was.
 func entryKey(a alloc.Attachment) (string, bool) {
 	id := a.ContainerID
-	if !a.Recordable() || id == "" || strings.HasPrefix(id, ".") || strings.ContainsAny(id, "@\x00\r\n") ||
-		strings.ContainsAny(a.IfName, "\x00\r\n") || strings.IndexFunc(id, unicode.IsSpace) >= 0 ||
-		strings.IndexFunc(a.IfName, unicode.IsSpace) >= 0 {
+	if !a.Recordable() || id == "" || id[0] == '.' || strings.ContainsAny(id, "@\x00") || strings.ContainsRune(a.IfName, 0) ||
+		strings.ContainsFunc(id, unicode.IsSpace) || strings.ContainsFunc(a.IfName, unicode.IsSpace) {
 		return "", false
 	}
 	return id + "@" + a.IfName, true
 }
 
 // bucketFormat reports whether the index directory was written in the
-// bucket layout: every rebuild creates b00, even empty, and nothing
-// removes it. An index left by a version that kept one file per
-// attachment can carry a valid stamp but no buckets, which would read as
-// "nobody holds anything"; it is rebuilt instead.
+// bucket layout (it has b00): an index left by a version that kept one
+// file per attachment can carry a valid stamp but no buckets, which would
+// read as "nobody holds anything".
 func (d stateDir) bucketFormat() bool {
 	_, err := os.Lstat(child(d.idx, bucketName(0)))
 	return err == nil
 }
 
-// bucket is the cached content of one bucket file. Only the entries
-// used are parsed: raw keeps the file as read, and content merges the
-// entries into it, so a lookup costs one read and a substring search
-// however full the bucket is.
+// bucket is the cached content of one bucket file: its lines by key,
+// their address lists as read, which an entry replaces once its
+// attachment is used.
 type bucket struct {
-	raw     string                      // the file as loaded ("" when built from a scan)
+	lines   map[string]string           // by key: the address list, "\n" included unless torn; nil until loaded
 	entries map[alloc.Attachment]*entry // by Key(): the entries used, or all after a scan
-	loaded  bool                        // raw reflects the file (or a scan)
 	dirty   bool                        // differs from the file: Close rewrites it
 }
 
-// entry is the cached index entry of one attachment.
+// load parses the bucket file data. Lines that are no entry are dropped,
+// and so is the second line of a key; a torn last line is kept for its
+// addresses, which verify checks, but never written back as it is.
+func (b *bucket) load(data string) {
+	b.lines = map[string]string{}
+	for line := range strings.Lines(data) {
+		if key, list, ok := strings.Cut(line, " "); ok && strings.Contains(key, "@") {
+			if _, dup := b.lines[key]; !dup {
+				b.lines[key] = list
+			}
+		}
+	}
+}
+
+// entry is the cached index entry of one attachment, verified against D
+// when it was loaded.
 type entry struct {
-	b *bucket
-	// raw is the address list as read from the bucket file, not yet
-	// verified against D; addrs is meaningless until verified.
-	raw      string
-	verified bool
-	addrs    []netip.Addr // sorted, once verified
+	b     *bucket
+	addrs []netip.Addr // sorted
 }
 
 func (e *entry) add(ip netip.Addr) {
@@ -100,12 +105,6 @@ func (e *entry) remove(ip netip.Addr) {
 
 // line is e's line in its bucket file, or "" when it holds nothing.
 func (e *entry) line(key string) string {
-	if !e.verified {
-		if e.raw == "" {
-			return ""
-		}
-		return key + " " + e.raw + "\n"
-	}
 	if len(e.addrs) == 0 {
 		return ""
 	}
@@ -120,59 +119,26 @@ func (e *entry) line(key string) string {
 }
 
 // content is the bucket file: one line per indexable attachment holding
-// something, sorted by key. It merges the entries into raw (which is
-// sorted, as we wrote it) in one pass: raw lines are kept verbatim unless
-// their attachment has an entry; malformed and duplicate ones are dropped.
+// something, sorted by key; a line loaded is kept verbatim unless its
+// attachment has an entry.
 func (b *bucket) content() string {
-	type kl struct{ key, line string }
-	over := make([]kl, 0, len(b.entries))
+	over := make(map[string]string, len(b.entries)) // by key: the entries' lines
 	for a, e := range b.entries {
 		if key, ok := entryKey(a); ok {
-			over = append(over, kl{key, e.line(key)})
+			over[key] = e.line(key)
 		}
 	}
-	slices.SortFunc(over, func(x, y kl) int { return strings.Compare(x.key, y.key) })
+	keys := slices.AppendSeq(slices.Collect(maps.Keys(b.lines)), maps.Keys(over))
+	slices.Sort(keys)
 	var s strings.Builder
-	s.Grow(len(b.raw) + 64*len(over))
-	last := "" // the key last written (or dropped as emptied)
-	put := func(key, line string) {
-		s.WriteString(line)
-		last = key
-	}
-	i := 0
-	for line := range strings.Lines(b.raw) {
-		key, _, ok := strings.Cut(line, " ")
-		if !ok || !strings.HasSuffix(line, "\n") || !strings.Contains(key, "@") {
-			continue
+	for _, key := range slices.Compact(keys) {
+		if line, ok := over[key]; ok {
+			s.WriteString(line)
+		} else if list := b.lines[key]; strings.HasSuffix(list, "\n") {
+			s.WriteString(key + " " + list)
 		}
-		for ; i < len(over) && over[i].key <= key; i++ {
-			put(over[i].key, over[i].line)
-		}
-		if key != last {
-			put(key, line)
-		}
-	}
-	for ; i < len(over); i++ {
-		put(over[i].key, over[i].line)
 	}
 	return s.String()
-}
-
-// find returns the unverified address list of key's line in raw.
-func (b *bucket) find(key string) (string, bool) {
-	i := 0
-	if !strings.HasPrefix(b.raw, key+" ") {
-		j := strings.Index(b.raw, "\n"+key+" ")
-		if j < 0 {
-			return "", false
-		}
-		i = j + 1
-	}
-	rest := b.raw[i+len(key)+1:]
-	if j := strings.IndexByte(rest, '\n'); j >= 0 {
-		rest = rest[:j]
-	}
-	return rest, true
 }
 
 // bucket returns the cached bucket n, creating an unloaded one.
@@ -189,10 +155,9 @@ func (d *Disk) bucket(n uint8) *bucket {
 // where a holds nothing.
 func (d *Disk) known(a alloc.Attachment) *entry {
 	b := d.bucket(bucketOf(a))
-	b.loaded = true
 	e := b.entries[a]
 	if e == nil {
-		e = &entry{b: b, verified: true}
+		e = &entry{b: b}
 		b.entries[a] = e
 	}
 	return e
@@ -201,14 +166,9 @@ func (d *Disk) known(a alloc.Attachment) *entry {
 // fill replaces the cache with the result of a full scan.
 func (d *Disk) fill(all map[netip.Addr]alloc.Attachment) {
 	d.buckets = make(map[uint8]*bucket, numBuckets)
-	for ip, a := range all {
-		e := d.known(a.Key())
+	for _, ip := range slices.SortedFunc(maps.Keys(all), netip.Addr.Compare) {
+		e := d.known(all[ip].Key())
 		e.addrs = append(e.addrs, ip)
-	}
-	for _, b := range d.buckets {
-		for _, e := range b.entries {
-			slices.SortFunc(e.addrs, netip.Addr.Compare)
-		}
 	}
 	d.complete = true
 }
@@ -227,36 +187,33 @@ func (d *Disk) tracked(a alloc.Attachment) (*entry, error) {
 	}
 	n := bucketOf(a)
 	b := d.bucket(n)
-	if !b.loaded {
-		data, _, err := readFile(child(d.idx, bucketName(n)), bucketReadSize)
+	if b.lines == nil {
+		data, _, err := readFile(child(d.idx, bucketName(n)))
 		if err != nil {
 			return nil, err
 		}
-		b.raw = string(data)
-		b.loaded = true
+		b.load(string(data))
 	}
 	e := b.entries[a]
 	if e != nil {
 		return e, nil
 	}
-	raw, found := b.find(key)
-	e = &entry{b: b, raw: raw, verified: !found}
-	b.entries[a] = e
-	if found {
-		if err := d.verify(a, e); err != nil {
-			delete(b.entries, a)
+	e = &entry{b: b}
+	if raw, found := b.lines[key]; found {
+		if err := d.verify(a, e, raw); err != nil {
 			return nil, err
 		}
 	}
+	b.entries[a] = e
 	return e, nil
 }
 
-// verify keeps only the addresses of e whose file still names a as
-// owner; a stale address is dropped, never released.
-func (d *Disk) verify(a alloc.Attachment, e *entry) error {
+// verify sets e to the addresses of raw, its bucket line, whose file
+// still names a as owner; a stale address is dropped, never released.
+func (d *Disk) verify(a alloc.Attachment, e *entry, raw string) error {
 	var addrs []netip.Addr
 	changed := false
-	for f := range strings.FieldsSeq(e.raw) {
+	for f := range strings.FieldsSeq(raw) {
 		ip, err := netip.ParseAddr(f)
 		if err != nil {
 			changed = true
@@ -278,8 +235,6 @@ func (d *Disk) verify(a alloc.Attachment, e *entry) error {
 		addrs = c
 	}
 	e.addrs = addrs
-	e.raw = ""
-	e.verified = true
 	if changed {
 		e.b.dirty = true
 		d.dirty = true

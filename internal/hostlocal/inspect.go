@@ -88,7 +88,7 @@ func readReservations(dir string, names []namedAddr) ([]Reservation, error) {
 	for w := range workers {
 		wg.Go(func() {
 			for i := w; i < len(names); i += workers {
-				out[i], errs[i] = readReservation(dirfd, dir, names[i].name, names[i].ip)
+				out[i], errs[i] = readReservation(dirfd, dir, names[i])
 			}
 		})
 	}
@@ -100,71 +100,25 @@ func readReservations(dir string, names []namedAddr) ([]Reservation, error) {
 	return slices.DeleteFunc(out, func(r Reservation) bool { return !r.Addr.IsValid() }), nil
 }
 
-// readReservation reads name in dir, opened relative to dirfd; a file
-// that is gone is the zero Reservation.
-func readReservation(dirfd int, dir, name string, ip netip.Addr) (Reservation, error) {
-	path := filepath.Join(dir, name)
-	fd, err := openatRetry(dirfd, name, syscall.O_RDONLY|syscall.O_NONBLOCK, 0)
-	if errors.Is(err, os.ErrNotExist) {
+// readReservation reads the reservation n of dir, opened relative to
+// dirfd; a file that is gone is the zero Reservation.
+func readReservation(dirfd int, dir string, n namedAddr) (Reservation, error) {
+	data, st, err := readAt(dirfd, n.name)
+	r := Reservation{Addr: n.ip}
+	switch {
+	case errors.Is(err, os.ErrNotExist):
 		return Reservation{}, nil
-	}
-	r := Reservation{Addr: ip}
-	if errors.Is(err, syscall.ELOOP) {
+	case errors.Is(err, syscall.ELOOP):
 		r.Problem = "is a symbolic link, not a file"
 		return r, nil
-	}
-	if err != nil {
-		return Reservation{}, cnierr.IO("open", path, err)
-	}
-	defer syscall.Close(fd)
-	var st syscall.Stat_t
-	if err := syscall.Fstat(fd, &st); err != nil {
-		return Reservation{}, cnierr.IO("stat", path, err)
+	case err == errNotRegular:
+		r.Problem = "is not a regular file"
+	case err != nil:
+		return Reservation{}, cnierr.IO("read", filepath.Join(dir, n.name), err)
+	default:
+		r.Owner = parseReservation(data)
+		r.Problem = r.Owner.Problem()
 	}
 	r.Since = time.Unix(st.Mtim.Unix())
-	if st.Mode&syscall.S_IFMT != syscall.S_IFREG {
-		r.Problem = "is not a regular file"
-		return r, nil
-	}
-	// One read(2) of the stated size plus one byte: a reservation file is
-	// never rewritten in place, so a short read is its end.
-	buf := make([]byte, st.Size+1)
-	n, err := syscall.Read(fd, buf)
-	for err == syscall.EINTR {
-		n, err = syscall.Read(fd, buf)
-	}
-	if err != nil {
-		return Reservation{}, cnierr.IO("read", path, err)
-	}
-	if n == len(buf) { // it grew after all: read the rest
-		rest, err := readFD(fd, path, 64)
-		if err != nil {
-			return Reservation{}, cnierr.IO("read", path, err)
-		}
-		buf = append(buf, rest...)
-		n = len(buf)
-	}
-	buf = buf[:n]
-	r.Owner = parseReservation(buf)
-	r.Problem = r.Owner.Problem()
 	return r, nil
 }
-
-// readCursors reads the cursors names of d, sorted by range set.
-func (d stateDir) readCursors(names []namedCursor) ([]Cursor, error) {
-	var out []Cursor
-	for _, n := range names {
-		c, err := readCursor(child(d.dir, n.name), n.id)
-		if err != nil {
-			return nil, err
-		}
-		if c.Raw != nil {
-			out = append(out, c)
-		}
-	}
-	slices.SortFunc(out, func(a, b Cursor) int { return a.RangeID - b.RangeID })
-	return out, nil
-}
-
-// IndexDir is where the index of state directory dir lives.
-func IndexDir(dir string) string { return indexDir(filepath.Clean(dir)) }

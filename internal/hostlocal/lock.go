@@ -65,8 +65,6 @@ func lockFile(path string, flags int, uid int, timeout time.Duration, busy func(
 		}
 		got <- err
 	}()
-	timer := time.NewTimer(timeout)
-	defer timer.Stop()
 	select {
 	case err := <-got:
 		if err != nil {
@@ -74,7 +72,7 @@ func lockFile(path string, flags int, uid int, timeout time.Duration, busy func(
 			return nil, cnierr.IO("lock", path, err)
 		}
 		return f, nil
-	case <-timer.C:
+	case <-time.After(timeout): // an unstopped timer is collected since Go 1.23
 		go func() {
 			<-got
 			f.Close()

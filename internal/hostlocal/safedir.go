@@ -10,17 +10,12 @@ import (
 	"github.com/cniplugins/cniplugins/internal/cnierr"
 )
 
-// The plugin runs as root (or as the user of a rootless runtime) and
-// writes below a data directory that other local users may be able to
-// reach. A directory only that user can change cannot have its entries
-// swapped by anyone else, so every directory from the data directory down
-// is checked, once per open, to be a real directory (never a symbolic
-// link: directories are Lstat'ed) owned by the user the plugin runs as and
-// writable by nobody else; files below it are opened with O_NOFOLLOW
-// (openRetry), and link(2), rename(2) and unlink(2) never follow a final
-// symbolic link. Together, nothing below the data directory can redirect a
-// read or a write elsewhere, whatever was planted there before it became
-// safe.
+// Every directory from the data directory down is checked, once per open,
+// to be a real directory (Lstat'ed) owned by the plugin's user and
+// writable by nobody else, and files below it are opened with O_NOFOLLOW
+// (openRetry): "Files, ownership and modes" in docs/security.md says why
+// nothing planted below the data directory can then redirect a read or a
+// write.
 
 // Modes of what this package creates: directories and files that only the
 // plugin reads are its own (0700, 0600); reservations and cursors keep
@@ -64,14 +59,19 @@ func SafeDir(path string, fi fs.FileInfo, uid int) error {
 // CheckDir checks that the existing directory path is safe for uid (see
 // SafeDir); a missing one is fs.ErrNotExist, unwrapped.
 func CheckDir(path string, uid int) error {
+	_, err := checkDir(path, uid)
+	return err
+}
+
+// checkDir is CheckDir returning the directory's status.
+func checkDir(path string, uid int) (fs.FileInfo, error) {
 	fi, err := os.Lstat(path)
-	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return err
-		}
-		return cnierr.IO("stat", path, err)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		err = cnierr.IO("stat", path, err)
+	} else if err == nil {
+		err = SafeDir(path, fi, uid)
 	}
-	return SafeDir(path, fi, uid)
+	return fi, err
 }
 
 // EnsureDir creates path with mode when it is missing (its parents too,
@@ -114,44 +114,40 @@ func ensureChecked(checked map[string]bool, uid int, dirs ...dirSpec) error {
 	return nil
 }
 
-// openDir opens the directory path without following a symbolic link and
-// checks it for uid; a missing one is fs.ErrNotExist.
-func openDir(path string, uid int) (*os.File, error) {
+// readDir lists the directory path, opened without following a symbolic
+// link and checked for uid; a missing one is fs.ErrNotExist, wrapped in
+// code 5 as every other error that is not a refusal.
+func readDir(path string, uid int) ([]os.DirEntry, error) {
 	fd, err := openRetry(path, syscall.O_RDONLY|syscall.O_DIRECTORY, 0)
-	if err != nil {
-		if errors.Is(err, syscall.ELOOP) || errors.Is(err, syscall.ENOTDIR) {
-			return nil, unsafeDir(path, "is a symbolic link or not a directory", uid)
-		}
-		return nil, err
-	}
-	f := os.NewFile(uintptr(fd), path)
-	fi, err := f.Stat()
-	if err == nil {
-		err = SafeDir(path, fi, uid)
-	}
-	if err != nil {
-		f.Close()
-		return nil, err
-	}
-	return f, nil
-}
-
-// readDirIfAny is os.ReadDir of a directory openDir accepts, which may
-// not exist yet (it holds nothing then), its errors as code 5 naming it.
-func readDirIfAny(path string, uid int) ([]os.DirEntry, error) {
-	f, err := openDir(path, uid)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
+	if errors.Is(err, syscall.ELOOP) || errors.Is(err, syscall.ENOTDIR) {
+		return nil, unsafeDir(path, "is a symbolic link or not a directory", uid)
 	}
 	var des []os.DirEntry
 	if err == nil {
-		des, err = f.ReadDir(-1)
+		f := os.NewFile(uintptr(fd), path)
+		var fi fs.FileInfo
+		if fi, err = f.Stat(); err == nil {
+			err = SafeDir(path, fi, uid)
+		}
+		if err == nil {
+			des, err = f.ReadDir(-1)
+		}
 		f.Close()
 	}
-	if err != nil {
-		return nil, readError(path, err)
+	if err != nil && cnierr.As(err) == nil {
+		err = cnierr.IO("read", path, err)
 	}
-	return des, nil
+	return des, err
+}
+
+// readDirIfAny is readDir of a directory which may not exist yet (it
+// holds nothing then).
+func readDirIfAny(path string, uid int) ([]os.DirEntry, error) {
+	des, err := readDir(path, uid)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	return des, err
 }
 
 // trustedOwner: a file of owner may be relied on by uid.

@@ -30,8 +30,8 @@ func TestOpenSafeDirs(t *testing.T) {
 	for path, want := range map[string]os.FileMode{
 		filepath.Join(dir, lockName):            0o600,
 		filepath.Join(base, "_index"):           0o700 | os.ModeDir,
-		indexDir(dir):                           0o700 | os.ModeDir,
-		filepath.Join(indexDir(dir), stampName): 0o600,
+		IndexDir(dir):                           0o700 | os.ModeDir,
+		filepath.Join(IndexDir(dir), stampName): 0o600,
 	} {
 		if fi, err := os.Lstat(path); err != nil || fi.Mode() != want {
 			t.Errorf("%s: %v %v, want %v", path, fi.Mode(), err, want)
@@ -53,7 +53,7 @@ func TestOpenSafeDirs(t *testing.T) {
 	if err := os.Chmod(base, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	idx := indexDir(dir)
+	idx := IndexDir(dir)
 	if err := os.Rename(idx, idx+".real"); err != nil {
 		t.Fatal(err)
 	}

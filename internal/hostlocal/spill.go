@@ -91,7 +91,7 @@ func (d *Disk) GCSpills(keep func(alloc.Attachment) bool) ([]string, error) {
 		path := child(d.spillDir(), de.Name())
 		a, ok := spillOwner(de.Name())
 		if ok && de.Type().IsRegular() {
-			network, _, err := readFile(path, smallFile)
+			network, _, err := readFile(path)
 			if err != nil {
 				return done, err
 			}

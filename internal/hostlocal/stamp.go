@@ -2,13 +2,12 @@ package hostlocal
 
 import (
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/cniplugins/cniplugins/internal/cnierr"
 )
 
 const (
@@ -19,54 +18,36 @@ const (
 
 // stamp is the parsed stamp file of an index directory.
 type stamp struct {
-	valid     bool  // nanos parsed
 	untrusted bool  // file system cannot keep nanosecond mtimes
-	nanos     int64 // the mtime D and the index directory must carry
+	nanos     int64 // the mtime D and the index directory must carry; 0: none parsed
 	exhausted []int // range-set IDs recorded as full
 }
 
 // readStamp parses <idx>/stamp. A missing or garbled file is simply not
 // valid (a crash or an older index); only real read failures are errors.
 func readStamp(idx string) (stamp, error) {
-	data, ok, err := readFile(child(idx, stampName), smallFile)
+	data, ok, err := readFile(child(idx, stampName))
 	if !ok {
 		return stamp{}, err
 	}
-	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
-	if lines[0] == untrustedStamp {
+	first, rest, marks := strings.Cut(strings.TrimSpace(string(data)), "\n")
+	if first == untrustedStamp {
 		return stamp{untrusted: true}, nil
 	}
-	n, err := strconv.ParseInt(lines[0], 10, 64)
-	if err != nil || n <= 0 {
+	n, err := strconv.ParseInt(first, 10, 64)
+	fields := strings.Fields(rest)
+	if err != nil || n <= 0 || marks && (len(fields) == 0 || fields[0] != exhaustedKey) {
 		return stamp{}, nil
 	}
-	st := stamp{valid: true, nanos: n}
-	if len(lines) > 1 {
-		fields := strings.Fields(lines[1])
-		if len(fields) == 0 || fields[0] != exhaustedKey {
+	st := stamp{nanos: n}
+	for _, f := range fields[min(1, len(fields)):] {
+		id, err := strconv.Atoi(f)
+		if err != nil {
 			return stamp{}, nil
 		}
-		for _, f := range fields[1:] {
-			id, err := strconv.Atoi(f)
-			if err != nil {
-				return stamp{}, nil
-			}
-			st.exhausted = append(st.exhausted, id)
-		}
+		st.exhausted = append(st.exhausted, id)
 	}
 	return st, nil
-}
-
-func formatStamp(nanos int64, exhausted []int) string {
-	s := strconv.FormatInt(nanos, 10) + "\n"
-	if len(exhausted) > 0 {
-		s += exhaustedKey
-		for _, id := range exhausted {
-			s += " " + strconv.Itoa(id)
-		}
-		s += "\n"
-	}
-	return s
 }
 
 // newStampNanos is now with random sub-microsecond digits: a timestamp
@@ -80,24 +61,16 @@ func newStampNanos() int64 {
 // dirMtime is the mtime of directory p, which must be safe to use
 // (safedir.go); os.ErrNotExist as it is.
 func (d stateDir) dirMtime(p string) (int64, error) {
-	fi, err := os.Lstat(p)
-	if errors.Is(err, os.ErrNotExist) {
-		return 0, err
-	}
+	fi, err := checkDir(p, d.uid)
 	if err != nil {
-		return 0, cnierr.IO("stat", p, err)
-	}
-	if err := SafeDir(p, fi, d.uid); err != nil {
 		return 0, err
 	}
 	return fi.ModTime().UnixNano(), nil
 }
 
-// commit makes the index trustworthy again after a modification: entries
-// written, stamp written, both mtimes set to it and read back. If the
-// file system loses the nanoseconds the index is marked untrusted for
-// good, since a stamp it cannot keep would let other writers' changes
-// go unnoticed.
+// commit makes the index trustworthy again after a modification (see
+// "The stamp" in docs/state-on-disk.md); a file system that loses the
+// nanoseconds marks it untrusted for good.
 func (d *Disk) commit() error {
 	if !d.dirty || d.untrusted {
 		return nil
@@ -106,8 +79,11 @@ func (d *Disk) commit() error {
 		return err
 	}
 	nanos := newStampNanos()
-	path := child(d.idx, stampName)
-	if err := overwrite(path, formatStamp(nanos, d.exhausted), modePrivate); err != nil {
+	path, text := child(d.idx, stampName), strconv.FormatInt(nanos, 10)+"\n"
+	if len(d.exhausted) > 0 {
+		text += exhaustedKey + " " + strings.Trim(fmt.Sprint(d.exhausted), "[]") + "\n"
+	}
+	if err := overwrite(path, text, modePrivate); err != nil {
 		return err
 	}
 	t := time.Unix(0, nanos)
@@ -143,12 +119,11 @@ const (
 	IndexUntrusted = "untrusted"
 )
 
-// trust is the one rule for the index of D (see "Trusting the index" in
-// the package documentation), for Open, fsck and STATUS alike: valid only
-// if stamp == mtime(D) == mtime(index dir) and the index is in the bucket
-// layout. It reads, never repairs; st is the stamp it judged.
-//
-// The index directory is checked (safedir.go) before its stamp is read.
+// trust is the one rule for the index of D, for Open, fsck and STATUS
+// alike: valid only if stamp == mtime(D) == mtime(index dir) and the index
+// is in the bucket layout. It reads, never repairs; st is the stamp it
+// judged. The index directory is checked (safedir.go) before its stamp is
+// read.
 func (d stateDir) trust() (state string, st stamp, err error) {
 	idxTime, err := d.dirMtime(d.idx)
 	if errors.Is(err, os.ErrNotExist) {
@@ -163,7 +138,7 @@ func (d stateDir) trust() (state string, st stamp, err error) {
 	switch {
 	case st.untrusted:
 		return IndexUntrusted, st, nil
-	case !st.valid:
+	case st.nanos == 0:
 		return IndexStale, st, nil
 	}
 	dirTime, err := d.dirMtime(d.dir)
@@ -177,9 +152,8 @@ func (d stateDir) trust() (state string, st stamp, err error) {
 }
 
 // Exhausted returns the range-set IDs of dir that the last ADD found full
-// and that nothing has been released from since. It takes no lock (STATUS
-// must not queue behind ADDs) and returns nothing unless the index is
-// valid: a stamp mismatch means another writer may have freed addresses.
+// and that nothing has been released from since, without the lock (STATUS
+// must not queue behind ADDs) and only from a valid index.
 func Exhausted(dir string) ([]int, error) {
 	state, st, err := newStateDir(dir).trust()
 	if err != nil || state != IndexValid {

@@ -27,7 +27,7 @@ func (d stateDir) holdPath(id string) string { return child(d.stickyDir(), id+st
 
 // ReadHold implements alloc.HoldReader.
 func (d stateDir) ReadHold(id string) (*alloc.Hold, error) {
-	data, ok, err := readFile(d.holdPath(id), 512)
+	data, ok, err := readFile(d.holdPath(id))
 	if !ok {
 		return nil, err
 	}
@@ -60,7 +60,7 @@ func (d stateDir) Owner(ip netip.Addr) (alloc.Attachment, bool, error) {
 	if err != nil {
 		return alloc.Attachment{}, false, err
 	}
-	data, ok, err := readFile(path, smallFile)
+	data, ok, err := readFile(path)
 	if !ok {
 		return alloc.Attachment{}, false, err
 	}
