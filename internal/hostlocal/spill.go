@@ -112,12 +112,9 @@ func (d *Disk) GCSpills(keep func(alloc.Attachment) bool) ([]string, error) {
 // name is for.
 func spillOwner(name string) (alloc.Attachment, bool) {
 	raw, err := hex.DecodeString(name)
-	if err != nil {
-		return alloc.Attachment{}, false
-	}
 	id, ifname, ok := strings.Cut(string(raw), "@")
 	a := alloc.Attachment{ContainerID: id, IfName: ifname}
-	if n, ok2 := spillName(a); !ok || !ok2 || n != name {
+	if n, ok2 := spillName(a); err != nil || !ok || !ok2 || n != name {
 		return alloc.Attachment{}, false
 	}
 	return a, true

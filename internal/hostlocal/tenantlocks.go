@@ -23,6 +23,7 @@ type TenantLock struct {
 	// Counted: some pool counts addresses for the tenant (its lock is no
 	// leftover).
 	Counted bool
+	pools   []string // the pools' state directories that were asked
 }
 
 // TenantLocks lists the tenants' lock files under poolsDir (the parent of
@@ -45,7 +46,7 @@ func TenantLocks(poolsDir string, uid int) ([]TenantLock, error) {
 			continue
 		}
 		raw, _ := hex.DecodeString(name)
-		l := TenantLock{Path: child(idx, de.Name()), Tenant: string(raw)}
+		l := TenantLock{Path: child(idx, de.Name()), Tenant: string(raw), pools: pools}
 		if l.Counted, err = counted(pools, l.Tenant, uid); err != nil {
 			return out, err
 		}
@@ -62,22 +63,12 @@ func DropIdleTenantLocks(poolsDir string, uid int) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	pools, err := poolDirs(poolsDir, uid)
-	if err != nil {
-		return nil, err
-	}
 	var done []string
 	var errs []error
 	for _, l := range locks {
-		if l.Counted {
-			continue
-		}
-		removed, err := dropTenantLock(l, pools, uid)
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		if removed {
+		removed, err := dropTenantLock(l, uid)
+		errs = append(errs, err)
+		if removed && err == nil {
 			done = append(done, "removed "+l.Path+" (no pool counts an address for its tenant)")
 		}
 	}
@@ -85,9 +76,12 @@ func DropIdleTenantLocks(poolsDir string, uid int) ([]string, error) {
 }
 
 // dropTenantLock unlinks l's file while holding its lock, if no pool
-// counts an address for its tenant then; false when it left it (held by
-// another process, replaced or gone meanwhile, or counting again).
-func dropTenantLock(l TenantLock, pools []string, uid int) (bool, error) {
+// counts an address for its tenant, before and then; false when it left
+// it (counted, held by another process, replaced or gone meanwhile).
+func dropTenantLock(l TenantLock, uid int) (bool, error) {
+	if l.Counted {
+		return false, nil
+	}
 	// Never created here, never waited for: a held lock is a tenant in use.
 	lk, err := lockFile(l.Path, 0, uid, 0, func() error { return errLockHeld })
 	if errors.Is(err, os.ErrNotExist) || errors.Is(err, errLockHeld) {
@@ -100,7 +94,7 @@ func dropTenantLock(l TenantLock, pools []string, uid int) (bool, error) {
 	if named, err := lk.names(l.Path); err != nil || !named {
 		return false, err
 	}
-	if c, err := counted(pools, l.Tenant, uid); err != nil || c {
+	if c, err := counted(l.pools, l.Tenant, uid); err != nil || c {
 		return false, err
 	}
 	return true, removeIfAny(l.Path)

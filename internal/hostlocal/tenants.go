@@ -5,7 +5,6 @@ import (
 	"errors"
 	"net/netip"
 	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -50,13 +49,8 @@ func (d stateDir) tokenPath(name string, k int) string {
 	return child(d.tokensDir(), name+"."+strconv.Itoa(k))
 }
 
-// ForTenant implements alloc.TenantStore.
-func (d *Disk) ForTenant(tenant string) {
-	d.tenant = ""
-	if tenant != "" {
-		d.tenant = pool.TenantName(tenant)
-	}
-}
+// ForTenant implements alloc.TenantStore ("" none: TenantName keeps it "").
+func (d *Disk) ForTenant(tenant string) { d.tenant = pool.TenantName(tenant) }
 
 // TenantAddrs implements alloc.TenantStore: the link counts of the
 // tenant's tokens, one lstat(2) each (and one that finds no next token).
@@ -64,23 +58,21 @@ func (d *Disk) TenantAddrs(tenant string) (int, error) {
 	if ok, err := d.subdir(d.tenantsDir()); err != nil || !ok {
 		return 0, err
 	}
-	return d.tokenCount(pool.TenantName(tenant))
+	chain, err := d.tokenChain(pool.TenantName(tenant))
+	n := 0
+	for _, recs := range chain {
+		n += recs
+	}
+	return n, err
 }
 
 // TenantAddrsUnlocked is TenantAddrs of state directory dir without its
 // lock, for an ADD that holds the tenant's (LockTenant) and not dir's.
 // Nothing else adds to the count meanwhile; it may be too high, never too
-// low: records a killed ADD or DEL left are only removed under dir's lock,
-// so a caller refuses nothing on this count alone.
+// low (alloc.PartialCount). The Disk is never opened: it only reads.
 func TenantAddrsUnlocked(dir, tenant string, uid int) (int, error) {
-	d := stateDir{dir: dir, uid: uid}
-	if err := CheckDir(d.tenantsDir(), d.uid); err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return 0, nil
-		}
-		return 0, err
-	}
-	return d.tokenCount(pool.TenantName(tenant))
+	d := &Disk{stateDir: stateDir{dir: dir, uid: uid}, subs: map[string]bool{}}
+	return d.TenantAddrs(tenant)
 }
 
 // tenantLockPrefix names a tenant's lock in the pools' _index directory,
@@ -108,34 +100,24 @@ func LockTenant(poolsDir, tenant string, uid int, timeout time.Duration, checked
 	})
 }
 
-// tokenCount is the tenant's (hex name) addresses in D: its tokens' links.
-func (d stateDir) tokenCount(name string) (int, error) {
-	n := 0
+// tokenChain is how many records link each of the tenant's (hex name)
+// tokens, up to the first missing one: one lstat(2) each.
+func (d stateDir) tokenChain(name string) ([]int, error) {
+	var out []int
 	for k := 0; ; k++ {
-		links, err := tokenLinks(d.tokenPath(name, k))
+		path := d.tokenPath(name, k)
+		fi, err := os.Lstat(path)
 		if errors.Is(err, os.ErrNotExist) {
-			return n, nil
+			return out, nil
+		}
+		if _, ok := inode(fi); err == nil && !ok {
+			err = errNotRegular
 		}
 		if err != nil {
-			return 0, err
+			return nil, cnierr.IO("stat", path, err)
 		}
-		n += links - 1
+		out = append(out, int(nlink(fi))-1)
 	}
-}
-
-// tokenLinks is the link count of the token at path.
-func tokenLinks(path string) (int, error) {
-	fi, err := os.Lstat(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return 0, err
-	}
-	if _, ok := inode(fi); err == nil && !ok {
-		err = errors.New("not a regular file")
-	}
-	if err != nil {
-		return 0, cnierr.IO("stat", path, err)
-	}
-	return int(nlink(fi)), nil
 }
 
 // tag records free address ip as d.tenant's, before its reservation.
@@ -154,7 +136,14 @@ func (d *Disk) tag(ip netip.Addr) error {
 	rec := d.recordPath(ip)
 	cleared := false
 	for k := 0; ; {
-		err := d.linkRecord(d.tokenPath(d.tenant, k), rec)
+		token := d.tokenPath(d.tenant, k)
+		err := d.linkToken(token, rec)
+		if errors.Is(err, os.ErrNotExist) {
+			if err := d.makeToken(token); err != nil {
+				return err
+			}
+			err = d.linkToken(token, rec)
+		}
 		switch {
 		case err == nil:
 			return nil
@@ -167,7 +156,7 @@ func (d *Disk) tag(ip netip.Addr) error {
 		case errors.Is(err, syscall.EMLINK) && k < maxTokens:
 			k++
 		default:
-			return err
+			return cnierr.IO("link", rec, err)
 		}
 	}
 }
@@ -177,31 +166,18 @@ func (d *Disk) tag(ip netip.Addr) error {
 // the ADD with its EMLINK here rather than growing the chain for ever.
 const maxTokens = 1000
 
-// linkRecord makes rec a name of token, making the token and the
-// directories where missing; os.ErrExist when rec exists, EMLINK when the
-// token has all the links the file system allows.
-func (d *Disk) linkRecord(token, rec string) error {
-	err := d.linkToken(token, rec)
-	if errors.Is(err, os.ErrNotExist) {
-		for _, dir := range []string{filepath.Dir(token), filepath.Dir(rec)} {
-			if err := EnsureDir(dir, modePrivateDir, d.uid); err != nil {
-				return err
-			}
+// makeToken makes token, and the directories of tokens and records,
+// where missing: the first record of a tenant, or past a token's limit.
+func (d *Disk) makeToken(token string) error {
+	for _, dir := range []string{d.tokensDir(), d.recordsDir()} {
+		if err := EnsureDir(dir, modePrivateDir, d.uid); err != nil {
+			return err
 		}
-		if _, serr := os.Lstat(token); errors.Is(serr, os.ErrNotExist) {
-			if err := writePrivate(token, d.tenant); err != nil {
-				return err
-			}
-		}
-		err = d.linkToken(token, rec)
 	}
-	switch {
-	case err == nil:
+	if _, err := os.Lstat(token); !errors.Is(err, os.ErrNotExist) {
 		return nil
-	case errors.Is(err, os.ErrExist):
-		return os.ErrExist
 	}
-	return cnierr.IO("link", rec, err)
+	return writePrivate(token, d.tenant)
 }
 
 // untag forgets ip's tenant, once its reservation is gone (or never was).
@@ -250,9 +226,20 @@ func (d stateDir) tenantRecords(reserved func(netip.Addr) bool) ([]TenantRecord,
 			out = append(out, TenantRecord{alloc.TenantRecord{Foreign: "not part of the tenant records' layout: it inflates the counts"}, child(d.tenantsDir(), name)})
 		}
 	}
-	tenantOf, err := d.tokenInodes()
+	// A record is a link of its tenant's token: the inodes tell whose.
+	toks, err := readDirIfAny(d.tokensDir(), d.uid)
 	if err != nil {
 		return out, err
+	}
+	tenantOf := make(map[uint64]string, len(toks))
+	for _, t := range toks {
+		name, ok := tokenName(t.Name())
+		if fi, err := t.Info(); ok && err == nil {
+			if ino, ok := inode(fi); ok {
+				raw, _ := hex.DecodeString(name)
+				tenantOf[ino] = string(raw)
+			}
+		}
 	}
 	recs, err := readDirIfAny(d.recordsDir(), d.uid)
 	if err != nil {
@@ -268,28 +255,6 @@ func (d stateDir) tenantRecords(reserved func(netip.Addr) bool) ([]TenantRecord,
 			}
 		}
 		out = append(out, r)
-	}
-	return out, nil
-}
-
-// tokenInodes maps each token's inode to its tenant (decoded).
-func (d stateDir) tokenInodes() (map[uint64]string, error) {
-	toks, err := readDirIfAny(d.tokensDir(), d.uid)
-	if err != nil {
-		return nil, err
-	}
-	out := make(map[uint64]string, len(toks))
-	for _, t := range toks {
-		name, ok := tokenName(t.Name())
-		if !ok {
-			continue
-		}
-		if fi, err := t.Info(); err == nil {
-			if ino, ok := inode(fi); ok {
-				raw, _ := hex.DecodeString(name)
-				out[ino] = string(raw)
-			}
-		}
 	}
 	return out, nil
 }
@@ -352,18 +317,9 @@ func (d stateDir) unusedTokens() ([]string, error) {
 		if !ok || t.Name() != name {
 			continue // each chain once, from its first token
 		}
-		last := 0
-		for ; ; last++ {
-			if _, err := os.Lstat(d.tokenPath(name, last+1)); err != nil {
-				break
-			}
-		}
-		for k := last; k >= 0; k-- {
-			p := d.tokenPath(name, k)
-			if links, err := tokenLinks(p); err != nil || links > 1 {
-				break
-			}
-			out = append(out, p)
+		chain, err := d.tokenChain(name)
+		for k := len(chain) - 1; err == nil && k >= 0 && chain[k] == 0; k-- {
+			out = append(out, d.tokenPath(name, k))
 		}
 	}
 	return out, nil
