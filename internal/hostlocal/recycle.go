@@ -59,18 +59,16 @@ func (d *Disk) replaceRecycled(path, s string) error {
 	if err := overwriteAlone(spare, s); err != nil {
 		return err
 	}
-	kept := true
-	if err := os.Link(path, old); errors.Is(err, os.ErrExist) {
+	err := os.Link(path, old)
+	kept := err == nil
+	switch {
+	case errors.Is(err, os.ErrExist):
 		// Left by a failed earlier call; the next call will keep one.
-		kept = false
 		if err := os.Remove(old); err != nil {
 			return cnierr.IO("remove", old, err)
 		}
-	} else if err != nil {
-		kept = false
-		if !errors.Is(err, os.ErrNotExist) {
-			return cnierr.IO("link", path, err)
-		}
+	case err != nil && !errors.Is(err, os.ErrNotExist):
+		return cnierr.IO("link", path, err)
 	}
 	if err := os.Rename(spare, path); err != nil {
 		return cnierr.IO("rename", path, err)

@@ -1,7 +1,6 @@
 package hostlocal
 
 import (
-	"encoding/hex"
 	"errors"
 	"os"
 	"slices"
@@ -42,11 +41,11 @@ func TenantLocks(poolsDir string, uid int) ([]TenantLock, error) {
 	var out []TenantLock
 	for _, de := range des {
 		name, ok := strings.CutPrefix(de.Name(), tenantLockPrefix)
-		if !ok || !validTenantName(name) {
+		tenant, valid := tenantOf(name)
+		if !ok || !valid {
 			continue
 		}
-		raw, _ := hex.DecodeString(name)
-		l := TenantLock{Path: child(idx, de.Name()), Tenant: string(raw), pools: pools}
+		l := TenantLock{Path: child(idx, de.Name()), Tenant: tenant, pools: pools}
 		if l.Counted, err = counted(pools, l.Tenant, uid); err != nil {
 			return out, err
 		}

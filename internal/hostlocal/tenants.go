@@ -188,21 +188,23 @@ func (d *Disk) untag(ip netip.Addr) error {
 	return removeIfAny(d.recordPath(ip))
 }
 
-// validTenantName: hex, as TenantName writes it, and never _addr or _tok.
-func validTenantName(name string) bool {
-	_, err := hex.DecodeString(name)
-	return name != "" && err == nil && len(name) <= 2*pool.MaxTenantLen
+// tenantOf is the tenant a name TenantName wrote is for (never _addr or
+// _tok: not hex).
+func tenantOf(name string) (string, bool) {
+	raw, err := hex.DecodeString(name)
+	return string(raw), name != "" && err == nil && len(name) <= 2*pool.MaxTenantLen
 }
 
-// tokenName is the tenant (hex) a token's file name is for.
-func tokenName(file string) (string, bool) {
+// tokenName is the tenant (hex, and decoded) a token's file name is for.
+func tokenName(file string) (name, tenant string, ok bool) {
 	name, k, cont := strings.Cut(file, ".")
 	if cont {
 		if n, err := strconv.Atoi(k); err != nil || n < 1 || strconv.Itoa(n) != k {
-			return "", false
+			return "", "", false
 		}
 	}
-	return name, validTenantName(name)
+	tenant, ok = tenantOf(name)
+	return name, tenant, ok
 }
 
 // TenantRecord is one of D's tenant records, as the engine judges it
@@ -231,13 +233,12 @@ func (d stateDir) tenantRecords(reserved func(netip.Addr) bool) ([]TenantRecord,
 	if err != nil {
 		return out, err
 	}
-	tenantOf := make(map[uint64]string, len(toks))
+	byInode := make(map[uint64]string, len(toks))
 	for _, t := range toks {
-		name, ok := tokenName(t.Name())
+		_, tenant, ok := tokenName(t.Name())
 		if fi, err := t.Info(); ok && err == nil {
 			if ino, ok := inode(fi); ok {
-				raw, _ := hex.DecodeString(name)
-				tenantOf[ino] = string(raw)
+				byInode[ino] = tenant
 			}
 		}
 	}
@@ -251,7 +252,7 @@ func (d stateDir) tenantRecords(reserved func(netip.Addr) bool) ([]TenantRecord,
 		r.Reserved = r.Addr.IsValid() && reserved(r.Addr)
 		if fi, err := e.Info(); err == nil {
 			if ino, ok := inode(fi); ok {
-				r.Tenant = tenantOf[ino]
+				r.Tenant = byInode[ino]
 			}
 		}
 		out = append(out, r)
@@ -313,7 +314,7 @@ func (d stateDir) unusedTokens() ([]string, error) {
 	}
 	var out []string
 	for _, t := range toks {
-		name, ok := tokenName(t.Name())
+		name, _, ok := tokenName(t.Name())
 		if !ok || t.Name() != name {
 			continue // each chain once, from its first token
 		}
