@@ -5,6 +5,10 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"time"
+
+	"github.com/cniplugins/cniplugins/internal/cnierr"
+	"github.com/cniplugins/cniplugins/internal/pool"
 )
 
 // Tenants' lock files (docs/tenancy.md, "Tenants that come and go"). A
@@ -14,6 +18,29 @@ import (
 // names. So whoever holds a lock the path names is the tenant's only
 // holder, whenever the file goes: counts only grow under the tenant's
 // lock, so the remover's 0 stays 0 until the file is gone.
+
+// tenantLockPrefix names a tenant's lock in the pools' _index directory,
+// where no pool's index can take the name (pool names start with a
+// letter or digit).
+const tenantLockPrefix = "_tenant-"
+
+// LockTenant takes tenant's lock, kept in poolsDir (the parent of the
+// pools' state directories), within timeout, until it is closed. Every
+// ADD with a quota takes it before any pool's lock (nothing waits for it
+// holding a pool's: no deadlock), so no other process adds to the
+// tenant's count meanwhile and the ADD may count in pools it has not
+// locked (TenantAddrsUnlocked). GC and fsck --repair remove idle tenants'
+// lock files (DropIdleTenantLocks), hence lockNamed. checked is
+// OpenChecked's.
+func LockTenant(poolsDir, tenant string, uid int, timeout time.Duration, checked map[string]bool) (*Lock, error) {
+	idx := child(poolsDir, "_index")
+	if err := ensureChecked(checked, uid, dirSpec{poolsDir, modeStateDir}, dirSpec{idx, modePrivateDir}); err != nil {
+		return nil, err
+	}
+	return lockNamed(child(idx, tenantLockPrefix+pool.TenantName(tenant)), uid, timeout, func() error {
+		return cnierr.New(cnierr.CodeTryAgainLater, "tenant is locked", "tenant=%s timeout=%s", tenant, timeout)
+	})
+}
 
 // TenantLock is one tenant's lock file in a data dir's pools.
 type TenantLock struct {

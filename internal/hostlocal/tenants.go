@@ -16,16 +16,12 @@ import (
 	"github.com/cniplugins/cniplugins/internal/pool"
 )
 
-// Tenants (quotas; the layout and its crash safety: docs/tenancy.md). A
-// reservation made for a tenant has one record beside it,
-// _tenants/_addr/<ip>, a hard link to the tenant's token
-// _tenants/_tok/<tenant> (<tenant>.1, ... past the link limit), so that
-// the tenant's count is the token's link count: one lstat(2) whatever the
-// number of addresses. The record is written before the reservation, once
-// D's mtime has left the index stamp, and removed after it, so a crash
-// leaves at most a record of an address that is not reserved, which the
-// next Open's rebuild removes (rescan). A sticky hold keeps its record:
-// holds count.
+// Tenants (quotas): the layout, the count by link count and the crash
+// order are docs/tenancy.md's ("How ipam-da-pools counts"). A record is
+// written before its reservation, once D's mtime has left the index
+// stamp, and removed after it, so a crash leaves at most a record of an
+// address that is not reserved, which the next Open's rebuild removes
+// (rescan). A sticky hold keeps its record: holds count.
 const (
 	tenantsDirName  = "_tenants"
 	tenantAddrName  = "_addr"
@@ -34,12 +30,10 @@ const (
 
 var _ alloc.TenantStore = (*Disk)(nil)
 
-func (d stateDir) tenantsDir() string { return child(d.dir, tenantsDirName) }
-func (d stateDir) recordsDir() string { return child(d.tenantsDir(), tenantAddrName) }
-func (d stateDir) tokensDir() string  { return child(d.tenantsDir(), tenantTokenName) }
-func (d stateDir) recordPath(ip netip.Addr) string {
-	return child(d.recordsDir(), ip.String())
-}
+func (d stateDir) tenantsDir() string              { return child(d.dir, tenantsDirName) }
+func (d stateDir) recordsDir() string              { return child(d.tenantsDir(), tenantAddrName) }
+func (d stateDir) tokensDir() string               { return child(d.tenantsDir(), tenantTokenName) }
+func (d stateDir) recordPath(ip netip.Addr) string { return child(d.recordsDir(), ip.String()) }
 
 // tokenPath is the tenant's k-th token (name in hex).
 func (d stateDir) tokenPath(name string, k int) string {
@@ -73,31 +67,6 @@ func (d *Disk) TenantAddrs(tenant string) (int, error) {
 func TenantAddrsUnlocked(dir, tenant string, uid int) (int, error) {
 	d := &Disk{stateDir: stateDir{dir: dir, uid: uid}, subs: map[string]bool{}}
 	return d.TenantAddrs(tenant)
-}
-
-// tenantLockPrefix names a tenant's lock in the pools' _index directory,
-// where no pool's index can take the name (pool names start with a
-// letter or digit).
-const tenantLockPrefix = "_tenant-"
-
-// LockTenant takes tenant's lock, kept in poolsDir (the parent of the
-// pools' state directories), within timeout, until it is closed. Every ADD with a quota takes it before any pool's lock, so an ADD
-// holding it knows that no other process adds to the tenant's count in
-// any pool: it may count in pools it has not locked
-// (TenantAddrsUnlocked). Nothing waits for a tenant's lock while holding
-// a pool's, so the two kinds cannot deadlock. GC and fsck --repair remove
-// the lock file of a tenant no pool counts anything for
-// (DropIdleTenantLocks), so the lock taken is checked to be the file the
-// path names (lockNamed). checked is OpenChecked's;
-// uid the user every directory must belong to (os.Geteuid).
-func LockTenant(poolsDir, tenant string, uid int, timeout time.Duration, checked map[string]bool) (*Lock, error) {
-	idx := child(poolsDir, "_index")
-	if err := ensureChecked(checked, uid, dirSpec{poolsDir, modeStateDir}, dirSpec{idx, modePrivateDir}); err != nil {
-		return nil, err
-	}
-	return lockNamed(child(idx, tenantLockPrefix+pool.TenantName(tenant)), uid, timeout, func() error {
-		return cnierr.New(cnierr.CodeTryAgainLater, "tenant is locked", "tenant=%s timeout=%s", tenant, timeout)
-	})
 }
 
 // tokenChain is how many records link each of the tenant's (hex name)
