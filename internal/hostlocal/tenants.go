@@ -231,8 +231,8 @@ func (d stateDir) tenantRecords(reserved func(netip.Addr) bool) ([]TenantRecord,
 
 // RepairTenants removes what counts an address its tenant does not have
 // (a process killed between a record and its reservation, a layout's
-// leftovers) and the tokens no address needs, under d's lock: what GC and
-// fsck --repair do. It returns what it did.
+// leftovers) and the tokens no address needs, under d's lock: what GC,
+// fsck --repair and a rebuild (rescan) do. It returns what it did.
 func (d *Disk) RepairTenants() ([]string, error) {
 	if _, err := os.Lstat(d.tenantsDir()); errors.Is(err, os.ErrNotExist) {
 		return nil, nil
@@ -241,13 +241,7 @@ func (d *Disk) RepairTenants() ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	return d.repairTenants(sortedSet(addrs))
-}
-
-// repairTenants is RepairTenants against reserved; rebuild calls it with
-// the scan it made.
-func (d *Disk) repairTenants(reserved func(netip.Addr) bool) ([]string, error) {
-	recs, err := d.tenantRecords(reserved)
+	recs, err := d.tenantRecords(sortedSet(addrs))
 	var done []string
 	for _, r := range recs {
 		stale := r.Stale()
