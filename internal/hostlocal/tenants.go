@@ -52,11 +52,7 @@ func (d *Disk) TenantAddrs(tenant string) (int, error) {
 	if ok, err := d.subdir(d.tenantsDir()); err != nil || !ok {
 		return 0, err
 	}
-	chain, err := d.tokenChain(pool.TenantName(tenant))
-	n := 0
-	for _, recs := range chain {
-		n += recs
-	}
+	_, n, err := d.tokenChain(pool.TenantName(tenant))
 	return n, err
 }
 
@@ -70,22 +66,22 @@ func TenantAddrsUnlocked(dir, tenant string, uid int) (int, error) {
 }
 
 // tokenChain is how many records link each of the tenant's (hex name)
-// tokens, up to the first missing one: one lstat(2) each.
-func (d stateDir) tokenChain(name string) ([]int, error) {
-	var out []int
+// tokens, up to the first missing one (one lstat(2) each), and their sum.
+func (d stateDir) tokenChain(name string) (recs []int, n int, err error) {
 	for k := 0; ; k++ {
 		path := d.tokenPath(name, k)
 		fi, err := os.Lstat(path)
 		if errors.Is(err, os.ErrNotExist) {
-			return out, nil
+			return recs, n, nil
 		}
 		if _, ok := inode(fi); err == nil && !ok {
 			err = errNotRegular
 		}
 		if err != nil {
-			return nil, cnierr.IO("stat", path, err)
+			return nil, 0, cnierr.IO("stat", path, err)
 		}
-		out = append(out, int(nlink(fi))-1)
+		recs = append(recs, int(nlink(fi))-1)
+		n += recs[k]
 	}
 }
 
@@ -281,7 +277,7 @@ func (d stateDir) unusedTokens() ([]string, error) {
 		if !ok || t.Name() != name {
 			continue // each chain once, from its first token
 		}
-		chain, err := d.tokenChain(name)
+		chain, _, err := d.tokenChain(name)
 		for k := len(chain) - 1; err == nil && k >= 0 && chain[k] == 0; k-- {
 			out = append(out, d.tokenPath(name, k))
 		}
