@@ -10,9 +10,8 @@ import (
 
 // Creating an inode can be the most expensive step of an ADD (about 1 ms
 // on the ext4 this was first measured on, against ~30 µs for a link or
-// rename; a later side-by-side run on the same machine found no
-// difference, so its price varies with the file system's state), and
-// host-local pays it for every
+// rename; a later run on the same machine found no difference: its price
+// varies with the file system's state), and host-local pays it for every
 // reservation and every cursor write. So the disk store recycles: a
 // released reservation is renamed out of D to become the next scratch
 // file and a replaced cursor becomes the next cursor spare; index buckets

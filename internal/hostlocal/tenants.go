@@ -179,9 +179,9 @@ type TenantRecord struct {
 	Path string
 }
 
-// tenantRecords reads every record, with reserved saying which addresses
-// are (a held address keeps its file).
-func (d stateDir) tenantRecords(reserved func(netip.Addr) bool) ([]TenantRecord, error) {
+// tenantRecords reads every record, reserved (sorted) being the addresses
+// reserved (a held address keeps its file).
+func (d stateDir) tenantRecords(reserved []netip.Addr) ([]TenantRecord, error) {
 	top, err := readDirIfAny(d.tenantsDir(), d.uid)
 	if err != nil {
 		return nil, err
@@ -214,7 +214,7 @@ func (d stateDir) tenantRecords(reserved func(netip.Addr) bool) ([]TenantRecord,
 	for _, e := range recs {
 		r := TenantRecord{Path: child(d.recordsDir(), e.Name())}
 		r.Addr, _ = netip.ParseAddr(e.Name())
-		r.Reserved = r.Addr.IsValid() && reserved(r.Addr)
+		_, r.Reserved = slices.BinarySearchFunc(reserved, r.Addr, netip.Addr.Compare)
 		if fi, err := e.Info(); err == nil {
 			if ino, ok := inode(fi); ok {
 				r.Tenant = byInode[ino]
@@ -237,7 +237,7 @@ func (d *Disk) RepairTenants() ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	recs, err := d.tenantRecords(sortedSet(addrs))
+	recs, err := d.tenantRecords(addrs)
 	var done []string
 	for _, r := range recs {
 		stale := r.Stale()
@@ -285,19 +285,11 @@ func (d stateDir) unusedTokens() ([]string, error) {
 	return out, nil
 }
 
-// sortedSet is membership in sorted addrs.
-func sortedSet(addrs []netip.Addr) func(netip.Addr) bool {
-	return func(ip netip.Addr) bool {
-		_, ok := slices.BinarySearchFunc(addrs, ip, netip.Addr.Compare)
-		return ok
-	}
-}
-
 // ReadTenants maps the addresses of dir that a tenant has (its records
 // that count, judged against the reserved addresses, sorted) to the
 // tenant, without the lock: what `leases` and `pools` show.
 func ReadTenants(dir string, reserved []netip.Addr) (map[netip.Addr]string, error) {
-	recs, err := newStateDir(dir).tenantRecords(sortedSet(reserved))
+	recs, err := newStateDir(dir).tenantRecords(reserved)
 	out := map[netip.Addr]string{}
 	for _, r := range recs {
 		if r.Stale() == "" {
