@@ -61,9 +61,13 @@ func TenantLocks(poolsDir string, uid int) ([]TenantLock, error) {
 	if err != nil {
 		return nil, err
 	}
-	pools, err := poolDirs(poolsDir, uid)
+	dirs, err := readDirIfAny(poolsDir, uid)
 	if err != nil {
 		return nil, err
+	}
+	pools := StateDirNames(dirs)
+	for i, name := range pools {
+		pools[i] = child(poolsDir, name)
 	}
 	var out []TenantLock
 	for _, de := range des {
@@ -139,19 +143,6 @@ func counted(pools []string, tenant string, uid int) (bool, error) {
 		}
 	}
 	return false, nil
-}
-
-// poolDirs lists the pools' state directories under poolsDir.
-func poolDirs(poolsDir string, uid int) ([]string, error) {
-	des, err := readDirIfAny(poolsDir, uid)
-	if err != nil {
-		return nil, err
-	}
-	out := StateDirNames(des)
-	for i, name := range out {
-		out[i] = child(poolsDir, name)
-	}
-	return out, nil
 }
 
 // StateDirNames is the sorted names of the state directories among a
