@@ -15,44 +15,34 @@ type Cursor struct {
 	Addr    netip.Addr // the address Raw names; invalid when it names none
 }
 
-// parseCursor reads a cursor as host-local does: surrounding white space
-// ignored, anything that is not one address names none.
-func parseCursor(rangeID int, data []byte) Cursor {
-	if data == nil {
-		data = []byte{}
-	}
-	c := Cursor{RangeID: rangeID, Raw: data}
-	if ip, err := netip.ParseAddr(string(bytes.TrimSpace(data))); err == nil && ip.Zone() == "" {
-		c.Addr = ip.Unmap()
-	}
-	return c
-}
-
 // readCursor returns range set rangeID's cursor, the file path, as it is
-// (a missing cursor included).
+// (a missing cursor included), read as host-local does: surrounding white
+// space ignored, anything that is not one address names none.
 func readCursor(path string, rangeID int) (Cursor, error) {
 	data, ok, err := readFile(path)
-	if !ok {
-		return Cursor{RangeID: rangeID}, err
+	c := Cursor{RangeID: rangeID}
+	if ok {
+		c.Raw = data
+		if ip, err := netip.ParseAddr(string(bytes.TrimSpace(data))); err == nil && ip.Zone() == "" {
+			c.Addr = ip.Unmap()
+		}
 	}
-	return parseCursor(rangeID, data), nil
+	return c, err
 }
 
 // KeepCursor implements alloc.CursorKeeper: the cursor goes back byte
 // for byte (a cursor host-local could not parse stays as it was, too).
 func (d *Disk) KeepCursor(rangeID int) (func() error, error) {
-	c, err := readCursor(d.cursorPath(rangeID), rangeID)
+	path := d.cursorPath(rangeID)
+	c, err := readCursor(path, rangeID)
 	if err != nil {
 		return nil, err
 	}
-	return func() error { return d.restoreCursor(c) }, nil
-}
-
-func (d *Disk) restoreCursor(c Cursor) error {
-	path := d.cursorPath(c.RangeID)
-	d.dirty = true
-	if c.Raw == nil {
-		return removeIfAny(path)
-	}
-	return d.replaceRecycled(path, string(c.Raw))
+	return func() error {
+		d.dirty = true
+		if c.Raw == nil {
+			return removeIfAny(path)
+		}
+		return d.replaceRecycled(path, string(c.Raw))
+	}, nil
 }

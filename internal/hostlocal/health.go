@@ -94,7 +94,7 @@ func Examine(dir string, lockTimeout time.Duration) (*Health, error) {
 	if h.Holds, h.Orphans, err = d.holdProblems(h.Reservations); err != nil {
 		return nil, err
 	}
-	if h.Tenants, err = d.tenantRecords(sortedSet(Addrs(h.Reservations))); err != nil {
+	if h.Tenants, err = d.tenantRecords(Addrs(h.Reservations)); err != nil {
 		return nil, err
 	}
 	if h.UnusedTokens, err = d.unusedTokens(); err != nil {

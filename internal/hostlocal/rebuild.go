@@ -2,7 +2,6 @@ package hostlocal
 
 import (
 	"errors"
-	"net/netip"
 	"os"
 	"path/filepath"
 
@@ -19,7 +18,7 @@ func (d *Disk) rescan() error {
 		return err
 	}
 	d.fill(all)
-	_, err = d.repairTenants(func(ip netip.Addr) bool { _, ok := all[ip]; return ok })
+	_, err = d.RepairTenants()
 	return err
 }
 

@@ -10,9 +10,8 @@ import (
 
 // Creating an inode can be the most expensive step of an ADD (about 1 ms
 // on the ext4 this was first measured on, against ~30 µs for a link or
-// rename; a later side-by-side run on the same machine found no
-// difference, so its price varies with the file system's state), and
-// host-local pays it for every
+// rename; a later run on the same machine found no difference: its price
+// varies with the file system's state), and host-local pays it for every
 // reservation and every cursor write. So the disk store recycles: a
 // released reservation is renamed out of D to become the next scratch
 // file and a replaced cursor becomes the next cursor spare; index buckets
@@ -59,18 +58,16 @@ func (d *Disk) replaceRecycled(path, s string) error {
 	if err := overwriteAlone(spare, s); err != nil {
 		return err
 	}
-	kept := true
-	if err := os.Link(path, old); errors.Is(err, os.ErrExist) {
+	err := os.Link(path, old)
+	kept := err == nil
+	switch {
+	case errors.Is(err, os.ErrExist):
 		// Left by a failed earlier call; the next call will keep one.
-		kept = false
 		if err := os.Remove(old); err != nil {
 			return cnierr.IO("remove", old, err)
 		}
-	} else if err != nil {
-		kept = false
-		if !errors.Is(err, os.ErrNotExist) {
-			return cnierr.IO("link", path, err)
-		}
+	case err != nil && !errors.Is(err, os.ErrNotExist):
+		return cnierr.IO("link", path, err)
 	}
 	if err := os.Rename(spare, path); err != nil {
 		return cnierr.IO("rename", path, err)

@@ -10,15 +10,12 @@ import (
 	"github.com/cniplugins/cniplugins/internal/cnierr"
 )
 
-// Spill records (overflow chains; docs/tenancy.md): before an ADD takes
-// an address further down D's chain, D records the attachment in
-// _spill/<key> (its entryKey in hex, holding its network), so that an ADD
-// in D knows from D alone that an attachment without a record holds
-// nothing further down. Written before the address is taken and removed
-// after a DEL released everything, a record a crash leaves only costs its
-// attachment's next ADD a look into every pool, until GC removes it. An
-// attachment whose key cannot name a file has none and is looked for
-// everywhere.
+// Spill records (docs/tenancy.md, "How ipam-da-pools follows a chain"):
+// D's _spill/<key> (its entryKey in hex, holding its network) says that
+// an attachment may hold an address further down D's chain. Written
+// before that address is taken and removed after a DEL released
+// everything, a record a crash leaves only costs its attachment's next
+// ADD a look into every pool, until GC removes it.
 const spillDirName = "_spill"
 
 var _ alloc.SpillRecorder = (*Disk)(nil)
@@ -112,12 +109,9 @@ func (d *Disk) GCSpills(keep func(alloc.Attachment) bool) ([]string, error) {
 // name is for.
 func spillOwner(name string) (alloc.Attachment, bool) {
 	raw, err := hex.DecodeString(name)
-	if err != nil {
-		return alloc.Attachment{}, false
-	}
 	id, ifname, ok := strings.Cut(string(raw), "@")
 	a := alloc.Attachment{ContainerID: id, IfName: ifname}
-	if n, ok2 := spillName(a); !ok || !ok2 || n != name {
+	if n, ok2 := spillName(a); err != nil || !ok || !ok2 || n != name {
 		return alloc.Attachment{}, false
 	}
 	return a, true

@@ -1,11 +1,14 @@
 package hostlocal
 
 import (
-	"encoding/hex"
 	"errors"
 	"os"
 	"slices"
 	"strings"
+	"time"
+
+	"github.com/cniplugins/cniplugins/internal/cnierr"
+	"github.com/cniplugins/cniplugins/internal/pool"
 )
 
 // Tenants' lock files (docs/tenancy.md, "Tenants that come and go"). A
@@ -16,6 +19,29 @@ import (
 // holder, whenever the file goes: counts only grow under the tenant's
 // lock, so the remover's 0 stays 0 until the file is gone.
 
+// tenantLockPrefix names a tenant's lock in the pools' _index directory,
+// where no pool's index can take the name (pool names start with a
+// letter or digit).
+const tenantLockPrefix = "_tenant-"
+
+// LockTenant takes tenant's lock, kept in poolsDir (the parent of the
+// pools' state directories), within timeout, until it is closed. Every
+// ADD with a quota takes it before any pool's lock (nothing waits for it
+// holding a pool's: no deadlock), so no other process adds to the
+// tenant's count meanwhile and the ADD may count in pools it has not
+// locked (TenantAddrsUnlocked). GC and fsck --repair remove idle tenants'
+// lock files (DropIdleTenantLocks), hence lockNamed. checked is
+// OpenChecked's.
+func LockTenant(poolsDir, tenant string, uid int, timeout time.Duration, checked map[string]bool) (*Lock, error) {
+	idx := child(poolsDir, "_index")
+	if err := ensureChecked(checked, uid, dirSpec{poolsDir, modeStateDir}, dirSpec{idx, modePrivateDir}); err != nil {
+		return nil, err
+	}
+	return lockNamed(child(idx, tenantLockPrefix+pool.TenantName(tenant)), uid, timeout, func() error {
+		return cnierr.New(cnierr.CodeTryAgainLater, "tenant is locked", "tenant=%s timeout=%s", tenant, timeout)
+	})
+}
+
 // TenantLock is one tenant's lock file in a data dir's pools.
 type TenantLock struct {
 	Path   string
@@ -23,6 +49,7 @@ type TenantLock struct {
 	// Counted: some pool counts addresses for the tenant (its lock is no
 	// leftover).
 	Counted bool
+	pools   []string // the pools' state directories that were asked
 }
 
 // TenantLocks lists the tenants' lock files under poolsDir (the parent of
@@ -34,18 +61,22 @@ func TenantLocks(poolsDir string, uid int) ([]TenantLock, error) {
 	if err != nil {
 		return nil, err
 	}
-	pools, err := poolDirs(poolsDir, uid)
+	dirs, err := readDirIfAny(poolsDir, uid)
 	if err != nil {
 		return nil, err
+	}
+	pools := StateDirNames(dirs)
+	for i, name := range pools {
+		pools[i] = child(poolsDir, name)
 	}
 	var out []TenantLock
 	for _, de := range des {
 		name, ok := strings.CutPrefix(de.Name(), tenantLockPrefix)
-		if !ok || !validTenantName(name) {
+		tenant, valid := tenantOf(name)
+		if !ok || !valid {
 			continue
 		}
-		raw, _ := hex.DecodeString(name)
-		l := TenantLock{Path: child(idx, de.Name()), Tenant: string(raw)}
+		l := TenantLock{Path: child(idx, de.Name()), Tenant: tenant, pools: pools}
 		if l.Counted, err = counted(pools, l.Tenant, uid); err != nil {
 			return out, err
 		}
@@ -62,22 +93,12 @@ func DropIdleTenantLocks(poolsDir string, uid int) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	pools, err := poolDirs(poolsDir, uid)
-	if err != nil {
-		return nil, err
-	}
 	var done []string
 	var errs []error
 	for _, l := range locks {
-		if l.Counted {
-			continue
-		}
-		removed, err := dropTenantLock(l, pools, uid)
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		if removed {
+		removed, err := dropTenantLock(l, uid)
+		errs = append(errs, err)
+		if removed && err == nil {
 			done = append(done, "removed "+l.Path+" (no pool counts an address for its tenant)")
 		}
 	}
@@ -85,9 +106,12 @@ func DropIdleTenantLocks(poolsDir string, uid int) ([]string, error) {
 }
 
 // dropTenantLock unlinks l's file while holding its lock, if no pool
-// counts an address for its tenant then; false when it left it (held by
-// another process, replaced or gone meanwhile, or counting again).
-func dropTenantLock(l TenantLock, pools []string, uid int) (bool, error) {
+// counts an address for its tenant, before and then; false when it left
+// it (counted, held by another process, replaced or gone meanwhile).
+func dropTenantLock(l TenantLock, uid int) (bool, error) {
+	if l.Counted {
+		return false, nil
+	}
 	// Never created here, never waited for: a held lock is a tenant in use.
 	lk, err := lockFile(l.Path, 0, uid, 0, func() error { return errLockHeld })
 	if errors.Is(err, os.ErrNotExist) || errors.Is(err, errLockHeld) {
@@ -100,7 +124,7 @@ func dropTenantLock(l TenantLock, pools []string, uid int) (bool, error) {
 	if named, err := lk.names(l.Path); err != nil || !named {
 		return false, err
 	}
-	if c, err := counted(pools, l.Tenant, uid); err != nil || c {
+	if c, err := counted(l.pools, l.Tenant, uid); err != nil || c {
 		return false, err
 	}
 	return true, removeIfAny(l.Path)
@@ -119,19 +143,6 @@ func counted(pools []string, tenant string, uid int) (bool, error) {
 		}
 	}
 	return false, nil
-}
-
-// poolDirs lists the pools' state directories under poolsDir.
-func poolDirs(poolsDir string, uid int) ([]string, error) {
-	des, err := readDirIfAny(poolsDir, uid)
-	if err != nil {
-		return nil, err
-	}
-	out := StateDirNames(des)
-	for i, name := range out {
-		out[i] = child(poolsDir, name)
-	}
-	return out, nil
 }
 
 // StateDirNames is the sorted names of the state directories among a

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"net/netip"
 	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -17,16 +16,12 @@ import (
 	"github.com/cniplugins/cniplugins/internal/pool"
 )
 
-// Tenants (quotas; the layout and its crash safety: docs/tenancy.md). A
-// reservation made for a tenant has one record beside it,
-// _tenants/_addr/<ip>, a hard link to the tenant's token
-// _tenants/_tok/<tenant> (<tenant>.1, ... past the link limit), so that
-// the tenant's count is the token's link count: one lstat(2) whatever the
-// number of addresses. The record is written before the reservation, once
-// D's mtime has left the index stamp, and removed after it, so a crash
-// leaves at most a record of an address that is not reserved, which the
-// next Open's rebuild removes (rescan). A sticky hold keeps its record:
-// holds count.
+// Tenants (quotas): the layout, the count by link count and the crash
+// order are docs/tenancy.md's ("How ipam-da-pools counts"). A record is
+// written before its reservation, once D's mtime has left the index
+// stamp, and removed after it, so a crash leaves at most a record of an
+// address that is not reserved, which the next Open's rebuild removes
+// (rescan). A sticky hold keeps its record: holds count.
 const (
 	tenantsDirName  = "_tenants"
 	tenantAddrName  = "_addr"
@@ -35,12 +30,10 @@ const (
 
 var _ alloc.TenantStore = (*Disk)(nil)
 
-func (d stateDir) tenantsDir() string { return child(d.dir, tenantsDirName) }
-func (d stateDir) recordsDir() string { return child(d.tenantsDir(), tenantAddrName) }
-func (d stateDir) tokensDir() string  { return child(d.tenantsDir(), tenantTokenName) }
-func (d stateDir) recordPath(ip netip.Addr) string {
-	return child(d.recordsDir(), ip.String())
-}
+func (d stateDir) tenantsDir() string              { return child(d.dir, tenantsDirName) }
+func (d stateDir) recordsDir() string              { return child(d.tenantsDir(), tenantAddrName) }
+func (d stateDir) tokensDir() string               { return child(d.tenantsDir(), tenantTokenName) }
+func (d stateDir) recordPath(ip netip.Addr) string { return child(d.recordsDir(), ip.String()) }
 
 // tokenPath is the tenant's k-th token (name in hex).
 func (d stateDir) tokenPath(name string, k int) string {
@@ -50,13 +43,8 @@ func (d stateDir) tokenPath(name string, k int) string {
 	return child(d.tokensDir(), name+"."+strconv.Itoa(k))
 }
 
-// ForTenant implements alloc.TenantStore.
-func (d *Disk) ForTenant(tenant string) {
-	d.tenant = ""
-	if tenant != "" {
-		d.tenant = pool.TenantName(tenant)
-	}
-}
+// ForTenant implements alloc.TenantStore ("" none: TenantName keeps it "").
+func (d *Disk) ForTenant(tenant string) { d.tenant = pool.TenantName(tenant) }
 
 // TenantAddrs implements alloc.TenantStore: the link counts of the
 // tenant's tokens, one lstat(2) each (and one that finds no next token).
@@ -64,78 +52,37 @@ func (d *Disk) TenantAddrs(tenant string) (int, error) {
 	if ok, err := d.subdir(d.tenantsDir()); err != nil || !ok {
 		return 0, err
 	}
-	return d.tokenCount(pool.TenantName(tenant))
+	_, n, err := d.tokenChain(pool.TenantName(tenant))
+	return n, err
 }
 
 // TenantAddrsUnlocked is TenantAddrs of state directory dir without its
 // lock, for an ADD that holds the tenant's (LockTenant) and not dir's.
 // Nothing else adds to the count meanwhile; it may be too high, never too
-// low: records a killed ADD or DEL left are only removed under dir's lock,
-// so a caller refuses nothing on this count alone.
+// low (alloc.PartialCount). The Disk is never opened: it only reads.
 func TenantAddrsUnlocked(dir, tenant string, uid int) (int, error) {
-	d := stateDir{dir: dir, uid: uid}
-	if err := CheckDir(d.tenantsDir(), d.uid); err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return 0, nil
-		}
-		return 0, err
-	}
-	return d.tokenCount(pool.TenantName(tenant))
+	d := &Disk{stateDir: stateDir{dir: dir, uid: uid}, subs: map[string]bool{}}
+	return d.TenantAddrs(tenant)
 }
 
-// tenantLockPrefix names a tenant's lock in the pools' _index directory,
-// where no pool's index can take the name (pool names start with a
-// letter or digit).
-const tenantLockPrefix = "_tenant-"
-
-// LockTenant takes tenant's lock, kept in poolsDir (the parent of the
-// pools' state directories), within timeout, until it is closed. Every ADD with a quota takes it before any pool's lock, so an ADD
-// holding it knows that no other process adds to the tenant's count in
-// any pool: it may count in pools it has not locked
-// (TenantAddrsUnlocked). Nothing waits for a tenant's lock while holding
-// a pool's, so the two kinds cannot deadlock. GC and fsck --repair remove
-// the lock file of a tenant no pool counts anything for
-// (DropIdleTenantLocks), so the lock taken is checked to be the file the
-// path names (lockNamed). checked is OpenChecked's;
-// uid the user every directory must belong to (os.Geteuid).
-func LockTenant(poolsDir, tenant string, uid int, timeout time.Duration, checked map[string]bool) (*Lock, error) {
-	idx := child(poolsDir, "_index")
-	if err := ensureChecked(checked, uid, dirSpec{poolsDir, modeStateDir}, dirSpec{idx, modePrivateDir}); err != nil {
-		return nil, err
-	}
-	return lockNamed(child(idx, tenantLockPrefix+pool.TenantName(tenant)), uid, timeout, func() error {
-		return cnierr.New(cnierr.CodeTryAgainLater, "tenant is locked", "tenant=%s timeout=%s", tenant, timeout)
-	})
-}
-
-// tokenCount is the tenant's (hex name) addresses in D: its tokens' links.
-func (d stateDir) tokenCount(name string) (int, error) {
-	n := 0
+// tokenChain is how many records link each of the tenant's (hex name)
+// tokens, up to the first missing one (one lstat(2) each), and their sum.
+func (d stateDir) tokenChain(name string) (recs []int, n int, err error) {
 	for k := 0; ; k++ {
-		links, err := tokenLinks(d.tokenPath(name, k))
+		path := d.tokenPath(name, k)
+		fi, err := os.Lstat(path)
 		if errors.Is(err, os.ErrNotExist) {
-			return n, nil
+			return recs, n, nil
+		}
+		if _, ok := inode(fi); err == nil && !ok {
+			err = errNotRegular
 		}
 		if err != nil {
-			return 0, err
+			return nil, 0, cnierr.IO("stat", path, err)
 		}
-		n += links - 1
+		recs = append(recs, int(nlink(fi))-1)
+		n += recs[k]
 	}
-}
-
-// tokenLinks is the link count of the token at path.
-func tokenLinks(path string) (int, error) {
-	fi, err := os.Lstat(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return 0, err
-	}
-	if _, ok := inode(fi); err == nil && !ok {
-		err = errors.New("not a regular file")
-	}
-	if err != nil {
-		return 0, cnierr.IO("stat", path, err)
-	}
-	return int(nlink(fi)), nil
 }
 
 // tag records free address ip as d.tenant's, before its reservation.
@@ -154,7 +101,14 @@ func (d *Disk) tag(ip netip.Addr) error {
 	rec := d.recordPath(ip)
 	cleared := false
 	for k := 0; ; {
-		err := d.linkRecord(d.tokenPath(d.tenant, k), rec)
+		token := d.tokenPath(d.tenant, k)
+		err := d.linkToken(token, rec)
+		if errors.Is(err, os.ErrNotExist) {
+			if err := d.makeToken(token); err != nil {
+				return err
+			}
+			err = d.linkToken(token, rec)
+		}
 		switch {
 		case err == nil:
 			return nil
@@ -167,7 +121,7 @@ func (d *Disk) tag(ip netip.Addr) error {
 		case errors.Is(err, syscall.EMLINK) && k < maxTokens:
 			k++
 		default:
-			return err
+			return cnierr.IO("link", rec, err)
 		}
 	}
 }
@@ -177,31 +131,18 @@ func (d *Disk) tag(ip netip.Addr) error {
 // the ADD with its EMLINK here rather than growing the chain for ever.
 const maxTokens = 1000
 
-// linkRecord makes rec a name of token, making the token and the
-// directories where missing; os.ErrExist when rec exists, EMLINK when the
-// token has all the links the file system allows.
-func (d *Disk) linkRecord(token, rec string) error {
-	err := d.linkToken(token, rec)
-	if errors.Is(err, os.ErrNotExist) {
-		for _, dir := range []string{filepath.Dir(token), filepath.Dir(rec)} {
-			if err := EnsureDir(dir, modePrivateDir, d.uid); err != nil {
-				return err
-			}
+// makeToken makes token, and the directories of tokens and records,
+// where missing: the first record of a tenant, or past a token's limit.
+func (d *Disk) makeToken(token string) error {
+	for _, dir := range []string{d.tokensDir(), d.recordsDir()} {
+		if err := EnsureDir(dir, modePrivateDir, d.uid); err != nil {
+			return err
 		}
-		if _, serr := os.Lstat(token); errors.Is(serr, os.ErrNotExist) {
-			if err := writePrivate(token, d.tenant); err != nil {
-				return err
-			}
-		}
-		err = d.linkToken(token, rec)
 	}
-	switch {
-	case err == nil:
+	if _, err := os.Lstat(token); !errors.Is(err, os.ErrNotExist) {
 		return nil
-	case errors.Is(err, os.ErrExist):
-		return os.ErrExist
 	}
-	return cnierr.IO("link", rec, err)
+	return writePrivate(token, d.tenant)
 }
 
 // untag forgets ip's tenant, once its reservation is gone (or never was).
@@ -212,21 +153,23 @@ func (d *Disk) untag(ip netip.Addr) error {
 	return removeIfAny(d.recordPath(ip))
 }
 
-// validTenantName: hex, as TenantName writes it, and never _addr or _tok.
-func validTenantName(name string) bool {
-	_, err := hex.DecodeString(name)
-	return name != "" && err == nil && len(name) <= 2*pool.MaxTenantLen
+// tenantOf is the tenant a name TenantName wrote is for (never _addr or
+// _tok: not hex).
+func tenantOf(name string) (string, bool) {
+	raw, err := hex.DecodeString(name)
+	return string(raw), name != "" && err == nil && len(name) <= 2*pool.MaxTenantLen
 }
 
-// tokenName is the tenant (hex) a token's file name is for.
-func tokenName(file string) (string, bool) {
+// tokenName is the tenant (hex, and decoded) a token's file name is for.
+func tokenName(file string) (name, tenant string, ok bool) {
 	name, k, cont := strings.Cut(file, ".")
 	if cont {
 		if n, err := strconv.Atoi(k); err != nil || n < 1 || strconv.Itoa(n) != k {
-			return "", false
+			return "", "", false
 		}
 	}
-	return name, validTenantName(name)
+	tenant, ok = tenantOf(name)
+	return name, tenant, ok
 }
 
 // TenantRecord is one of D's tenant records, as the engine judges it
@@ -236,9 +179,9 @@ type TenantRecord struct {
 	Path string
 }
 
-// tenantRecords reads every record, with reserved saying which addresses
-// are (a held address keeps its file).
-func (d stateDir) tenantRecords(reserved func(netip.Addr) bool) ([]TenantRecord, error) {
+// tenantRecords reads every record, reserved (sorted) being the addresses
+// reserved (a held address keeps its file).
+func (d stateDir) tenantRecords(reserved []netip.Addr) ([]TenantRecord, error) {
 	top, err := readDirIfAny(d.tenantsDir(), d.uid)
 	if err != nil {
 		return nil, err
@@ -250,9 +193,19 @@ func (d stateDir) tenantRecords(reserved func(netip.Addr) bool) ([]TenantRecord,
 			out = append(out, TenantRecord{alloc.TenantRecord{Foreign: "not part of the tenant records' layout: it inflates the counts"}, child(d.tenantsDir(), name)})
 		}
 	}
-	tenantOf, err := d.tokenInodes()
+	// A record is a link of its tenant's token: the inodes tell whose.
+	toks, err := readDirIfAny(d.tokensDir(), d.uid)
 	if err != nil {
 		return out, err
+	}
+	byInode := make(map[uint64]string, len(toks))
+	for _, t := range toks {
+		_, tenant, ok := tokenName(t.Name())
+		if fi, err := t.Info(); ok && err == nil {
+			if ino, ok := inode(fi); ok {
+				byInode[ino] = tenant
+			}
+		}
 	}
 	recs, err := readDirIfAny(d.recordsDir(), d.uid)
 	if err != nil {
@@ -261,10 +214,10 @@ func (d stateDir) tenantRecords(reserved func(netip.Addr) bool) ([]TenantRecord,
 	for _, e := range recs {
 		r := TenantRecord{Path: child(d.recordsDir(), e.Name())}
 		r.Addr, _ = netip.ParseAddr(e.Name())
-		r.Reserved = r.Addr.IsValid() && reserved(r.Addr)
+		_, r.Reserved = slices.BinarySearchFunc(reserved, r.Addr, netip.Addr.Compare)
 		if fi, err := e.Info(); err == nil {
 			if ino, ok := inode(fi); ok {
-				r.Tenant = tenantOf[ino]
+				r.Tenant = byInode[ino]
 			}
 		}
 		out = append(out, r)
@@ -272,32 +225,10 @@ func (d stateDir) tenantRecords(reserved func(netip.Addr) bool) ([]TenantRecord,
 	return out, nil
 }
 
-// tokenInodes maps each token's inode to its tenant (decoded).
-func (d stateDir) tokenInodes() (map[uint64]string, error) {
-	toks, err := readDirIfAny(d.tokensDir(), d.uid)
-	if err != nil {
-		return nil, err
-	}
-	out := make(map[uint64]string, len(toks))
-	for _, t := range toks {
-		name, ok := tokenName(t.Name())
-		if !ok {
-			continue
-		}
-		if fi, err := t.Info(); err == nil {
-			if ino, ok := inode(fi); ok {
-				raw, _ := hex.DecodeString(name)
-				out[ino] = string(raw)
-			}
-		}
-	}
-	return out, nil
-}
-
 // RepairTenants removes what counts an address its tenant does not have
 // (a process killed between a record and its reservation, a layout's
-// leftovers) and the tokens no address needs, under d's lock: what GC and
-// fsck --repair do. It returns what it did.
+// leftovers) and the tokens no address needs, under d's lock: what GC,
+// fsck --repair and a rebuild (rescan) do. It returns what it did.
 func (d *Disk) RepairTenants() ([]string, error) {
 	if _, err := os.Lstat(d.tenantsDir()); errors.Is(err, os.ErrNotExist) {
 		return nil, nil
@@ -306,13 +237,7 @@ func (d *Disk) RepairTenants() ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	return d.repairTenants(sortedSet(addrs))
-}
-
-// repairTenants is RepairTenants against reserved; rebuild calls it with
-// the scan it made.
-func (d *Disk) repairTenants(reserved func(netip.Addr) bool) ([]string, error) {
-	recs, err := d.tenantRecords(reserved)
+	recs, err := d.tenantRecords(addrs)
 	var done []string
 	for _, r := range recs {
 		stale := r.Stale()
@@ -348,40 +273,23 @@ func (d stateDir) unusedTokens() ([]string, error) {
 	}
 	var out []string
 	for _, t := range toks {
-		name, ok := tokenName(t.Name())
+		name, _, ok := tokenName(t.Name())
 		if !ok || t.Name() != name {
 			continue // each chain once, from its first token
 		}
-		last := 0
-		for ; ; last++ {
-			if _, err := os.Lstat(d.tokenPath(name, last+1)); err != nil {
-				break
-			}
-		}
-		for k := last; k >= 0; k-- {
-			p := d.tokenPath(name, k)
-			if links, err := tokenLinks(p); err != nil || links > 1 {
-				break
-			}
-			out = append(out, p)
+		chain, _, err := d.tokenChain(name)
+		for k := len(chain) - 1; err == nil && k >= 0 && chain[k] == 0; k-- {
+			out = append(out, d.tokenPath(name, k))
 		}
 	}
 	return out, nil
-}
-
-// sortedSet is membership in sorted addrs.
-func sortedSet(addrs []netip.Addr) func(netip.Addr) bool {
-	return func(ip netip.Addr) bool {
-		_, ok := slices.BinarySearchFunc(addrs, ip, netip.Addr.Compare)
-		return ok
-	}
 }
 
 // ReadTenants maps the addresses of dir that a tenant has (its records
 // that count, judged against the reserved addresses, sorted) to the
 // tenant, without the lock: what `leases` and `pools` show.
 func ReadTenants(dir string, reserved []netip.Addr) (map[netip.Addr]string, error) {
-	recs, err := newStateDir(dir).tenantRecords(sortedSet(reserved))
+	recs, err := newStateDir(dir).tenantRecords(reserved)
 	out := map[netip.Addr]string{}
 	for _, r := range recs {
 		if r.Stale() == "" {

@@ -230,7 +230,7 @@ func TestTenantRecordsRepaired(t *testing.T) {
 	if n, _ := d.TenantAddrs("ns=a"); n != 3 {
 		t.Fatalf("before the repair the count is %d, want the planted 3", n)
 	}
-	recs, err := d.tenantRecords(sortedSet([]netip.Addr{ip}))
+	recs, err := d.tenantRecords([]netip.Addr{ip})
 	if err != nil {
 		t.Fatal(err)
 	}
