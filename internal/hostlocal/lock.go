@@ -82,7 +82,7 @@ func lockFile(path string, flags int, uid int, timeout time.Duration, busy func(
 }
 
 // lockNamed is lockFile of a lock file that a remover may unlink
-// (DropTenantLock): a flock on an inode the path no longer names locks
+// (dropTenantLock): a flock on an inode the path no longer names locks
 // nothing anyone else will look at, so after the flock it checks that
 // path still names the inode it locked, and otherwise opens and locks
 // again, within the one timeout.
