@@ -27,15 +27,10 @@ type Validator struct {
 // Files validates each file and returns every problem found, in file
 // order. A file that is fine contributes nothing.
 func (v Validator) Files(files []string) []Problem {
+	check := v.checker()
 	var out []Problem
-	pools := map[string]definition{}
 	for _, f := range files {
-		data, err := os.ReadFile(f)
-		if err != nil {
-			out = append(out, Problem{File: f, Msg: "cannot read: " + err.Error(), Severity: SeverityProblem})
-			continue
-		}
-		out = append(out, v.file(f, data, pools)...)
+		out = append(out, check(LoadPlugins([]string{f}))...)
 	}
 	return out
 }
@@ -47,26 +42,25 @@ func (v Validator) Files(files []string) []Problem {
 // (the ConfigMap may be swapped in between), and its container's root
 // file system is read-only, so there is no temporary file to write either.
 func (v Validator) Data(name string, data []byte) []Problem {
-	return v.file(name, data, map[string]definition{})
+	return v.checker()(parsePlugins(name, data))
 }
 
-// file validates one file's content, pools shared with the other files;
-// whatever is not a warning is marked a problem, so each says which.
-func (v Validator) file(name string, data []byte, pools map[string]definition) []Problem {
-	list, err := loadListData(name, data)
-	if err != nil {
-		return []Problem{{File: name, Msg: err.Error(), Severity: SeverityProblem}}
-	}
-	plugins, out := listPlugins(name, list)
-	for _, p := range plugins {
-		out = append(out, v.plugin(p, pools)...)
-	}
-	for i := range out {
-		if out[i].Severity == "" {
-			out[i].Severity = SeverityProblem
+// checker validates one file's plugins after the problems parsing it
+// found, pools shared with the checker's other files; whatever is not a
+// warning is marked a problem, so each says which.
+func (v Validator) checker() func([]PluginConf, []Problem) []Problem {
+	pools := map[string]definition{}
+	return func(plugins []PluginConf, out []Problem) []Problem {
+		for _, p := range plugins {
+			out = append(out, v.plugin(p, pools)...)
 		}
+		for i := range out {
+			if out[i].Severity == "" {
+				out[i].Severity = SeverityProblem
+			}
+		}
+		return out
 	}
-	return out
 }
 
 // plugin validates one plugin's configuration.
