@@ -196,19 +196,21 @@ func findings(d StateScope, h *hostlocal.Health, sets []addrspace.RangeSet) ([]F
 		add(SeverityProblem, filepath.Join(d.Dir, ip.String()), "held for a sticky key, but no hold record names it: it can never be handed out", "free it")
 	}
 	for _, c := range h.Cursors {
-		path := filepath.Join(d.Dir, fmt.Sprintf("last_reserved_ip.%d", c.RangeID))
+		var what string
 		switch {
 		case !c.Addr.IsValid():
-			add(SeverityProblem, path, fmt.Sprintf("cursor does not hold an address: %q", trimmed(string(c.Raw))), repairRemove)
-			drop = append(drop, c.RangeID)
+			what = fmt.Sprintf("cursor does not hold an address: %q", trimmed(string(c.Raw)))
 		case sets == nil:
+			continue
 		case c.RangeID >= len(sets):
-			add(SeverityProblem, path, fmt.Sprintf("cursor of range set %d, which the configuration does not have", c.RangeID), repairRemove)
-			drop = append(drop, c.RangeID)
+			what = fmt.Sprintf("cursor of range set %d, which the configuration does not have", c.RangeID)
 		case !sets[c.RangeID].Contains(c.Addr):
-			add(SeverityProblem, path, fmt.Sprintf("cursor %s is outside range set %d (%s)", c.Addr, c.RangeID, sets[c.RangeID]), repairRemove)
-			drop = append(drop, c.RangeID)
+			what = fmt.Sprintf("cursor %s is outside range set %d (%s)", c.Addr, c.RangeID, sets[c.RangeID])
+		default:
+			continue
 		}
+		add(SeverityProblem, filepath.Join(d.Dir, fmt.Sprintf("last_reserved_ip.%d", c.RangeID)), what, repairRemove)
+		drop = append(drop, c.RangeID)
 	}
 	return out, drop
 }

@@ -90,7 +90,7 @@ func readLeases(d StateScope) ([]Lease, alloc.GCView, error) {
 	holds := validHolds(v.Holds)
 	ls := make([]Lease, len(rs))
 	for i, r := range rs {
-		ls[i] = withHold(leaseOf(d, r), holds)
+		ls[i] = withHold(leaseOf(d, r), holds[r.Addr])
 		ls[i].Tenant = tenants[r.Addr]
 		v.Owners[r.Addr] = r.Owner
 	}
@@ -112,20 +112,19 @@ func leaseOf(d StateScope, r hostlocal.Reservation) Lease {
 }
 
 // validHolds maps the addresses that sticky keys keep to their records.
-func validHolds(hs []alloc.HoldRecord) map[string]alloc.HoldRecord {
-	out := map[string]alloc.HoldRecord{}
-	for _, e := range hs {
+func validHolds(hs []alloc.HoldRecord) map[netip.Addr]*alloc.HoldRecord {
+	out := map[netip.Addr]*alloc.HoldRecord{}
+	for i, e := range hs {
 		if e.Stale == "" {
-			out[e.Addr.String()] = e
+			out[e.Addr] = &hs[i]
 		}
 	}
 	return out
 }
 
-// withHold adds what a sticky key's record says to l.
-func withHold(l Lease, holds map[string]alloc.HoldRecord) Lease {
-	e, ok := holds[l.Address]
-	if !ok {
+// withHold adds what a sticky key's record e (nil: none) says to l.
+func withHold(l Lease, e *alloc.HoldRecord) Lease {
+	if e == nil {
 		return l
 	}
 	l.StickyKey, l.LastOwner, l.SecondOwner, l.SecondMigration = e.Key, e.LastOwner, e.Second, e.SecondMigration
