@@ -49,7 +49,7 @@ func (p Problem) String() string {
 		s += " = " + p.Value
 	}
 	if p.Warning() {
-		return s + ": warning: " + p.Msg
+		s += ": warning"
 	}
 	return s + ": " + p.Msg
 }
@@ -134,33 +134,23 @@ func confList(name string, data []byte) (*libcni.NetworkConfigList, error) {
 	return libcni.ConfListFromConf(c)
 }
 
-// delegate is one entry of ipam-delegated's ipam.delegates: its name,
-// unless the entry is no string (ipam-delegated's own Validate names it).
-type delegate struct {
-	name   string
-	isName bool
-}
-
 // ipam reads the type of p's ipam section ("" if it has none) and, for
-// ipam-delegated, its delegates in order, without the plugins' parser: a
-// field of the wrong JSON type reads as absent and leaves the other one
-// read.
-func (p PluginConf) ipam() (typ string, delegates []delegate) {
+// ipam-delegated, its delegates in order (a delegate's name is a string;
+// ipam-delegated's own Validate names any other entry), without the
+// plugins' parser: a field of the wrong JSON type reads as absent and
+// leaves the other one read.
+func (p PluginConf) ipam() (typ string, delegates []any) {
 	var c struct {
 		IPAM struct {
-			Type      string            `json:"type"`
-			Delegates []json.RawMessage `json:"delegates"`
+			Type      string `json:"type"`
+			Delegates []any  `json:"delegates"`
 		} `json:"ipam"`
 	}
 	_ = json.Unmarshal(p.Raw, &c)
 	if c.IPAM.Type != typeDelegated {
 		return c.IPAM.Type, nil
 	}
-	delegates = make([]delegate, len(c.IPAM.Delegates))
-	for i, raw := range c.IPAM.Delegates {
-		delegates[i].isName = json.Unmarshal(raw, &delegates[i].name) == nil
-	}
-	return c.IPAM.Type, delegates
+	return c.IPAM.Type, c.IPAM.Delegates
 }
 
 // field joins the plugin's path and a config field into the file's JSON

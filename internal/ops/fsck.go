@@ -55,7 +55,7 @@ func Fsck(r FsckRequest) ([]Finding, error) {
 		if err != nil {
 			return out, err
 		}
-		fs, drop := findings(d, h, sets[filepath.Clean(d.Dir)])
+		fs, drop := findings(d, h, sets[d.Dir])
 		if r.Repair && slices.ContainsFunc(fs, func(f Finding) bool { return f.Repair != "" }) {
 			// Repair re-examines under its own lock, so a change made
 			// meanwhile by a plugin is repaired too, or left alone.
@@ -114,16 +114,17 @@ func Unrepaired(fs []Finding) int {
 }
 
 // configuredSets maps each state directory to the range sets the
-// configuration gives it, by range-set ID (a pool's is 0).
+// configuration gives it, by range-set ID (a pool's is 0). Its keys are
+// clean paths, as StateDirs' are (filepath.Join).
 func configuredSets(nets []Network) map[string][]addrspace.RangeSet {
 	out := map[string][]addrspace.RangeSet{}
 	for _, n := range nets {
 		if len(n.RangeSets) > 0 {
-			out[filepath.Clean(n.Dir)] = n.RangeSets
+			out[n.Dir] = n.RangeSets
 		}
 		for _, p := range n.Pools {
-			if _, ok := out[filepath.Clean(p.Dir)]; !ok {
-				out[filepath.Clean(p.Dir)] = []addrspace.RangeSet{p.Set}
+			if out[p.Dir] == nil {
+				out[p.Dir] = []addrspace.RangeSet{p.Set}
 			}
 		}
 	}

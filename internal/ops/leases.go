@@ -1,6 +1,7 @@
 package ops
 
 import (
+	"cmp"
 	"fmt"
 	"net/netip"
 	"strings"
@@ -132,11 +133,8 @@ func withHold(l Lease, e *alloc.HoldRecord) Lease {
 		// A reservation's record may keep the expiry of the hold it took
 		// over (for a take-over a crash interrupts): not this lease's.
 		l.HoldExpires = e.Expires.UTC()
-	}
-	if e.Held() && l.Owner == "sticky" {
-		l.ContainerID, l.IfName = "", e.IfName
-		if l.Network == "" {
-			l.Network = e.Network
+		if l.Owner == "sticky" {
+			l.ContainerID, l.IfName, l.Network = "", e.IfName, cmp.Or(l.Network, e.Network)
 		}
 	}
 	return l

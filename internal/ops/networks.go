@@ -74,12 +74,13 @@ func ours(p PluginConf) (delegates []string, allocator string, ok bool) {
 		return nil, t, true
 	}
 	for _, d := range ds {
-		if !d.isName {
+		name, isName := d.(string)
+		if !isName {
 			return nil, "", false
 		}
-		delegates = append(delegates, d.name)
-		if allocator == "" && isAllocator(d.name) {
-			allocator = d.name
+		delegates = append(delegates, name)
+		if allocator == "" && isAllocator(name) {
+			allocator = name
 		}
 	}
 	return delegates, allocator, allocator != ""
