@@ -99,12 +99,9 @@ func readLeases(d StateScope) ([]Lease, alloc.GCView, error) {
 }
 
 func leaseOf(d StateScope, r hostlocal.Reservation) Lease {
-	l := Lease{
-		Address: r.Addr.String(), Network: r.Owner.Network, ContainerID: r.Owner.ContainerID,
+	l := Lease{ // a network directory's reservations are its network's; a pool's record theirs
+		Address: r.Addr.String(), Network: cmp.Or(d.Network, r.Owner.Network), ContainerID: r.Owner.ContainerID,
 		IfName: r.Owner.IfName, Owner: r.Owner.Kind(), Since: r.Since.UTC(), Problem: r.Problem, Pool: d.Pool,
-	}
-	if d.Pool == "" {
-		l.Network = d.Network
 	}
 	if r.Problem != "" {
 		l.Owner = "invalid"
@@ -165,9 +162,6 @@ func (l Lease) Describe() string {
 	if l.Node != "" {
 		who = "node " + l.Node + ", " + who
 	}
-	addr := l.Address
-	if addr == "" {
-		addr = "(no address)" // a shared Backend's marker
-	}
+	addr := cmp.Or(l.Address, "(no address)") // a shared Backend's marker has none
 	return printable(fmt.Sprintf("%s (%s, %s, owner %s)", addr, where, who, l.Owner))
 }

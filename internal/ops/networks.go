@@ -1,6 +1,7 @@
 package ops
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -112,9 +113,7 @@ func Describe(p PluginConf, dataDir string) (Network, bool, error) {
 	if err != nil {
 		return Network{}, true, err
 	}
-	if dataDir == "" {
-		dataDir = layout.DataDir
-	}
+	dataDir = cmp.Or(dataDir, layout.DataDir)
 	n.Dir = scopeDir(dataDir, n.EtcdPrefix, alloc.Scope{Network: env.Name})
 	selected := slices.ContainsFunc(delegates, func(d string) bool { return strings.HasPrefix(d, "ipam-ds-") })
 	var argsPools []dsselect.ArgsPool
@@ -185,8 +184,7 @@ func listedPools(env *netconf.Envelope, chains pool.Catalog) ([]dsselect.ArgsPoo
 	out := make([]dsselect.ArgsPool, len(pools))
 	for i, pl := range pools {
 		out[i].Field = fmt.Sprintf("ipam.pools[%d]", i)
-		cat := chains
-		cat.Pools = pl.OverflowPools
+		cat := pool.Catalog{Pools: pl.OverflowPools, Overflows: chains.Overflows}
 		if out[i].Pool, err = cat.Resolve(out[i].Field, pl); err != nil {
 			return nil, err
 		}
@@ -198,14 +196,10 @@ func listedPools(env *netconf.Envelope, chains pool.Catalog) ([]dsselect.ArgsPoo
 // (alloc.ChainFamily), the chain an ADD finds leaving its address family
 // only when it spills (alloc.Config.AddTargets).
 func checkChainFamilies(pools []PoolDef) error {
-	byName := map[string]PoolDef{}
-	for _, p := range pools {
-		byName[p.Name] = p
-	}
 	for _, p := range pools {
 		for _, name := range p.Chain {
-			if q, ok := byName[name]; ok {
-				if err := alloc.ChainFamily(p.Field, append([]string{p.Name}, p.Chain...), name, p.Set, q.Set); err != nil {
+			if i := slices.IndexFunc(pools, func(q PoolDef) bool { return q.Name == name }); i >= 0 {
+				if err := alloc.ChainFamily(p.Field, append([]string{p.Name}, p.Chain...), name, p.Set, pools[i].Set); err != nil {
 					return err
 				}
 			}

@@ -2,6 +2,7 @@ package ops
 
 import (
 	"bufio"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -32,10 +33,7 @@ func WriteTable(w io.Writer, header []string, rows [][]string, noHeaders bool) e
 	widths := make([]int, len(header))
 	for _, r := range rows {
 		for i, c := range r {
-			if c == "" {
-				c = "-"
-			}
-			r[i] = printable(c)
+			r[i] = printable(cmp.Or(c, "-"))
 			widths[i] = max(widths[i], utf8.RuneCountInString(r[i]))
 		}
 	}
