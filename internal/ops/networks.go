@@ -37,10 +37,7 @@ type Network struct {
 	// Dir is the standalone state directory; RangeSets its range sets.
 	Dir       string
 	RangeSets []addrspace.RangeSet
-	// Pools are every pool the configuration can select: named
-	// (ipam.pools), written in an ipam-ds-args rule, podChoice or
-	// defaultPools, or defined (ipam.poolDefinitions), with their ranges
-	// and state directories.
+	// Pools are every pool the configuration can select or defines.
 	Pools []PoolDef
 	// Quotas answer each tenant's quota under its ipam-ds-args rules
 	// (nil without them).
