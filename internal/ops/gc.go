@@ -56,7 +56,9 @@ func (b Local) GC(r GCRequest) ([]Lease, error) {
 	out := []Lease{}
 	var errs []error
 	for _, d := range dirs {
-		ls, err := b.collect(d, keep.In(d.Network), r) // a pool's reservations record their networks
+		// A pool's scope names no network: its reservations are judged
+		// by the networks they record.
+		ls, err := b.collect(d, keep.In(d.Network), r)
 		out = append(out, ls...)
 		errs = append(errs, err)
 	}
