@@ -3,14 +3,11 @@ package ops
 import "time"
 
 // Backend is the store of reservations that leases, release, gc,
-// gc --cri and pools act on. The CLI chooses one from its flags, once per command:
-// Local (the data dir on this host), or with --etcd the full flavour's
-// etcd backend. The interface and Local are all the lean binary links;
-// the etcd implementation is named only by the full flavour's main, so the
-// etcd client and net/http stay out of the lean binary.
-//
-// Every backend takes the same requests and returns Leases in the same
-// form, so one printer and one set of checks serve them all.
+// gc --cri and pools act on, chosen by the CLI once per command: Local,
+// or with --etcd the full flavour's etcd backend. Only the full flavour's
+// main names the latter, so the etcd client and net/http stay out of the
+// lean binary. Every backend takes the same requests and returns Leases
+// in the same form, so one printer and one set of checks serve them all.
 type Backend interface {
 	Leases(LeaseFilter) ([]Lease, error)
 	Release(ReleaseRequest) (Lease, error)
@@ -24,8 +21,8 @@ type Backend interface {
 }
 
 // Local is the data dir on this host, read and written through the
-// allocation engine and its disk store exactly as the plugins do. It ignores the requests'
-// Node fields.
+// engine and its disk store exactly as the plugins do. It ignores the
+// requests' Node fields.
 type Local struct {
 	DataDir string
 	// LockTimeout is how long a writer waits for a state directory's lock.
@@ -35,7 +32,6 @@ type Local struct {
 	Now func() time.Time
 }
 
-// now is the time an operator's command runs at.
 func (b Local) now() time.Time {
 	if b.Now != nil {
 		return b.Now()
@@ -47,8 +43,7 @@ func (b Local) now() time.Time {
 func (Local) Shared() bool { return false }
 
 // EtcdConfig is how to reach etcd, as ipam.etcd says it (the flags of
-// leases, release and gc next to --etcd): what the full flavour's etcd
-// backend is opened with.
+// leases, release and gc next to --etcd).
 type EtcdConfig struct {
 	Endpoints    []string
 	Prefix       string

@@ -2,6 +2,7 @@ package ops
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -48,7 +49,7 @@ func (p Problem) String() string {
 		s += " = " + p.Value
 	}
 	if p.Warning() {
-		return s + ": warning: " + p.Msg
+		s += ": warning"
 	}
 	return s + ": " + p.Msg
 }
@@ -83,49 +84,46 @@ func LoadPlugins(files []string) ([]PluginConf, []Problem) {
 	var out []PluginConf
 	var problems []Problem
 	for _, f := range files {
-		list, err := loadList(f)
+		data, err := os.ReadFile(f)
 		if err != nil {
-			problems = append(problems, Problem{File: f, Msg: err.Error()})
+			problems = append(problems, Problem{File: f, Msg: "cannot read: " + err.Error()})
 			continue
 		}
-		ps, prs := listPlugins(f, list)
+		ps, prs := parsePlugins(f, data)
 		out, problems = append(out, ps...), append(problems, prs...)
 	}
 	return out, problems
 }
 
-// listPlugins is every plugin of a parsed list, as a runtime sends it.
-func listPlugins(f string, list *libcni.NetworkConfigList) ([]PluginConf, []Problem) {
+// parsePlugins is every plugin of the file name holding data, as a
+// runtime sends it: libcni parses a .conflist as a list, anything else
+// as a single config.
+func parsePlugins(name string, data []byte) ([]PluginConf, []Problem) {
+	list, err := confList(name, data)
+	single := filepath.Ext(name) != ".conflist"
+	if err != nil {
+		return nil, []Problem{{File: name, Msg: err.Error()}}
+	}
 	var out []PluginConf
 	var problems []Problem
-	single := filepath.Ext(f) != ".conflist"
 	for i, p := range list.Plugins {
+		path := fmt.Sprintf("plugins[%d]", i)
 		raw, err := libcni.InjectConf(p, map[string]any{"name": list.Name, "cniVersion": list.CNIVersion})
 		if err != nil {
-			problems = append(problems, Problem{File: f, Path: fmt.Sprintf("plugins[%d]", i), Msg: err.Error()})
+			problems = append(problems, Problem{File: name, Path: path, Msg: err.Error()})
 			continue
 		}
-		pc := PluginConf{File: f, Network: list.Name, Raw: raw.Bytes}
-		if !single {
-			pc.Path = fmt.Sprintf("plugins[%d]", i)
+		if single {
+			path = ""
 		}
-		out = append(out, pc)
+		out = append(out, PluginConf{File: name, Network: list.Name, Path: path, Raw: raw.Bytes})
 	}
 	return out, problems
 }
 
-// loadList parses file as libcni reads it from a conf dir.
-func loadList(file string) (*libcni.NetworkConfigList, error) {
-	data, err := os.ReadFile(file)
-	if err != nil {
-		return nil, fmt.Errorf("error reading %s: %w", file, err)
-	}
-	return loadListData(file, data)
-}
-
-// loadListData parses data as libcni parses a file of that name: a
+// confList parses data as libcni parses a file of that name: a
 // .conflist as a list, anything else as a single config.
-func loadListData(name string, data []byte) (*libcni.NetworkConfigList, error) {
+func confList(name string, data []byte) (*libcni.NetworkConfigList, error) {
 	if filepath.Ext(name) == ".conflist" {
 		return libcni.ConfListFromBytes(data)
 	}
@@ -136,33 +134,23 @@ func loadListData(name string, data []byte) (*libcni.NetworkConfigList, error) {
 	return libcni.ConfListFromConf(c)
 }
 
-// delegate is one entry of ipam-delegated's ipam.delegates: its name,
-// unless the entry is no string (ipam-delegated's own Validate names it).
-type delegate struct {
-	name   string
-	isName bool
-}
-
 // ipam reads the type of p's ipam section ("" if it has none) and, for
-// ipam-delegated, its delegates in order, without the plugins' parser: a
-// field of the wrong JSON type reads as absent and leaves the other one
-// read.
-func (p PluginConf) ipam() (typ string, delegates []delegate) {
+// ipam-delegated, its delegates in order (a delegate's name is a string;
+// ipam-delegated's own Validate names any other entry), without the
+// plugins' parser: a field of the wrong JSON type reads as absent and
+// leaves the other one read.
+func (p PluginConf) ipam() (typ string, delegates []any) {
 	var c struct {
 		IPAM struct {
-			Type      string            `json:"type"`
-			Delegates []json.RawMessage `json:"delegates"`
+			Type      string `json:"type"`
+			Delegates []any  `json:"delegates"`
 		} `json:"ipam"`
 	}
 	_ = json.Unmarshal(p.Raw, &c)
 	if c.IPAM.Type != typeDelegated {
 		return c.IPAM.Type, nil
 	}
-	delegates = make([]delegate, len(c.IPAM.Delegates))
-	for i, raw := range c.IPAM.Delegates {
-		delegates[i].isName = json.Unmarshal(raw, &delegates[i].name) == nil
-	}
-	return c.IPAM.Type, delegates
+	return c.IPAM.Type, c.IPAM.Delegates
 }
 
 // field joins the plugin's path and a config field into the file's JSON
@@ -226,25 +214,20 @@ func RuntimeNetworks(dir string, max int) ([]string, error) {
 	if max > 0 && len(files) > max {
 		files = files[:max]
 	}
+	plugins, problems := LoadPlugins(files)
+	if len(problems) > 0 {
+		return nil, errors.New(problems[0].String())
+	}
 	var names []string
-	for _, f := range files {
-		list, err := loadList(f)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", f, err)
+	for _, p := range plugins {
+		// containerd refuses a network without a name; libcni has
+		// already refused a list without plugins and a .conf without a
+		// type (a conflist saved under the wrong extension).
+		if strings.TrimSpace(p.Network) == "" {
+			return nil, fmt.Errorf("%s: the network has no name", p.File)
 		}
-		// containerd refuses a list without plugins and a .conf without a
-		// type (a conflist saved under the wrong extension; a .conf is a
-		// list of one plugin).
-		switch {
-		case len(list.Plugins) == 0:
-			return nil, fmt.Errorf("%s: no plugins", f)
-		case filepath.Ext(f) != ".conflist" && list.Plugins[0].Network.Type == "":
-			return nil, fmt.Errorf("%s: network type not found", f)
-		case strings.TrimSpace(list.Name) == "":
-			return nil, fmt.Errorf("%s: the network has no name", f)
-		}
-		if !slices.Contains(names, list.Name) {
-			names = append(names, list.Name)
+		if !slices.Contains(names, p.Network) {
+			names = append(names, p.Network)
 		}
 	}
 	return names, nil

@@ -55,7 +55,7 @@ func Fsck(r FsckRequest) ([]Finding, error) {
 		if err != nil {
 			return out, err
 		}
-		fs, drop := findings(d, h, sets[filepath.Clean(d.Dir)])
+		fs, drop := findings(d, h, sets[d.Dir])
 		if r.Repair && slices.ContainsFunc(fs, func(f Finding) bool { return f.Repair != "" }) {
 			// Repair re-examines under its own lock, so a change made
 			// meanwhile by a plugin is repaired too, or left alone.
@@ -114,16 +114,17 @@ func Unrepaired(fs []Finding) int {
 }
 
 // configuredSets maps each state directory to the range sets the
-// configuration gives it, by range-set ID (a pool's is 0).
+// configuration gives it, by range-set ID (a pool's is 0). Its keys are
+// clean paths, as StateDirs' are (filepath.Join).
 func configuredSets(nets []Network) map[string][]addrspace.RangeSet {
 	out := map[string][]addrspace.RangeSet{}
 	for _, n := range nets {
 		if len(n.RangeSets) > 0 {
-			out[filepath.Clean(n.Dir)] = n.RangeSets
+			out[n.Dir] = n.RangeSets
 		}
 		for _, p := range n.Pools {
-			if _, ok := out[filepath.Clean(p.Dir)]; !ok {
-				out[filepath.Clean(p.Dir)] = []addrspace.RangeSet{p.Set}
+			if out[p.Dir] == nil {
+				out[p.Dir] = []addrspace.RangeSet{p.Set}
 			}
 		}
 	}
@@ -196,19 +197,21 @@ func findings(d StateScope, h *hostlocal.Health, sets []addrspace.RangeSet) ([]F
 		add(SeverityProblem, filepath.Join(d.Dir, ip.String()), "held for a sticky key, but no hold record names it: it can never be handed out", "free it")
 	}
 	for _, c := range h.Cursors {
-		path := filepath.Join(d.Dir, fmt.Sprintf("last_reserved_ip.%d", c.RangeID))
+		var what string
 		switch {
 		case !c.Addr.IsValid():
-			add(SeverityProblem, path, fmt.Sprintf("cursor does not hold an address: %q", trimmed(string(c.Raw))), repairRemove)
-			drop = append(drop, c.RangeID)
+			what = fmt.Sprintf("cursor does not hold an address: %q", trimmed(string(c.Raw)))
 		case sets == nil:
+			continue
 		case c.RangeID >= len(sets):
-			add(SeverityProblem, path, fmt.Sprintf("cursor of range set %d, which the configuration does not have", c.RangeID), repairRemove)
-			drop = append(drop, c.RangeID)
+			what = fmt.Sprintf("cursor of range set %d, which the configuration does not have", c.RangeID)
 		case !sets[c.RangeID].Contains(c.Addr):
-			add(SeverityProblem, path, fmt.Sprintf("cursor %s is outside range set %d (%s)", c.Addr, c.RangeID, sets[c.RangeID]), repairRemove)
-			drop = append(drop, c.RangeID)
+			what = fmt.Sprintf("cursor %s is outside range set %d (%s)", c.Addr, c.RangeID, sets[c.RangeID])
+		default:
+			continue
 		}
+		add(SeverityProblem, filepath.Join(d.Dir, fmt.Sprintf("last_reserved_ip.%d", c.RangeID)), what, repairRemove)
+		drop = append(drop, c.RangeID)
 	}
 	return out, drop
 }

@@ -41,28 +41,24 @@ type GCRequest struct {
 // recorded for that network are candidates, as in that network's CNI
 // GC; with --pool alone, every network's are.
 func (b Local) GC(r GCRequest) ([]Lease, error) {
-	keep := alloc.NewKeepSet(r.Network, r.Keep)
-	var dirs []StateScope
-	var err error
-	if r.Runtime != nil {
-		keep = alloc.NewRuntimeKeepSet(*r.Runtime)
-		dirs, err = StateDirs(b.DataDir)
-	} else {
-		var d StateScope
-		d, err = b.existingDir(r.Location)
-		dirs = []StateScope{d}
+	if r.Runtime == nil {
+		d, err := b.existingDir(r.Location)
+		if err != nil {
+			return nil, err
+		}
+		return b.collect(d, alloc.NewKeepSet(r.Network, r.Keep), r)
 	}
+	dirs, err := StateDirs(b.DataDir)
 	if err != nil {
 		return nil, err
 	}
+	keep := alloc.NewRuntimeKeepSet(*r.Runtime)
 	out := []Lease{}
 	var errs []error
 	for _, d := range dirs {
-		in := keep // a pool's reservations record their networks
-		if d.Pool == "" {
-			in = keep.In(d.Network)
-		}
-		ls, err := b.collect(d, in, r)
+		// A pool's scope names no network: its reservations are judged
+		// by the networks they record.
+		ls, err := b.collect(d, keep.In(d.Network), r)
 		out = append(out, ls...)
 		errs = append(errs, err)
 	}

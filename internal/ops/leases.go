@@ -1,6 +1,7 @@
 package ops
 
 import (
+	"cmp"
 	"fmt"
 	"net/netip"
 	"strings"
@@ -90,7 +91,7 @@ func readLeases(d StateScope) ([]Lease, alloc.GCView, error) {
 	holds := validHolds(v.Holds)
 	ls := make([]Lease, len(rs))
 	for i, r := range rs {
-		ls[i] = withHold(leaseOf(d, r), holds)
+		ls[i] = withHold(leaseOf(d, r), holds[r.Addr])
 		ls[i].Tenant = tenants[r.Addr]
 		v.Owners[r.Addr] = r.Owner
 	}
@@ -98,12 +99,9 @@ func readLeases(d StateScope) ([]Lease, alloc.GCView, error) {
 }
 
 func leaseOf(d StateScope, r hostlocal.Reservation) Lease {
-	l := Lease{
-		Address: r.Addr.String(), Network: r.Owner.Network, ContainerID: r.Owner.ContainerID,
+	l := Lease{ // a network directory's reservations are its network's; a pool's record theirs
+		Address: r.Addr.String(), Network: cmp.Or(d.Network, r.Owner.Network), ContainerID: r.Owner.ContainerID,
 		IfName: r.Owner.IfName, Owner: r.Owner.Kind(), Since: r.Since.UTC(), Problem: r.Problem, Pool: d.Pool,
-	}
-	if d.Pool == "" {
-		l.Network = d.Network
 	}
 	if r.Problem != "" {
 		l.Owner = "invalid"
@@ -112,20 +110,19 @@ func leaseOf(d StateScope, r hostlocal.Reservation) Lease {
 }
 
 // validHolds maps the addresses that sticky keys keep to their records.
-func validHolds(hs []alloc.HoldRecord) map[string]alloc.HoldRecord {
-	out := map[string]alloc.HoldRecord{}
-	for _, e := range hs {
+func validHolds(hs []alloc.HoldRecord) map[netip.Addr]*alloc.HoldRecord {
+	out := map[netip.Addr]*alloc.HoldRecord{}
+	for i, e := range hs {
 		if e.Stale == "" {
-			out[e.Addr.String()] = e
+			out[e.Addr] = &hs[i]
 		}
 	}
 	return out
 }
 
-// withHold adds what a sticky key's record says to l.
-func withHold(l Lease, holds map[string]alloc.HoldRecord) Lease {
-	e, ok := holds[l.Address]
-	if !ok {
+// withHold adds what a sticky key's record e (nil: none) says to l.
+func withHold(l Lease, e *alloc.HoldRecord) Lease {
+	if e == nil {
 		return l
 	}
 	l.StickyKey, l.LastOwner, l.SecondOwner, l.SecondMigration = e.Key, e.LastOwner, e.Second, e.SecondMigration
@@ -133,11 +130,8 @@ func withHold(l Lease, holds map[string]alloc.HoldRecord) Lease {
 		// A reservation's record may keep the expiry of the hold it took
 		// over (for a take-over a crash interrupts): not this lease's.
 		l.HoldExpires = e.Expires.UTC()
-	}
-	if e.Held() && l.Owner == "sticky" {
-		l.ContainerID, l.IfName = "", e.IfName
-		if l.Network == "" {
-			l.Network = e.Network
+		if l.Owner == "sticky" {
+			l.ContainerID, l.IfName, l.Network = "", e.IfName, cmp.Or(l.Network, e.Network)
 		}
 	}
 	return l
@@ -168,9 +162,6 @@ func (l Lease) Describe() string {
 	if l.Node != "" {
 		who = "node " + l.Node + ", " + who
 	}
-	addr := l.Address
-	if addr == "" {
-		addr = "(no address)" // a shared Backend's marker
-	}
+	addr := cmp.Or(l.Address, "(no address)") // a shared Backend's marker has none
 	return printable(fmt.Sprintf("%s (%s, %s, owner %s)", addr, where, who, l.Owner))
 }

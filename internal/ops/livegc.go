@@ -49,14 +49,12 @@ func LiveGC(b Backend, r LiveGCRequest) (LiveGCReport, error) {
 		return LiveGCReport{}, err
 	}
 	r.Reserved = map[alloc.Attachment]time.Time{}
+	keep := alloc.NewRuntimeKeepSet(r.Runtime) // whose network a lease is does not depend on Reserved
+	out := LiveGCReport{Stale: []LiveGCLease{}, Skipped: map[string]int{}}
 	for _, l := range all {
 		if k := l.owner().Key(); l.Since.After(r.Reserved[k]) {
 			r.Reserved[k] = l.Since
 		}
-	}
-	keep := alloc.NewRuntimeKeepSet(r.Runtime)
-	out := LiveGCReport{Stale: []LiveGCLease{}, Skipped: map[string]int{}}
-	for _, l := range all {
 		if keep.Verdict(l.owner()) == alloc.KeptOtherNetwork {
 			out.Skipped[l.Network]++
 		}

@@ -1,6 +1,7 @@
 package ops
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -36,10 +37,7 @@ type Network struct {
 	// Dir is the standalone state directory; RangeSets its range sets.
 	Dir       string
 	RangeSets []addrspace.RangeSet
-	// Pools are every pool the configuration can select: named
-	// (ipam.pools), written in an ipam-ds-args rule, podChoice or
-	// defaultPools, or defined (ipam.poolDefinitions), with their ranges
-	// and state directories.
+	// Pools are every pool the configuration can select or defines.
 	Pools []PoolDef
 	// Quotas answer each tenant's quota under its ipam-ds-args rules
 	// (nil without them).
@@ -74,12 +72,13 @@ func ours(p PluginConf) (delegates []string, allocator string, ok bool) {
 		return nil, t, true
 	}
 	for _, d := range ds {
-		if !d.isName {
+		name, isName := d.(string)
+		if !isName {
 			return nil, "", false
 		}
-		delegates = append(delegates, d.name)
-		if allocator == "" && isAllocator(d.name) {
-			allocator = d.name
+		delegates = append(delegates, name)
+		if allocator == "" && isAllocator(name) {
+			allocator = name
 		}
 	}
 	return delegates, allocator, allocator != ""
@@ -111,9 +110,7 @@ func Describe(p PluginConf, dataDir string) (Network, bool, error) {
 	if err != nil {
 		return Network{}, true, err
 	}
-	if dataDir == "" {
-		dataDir = layout.DataDir
-	}
+	dataDir = cmp.Or(dataDir, layout.DataDir)
 	n.Dir = scopeDir(dataDir, n.EtcdPrefix, alloc.Scope{Network: env.Name})
 	selected := slices.ContainsFunc(delegates, func(d string) bool { return strings.HasPrefix(d, "ipam-ds-") })
 	var argsPools []dsselect.ArgsPool
@@ -184,8 +181,7 @@ func listedPools(env *netconf.Envelope, chains pool.Catalog) ([]dsselect.ArgsPoo
 	out := make([]dsselect.ArgsPool, len(pools))
 	for i, pl := range pools {
 		out[i].Field = fmt.Sprintf("ipam.pools[%d]", i)
-		cat := chains
-		cat.Pools = pl.OverflowPools
+		cat := pool.Catalog{Pools: pl.OverflowPools, Overflows: chains.Overflows}
 		if out[i].Pool, err = cat.Resolve(out[i].Field, pl); err != nil {
 			return nil, err
 		}
@@ -197,14 +193,10 @@ func listedPools(env *netconf.Envelope, chains pool.Catalog) ([]dsselect.ArgsPoo
 // (alloc.ChainFamily), the chain an ADD finds leaving its address family
 // only when it spills (alloc.Config.AddTargets).
 func checkChainFamilies(pools []PoolDef) error {
-	byName := map[string]PoolDef{}
-	for _, p := range pools {
-		byName[p.Name] = p
-	}
 	for _, p := range pools {
 		for _, name := range p.Chain {
-			if q, ok := byName[name]; ok {
-				if err := alloc.ChainFamily(p.Field, append([]string{p.Name}, p.Chain...), name, p.Set, q.Set); err != nil {
+			if i := slices.IndexFunc(pools, func(q PoolDef) bool { return q.Name == name }); i >= 0 {
+				if err := alloc.ChainFamily(p.Field, append([]string{p.Name}, p.Chain...), name, p.Set, pools[i].Set); err != nil {
 					return err
 				}
 			}

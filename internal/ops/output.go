@@ -2,6 +2,7 @@ package ops
 
 import (
 	"bufio"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -32,10 +33,7 @@ func WriteTable(w io.Writer, header []string, rows [][]string, noHeaders bool) e
 	widths := make([]int, len(header))
 	for _, r := range rows {
 		for i, c := range r {
-			if c == "" {
-				c = "-"
-			}
-			r[i] = printable(c)
+			r[i] = printable(cmp.Or(c, "-"))
 			widths[i] = max(widths[i], utf8.RuneCountInString(r[i]))
 		}
 	}
@@ -94,28 +92,29 @@ type PromLabel struct{ Name, Value string }
 // a stable interface for dashboards and alerts.
 func WriteProm(w io.Writer, us []Usage) error {
 	var fams []PromFamily
-	gauge := func(name, help string, value func(Usage) float64) {
-		f := PromFamily{Name: name, Help: help, Type: "gauge"}
+	for _, g := range []struct {
+		name, help string
+		value      func(Usage) uint64
+	}{
+		{"cniplugins_ipam_size_addresses", "Addresses the range set or pool can hand out (gateways and excluded addresses not counted).", func(u Usage) uint64 { return u.Size }},
+		{"cniplugins_ipam_used_addresses", "Addresses reserved in the range set or pool.", func(u Usage) uint64 { return u.Used }},
+		{"cniplugins_ipam_held_addresses", "Used addresses that sticky keys hold with no container (after a DEL, until the hold expires or is released).", func(u Usage) uint64 { return u.Held }},
+		{"cniplugins_ipam_free_addresses", "Addresses still free in the range set or pool.", func(u Usage) uint64 { return u.Free }},
+		{"cniplugins_ipam_exhausted", "1 while the range set or pool is exhausted (an ADD found it full and nothing was released since), else 0: what STATUS reads (one tenant's full pool fails only that tenant's ADDs).", func(u Usage) uint64 {
+			return map[bool]uint64{true: 1}[u.Exhausted]
+		}},
+	} {
+		f := PromFamily{Name: g.name, Help: g.help, Type: "gauge"}
 		for _, u := range us {
 			set := ""
 			if u.RangeSet != nil {
 				set = strconv.Itoa(*u.RangeSet)
 			}
 			labels := []PromLabel{{"kind", u.Kind}, {"name", u.Name}, {"range_set", set}, {"networks", strings.Join(u.Networks, ",")}}
-			f.Samples = append(f.Samples, PromSample{Labels: labels, Value: value(u)})
+			f.Samples = append(f.Samples, PromSample{Labels: labels, Value: float64(g.value(u))})
 		}
 		fams = append(fams, f)
 	}
-	gauge("cniplugins_ipam_size_addresses", "Addresses the range set or pool can hand out (gateways and excluded addresses not counted).", func(u Usage) float64 { return float64(u.Size) })
-	gauge("cniplugins_ipam_used_addresses", "Addresses reserved in the range set or pool.", func(u Usage) float64 { return float64(u.Used) })
-	gauge("cniplugins_ipam_held_addresses", "Used addresses that sticky keys hold with no container (after a DEL, until the hold expires or is released).", func(u Usage) float64 { return float64(u.Held) })
-	gauge("cniplugins_ipam_free_addresses", "Addresses still free in the range set or pool.", func(u Usage) float64 { return float64(u.Free) })
-	gauge("cniplugins_ipam_exhausted", "1 while the range set or pool is exhausted (an ADD found it full and nothing was released since), else 0: what STATUS reads (one tenant's full pool fails only that tenant's ADDs).", func(u Usage) float64 {
-		if u.Exhausted {
-			return 1
-		}
-		return 0
-	})
 	// The quotas' gauges, by tenant and pool; without tenants, none.
 	inUse := PromFamily{Name: "cniplugins_tenant_addresses", Help: "Addresses (reservations and sticky holds) a quota's tenant has in the pool.", Type: "gauge"}
 	quota := PromFamily{Name: "cniplugins_tenant_quota", Help: "The most addresses the tenant's rule allows it across the pools of its selection (the pool's overflow chain included).", Type: "gauge"}

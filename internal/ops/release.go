@@ -101,20 +101,13 @@ func (b Local) Release(r ReleaseRequest) (Lease, error) {
 	if err != nil {
 		return Lease{}, err
 	}
-	var l Lease
 	if p.Holds != nil {
 		e := p.Holds[0]
-		l = leaseOf(d, hostlocal.Reservation{Addr: e.Addr, Owner: alloc.Attachment{Network: e.Network, IfName: e.IfName}})
-		l.Owner, l.StickyKey, l.LastOwner, l.HoldExpires = "sticky", e.Key, e.LastOwner, e.Expires.UTC()
-		return l, nil
+		return withHold(leaseOf(d, hostlocal.Reservation{Addr: e.Addr, Owner: alloc.HoldOwner(e.ID)}), &e), nil
 	}
 	owner := v.Owner
 	if p.Del.Step == alloc.DelDropSecond {
 		owner.ContainerID = p.Record.Second
 	}
-	l = leaseOf(d, hostlocal.Reservation{Addr: r.Addr, Owner: owner, Problem: owner.Problem()})
-	if e := p.Record; e != nil {
-		l.StickyKey, l.SecondOwner, l.SecondMigration = e.Key, e.Second, e.SecondMigration
-	}
-	return l, nil
+	return withHold(leaseOf(d, hostlocal.Reservation{Addr: r.Addr, Owner: owner, Problem: owner.Problem()}), p.Record), nil
 }

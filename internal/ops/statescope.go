@@ -1,6 +1,7 @@
 package ops
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"net/netip"
@@ -32,27 +33,27 @@ func (d StateScope) Label() string {
 	return d.Network
 }
 
-// StateDirs lists the network directories of dataDir and the pool
-// directories under its _pools (hostlocal.StateDirNames), sorted by kind
-// then name. A data dir that does not exist is an error: an operator's
-// typo must not read as a node with nothing reserved.
+// StateDirs lists the network directories of dataDir, then the pool
+// directories under its _pools, each sorted by name. A data dir that does
+// not exist is an error: an operator's typo must not read as a node with
+// nothing reserved.
 func StateDirs(dataDir string) ([]StateScope, error) {
-	nets, err := subdirs(dataDir)
+	nets, err := os.ReadDir(dataDir)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("data dir %s does not exist", dataDir)
 	}
-	if err != nil {
-		return nil, err
+	pools, perr := os.ReadDir(dapools.PoolsDir(dataDir))
+	if errors.Is(perr, os.ErrNotExist) {
+		perr = nil // no pool yet
 	}
-	pools, err := subdirs(dapools.PoolsDir(dataDir))
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
+	if err := errors.Join(err, perr); err != nil {
 		return nil, err
 	}
 	var out []StateScope
-	for _, n := range nets {
+	for _, n := range hostlocal.StateDirNames(nets) {
 		out = append(out, stateDirOf(dataDir, alloc.Scope{Network: n}))
 	}
-	for _, p := range pools {
+	for _, p := range hostlocal.StateDirNames(pools) {
 		out = append(out, stateDirOf(dataDir, alloc.Scope{Pool: p}))
 	}
 	return out, nil
@@ -60,11 +61,6 @@ func StateDirs(dataDir string) ([]StateScope, error) {
 
 func stateDirOf(dataDir string, s alloc.Scope) StateScope {
 	return StateScope{Scope: s, Dir: scopeDir(dataDir, "", s)}
-}
-
-func subdirs(dir string) ([]string, error) {
-	des, err := os.ReadDir(dir)
-	return hostlocal.StateDirNames(des), err
 }
 
 // ScopeState is what one scope holds, as `pools` counts it. The etcd
@@ -146,10 +142,7 @@ const DefaultEtcdPrefix = "/cniplugins/"
 // EtcdPrefix is a key prefix as ipam-da-etcd reads ipam.etcd.prefix, and
 // the operators' --prefix: the default when empty, ending in '/'.
 func EtcdPrefix(p string) string {
-	if p == "" {
-		return DefaultEtcdPrefix
-	}
-	if !strings.HasSuffix(p, "/") {
+	if p = cmp.Or(p, DefaultEtcdPrefix); !strings.HasSuffix(p, "/") {
 		p += "/"
 	}
 	return p

@@ -76,12 +76,9 @@ func (e PlaceError) Error() string {
 // from b.
 func UsagesIn(b Backend, nets []Network) ([]Usage, error) {
 	out := usageRows(nets, b.Shared())
-	var scopes []StateScope
-	at := map[StateScope]int{}
+	var scopes []StateScope // each once: a network's range sets share its directory
 	for _, u := range out {
-		s := StateScope{Dir: u.Dir, Scope: u.scope}
-		if _, ok := at[s]; !ok {
-			at[s] = len(scopes)
+		if s := (StateScope{Dir: u.Dir, Scope: u.scope}); !slices.Contains(scopes, s) {
 			scopes = append(scopes, s)
 		}
 	}
@@ -91,7 +88,7 @@ func UsagesIn(b Backend, nets []Network) ([]Usage, error) {
 	}
 	for i := range out {
 		s := StateScope{Dir: out[i].Dir, Scope: out[i].scope}
-		st := states[at[s]]
+		st := states[slices.Index(scopes, s)]
 		if st.Place != s.Dir {
 			return nil, PlaceError{Scope: s, Place: st.Place}
 		}
@@ -103,7 +100,7 @@ func UsagesIn(b Backend, nets []Network) ([]Usage, error) {
 // usageRows lists the rows of nets' range sets and pools kept in a
 // shared store (or not): one per state directory, range set and ranges,
 // so that a pool two configurations define differently is never counted
-// against one of the definitions only (markConflicts).
+// against one of the definitions only.
 func usageRows(nets []Network, shared bool) []Usage {
 	out := []Usage{}
 	defs := map[string][]definition{} // dir + set ID → its definitions, a row each
@@ -130,8 +127,20 @@ func usageRows(nets []Network, shared bool) []Usage {
 			add(Usage{Kind: "pool", Name: p.Name, Dir: p.Dir, set: p.Set, exclude: p.Exclude, Overflow: p.Chain, scope: alloc.Scope{Pool: p.Name}}, n, p.Field)
 		}
 	}
+	// A state defined differently says, on each definition's row, where
+	// the others are, in validate's words.
 	for _, ds := range defs {
-		markConflicts(out, ds)
+		for i, d := range ds {
+			var others []string
+			for j, e := range ds {
+				if j != i {
+					others = append(others, e.String())
+				}
+			}
+			if others != nil {
+				out[d.row].Conflict = fmt.Sprintf("as %s (%s) defines it; defined differently in %s", d.file, d.path, strings.Join(others, ", "))
+			}
+		}
 	}
 	return out
 }
@@ -157,24 +166,6 @@ func (u *Usage) join(n Network) {
 	}
 }
 
-// markConflicts says, on the row of each of ds (one state's definitions)
-// when there are several, which definition it is and where the others
-// are, in validate's words.
-func markConflicts(us []Usage, ds []definition) {
-	if len(ds) < 2 {
-		return
-	}
-	for i, d := range ds {
-		var others []string
-		for j, e := range ds {
-			if j != i {
-				others = append(others, e.String())
-			}
-		}
-		us[d.row].Conflict = fmt.Sprintf("as %s (%s) defines it; defined differently in %s", d.file, d.path, strings.Join(others, ", "))
-	}
-}
-
 // count fills u's counts from its scope's state.
 func (u *Usage) count(st ScopeState) {
 	in := func(ips []netip.Addr) (n uint64) {
@@ -192,9 +183,7 @@ func (u *Usage) count(st ScopeState) {
 		u.Percent = math.Round(float64(u.Used)/float64(u.Size)*10000) / 100
 	}
 	u.Exhausted = slices.Contains(st.Full, u.id)
-	if u.Kind == "pool" {
-		u.Tenants = u.tenantUsage(st.Tenants)
-	}
+	u.Tenants = u.tenantUsage(st.Tenants) // a pool's state only has tenants
 }
 
 // tenantUsage counts each tenant's addresses in the pool, sorted by

@@ -1,6 +1,7 @@
 package ops
 
 import (
+	"cmp"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -27,15 +28,10 @@ type Validator struct {
 // Files validates each file and returns every problem found, in file
 // order. A file that is fine contributes nothing.
 func (v Validator) Files(files []string) []Problem {
+	check := v.checker()
 	var out []Problem
-	pools := map[string]definition{}
 	for _, f := range files {
-		data, err := os.ReadFile(f)
-		if err != nil {
-			out = append(out, Problem{File: f, Msg: "cannot read: " + err.Error(), Severity: SeverityProblem})
-			continue
-		}
-		out = append(out, v.file(f, data, pools)...)
+		out = append(out, check(LoadPlugins([]string{f}))...)
 	}
 	return out
 }
@@ -47,38 +43,35 @@ func (v Validator) Files(files []string) []Problem {
 // (the ConfigMap may be swapped in between), and its container's root
 // file system is read-only, so there is no temporary file to write either.
 func (v Validator) Data(name string, data []byte) []Problem {
-	return v.file(name, data, map[string]definition{})
+	return v.checker()(parsePlugins(name, data))
 }
 
-// file validates one file's content, pools shared with the other files;
-// whatever is not a warning is marked a problem, so each says which.
-func (v Validator) file(name string, data []byte, pools map[string]definition) []Problem {
-	list, err := loadListData(name, data)
-	if err != nil {
-		return []Problem{{File: name, Msg: err.Error(), Severity: SeverityProblem}}
-	}
-	plugins, out := listPlugins(name, list)
-	for _, p := range plugins {
-		out = append(out, v.plugin(p, pools)...)
-	}
-	for i := range out {
-		if out[i].Severity == "" {
-			out[i].Severity = SeverityProblem
+// checker validates one file's plugins after the problems parsing it
+// found, pools shared with the checker's other files; whatever is not a
+// warning is marked a problem, so each says which.
+func (v Validator) checker() func([]PluginConf, []Problem) []Problem {
+	pools := map[string]definition{}
+	return func(plugins []PluginConf, out []Problem) []Problem {
+		for _, p := range plugins {
+			out = append(out, v.plugin(p, pools)...)
 		}
+		// The personalities' checks and Describe find some problems twice.
+		seen := map[string]bool{}
+		var uniq []Problem
+		for _, pr := range out {
+			if key := pr.Path + "\x00" + pr.Msg; !seen[key] {
+				seen[key] = true
+				pr.Severity = cmp.Or(pr.Severity, SeverityProblem)
+				uniq = append(uniq, pr)
+			}
+		}
+		return uniq
 	}
-	return out
 }
 
 // plugin validates one plugin's configuration.
 func (v Validator) plugin(p PluginConf, pools map[string]definition) []Problem {
 	var out []Problem
-	seen := map[string]bool{}
-	report := func(pr Problem) {
-		if key := pr.Path + "\x00" + pr.Msg; !seen[key] {
-			seen[key] = true
-			out = append(out, pr)
-		}
-	}
 	env, err := netconf.Parse(p.Raw)
 	if err != nil {
 		return []Problem{p.problem(err)}
@@ -86,19 +79,20 @@ func (v Validator) plugin(p PluginConf, pools map[string]definition) []Problem {
 	typ, delegates := p.ipam()
 	names := []string{typ}
 	for i, d := range delegates {
-		if !d.isName {
+		name, isName := d.(string)
+		if !isName {
 			continue // the personality's own Validate names it
 		}
-		if !v.resolvable(d.name) {
-			report(Problem{File: p.File, Path: p.field(fmt.Sprintf("ipam.delegates[%d]", i)), Value: d.name,
+		if !v.resolvable(name) {
+			out = append(out, Problem{File: p.File, Path: p.field(fmt.Sprintf("ipam.delegates[%d]", i)), Value: name,
 				Msg: "delegate not found in CNI path " + strings.Join(v.CNIPath, ":")})
 		}
-		names = append(names, d.name)
+		names = append(names, name)
 	}
 	for _, name := range names {
 		if per, ok := v.Lookup(name); ok && per.Validate != nil {
 			if err := per.Validate(env); err != nil {
-				report(p.problem(err))
+				out = append(out, p.problem(err))
 			}
 		}
 	}
@@ -108,16 +102,15 @@ func (v Validator) plugin(p PluginConf, pools map[string]definition) []Problem {
 		for _, r := range risks {
 			// A quota an author can get around still does what it says
 			// for everyone else: a warning, which --strict makes fail.
-			report(Problem{File: p.File, Path: p.field(r.Field), Value: r.Value, Msg: r.Msg, Severity: SeverityWarning})
+			out = append(out, Problem{File: p.File, Path: p.field(r.Field), Value: r.Value, Msg: r.Msg, Severity: SeverityWarning})
 		}
 	}
 	n, ours, err := Describe(p, "")
-	if !ours {
+	switch {
+	case !ours:
 		return out
-	}
-	if err != nil {
-		report(p.problem(err))
-		return out
+	case err != nil:
+		return append(out, p.problem(err))
 	}
 	if err := overlaps(n); err != nil {
 		out = append(out, p.problem(err))
@@ -130,7 +123,7 @@ func (v Validator) plugin(p PluginConf, pools map[string]definition) []Problem {
 		if !ok {
 			pools[pd.Dir] = definition{ranges: rs, file: p.File, path: p.field("ipam")}
 		} else if first.ranges != rs {
-			report(Problem{File: p.File, Path: p.field("ipam"), Value: pd.Name + "=" + rs,
+			out = append(out, Problem{File: p.File, Path: p.field("ipam"), Value: pd.Name + "=" + rs,
 				Msg: fmt.Sprintf("pool %s is defined differently in %s; the networks sharing it would disagree on its ranges", pd.Name, first)})
 		}
 	}
@@ -140,16 +133,16 @@ func (v Validator) plugin(p PluginConf, pools map[string]definition) []Problem {
 // overlaps rejects a network whose range sets and pools share an
 // address: two state directories would hand the same address out twice.
 func overlaps(n Network) error {
-	sets := append([]addrspace.RangeSet{}, n.RangeSets...)
-	labels := make([]string, 0, len(sets)+len(n.Pools))
-	for i := range n.RangeSets {
-		labels = append(labels, fmt.Sprintf("ipam.ranges[%d]", i))
-	}
+	sets := slices.Clone(n.RangeSets)
 	for _, pd := range n.Pools {
 		sets = append(sets, pd.Set)
-		labels = append(labels, pd.Field)
 	}
-	return addrspace.CheckDisjoint(sets, func(set, idx int) string { return fmt.Sprintf("%s[%d]", labels[set], idx) })
+	return addrspace.CheckDisjoint(sets, func(set, idx int) string {
+		if set < len(n.RangeSets) {
+			return fmt.Sprintf("ipam.ranges[%d][%d]", set, idx)
+		}
+		return fmt.Sprintf("%s[%d]", n.Pools[set-len(n.RangeSets)].Field, idx)
+	})
 }
 
 // resolvable reports whether name is an executable file in the CNI path,
