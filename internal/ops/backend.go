@@ -27,8 +27,8 @@ type Local struct {
 	DataDir string
 	// LockTimeout is how long a writer waits for a state directory's lock.
 	LockTimeout time.Duration
-	// Now, when set, is the clock (nil: time.Now): what a release turns
-	// into a hold is held from then.
+	// Now, when set, is the clock (nil: time.Now): what a release or a
+	// GC turns into a hold is held from then, and expiry is judged by it.
 	Now func() time.Time
 }
 

@@ -69,7 +69,7 @@ func (b Local) GC(r GCRequest) ([]Lease, error) {
 // addresses it frees; `gc --cri` every reservation it takes from a
 // container, those that became a key's hold included.
 func (b Local) collect(d StateScope, keep alloc.KeepSet, r GCRequest) ([]Lease, error) {
-	now := time.Now()
+	now := b.now()
 	var ls []Lease
 	var v alloc.GCView
 	read := func(string, *hostlocal.Disk) (err error) {
