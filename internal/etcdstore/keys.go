@@ -35,11 +35,9 @@ func ScopePath(s alloc.Scope) string {
 	return "net/" + s.Network
 }
 
-func (l layout) addrKey(s alloc.Scope, ip netip.Addr) string {
-	return l.prefix + "ip/" + ScopePath(s) + "/" + ip.String()
-}
-
 func (l layout) scopeAddrs(s alloc.Scope) string { return l.prefix + "ip/" + ScopePath(s) + "/" }
+
+func (l layout) addrKey(s alloc.Scope, ip netip.Addr) string { return l.scopeAddrs(s) + ip.String() }
 
 func (l layout) nodePrefix(node string) string { return l.prefix + "node/" + node + "/" }
 
@@ -56,8 +54,6 @@ func (l layout) slotKey(node string, s alloc.Scope, cid, ifname string, slot int
 }
 
 func (l layout) nodeKey(node string) string { return l.prefix + "nodes/" + node }
-
-func (l layout) nodesPrefix() string { return l.prefix + "nodes/" }
 
 func (l layout) fullScope(s alloc.Scope) string { return l.prefix + "full/" + ScopePath(s) + "/" }
 

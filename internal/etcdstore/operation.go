@@ -44,13 +44,13 @@ func Open(conf *netconf.Envelope, network, containerID, ifname string, now time.
 	if err != nil {
 		return nil, err
 	}
-	cl, err := newClient(c)
+	op, err := connect(c, now, log)
 	if err != nil {
 		return nil, err
 	}
-	host, _ := os.Hostname()
-	return &Operation{cl: cl, keys: layout{prefix: c.Prefix}, node: c.NodeName, machine: machine, hostname: host,
-		network: network, cid: containerID, ifname: ifname, now: now, log: log, nonce: newClaimID()}, nil
+	op.machine, op.network, op.cid, op.ifname = machine, network, containerID, ifname
+	op.hostname, _ = os.Hostname()
+	return op, nil
 }
 
 // newClaimID names one ADD's claims (a claim found committed after its

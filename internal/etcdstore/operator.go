@@ -49,11 +49,11 @@ func OpenOperator(c Access) (*Operator, error) {
 	if err != nil {
 		return nil, err
 	}
-	cl, err := newClient(cfg)
+	op, err := connect(cfg, time.Now(), logging.Nop())
 	if err != nil {
 		return nil, err
 	}
-	return &Operator{op: &Operation{cl: cl, keys: layout{prefix: cfg.Prefix}, now: time.Now(), log: logging.Nop(), nonce: newClaimID()}}, nil
+	return &Operator{op}, nil
 }
 
 // Claim is one claim as read: its record and the scope its key names. A
@@ -226,7 +226,7 @@ type Node struct {
 // Nodes maps the nodes that have a machine identity in etcd (every node
 // whose ADD, DEL, GC or STATUS ran since they were introduced) by name.
 func (o *Operator) Nodes() (map[string]Node, error) {
-	prefix := o.op.keys.nodesPrefix()
+	prefix := o.op.keys.nodeKey("")
 	kvs, err := o.op.cl.List(prefix, false)
 	out := map[string]Node{}
 	for _, kv := range kvs {
