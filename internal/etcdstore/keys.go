@@ -173,6 +173,16 @@ func (r Record) attachment() alloc.Attachment {
 	return alloc.Attachment{ContainerID: r.ContainerID, IfName: r.IfName, Network: r.Network}
 }
 
+// hold is the key's record of a sticky claim, as the engine plans its
+// releases over it (nil: not sticky).
+func (r Record) hold() *alloc.HoldRecord {
+	if r.Hold == "" {
+		return nil
+	}
+	return &alloc.HoldRecord{Hold: alloc.Hold{Node: r.Node, Owner: r.ContainerID, IfName: r.IfName, Network: r.Network, Address: r.Address,
+		Second: r.Second, SecondNode: r.SecondNode, SecondMigration: r.SecondMigration, Key: r.StickyKey, HoldFor: r.HoldFor}}
+}
+
 // cancelled reports a record without an address: a failed ADD's marker,
 // or a release's fence (Released).
 func (r Record) cancelled() bool { return r.Address == "" }

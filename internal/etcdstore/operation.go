@@ -144,9 +144,8 @@ func (op *Operation) release(s alloc.Scope, kv etcdkv.KV, network string, markHe
 // commitShared, which reads the hold).
 func (op *Operation) planDel(a alloc.Attachment, r Record) alloc.DelPlan {
 	v := alloc.DelView{Network: r.Network}
-	if r.Hold != "" && !r.cancelled() && !r.Shares {
-		v.Record = &alloc.HoldRecord{Hold: alloc.Hold{Node: r.Node, Owner: r.ContainerID, IfName: r.IfName, Network: r.Network,
-			Address: r.Address, Key: r.StickyKey, HoldFor: r.HoldFor}}
+	if !r.cancelled() && !r.Shares {
+		v.Record = r.hold()
 	}
 	return alloc.PlanDel(a, r.Node, v, op.now)
 }
