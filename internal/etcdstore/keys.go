@@ -77,16 +77,10 @@ func (l layout) scopeIn(key string) (alloc.Scope, bool) {
 // hold key is for (its last segment is the slot).
 func (l layout) markOf(s alloc.Scope, key string) string { return l.fullScope(s) + lastSegment(key) }
 
-// Exhaustion marks. An ADD that found a range set full puts its mark
-// only if no address was freed there since the first taken address it
-// saw (markFull); every release writes the mark empty in the same
-// transaction (freed) instead of deleting it, because a deleted key
-// cannot tell a later conditional write that anything happened. So a
-// mark put late, after a concurrent release, cannot claim the range set
-// full while an address is free, and a DEL that freed nothing leaves the
-// mark alone.
-
-// freed records on mark that an address was freed.
+// freed records on an exhaustion mark (docs/etcd.md, "Timeouts and late
+// commits") that an address was freed: written empty, not deleted,
+// because a deleted key cannot tell a mark put late (MarkExhausted) that
+// anything happened.
 func freed(mark string) etcdkv.Op { return etcdkv.Put(mark, nil) }
 
 // unmark collects the marks of a batch of releases, where one mark may

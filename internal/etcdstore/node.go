@@ -197,8 +197,8 @@ func (op *Operation) claimOnce(fenceK string, cond []etcdkv.Cmp, then, els []etc
 // claim goes again), or fails.
 func (op *Operation) nodeRefused(resp *etcdkv.Response, i int) (bool, error) {
 	node, found := resp.First(i)
-	if found && bytes.HasPrefix(node.Value, op.identity()) {
-		return false, nil
+	if !found {
+		return true, op.register()
 	}
-	return true, op.ensureNode(node, found)
+	return !bytes.HasPrefix(node.Value, op.identity()), op.checkNode(node)
 }
