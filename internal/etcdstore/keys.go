@@ -15,14 +15,10 @@ import (
 )
 
 // layout builds the keys under the prefix (docs/etcd.md, "Keys in etcd",
-// lists them all). The claim (ip/<scope>/<address>) and the
-// attachment's index key (node/<node>/<scope>/<containerID>/<ifname>/<slot>)
-// hold the same record and are written and deleted together, in one
-// transaction. The index key lives under the node, so DEL, CHECK and GC
-// read a handful of keys of one attachment or one node and never scan a
-// pool. Names cannot hold '/' (network, pool and node names, container
-// IDs and interface names are all validated), so no key can reach
-// outside its place.
+// lists them all). A claim's index key lives under its node, so DEL,
+// CHECK and GC read a handful of keys of one attachment or one node and
+// never scan a pool. Names cannot hold '/' (all are validated), so no key
+// can reach outside its place.
 type layout struct{ prefix string }
 
 // ScopePath is a scope's segment in every key of it: networks ("net/")
