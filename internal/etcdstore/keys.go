@@ -164,9 +164,10 @@ func (r Record) attachment() alloc.Attachment {
 }
 
 // hold is the key's record of a sticky claim, as the engine plans its
-// releases over it (nil: not sticky).
+// releases over it (nil: not sticky, or no claim of its own: a marker, a
+// migration target's index key).
 func (r Record) hold() *alloc.HoldRecord {
-	if r.Hold == "" {
+	if r.Hold == "" || r.cancelled() || r.Shares {
 		return nil
 	}
 	return &alloc.HoldRecord{Hold: alloc.Hold{Node: r.Node, Owner: r.ContainerID, IfName: r.IfName, Network: r.Network, Address: r.Address,

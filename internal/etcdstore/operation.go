@@ -143,11 +143,7 @@ func (op *Operation) release(s alloc.Scope, kv etcdkv.KV, network string, markHe
 // the claim was written with (one owner's: a share is released through
 // commitShared, which reads the hold).
 func (op *Operation) planDel(a alloc.Attachment, r Record) alloc.DelPlan {
-	v := alloc.DelView{Network: r.Network}
-	if !r.cancelled() && !r.Shares {
-		v.Record = r.hold()
-	}
-	return alloc.PlanDel(a, r.Node, v, op.now)
+	return alloc.PlanDel(a, r.Node, alloc.DelView{Network: r.Network, Record: r.hold()}, op.now)
 }
 
 // applyDel is what plan p does to the claim at addrK once its index key
