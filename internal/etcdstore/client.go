@@ -6,9 +6,11 @@ import (
 	"hash/fnv"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/cniplugins/cniplugins/internal/cnierr"
 	"github.com/cniplugins/cniplugins/internal/etcdkv"
+	"github.com/cniplugins/cniplugins/internal/logging"
 )
 
 // stateDir holds what the etcd client remembers between execs (its auth
@@ -16,9 +18,10 @@ import (
 // tmpfs, gone at reboot, root's alone.
 const stateDir = "/run/cniplugins/etcd"
 
-// newClient reads the TLS and password files and prepares a client whose
-// deadline is now + the timeout; nothing is sent yet.
-func newClient(c *etcdConf) (*etcdkv.Client, error) {
+// connect reads the TLS and password files and prepares an operation of
+// node c.NodeName at now, whose client's deadline is now + the timeout;
+// nothing is sent yet.
+func connect(c *etcdConf, now time.Time, log *logging.Logger) (*Operation, error) {
 	// The fence revisions remembered are the node's under the prefix
 	// (fence.go), whichever endpoints the config lists.
 	// Each node starts with the endpoint its name hashes to, which
@@ -27,12 +30,25 @@ func newClient(c *etcdConf) (*etcdkv.Client, error) {
 	h.Write([]byte(c.NodeName))
 	cfg := etcdkv.Config{Endpoints: c.Endpoints, Timeout: c.timeout, Username: c.Username, First: int(h.Sum32() % uint32(len(c.Endpoints))),
 		StateDir: stateDir, StateKey: c.Prefix + "\x00" + c.NodeName}
-	if c.TLS != nil {
-		t, err := c.TLS.config()
-		if err != nil {
-			return nil, err
+	if t := c.TLS; t != nil {
+		cfg.TLS = &tls.Config{MinVersion: tls.VersionTLS12}
+		if t.CAFile != "" {
+			pem, err := os.ReadFile(t.CAFile)
+			if err != nil {
+				return nil, cnierr.InvalidConfig("ipam.etcd.tls.caFile", t.CAFile, "cannot be read: "+err.Error())
+			}
+			cfg.TLS.RootCAs = x509.NewCertPool()
+			if !cfg.TLS.RootCAs.AppendCertsFromPEM(pem) {
+				return nil, cnierr.InvalidConfig("ipam.etcd.tls.caFile", t.CAFile, "holds no PEM certificate")
+			}
 		}
-		cfg.TLS = t
+		if t.CertFile != "" {
+			pair, err := tls.LoadX509KeyPair(t.CertFile, t.KeyFile)
+			if err != nil {
+				return nil, cnierr.InvalidConfig("ipam.etcd.tls.certFile", t.CertFile, "cannot load the key pair: "+err.Error())
+			}
+			cfg.TLS.Certificates = []tls.Certificate{pair}
+		}
 	}
 	if c.PasswordFile != "" {
 		b, err := os.ReadFile(c.PasswordFile)
@@ -41,28 +57,5 @@ func newClient(c *etcdConf) (*etcdkv.Client, error) {
 		}
 		cfg.Password = strings.TrimRight(string(b), "\r\n")
 	}
-	return etcdkv.New(cfg), nil
-}
-
-// config loads the TLS files.
-func (t *tlsFiles) config() (*tls.Config, error) {
-	cfg := &tls.Config{MinVersion: tls.VersionTLS12}
-	if t.CAFile != "" {
-		pem, err := os.ReadFile(t.CAFile)
-		if err != nil {
-			return nil, cnierr.InvalidConfig("ipam.etcd.tls.caFile", t.CAFile, "cannot be read: "+err.Error())
-		}
-		cfg.RootCAs = x509.NewCertPool()
-		if !cfg.RootCAs.AppendCertsFromPEM(pem) {
-			return nil, cnierr.InvalidConfig("ipam.etcd.tls.caFile", t.CAFile, "holds no PEM certificate")
-		}
-	}
-	if t.CertFile != "" {
-		pair, err := tls.LoadX509KeyPair(t.CertFile, t.KeyFile)
-		if err != nil {
-			return nil, cnierr.InvalidConfig("ipam.etcd.tls.certFile", t.CertFile, "cannot load the key pair: "+err.Error())
-		}
-		cfg.Certificates = []tls.Certificate{pair}
-	}
-	return cfg, nil
+	return &Operation{cl: etcdkv.New(cfg), keys: layout{prefix: c.Prefix}, node: c.NodeName, now: now, log: log, nonce: newClaimID()}, nil
 }

@@ -21,8 +21,6 @@ const (
 	DefaultPrefix = "/cniplugins/"
 	// DefaultTimeout bounds one CNI command's work against etcd.
 	DefaultTimeout = 5 * time.Second
-	minTimeout     = 100 * time.Millisecond
-	maxTimeout     = 5 * time.Minute
 	maxEndpoints   = 16
 	maxNodeName    = 253 // a DNS name
 )
@@ -80,10 +78,11 @@ func CheckConfig(conf *netconf.Envelope) error {
 // form the store uses.
 func (e *etcdConf) validate(resolveNode bool) (*etcdConf, error) {
 	c := *e
-	var err error
-	if c.Endpoints, err = parseEndpoints(e.Endpoints); err != nil {
+	eps, plain, err := parseEndpoints(e.Endpoints)
+	if err != nil {
 		return nil, err
 	}
+	c.Endpoints = eps
 	// Keys are built by appending to the prefix, so it must be an absolute
 	// key path ending in '/'; a missing final '/' is added.
 	switch p := e.Prefix; {
@@ -106,7 +105,7 @@ func (e *etcdConf) validate(resolveNode bool) (*etcdConf, error) {
 	}
 	c.timeout = DefaultTimeout
 	if e.Timeout != "" {
-		if c.timeout, err = time.ParseDuration(e.Timeout); err != nil || c.timeout < minTimeout || c.timeout > maxTimeout {
+		if c.timeout, err = time.ParseDuration(e.Timeout); err != nil || c.timeout < 100*time.Millisecond || c.timeout > 5*time.Minute {
 			return nil, cnierr.InvalidConfig("ipam.etcd.timeout", e.Timeout, "must be a duration between 100ms and 5m, like \"5s\"")
 		}
 	}
@@ -122,58 +121,50 @@ func (e *etcdConf) validate(resolveNode bool) (*etcdConf, error) {
 	if (e.Username == "") != (e.PasswordFile == "") {
 		return nil, cnierr.InvalidConfig("ipam.etcd.username", e.Username, "username and passwordFile go together")
 	}
-	if err := e.checkPasswordTransport(c.Endpoints); err != nil {
-		return nil, err
+	// etcd's Authenticate call carries the password as it is, so over
+	// http:// anyone on the path reads it. A loopback endpoint never
+	// leaves the machine; anything else needs https:// or the operator's
+	// allowPasswordOverHTTP.
+	if e.Username != "" && !e.AllowPasswordOverHTTP && plain != "" {
+		return nil, cnierr.InvalidConfig("ipam.etcd.allowPasswordOverHTTP", plain,
+			"username and passwordFile over an http:// endpoint would send the password in clear: use https:// or set allowPasswordOverHTTP to true")
 	}
 	return &c, nil
 }
 
-// checkPasswordTransport refuses to send a password in clear: etcd's
-// Authenticate call carries it as it is, so over http:// anyone on the
-// path reads it. A loopback endpoint never leaves the machine; anything
-// else needs https:// or the operator's allowPasswordOverHTTP.
-func (e *etcdConf) checkPasswordTransport(endpoints []string) error {
-	if e.Username == "" || e.AllowPasswordOverHTTP {
-		return nil
-	}
-	for _, ep := range endpoints {
-		u, _ := url.Parse(ep) // parseEndpoints has checked it
-		ip, err := netip.ParseAddr(u.Hostname())
-		if loopback := u.Hostname() == "localhost" || (err == nil && ip.Unmap().IsLoopback()); u.Scheme == "http" && !loopback {
-			return cnierr.InvalidConfig("ipam.etcd.allowPasswordOverHTTP", ep,
-				"username and passwordFile over an http:// endpoint would send the password in clear: use https:// or set allowPasswordOverHTTP to true")
-		}
-	}
-	return nil
-}
-
-func parseEndpoints(eps []string) ([]string, error) {
+// parseEndpoints is eps as scheme://host, and the first that is plain
+// http:// to another machine.
+func parseEndpoints(eps []string) (out []string, plain string, err error) {
 	const field = "ipam.etcd.endpoints"
 	if len(eps) == 0 {
-		return nil, cnierr.MissingConfig(field)
+		return nil, "", cnierr.MissingConfig(field)
 	}
 	if len(eps) > maxEndpoints {
-		return nil, cnierr.InvalidConfig(field, len(eps), fmt.Sprintf("at most %d endpoints", maxEndpoints))
+		return nil, "", cnierr.InvalidConfig(field, len(eps), fmt.Sprintf("at most %d endpoints", maxEndpoints))
 	}
-	out := make([]string, len(eps))
+	out = make([]string, len(eps))
 	for i, s := range eps {
 		f := fmt.Sprintf("%s[%d]", field, i)
 		u, err := url.Parse(s)
 		switch {
 		case err != nil:
-			return nil, cnierr.InvalidConfig(f, s, "not a URL")
+			return nil, "", cnierr.InvalidConfig(f, s, "not a URL")
 		case u.Scheme != "http" && u.Scheme != "https":
-			return nil, cnierr.InvalidConfig(f, s, "must be an http:// or https:// URL")
+			return nil, "", cnierr.InvalidConfig(f, s, "must be an http:// or https:// URL")
 		case u.Host == "" || u.Hostname() == "":
-			return nil, cnierr.InvalidConfig(f, s, "has no host")
+			return nil, "", cnierr.InvalidConfig(f, s, "has no host")
 		case u.User != nil:
-			return nil, cnierr.InvalidConfig(f, s, "must not carry credentials: use username and passwordFile")
+			return nil, "", cnierr.InvalidConfig(f, s, "must not carry credentials: use username and passwordFile")
 		case (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "":
-			return nil, cnierr.InvalidConfig(f, s, "must be scheme://host:port only")
+			return nil, "", cnierr.InvalidConfig(f, s, "must be scheme://host:port only")
 		}
 		out[i] = u.Scheme + "://" + u.Host
+		ip, err := netip.ParseAddr(u.Hostname())
+		if loopback := u.Hostname() == "localhost" || (err == nil && ip.Unmap().IsLoopback()); u.Scheme == "http" && !loopback && plain == "" {
+			plain = out[i]
+		}
 	}
-	return out, nil
+	return out, plain, nil
 }
 
 // ValidNodeName: a node name is a key segment, so it must not hold '/'

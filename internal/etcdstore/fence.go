@@ -7,22 +7,12 @@ import (
 	"github.com/cniplugins/cniplugins/internal/etcdkv"
 )
 
-// Fence buckets (docs/etcd.md, "Timeouts and late commits"). A claim's
-// condition is that its keys are absent, which a release makes true
-// again: on that alone, a copy of a claim that etcd applied after the
-// attachment's DEL would claim an address for a container that no longer
-// exists. So every claim also compares one of its node's buckets,
-// fences/<node>/<b>, at the mod revision and the value (the nonce of its
-// last write) that the ADD knows, and every release writes that bucket.
-// A revision is never used twice in a cluster, and the nonce keeps one
-// remembered from an earlier cluster under the same prefix from matching
-// again, so a copy of a claim sent before a release fails however late
-// etcd applies it, with no lease and no key per released attachment.
-// What the ADD knows is what the host remembers between execs
-// (etcdkv.Client.Remember); a stale sight only costs the claim a retry
-// at the buckets its else branch read. While the node has no record (its
-// first claim registers it and writes its buckets) a claim requires its
-// bucket absent: only a release of the attachment can have written it.
+// Fence buckets (docs/etcd.md, "Timeouts and late commits"): a claim's
+// condition that its keys are absent is true again after a release, so
+// every claim also compares its attachment's bucket, fences/<node>/<b>,
+// at the revision and nonce this host remembers (etcdkv.Client.Remember),
+// and every release writes it: a copy of a claim sent before a release
+// fails however late etcd applies it.
 const fenceBuckets = 16
 
 func (l layout) fencesPrefix(node string) string { return l.prefix + "fences/" + node + "/" }

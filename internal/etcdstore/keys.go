@@ -15,14 +15,10 @@ import (
 )
 
 // layout builds the keys under the prefix (docs/etcd.md, "Keys in etcd",
-// lists them all). The claim (ip/<scope>/<address>) and the
-// attachment's index key (node/<node>/<scope>/<containerID>/<ifname>/<slot>)
-// hold the same record and are written and deleted together, in one
-// transaction. The index key lives under the node, so DEL, CHECK and GC
-// read a handful of keys of one attachment or one node and never scan a
-// pool. Names cannot hold '/' (network, pool and node names, container
-// IDs and interface names are all validated), so no key can reach
-// outside its place.
+// lists them all). A claim's index key lives under its node, so DEL,
+// CHECK and GC read a handful of keys of one attachment or one node and
+// never scan a pool. Names cannot hold '/' (all are validated), so no key
+// can reach outside its place.
 type layout struct{ prefix string }
 
 // ScopePath is a scope's segment in every key of it: networks ("net/")
@@ -35,11 +31,9 @@ func ScopePath(s alloc.Scope) string {
 	return "net/" + s.Network
 }
 
-func (l layout) addrKey(s alloc.Scope, ip netip.Addr) string {
-	return l.prefix + "ip/" + ScopePath(s) + "/" + ip.String()
-}
-
 func (l layout) scopeAddrs(s alloc.Scope) string { return l.prefix + "ip/" + ScopePath(s) + "/" }
+
+func (l layout) addrKey(s alloc.Scope, ip netip.Addr) string { return l.scopeAddrs(s) + ip.String() }
 
 func (l layout) nodePrefix(node string) string { return l.prefix + "node/" + node + "/" }
 
@@ -56,8 +50,6 @@ func (l layout) slotKey(node string, s alloc.Scope, cid, ifname string, slot int
 }
 
 func (l layout) nodeKey(node string) string { return l.prefix + "nodes/" + node }
-
-func (l layout) nodesPrefix() string { return l.prefix + "nodes/" }
 
 func (l layout) fullScope(s alloc.Scope) string { return l.prefix + "full/" + ScopePath(s) + "/" }
 
@@ -81,16 +73,10 @@ func (l layout) scopeIn(key string) (alloc.Scope, bool) {
 // hold key is for (its last segment is the slot).
 func (l layout) markOf(s alloc.Scope, key string) string { return l.fullScope(s) + lastSegment(key) }
 
-// Exhaustion marks. An ADD that found a range set full puts its mark
-// only if no address was freed there since the first taken address it
-// saw (markFull); every release writes the mark empty in the same
-// transaction (freed) instead of deleting it, because a deleted key
-// cannot tell a later conditional write that anything happened. So a
-// mark put late, after a concurrent release, cannot claim the range set
-// full while an address is free, and a DEL that freed nothing leaves the
-// mark alone.
-
-// freed records on mark that an address was freed.
+// freed records on an exhaustion mark (docs/etcd.md, "Timeouts and late
+// commits") that an address was freed: written empty, not deleted,
+// because a deleted key cannot tell a mark put late (MarkExhausted) that
+// anything happened.
 func freed(mark string) etcdkv.Op { return etcdkv.Put(mark, nil) }
 
 // unmark collects the marks of a batch of releases, where one mark may
@@ -175,6 +161,17 @@ func decodeRecord(b []byte) (Record, bool) {
 // (alloc.KeepSet) name an owner.
 func (r Record) attachment() alloc.Attachment {
 	return alloc.Attachment{ContainerID: r.ContainerID, IfName: r.IfName, Network: r.Network}
+}
+
+// hold is the key's record of a sticky claim, as the engine plans its
+// releases over it (nil: not sticky, or no claim of its own: a marker, a
+// migration target's index key).
+func (r Record) hold() *alloc.HoldRecord {
+	if r.Hold == "" || r.cancelled() || r.Shares {
+		return nil
+	}
+	return &alloc.HoldRecord{Hold: alloc.Hold{Node: r.Node, Owner: r.ContainerID, IfName: r.IfName, Network: r.Network, Address: r.Address,
+		Second: r.Second, SecondNode: r.SecondNode, SecondMigration: r.SecondMigration, Key: r.StickyKey, HoldFor: r.HoldFor}}
 }
 
 // cancelled reports a record without an address: a failed ADD's marker,

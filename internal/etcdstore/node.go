@@ -29,6 +29,14 @@ type nodeRecord struct {
 	Hostname string `json:"hostname"`
 }
 
+// decodeNode is a node's record and when it was last seen (zero: never,
+// or unreadable).
+func decodeNode(b []byte) (r nodeRecord, seen time.Time) {
+	_ = json.Unmarshal(b, &r)
+	seen, _ = time.Parse(time.RFC3339, r.Seen)
+	return r, seen
+}
+
 // stampFormat is how records carry time: fixed width, so that byte order
 // is time order (etcd compares values byte by byte).
 const stampFormat = "2006-01-02T15:04:05.000000000Z"
@@ -96,8 +104,7 @@ func (op *Operation) checkNode(kv etcdkv.KV) error {
 	if bytes.HasPrefix(kv.Value, op.identity()) {
 		return nil
 	}
-	var other nodeRecord
-	_ = json.Unmarshal(kv.Value, &other)
+	other, _ := decodeNode(kv.Value)
 	return cnierr.New(cnierr.CodeInvalidConfig, "another machine uses this node name",
 		"ipam.etcd.nodeName=%q: etcd holds it for machine %s (host %q, last seen %s); this is machine %s (host %q): give each machine its own nodeName (two machines under one name would free each other's addresses)",
 		op.node, other.Machine, other.Hostname, other.Seen, op.machine, op.hostname)
@@ -132,11 +139,8 @@ func (op *Operation) ensureNode(kv etcdkv.KV, found bool) error {
 	if err := op.checkNode(kv); err != nil {
 		return err
 	}
-	var r nodeRecord
-	if json.Unmarshal(kv.Value, &r) == nil {
-		if seen, err := time.Parse(time.RFC3339, r.Seen); err == nil && op.now.Sub(seen) < touchEvery {
-			return nil
-		}
+	if _, seen := decodeNode(kv.Value); op.now.Sub(seen) < touchEvery {
+		return nil
 	}
 	_, err := op.cl.Txn(etcdkv.Txn{Then: []etcdkv.Op{op.touch()}})
 	return err
@@ -193,8 +197,8 @@ func (op *Operation) claimOnce(fenceK string, cond []etcdkv.Cmp, then, els []etc
 // claim goes again), or fails.
 func (op *Operation) nodeRefused(resp *etcdkv.Response, i int) (bool, error) {
 	node, found := resp.First(i)
-	if found && bytes.HasPrefix(node.Value, op.identity()) {
-		return false, nil
+	if !found {
+		return true, op.register()
 	}
-	return true, op.ensureNode(node, found)
+	return !bytes.HasPrefix(node.Value, op.identity()), op.checkNode(node)
 }

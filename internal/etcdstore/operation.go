@@ -44,13 +44,13 @@ func Open(conf *netconf.Envelope, network, containerID, ifname string, now time.
 	if err != nil {
 		return nil, err
 	}
-	cl, err := newClient(c)
+	op, err := connect(c, now, log)
 	if err != nil {
 		return nil, err
 	}
-	host, _ := os.Hostname()
-	return &Operation{cl: cl, keys: layout{prefix: c.Prefix}, node: c.NodeName, machine: machine, hostname: host,
-		network: network, cid: containerID, ifname: ifname, now: now, log: log, nonce: newClaimID()}, nil
+	op.machine, op.network, op.cid, op.ifname = machine, network, containerID, ifname
+	op.hostname, _ = os.Hostname()
+	return op, nil
 }
 
 // newClaimID names one ADD's claims (a claim found committed after its
@@ -143,12 +143,7 @@ func (op *Operation) release(s alloc.Scope, kv etcdkv.KV, network string, markHe
 // the claim was written with (one owner's: a share is released through
 // commitShared, which reads the hold).
 func (op *Operation) planDel(a alloc.Attachment, r Record) alloc.DelPlan {
-	v := alloc.DelView{Network: r.Network}
-	if r.Hold != "" && !r.cancelled() && !r.Shares {
-		v.Record = &alloc.HoldRecord{Hold: alloc.Hold{Node: r.Node, Owner: r.ContainerID, IfName: r.IfName, Network: r.Network,
-			Address: r.Address, Key: r.StickyKey, HoldFor: r.HoldFor}}
-	}
-	return alloc.PlanDel(a, r.Node, v, op.now)
+	return alloc.PlanDel(a, r.Node, alloc.DelView{Network: r.Network, Record: r.hold()}, op.now)
 }
 
 // applyDel is what plan p does to the claim at addrK once its index key

@@ -2,7 +2,7 @@ package etcdstore
 
 import (
 	"bytes"
-	"encoding/json"
+	"cmp"
 	"fmt"
 	"net/netip"
 	"slices"
@@ -49,11 +49,11 @@ func OpenOperator(c Access) (*Operator, error) {
 	if err != nil {
 		return nil, err
 	}
-	cl, err := newClient(cfg)
+	op, err := connect(cfg, time.Now(), logging.Nop())
 	if err != nil {
 		return nil, err
 	}
-	return &Operator{op: &Operation{cl: cl, keys: layout{prefix: cfg.Prefix}, now: time.Now(), log: logging.Nop(), nonce: newClaimID()}}, nil
+	return &Operator{op}, nil
 }
 
 // Claim is one claim as read: its record and the scope its key names. A
@@ -132,12 +132,9 @@ func claimOf(s alloc.Scope, ref any) Claim {
 // sortClaims sorts by node, scope and address.
 func sortClaims(cs []Claim) {
 	slices.SortFunc(cs, func(x, y Claim) int {
-		if c := strings.Compare(x.Node+"\x00"+ScopePath(x.Scope), y.Node+"\x00"+ScopePath(y.Scope)); c != 0 {
-			return c
-		}
 		a, _ := netip.ParseAddr(x.Address) // a marker (no address) sorts first
 		b, _ := netip.ParseAddr(y.Address)
-		return a.Compare(b)
+		return cmp.Or(strings.Compare(x.Node, y.Node), strings.Compare(ScopePath(x.Scope), ScopePath(y.Scope)), a.Compare(b))
 	})
 }
 
@@ -163,11 +160,7 @@ func (o *Operator) Release(addr netip.Addr, s alloc.Scope, container, ifname, no
 	if h, held := decodeHold(kv.Value); !valid && held && h.Held() {
 		v.Record = &alloc.HoldRecord{Hold: h}
 	} else if valid {
-		v.Owner, v.OwnerNode = r.attachment(), r.Node
-		if r.Hold != "" {
-			v.Record = &alloc.HoldRecord{Hold: alloc.Hold{Key: r.StickyKey, IfName: r.IfName, Address: r.Address, Owner: r.ContainerID, Node: r.Node,
-				Second: r.Second, SecondNode: r.SecondNode, SecondMigration: r.SecondMigration}}
-		}
+		v.Owner, v.OwnerNode, v.Record = r.attachment(), r.Node, r.hold()
 	}
 	p, err := alloc.PlanRelease(v, alloc.ReleaseRequest{Addr: addr, Container: container, IfName: ifname, Node: node, Where: ScopePath(s)}, o.op.now)
 	if err != nil {
@@ -226,15 +219,12 @@ type Node struct {
 // Nodes maps the nodes that have a machine identity in etcd (every node
 // whose ADD, DEL, GC or STATUS ran since they were introduced) by name.
 func (o *Operator) Nodes() (map[string]Node, error) {
-	prefix := o.op.keys.nodesPrefix()
+	prefix := o.op.keys.nodeKey("")
 	kvs, err := o.op.cl.List(prefix, false)
 	out := map[string]Node{}
 	for _, kv := range kvs {
-		var r nodeRecord
-		if json.Unmarshal(kv.Value, &r) == nil {
-			seen, _ := time.Parse(time.RFC3339, r.Seen)
-			out[string(kv.Key[len(prefix):])] = Node{Hostname: r.Hostname, LastSeen: seen}
-		}
+		r, seen := decodeNode(kv.Value)
+		out[string(kv.Key[len(prefix):])] = Node{Hostname: r.Hostname, LastSeen: seen}
 	}
 	return out, err
 }

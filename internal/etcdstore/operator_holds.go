@@ -51,10 +51,9 @@ func (o *Operator) ReleaseHold(key, ifname string, s alloc.Scope, dryRun bool) (
 	var out []Claim
 	var txns []etcdkv.Txn
 	for _, e := range p.Holds {
-		kv := byKey[e.ID]
 		ip, _ := netip.ParseAddr(e.Address)
 		out = append(out, heldClaim(e.Hold, s))
-		txns = append(txns, expireHold(e.ID, o.op.keys.addrKey(s, ip), kv.ModRevision, o.op.keys.markOf(s, e.ID)))
+		txns = append(txns, expireHold(e.ID, o.op.keys.addrKey(s, ip), byKey[e.ID].ModRevision, o.op.keys.markOf(s, e.ID)))
 	}
 	if dryRun {
 		return out, nil
