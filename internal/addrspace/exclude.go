@@ -34,19 +34,6 @@ func ParseExclusions(field string, entries []string) (Exclusions, error) {
 	return Exclusions{runs: merge(runs)}, nil
 }
 
-// ExcludeAddrs excludes single addresses: what a selector learns from the
-// host, already parsed.
-func ExcludeAddrs(addrs ...netip.Addr) Exclusions {
-	runs := make([]addrRun, 0, len(addrs))
-	for _, a := range addrs {
-		if a.IsValid() {
-			a = a.WithZone("").Unmap()
-			runs = append(runs, addrRun{a, a})
-		}
-	}
-	return Exclusions{runs: merge(runs)}
-}
-
 func parseRun(s string) (addrRun, error) {
 	if !strings.Contains(s, "/") {
 		a, err := netip.ParseAddr(s)
