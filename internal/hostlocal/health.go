@@ -273,8 +273,8 @@ func (d stateDir) staleScratch() ([]string, error) {
 		}
 		stale = append(stale, child(d.idx, name))
 	}
-	parent, base := filepath.Split(d.idx)
-	for _, p := range []string{filepath.Join(parent, "."+base+".new"), filepath.Join(parent, "."+base+".old")} {
+	fresh, old := d.rebuildDirs()
+	for _, p := range []string{fresh, old} {
 		if _, err := os.Lstat(p); err == nil {
 			stale = append(stale, p)
 		}

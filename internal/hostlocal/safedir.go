@@ -56,14 +56,9 @@ func SafeDir(path string, fi fs.FileInfo, uid int) error {
 	return nil
 }
 
-// CheckDir checks that the existing directory path is safe for uid (see
-// SafeDir); a missing one is fs.ErrNotExist, unwrapped.
-func CheckDir(path string, uid int) error {
-	_, err := checkDir(path, uid)
-	return err
-}
-
-// checkDir is CheckDir returning the directory's status.
+// checkDir checks that the existing directory path is safe for uid (see
+// SafeDir) and returns its status; a missing one is fs.ErrNotExist,
+// unwrapped.
 func checkDir(path string, uid int) (fs.FileInfo, error) {
 	fi, err := os.Lstat(path)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -77,8 +72,7 @@ func checkDir(path string, uid int) (fs.FileInfo, error) {
 // EnsureDir creates path with mode when it is missing (its parents too,
 // 0755, as host-local creates its directories), then checks it for uid.
 func EnsureDir(path string, mode os.FileMode, uid int) error {
-	err := CheckDir(path, uid)
-	if !errors.Is(err, fs.ErrNotExist) {
+	if _, err := checkDir(path, uid); !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
 	if err := os.MkdirAll(filepath.Dir(path), modeStateDir); err != nil {
@@ -87,7 +81,8 @@ func EnsureDir(path string, mode os.FileMode, uid int) error {
 	if err := os.Mkdir(path, mode); err != nil && !errors.Is(err, fs.ErrExist) {
 		return cnierr.IO("create", path, err)
 	}
-	return CheckDir(path, uid)
+	_, err := checkDir(path, uid)
+	return err
 }
 
 // dirSpec is a directory EnsureDir makes with mode.
