@@ -112,17 +112,12 @@ func Examine(dir string, lockTimeout time.Duration) (*Health, error) {
 // listed in dropCursors (an unparseable or out-of-range cursor only costs
 // the round-robin position, which then restarts at the range's start).
 // It never removes a reservation. It returns what it did.
-func Repair(dir string, lockTimeout time.Duration, dropCursors []int) ([]string, error) {
+func Repair(dir string, lockTimeout time.Duration, dropCursors []int) (done []string, err error) {
 	d, err := Open(dir, lockTimeout)
 	if err != nil {
 		return nil, err
 	}
-	done, err := d.repair(dropCursors)
-	return done, errors.Join(err, d.Close())
-}
-
-func (d *Disk) repair(dropCursors []int) ([]string, error) {
-	var done []string
+	defer func() { err = errors.Join(err, d.Close()) }()
 	rs, err := ReadReservations(d.dir)
 	if err != nil {
 		return done, err
