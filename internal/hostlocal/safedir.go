@@ -109,38 +109,31 @@ func ensureChecked(checked map[string]bool, uid int, dirs ...dirSpec) error {
 	return nil
 }
 
-// readDir lists the directory path, opened without following a symbolic
-// link and checked for uid; a missing one is fs.ErrNotExist, wrapped in
-// code 5 as every other error that is not a refusal.
-func readDir(path string, uid int) ([]os.DirEntry, error) {
+// readDirIfAny lists the directory path, opened without following a
+// symbolic link and checked for uid; a missing one holds nothing. Every
+// other error that is not a refusal is code 5.
+func readDirIfAny(path string, uid int) ([]os.DirEntry, error) {
 	fd, err := openRetry(path, syscall.O_RDONLY|syscall.O_DIRECTORY, 0)
-	if errors.Is(err, syscall.ELOOP) || errors.Is(err, syscall.ENOTDIR) {
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return nil, nil
+	case errors.Is(err, syscall.ELOOP) || errors.Is(err, syscall.ENOTDIR):
 		return nil, unsafeDir(path, "is a symbolic link or not a directory", uid)
+	case err != nil:
+		return nil, cnierr.IO("read", path, err)
+	}
+	f := os.NewFile(uintptr(fd), path)
+	defer f.Close()
+	fi, err := f.Stat()
+	if err == nil {
+		err = SafeDir(path, fi, uid)
 	}
 	var des []os.DirEntry
 	if err == nil {
-		f := os.NewFile(uintptr(fd), path)
-		var fi fs.FileInfo
-		if fi, err = f.Stat(); err == nil {
-			err = SafeDir(path, fi, uid)
-		}
-		if err == nil {
-			des, err = f.ReadDir(-1)
-		}
-		f.Close()
+		des, err = f.ReadDir(-1)
 	}
 	if err != nil && cnierr.As(err) == nil {
 		err = cnierr.IO("read", path, err)
-	}
-	return des, err
-}
-
-// readDirIfAny is readDir of a directory which may not exist yet (it
-// holds nothing then).
-func readDirIfAny(path string, uid int) ([]os.DirEntry, error) {
-	des, err := readDir(path, uid)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
 	}
 	return des, err
 }
