@@ -217,7 +217,6 @@ func (d *Disk) tracked(a alloc.Attachment) (*entry, error) {
 // A line that is not what e now writes (stale, torn, unsorted) is
 // rewritten by Close.
 func (d *Disk) verify(a alloc.Attachment, e *entry, key, raw string) error {
-	dirty := e.b.dirty
 	for f := range strings.FieldsSeq(raw) {
 		ip, err := netip.ParseAddr(f)
 		if err != nil {
@@ -228,10 +227,11 @@ func (d *Disk) verify(a alloc.Attachment, e *entry, key, raw string) error {
 			return err
 		}
 		if ok && owner.Is(a) {
-			e.add(ip)
+			e.addrs = append(e.addrs, ip)
 		}
 	}
-	e.b.dirty = dirty
+	slices.SortFunc(e.addrs, netip.Addr.Compare)
+	e.addrs = slices.Compact(e.addrs)
 	if e.line(key) != key+" "+raw {
 		e.b.dirty, d.dirty = true, true
 	}
