@@ -83,21 +83,17 @@ func Examine(dir string, lockTimeout time.Duration) (*Health, error) {
 	if h.Index, _, err = d.trust(); err != nil {
 		return nil, err
 	}
+	// The checks below only read, each its own files: one failing need
+	// not stop the others, and the report names every failure.
+	var errs [5]error
 	if h.Index == IndexValid {
-		if h.IndexProblems, err = d.indexProblems(h.Reservations); err != nil {
-			return nil, err
-		}
+		h.IndexProblems, errs[0] = d.indexProblems(h.Reservations)
 	}
-	if h.Stale, err = d.staleScratch(); err != nil {
-		return nil, err
-	}
-	if h.Holds, h.Orphans, err = d.holdProblems(h.Reservations); err != nil {
-		return nil, err
-	}
-	if h.Tenants, err = d.tenantRecords(Addrs(h.Reservations)); err != nil {
-		return nil, err
-	}
-	if h.UnusedTokens, err = d.unusedTokens(); err != nil {
+	h.Stale, errs[1] = d.staleScratch()
+	h.Holds, h.Orphans, errs[2] = d.holdProblems(h.Reservations)
+	h.Tenants, errs[3] = d.tenantRecords(Addrs(h.Reservations))
+	h.UnusedTokens, errs[4] = d.unusedTokens()
+	if err := errors.Join(errs[:]...); err != nil {
 		return nil, err
 	}
 	for _, name := range slices.Sorted(slices.Values(ents.other)) {
