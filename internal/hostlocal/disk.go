@@ -95,7 +95,7 @@ func (d *Disk) subdir(path string) (bool, error) {
 	if ok, seen := d.subs[path]; seen {
 		return ok, nil
 	}
-	err := CheckDir(path, d.uid)
+	_, err := checkDir(path, d.uid)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return false, err
 	}

@@ -599,3 +599,31 @@ func TestDiskOldLayoutRebuilt(t *testing.T) {
 		t.Fatalf("entry = %q", got)
 	}
 }
+
+// A bucket line torn behind a valid stamp still names its addresses,
+// which are verified and kept; the first Close that uses it writes it
+// back whole.
+func TestDiskTornLineRewritten(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "net")
+	h := diskHarness{dir}
+	ip := mustAlloc(t, h, alloctest.CidA, alloctest.Small(t))
+	path := filepath.Join(IndexDir(dir), bucketName(bucketOf(alloctest.CidA)))
+	data, err := os.ReadFile(path)
+	if err != nil || !strings.HasSuffix(string(data), "\n") {
+		t.Fatalf("bucket %q, %v", data, err)
+	}
+	if err := os.WriteFile(path, data[:len(data)-1], 0o600); err != nil {
+		t.Fatal(err)
+	}
+	h.with(t, func(_ *alloc.Allocator, d *Disk) {
+		if got, err := d.ByAttachment(alloctest.CidA); err != nil || !slices.Equal(got, []netip.Addr{ip}) {
+			t.Fatalf("ByAttachment = %v, %v", got, err)
+		}
+	})
+	if got, err := os.ReadFile(path); err != nil || string(got) != string(data) {
+		t.Fatalf("bucket after Close = %q, %v; want %q", got, err, data)
+	}
+	if hl, err := Examine(dir, time.Second); err != nil || hl.Index != IndexValid || len(hl.IndexProblems) != 0 {
+		t.Fatalf("Examine = %+v, %v", hl, err)
+	}
+}

@@ -220,9 +220,9 @@ type namedCursor struct {
 }
 
 // readEntries lists dir, checked for uid (safedir.go), with one
-// getdents(2) pass; a missing dir is os.ErrNotExist, wrapped.
+// getdents(2) pass; a missing dir holds nothing.
 func readEntries(dir string, uid int) (entries, error) {
-	des, err := readDir(dir, uid)
+	des, err := readDirIfAny(dir, uid)
 	if err != nil {
 		return entries{}, err
 	}

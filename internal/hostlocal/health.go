@@ -83,21 +83,17 @@ func Examine(dir string, lockTimeout time.Duration) (*Health, error) {
 	if h.Index, _, err = d.trust(); err != nil {
 		return nil, err
 	}
+	// The checks below only read, each its own files: one failing need
+	// not stop the others, and the report names every failure.
+	var errs [5]error
 	if h.Index == IndexValid {
-		if h.IndexProblems, err = d.indexProblems(h.Reservations); err != nil {
-			return nil, err
-		}
+		h.IndexProblems, errs[0] = d.indexProblems(h.Reservations)
 	}
-	if h.Stale, err = d.staleScratch(); err != nil {
-		return nil, err
-	}
-	if h.Holds, h.Orphans, err = d.holdProblems(h.Reservations); err != nil {
-		return nil, err
-	}
-	if h.Tenants, err = d.tenantRecords(Addrs(h.Reservations)); err != nil {
-		return nil, err
-	}
-	if h.UnusedTokens, err = d.unusedTokens(); err != nil {
+	h.Stale, errs[1] = d.staleScratch()
+	h.Holds, h.Orphans, errs[2] = d.holdProblems(h.Reservations)
+	h.Tenants, errs[3] = d.tenantRecords(Addrs(h.Reservations))
+	h.UnusedTokens, errs[4] = d.unusedTokens()
+	if err := errors.Join(errs[:]...); err != nil {
 		return nil, err
 	}
 	for _, name := range slices.Sorted(slices.Values(ents.other)) {
@@ -112,17 +108,12 @@ func Examine(dir string, lockTimeout time.Duration) (*Health, error) {
 // listed in dropCursors (an unparseable or out-of-range cursor only costs
 // the round-robin position, which then restarts at the range's start).
 // It never removes a reservation. It returns what it did.
-func Repair(dir string, lockTimeout time.Duration, dropCursors []int) ([]string, error) {
+func Repair(dir string, lockTimeout time.Duration, dropCursors []int) (done []string, err error) {
 	d, err := Open(dir, lockTimeout)
 	if err != nil {
 		return nil, err
 	}
-	done, err := d.repair(dropCursors)
-	return done, errors.Join(err, d.Close())
-}
-
-func (d *Disk) repair(dropCursors []int) ([]string, error) {
-	var done []string
+	defer func() { err = errors.Join(err, d.Close()) }()
 	rs, err := ReadReservations(d.dir)
 	if err != nil {
 		return done, err
@@ -273,8 +264,8 @@ func (d stateDir) staleScratch() ([]string, error) {
 		}
 		stale = append(stale, child(d.idx, name))
 	}
-	parent, base := filepath.Split(d.idx)
-	for _, p := range []string{filepath.Join(parent, "."+base+".new"), filepath.Join(parent, "."+base+".old")} {
+	fresh, old := d.rebuildDirs()
+	for _, p := range []string{fresh, old} {
 		if _, err := os.Lstat(p); err == nil {
 			stale = append(stale, p)
 		}

@@ -50,6 +50,13 @@ func entryKey(a alloc.Attachment) (string, bool) {
 	return id + "@" + a.IfName, true
 }
 
+// rebuildDirs are the trees a rebuild writes the new index in and moves
+// the old one to, beside the index directory (rebuild.go).
+func (d stateDir) rebuildDirs() (fresh, old string) {
+	parent, base := filepath.Split(d.idx)
+	return filepath.Join(parent, "."+base+".new"), filepath.Join(parent, "."+base+".old")
+}
+
 // bucketFormat reports whether the index directory was written in the
 // bucket layout (it has b00): an index left by a version that kept one
 // file per attachment can carry a valid stamp but no buckets, which would
@@ -155,12 +162,10 @@ func (d *Disk) bucket(n uint8) *bucket {
 // where a holds nothing.
 func (d *Disk) known(a alloc.Attachment) *entry {
 	b := d.bucket(bucketOf(a))
-	e := b.entries[a]
-	if e == nil {
-		e = &entry{b: b}
-		b.entries[a] = e
+	if b.entries[a] == nil {
+		b.entries[a] = &entry{b: b}
 	}
-	return e
+	return b.entries[a]
 }
 
 // fill replaces the cache with the result of a full scan.
@@ -194,13 +199,12 @@ func (d *Disk) tracked(a alloc.Attachment) (*entry, error) {
 		}
 		b.load(string(data))
 	}
-	e := b.entries[a]
-	if e != nil {
+	if e := b.entries[a]; e != nil {
 		return e, nil
 	}
-	e = &entry{b: b}
+	e := &entry{b: b}
 	if raw, found := b.lines[key]; found {
-		if err := d.verify(a, e, raw); err != nil {
+		if err := d.verify(a, e, key, raw); err != nil {
 			return nil, err
 		}
 	}
@@ -208,36 +212,28 @@ func (d *Disk) tracked(a alloc.Attachment) (*entry, error) {
 	return e, nil
 }
 
-// verify sets e to the addresses of raw, its bucket line, whose file
+// verify sets e to the addresses of raw, a's bucket line, whose file
 // still names a as owner; a stale address is dropped, never released.
-func (d *Disk) verify(a alloc.Attachment, e *entry, raw string) error {
-	var addrs []netip.Addr
-	changed := false
+// A line that is not what e now writes (stale, torn, unsorted) is
+// rewritten by Close.
+func (d *Disk) verify(a alloc.Attachment, e *entry, key, raw string) error {
 	for f := range strings.FieldsSeq(raw) {
 		ip, err := netip.ParseAddr(f)
 		if err != nil {
-			changed = true
 			continue
 		}
 		owner, ok, err := d.Owner(ip)
 		if err != nil {
 			return err
 		}
-		if !ok || !owner.Is(a) {
-			changed = true
-			continue
+		if ok && owner.Is(a) {
+			e.addrs = append(e.addrs, ip)
 		}
-		addrs = append(addrs, ip)
 	}
-	slices.SortFunc(addrs, netip.Addr.Compare)
-	if c := slices.Compact(addrs); len(c) != len(addrs) {
-		changed = true
-		addrs = c
-	}
-	e.addrs = addrs
-	if changed {
-		e.b.dirty = true
-		d.dirty = true
+	slices.SortFunc(e.addrs, netip.Addr.Compare)
+	e.addrs = slices.Compact(e.addrs)
+	if e.line(key) != key+" "+raw {
+		e.b.dirty, d.dirty = true, true
 	}
 	return nil
 }

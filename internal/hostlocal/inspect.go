@@ -35,26 +35,12 @@ type Reservation struct {
 // ReservedAddrs lists the addresses reserved in dir from the file names
 // alone (no file is opened), sorted. A missing dir holds nothing.
 func ReservedAddrs(dir string) ([]netip.Addr, error) {
-	names, err := reservationNames(dir)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]netip.Addr, len(names))
-	for i, n := range names {
+	ents, err := readEntries(dir, os.Geteuid())
+	out := make([]netip.Addr, len(ents.reservations))
+	for i, n := range ents.reservations {
 		out[i] = n.ip
 	}
-	return out, nil
-}
-
-// reservationNames lists the reservations of dir without its lock,
-// sorted by address; whether each is a regular file is left to the
-// reader. A missing dir holds nothing.
-func reservationNames(dir string) ([]namedAddr, error) {
-	ents, err := readEntries(dir, os.Geteuid())
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
-	}
-	return ents.reservations, err
+	return out, err
 }
 
 // ReadReservations reads every reservation of dir with its mtime, without
@@ -62,11 +48,11 @@ func reservationNames(dir string) ([]namedAddr, error) {
 // cost is one open, fstat and read per file, and at 60,000 files the
 // system calls, not the CPU, dominate.
 func ReadReservations(dir string) ([]Reservation, error) {
-	names, err := reservationNames(dir)
+	ents, err := readEntries(dir, os.Geteuid())
 	if err != nil {
 		return nil, err
 	}
-	return readReservations(dir, names)
+	return readReservations(dir, ents.reservations)
 }
 
 // readReservations reads the reservations names of dir.

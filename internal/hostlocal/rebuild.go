@@ -34,9 +34,7 @@ func (d *Disk) rebuild() error {
 	d.exhausted = nil
 	d.dirty = true
 
-	parent, base := filepath.Split(d.idx)
-	fresh := filepath.Join(parent, "."+base+".new")
-	old := filepath.Join(parent, "."+base+".old")
+	fresh, old := d.rebuildDirs()
 	for _, p := range []string{fresh, old} {
 		if err := os.RemoveAll(p); err != nil {
 			return cnierr.IO("remove", p, err)

@@ -56,14 +56,9 @@ func SafeDir(path string, fi fs.FileInfo, uid int) error {
 	return nil
 }
 
-// CheckDir checks that the existing directory path is safe for uid (see
-// SafeDir); a missing one is fs.ErrNotExist, unwrapped.
-func CheckDir(path string, uid int) error {
-	_, err := checkDir(path, uid)
-	return err
-}
-
-// checkDir is CheckDir returning the directory's status.
+// checkDir checks that the existing directory path is safe for uid (see
+// SafeDir) and returns its status; a missing one is fs.ErrNotExist,
+// unwrapped.
 func checkDir(path string, uid int) (fs.FileInfo, error) {
 	fi, err := os.Lstat(path)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -77,8 +72,7 @@ func checkDir(path string, uid int) (fs.FileInfo, error) {
 // EnsureDir creates path with mode when it is missing (its parents too,
 // 0755, as host-local creates its directories), then checks it for uid.
 func EnsureDir(path string, mode os.FileMode, uid int) error {
-	err := CheckDir(path, uid)
-	if !errors.Is(err, fs.ErrNotExist) {
+	if _, err := checkDir(path, uid); !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
 	if err := os.MkdirAll(filepath.Dir(path), modeStateDir); err != nil {
@@ -87,7 +81,8 @@ func EnsureDir(path string, mode os.FileMode, uid int) error {
 	if err := os.Mkdir(path, mode); err != nil && !errors.Is(err, fs.ErrExist) {
 		return cnierr.IO("create", path, err)
 	}
-	return CheckDir(path, uid)
+	_, err := checkDir(path, uid)
+	return err
 }
 
 // dirSpec is a directory EnsureDir makes with mode.
@@ -114,38 +109,31 @@ func ensureChecked(checked map[string]bool, uid int, dirs ...dirSpec) error {
 	return nil
 }
 
-// readDir lists the directory path, opened without following a symbolic
-// link and checked for uid; a missing one is fs.ErrNotExist, wrapped in
-// code 5 as every other error that is not a refusal.
-func readDir(path string, uid int) ([]os.DirEntry, error) {
+// readDirIfAny lists the directory path, opened without following a
+// symbolic link and checked for uid; a missing one holds nothing. Every
+// other error that is not a refusal is code 5.
+func readDirIfAny(path string, uid int) ([]os.DirEntry, error) {
 	fd, err := openRetry(path, syscall.O_RDONLY|syscall.O_DIRECTORY, 0)
-	if errors.Is(err, syscall.ELOOP) || errors.Is(err, syscall.ENOTDIR) {
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return nil, nil
+	case errors.Is(err, syscall.ELOOP) || errors.Is(err, syscall.ENOTDIR):
 		return nil, unsafeDir(path, "is a symbolic link or not a directory", uid)
+	case err != nil:
+		return nil, cnierr.IO("read", path, err)
+	}
+	f := os.NewFile(uintptr(fd), path)
+	defer f.Close()
+	fi, err := f.Stat()
+	if err == nil {
+		err = SafeDir(path, fi, uid)
 	}
 	var des []os.DirEntry
 	if err == nil {
-		f := os.NewFile(uintptr(fd), path)
-		var fi fs.FileInfo
-		if fi, err = f.Stat(); err == nil {
-			err = SafeDir(path, fi, uid)
-		}
-		if err == nil {
-			des, err = f.ReadDir(-1)
-		}
-		f.Close()
+		des, err = f.ReadDir(-1)
 	}
 	if err != nil && cnierr.As(err) == nil {
 		err = cnierr.IO("read", path, err)
-	}
-	return des, err
-}
-
-// readDirIfAny is readDir of a directory which may not exist yet (it
-// holds nothing then).
-func readDirIfAny(path string, uid int) ([]os.DirEntry, error) {
-	des, err := readDir(path, uid)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
 	}
 	return des, err
 }
