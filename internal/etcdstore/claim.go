@@ -30,9 +30,8 @@ import (
 //
 // A node's first claim registers the node in the same transaction
 // (claimOnce). The index-key condition is the duplicate check, atomic
-// with the claim (a separate read before it would add a round trip and
-// still be a check-then-act): an attachment can never hold two addresses
-// of one range set or pool, however its ADDs race or are retried.
+// with the claim (a read before it would cost a round trip and still be
+// a check-then-act), however the attachment's ADDs race or are retried.
 type claimStore struct {
 	op     *Operation
 	scope  alloc.Scope
@@ -88,11 +87,7 @@ func (s *claimStore) Reserve(a alloc.Attachment, ip netip.Addr) (bool, error) {
 		if err != nil {
 			return false, err
 		}
-		f := &alloc.HoldFound{}
-		if hold, ok := resp.First(0); ok {
-			f.Ref = hold
-		}
-		return false, f
+		return false, holdFound(resp, 0)
 	}
 	if s.taken[ip] && s.take == nil {
 		return false, nil
@@ -157,7 +152,7 @@ func (s *claimStore) send(ip netip.Addr, val []byte, cond []etcdkv.Cmp, then []e
 		// them; it is never sent twice. A copy that etcd applies after
 		// the attachment's DEL finds the release's fence (fence.go).
 		// A claim for a tenant requires its version as counted (quota.go).
-		cnd, thn := append(slices.Clip(cond), s.slotFree(slotK)), then
+		cnd, thn := append(slices.Clip(cond), atRev(slotK, s.marker)), then
 		if qs != nil {
 			qc, qops := qs.claimOps(op.keys, s.scope, ip)
 			cnd, thn = append(cnd, qc...), append(slices.Clip(then), qops...)
@@ -174,7 +169,7 @@ func (s *claimStore) send(ip netip.Addr, val []byte, cond []etcdkv.Cmp, then []e
 			// marker after the attachment's DEL (fence.go).
 			op.log.Warn("claim unanswered; fencing it", logging.String("address", ip.String()), logging.Error(err))
 			resp, err = op.cl.Txn(etcdkv.Txn{
-				If:   append([]etcdkv.Cmp{s.slotFree(slotK)}, op.fenceCmp(fenceK)...),
+				If:   append([]etcdkv.Cmp{atRev(slotK, s.marker)}, op.fenceCmp(fenceK)...),
 				Then: []etcdkv.Op{etcdkv.Put(slotK, op.recordOf(a, s.scope, "", s.claim).encode())},
 				Else: holders,
 			})
@@ -196,10 +191,9 @@ func (s *claimStore) send(ip netip.Addr, val []byte, cond []etcdkv.Cmp, then []e
 			}
 			return true, nil
 		}
-		if again, err := op.nodeRefused(resp, 2); again {
-			if err != nil {
-				return false, err
-			}
+		if again, err := op.nodeRefused(resp, 2); err != nil {
+			return false, err
+		} else if again {
 			continue
 		}
 		if hasSlot {
@@ -220,35 +214,24 @@ func (s *claimStore) send(ip netip.Addr, val []byte, cond []etcdkv.Cmp, then []e
 				// and the engine judges that count.
 				recounts++
 				try--
-				n, err := op.count(qs)
-				if err == nil {
-					err = alloc.QuotaReached(qs.q, n)
-				}
-				if err != nil {
+				if n, err := op.count(qs); err != nil {
+					return false, err
+				} else if err := alloc.QuotaReached(qs.q, n); err != nil {
 					return false, err
 				}
 				continue
 			}
 		}
-		if hasSlot {
-			if slot.ModRevision != s.marker {
-				s.marker = slot.ModRevision // a failed ADD's marker: take it over, exactly this one
-				continue
-			}
-		} else {
+		if hasSlot && slot.ModRevision != s.marker {
+			s.marker = slot.ModRevision // a failed ADD's marker: take it over, exactly this one
+			continue
+		} else if !hasSlot {
 			s.marker = 0
 		}
-		if s.sticky != nil {
-			hold, hasHold := resp.First(holdersFences + 1)
-			if hasHold || takes {
-				// The key has a hold (or the one taken over changed or
-				// went): the search ends, the engine applies the rules.
-				f := &alloc.HoldFound{}
-				if hasHold {
-					f.Ref = hold
-				}
-				return false, f
-			}
+		if _, hasHold := resp.First(holdersFences + 1); s.sticky != nil && (hasHold || takes) {
+			// The key has a hold (or the one taken over changed or went):
+			// the search ends, the engine applies the rules.
+			return false, holdFound(resp, holdersFences+1)
 		}
 		if held {
 			if r, ok := decodeRecord(holder.Value); ok {
@@ -260,6 +243,15 @@ func (s *claimStore) send(ip netip.Addr, val []byte, cond []etcdkv.Cmp, then []e
 		}
 	}
 	return false, cnierr.New(cnierr.CodeTryAgainLater, "claim kept conflicting", "address=%s %s", ip, s.label)
+}
+
+// holdFound is the hold read at i of resp for the engine's rules (no
+// Ref: the key has none).
+func holdFound(resp *etcdkv.Response, i int) *alloc.HoldFound {
+	if kv, ok := resp.First(i); ok {
+		return &alloc.HoldFound{Ref: kv}
+	}
+	return &alloc.HoldFound{}
 }
 
 // holdersFences is where a failed claim's answer has the node's fence
@@ -276,13 +268,13 @@ func (s *claimStore) slotKey() string {
 	return s.op.keys.slotKey(s.op.node, s.scope, s.att.ContainerID, s.att.IfName, s.slot)
 }
 
-// slotFree is the claim's condition on the index key: absent, or still
-// the marker being taken over.
-func (s *claimStore) slotFree(slotK string) etcdkv.Cmp {
-	if s.marker != 0 {
-		return etcdkv.ModIs(slotK, s.marker)
+// atRev requires key at mod revision rev, or absent for 0 (a create
+// revision compare, the wire shape a key's absence always has).
+func atRev(key string, rev int64) etcdkv.Cmp {
+	if rev != 0 {
+		return etcdkv.ModIs(key, rev)
 	}
-	return etcdkv.Absent(slotK)
+	return etcdkv.Absent(key)
 }
 
 // noteTaken remembers a taken candidate, and once the pool looks busy

@@ -124,12 +124,8 @@ func removeRecord(m etcdkv.KV) etcdkv.Txn {
 func (qs *quotaState) claimOps(l layout, s alloc.Scope, ip netip.Addr) ([]etcdkv.Cmp, []etcdkv.Op) {
 	vk, mk := l.tenantVersion(qs.name), l.tenantMark(qs.name, s, ip)
 	var cond []etcdkv.Cmp
-	switch {
-	case !qs.enforce:
-	case qs.version != 0:
-		cond = []etcdkv.Cmp{etcdkv.ModIs(vk, qs.version)}
-	default:
-		cond = []etcdkv.Cmp{etcdkv.Absent(vk)}
+	if qs.enforce {
+		cond = []etcdkv.Cmp{atRev(vk, qs.version)}
 	}
 	ops := []etcdkv.Op{etcdkv.Put(mk, nil), etcdkv.Put(vk, nil)}
 	for _, m := range qs.stale {
