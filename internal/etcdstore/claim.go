@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strconv"
 
-	"github.com/cniplugins/cniplugins/internal/addrspace"
 	"github.com/cniplugins/cniplugins/internal/alloc"
 	"github.com/cniplugins/cniplugins/internal/cnierr"
 	"github.com/cniplugins/cniplugins/internal/etcdkv"
@@ -34,12 +33,9 @@ import (
 // a check-then-act), however the attachment's ADDs race or are retried.
 type claimStore struct {
 	op     *Operation
-	scope  alloc.Scope
-	slot   int
-	set    addrspace.RangeSet
+	t      alloc.Target
 	claim  string // this ADD's claim ID
-	label  string
-	marker int64 // mod revision of the marker in our index key that the claim takes over (0: none)
+	marker int64  // mod revision of the marker in our index key that the claim takes over (0: none)
 
 	att      alloc.Attachment // who the claims are for (Reserve's)
 	sent     []byte           // the record of the last claim sent: ours if it is found later
@@ -65,8 +61,7 @@ const prefetchAfter = 4
 // claimStore is the store of target t for an ADD's claims, named claim,
 // with the attachment's sticky key st (nil: none).
 func (op *Operation) claimStore(t alloc.Target, claim string, st *stickyAtt) *claimStore {
-	s := &claimStore{op: op, scope: t.Scope, slot: t.RangeID, set: t.Set, claim: claim, label: t.Label, taken: map[netip.Addr]bool{},
-		att: op.attachment()}
+	s := &claimStore{op: op, t: t, claim: claim, taken: map[netip.Addr]bool{}}
 	if st != nil {
 		s.sticky, s.holdK = st, op.keys.holdKey(t.Scope, st.id, strconv.Itoa(t.RangeID))
 	}
@@ -92,11 +87,11 @@ func (s *claimStore) Reserve(a alloc.Attachment, ip netip.Addr) (bool, error) {
 	if s.taken[ip] && s.take == nil {
 		return false, nil
 	}
-	val := s.sticky.mark(op.recordOf(a, s.scope, ip.String(), s.claim)).encode()
-	addrK := op.keys.addrKey(s.scope, ip)
+	val := s.sticky.mark(op.recordOf(a, s.t.Scope, ip.String(), s.claim)).encode()
+	addrK := op.keys.addrKey(s.t.Scope, ip)
 	cond := []etcdkv.Cmp{etcdkv.Absent(addrK)}
 	then := []etcdkv.Op{etcdkv.Put(addrK, val), etcdkv.Put(s.slotKey(), val)}
-	undo := []etcdkv.Op{etcdkv.Delete(addrK), freed(op.keys.fullKey(s.scope, s.slot))}
+	undo := []etcdkv.Op{etcdkv.Delete(addrK), freed(op.keys.fullKey(s.t.Scope, s.t.RangeID))}
 	if s.sticky != nil {
 		// The hold key absent, or the hold taken over with its address's
 		// claim as found; it gets the engine's record of the reservation
@@ -130,7 +125,7 @@ func (s *claimStore) send(ip netip.Addr, val []byte, cond []etcdkv.Cmp, then []e
 		}
 	}()
 	op, a := s.op, s.att
-	addrK, slotK, fenceK := op.keys.addrKey(s.scope, ip), s.slotKey(), op.keys.fenceOf(op.node, a.ContainerID, a.IfName)
+	addrK, slotK, fenceK := op.keys.addrKey(s.t.Scope, ip), s.slotKey(), op.keys.fenceOf(op.node, a.ContainerID, a.IfName)
 	s.sent, s.undoing = val, undo
 	// The else branch reads the claim key, the index key, the node, the
 	// node's fence buckets (holdersFences), then the hold and the
@@ -154,7 +149,7 @@ func (s *claimStore) send(ip netip.Addr, val []byte, cond []etcdkv.Cmp, then []e
 		// A claim for a tenant requires its version as counted (quota.go).
 		cnd, thn := append(slices.Clip(cond), atRev(slotK, s.marker)), then
 		if qs != nil {
-			qc, qops := qs.claimOps(op.keys, s.scope, ip)
+			qc, qops := qs.claimOps(op.keys, s.t.Scope, ip)
 			cnd, thn = append(cnd, qc...), append(slices.Clip(then), qops...)
 		}
 		resp, registeredNow, err := op.claimOnce(fenceK, cnd, thn, holders)
@@ -170,7 +165,7 @@ func (s *claimStore) send(ip netip.Addr, val []byte, cond []etcdkv.Cmp, then []e
 			op.log.Warn("claim unanswered; fencing it", logging.String("address", ip.String()), logging.Error(err))
 			resp, err = op.cl.Txn(etcdkv.Txn{
 				If:   append([]etcdkv.Cmp{atRev(slotK, s.marker)}, op.fenceCmp(fenceK)...),
-				Then: []etcdkv.Op{etcdkv.Put(slotK, op.recordOf(a, s.scope, "", s.claim).encode())},
+				Then: []etcdkv.Op{etcdkv.Put(slotK, op.recordOf(a, s.t.Scope, "", s.claim).encode())},
 				Else: holders,
 			})
 			if err == nil && resp.Succeeded {
@@ -201,7 +196,7 @@ func (s *claimStore) send(ip netip.Addr, val []byte, cond []etcdkv.Cmp, then []e
 			// below it (alloc.QuotaGate).
 			if r, _ := decodeRecord(slot.Value); !r.cancelled() {
 				return false, cnierr.New(cnierr.CodeDuplicateAttach, "attachment already holds an address",
-					"address=%s %s containerID=%s ifname=%s", r.Address, s.label, a.ContainerID, a.IfName)
+					"address=%s %s containerID=%s ifname=%s", r.Address, s.t.Label, a.ContainerID, a.IfName)
 			}
 		}
 		if op.fenceRefused(resp.KVs(holdersFences), fenceK, registeredNow) {
@@ -242,7 +237,7 @@ func (s *claimStore) send(ip netip.Addr, val []byte, cond []etcdkv.Cmp, then []e
 			return false, nil
 		}
 	}
-	return false, cnierr.New(cnierr.CodeTryAgainLater, "claim kept conflicting", "address=%s %s", ip, s.label)
+	return false, cnierr.New(cnierr.CodeTryAgainLater, "claim kept conflicting", "address=%s %s", ip, s.t.Label)
 }
 
 // holdFound is the hold read at i of resp for the engine's rules (no
@@ -265,7 +260,7 @@ const maxRecounts = 8
 
 // slotKey is the index key of the attachment Reserve claims for.
 func (s *claimStore) slotKey() string {
-	return s.op.keys.slotKey(s.op.node, s.scope, s.att.ContainerID, s.att.IfName, s.slot)
+	return s.op.keys.slotKey(s.op.node, s.t.Scope, s.att.ContainerID, s.att.IfName, s.t.RangeID)
 }
 
 // atRev requires key at mod revision rev, or absent for 0 (a create
@@ -289,7 +284,7 @@ func (s *claimStore) noteTaken(ip netip.Addr, rev int64) {
 		return
 	}
 	s.scanned = true
-	prefix := s.op.keys.scopeAddrs(s.scope)
+	prefix := s.op.keys.scopeAddrs(s.t.Scope)
 	kvs, err := s.op.cl.List(prefix, true)
 	if err != nil {
 		return // only an optimisation: the search goes on a claim at a time
@@ -306,7 +301,7 @@ func (s *claimStore) noteTaken(ip netip.Addr, rev int64) {
 // cursor key would be the one hot key every ADD of the pool writes.
 func (s *claimStore) LastReserved(int) (netip.Addr, error) {
 	op := s.op
-	return startAddr(s.set, op.node+"\x00"+op.network+"\x00"+op.cid+"\x00"+op.ifname+"\x00"+ScopePath(s.scope)), nil
+	return startAddr(s.t.Set, op.node+"\x00"+op.network+"\x00"+op.cid+"\x00"+op.ifname+"\x00"+ScopePath(s.t.Scope)), nil
 }
 
 // MarkExhausted records, for STATUS, that an ADD found the target full,
@@ -317,7 +312,7 @@ func (s *claimStore) MarkExhausted(int) error {
 	if since == 0 {
 		since = math.MaxInt64 - 1 // no address to take at all: nothing can free one
 	}
-	k := s.op.keys.fullKey(s.scope, s.slot)
+	k := s.op.keys.fullKey(s.t.Scope, s.t.RangeID)
 	_, err := s.op.cl.Txn(etcdkv.Txn{
 		If:   []etcdkv.Cmp{etcdkv.ModBelow(k, since+1)},
 		Then: []etcdkv.Op{etcdkv.Put(k, []byte(stamp(s.op.now)))},
@@ -343,7 +338,7 @@ func (op *Operation) cancel(stores []*claimStore) error {
 			continue
 		}
 		slotK := s.slotKey()
-		marker := etcdkv.Put(slotK, op.recordOf(s.att, s.scope, "", s.claim).encode())
+		marker := etcdkv.Put(slotK, op.recordOf(s.att, s.t.Scope, "", s.claim).encode())
 		undo := etcdkv.Txn{
 			If:   append([]etcdkv.Cmp{etcdkv.ValueIs(slotK, s.sent)}, s.undoing.If...),
 			Then: append([]etcdkv.Op{marker}, s.undoing.Then...),

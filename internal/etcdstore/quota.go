@@ -13,14 +13,10 @@ import (
 )
 
 // Quotas in etcd (docs/etcd.md, "Tenant quotas (cluster-wide)"): a
-// tenant's record of an address (tenant/<tenant>/<scope>/<address>) is
-// written by the claim's transaction, so its mod revision is the claim
-// key's create revision, and it counts while the claim key lives at that
-// revision (alloc.TenantRecord.Stale judges). Every claim for the tenant
-// writes its version key (tenantv/<tenant>) and requires it unchanged
-// since the count. Releases write nothing here, so DEL keeps its one
-// round trip; a tenant's next claim and every GC (tenantgc.go) delete
-// the records that count nothing, each only while as read.
+// tenant's record of an address is written by the claim's transaction,
+// so it counts while the claim key lives at the record's mod revision
+// (alloc.TenantRecord.Stale judges). Releases write nothing here, so DEL
+// keeps its one round trip.
 
 func (l layout) tenantsRoot() string              { return l.prefix + "tenant/" }
 func (l layout) tenantPrefix(name string) string  { return l.tenantsRoot() + name + "/" }
