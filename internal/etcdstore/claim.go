@@ -276,10 +276,7 @@ func atRev(key string, rev int64) etcdkv.Cmp {
 // reads all of its claim keys once, so that the rest of the search skips
 // taken addresses without a round trip each.
 func (s *claimStore) noteTaken(ip netip.Addr, rev int64) {
-	if s.sawTaken == 0 {
-		s.sawTaken = rev
-	}
-	s.taken[ip] = true
+	s.sawTaken, s.taken[ip] = cmp.Or(s.sawTaken, rev), true
 	if len(s.taken) < prefetchAfter || s.scanned {
 		return
 	}
@@ -308,10 +305,8 @@ func (s *claimStore) LastReserved(int) (netip.Addr, error) {
 // unless an address was freed there since the search first saw one taken
 // (see freed).
 func (s *claimStore) MarkExhausted(int) error {
-	since := s.sawTaken
-	if since == 0 {
-		since = math.MaxInt64 - 1 // no address to take at all: nothing can free one
-	}
+	// Never saw one taken: no address to take at all, nothing can free one.
+	since := cmp.Or(s.sawTaken, math.MaxInt64-1)
 	k := s.op.keys.fullKey(s.t.Scope, s.t.RangeID)
 	_, err := s.op.cl.Txn(etcdkv.Txn{
 		If:   []etcdkv.Cmp{etcdkv.ModBelow(k, since+1)},

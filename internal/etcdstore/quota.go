@@ -142,18 +142,15 @@ const (
 
 // tenantsOfClaims maps each claimed address ("<scope>/<address>", as in
 // its claim key) that counts for a tenant to the tenant: what `leases`
-// shows. Records that count nothing are left out.
+// shows. Records that count nothing are left out; so are those of a batch
+// that could not be read (judge), with the error.
 func (op *Operation) tenantsOfClaims() (map[string]string, error) {
 	out := map[string]string{}
-	err := op.judgeAll(func(_ etcdkv.KV, r alloc.TenantRecord) {
+	return out, op.judgeAll(func(_ etcdkv.KV, r alloc.TenantRecord) {
 		if r.Stale() == "" {
 			out[ScopePath(r.Scope)+"/"+r.Addr.String()] = r.Tenant
 		}
 	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
 }
 
 // judgeAll lists every tenant's records, page by page, and judges them
