@@ -141,7 +141,7 @@ func (s *claimStore) send(ip netip.Addr, val []byte, cond []etcdkv.Cmp, then []e
 		holders = append(holders, etcdkv.Get(op.keys.tenantVersion(qs.name)))
 	}
 	recounts := 0
-	for try := 0; try < 8; try++ {
+	for try := 0; try < 8+recounts; try++ {
 		// TxnOnce: its condition (keys absent) is what this ADD's own
 		// fence or undo changes, so a second copy could claim after
 		// them; it is never sent twice. A copy that etcd applies after
@@ -202,37 +202,32 @@ func (s *claimStore) send(ip netip.Addr, val []byte, cond []etcdkv.Cmp, then []e
 		if op.fenceRefused(resp.KVs(holdersFences), fenceK, registeredNow) {
 			continue
 		}
-		if qs != nil {
-			if kv, _ := resp.First(len(holders) - 1); qs.enforce && kv.ModRevision != qs.version && recounts <= qs.q.Max+maxRecounts {
-				// Another claim for the tenant committed since the
-				// count: count again, in this transaction's place,
-				// and the engine judges that count.
-				recounts++
-				try--
-				if n, err := op.count(qs); err != nil {
-					return false, err
-				} else if err := alloc.QuotaReached(qs.q, n); err != nil {
-					return false, err
-				}
-				continue
+		if v, _ := resp.First(len(holders) - 1); qs != nil && qs.enforce && v.ModRevision != qs.version && recounts <= qs.q.Max+maxRecounts {
+			// Another claim for the tenant committed since the count:
+			// count again, in this transaction's place (a try of its
+			// own), and the engine judges that count.
+			recounts++
+			if n, err := op.count(qs); err != nil {
+				return false, err
+			} else if err := alloc.QuotaReached(qs.q, n); err != nil {
+				return false, err
 			}
+			continue
 		}
 		if hasSlot && slot.ModRevision != s.marker {
 			s.marker = slot.ModRevision // a failed ADD's marker: take it over, exactly this one
 			continue
-		} else if !hasSlot {
-			s.marker = 0
 		}
+		s.marker = slot.ModRevision // 0: the index key is absent
 		if _, hasHold := resp.First(holdersFences + 1); s.sticky != nil && (hasHold || takes) {
 			// The key has a hold (or the one taken over changed or went):
 			// the search ends, the engine applies the rules.
 			return false, holdFound(resp, holdersFences+1)
 		}
 		if held {
-			if r, ok := decodeRecord(holder.Value); ok {
-				op.log.Debug("address taken", logging.String("address", ip.String()), logging.String("node", r.Node),
-					logging.String("containerID", r.ContainerID))
-			}
+			r, _ := decodeRecord(holder.Value)
+			op.log.Debug("address taken", logging.String("address", ip.String()), logging.String("node", r.Node),
+				logging.String("containerID", r.ContainerID))
 			s.noteTaken(ip, resp.Revision)
 			return false, nil
 		}
