@@ -300,26 +300,23 @@ func (s *claimStore) LastReserved(int) (netip.Addr, error) {
 // unless an address was freed there since the search first saw one taken
 // (see freed).
 func (s *claimStore) MarkExhausted(int) error {
-	// Never saw one taken: no address to take at all, nothing can free one.
-	since := cmp.Or(s.sawTaken, math.MaxInt64-1)
 	k := s.op.keys.fullKey(s.t.Scope, s.t.RangeID)
 	_, err := s.op.cl.Txn(etcdkv.Txn{
-		If:   []etcdkv.Cmp{etcdkv.ModBelow(k, since+1)},
+		// Never saw one taken: no address to take at all, nothing can free one.
+		If:   []etcdkv.Cmp{etcdkv.ModBelow(k, cmp.Or(s.sawTaken, math.MaxInt64-1)+1)},
 		Then: []etcdkv.Op{etcdkv.Put(k, []byte(stamp(s.op.now)))},
 	})
 	return err
 }
 
 // cancel undoes an ADD's claims that succeeded or may still commit (a
-// claim whose answer never came). Each target's index key is left holding
-// a marker, which a claim still in flight cannot get past (it requires the
-// key absent, or the exact marker it took over, which the new marker
-// replaces); the runtime's DEL for the failed ADD, or GC, removes it, and
-// a new ADD of the attachment takes it over. A claim that committed is
-// undone (s.undoing, while its index key is as sent), its index key
-// keeping the marker; one that may still commit over the marker it took
-// over gets the new marker there instead. It may run a little past the
-// deadline (etcdkv.Client.Extend).
+// claim whose answer never came), leaving a marker in each index key,
+// which a claim in flight cannot get past (it requires the key absent, or
+// the exact marker it took over); the failed ADD's DEL, or GC, removes
+// it, and a new ADD of the attachment takes it over. A committed claim is
+// undone (s.undoing) while its index key is as sent; one that may still
+// commit over the marker it took over gets the new marker there instead.
+// It may run a little past the deadline (etcdkv.Client.Extend).
 func (op *Operation) cancel(stores []*claimStore) error {
 	op.cl.Extend()
 	var txns []etcdkv.Txn

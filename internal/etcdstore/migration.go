@@ -23,15 +23,13 @@ import (
 // over); its undo puts the owner's keys back as found and the hold as the
 // engine undoes a share (alloc.UndoHold).
 func (s *claimStore) Share(a alloc.Attachment, mig string) (bool, error) {
-	t := s.found // the engine shares only a hold Found returned
-	s.found = nil
+	op, t := s.op, s.found // the engine shares only a hold Found returned
+	s.found, s.att = nil, a
 	owner, ok := decodeRecord(t.claim)
 	if !ok || owner.Hold == "" {
 		return false, nil
 	}
 	ip, _ := netip.ParseAddr(t.hold.Address) // decodeHold parsed it
-	op := s.op
-	s.att = a
 	addrK, srcSlotK := op.keys.addrKey(s.t.Scope, ip), op.keys.slotKey(owner.Node, s.t.Scope, owner.ContainerID, owner.IfName, s.t.RangeID)
 	h := stamped(t.hold.SharedWith(op.node, a.ContainerID, mig), op.now)
 	after, holdAfter := owner.holding(h).encode(), encodeHold(h)
