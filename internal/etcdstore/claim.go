@@ -44,12 +44,11 @@ type claimStore struct {
 	sawTaken int64 // the revision at which a candidate was first seen taken
 	scanned  bool
 
-	sticky   *stickyAtt // nil: not sticky (sticky.go)
-	holdK    string
-	found    *takeOver  // the hold the last claim met (alloc.HoldClaimer)
-	take     *takeOver  // the hold the next claim takes over
-	sentTake *takeOver  // the one the last claim sent took over
-	undoing  etcdkv.Txn // cancel's undo of the last claim sent, once committed (send)
+	sticky  *stickyAtt // nil: not sticky (sticky.go)
+	holdK   string
+	found   *takeOver  // the hold the last claim met (alloc.HoldClaimer)
+	take    *takeOver  // the hold the next claim takes over (the last one sent took over, until Found)
+	undoing etcdkv.Txn // cancel's undo of the last claim sent, once committed (send)
 }
 
 var _ alloc.HoldClaimer = (*claimStore)(nil)
@@ -74,7 +73,7 @@ func (op *Operation) claimStore(t alloc.Target, claim string, st *stickyAtt) *cl
 // attachment it reserved for.
 func (s *claimStore) Reserve(a alloc.Attachment, ip netip.Addr) (bool, error) {
 	op := s.op
-	s.att, s.sentTake = a, s.take
+	s.att = a
 	if s.take == nil && s.sticky != nil && s.sticky.Migration != "" {
 		// A migration target never claims a new address: it meets what
 		// its key holds, for the engine to judge (107 for none).

@@ -97,7 +97,7 @@ type takeOver struct {
 // compares the claim's revision with the hold's anyway (Reserve), so a
 // StatefulSet pod's return costs one round trip less.
 func (s *claimStore) Found(f *alloc.HoldFound) (*alloc.Hold, error) {
-	op, tried := s.op, s.sentTake
+	op, tried := s.op, s.take
 	s.take, s.found = nil, nil
 	kv, ok := f.Ref.(etcdkv.KV)
 	if !ok {
