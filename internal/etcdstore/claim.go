@@ -156,17 +156,9 @@ func (s *claimStore) send(ip netip.Addr, val []byte, cond []etcdkv.Cmp, then []e
 			s.inFlight = true
 			// Fence it instead: a marker in the index key, through another
 			// member, and the copy in flight can never commit; or the
-			// index key shows that it already did. Only while the fence
-			// bucket is as the claim knew it: once a release moved it,
-			// the claim cannot commit anyway, and a late copy of this
-			// write, sent again on another member, must not leave a
-			// marker after the attachment's DEL (fence.go).
+			// index key shows that it already did.
 			op.log.Warn("claim unanswered; fencing it", logging.String("address", ip.String()), logging.Error(err))
-			resp, err = op.cl.Txn(etcdkv.Txn{
-				If:   append([]etcdkv.Cmp{atRev(slotK, s.marker)}, op.fenceCmp(fenceK)...),
-				Then: []etcdkv.Op{etcdkv.Put(slotK, op.recordOf(a, s.t.Scope, "", s.claim).encode())},
-				Else: holders,
-			})
+			resp, err = op.cl.Txn(s.marking(slotK, s.marker, holders...))
 			if err == nil && resp.Succeeded {
 				s.marker = resp.Revision // our marker: the next try takes it over
 				continue
@@ -257,6 +249,21 @@ func (s *claimStore) slotKey() string {
 	return s.op.keys.slotKey(s.op.node, s.t.Scope, s.att.ContainerID, s.att.IfName, s.t.RangeID)
 }
 
+// marking leaves this ADD's marker in index key slotK while it is at
+// revision rev (0: absent), else does els. Only while the attachment's
+// fence bucket is as this ADD knows it: once a release moved it, no claim
+// of the ADD can commit anyway, and a late copy of this write, sent again
+// on another member, must not leave a marker after the attachment's DEL
+// (fence.go).
+func (s *claimStore) marking(slotK string, rev int64, els ...etcdkv.Op) etcdkv.Txn {
+	op := s.op
+	return etcdkv.Txn{
+		If:   append([]etcdkv.Cmp{atRev(slotK, rev)}, op.fenceCmp(op.keys.fenceOf(op.node, s.att.ContainerID, s.att.IfName))...),
+		Then: []etcdkv.Op{etcdkv.Put(slotK, op.recordOf(s.att, s.t.Scope, "", s.claim).encode())},
+		Else: els,
+	}
+}
+
 // atRev requires key at mod revision rev, or absent for 0 (a create
 // revision compare, the wire shape a key's absence always has).
 func atRev(key string, rev int64) etcdkv.Cmp {
@@ -324,7 +331,8 @@ func (op *Operation) cancel(stores []*claimStore) error {
 			continue
 		}
 		slotK := s.slotKey()
-		marker := etcdkv.Put(slotK, op.recordOf(s.att, s.t.Scope, "", s.claim).encode())
+		m := s.marking(slotK, 0)
+		marker := m.Then[0]
 		undo := etcdkv.Txn{
 			If:   append([]etcdkv.Cmp{etcdkv.ValueIs(slotK, s.sent)}, s.undoing.If...),
 			Then: append([]etcdkv.Op{marker}, s.undoing.Then...),
@@ -332,14 +340,8 @@ func (op *Operation) cancel(stores []*claimStore) error {
 		if s.marker != 0 {
 			undo.Else = []etcdkv.Op{etcdkv.Nested(etcdkv.Txn{If: []etcdkv.Cmp{etcdkv.ModIs(slotK, s.marker)}, Then: []etcdkv.Op{marker}})}
 		}
-		// The marker only while the fence bucket is as this ADD knows it:
-		// a claim can commit only then, and a late copy of this write must
-		// not leave a marker after the attachment's DEL (fence.go).
-		txns = append(txns, etcdkv.Txn{
-			If:   append([]etcdkv.Cmp{etcdkv.Absent(slotK)}, op.fenceCmp(op.keys.fenceOf(op.node, s.att.ContainerID, s.att.IfName))...),
-			Then: []etcdkv.Op{marker},
-			Else: []etcdkv.Op{etcdkv.Nested(undo)},
-		})
+		m.Else = []etcdkv.Op{etcdkv.Nested(undo)}
+		txns = append(txns, m)
 	}
 	_, err := op.apply(txns)
 	return err
