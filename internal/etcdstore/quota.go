@@ -68,12 +68,10 @@ func (op *Operation) count(qs *quotaState) (int, error) {
 
 // judge reads, readBatch records at a time (of any tenants), the claims
 // they name, for the engine to judge each record
-// (alloc.TenantRecord.Stale), and calls f with each batch: count, leases
-// and GC's sweep all follow it. A batch that cannot be read is skipped;
-// the errors are returned joined. A record is written in its claim's
-// transaction, so the reservation it was written with is the claim key
-// whose create revision is the record's mod revision; a hold keeps that
-// key.
+// (alloc.TenantRecord.Stale: reserved is the claim key at the record's
+// mod revision as its create revision), and calls f with each batch:
+// count, leases and GC's sweep. A batch that cannot be read is skipped;
+// the errors are returned joined.
 func (op *Operation) judge(kvs []etcdkv.KV, f func(batch []etcdkv.KV, recs []alloc.TenantRecord)) error {
 	var errs []error
 	for batch := range slices.Chunk(kvs, readBatch) {
