@@ -22,9 +22,6 @@ func (l layout) tenantsRoot() string              { return l.prefix + "tenant/" 
 func (l layout) tenantPrefix(name string) string  { return l.tenantsRoot() + name + "/" }
 func (l layout) tenantVersion(name string) string { return l.versionsRoot() + name }
 func (l layout) versionsRoot() string             { return l.prefix + "tenantv/" }
-func (l layout) tenantMark(name string, s alloc.Scope, ip netip.Addr) string {
-	return l.tenantPrefix(name) + ScopePath(s) + "/" + ip.String()
-}
 
 // quotaState is an ADD's last count of its tenant.
 type quotaState struct {
@@ -116,7 +113,8 @@ func removeRecord(m etcdkv.KV) etcdkv.Txn {
 // claimed for it since the count; its record, the version, and the
 // deletion of records that count nothing (each only while as read).
 func (qs *quotaState) claimOps(l layout, s alloc.Scope, ip netip.Addr) ([]etcdkv.Cmp, []etcdkv.Op) {
-	vk, mk := l.tenantVersion(qs.name), l.tenantMark(qs.name, s, ip)
+	// The record's key names the address as its claim key does (judge).
+	vk, mk := l.tenantVersion(qs.name), l.tenantPrefix(qs.name)+ScopePath(s)+"/"+ip.String()
 	var cond []etcdkv.Cmp
 	if qs.enforce {
 		cond = []etcdkv.Cmp{atRev(vk, qs.version)}
