@@ -24,7 +24,8 @@ func startAddr(rs addrspace.RangeSet, key string) netip.Addr {
 	h.Write([]byte(key))
 	sum := h.Sum64()
 	r := rs[sum%uint64(len(rs))]
-	off := mix(sum)
+	off := (sum ^ sum>>33) * 0xff51afd7ed558ccd // decorrelated from the range choice
+	off ^= off >> 33
 	start, end := r.Start.As16(), r.End.As16()
 	hi, lo := binary.BigEndian.Uint64(start[:8]), binary.BigEndian.Uint64(start[8:])
 	// size-1 = end-start, as 128 bits; an offset below it fits in 64 bits
@@ -40,12 +41,4 @@ func startAddr(rs addrspace.RangeSet, key string) netip.Addr {
 		return netip.AddrFrom16(start).Unmap()
 	}
 	return netip.AddrFrom16(start)
-}
-
-// mix decorrelates the offset from the range choice.
-func mix(x uint64) uint64 {
-	x ^= x >> 33
-	x *= 0xff51afd7ed558ccd
-	x ^= x >> 33
-	return x
 }

@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strconv"
 
-	"github.com/cniplugins/cniplugins/internal/addrspace"
 	"github.com/cniplugins/cniplugins/internal/alloc"
 	"github.com/cniplugins/cniplugins/internal/cnierr"
 	"github.com/cniplugins/cniplugins/internal/etcdkv"
@@ -30,17 +29,13 @@ import (
 //
 // A node's first claim registers the node in the same transaction
 // (claimOnce). The index-key condition is the duplicate check, atomic
-// with the claim (a separate read before it would add a round trip and
-// still be a check-then-act): an attachment can never hold two addresses
-// of one range set or pool, however its ADDs race or are retried.
+// with the claim (a read before it would cost a round trip and still be
+// a check-then-act), however the attachment's ADDs race or are retried.
 type claimStore struct {
 	op     *Operation
-	scope  alloc.Scope
-	slot   int
-	set    addrspace.RangeSet
+	t      alloc.Target
 	claim  string // this ADD's claim ID
-	label  string
-	marker int64 // mod revision of the marker in our index key that the claim takes over (0: none)
+	marker int64  // mod revision of the marker in our index key that the claim takes over (0: none)
 
 	att      alloc.Attachment // who the claims are for (Reserve's)
 	sent     []byte           // the record of the last claim sent: ours if it is found later
@@ -49,12 +44,11 @@ type claimStore struct {
 	sawTaken int64 // the revision at which a candidate was first seen taken
 	scanned  bool
 
-	sticky   *stickyAtt // nil: not sticky (sticky.go)
-	holdK    string
-	found    *takeOver  // the hold the last claim met (alloc.HoldClaimer)
-	take     *takeOver  // the hold the next claim takes over
-	sentTake *takeOver  // the one the last claim sent took over
-	undoing  etcdkv.Txn // cancel's undo of the last claim sent, once committed (send)
+	sticky  *stickyAtt // nil: not sticky (sticky.go)
+	holdK   string
+	found   *takeOver  // the hold the last claim met (alloc.HoldClaimer)
+	take    *takeOver  // the hold the next claim takes over (the last one sent took over, until Found)
+	undoing etcdkv.Txn // cancel's undo of the last claim sent, once committed (send)
 }
 
 var _ alloc.HoldClaimer = (*claimStore)(nil)
@@ -66,8 +60,7 @@ const prefetchAfter = 4
 // claimStore is the store of target t for an ADD's claims, named claim,
 // with the attachment's sticky key st (nil: none).
 func (op *Operation) claimStore(t alloc.Target, claim string, st *stickyAtt) *claimStore {
-	s := &claimStore{op: op, scope: t.Scope, slot: t.RangeID, set: t.Set, claim: claim, label: t.Label, taken: map[netip.Addr]bool{},
-		att: op.attachment()}
+	s := &claimStore{op: op, t: t, claim: claim, taken: map[netip.Addr]bool{}}
 	if st != nil {
 		s.sticky, s.holdK = st, op.keys.holdKey(t.Scope, st.id, strconv.Itoa(t.RangeID))
 	}
@@ -80,7 +73,7 @@ func (op *Operation) claimStore(t alloc.Target, claim string, st *stickyAtt) *cl
 // attachment it reserved for.
 func (s *claimStore) Reserve(a alloc.Attachment, ip netip.Addr) (bool, error) {
 	op := s.op
-	s.att, s.sentTake = a, s.take
+	s.att = a
 	if s.take == nil && s.sticky != nil && s.sticky.Migration != "" {
 		// A migration target never claims a new address: it meets what
 		// its key holds, for the engine to judge (107 for none).
@@ -88,20 +81,16 @@ func (s *claimStore) Reserve(a alloc.Attachment, ip netip.Addr) (bool, error) {
 		if err != nil {
 			return false, err
 		}
-		f := &alloc.HoldFound{}
-		if hold, ok := resp.First(0); ok {
-			f.Ref = hold
-		}
-		return false, f
+		return false, holdFound(resp, 0)
 	}
 	if s.taken[ip] && s.take == nil {
 		return false, nil
 	}
-	val := s.sticky.mark(op.recordOf(a, s.scope, ip.String(), s.claim)).encode()
-	addrK := op.keys.addrKey(s.scope, ip)
+	val := s.sticky.mark(op.recordOf(a, s.t.Scope, ip.String(), s.claim)).encode()
+	addrK := op.keys.addrKey(s.t.Scope, ip)
 	cond := []etcdkv.Cmp{etcdkv.Absent(addrK)}
 	then := []etcdkv.Op{etcdkv.Put(addrK, val), etcdkv.Put(s.slotKey(), val)}
-	undo := []etcdkv.Op{etcdkv.Delete(addrK), freed(op.keys.fullKey(s.scope, s.slot))}
+	undo := []etcdkv.Op{etcdkv.Delete(addrK), freed(op.keys.fullKey(s.t.Scope, s.t.RangeID))}
 	if s.sticky != nil {
 		// The hold key absent, or the hold taken over with its address's
 		// claim as found; it gets the engine's record of the reservation
@@ -135,7 +124,7 @@ func (s *claimStore) send(ip netip.Addr, val []byte, cond []etcdkv.Cmp, then []e
 		}
 	}()
 	op, a := s.op, s.att
-	addrK, slotK, fenceK := op.keys.addrKey(s.scope, ip), s.slotKey(), op.keys.fenceOf(op.node, a.ContainerID, a.IfName)
+	addrK, slotK, fenceK := op.keys.addrKey(s.t.Scope, ip), s.slotKey(), op.keys.fenceOf(op.node, a.ContainerID, a.IfName)
 	s.sent, s.undoing = val, undo
 	// The else branch reads the claim key, the index key, the node, the
 	// node's fence buckets (holdersFences), then the hold and the
@@ -151,15 +140,15 @@ func (s *claimStore) send(ip netip.Addr, val []byte, cond []etcdkv.Cmp, then []e
 		holders = append(holders, etcdkv.Get(op.keys.tenantVersion(qs.name)))
 	}
 	recounts := 0
-	for try := 0; try < 8; try++ {
+	for try := 0; try < 8+recounts; try++ {
 		// TxnOnce: its condition (keys absent) is what this ADD's own
 		// fence or undo changes, so a second copy could claim after
 		// them; it is never sent twice. A copy that etcd applies after
 		// the attachment's DEL finds the release's fence (fence.go).
 		// A claim for a tenant requires its version as counted (quota.go).
-		cnd, thn := append(slices.Clip(cond), s.slotFree(slotK)), then
+		cnd, thn := append(slices.Clip(cond), atRev(slotK, s.marker)), then
 		if qs != nil {
-			qc, qops := qs.claimOps(op.keys, s.scope, ip)
+			qc, qops := qs.claimOps(op.keys, s.t.Scope, ip)
 			cnd, thn = append(cnd, qc...), append(slices.Clip(then), qops...)
 		}
 		resp, registeredNow, err := op.claimOnce(fenceK, cnd, thn, holders)
@@ -167,17 +156,9 @@ func (s *claimStore) send(ip netip.Addr, val []byte, cond []etcdkv.Cmp, then []e
 			s.inFlight = true
 			// Fence it instead: a marker in the index key, through another
 			// member, and the copy in flight can never commit; or the
-			// index key shows that it already did. Only while the fence
-			// bucket is as the claim knew it: once a release moved it,
-			// the claim cannot commit anyway, and a late copy of this
-			// write, sent again on another member, must not leave a
-			// marker after the attachment's DEL (fence.go).
+			// index key shows that it already did.
 			op.log.Warn("claim unanswered; fencing it", logging.String("address", ip.String()), logging.Error(err))
-			resp, err = op.cl.Txn(etcdkv.Txn{
-				If:   append([]etcdkv.Cmp{s.slotFree(slotK)}, op.fenceCmp(fenceK)...),
-				Then: []etcdkv.Op{etcdkv.Put(slotK, op.recordOf(a, s.scope, "", s.claim).encode())},
-				Else: holders,
-			})
+			resp, err = op.cl.Txn(s.marking(slotK, s.marker, holders...))
 			if err == nil && resp.Succeeded {
 				s.marker = resp.Revision // our marker: the next try takes it over
 				continue
@@ -196,10 +177,9 @@ func (s *claimStore) send(ip netip.Addr, val []byte, cond []etcdkv.Cmp, then []e
 			}
 			return true, nil
 		}
-		if again, err := op.nodeRefused(resp, 2); again {
-			if err != nil {
-				return false, err
-			}
+		if again, err := op.nodeRefused(resp, 2); err != nil {
+			return false, err
+		} else if again {
 			continue
 		}
 		if hasSlot {
@@ -207,59 +187,52 @@ func (s *claimStore) send(ip netip.Addr, val []byte, cond []etcdkv.Cmp, then []e
 			// below it (alloc.QuotaGate).
 			if r, _ := decodeRecord(slot.Value); !r.cancelled() {
 				return false, cnierr.New(cnierr.CodeDuplicateAttach, "attachment already holds an address",
-					"address=%s %s containerID=%s ifname=%s", r.Address, s.label, a.ContainerID, a.IfName)
+					"address=%s %s containerID=%s ifname=%s", r.Address, s.t.Label, a.ContainerID, a.IfName)
 			}
 		}
 		if op.fenceRefused(resp.KVs(holdersFences), fenceK, registeredNow) {
 			continue
 		}
-		if qs != nil {
-			if kv, _ := resp.First(len(holders) - 1); qs.enforce && kv.ModRevision != qs.version && recounts <= qs.q.Max+maxRecounts {
-				// Another claim for the tenant committed since the
-				// count: count again, in this transaction's place,
-				// and the engine judges that count.
-				recounts++
-				try--
-				n, err := op.count(qs)
-				if err == nil {
-					err = alloc.QuotaReached(qs.q, n)
-				}
-				if err != nil {
-					return false, err
-				}
-				continue
+		if v, _ := resp.First(len(holders) - 1); qs != nil && qs.enforce && v.ModRevision != qs.version && recounts <= qs.q.Max+maxRecounts {
+			// Another claim for the tenant committed since the count:
+			// count again, in this transaction's place (a try of its
+			// own), and the engine judges that count.
+			recounts++
+			if n, err := op.count(qs); err != nil {
+				return false, err
+			} else if err := alloc.QuotaReached(qs.q, n); err != nil {
+				return false, err
 			}
+			continue
 		}
-		if hasSlot {
-			if slot.ModRevision != s.marker {
-				s.marker = slot.ModRevision // a failed ADD's marker: take it over, exactly this one
-				continue
-			}
-		} else {
-			s.marker = 0
+		if hasSlot && slot.ModRevision != s.marker {
+			s.marker = slot.ModRevision // a failed ADD's marker: take it over, exactly this one
+			continue
 		}
-		if s.sticky != nil {
-			hold, hasHold := resp.First(holdersFences + 1)
-			if hasHold || takes {
-				// The key has a hold (or the one taken over changed or
-				// went): the search ends, the engine applies the rules.
-				f := &alloc.HoldFound{}
-				if hasHold {
-					f.Ref = hold
-				}
-				return false, f
-			}
+		s.marker = slot.ModRevision // 0: the index key is absent
+		if _, hasHold := resp.First(holdersFences + 1); s.sticky != nil && (hasHold || takes) {
+			// The key has a hold (or the one taken over changed or went):
+			// the search ends, the engine applies the rules.
+			return false, holdFound(resp, holdersFences+1)
 		}
 		if held {
-			if r, ok := decodeRecord(holder.Value); ok {
-				op.log.Debug("address taken", logging.String("address", ip.String()), logging.String("node", r.Node),
-					logging.String("containerID", r.ContainerID))
-			}
+			r, _ := decodeRecord(holder.Value)
+			op.log.Debug("address taken", logging.String("address", ip.String()), logging.String("node", r.Node),
+				logging.String("containerID", r.ContainerID))
 			s.noteTaken(ip, resp.Revision)
 			return false, nil
 		}
 	}
-	return false, cnierr.New(cnierr.CodeTryAgainLater, "claim kept conflicting", "address=%s %s", ip, s.label)
+	return false, cnierr.New(cnierr.CodeTryAgainLater, "claim kept conflicting", "address=%s %s", ip, s.t.Label)
+}
+
+// holdFound is the hold read at i of resp for the engine's rules (no
+// Ref: the key has none).
+func holdFound(resp *etcdkv.Response, i int) *alloc.HoldFound {
+	if kv, ok := resp.First(i); ok {
+		return &alloc.HoldFound{Ref: kv}
+	}
+	return &alloc.HoldFound{}
 }
 
 // holdersFences is where a failed claim's answer has the node's fence
@@ -273,31 +246,43 @@ const maxRecounts = 8
 
 // slotKey is the index key of the attachment Reserve claims for.
 func (s *claimStore) slotKey() string {
-	return s.op.keys.slotKey(s.op.node, s.scope, s.att.ContainerID, s.att.IfName, s.slot)
+	return s.op.keys.slotKey(s.op.node, s.t.Scope, s.att.ContainerID, s.att.IfName, s.t.RangeID)
 }
 
-// slotFree is the claim's condition on the index key: absent, or still
-// the marker being taken over.
-func (s *claimStore) slotFree(slotK string) etcdkv.Cmp {
-	if s.marker != 0 {
-		return etcdkv.ModIs(slotK, s.marker)
+// marking leaves this ADD's marker in index key slotK while it is at
+// revision rev (0: absent), else does els. Only while the attachment's
+// fence bucket is as this ADD knows it: once a release moved it, no claim
+// of the ADD can commit anyway, and a late copy of this write, sent again
+// on another member, must not leave a marker after the attachment's DEL
+// (fence.go).
+func (s *claimStore) marking(slotK string, rev int64, els ...etcdkv.Op) etcdkv.Txn {
+	op := s.op
+	return etcdkv.Txn{
+		If:   append([]etcdkv.Cmp{atRev(slotK, rev)}, op.fenceCmp(op.keys.fenceOf(op.node, s.att.ContainerID, s.att.IfName))...),
+		Then: []etcdkv.Op{etcdkv.Put(slotK, op.recordOf(s.att, s.t.Scope, "", s.claim).encode())},
+		Else: els,
 	}
-	return etcdkv.Absent(slotK)
+}
+
+// atRev requires key at mod revision rev, or absent for 0 (a create
+// revision compare, the wire shape a key's absence always has).
+func atRev(key string, rev int64) etcdkv.Cmp {
+	if rev != 0 {
+		return etcdkv.ModIs(key, rev)
+	}
+	return etcdkv.Absent(key)
 }
 
 // noteTaken remembers a taken candidate, and once the pool looks busy
 // reads all of its claim keys once, so that the rest of the search skips
 // taken addresses without a round trip each.
 func (s *claimStore) noteTaken(ip netip.Addr, rev int64) {
-	if s.sawTaken == 0 {
-		s.sawTaken = rev
-	}
-	s.taken[ip] = true
+	s.sawTaken, s.taken[ip] = cmp.Or(s.sawTaken, rev), true
 	if len(s.taken) < prefetchAfter || s.scanned {
 		return
 	}
 	s.scanned = true
-	prefix := s.op.keys.scopeAddrs(s.scope)
+	prefix := s.op.keys.scopeAddrs(s.t.Scope)
 	kvs, err := s.op.cl.List(prefix, true)
 	if err != nil {
 		return // only an optimisation: the search goes on a claim at a time
@@ -314,35 +299,30 @@ func (s *claimStore) noteTaken(ip netip.Addr, rev int64) {
 // cursor key would be the one hot key every ADD of the pool writes.
 func (s *claimStore) LastReserved(int) (netip.Addr, error) {
 	op := s.op
-	return startAddr(s.set, op.node+"\x00"+op.network+"\x00"+op.cid+"\x00"+op.ifname+"\x00"+ScopePath(s.scope)), nil
+	return startAddr(s.t.Set, op.node+"\x00"+op.network+"\x00"+op.cid+"\x00"+op.ifname+"\x00"+ScopePath(s.t.Scope)), nil
 }
 
 // MarkExhausted records, for STATUS, that an ADD found the target full,
 // unless an address was freed there since the search first saw one taken
 // (see freed).
 func (s *claimStore) MarkExhausted(int) error {
-	since := s.sawTaken
-	if since == 0 {
-		since = math.MaxInt64 - 1 // no address to take at all: nothing can free one
-	}
-	k := s.op.keys.fullKey(s.scope, s.slot)
+	k := s.op.keys.fullKey(s.t.Scope, s.t.RangeID)
 	_, err := s.op.cl.Txn(etcdkv.Txn{
-		If:   []etcdkv.Cmp{etcdkv.ModBelow(k, since+1)},
+		// Never saw one taken: no address to take at all, nothing can free one.
+		If:   []etcdkv.Cmp{etcdkv.ModBelow(k, cmp.Or(s.sawTaken, math.MaxInt64-1)+1)},
 		Then: []etcdkv.Op{etcdkv.Put(k, []byte(stamp(s.op.now)))},
 	})
 	return err
 }
 
 // cancel undoes an ADD's claims that succeeded or may still commit (a
-// claim whose answer never came). Each target's index key is left holding
-// a marker, which a claim still in flight cannot get past (it requires the
-// key absent, or the exact marker it took over, which the new marker
-// replaces); the runtime's DEL for the failed ADD, or GC, removes it, and
-// a new ADD of the attachment takes it over. A claim that committed is
-// undone (s.undoing, while its index key is as sent), its index key
-// keeping the marker; one that may still commit over the marker it took
-// over gets the new marker there instead. It may run a little past the
-// deadline (etcdkv.Client.Extend).
+// claim whose answer never came), leaving a marker in each index key,
+// which a claim in flight cannot get past (it requires the key absent, or
+// the exact marker it took over); the failed ADD's DEL, or GC, removes
+// it, and a new ADD of the attachment takes it over. A committed claim is
+// undone (s.undoing) while its index key is as sent; one that may still
+// commit over the marker it took over gets the new marker there instead.
+// It may run a little past the deadline (etcdkv.Client.Extend).
 func (op *Operation) cancel(stores []*claimStore) error {
 	op.cl.Extend()
 	var txns []etcdkv.Txn
@@ -351,7 +331,8 @@ func (op *Operation) cancel(stores []*claimStore) error {
 			continue
 		}
 		slotK := s.slotKey()
-		marker := etcdkv.Put(slotK, op.recordOf(s.att, s.scope, "", s.claim).encode())
+		m := s.marking(slotK, 0)
+		marker := m.Then[0]
 		undo := etcdkv.Txn{
 			If:   append([]etcdkv.Cmp{etcdkv.ValueIs(slotK, s.sent)}, s.undoing.If...),
 			Then: append([]etcdkv.Op{marker}, s.undoing.Then...),
@@ -359,14 +340,8 @@ func (op *Operation) cancel(stores []*claimStore) error {
 		if s.marker != 0 {
 			undo.Else = []etcdkv.Op{etcdkv.Nested(etcdkv.Txn{If: []etcdkv.Cmp{etcdkv.ModIs(slotK, s.marker)}, Then: []etcdkv.Op{marker}})}
 		}
-		// The marker only while the fence bucket is as this ADD knows it:
-		// a claim can commit only then, and a late copy of this write must
-		// not leave a marker after the attachment's DEL (fence.go).
-		txns = append(txns, etcdkv.Txn{
-			If:   append([]etcdkv.Cmp{etcdkv.Absent(slotK)}, op.fenceCmp(op.keys.fenceOf(op.node, s.att.ContainerID, s.att.IfName))...),
-			Then: []etcdkv.Op{marker},
-			Else: []etcdkv.Op{etcdkv.Nested(undo)},
-		})
+		m.Else = []etcdkv.Op{etcdkv.Nested(undo)}
+		txns = append(txns, m)
 	}
 	_, err := op.apply(txns)
 	return err

@@ -14,15 +14,12 @@ import (
 	"github.com/cniplugins/cniplugins/internal/netconf"
 )
 
-// Del releases everything the attachment holds in c's scopes: one read of
-// its index keys, one transaction deleting each claim and its index key,
-// guarded by their exact revisions and values. Its first round trip
-// writes the attachment's fence bucket (fence.go), so no claim of the
-// attachment sent before the DEL can commit after it, whatever the DEL
-// finds. It needs no ranges, and an unknown attachment is not an error.
-// c is the request's config as DEL parses it (ipamconf.ParseDel), its
-// ranges there only while they parse; conf and cniArgs are the
-// request's, for its prevResult fast path.
+// Del releases everything the attachment holds in c's scopes (c as
+// ipamconf.ParseDel parses it: ranges only while they parse), through
+// prevResult in one round trip when it can (delFromPrev), else by its
+// exact read path (delRead). Its first round trip writes the attachment's
+// fence bucket (fence.go), so no claim of the attachment sent before the
+// DEL can commit after it. An unknown attachment is not an error.
 func (op *Operation) Del(c *alloc.Config, conf *netconf.Envelope, cniArgs []netconf.CNIArg) error {
 	done, fenced, err := op.delFromPrev(c, conf, cniArgs)
 	if done || err != nil {
@@ -48,8 +45,8 @@ var errReleaseRaced = cnierr.Wrap(types.NewError(cnierr.CodeTryAgainLater, "a st
 const maxReleaseRaces = 4
 
 // delRead is DEL's exact read path: one read of the attachment's index
-// keys in each scope (with fence, writing its fence bucket in the same
-// round trip), one transaction releasing what they name.
+// keys (with fence, writing its fence bucket), one transaction releasing
+// each claim and index key they name at their exact revisions.
 func (op *Operation) delRead(scopes []alloc.Scope, fence bool) error {
 	resp, err := op.readAttachment(scopes, fence)
 	if err != nil {
@@ -97,18 +94,14 @@ func (op *Operation) delRead(scopes []alloc.Scope, fence bool) error {
 
 // delFromPrev is DEL in one round trip when prevResult lists the
 // attachment's addresses and the ranges still place them: each claim and
-// its index key are deleted if their records are this owner's for that
-// address and were written before this DEL began (Record.writtenBefore),
-// and the same transaction then reads what the attachment still holds.
-// The time bound makes the delete exact without reading first: a copy of
-// this DEL that etcd applies late (a member forwarding it after the
-// runtime retried, and after the same container and interface were ADDed
-// again, very likely to the same address) finds a newer record and
-// deletes nothing. done is false when the attachment still holds
-// something (an address missing from prevResult, a failed ADD's marker, a
-// record from this very instant): the exact read path then finishes.
-// fenced is true once the transaction was sent: it writes the
-// attachment's fence bucket whatever it releases (fence.go).
+// its index key go if their records are this owner's for that address and
+// older than this DEL (Record.writtenBefore), so a late copy of the DEL
+// (after the attachment was ADDed again, likely to the same address)
+// deletes nothing; the same transaction reads what the attachment still
+// holds. done is false when it still holds something (an address missing
+// from prevResult, a failed ADD's marker, a record from this very
+// instant): the read path finishes. fenced: the transaction was sent,
+// which wrote the attachment's fence bucket.
 func (op *Operation) delFromPrev(c *alloc.Config, conf *netconf.Envelope, cniArgs []netconf.CNIArg) (done, fenced bool, err error) {
 	addrs, err := ipamconf.PrevAddrs(conf)
 	if err != nil || len(addrs) == 0 {
@@ -142,15 +135,12 @@ func (op *Operation) delFromPrev(c *alloc.Config, conf *netconf.Envelope, cniArg
 		}
 		holdK := ""
 		if st != nil {
-			// The sticky record's range names its hold (Record.Hold
-			// first): the release requires the hold key still this
-			// owner's for this address, as written with the claim, so
-			// the plan's hold needs no condition of its own. Only a hold
-			// of one owner: its key follows the address at once; one a
-			// migration's target shares (migration.go) is left to the
-			// read path, which hands the address over. So are a plain
-			// record of this owner and a sticky one when no key is
-			// derivable.
+			// The release requires the hold key still this owner's
+			// alone for this address, as written with the claim, so the
+			// plan's hold needs no condition of its own; a hold a
+			// migration's target shares is left to the read path, which
+			// hands the address over, as it releases a sticky record
+			// when this DEL derives no key (its prefix differs).
 			holdK = op.keys.holdKey(t.Scope, st.id, strconv.Itoa(t.RangeID))
 			alone := append(ownedPrefix(op.node, op.cid, op.ifname, op.network, a.String()), `"key":`...)
 			release.If = append(release.If, etcdkv.ValueAbove(holdK, alone), etcdkv.ValueBelow(holdK, append(slices.Clip(alone), 0xff)))

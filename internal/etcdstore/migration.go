@@ -9,18 +9,13 @@ import (
 	"github.com/cniplugins/cniplugins/internal/etcdkv"
 )
 
-// A KubeVirt live migration's two owners (docs/sticky.md), cluster-wide.
-// While a target shares the owner's address, the owner's claim and index
-// key carry the target (Record.Second...), the hold too
-// (alloc.Hold.Second...), and the target has an index key of its own on
-// its node, marked Shares, naming the address: so its DEL, CHECK and GC
-// find it as they find any attachment. All four keys are written in one
-// transaction, so they share one mod revision, as the owner's three keys
-// always do: every transition below is one transaction conditioned on
-// that revision, and a crash (or a lost answer) leaves the state before
-// or after it, never a third owner, none while one runs, or the address
-// free while its key holds it (the transitions: docs/etcd.md, "Sticky
-// addresses (cluster-wide)").
+// A KubeVirt live migration's two owners, cluster-wide (docs/etcd.md,
+// "Sticky addresses (cluster-wide)"). The owner's claim, index key and
+// hold carry the target (Record.Second..., alloc.Hold.Second...), and the
+// target's own index key is marked Shares, so its DEL, CHECK and GC find
+// it as any attachment's. The four keys share one mod revision: every
+// transition is one transaction conditioned on it, so a crash leaves the
+// state before or after it, never a third owner or none while one runs.
 
 // Share implements alloc.HoldClaimer: a claim (send) while the hold, the
 // owner's claim and its index key are at the revision found and this
@@ -28,19 +23,17 @@ import (
 // over); its undo puts the owner's keys back as found and the hold as the
 // engine undoes a share (alloc.UndoHold).
 func (s *claimStore) Share(a alloc.Attachment, mig string) (bool, error) {
-	t := s.found // the engine shares only a hold Found returned
-	s.found = nil
+	op, t := s.op, s.found // the engine shares only a hold Found returned
+	s.found, s.att = nil, a
 	owner, ok := decodeRecord(t.claim)
 	if !ok || owner.Hold == "" {
 		return false, nil
 	}
 	ip, _ := netip.ParseAddr(t.hold.Address) // decodeHold parsed it
-	op := s.op
-	s.att = a
-	addrK, srcSlotK := op.keys.addrKey(s.scope, ip), op.keys.slotKey(owner.Node, s.scope, owner.ContainerID, owner.IfName, s.slot)
+	addrK, srcSlotK := op.keys.addrKey(s.t.Scope, ip), op.keys.slotKey(owner.Node, s.t.Scope, owner.ContainerID, owner.IfName, s.t.RangeID)
 	h := stamped(t.hold.SharedWith(op.node, a.ContainerID, mig), op.now)
 	after, holdAfter := owner.holding(h).encode(), encodeHold(h)
-	mine := s.sticky.mark(op.recordOf(a, s.scope, ip.String(), s.claim))
+	mine := s.sticky.mark(op.recordOf(a, s.t.Scope, ip.String(), s.claim))
 	mine.Shares, mine.Migration = true, ""
 	val := mine.encode()
 	undo := etcdkv.Txn{
@@ -68,15 +61,12 @@ func (r Record) sharing() bool { return r.Hold != "" && (r.Second != "" || r.Sha
 
 // commitShared applies the engine's plan (alloc.PlanDel) for sharing
 // record r, found through index key kv, for a DEL in network ("" for
-// any), over the hold and the owner's claim it reads: the source's DEL
-// hands the address to the target, the target's ends its share, while
-// all four keys are at their one revision, the claim and both index keys
-// rewritten as the hold planned. A share that is gone meanwhile (the
-// other owner's release came first): the source's claim is released as
-// any, the target's index key only goes (the claim is the owner's). A
-// record the DEL leaves (another network's) is no error; a release that
-// finds the address changed is one to retry (errReleaseRaced), never a
-// silent no-op that would leave the address with an owner that is gone.
+// any), over the hold and the owner's claim it reads: the source hands
+// the address to the target, the target ends its share, while all four
+// keys are at their one revision. A share gone meanwhile is released as
+// any claim (release). A release that finds the address changed is one
+// to retry (errReleaseRaced), never a silent no-op that would leave the
+// address with an owner that is gone.
 func (op *Operation) commitShared(s alloc.Scope, kv etcdkv.KV, r Record, network string) error {
 	commit := func(t etcdkv.Txn) error {
 		applied, err := op.apply([]etcdkv.Txn{t})

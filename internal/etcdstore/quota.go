@@ -13,22 +13,15 @@ import (
 )
 
 // Quotas in etcd (docs/etcd.md, "Tenant quotas (cluster-wide)"): a
-// tenant's record of an address (tenant/<tenant>/<scope>/<address>) is
-// written by the claim's transaction, so its mod revision is the claim
-// key's create revision, and it counts while the claim key lives at that
-// revision (alloc.TenantRecord.Stale judges). Every claim for the tenant
-// writes its version key (tenantv/<tenant>) and requires it unchanged
-// since the count. Releases write nothing here, so DEL keeps its one
-// round trip; a tenant's next claim and every GC (tenantgc.go) delete
-// the records that count nothing, each only while as read.
+// tenant's record of an address is written by the claim's transaction,
+// so it counts while the claim key lives at the record's mod revision
+// (alloc.TenantRecord.Stale judges). Releases write nothing here, so DEL
+// keeps its one round trip.
 
 func (l layout) tenantsRoot() string              { return l.prefix + "tenant/" }
 func (l layout) tenantPrefix(name string) string  { return l.tenantsRoot() + name + "/" }
 func (l layout) tenantVersion(name string) string { return l.versionsRoot() + name }
 func (l layout) versionsRoot() string             { return l.prefix + "tenantv/" }
-func (l layout) tenantMark(name string, s alloc.Scope, ip netip.Addr) string {
-	return l.tenantPrefix(name) + ScopePath(s) + "/" + ip.String()
-}
 
 // quotaState is an ADD's last count of its tenant.
 type quotaState struct {
@@ -72,12 +65,10 @@ func (op *Operation) count(qs *quotaState) (int, error) {
 
 // judge reads, readBatch records at a time (of any tenants), the claims
 // they name, for the engine to judge each record
-// (alloc.TenantRecord.Stale), and calls f with each batch: count, leases
-// and GC's sweep all follow it. A batch that cannot be read is skipped;
-// the errors are returned joined. A record is written in its claim's
-// transaction, so the reservation it was written with is the claim key
-// whose create revision is the record's mod revision; a hold keeps that
-// key.
+// (alloc.TenantRecord.Stale: reserved is the claim key at the record's
+// mod revision as its create revision), and calls f with each batch:
+// count, leases and GC's sweep. A batch that cannot be read is skipped;
+// the errors are returned joined.
 func (op *Operation) judge(kvs []etcdkv.KV, f func(batch []etcdkv.KV, recs []alloc.TenantRecord)) error {
 	var errs []error
 	for batch := range slices.Chunk(kvs, readBatch) {
@@ -122,14 +113,11 @@ func removeRecord(m etcdkv.KV) etcdkv.Txn {
 // claimed for it since the count; its record, the version, and the
 // deletion of records that count nothing (each only while as read).
 func (qs *quotaState) claimOps(l layout, s alloc.Scope, ip netip.Addr) ([]etcdkv.Cmp, []etcdkv.Op) {
-	vk, mk := l.tenantVersion(qs.name), l.tenantMark(qs.name, s, ip)
+	// The record's key names the address as its claim key does (judge).
+	vk, mk := l.tenantVersion(qs.name), l.tenantPrefix(qs.name)+ScopePath(s)+"/"+ip.String()
 	var cond []etcdkv.Cmp
-	switch {
-	case !qs.enforce:
-	case qs.version != 0:
-		cond = []etcdkv.Cmp{etcdkv.ModIs(vk, qs.version)}
-	default:
-		cond = []etcdkv.Cmp{etcdkv.Absent(vk)}
+	if qs.enforce {
+		cond = []etcdkv.Cmp{atRev(vk, qs.version)}
 	}
 	ops := []etcdkv.Op{etcdkv.Put(mk, nil), etcdkv.Put(vk, nil)}
 	for _, m := range qs.stale {
@@ -150,18 +138,15 @@ const (
 
 // tenantsOfClaims maps each claimed address ("<scope>/<address>", as in
 // its claim key) that counts for a tenant to the tenant: what `leases`
-// shows. Records that count nothing are left out.
+// shows. Records that count nothing are left out; so are those of a batch
+// that could not be read (judge), with the error.
 func (op *Operation) tenantsOfClaims() (map[string]string, error) {
 	out := map[string]string{}
-	err := op.judgeAll(func(_ etcdkv.KV, r alloc.TenantRecord) {
+	return out, op.judgeAll(func(_ etcdkv.KV, r alloc.TenantRecord) {
 		if r.Stale() == "" {
 			out[ScopePath(r.Scope)+"/"+r.Addr.String()] = r.Tenant
 		}
 	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
 }
 
 // judgeAll lists every tenant's records, page by page, and judges them

@@ -12,21 +12,11 @@ import (
 	"github.com/cniplugins/cniplugins/internal/netconf"
 )
 
-// Sticky addresses, cluster-wide (docs/etcd.md, "Sticky addresses"). A
-// sticky key K of an attachment (ipamconf.StickyKey) has one hold key per
-// scope, interface and range set or pool slot:
-//
-//	sticky/<scope>/<StickyID(K, ifname)>/<slot>
-//
-// holding an alloc.Hold. While the address is reserved, the hold names its
-// owner (node and container ID) and was written in the very transaction
-// that wrote the claim and the index key, so all three carry one mod
-// revision: "the hold's owner still has its claim" is exactly "the claim
-// key's mod revision is the hold's". After a DEL the claim key holds the
-// same record as the hold key (owner ""): the address stays taken,
-// by the key, not by a node; no index key. The claim's own Record names
-// the hold (Record.Hold, StickyKey, HoldFor), so every release (DEL's read
-// path, GC, an operator's gc --etcd) can turn it into a hold.
+// Sticky addresses, cluster-wide (docs/etcd.md, "Sticky addresses"): a
+// hold key is written in the transaction that writes its claim and index
+// key, so "the hold's owner still has its claim" is exactly "the claim
+// key's mod revision is the hold's". The claim's Record names its hold
+// (Record.Hold, StickyKey, HoldFor), so every release can turn it into one.
 
 // stickyAtt is the sticky key of the attachment an ADD or DEL is for.
 type stickyAtt struct {
@@ -57,11 +47,10 @@ func (l layout) holdKey(s alloc.Scope, id, slot string) string {
 
 func lastSegment(key string) string { return key[strings.LastIndexByte(key, '/')+1:] }
 
-// A hold key's value, and the claim key's of a held address, is the
-// engine's record, alloc.Hold (Node and LastNode set: a container ID is
-// only unique per node), encoded by alloc.Hold.AppendJSON. Its first
-// fields name the owner and the address (alloc.OwnerPrefix), so that a
-// DEL can compare them without reading.
+// A hold key's value, and the claim key's of a held address, is
+// alloc.Hold (Node and LastNode set: a container ID is only unique per
+// node); its first fields name the owner and the address
+// (alloc.OwnerPrefix), so that a DEL can compare them without reading.
 
 func encodeHold(h alloc.Hold) []byte { return h.AppendJSON(make([]byte, 0, 256)) }
 
@@ -101,17 +90,14 @@ type takeOver struct {
 	claim []byte // its address's claim, when the hold has an owner
 }
 
-// Found implements alloc.HoldClaimer: the hold the claim met, for the
-// engine's rules; nil (after an exact delete) when the record is
-// unreadable or its address's claim is no longer the one written with it
-// (an operator freed it without the hold). A hold with an owner costs one
-// read (whether the owner still has its claim); so does a held one whose
-// take-over failed. Otherwise no read: the take-over's transaction
-// compares the claim's revision with the hold's (Reserve), which is the
-// same check, so a StatefulSet pod's return costs one round trip less.
+// Found implements alloc.HoldClaimer: the hold the claim met; nil (after
+// an exact delete) when it is unreadable or its address's claim is no
+// longer the one written with it. Only a hold with an owner, or a held
+// one whose take-over failed, costs a read of that claim: a take-over
+// compares the claim's revision with the hold's anyway (Reserve), so a
+// StatefulSet pod's return costs one round trip less.
 func (s *claimStore) Found(f *alloc.HoldFound) (*alloc.Hold, error) {
-	op := s.op
-	tried := s.sentTake
+	op, tried := s.op, s.take
 	s.take, s.found = nil, nil
 	kv, ok := f.Ref.(etcdkv.KV)
 	if !ok {
@@ -121,7 +107,7 @@ func (s *claimStore) Found(f *alloc.HoldFound) (*alloc.Hold, error) {
 	t := &takeOver{rev: kv.ModRevision, hold: h}
 	if ok && (h.Owner != "" || (tried != nil && tried.rev == t.rev)) {
 		ip, _ := netip.ParseAddr(h.Address)
-		resp, err := op.cl.Read(etcdkv.Get(op.keys.addrKey(s.scope, ip)))
+		resp, err := op.cl.Read(etcdkv.Get(op.keys.addrKey(s.t.Scope, ip)))
 		if err != nil {
 			return nil, err
 		}
@@ -145,7 +131,7 @@ func (s *claimStore) FreeFound() error {
 	t := s.found
 	s.found = nil
 	ip, _ := netip.ParseAddr(t.hold.Address)
-	_, err := s.op.cl.Txn(expireHold(s.holdK, s.op.keys.addrKey(s.scope, ip), t.rev, s.op.keys.fullKey(s.scope, s.slot)))
+	_, err := s.op.cl.Txn(expireHold(s.holdK, s.op.keys.addrKey(s.t.Scope, ip), t.rev, s.op.keys.fullKey(s.t.Scope, s.t.RangeID)))
 	return err
 }
 
