@@ -5,50 +5,49 @@
 // address twice. Same inputs as ipam-da-pools; one key per address,
 // claimed by a create-if-absent transaction; no lock, no lease on a
 // claim, no per-pool document. This package is the CNI personality only:
-// it parses the request and calls the store (internal/etcdstore), which
-// holds everything that reads and writes etcd. It is part of the full
-// flavour only: the store links net/http.
+// ipamconf parses the request and runs the commands over the store
+// (internal/etcdstore), which holds everything that reads and writes
+// etcd. It is part of the full flavour only: the store links net/http.
 package daetcd
 
 import (
+	current "github.com/containernetworking/cni/pkg/types/100"
+
 	"github.com/cniplugins/cniplugins/internal/alloc"
 	"github.com/cniplugins/cniplugins/internal/etcdstore"
 	"github.com/cniplugins/cniplugins/internal/ipamconf"
-	"github.com/cniplugins/cniplugins/internal/netconf"
 	"github.com/cniplugins/cniplugins/internal/plugin"
 )
 
 // Name is the personality's name.
 const Name = "ipam-da-etcd"
 
-// Personality returns ipam-da-etcd.
+// Personality returns ipam-da-etcd. Its `cniplugins validate` check
+// reads ipam.etcd without etcd or the host name.
 func Personality() plugin.Personality {
 	return ipamconf.Personality(Name, "allocates one address per selected pool (or range set) from an etcd cluster shared by many hosts",
-		plugin.IPAMFuncs(cmdAdd, cmdDel, cmdCheck, cmdGC, cmdStatus), validate)
+		open, etcdstore.CheckConfig)
 }
 
-// validate is ADD's parse without etcd, the disk or the host name:
-// ipam.etcd, then everything the engine would check.
-func validate(conf *netconf.Envelope) error {
-	if err := etcdstore.CheckConfig(conf); err != nil {
-		return err
-	}
-	if _, err := ipamconf.StickyConf(conf); err != nil {
-		return err
-	}
-	standalone, err := ipamconf.Standalone(conf, Name)
-	if err != nil {
-		return err
-	}
-	c, err := ipamconf.Parse(conf, nil, standalone)
-	if err != nil {
-		return err
-	}
-	if standalone || c.PoolMode() {
-		var ts []alloc.Target
-		if ts, err = c.AddTargets(); err == nil {
-			err = alloc.ResolveChains(ts)
-		}
-	}
-	return err
+// store is the store's operation on behalf of the request's attachment
+// to c's network. Its ADD reads the sticky key and its DEL prevResult
+// itself, with the request's CNI input.
+type store struct {
+	*etcdstore.Operation
+	req *plugin.Request
+	c   *alloc.Config
 }
+
+func open(req *plugin.Request, c *alloc.Config) (ipamconf.Store, error) {
+	op, err := etcdstore.Open(req.Conf, c.Network, req.Args.ContainerID, req.Args.IfName, req.Now, req.Log)
+	return store{op, req, c}, err
+}
+
+func (s store) Add(targets []alloc.Target) ([]*current.IPConfig, error) {
+	return s.Operation.Add(targets, s.c.Quota, s.req.Conf, s.req.CNIArgs)
+}
+
+func (s store) Del() error { return s.Operation.Del(s.c, s.req.Conf, s.req.CNIArgs) }
+
+// GC has no attachment: the operation's is empty.
+func (s store) GC(valid []alloc.Attachment) error { return s.Operation.GC(s.c.Scopes(), valid) }

@@ -21,14 +21,14 @@ func conf(t *testing.T, ipam string) *netconf.Envelope {
 // Validate checks ipam.etcd without touching the host (no host name
 // needed) and the allocator's keys as ipam-da-pools does.
 func TestValidate(t *testing.T) {
-	if err := validate(conf(t, `"ranges":[[{"subnet":"10.214.0.0/24"}]],"etcd":{"endpoints":["http://e:2379"]}`)); err != nil {
+	if err := Personality().Validate(conf(t, `"ranges":[[{"subnet":"10.214.0.0/24"}]],"etcd":{"endpoints":["http://e:2379"]}`)); err != nil {
 		t.Fatal(err)
 	}
-	if err := validate(conf(t, `"ranges":[[{"subnet":"10.214.0.0/24"}]],"etcd":{"endpoints":["ftp://e"]}`)); cnierr.Code(err) != cnierr.CodeInvalidConfig {
+	if err := Personality().Validate(conf(t, `"ranges":[[{"subnet":"10.214.0.0/24"}]],"etcd":{"endpoints":["ftp://e"]}`)); cnierr.Code(err) != cnierr.CodeInvalidConfig {
 		t.Fatalf("got %v", err)
 	}
 	env, _ := netconf.Parse([]byte(`{"cniVersion":"1.1.0","name":"n","ipam":{"type":"ipam-da-etcd","etcd":{"endpoints":["http://e:2379"]},"ranges":[[{"subnet":"10.214.0.0/33"}]]}}`))
-	if err := validate(env); cnierr.Code(err) != cnierr.CodeInvalidConfig || !strings.Contains(cnierr.As(err).Msg, "ranges[0][0].subnet") {
+	if err := Personality().Validate(env); cnierr.Code(err) != cnierr.CodeInvalidConfig || !strings.Contains(cnierr.As(err).Msg, "ranges[0][0].subnet") {
 		t.Fatalf("got %v", err)
 	}
 }

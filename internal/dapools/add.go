@@ -3,41 +3,24 @@ package dapools
 import (
 	"strings"
 
-	"github.com/containernetworking/cni/pkg/types"
+	current "github.com/containernetworking/cni/pkg/types/100"
 
 	"github.com/cniplugins/cniplugins/internal/alloc"
 	"github.com/cniplugins/cniplugins/internal/logging"
-	"github.com/cniplugins/cniplugins/internal/plugin"
 )
 
-// cmdAdd runs the engine's ADD over the state directories
+// Add runs the engine's ADD over the state directories
 // (alloc.LockedAdd decides which of them each try locks).
-func (k commands) cmdAdd(req *plugin.Request) (types.Result, error) {
-	c, err := k.parse(req, true)
-	if err != nil {
-		return nil, err
-	}
-	targets, err := c.AddTargets()
-	if err != nil {
-		return nil, err
-	}
-	warnUnusable(req.Log, targets)
-	res, err := c.NewResult()
-	if err != nil {
-		return nil, err
-	}
-	add := alloc.LockedAdd{Add: alloc.Add{Targets: targets, Att: c.attachment(req), Quota: c.Quota, Keyed: c.keyed, Log: req.Log}, Now: req.Now}
-	res.IPs, err = add.Run(func(tenant string, scopes []alloc.Scope) (alloc.Locked, func(), error) {
+func (c *config) Add(targets []alloc.Target) ([]*current.IPConfig, error) {
+	warnUnusable(c.req.Log, targets)
+	add := alloc.LockedAdd{Add: alloc.Add{Targets: targets, Att: c.attachment(), Quota: c.Quota, Keyed: c.keyed, Log: c.req.Log}, Now: c.req.Now}
+	return add.Run(func(tenant string, scopes []alloc.Scope) (alloc.Locked, func(), error) {
 		p, err := c.lock(tenant, scopes)
 		if err != nil {
 			return nil, nil, err
 		}
-		return p, func() { p.closeLogged(req.Log) }, nil
+		return p, func() { p.closeLogged(c.req.Log) }, nil
 	})
-	if err != nil {
-		return nil, err
-	}
-	return res, nil
 }
 
 // warnUnusable tells the operator, once per ADD, about ranges whose

@@ -3,7 +3,9 @@ package dapools
 import (
 	"testing"
 
+	"github.com/cniplugins/cniplugins/internal/ipamconf"
 	"github.com/cniplugins/cniplugins/internal/netconf"
+	"github.com/cniplugins/cniplugins/internal/plugin"
 )
 
 // BenchmarkParseConfig is ipam-da-pools' config work before any disk
@@ -23,8 +25,11 @@ func BenchmarkParseConfig(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				c, err := parseConfig(env, nil, true, nil)
+				c, err := ipamconf.Parse(env, nil, true)
 				if err != nil {
+					b.Fatal(err)
+				}
+				if _, err := openConfig(&plugin.Request{Command: plugin.CmdAdd, Conf: env}, c, nil); err != nil {
 					b.Fatal(err)
 				}
 				if _, err := c.Targets(); err != nil {

@@ -10,23 +10,13 @@ import (
 
 	"github.com/cniplugins/cniplugins/internal/alloc"
 	"github.com/cniplugins/cniplugins/internal/hostlocal"
-	"github.com/cniplugins/cniplugins/internal/ipamconf"
-	"github.com/cniplugins/cniplugins/internal/plugin"
 )
 
-// cmdCheck verifies that every address in prevResult is reserved for this
+// Check verifies that every address in prevResult is reserved for this
 // attachment in the range set or pool it belongs to; without addresses in
 // prevResult, the engine's rule (alloc.CheckHeld) over what it holds.
-func (k commands) cmdCheck(req *plugin.Request) error {
-	c, targets, err := k.load(req)
-	if err != nil {
-		return err
-	}
-	addrs, err := ipamconf.PrevAddrs(req.Conf)
-	if err != nil {
-		return err
-	}
-	att := c.attachment(req)
+func (c *config) Check(addrs []netip.Addr, targets []alloc.Target) error {
+	att := c.attachment()
 	held := func(scopes []alloc.Scope) (map[alloc.Scope][]netip.Addr, error) {
 		out := map[alloc.Scope][]netip.Addr{}
 		return out, c.read(scopes, func(s alloc.Scope, d *hostlocal.Disk) (err error) {

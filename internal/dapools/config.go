@@ -28,19 +28,11 @@ const (
 	poolsDir = "_pools"
 )
 
-// ipamConf is what the ipam section says beside the engine's keys: where
-// the state directories are and how long to wait for their locks. It is
-// decoded on its own rather than around an embedded ipamconf.Keys, whose
-// name encoding/json would put into every field of a type error
-// ("ipam.Keys.ranges").
-type ipamConf struct {
-	DataDir     string `json:"dataDir"`
-	LockTimeout string `json:"lockTimeout"`
-}
-
-// config is everything ipam-da-pools needs, validated.
+// config is ipam-da-pools' store for one request: the engine's config,
+// where the state directories are, and the attachment's sticky key.
 type config struct {
 	*alloc.Config
+	req         *plugin.Request
 	dataDir     string
 	lockTimeout time.Duration
 	keyed       alloc.Keyed // Key "" when the attachment has none
@@ -48,39 +40,41 @@ type config struct {
 	faults *hostlocal.Faults
 }
 
-// parseConfig reads and validates everything before anything touches disk.
-// needRanges is false for DEL and GC, which must work from state alone
-// even when the ranges in the config have since changed.
-func parseConfig(conf *netconf.Envelope, cniArgs []netconf.CNIArg, needRanges bool, faults *hostlocal.Faults) (*config, error) {
-	var keys ipamconf.Keys
-	if err := conf.DecodeIPAM(&keys); err != nil {
-		return nil, err
+// ownKeys reads what the ipam section says beside the engine's keys
+// (where the state directories are, how long to wait for their locks),
+// validated before anything touches the disk.
+func ownKeys(conf *netconf.Envelope) (dir string, timeout time.Duration, err error) {
+	var ipam struct {
+		DataDir     string `json:"dataDir"`
+		LockTimeout string `json:"lockTimeout"`
 	}
-	var ipam ipamConf
-	if err := conf.DecodeIPAM(&ipam); err != nil {
-		return nil, err
+	if err = conf.DecodeIPAM(&ipam); err != nil {
+		return "", 0, err
 	}
-	c := &config{faults: faults}
+	if dir, err = dataDir(ipam.DataDir); err != nil {
+		return "", 0, err
+	}
+	timeout, err = lockTimeout(ipam.LockTimeout)
+	return dir, timeout, err
+}
+
+// openConfig is the store of req, whose engine config is c.
+func openConfig(req *plugin.Request, c *alloc.Config, faults *hostlocal.Faults) (*config, error) {
+	s := &config{Config: c, req: req, faults: faults}
 	var err error
-	if c.dataDir, err = dataDir(ipam.DataDir); err != nil {
+	if s.dataDir, s.lockTimeout, err = ownKeys(req.Conf); err != nil {
 		return nil, err
 	}
-	if c.lockTimeout, err = lockTimeout(ipam.LockTimeout); err != nil {
-		return nil, err
-	}
-	if c.Config, err = keys.Parse(conf, cniArgs, needRanges); err != nil {
-		return nil, err
-	}
-	sticky, err := ipamconf.StickyConf(conf)
+	sticky, err := ipamconf.StickyConf(req.Conf)
 	if err != nil {
 		return nil, err
 	}
 	// DEL and GC never need the key (DEL finds holds by attachment), so
 	// a malformed one, or a conflicting namespace, must not fail them.
-	if c.keyed, err = ipamconf.StickyKey(conf, cniArgs, sticky); err != nil && needRanges {
+	if s.keyed, err = ipamconf.StickyKey(req.Conf, req.CNIArgs, sticky); err != nil && req.Command != plugin.CmdDel && req.Command != plugin.CmdGC {
 		return nil, err
 	}
-	return c, nil
+	return s, nil
 }
 
 // dataDir validates ipam.dataDir before anything touches the disk. A
@@ -128,17 +122,6 @@ func lockTimeout(s string) (time.Duration, error) {
 	return d, nil
 }
 
-// load parses the config and lists the targets: how ADD, CHECK and
-// STATUS begin.
-func (k commands) load(req *plugin.Request) (*config, []alloc.Target, error) {
-	c, err := k.parse(req, true)
-	if err != nil {
-		return nil, nil, err
-	}
-	ts, err := c.Targets()
-	return c, ts, err
-}
-
 // dir is the state directory of scope s: host-local's for the network,
 // or the pool's, shared by every network that selects it so that no two
 // of them can hold one address.
@@ -160,8 +143,8 @@ func (c *config) dirs(scopes []alloc.Scope) []string {
 
 // attachment is who holds the addresses. In pool mode it also names the
 // network, because a pool directory is shared between networks.
-func (c *config) attachment(req *plugin.Request) alloc.Attachment {
-	a := alloc.Attachment{ContainerID: req.Args.ContainerID, IfName: req.Args.IfName}
+func (c *config) attachment() alloc.Attachment {
+	a := alloc.Attachment{ContainerID: c.req.Args.ContainerID, IfName: c.req.Args.IfName}
 	if c.PoolMode() {
 		a.Network = c.Network
 	}

@@ -11,13 +11,13 @@ import (
 	"github.com/cniplugins/cniplugins/internal/netconf"
 )
 
-func mustConfig(t *testing.T, conf string) (*config, error) {
+func mustConfig(t *testing.T, conf string) error {
 	t.Helper()
 	env, err := netconf.Parse([]byte(conf))
 	if err != nil {
 		t.Fatal(err)
 	}
-	return parseConfig(env, nil, true, nil)
+	return Personality().Validate(env)
 }
 
 func TestLockTimeout(t *testing.T) {
@@ -25,7 +25,7 @@ func TestLockTimeout(t *testing.T) {
 		s    string
 		code uint
 	}{{"", 0}, {"2s", 0}, {"forever", 7}, {"0s", 7}, {"6m", 7}} {
-		_, err := mustConfig(t, fmt.Sprintf(`{"cniVersion":"1.0.0","name":"n","ipam":{"dataDir":"/d","lockTimeout":%q,"subnet":"10.0.0.0/24"}}`, tt.s))
+		err := mustConfig(t, fmt.Sprintf(`{"cniVersion":"1.0.0","name":"n","ipam":{"dataDir":"/d","lockTimeout":%q,"subnet":"10.0.0.0/24"}}`, tt.s))
 		if e := cnierr.As(err); cnierr.Code(err) != tt.code || (err != nil && !strings.Contains(e.Msg+e.Details, "ipam.lockTimeout")) {
 			t.Errorf("lockTimeout %q: error = %v, want code %d naming ipam.lockTimeout", tt.s, err, tt.code)
 		}
@@ -62,7 +62,7 @@ func TestDataDirValidated(t *testing.T) {
 		{dataDir: link + "/", code: 7},
 	} {
 		t.Run(tt.dataDir, func(t *testing.T) {
-			_, err := mustConfig(t, fmt.Sprintf(`{"cniVersion":"1.0.0","name":"n","ipam":{"dataDir":%q,"subnet":"10.0.0.0/24"}}`, tt.dataDir))
+			err := mustConfig(t, fmt.Sprintf(`{"cniVersion":"1.0.0","name":"n","ipam":{"dataDir":%q,"subnet":"10.0.0.0/24"}}`, tt.dataDir))
 			if e := cnierr.As(err); cnierr.Code(err) != tt.code || (err != nil && !strings.Contains(e.Msg+e.Details, "ipam.dataDir")) {
 				t.Errorf("error = %v, want code %d naming ipam.dataDir", err, tt.code)
 			}

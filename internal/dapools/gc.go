@@ -7,24 +7,14 @@ import (
 
 	"github.com/cniplugins/cniplugins/internal/alloc"
 	"github.com/cniplugins/cniplugins/internal/hostlocal"
-	"github.com/cniplugins/cniplugins/internal/ipamconf"
 	"github.com/cniplugins/cniplugins/internal/logging"
-	"github.com/cniplugins/cniplugins/internal/plugin"
 )
 
-// cmdGC releases every reservation of this network whose attachment the
+// GC releases every reservation of this network whose attachment the
 // runtime no longer lists (alloc.KeepSet has the rules), through Collect.
-func (k commands) cmdGC(req *plugin.Request) error {
-	c, err := k.parse(req, false)
-	if err != nil {
-		return err
-	}
-	live, err := ipamconf.ValidAttachments(req.Conf)
-	if err != nil {
-		return err
-	}
-	_, err = Collect(Collection{DataDir: c.dataDir, Dirs: c.dirs(c.Scopes()), LockTimeout: c.lockTimeout,
-		Keep: alloc.NewKeepSet(c.Network, live).Keeps, Now: req.Now, Log: req.Log, Faults: c.faults})
+func (c *config) GC(valid []alloc.Attachment) error {
+	_, err := Collect(Collection{DataDir: c.dataDir, Dirs: c.dirs(c.Scopes()), LockTimeout: c.lockTimeout,
+		Keep: alloc.NewKeepSet(c.Network, valid).Keeps, Now: c.req.Now, Log: c.req.Log, Faults: c.faults})
 	return err
 }
 

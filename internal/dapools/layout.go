@@ -16,8 +16,6 @@ import (
 // without an ADD.
 type Layout struct {
 	DataDir string
-	// NetworkDir is the standalone state directory of the network.
-	NetworkDir string
 	// RangeSets are the standalone range sets (ipam.ranges and the legacy
 	// top-level range), nil when the config has none.
 	RangeSets []addrspace.RangeSet
@@ -37,36 +35,29 @@ func PoolsDir(dataDir string) string { return filepath.Join(dataDir, poolsDir) }
 // required when pools are not in use, which the caller knows: a config
 // with neither ranges nor pools fails its first ADD, not this.
 func DescribeConfig(conf *netconf.Envelope) (Layout, error) {
-	c, err := parseConfig(conf, nil, false, nil)
+	dir, _, err := ownKeys(conf)
 	if err != nil {
 		return Layout{}, err
 	}
-	l, err := layoutOf(conf, c.Config)
-	l.DataDir, l.NetworkDir = c.dataDir, c.dir(alloc.Scope{Network: c.Network})
+	l, err := DescribeKeys(conf)
+	l.DataDir = dir
 	return l, err
 }
 
 // DescribeKeys is DescribeConfig for another allocator of this engine
 // (ipam-da-etcd), whose state is not under a dataDir: the engine's keys
-// alone, DataDir and NetworkDir left empty.
+// alone, DataDir left empty.
 func DescribeKeys(conf *netconf.Envelope) (Layout, error) {
-	c, err := ipamconf.Parse(conf, nil, false)
+	var keys ipamconf.Keys
+	if err := conf.DecodeIPAM(&keys); err != nil {
+		return Layout{}, err
+	}
+	c, err := keys.Parse(conf, nil, false)
 	if err != nil {
 		return Layout{}, err
 	}
-	return layoutOf(conf, c)
-}
-
-// layoutOf is what every allocator of the engine shares of a layout:
-// the pool definitions and the standalone range sets.
-func layoutOf(conf *netconf.Envelope, c *alloc.Config) (Layout, error) {
 	l := Layout{defs: c.PoolDefs}
-	var err error
 	if l.PoolDefs, err = c.PoolDefs.All(); err != nil {
-		return Layout{}, err
-	}
-	var keys ipamconf.Keys
-	if err := conf.DecodeIPAM(&keys); err != nil {
 		return Layout{}, err
 	}
 	if l.RangeSets, err = keys.RangeSets(); err != nil {

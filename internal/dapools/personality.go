@@ -7,6 +7,9 @@
 package dapools
 
 import (
+	"slices"
+
+	"github.com/cniplugins/cniplugins/internal/alloc"
 	"github.com/cniplugins/cniplugins/internal/hostlocal"
 	"github.com/cniplugins/cniplugins/internal/ipamconf"
 	"github.com/cniplugins/cniplugins/internal/netconf"
@@ -22,31 +25,39 @@ func Personality() plugin.Personality { return PersonalityWith(nil) }
 // PersonalityWith is ipam-da-pools whose writes faults may stop part-way:
 // the store contract's crashes, through the real commands.
 func PersonalityWith(faults *hostlocal.Faults) plugin.Personality {
-	k := commands{faults: faults}
+	open := func(req *plugin.Request, c *alloc.Config) (ipamconf.Store, error) {
+		return openConfig(req, c, faults)
+	}
 	return ipamconf.Personality(Name, "allocates one address per selected pool (or range set: a drop-in host-local) from local files under flock",
-		plugin.IPAMFuncs(k.cmdAdd, k.cmdDel, k.cmdCheck, k.cmdGC, k.cmdStatus), validate)
+		open, func(conf *netconf.Envelope) error {
+			_, _, err := ownKeys(conf)
+			return err
+		})
 }
 
-// commands are ipam-da-pools' CNI commands.
-type commands struct{ faults *hostlocal.Faults }
-
-// parse is parseConfig of req, with the commands' faults.
-func (k commands) parse(req *plugin.Request, needRanges bool) (*config, error) {
-	return parseConfig(req.Conf, req.CNIArgs, needRanges, k.faults)
-}
-
-// validate is ADD's parse without the disk: standalone (ipam.type is this
-// personality) needs ranges; inside a chain the pools arrive later, in
-// prevResult, so only what the config itself says can be checked.
-func validate(conf *netconf.Envelope) error {
-	standalone, err := ipamconf.Standalone(conf, Name)
+// Del runs the engine's DEL (alloc.Config.LockedDel) over the state
+// directories this config touches; prevResult's addresses are hints that
+// send it straight to their files.
+func (c *config) Del() error {
+	hints, err := ipamconf.PrevAddrs(c.req.Conf)
 	if err != nil {
 		return err
 	}
-	c, err := parseConfig(conf, nil, standalone, nil)
+	p, err := c.lock("", c.Scopes())
 	if err != nil {
 		return err
 	}
-	_, err = c.Targets()
+	err = c.LockedDel(p, c.attachment(), c.keyed.Key, hints, c.req.Now, c.req.Log)
+	p.closeLogged(c.req.Log)
 	return err
+}
+
+// Exhausted needs no scan: the exhaustion marks live beside the index
+// and are trusted only while the index is (another writer's release
+// invalidates them).
+func (c *config) Exhausted([]alloc.Target) (func(alloc.Target) (bool, error), error) {
+	return func(p alloc.Target) (bool, error) {
+		marks, err := hostlocal.Exhausted(c.dir(p.Scope))
+		return slices.Contains(marks, p.RangeID), err
+	}, nil
 }

@@ -12,7 +12,6 @@ import (
 	"github.com/cniplugins/cniplugins/internal/alloc"
 	"github.com/cniplugins/cniplugins/internal/cnierr"
 	"github.com/cniplugins/cniplugins/internal/netconf"
-	"github.com/cniplugins/cniplugins/internal/plugin"
 	"github.com/cniplugins/cniplugins/internal/pool"
 )
 
@@ -56,13 +55,6 @@ func Standalone(conf *netconf.Envelope, name string) (bool, error) {
 	return ipam.Type == name, err
 }
 
-// Personality is an allocator of this engine named name: its commands,
-// its `cniplugins validate` check, and the CNI_ARGS every allocator
-// accepts (ArgKeys).
-func Personality(name, summary string, f plugin.Funcs, validate func(*netconf.Envelope) error) plugin.Personality {
-	return plugin.Personality{Name: name, Summary: summary, Funcs: f, ArgKeys: ArgKeys, Validate: validate}
-}
-
 // Keys are the ipam keys every allocator of this engine shares:
 // host-local's, plus pool definitions. An allocator decodes its own keys
 // beside them.
@@ -99,11 +91,11 @@ func Parse(conf *netconf.Envelope, cniArgs []netconf.CNIArg, needRanges bool) (*
 	return k.Parse(conf, cniArgs, needRanges)
 }
 
-// ParseDel is Parse for DEL, which works from state alone but releases
-// prevResult's addresses in one round trip when the config still places
-// them: the standalone range sets are there while they parse, and
-// missing, with no error, once they have changed into ones that do not.
-// Parsed once, the config serves both of DEL's paths.
+// ParseDel is Parse for DEL (and GC), which works from state alone but
+// releases prevResult's addresses in one round trip when the config
+// still places them: the standalone range sets are there while they
+// parse, and missing, with no error, once they have changed into ones
+// that do not. Parsed once, the config serves both of DEL's paths.
 func ParseDel(conf *netconf.Envelope, cniArgs []netconf.CNIArg) (*alloc.Config, error) {
 	var k Keys
 	if err := conf.DecodeIPAM(&k); err != nil {

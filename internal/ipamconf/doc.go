@@ -4,5 +4,7 @@
 // validated *alloc.Config, the requested addresses, a sticky key, the
 // addresses and choices of pools prevResult names. The engine
 // (internal/alloc) decides over these values and never reads the CNI
-// envelope itself.
+// envelope itself. Personality is an allocator's five commands: they
+// read the request into these values and run the engine over the
+// allocator's Store.
 package ipamconf
