@@ -112,7 +112,9 @@ func (k commands) run(req *plugin.Request) (types.Result, error) {
 // validateKeys is ADD's parse without a store or CNI_ARGS: standalone
 // (ipam.type is the personality) needs ranges; inside a chain the pools
 // arrive later, in prevResult, so only what the config itself says can
-// be checked, overflow chains included (Targets reads them all).
+// be checked. Where the file has the ranges (standalone, or ipam.pools),
+// the addresses it requests must fit them and every overflow chain must
+// resolve, as ADD would find.
 func validateKeys(conf *netconf.Envelope, name string) error {
 	if _, err := StickyConf(conf); err != nil {
 		return err
@@ -122,9 +124,12 @@ func validateKeys(conf *netconf.Envelope, name string) error {
 		return err
 	}
 	c, err := Parse(conf, nil, standalone)
+	if err != nil || !(standalone || c.PoolMode()) {
+		return err
+	}
+	ts, err := c.AddTargets()
 	if err != nil {
 		return err
 	}
-	_, err = c.Targets()
-	return err
+	return alloc.ResolveChains(ts)
 }
