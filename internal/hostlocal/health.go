@@ -52,9 +52,7 @@ type Health struct {
 // read view of what Open would load, judged by the same trust rule.
 func Examine(dir string, lockTimeout time.Duration) (*Health, error) {
 	d := newStateDir(dir)
-	if fi, err := os.Lstat(d.dir); err != nil || !fi.IsDir() {
-		return nil, cnierr.New(cnierr.CodeIO, "not a state directory", "dir=%s", d.dir)
-	} else if err := SafeDir(d.dir, fi, d.uid); err != nil {
+	if _, err := checkDir(d.dir, d.uid); err != nil {
 		return nil, err
 	}
 	lk, err := acquireLock(d.dir, d.uid, lockTimeout)

@@ -57,16 +57,15 @@ func SafeDir(path string, fi fs.FileInfo, uid int) error {
 }
 
 // checkDir checks that the existing directory path is safe for uid (see
-// SafeDir) and returns its status; a missing one is fs.ErrNotExist,
-// unwrapped.
+// SafeDir) and returns its status: every reader of a directory judges it
+// here, so a hostile one gets one code whoever looks. A missing one is
+// code 5 that errors.Is fs.ErrNotExist.
 func checkDir(path string, uid int) (fs.FileInfo, error) {
 	fi, err := os.Lstat(path)
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		err = cnierr.IO("stat", path, err)
-	} else if err == nil {
-		err = SafeDir(path, fi, uid)
+	if err != nil {
+		return nil, cnierr.IO("stat", path, err)
 	}
-	return fi, err
+	return fi, SafeDir(path, fi, uid)
 }
 
 // EnsureDir creates path with mode when it is missing (its parents too,

@@ -92,3 +92,49 @@ func TestReadFileRefusesFIFO(t *testing.T) {
 		})
 	}
 }
+
+// Open and Examine judge a state directory by the same check: a symlinked
+// or foreign-owned one is code 7 naming it from both, so fsck reports
+// what a plugin would refuse with the code a plugin would give.
+func TestOpenAndExamineRefuseAlike(t *testing.T) {
+	for what, plant := range map[string]func(t *testing.T, dir string){
+		"symbolic link": func(t *testing.T, dir string) {
+			closeT(t, openT(t, dir+".real"))
+			if err := os.Symlink(filepath.Base(dir)+".real", dir); err != nil {
+				t.Fatal(err)
+			}
+		},
+		"foreign owner": func(t *testing.T, dir string) {
+			if os.Geteuid() != 0 {
+				t.Skip("giving a directory to another user needs root")
+			}
+			closeT(t, openT(t, dir))
+			if err := os.Chown(dir, 4242, 4242); err != nil {
+				t.Fatal(err)
+			}
+		},
+	} {
+		t.Run(what, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "net")
+			plant(t, dir)
+			_, oerr := Open(dir, time.Second)
+			_, eerr := Examine(dir, time.Second)
+			for name, err := range map[string]error{"Open": oerr, "Examine": eerr} {
+				alloctest.AssertCode(t, err, cnierr.CodeInvalidConfig)
+				if d := cnierr.As(err).Details; !strings.HasPrefix(d, dir+" ") {
+					t.Errorf("%s: details %q do not name %s", name, d, dir)
+				}
+			}
+		})
+	}
+}
+
+// Examine never creates: a missing state directory is code 5 that still
+// reads as a missing file.
+func TestExamineMissingDir(t *testing.T) {
+	_, err := Examine(filepath.Join(t.TempDir(), "net"), time.Second)
+	alloctest.AssertCode(t, err, cnierr.CodeIO)
+	if !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("missing directory: %v, want os.ErrNotExist", err)
+	}
+}

@@ -59,7 +59,7 @@ func newStampNanos() int64 {
 }
 
 // dirMtime is the mtime of directory p, which must be safe to use
-// (safedir.go); os.ErrNotExist as it is.
+// (safedir.go); a missing one errors.Is os.ErrNotExist.
 func (d stateDir) dirMtime(p string) (int64, error) {
 	fi, err := checkDir(p, d.uid)
 	if err != nil {
