@@ -84,22 +84,13 @@ func (b etcdBackend) GC(q ops.GCRequest) ([]ops.Lease, error) {
 	return leasesOf(ls), err
 }
 
-// States reads what pools counts in each scope: the same fields on
-// both sides, so each state converts as it is.
+// States reads what pools counts in each scope.
 func (b etcdBackend) States(scopes []ops.StateScope) ([]ops.ScopeState, error) {
 	ss := make([]alloc.Scope, len(scopes))
 	for i, s := range scopes {
 		ss[i] = s.Scope
 	}
-	sts, err := b.ad.ScopeStates(ss)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]ops.ScopeState, len(sts))
-	for i, st := range sts {
-		out[i] = ops.ScopeState(st)
-	}
-	return out, nil
+	return b.ad.ScopeStates(ss)
 }
 
 func leasesOf(ls []etcdstore.Claim) []ops.Lease {

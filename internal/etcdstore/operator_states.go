@@ -7,31 +7,14 @@ import (
 	"github.com/cniplugins/cniplugins/internal/alloc"
 )
 
-// ScopeState is what `cniplugins-full pools --etcd` counts in one scope
-// (ops.ScopeState has the same fields; the full flavour converts).
-type ScopeState struct {
-	// Place is the prefix of the scope's claim keys.
-	Place string
-	// Addrs are the claimed addresses (held ones too); Held those a
-	// sticky key holds with no container, Migrating those a live
-	// migration's two owners share.
-	Addrs, Held, Migrating []netip.Addr
-	// Full lists the slots (range set index; a pool: 0) whose exhaustion
-	// mark is set: what STATUS reads.
-	Full []int
-	// Tenants maps each address that counts for a quota's tenant to it
-	// (pools only).
-	Tenants map[netip.Addr]string
-}
-
 // ScopeStates reads each scope's claims and exhaustion marks, and in a
 // pool the tenants its addresses count for: reads only, as `leases` does.
 // The tenants' records are read once for all the scopes.
-func (o *Operator) ScopeStates(scopes []alloc.Scope) ([]ScopeState, error) {
+func (o *Operator) ScopeStates(scopes []alloc.Scope) ([]alloc.ScopeState, error) {
 	var tenants map[string]string // "<scope>/<address>" → tenant
-	out := make([]ScopeState, len(scopes))
+	out := make([]alloc.ScopeState, len(scopes))
 	for i, s := range scopes {
-		st := ScopeState{Place: o.op.keys.scopeAddrs(s)}
+		st := alloc.ScopeState{Place: o.op.keys.scopeAddrs(s)}
 		claims, err := o.op.cl.List(st.Place, false)
 		if err != nil {
 			return nil, err

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
-	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -63,25 +62,8 @@ func stateDirOf(dataDir string, s alloc.Scope) StateScope {
 	return StateScope{Scope: s, Dir: scopeDir(dataDir, "", s)}
 }
 
-// ScopeState is what one scope holds, as `pools` counts it. The etcd
-// backend's counterpart (etcdstore.ScopeState) has the same fields, so the
-// full flavour converts one to the other.
-type ScopeState struct {
-	// Place is where it was read: the directory, or the claims' key
-	// prefix in etcd (`pools -o json`'s "dir").
-	Place string
-	// Addrs are the reserved addresses, any owner (sticky holds too).
-	Addrs []netip.Addr
-	// Held are the addresses sticky keys hold with no container;
-	// Migrating those a live migration's two owners share.
-	Held, Migrating []netip.Addr
-	// Full lists the range sets (a pool: 0) an ADD found full with
-	// nothing freed since: what STATUS reads.
-	Full []int
-	// Tenants maps each address counted for a quota's tenant to the
-	// tenant (a pool's only).
-	Tenants map[netip.Addr]string
-}
+// ScopeState is alloc.ScopeState: both backends read the same view.
+type ScopeState = alloc.ScopeState
 
 // States reads each scope's directory, without a lock, as the plugins
 // leave it.
