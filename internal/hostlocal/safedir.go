@@ -117,7 +117,11 @@ func readDirIfAny(path string, uid int) ([]os.DirEntry, error) {
 	case errors.Is(err, os.ErrNotExist):
 		return nil, nil
 	case errors.Is(err, syscall.ELOOP) || errors.Is(err, syscall.ENOTDIR):
-		return nil, unsafeDir(path, "is a symbolic link or not a directory", uid)
+		// checkDir says which, with Open's code: a link is 7, a file 5.
+		if _, err := checkDir(path, uid); err != nil {
+			return nil, err
+		}
+		return nil, unsafeDir(path, "was a symbolic link or not a directory", uid)
 	case err != nil:
 		return nil, cnierr.IO("read", path, err)
 	}

@@ -138,3 +138,31 @@ func TestExamineMissingDir(t *testing.T) {
 		t.Errorf("missing directory: %v, want os.ErrNotExist", err)
 	}
 }
+
+// A listing refuses what Open refuses with Open's code: a link where a
+// directory belongs is code 7, a file there code 5 (a mistake, not an
+// attack), each naming the path.
+func TestReadDirRefusesAsOpen(t *testing.T) {
+	base := t.TempDir()
+	real, link, file := filepath.Join(base, "real"), filepath.Join(base, "link"), filepath.Join(base, "file")
+	if err := os.Mkdir(real, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("real", link); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	uid := os.Geteuid()
+	for path, code := range map[string]uint{link: cnierr.CodeInvalidConfig, file: cnierr.CodeIO} {
+		_, lerr := readDirIfAny(path, uid)
+		_, cerr := checkDir(path, uid)
+		for name, err := range map[string]error{"readDirIfAny": lerr, "checkDir": cerr} {
+			alloctest.AssertCode(t, err, code)
+			if e := cnierr.As(err); e == nil || !strings.Contains(e.Msg+" "+e.Details, path) {
+				t.Errorf("%s(%s): %v does not name the path", name, path, err)
+			}
+		}
+	}
+}
