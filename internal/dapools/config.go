@@ -122,15 +122,7 @@ func lockTimeout(s string) (time.Duration, error) {
 	return d, nil
 }
 
-// dir is the state directory of scope s: host-local's for the network,
-// or the pool's, shared by every network that selects it so that no two
-// of them can hold one address.
-func (c *config) dir(s alloc.Scope) string {
-	if s.Pool != "" {
-		return PoolDir(c.dataDir, s.Pool)
-	}
-	return filepath.Join(c.dataDir, s.Network)
-}
+func (c *config) dir(s alloc.Scope) string { return ScopeDir(c.dataDir, s) }
 
 // dirs is the state directories of scopes.
 func (c *config) dirs(scopes []alloc.Scope) []string {

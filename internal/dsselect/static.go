@@ -25,13 +25,13 @@ const StaticName = "ipam-ds-static"
 // the same on every command, so DEL and CHECK reach the allocator with the
 // pools (and, copied from prevResult, the addresses) that ADD used.
 func Static() plugin.Personality {
-	static := func(req *plugin.Request) (pool.Selection, error) { return poolsOnly(staticPools(req.Conf)) }
+	static := func(req *plugin.Request) (pool.Selection, error) { return poolsOnly(StaticPools(req.Conf)) }
 	return plugin.Personality{
 		Name:     StaticName,
 		Summary:  "selects the pools listed in ipam.pools",
 		Funcs:    selectorFuncs(static, static, nil),
 		ArgKeys:  func(*netconf.Envelope) ([]string, error) { return chainArgKeys(), nil },
-		Validate: parsesWith(staticPools),
+		Validate: parsesWith(StaticPools),
 	}
 }
 
@@ -51,7 +51,9 @@ func parsesWith[T any](parse func(*netconf.Envelope) (T, error)) func(*netconf.E
 // runtime's IP=… would fail in the selector before reaching the allocator.
 func chainArgKeys() []string { return append([]string{"IP"}, ipamconf.StickyArgKeys()...) }
 
-func staticPools(conf *netconf.Envelope) ([]pool.Pool, error) {
+// StaticPools are ipam.pools as ipam-ds-static selects them, each with its
+// overflow chain resolved: what `cniplugins pools` lists of them too.
+func StaticPools(conf *netconf.Envelope) ([]pool.Pool, error) {
 	var ipam struct {
 		Pools           json.RawMessage            `json:"pools"`
 		PoolDefinitions map[string]json.RawMessage `json:"poolDefinitions"`

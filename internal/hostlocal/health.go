@@ -105,55 +105,48 @@ func Examine(dir string, lockTimeout time.Duration) (*Health, error) {
 // inconsistent index, removes stale scratch files and removes the cursors
 // listed in dropCursors (an unparseable or out-of-range cursor only costs
 // the round-robin position, which then restarts at the range's start).
-// It never removes a reservation. It returns what it did.
-func Repair(dir string, lockTimeout time.Duration, dropCursors []int) (done []string, err error) {
+// It never removes a reservation. fsck reports from its own findings, so
+// Repair does not say what it did.
+func Repair(dir string, lockTimeout time.Duration, dropCursors []int) (err error) {
 	d, err := Open(dir, lockTimeout)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer func() { err = errors.Join(err, d.Close()) }()
 	rs, err := ReadReservations(d.dir)
 	if err != nil {
-		return done, err
+		return err
 	}
-	switch {
-	case d.untrusted:
-	case d.complete: // Open found the index stale and rebuilt it
-		done = append(done, "rebuilt the stale index")
-	default:
+	if !d.untrusted && !d.complete { // else Open found it stale and rebuilt it
 		problems, err := d.indexProblems(rs)
 		if err != nil {
-			return done, err
+			return err
 		}
 		if len(problems) > 0 {
 			if err := d.rebuild(); err != nil {
-				return done, err
+				return err
 			}
-			done = append(done, "rebuilt the index")
 		}
 	}
 	gone, err := d.staleScratch()
 	if err != nil {
-		return done, err
+		return err
 	}
 	for _, id := range dropCursors {
 		gone = append(gone, d.cursorPath(id))
 	}
 	for _, p := range gone {
 		if err := os.RemoveAll(p); err != nil {
-			return done, cnierr.IO("remove", p, err)
+			return cnierr.IO("remove", p, err)
 		}
 		d.dirty = true // D's or the index directory's mtime moved: re-stamp
 		d.tmpFor = nil
-		done = append(done, "removed "+p)
 	}
-	fixed, err := d.repairHolds(rs, time.Now())
-	done = append(done, fixed...)
-	if err != nil {
-		return done, err
+	if err := d.repairHolds(rs, time.Now()); err != nil {
+		return err
 	}
-	fixed, err = d.RepairTenants()
-	return append(done, fixed...), err
+	_, err = d.RepairTenants()
+	return err
 }
 
 // indexProblems compares every bucket with what a rebuild from rs (sorted

@@ -157,40 +157,24 @@ func (d stateDir) holdProblems(rs []Reservation) ([]alloc.HoldRecord, []netip.Ad
 // repairHolds repairs every record as the engine judges it
 // (alloc.RepairOf, what fsck reports) against D's reservations rs, and
 // frees held files without a record (nothing can ever claim them).
-func (d *Disk) repairHolds(rs []Reservation, now time.Time) ([]string, error) {
+func (d *Disk) repairHolds(rs []Reservation, now time.Time) error {
 	holds, orphans, err := d.holdProblems(rs)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	var done []string
 	for _, e := range holds {
-		r := alloc.RepairOf(e, now)
-		if _, err := alloc.Repair(d, r); err != nil {
-			return done, err
-		}
-		if r.Settle != "" {
-			done = append(done, "finished the interrupted transition of "+d.holdPath(e.ID))
-		}
-		switch r.Fix {
-		case alloc.RemoveRecord:
-			done = append(done, "removed "+d.holdPath(e.ID))
-		case alloc.EndExpired:
-			done = append(done, "freed the expired hold of "+e.Address)
-		case alloc.DropBadSecond:
-			done = append(done, "dropped the invalid migration target of "+e.Address)
+		if _, err := alloc.Repair(d, alloc.RepairOf(e, now)); err != nil {
+			return err
 		}
 	}
 	for _, ip := range orphans {
 		owner, ok, err := d.Owner(ip)
-		if err != nil {
-			return done, err
+		if err == nil && ok {
+			_, err = alloc.Free(d, owner, []netip.Addr{ip})
 		}
-		if ok {
-			if _, err := alloc.Free(d, owner, []netip.Addr{ip}); err != nil {
-				return done, err
-			}
-			done = append(done, "freed "+ip.String()+", held without a record")
+		if err != nil {
+			return err
 		}
 	}
-	return done, nil
+	return nil
 }

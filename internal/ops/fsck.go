@@ -59,7 +59,7 @@ func Fsck(r FsckRequest) ([]Finding, error) {
 		if r.Repair && slices.ContainsFunc(fs, func(f Finding) bool { return f.Repair != "" }) {
 			// Repair re-examines under its own lock, so a change made
 			// meanwhile by a plugin is repaired too, or left alone.
-			if _, err := hostlocal.Repair(d.Dir, r.LockTimeout, drop); err != nil {
+			if err := hostlocal.Repair(d.Dir, r.LockTimeout, drop); err != nil {
 				return out, err
 			}
 			for i := range fs {

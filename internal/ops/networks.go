@@ -2,7 +2,6 @@ package ops
 
 import (
 	"cmp"
-	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
@@ -113,7 +112,16 @@ func Describe(p PluginConf, dataDir string) (Network, bool, error) {
 	dataDir = cmp.Or(dataDir, layout.DataDir)
 	n.Dir = scopeDir(dataDir, n.EtcdPrefix, alloc.Scope{Network: env.Name})
 	selected := slices.ContainsFunc(delegates, func(d string) bool { return strings.HasPrefix(d, "ipam-ds-") })
-	var argsPools []dsselect.ArgsPool
+	var listed, argsPools []dsselect.ArgsPool
+	if slices.Contains(delegates, dsselect.StaticName) {
+		pools, err := dsselect.StaticPools(env)
+		if err != nil {
+			return n, true, err
+		}
+		for i, p := range pools {
+			listed = append(listed, dsselect.ArgsPool{Pool: p, Field: fmt.Sprintf("ipam.pools[%d]", i)})
+		}
+	}
 	if slices.Contains(delegates, dsselect.ArgsName) {
 		if n.Quotas, err = dsselect.ReadTenantQuotas(env); err != nil {
 			return n, true, err
@@ -128,25 +136,22 @@ func Describe(p PluginConf, dataDir string) (Network, bool, error) {
 		}
 		n.RangeSets = layout.RangeSets
 	}
-	chains := pool.Catalog{Overflows: pool.Overflows(layout.PoolDefs)}
-	listed, err := listedPools(env, chains)
-	if err != nil {
-		return n, true, err
-	}
 	// Each name once, as the allocator resolves it (alloc.PoolSource:
 	// inline ranges, else the definition): an inline pool's state is
 	// where a defined one's of the same name is.
 	cands := append(listed, argsPools...)
 	for _, name := range slices.Sorted(maps.Keys(layout.PoolDefs)) {
-		field := "ipam.poolDefinitions." + name
-		c, err := chains.Resolve(field, pool.Pool{Name: name})
-		if err != nil {
-			return n, true, err
-		}
-		cands = append(cands, dsselect.ArgsPool{Pool: c, Field: field})
+		cands = append(cands, dsselect.ArgsPool{Pool: pool.Pool{Name: name}, Field: "ipam.poolDefinitions." + name})
 	}
+	overflows := pool.Overflows(layout.PoolDefs)
 	seen := map[string]bool{}
 	for i, c := range cands {
+		// The chain as the allocator resolves a selection's again
+		// (ipamconf): an overflowPools without an overflow is no chain.
+		cat := pool.Catalog{Pools: c.OverflowPools, Overflows: overflows}
+		if c.Pool, err = cat.Resolve(c.Field, c.Pool); err != nil {
+			return n, true, err
+		}
 		if seen[c.Name] {
 			continue
 		}
@@ -163,30 +168,6 @@ func Describe(p PluginConf, dataDir string) (Network, bool, error) {
 		}
 	}
 	return n, true, checkChainFamilies(n.Pools)
-}
-
-// listedPools are ipam.pools (ipam-ds-static's), each with its overflow
-// chain resolved.
-func listedPools(env *netconf.Envelope, chains pool.Catalog) ([]dsselect.ArgsPool, error) {
-	var listed struct {
-		Pools json.RawMessage `json:"pools"`
-	}
-	if err := env.DecodeIPAM(&listed); err != nil || len(listed.Pools) == 0 || string(listed.Pools) == "null" {
-		return nil, err
-	}
-	pools, err := pool.ParseList(listed.Pools, "ipam.pools")
-	if err != nil {
-		return nil, err
-	}
-	out := make([]dsselect.ArgsPool, len(pools))
-	for i, pl := range pools {
-		out[i].Field = fmt.Sprintf("ipam.pools[%d]", i)
-		cat := pool.Catalog{Pools: pl.OverflowPools, Overflows: chains.Overflows}
-		if out[i].Pool, err = cat.Resolve(out[i].Field, pl); err != nil {
-			return nil, err
-		}
-	}
-	return out, nil
 }
 
 // checkChainFamilies finds, up front and by the ADD's own rule

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/cniplugins/cniplugins/internal/alloc"
@@ -59,7 +58,7 @@ func StateDirs(dataDir string) ([]StateScope, error) {
 }
 
 func stateDirOf(dataDir string, s alloc.Scope) StateScope {
-	return StateScope{Scope: s, Dir: scopeDir(dataDir, "", s)}
+	return StateScope{Scope: s, Dir: dapools.ScopeDir(dataDir, s)}
 }
 
 // ScopeState is alloc.ScopeState: both backends read the same view.
@@ -99,21 +98,18 @@ func (Local) States(scopes []StateScope) ([]ScopeState, error) {
 	return out, nil
 }
 
-// scopeDir is where scope s keeps its state: its directory under
-// dataDir, or for an ipam-da-etcd network (etcdPrefix set) the prefix of
-// its claims' keys (docs/etcd.md, "Keys in etcd": ip/pool/<pool>/,
-// ip/net/<network>/), which the etcd backend checks against its own
-// layout.
+// scopeDir is where scope s keeps its state: dapools.ScopeDir, or for an
+// ipam-da-etcd network (etcdPrefix set) the prefix of its claims' keys
+// (docs/etcd.md, "Keys in etcd"), which the etcd backend checks against
+// its own layout.
 func scopeDir(dataDir, etcdPrefix string, s alloc.Scope) string {
 	switch {
-	case etcdPrefix != "" && s.Pool != "":
-		return etcdPrefix + "ip/pool/" + s.Pool + "/"
-	case etcdPrefix != "":
-		return etcdPrefix + "ip/net/" + s.Network + "/"
+	case etcdPrefix == "":
+		return dapools.ScopeDir(dataDir, s)
 	case s.Pool != "":
-		return dapools.PoolDir(dataDir, s.Pool)
+		return etcdPrefix + "ip/pool/" + s.Pool + "/"
 	}
-	return filepath.Join(dataDir, s.Network)
+	return etcdPrefix + "ip/net/" + s.Network + "/"
 }
 
 // DefaultEtcdPrefix is ipam.etcd.prefix's default: etcdstore.DefaultPrefix,

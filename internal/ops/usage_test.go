@@ -228,3 +228,37 @@ func TestUsagesPlaceError(t *testing.T) {
 		t.Errorf("UsagesIn = %v", err)
 	}
 }
+
+// pools shows a listed pool's chain as the allocator resolves
+// ipam-ds-static's selection: an overflowPools list without an overflow
+// is no chain (the allocator resolves the chain again from overflow), and
+// its pools are not counted.
+func TestListedPoolChains(t *testing.T) {
+	dir, data := t.TempDir(), t.TempDir()
+	static := `"ipam-ds-static","ipam-da-pools"`
+	spill := `"overflowPools":[{"name":"b","subnet":"10.243.2.0/29"}]`
+	for _, tc := range []struct {
+		pool, want string
+		pools      []string
+	}{
+		{`{"name":"a","subnet":"10.243.1.0/29",` + spill + `}`, "", []string{"a"}},
+		{`{"name":"a","subnet":"10.243.1.0/29","overflow":"b",` + spill + `}`, "b", []string{"a"}},
+	} {
+		path := filepath.Join(dir, "n.conflist")
+		if err := os.WriteFile(path, []byte(usageConf("n", data, static, `"pools":[`+tc.pool+`]`)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		nets := describeAll(t, []string{path})
+		var names []string
+		chain := "?"
+		for _, p := range nets[0].Pools {
+			names = append(names, p.Name)
+			if p.Name == "a" {
+				chain = strings.Join(p.Chain, ",")
+			}
+		}
+		if chain != tc.want || !slices.Equal(names, tc.pools) {
+			t.Errorf("%s: pools %q, a's chain %q, want %q and %q", tc.pool, names, chain, tc.pools, tc.want)
+		}
+	}
+}
