@@ -101,7 +101,10 @@ func WriteProm(w io.Writer, us []Usage) error {
 		{"cniplugins_ipam_held_addresses", "Used addresses that sticky keys hold with no container (after a DEL, until the hold expires or is released).", func(u Usage) uint64 { return u.Held }},
 		{"cniplugins_ipam_free_addresses", "Addresses still free in the range set or pool.", func(u Usage) uint64 { return u.Free }},
 		{"cniplugins_ipam_exhausted", "1 while the range set or pool is exhausted (an ADD found it full and nothing was released since), else 0: what STATUS reads (one tenant's full pool fails only that tenant's ADDs).", func(u Usage) uint64 {
-			return map[bool]uint64{true: 1}[u.Exhausted]
+			if u.Exhausted {
+				return 1
+			}
+			return 0
 		}},
 	} {
 		f := PromFamily{Name: g.name, Help: g.help, Type: "gauge"}
