@@ -1,5 +1,6 @@
 // Package alloctest holds an in-memory store for the tests of the
-// allocation engine and of its callers.
+// allocation engine and of its callers, an allocator over it, and the
+// contract every store passes through its allocator's commands.
 package alloctest
 
 import (
