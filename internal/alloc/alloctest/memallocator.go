@@ -49,6 +49,9 @@ func (p *MemPools) Personality(faults *Faults) plugin.Personality {
 
 // store is scope s's MemStore for a command that counts its writes on
 // faults and reserves for tenant ("" none), created when s has none.
+// Both are set on every access: a MemStore outlives the command (a
+// Disk is opened per command), and one command's tenant or crash must
+// not reach the next.
 func (p *MemPools) store(s alloc.Scope, tenant string, faults *Faults) *MemStore {
 	m := p.stores[s]
 	if m == nil {
