@@ -1,0 +1,192 @@
+package alloctest
+
+import (
+	"errors"
+	"net/netip"
+	"slices"
+
+	current "github.com/containernetworking/cni/pkg/types/100"
+
+	"github.com/cniplugins/cniplugins/internal/alloc"
+	"github.com/cniplugins/cniplugins/internal/ipamconf"
+	"github.com/cniplugins/cniplugins/internal/netconf"
+	"github.com/cniplugins/cniplugins/internal/plugin"
+)
+
+// MemName is the in-memory allocator's personality name.
+const MemName = "ipam-da-mem"
+
+// MemPools is the state of an in-memory allocator: one MemStore per
+// scope, as ipam-da-pools keeps one state directory per pool, living
+// across the commands run over it. It has no locks: the commands of one
+// test run one at a time.
+type MemPools struct{ stores map[alloc.Scope]*MemStore }
+
+// NewMemPools returns an allocator state that holds nothing.
+func NewMemPools() *MemPools { return &MemPools{stores: map[alloc.Scope]*MemStore{}} }
+
+// Personality is an allocator over p run by the same command driver as
+// ipam-da-pools and ipam-da-etcd (ipamconf.Personality), the engine's
+// drivers doing the work as over the disk store: its ipam keys are the
+// engine's alone, and faults, when set, may stop its writes part-way.
+func (p *MemPools) Personality(faults *Faults) plugin.Personality {
+	open := func(req *plugin.Request, c *alloc.Config) (ipamconf.Store, error) {
+		sticky, err := ipamconf.StickyConf(req.Conf)
+		if err != nil {
+			return nil, err
+		}
+		// As ipam-da-pools: DEL and GC never need the key, so a
+		// malformed one must not fail them.
+		keyed, err := ipamconf.StickyKey(req.Conf, req.CNIArgs, sticky)
+		if err != nil && req.Command != plugin.CmdDel && req.Command != plugin.CmdGC {
+			return nil, err
+		}
+		return memCommand{Config: c, pools: p, req: req, keyed: keyed, faults: faults}, nil
+	}
+	return ipamconf.Personality(MemName, "allocates from memory: the engine's contract through the commands",
+		open, func(*netconf.Envelope) error { return nil })
+}
+
+// store is scope s's MemStore for a command that counts its writes on
+// faults and reserves for tenant ("" none), created when s has none.
+// Both are set on every access: a MemStore outlives the command (a
+// Disk is opened per command), and one command's tenant or crash must
+// not reach the next.
+func (p *MemPools) store(s alloc.Scope, tenant string, faults *Faults) *MemStore {
+	m := p.stores[s]
+	if m == nil {
+		m = NewMemStore()
+		p.stores[s] = m
+	}
+	m.ForTenant(tenant)
+	m.SetFaults(faults)
+	return m
+}
+
+// memCommand is one command's store over MemPools: the ipamconf.Store
+// the driver runs, each command one of the engine's drivers, as
+// ipam-da-pools runs them over its state directories.
+type memCommand struct {
+	*alloc.Config
+	pools  *MemPools
+	req    *plugin.Request
+	keyed  alloc.Keyed
+	faults *Faults
+}
+
+var _ ipamconf.Store = memCommand{}
+
+// attachment is who holds the addresses; in pool mode it names the
+// network, as ipam-da-pools' does, a pool being shared by networks.
+func (c memCommand) attachment() alloc.Attachment {
+	a := alloc.Attachment{ContainerID: c.req.Args.ContainerID, IfName: c.req.Args.IfName}
+	if c.PoolMode() {
+		a.Network = c.Network
+	}
+	return a
+}
+
+func (c memCommand) store(s alloc.Scope) *MemStore { return c.pools.store(s, "", c.faults) }
+
+// Add runs alloc.LockedAdd, each try "locking" the scopes it asks for.
+func (c memCommand) Add(targets []alloc.Target) ([]*current.IPConfig, error) {
+	add := alloc.LockedAdd{Add: alloc.Add{Targets: targets, Att: c.attachment(), Quota: c.Quota, Keyed: c.keyed, Log: c.req.Log}, Now: c.req.Now}
+	return add.Run(func(tenant string, scopes []alloc.Scope) (alloc.Locked, func(), error) {
+		return c.lock(tenant, scopes), func() {}, nil
+	})
+}
+
+// Del runs alloc.Config.LockedDel over every scope the config covers;
+// prevResult's addresses are its hints.
+func (c memCommand) Del() error {
+	hints, err := ipamconf.PrevAddrs(c.req.Conf)
+	if err != nil {
+		return err
+	}
+	return c.LockedDel(c.lock("", c.Scopes()), c.attachment(), c.keyed.Key, hints, c.req.Now, c.req.Log)
+}
+
+// Check runs alloc.CheckPrev over the scopes' MemStores.
+func (c memCommand) Check(addrs []netip.Addr, targets []alloc.Target) error {
+	att := c.attachment()
+	held := func(scopes []alloc.Scope) (map[alloc.Scope][]netip.Addr, error) {
+		out := map[alloc.Scope][]netip.Addr{}
+		for _, s := range scopes {
+			var err error
+			if out[s], err = alloc.Held(c.store(s), att); err != nil {
+				return nil, err
+			}
+		}
+		return out, nil
+	}
+	return alloc.CheckPrev(addrs, targets, att, held, func(addrs []netip.Addr, placed []alloc.Target) error {
+		for i, a := range addrs {
+			if err := alloc.Check(c.store(placed[i].Scope), att, []netip.Addr{a}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// GC runs alloc.CollectGC in each scope the config covers, then ends
+// the spill records of the attachments not kept, going on after errors,
+// as ipam-da-pools' Collect does (a MemStore has no tenant records or
+// locks to repair: a reservation's tenant goes with it).
+func (c memCommand) GC(valid []alloc.Attachment) error {
+	keep := alloc.NewKeepSet(c.Network, valid).Keeps
+	var errs []error
+	for _, s := range c.Scopes() {
+		m := c.store(s)
+		_, _, err := alloc.CollectGC(m, keep, c.req.Now)
+		errs = append(errs, err)
+		m.GCSpills(keep)
+	}
+	return errors.Join(errs...)
+}
+
+// Exhausted reads the marks each ADD that found a range set full left.
+func (c memCommand) Exhausted([]alloc.Target) (func(alloc.Target) (bool, error), error) {
+	return func(t alloc.Target) (bool, error) {
+		return slices.Contains(c.store(t.Scope).Exhausted(), t.RangeID), nil
+	}, nil
+}
+
+// memLocked is the scopes one try of an ADD, or a DEL, works on.
+type memLocked struct {
+	pools  *MemPools
+	stores map[alloc.Scope]*MemStore
+}
+
+// lock is scopes' MemStores, reserving for tenant.
+func (c memCommand) lock(tenant string, scopes []alloc.Scope) memLocked {
+	l := memLocked{c.pools, map[alloc.Scope]*MemStore{}}
+	for _, s := range scopes {
+		l.stores[s] = c.pools.store(s, tenant, c.faults)
+	}
+	return l
+}
+
+// Pool implements alloc.Locked.
+func (l memLocked) Pool(s alloc.Scope) alloc.LockedPool {
+	if m := l.stores[s]; m != nil {
+		return m
+	}
+	return nil
+}
+
+// TenantAddrs implements alloc.Locked: every scope's count is exact,
+// locked or not, since nothing else writes meanwhile.
+func (l memLocked) TenantAddrs(tenant string, scopes []alloc.Scope) (int, bool, error) {
+	n := 0
+	for _, s := range scopes {
+		if m := l.pools.stores[s]; m != nil {
+			c, err := m.TenantAddrs(tenant)
+			if err != nil {
+				return 0, false, err
+			}
+			n += c
+		}
+	}
+	return n, true, nil
+}
