@@ -100,6 +100,14 @@ func (s CNI) GC(live []alloc.Attachment, now time.Time) error {
 	return err
 }
 
+// Status implements Subject: the selection is targets, as a selector
+// hands them to STATUS.
+func (s CNI) Status(targets []alloc.Target, now time.Time) error {
+	c := Call{Att: alloc.Attachment{Network: "net"}, Now: now}
+	_, err := s.run("STATUS", c, selection(c, targets))
+	return err
+}
+
 // run runs one command for c with prev as prevResult (and extra
 // top-level keys of the configuration, in pairs), and returns what it
 // printed, or its CNI error.
@@ -124,7 +132,7 @@ func (s CNI) run(cmd string, c Call, prev map[string]any, extra ...any) ([]byte,
 		return nil, err
 	}
 	environ := []string{"CNI_COMMAND=" + cmd, "CNI_PATH=/nonexistent"}
-	if cmd != "GC" {
+	if cmd != "GC" && cmd != "STATUS" {
 		environ = append(environ, "CNI_CONTAINERID="+c.Att.ContainerID, "CNI_IFNAME="+c.Att.IfName, "CNI_NETNS=/var/run/netns/contract")
 	}
 	var stdout, stderr bytes.Buffer

@@ -29,6 +29,9 @@ type Subject interface {
 	ReleaseKey(key, ifname string, now time.Time) error
 	// ReleaseAddr is an operator's release of the address ip.
 	ReleaseAddr(ip netip.Addr, now time.Time) error
+	// Status is STATUS for a selection of targets: 50 when none of them
+	// can be served.
+	Status(targets []alloc.Target, now time.Time) error
 }
 
 // Call is who a command is for: the attachment, its sticky key ("" for
@@ -219,9 +222,16 @@ func plainContract() []Case {
 				t.Errorf("handed out %v", got)
 			}
 		}},
-		{"exhaustion is 100 until an address is freed", func(t *testing.T, s Subject, _ Caps) {
+		{"exhaustion is 100, and STATUS 50, until an address is freed", func(t *testing.T, s Subject, _ Caps) {
+			if err := s.Status([]alloc.Target{target(t, "")}, epoch); err != nil {
+				t.Fatalf("STATUS of an empty pool: %v", err)
+			}
 			got := fill(t, s, target(t, ""))
+			AssertCode(t, s.Status([]alloc.Target{target(t, "")}, epoch), cnierr.CodeNotAvailable)
 			mustDel(t, s, call("f2"))
+			if err := s.Status([]alloc.Target{target(t, "")}, epoch); err != nil {
+				t.Errorf("STATUS after a DEL freed %s: %v", got[2], err)
+			}
 			if ip := mustAdd(t, s, call("x"), target(t, "")); ip != got[2] {
 				t.Errorf("after freeing %s got %s", got[2], ip)
 			}
