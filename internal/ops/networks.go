@@ -12,6 +12,7 @@ import (
 	"github.com/cniplugins/cniplugins/internal/cnierr"
 	"github.com/cniplugins/cniplugins/internal/dapools"
 	"github.com/cniplugins/cniplugins/internal/dsselect"
+	"github.com/cniplugins/cniplugins/internal/ipamconf"
 	"github.com/cniplugins/cniplugins/internal/netconf"
 	"github.com/cniplugins/cniplugins/internal/pool"
 )
@@ -97,19 +98,11 @@ func Describe(p PluginConf, dataDir string) (Network, bool, error) {
 		return Network{}, true, err
 	}
 	n := Network{Conf: p}
-	var layout dapools.Layout
-	if allocator == typeEtcd {
-		// ipam-da-etcd has no dataDir: the engine's keys alone.
-		if layout, err = dapools.DescribeKeys(env); err == nil {
-			n.EtcdPrefix, err = etcdPrefixOf(env)
-		}
-	} else {
-		layout, err = dapools.DescribeConfig(env)
-	}
+	c, err := n.readKeys(env, allocator)
 	if err != nil {
 		return Network{}, true, err
 	}
-	dataDir = cmp.Or(dataDir, layout.DataDir)
+	dataDir = cmp.Or(dataDir, c.dataDir)
 	n.Dir = scopeDir(dataDir, n.EtcdPrefix, alloc.Scope{Network: env.Name})
 	selected := slices.ContainsFunc(delegates, func(d string) bool { return strings.HasPrefix(d, "ipam-ds-") })
 	var listed, argsPools []dsselect.ArgsPool
@@ -131,40 +124,40 @@ func Describe(p PluginConf, dataDir string) (Network, bool, error) {
 		}
 	}
 	if !selected {
-		if layout.RangeSets == nil {
+		if c.sets == nil {
 			return n, true, cnierr.MissingConfig("ipam.ranges")
 		}
-		n.RangeSets = layout.RangeSets
+		n.RangeSets = c.sets
 	}
 	// Each name once, as the allocator resolves it (alloc.PoolSource:
 	// inline ranges, else the definition): an inline pool's state is
 	// where a defined one's of the same name is.
 	cands := append(listed, argsPools...)
-	for _, name := range slices.Sorted(maps.Keys(layout.PoolDefs)) {
+	overflows := c.PoolDefs.Overflows
+	for _, name := range slices.Sorted(maps.Keys(overflows)) {
 		cands = append(cands, dsselect.ArgsPool{Pool: pool.Pool{Name: name}, Field: "ipam.poolDefinitions." + name})
 	}
-	overflows := pool.Overflows(layout.PoolDefs)
 	seen := map[string]bool{}
-	for i, c := range cands {
+	for i, cand := range cands {
 		// The chain as the allocator resolves a selection's again
 		// (ipamconf): an overflowPools without an overflow is no chain.
-		cat := pool.Catalog{Pools: c.OverflowPools, Overflows: overflows}
-		if c.Pool, err = cat.Resolve(c.Field, c.Pool); err != nil {
+		cat := pool.Catalog{Pools: cand.OverflowPools, Overflows: overflows}
+		if cand.Pool, err = cat.Resolve(cand.Field, cand.Pool); err != nil {
 			return n, true, err
 		}
-		if seen[c.Name] {
+		if seen[cand.Name] {
 			continue
 		}
-		src, ok, err := layout.Pool(c.Pool, c.Field)
+		src, ok, err := alloc.PoolSource(cand.Pool, cand.Field, c.PoolDefs)
 		if err != nil {
 			return n, true, err
 		}
 		if !ok && i < len(listed) {
-			return n, true, cnierr.New(cnierr.CodeInvalidConfig, "unknown pool: no inline ranges and no ipam.poolDefinitions entry", "%s.name=%s", c.Field, c.Name)
+			return n, true, cnierr.New(cnierr.CodeInvalidConfig, "unknown pool: no inline ranges and no ipam.poolDefinitions entry", "%s.name=%s", cand.Field, cand.Name)
 		}
 		if ok { // else a rule's name nothing defines: its ADDs fail (code 7), nothing to count
-			seen[c.Name] = true
-			n.Pools = append(n.Pools, PoolDef{Name: c.Name, Field: c.Field, Dir: scopeDir(dataDir, n.EtcdPrefix, alloc.Scope{Pool: c.Name}), Definition: src, Chain: c.Names()[1:]})
+			seen[cand.Name] = true
+			n.Pools = append(n.Pools, PoolDef{Name: cand.Name, Field: cand.Field, Dir: scopeDir(dataDir, n.EtcdPrefix, alloc.Scope{Pool: cand.Name}), Definition: src, Chain: cand.Names()[1:]})
 		}
 	}
 	return n, true, checkChainFamilies(n.Pools)
@@ -184,4 +177,40 @@ func checkChainFamilies(pools []PoolDef) error {
 		}
 	}
 	return nil
+}
+
+// allocatorKeys is what Describe reads of an allocator's ipam keys, with
+// the allocators' own parsers: the engine's config (ipamconf), the
+// standalone range sets the file itself names (nil: none), and where the
+// state is (ipam-da-pools' dataDir).
+type allocatorKeys struct {
+	*alloc.Config
+	sets    []addrspace.RangeSet
+	dataDir string
+}
+
+// readKeys validates env's ipam keys as ADD would (without CNI_ARGS or a
+// prevResult), every pool definition included, and sets n's EtcdPrefix
+// for ipam-da-etcd, which has no dataDir.
+func (n *Network) readKeys(env *netconf.Envelope, allocator string) (k allocatorKeys, err error) {
+	if allocator != typeEtcd {
+		if k.dataDir, _, err = dapools.OwnKeys(env); err != nil {
+			return k, err
+		}
+	}
+	var keys ipamconf.Keys
+	if err = env.DecodeIPAM(&keys); err != nil {
+		return k, err
+	}
+	if k.Config, err = keys.Parse(env, nil, false); err != nil {
+		return k, err
+	}
+	if _, err = k.PoolDefs.All(); err != nil {
+		return k, err
+	}
+	if k.sets, err = keys.RangeSets(); err != nil || allocator != typeEtcd {
+		return k, err
+	}
+	n.EtcdPrefix, err = etcdPrefixOf(env)
+	return k, err
 }
