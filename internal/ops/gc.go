@@ -2,6 +2,7 @@ package ops
 
 import (
 	"bufio"
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -41,24 +42,26 @@ type GCRequest struct {
 // recorded for that network are candidates, as in that network's CNI
 // GC; with --pool alone, every network's are.
 func (b Local) GC(r GCRequest) ([]Lease, error) {
+	keep := alloc.NewKeepSet(r.Network, r.Keep)
+	var dirs []StateScope
+	var err error
 	if r.Runtime == nil {
-		d, err := b.existingDir(r.Location)
-		if err != nil {
-			return nil, err
-		}
-		return b.collect(d, alloc.NewKeepSet(r.Network, r.Keep), r)
+		var d StateScope
+		d, err = b.existingDir(r.Location)
+		dirs = []StateScope{d}
+	} else {
+		keep = alloc.NewRuntimeKeepSet(*r.Runtime)
+		dirs, err = StateDirs(b.DataDir)
 	}
-	dirs, err := StateDirs(b.DataDir)
 	if err != nil {
 		return nil, err
 	}
-	keep := alloc.NewRuntimeKeepSet(*r.Runtime)
 	out := []Lease{}
 	var errs []error
 	for _, d := range dirs {
 		// A pool's scope names no network: its reservations are judged
-		// by the networks they record.
-		ls, err := b.collect(d, keep.In(d.Network), r)
+		// by the networks they record (r.Network's alone, when set).
+		ls, err := b.collect(d, keep.In(cmp.Or(d.Network, r.Network)), r)
 		out = append(out, ls...)
 		errs = append(errs, err)
 	}

@@ -93,16 +93,16 @@ func Describe(p PluginConf, dataDir string) (Network, bool, error) {
 	if !ok {
 		return Network{}, false, nil
 	}
-	env, err := netconf.Parse(p.Raw)
-	if err != nil {
-		return Network{}, true, err
-	}
 	n := Network{Conf: p}
-	c, err := n.readKeys(env, allocator)
+	env, err := netconf.Parse(p.Raw)
+	var c *alloc.Config
+	var sets []addrspace.RangeSet
+	if err == nil {
+		c, sets, dataDir, err = n.readKeys(env, allocator, dataDir)
+	}
 	if err != nil {
 		return Network{}, true, err
 	}
-	dataDir = cmp.Or(dataDir, c.dataDir)
 	n.Dir = scopeDir(dataDir, n.EtcdPrefix, alloc.Scope{Network: env.Name})
 	selected := slices.ContainsFunc(delegates, func(d string) bool { return strings.HasPrefix(d, "ipam-ds-") })
 	var listed, argsPools []dsselect.ArgsPool
@@ -124,10 +124,10 @@ func Describe(p PluginConf, dataDir string) (Network, bool, error) {
 		}
 	}
 	if !selected {
-		if c.sets == nil {
+		if sets == nil {
 			return n, true, cnierr.MissingConfig("ipam.ranges")
 		}
-		n.RangeSets = c.sets
+		n.RangeSets = sets
 	}
 	// Each name once, as the allocator resolves it (alloc.PoolSource:
 	// inline ranges, else the definition): an inline pool's state is
@@ -179,38 +179,30 @@ func checkChainFamilies(pools []PoolDef) error {
 	return nil
 }
 
-// allocatorKeys is what Describe reads of an allocator's ipam keys, with
-// the allocators' own parsers: the engine's config (ipamconf), the
-// standalone range sets the file itself names (nil: none), and where the
-// state is (ipam-da-pools' dataDir).
-type allocatorKeys struct {
-	*alloc.Config
-	sets    []addrspace.RangeSet
-	dataDir string
-}
-
-// readKeys validates env's ipam keys as ADD would (without CNI_ARGS or a
-// prevResult), every pool definition included, and sets n's EtcdPrefix
-// for ipam-da-etcd, which has no dataDir.
-func (n *Network) readKeys(env *netconf.Envelope, allocator string) (k allocatorKeys, err error) {
+// readKeys validates env's ipam keys with the allocators' own parsers,
+// as ADD would (without CNI_ARGS or a prevResult), every pool definition
+// included: the engine's config (ipamconf), the standalone range sets
+// the file itself names (nil: none), and the data dir (dataDir, else
+// ipam-da-pools' ipam.dataDir); for ipam-da-etcd, which has no dataDir,
+// it sets n's EtcdPrefix.
+func (n *Network) readKeys(env *netconf.Envelope, allocator, dataDir string) (c *alloc.Config, sets []addrspace.RangeSet, dir string, err error) {
 	if allocator != typeEtcd {
-		if k.dataDir, _, err = dapools.OwnKeys(env); err != nil {
-			return k, err
+		if dir, _, err = dapools.OwnKeys(env); err != nil {
+			return nil, nil, "", err
 		}
 	}
 	var keys ipamconf.Keys
-	if err = env.DecodeIPAM(&keys); err != nil {
-		return k, err
+	if err = env.DecodeIPAM(&keys); err == nil {
+		c, err = keys.Parse(env, nil, false)
 	}
-	if k.Config, err = keys.Parse(env, nil, false); err != nil {
-		return k, err
+	if err == nil {
+		_, err = c.PoolDefs.All()
 	}
-	if _, err = k.PoolDefs.All(); err != nil {
-		return k, err
+	if err == nil {
+		sets, err = keys.RangeSets()
 	}
-	if k.sets, err = keys.RangeSets(); err != nil || allocator != typeEtcd {
-		return k, err
+	if err == nil && allocator == typeEtcd {
+		n.EtcdPrefix, err = etcdPrefixOf(env)
 	}
-	n.EtcdPrefix, err = etcdPrefixOf(env)
-	return k, err
+	return c, sets, cmp.Or(dataDir, dir), err
 }
