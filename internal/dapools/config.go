@@ -125,15 +125,6 @@ func lockTimeout(s string) (time.Duration, error) {
 
 func (c *config) dir(s alloc.Scope) string { return ScopeDir(c.dataDir, s) }
 
-// dirs is the state directories of scopes.
-func (c *config) dirs(scopes []alloc.Scope) []string {
-	out := make([]string, len(scopes))
-	for i, s := range scopes {
-		out[i] = c.dir(s)
-	}
-	return out
-}
-
 // attachment is who holds the addresses. In pool mode it also names the
 // network, because a pool directory is shared between networks.
 func (c *config) attachment() alloc.Attachment {

@@ -11,7 +11,6 @@ import (
 
 	"github.com/cniplugins/cniplugins/internal/alloc"
 	"github.com/cniplugins/cniplugins/internal/dapools"
-	"github.com/cniplugins/cniplugins/internal/hostlocal"
 )
 
 // GCRequest is a garbage collection by hand: the CNI GC command's rules
@@ -75,7 +74,7 @@ func (b Local) collect(d StateScope, keep alloc.KeepSet, r GCRequest) ([]Lease, 
 	now := b.now()
 	var ls []Lease
 	var v alloc.GCView
-	read := func(string, *hostlocal.Disk) (err error) {
+	read := func(alloc.Scope) (err error) {
 		ls, v, err = readLeases(d)
 		return err
 	}
@@ -83,10 +82,10 @@ func (b Local) collect(d StateScope, keep alloc.KeepSet, r GCRequest) ([]Lease, 
 	var err error
 	if r.Apply {
 		// What it released is reported as read under the lock.
-		var all map[string]dapools.Released
-		all, err = dapools.Collect(dapools.Collection{DataDir: b.DataDir, Dirs: []string{d.Dir}, LockTimeout: b.LockTimeout, Keep: keep.Keeps, Now: now, Inspect: read})
-		done = all[d.Dir]
-	} else if err = read("", nil); err == nil {
+		var all map[alloc.Scope]dapools.Released
+		all, err = dapools.Collect(dapools.Collection{DataDir: b.DataDir, Scopes: []alloc.Scope{d.Scope}, LockTimeout: b.LockTimeout, Keep: keep.Keeps, Now: now, Inspect: read})
+		done = all[d.Scope]
+	} else if err = read(d.Scope); err == nil {
 		// The engine's plan over what is read without the lock: what
 		// --apply does, in its order.
 		p := alloc.PlanGC(v, keep.Keeps, now)
