@@ -20,9 +20,10 @@ type GCRequest struct {
 	Location
 	Keep []alloc.Attachment
 	// Runtime, when set, is `gc --cri`'s account of what lives in place
-	// of Keep (alloc.NewRuntimeKeepSet): every state directory is
-	// collected, or in a shared Backend Node's claims, Node being this
-	// live host (no liveness guard, its fence buckets stay).
+	// of Keep (alloc.NewRuntimeKeepSet; LiveGC reads its Reserved): every
+	// state directory is collected, or in a shared Backend Node's claims,
+	// Node being this live host (no liveness guard, its fence buckets
+	// stay).
 	Runtime *alloc.Runtime
 	Apply   bool
 	// Node is a shared Backend's only and required there: the host whose
