@@ -130,7 +130,7 @@ func TestLiveGCOverEtcd(t *testing.T) {
 	}
 	rt := alloc.Runtime{Ready: map[string]bool{"live-1": true}, Networks: []string{"lan"}, MinAge: time.Minute, Now: time.Now().Add(time.Hour)}
 	for _, apply := range []bool{false, true} {
-		rep, err := ops.LiveGC(b, ops.LiveGCRequest{Runtime: rt, Apply: apply, Node: "node-a"})
+		rep, err := ops.LiveGC(b, ops.GCRequest{Runtime: &rt, Apply: apply, Node: "node-a"})
 		if err != nil || len(rep.Stale) != 1 || rep.Stale[0].ContainerID != "gone-1" || rep.Skipped["other"] != 1 {
 			t.Fatalf("apply %v: %+v %v; want gone-1 released, other's claim skipped", apply, rep, err)
 		}

@@ -153,7 +153,7 @@ func (f Flavour) k8sGC(backend func() (ops.Backend, error), node string, cri cri
 		return nil, errors.New("with --etcd, name this host's --node: only its claims are reconciled")
 	}
 	return func(log io.Writer) (int, error) {
-		rep, live, err := cri.reconcile(f.CRI, b, ops.LiveGCRequest{Apply: true, Node: node})
+		rep, live, err := cri.reconcile(f.CRI, b, ops.GCRequest{Apply: true, Node: node})
 		for _, l := range rep.Stale {
 			fmt.Fprintf(log, "gc: released %s, %s old, owned by no live sandbox\n", l.Describe(), l.Age)
 		}

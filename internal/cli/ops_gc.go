@@ -68,7 +68,7 @@ The Docker driver's reservations are never touched.`,
 				if shared && bf.node == "" {
 					return fmt.Errorf("with --etcd, name this host's --node: only its claims are reconciled")
 				}
-				return cri.run(cmd, f.CRI, b, ops.LiveGCRequest{Apply: r.Apply, Node: bf.node})
+				return cri.run(cmd, f.CRI, b, ops.GCRequest{Apply: r.Apply, Node: bf.node})
 			}
 			for _, name := range []string{"output", "min-age", "cni-conf-dir", "cni-max-conf-num"} {
 				if cmd.Flags().Changed(name) {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/cniplugins/cniplugins/internal/alloc"
 	"github.com/cniplugins/cniplugins/internal/ops"
 )
 
@@ -82,7 +83,7 @@ func (f *criFlags) add(c *cobra.Command, live liveSandboxes) {
 	f.out.add(c)
 }
 
-func (f *criFlags) run(cmd *cobra.Command, live liveSandboxes, b ops.Backend, r ops.LiveGCRequest) error {
+func (f *criFlags) run(cmd *cobra.Command, live liveSandboxes, b ops.Backend, r ops.GCRequest) error {
 	if live == nil {
 		// The lean flavour: the CRI speaks gRPC over HTTP/2, and the lean
 		// binary links no network client.
@@ -146,7 +147,7 @@ func writeScope(w io.Writer, prefix string, rep scopedReport) {
 // cannot be told releases nothing (exit 1, naming the flag); nor does a
 // runtime that cannot be asked (an exitError 2: never "no sandbox, so
 // everything is stale").
-func (f *criFlags) reconcile(live liveSandboxes, b ops.Backend, r ops.LiveGCRequest) (scopedReport, int, error) {
+func (f *criFlags) reconcile(live liveSandboxes, b ops.Backend, r ops.GCRequest) (scopedReport, int, error) {
 	networks, err := f.scope.resolve()
 	if err != nil {
 		return scopedReport{}, 0, err
@@ -155,7 +156,7 @@ func (f *criFlags) reconcile(live liveSandboxes, b ops.Backend, r ops.LiveGCRequ
 	if err != nil {
 		return scopedReport{}, 0, exitError{2, fmt.Errorf("%w; nothing released", err)}
 	}
-	r.Ready, r.Now, r.Networks, r.MinAge = sandboxes, time.Now(), networks, f.minAge
+	r.Runtime = &alloc.Runtime{Ready: sandboxes, Now: time.Now(), Networks: networks, MinAge: f.minAge}
 	rep, err := ops.LiveGC(b, r)
 	return scopedReport{LiveGCReport: rep, Networks: networks}, len(sandboxes), err
 }

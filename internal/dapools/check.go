@@ -45,20 +45,17 @@ func (c *config) Check(addrs []netip.Addr, targets []alloc.Target) error {
 // under their locks; CHECK only reads, so it creates no state directory
 // (Open would), and fn gets nil for one that is not there.
 func (c *config) read(scopes []alloc.Scope, fn func(alloc.Scope, *hostlocal.Disk) error) error {
-	dirs := map[string]alloc.Scope{}
-	for _, s := range scopes {
-		dirs[c.dir(s)] = s
-	}
-	st, err := openStores("", "", slices.DeleteFunc(slices.Collect(maps.Keys(dirs)), func(dir string) bool {
-		_, err := os.Lstat(dir)
+	all := inPathOrder(c.dataDir, scopes)
+	st, err := openStores(c.dataDir, "", slices.DeleteFunc(slices.Clone(all), func(s alloc.Scope) bool {
+		_, err := os.Lstat(c.dir(s))
 		return errors.Is(err, fs.ErrNotExist)
 	}), c.lockTimeout, c.faults)
 	if err != nil {
 		return err
 	}
 	defer st.close()
-	for _, dir := range slices.Sorted(maps.Keys(dirs)) {
-		if err := fn(dirs[dir], st.disks[dir]); err != nil {
+	for _, s := range all {
+		if err := fn(s, st.disks[s]); err != nil {
 			return err
 		}
 	}

@@ -40,10 +40,11 @@ type config struct {
 	faults *hostlocal.Faults
 }
 
-// ownKeys reads what the ipam section says beside the engine's keys
+// OwnKeys reads what the ipam section says beside the engine's keys
 // (where the state directories are, how long to wait for their locks),
-// validated before anything touches the disk.
-func ownKeys(conf *netconf.Envelope) (dir string, timeout time.Duration, err error) {
+// validated before anything touches the disk: the personality's, and
+// the operators' commands' reading of where a network's state is.
+func OwnKeys(conf *netconf.Envelope) (dir string, timeout time.Duration, err error) {
 	var ipam struct {
 		DataDir     string `json:"dataDir"`
 		LockTimeout string `json:"lockTimeout"`
@@ -62,7 +63,7 @@ func ownKeys(conf *netconf.Envelope) (dir string, timeout time.Duration, err err
 func openConfig(req *plugin.Request, c *alloc.Config, faults *hostlocal.Faults) (*config, error) {
 	s := &config{Config: c, req: req, faults: faults}
 	var err error
-	if s.dataDir, s.lockTimeout, err = ownKeys(req.Conf); err != nil {
+	if s.dataDir, s.lockTimeout, err = OwnKeys(req.Conf); err != nil {
 		return nil, err
 	}
 	sticky, err := ipamconf.StickyConf(req.Conf)
@@ -123,15 +124,6 @@ func lockTimeout(s string) (time.Duration, error) {
 }
 
 func (c *config) dir(s alloc.Scope) string { return ScopeDir(c.dataDir, s) }
-
-// dirs is the state directories of scopes.
-func (c *config) dirs(scopes []alloc.Scope) []string {
-	out := make([]string, len(scopes))
-	for i, s := range scopes {
-		out[i] = c.dir(s)
-	}
-	return out
-}
 
 // attachment is who holds the addresses. In pool mode it also names the
 // network, because a pool directory is shared between networks.

@@ -13,7 +13,7 @@ import (
 // GC releases every reservation of this network whose attachment the
 // runtime no longer lists (alloc.KeepSet has the rules), through Collect.
 func (c *config) GC(valid []alloc.Attachment) error {
-	_, err := Collect(Collection{DataDir: c.dataDir, Dirs: c.dirs(c.Scopes()), LockTimeout: c.lockTimeout,
+	_, err := Collect(Collection{DataDir: c.dataDir, Scopes: c.Scopes(), LockTimeout: c.lockTimeout,
 		Keep: alloc.NewKeepSet(c.Network, valid).Keeps, Now: c.req.Now, Log: c.req.Log, Faults: c.faults})
 	return err
 }
@@ -21,14 +21,14 @@ func (c *config) GC(valid []alloc.Attachment) error {
 // Collection is one GC of state directories under a data dir.
 type Collection struct {
 	DataDir     string
-	Dirs        []string
+	Scopes      []alloc.Scope
 	LockTimeout time.Duration
 	Keep        func(alloc.Attachment) bool
 	Now         time.Time
 	Log         *logging.Logger
 	// Inspect, when set, sees each directory under its lock before the
 	// GC changes anything there (what `cniplugins gc` reports with).
-	Inspect func(dir string, d *hostlocal.Disk) error
+	Inspect func(alloc.Scope) error
 	// Faults, when set, may stop the GC's writes (the store contract's
 	// crashes).
 	Faults *hostlocal.Faults
@@ -49,21 +49,21 @@ type Released struct {
 // records of attachments not kept, and the tenant records a killed ADD or
 // DEL left; then, after the directories' locks, the lock files of idle
 // tenants. It keeps going after errors and returns them joined, with
-// what it released by directory.
-func Collect(g Collection) (map[string]Released, error) {
+// what it released by scope.
+func Collect(g Collection) (map[alloc.Scope]Released, error) {
 	if g.Log == nil {
 		g.Log = logging.Nop()
 	}
-	st, err := openStores("", "", g.Dirs, g.LockTimeout, g.Faults)
+	st, err := openStores(g.DataDir, "", g.Scopes, g.LockTimeout, g.Faults)
 	if err != nil {
 		return nil, err
 	}
-	released := map[string]Released{}
+	released := map[alloc.Scope]Released{}
 	var errs []error
-	for _, dir := range st.order {
-		d := st.disks[dir]
+	for _, s := range st.order {
+		d, dir := st.disks[s], ScopeDir(g.DataDir, s)
 		if g.Inspect != nil {
-			if err := g.Inspect(dir, d); err != nil {
+			if err := g.Inspect(s); err != nil {
 				errs = append(errs, err)
 				continue
 			}
@@ -72,7 +72,7 @@ func Collect(g Collection) (map[string]Released, error) {
 		errs = append(errs, err)
 		logDone(g.Log, "gc made sticky holds", dir, "addresses", held)
 		logDone(g.Log, "gc released", dir, "addresses", freed)
-		released[dir] = Released{Freed: freed, Held: held}
+		released[s] = Released{Freed: freed, Held: held}
 		gone, err := d.GCSpills(g.Keep)
 		errs = append(errs, err)
 		logDone(g.Log, "gc of spill records", dir, "done", gone)

@@ -30,7 +30,7 @@ func PersonalityWith(faults *hostlocal.Faults) plugin.Personality {
 	}
 	return ipamconf.Personality(Name, "allocates one address per selected pool (or range set: a drop-in host-local) from local files under flock",
 		open, func(conf *netconf.Envelope) error {
-			_, _, err := ownKeys(conf)
+			_, _, err := OwnKeys(conf)
 			return err
 		})
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/cniplugins/cniplugins/internal/alloc"
@@ -11,41 +12,50 @@ import (
 	"github.com/cniplugins/cniplugins/internal/logging"
 )
 
-// stores holds the locked state directories of one operation. They are
-// always locked in sorted path order, so two operations that need several
-// pools can never deadlock on each other; an ADD with a quota takes its
-// tenant's lock before them (hostlocal.LockTenant).
+// stores holds the locked state directories of one operation, by scope,
+// as the engine's ADD and DEL read them. They are always locked in sorted
+// path order, so two operations that need several pools can never
+// deadlock on each other; an ADD with a quota takes its tenant's lock
+// before them (hostlocal.LockTenant).
 type stores struct {
-	disks  map[string]*hostlocal.Disk
-	order  []string
-	tenant *hostlocal.Lock // the tenant's lock, nil without a quota
-	uid    int             // who the state must belong to (os.Geteuid)
+	dataDir string
+	disks   map[alloc.Scope]*hostlocal.Disk
+	order   []alloc.Scope   // inPathOrder
+	tenant  *hostlocal.Lock // the tenant's lock, nil without a quota
+	uid     int             // who the state must belong to (os.Geteuid)
 }
 
-// openStores locks dirs, after the lock of tenant ("" none: an ADD with
-// a quota's), kept in poolsDir, whose records the disks then write.
-func openStores(poolsDir, tenant string, dirs []string, timeout time.Duration, faults *hostlocal.Faults) (*stores, error) {
-	order := slices.Clone(dirs)
-	slices.Sort(order)
-	order = slices.Compact(order)
-	s := &stores{disks: make(map[string]*hostlocal.Disk, len(order)), order: order, uid: os.Geteuid()}
+// inPathOrder is scopes once each, sorted by the path of their state
+// directories under dataDir: the order every operation locks them in.
+func inPathOrder(dataDir string, scopes []alloc.Scope) []alloc.Scope {
+	out := slices.Clone(scopes)
+	slices.SortFunc(out, func(a, b alloc.Scope) int { return strings.Compare(ScopeDir(dataDir, a), ScopeDir(dataDir, b)) })
+	return slices.Compact(out)
+}
+
+// openStores locks the state directories of scopes under dataDir, after
+// the lock of tenant ("" none: an ADD with a quota's), whose records the
+// disks then write.
+func openStores(dataDir, tenant string, scopes []alloc.Scope, timeout time.Duration, faults *hostlocal.Faults) (*stores, error) {
+	order := inPathOrder(dataDir, scopes)
+	s := &stores{dataDir: dataDir, disks: make(map[alloc.Scope]*hostlocal.Disk, len(order)), order: order, uid: os.Geteuid()}
 	checked := map[string]bool{} // the pools' shared parent and index, once
 	if tenant != "" {
-		lk, err := hostlocal.LockTenant(poolsDir, tenant, s.uid, timeout, checked)
+		lk, err := hostlocal.LockTenant(PoolsDir(dataDir), tenant, s.uid, timeout, checked)
 		if err != nil {
 			return nil, err
 		}
 		s.tenant = lk
 	}
-	for _, dir := range order {
-		d, err := hostlocal.OpenChecked(dir, timeout, checked)
+	for _, sc := range order {
+		d, err := hostlocal.OpenChecked(ScopeDir(dataDir, sc), timeout, checked)
 		if err != nil {
 			_ = s.close()
 			return nil, err
 		}
 		d.SetFaults(faults)
 		d.ForTenant(tenant)
-		s.disks[dir] = d
+		s.disks[sc] = d
 	}
 	return s, nil
 }
@@ -74,21 +84,14 @@ func (s *stores) closeLogged(log *logging.Logger) {
 	}
 }
 
-// pools is stores as the engine's ADD and DEL read them, by scope.
-type pools struct {
-	*stores
-	c *config
-}
-
 // lock locks the state directories of scopes, after the lock of tenant
 // ("" none).
-func (c *config) lock(tenant string, scopes []alloc.Scope) (pools, error) {
-	st, err := openStores(PoolsDir(c.dataDir), tenant, c.dirs(scopes), c.lockTimeout, c.faults)
-	return pools{st, c}, err
+func (c *config) lock(tenant string, scopes []alloc.Scope) (*stores, error) {
+	return openStores(c.dataDir, tenant, scopes, c.lockTimeout, c.faults)
 }
 
-func (p pools) Pool(s alloc.Scope) alloc.LockedPool {
-	if d := p.disks[p.c.dir(s)]; d != nil {
+func (s *stores) Pool(sc alloc.Scope) alloc.LockedPool {
+	if d := s.disks[sc]; d != nil {
 		return d
 	}
 	return nil
@@ -97,14 +100,14 @@ func (p pools) Pool(s alloc.Scope) alloc.LockedPool {
 // TenantAddrs counts the scopes this ADD locked under their lock, the
 // others without (hostlocal.TenantAddrsUnlocked, which the tenant's lock
 // makes safe but may count too many).
-func (p pools) TenantAddrs(tenant string, scopes []alloc.Scope) (n int, exact bool, err error) {
+func (s *stores) TenantAddrs(tenant string, scopes []alloc.Scope) (n int, exact bool, err error) {
 	exact = true
-	for _, s := range scopes {
+	for _, sc := range scopes {
 		var c int
-		if d := p.disks[p.c.dir(s)]; d != nil {
+		if d := s.disks[sc]; d != nil {
 			c, err = d.TenantAddrs(tenant)
 		} else {
-			c, err = hostlocal.TenantAddrsUnlocked(p.c.dir(s), tenant, p.uid)
+			c, err = hostlocal.TenantAddrsUnlocked(ScopeDir(s.dataDir, sc), tenant, s.uid)
 			exact = false
 		}
 		if err != nil {

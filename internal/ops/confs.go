@@ -99,8 +99,17 @@ func LoadPlugins(files []string) ([]PluginConf, []Problem) {
 // runtime sends it: libcni parses a .conflist as a list, anything else
 // as a single config.
 func parsePlugins(name string, data []byte) ([]PluginConf, []Problem) {
-	list, err := confList(name, data)
 	single := filepath.Ext(name) != ".conflist"
+	var list *libcni.NetworkConfigList
+	var err error
+	if single {
+		var c *libcni.NetworkConfig
+		if c, err = libcni.ConfFromBytes(data); err == nil {
+			list, err = libcni.ConfListFromConf(c)
+		}
+	} else {
+		list, err = libcni.ConfListFromBytes(data)
+	}
 	if err != nil {
 		return nil, []Problem{{File: name, Msg: err.Error()}}
 	}
@@ -119,19 +128,6 @@ func parsePlugins(name string, data []byte) ([]PluginConf, []Problem) {
 		out = append(out, PluginConf{File: name, Network: list.Name, Path: path, Raw: raw.Bytes})
 	}
 	return out, problems
-}
-
-// confList parses data as libcni parses a file of that name: a
-// .conflist as a list, anything else as a single config.
-func confList(name string, data []byte) (*libcni.NetworkConfigList, error) {
-	if filepath.Ext(name) == ".conflist" {
-		return libcni.ConfListFromBytes(data)
-	}
-	c, err := libcni.ConfFromBytes(data)
-	if err != nil {
-		return nil, err
-	}
-	return libcni.ConfListFromConf(c)
 }
 
 // ipam reads the type of p's ipam section ("" if it has none) and, for

@@ -2,6 +2,7 @@ package ops
 
 import (
 	"bufio"
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -10,7 +11,6 @@ import (
 
 	"github.com/cniplugins/cniplugins/internal/alloc"
 	"github.com/cniplugins/cniplugins/internal/dapools"
-	"github.com/cniplugins/cniplugins/internal/hostlocal"
 )
 
 // GCRequest is a garbage collection by hand: the CNI GC command's rules
@@ -20,9 +20,10 @@ type GCRequest struct {
 	Location
 	Keep []alloc.Attachment
 	// Runtime, when set, is `gc --cri`'s account of what lives in place
-	// of Keep (alloc.NewRuntimeKeepSet): every state directory is
-	// collected, or in a shared Backend Node's claims, Node being this
-	// live host (no liveness guard, its fence buckets stay).
+	// of Keep (alloc.NewRuntimeKeepSet; LiveGC reads its Reserved): every
+	// state directory is collected, or in a shared Backend Node's claims,
+	// Node being this live host (no liveness guard, its fence buckets
+	// stay).
 	Runtime *alloc.Runtime
 	Apply   bool
 	// Node is a shared Backend's only and required there: the host whose
@@ -41,24 +42,26 @@ type GCRequest struct {
 // recorded for that network are candidates, as in that network's CNI
 // GC; with --pool alone, every network's are.
 func (b Local) GC(r GCRequest) ([]Lease, error) {
+	keep := alloc.NewKeepSet(r.Network, r.Keep)
+	var dirs []StateScope
+	var err error
 	if r.Runtime == nil {
-		d, err := b.existingDir(r.Location)
-		if err != nil {
-			return nil, err
-		}
-		return b.collect(d, alloc.NewKeepSet(r.Network, r.Keep), r)
+		var d StateScope
+		d, err = b.existingDir(r.Location)
+		dirs = []StateScope{d}
+	} else {
+		keep = alloc.NewRuntimeKeepSet(*r.Runtime)
+		dirs, err = StateDirs(b.DataDir)
 	}
-	dirs, err := StateDirs(b.DataDir)
 	if err != nil {
 		return nil, err
 	}
-	keep := alloc.NewRuntimeKeepSet(*r.Runtime)
 	out := []Lease{}
 	var errs []error
 	for _, d := range dirs {
 		// A pool's scope names no network: its reservations are judged
-		// by the networks they record.
-		ls, err := b.collect(d, keep.In(d.Network), r)
+		// by the networks they record (r.Network's alone, when set).
+		ls, err := b.collect(d, keep.In(cmp.Or(d.Network, r.Network)), r)
 		out = append(out, ls...)
 		errs = append(errs, err)
 	}
@@ -72,7 +75,7 @@ func (b Local) collect(d StateScope, keep alloc.KeepSet, r GCRequest) ([]Lease, 
 	now := b.now()
 	var ls []Lease
 	var v alloc.GCView
-	read := func(string, *hostlocal.Disk) (err error) {
+	read := func(alloc.Scope) (err error) {
 		ls, v, err = readLeases(d)
 		return err
 	}
@@ -80,10 +83,10 @@ func (b Local) collect(d StateScope, keep alloc.KeepSet, r GCRequest) ([]Lease, 
 	var err error
 	if r.Apply {
 		// What it released is reported as read under the lock.
-		var all map[string]dapools.Released
-		all, err = dapools.Collect(dapools.Collection{DataDir: b.DataDir, Dirs: []string{d.Dir}, LockTimeout: b.LockTimeout, Keep: keep.Keeps, Now: now, Inspect: read})
-		done = all[d.Dir]
-	} else if err = read("", nil); err == nil {
+		var all map[alloc.Scope]dapools.Released
+		all, err = dapools.Collect(dapools.Collection{DataDir: b.DataDir, Scopes: []alloc.Scope{d.Scope}, LockTimeout: b.LockTimeout, Keep: keep.Keeps, Now: now, Inspect: read})
+		done = all[d.Scope]
+	} else if err = read(d.Scope); err == nil {
 		// The engine's plan over what is read without the lock: what
 		// --apply does, in its order.
 		p := alloc.PlanGC(v, keep.Keeps, now)

@@ -36,11 +36,11 @@ func TestGCRepairsTenantRecords(t *testing.T) {
 			return out, err
 		}},
 		{"the CNI GC", func(dataDir string) ([]string, error) {
-			dir := dapools.PoolDir(dataDir, "p")
-			got, err := dapools.Collect(dapools.Collection{DataDir: dataDir, Dirs: []string{dir},
+			p := alloc.Scope{Pool: "p"}
+			got, err := dapools.Collect(dapools.Collection{DataDir: dataDir, Scopes: []alloc.Scope{p},
 				Keep: alloc.NewKeepSet("net", []alloc.Attachment{live.Key()}).Keeps, Now: time.Now()})
 			var out []string
-			for _, ip := range got[dir].Freed {
+			for _, ip := range got[p].Freed {
 				out = append(out, ip.String())
 			}
 			return out, err

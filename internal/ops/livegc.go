@@ -11,17 +11,6 @@ import (
 // does not list as ready until the ADD has returned.
 const DefaultMinAge = 10 * time.Minute
 
-// LiveGCRequest reconciles the reservations of this node against the
-// runtime's own account of them (`gc --cri`): the engine's keep set
-// decides (alloc.NewRuntimeKeepSet); the runtime's Reserved is read here.
-type LiveGCRequest struct {
-	alloc.Runtime
-	Apply bool
-	// Node, in a shared Backend, is the host whose claims alone are
-	// candidates.
-	Node string
-}
-
 // LiveGCReport is what a reconcile found.
 type LiveGCReport struct {
 	// Stale are the reservations it takes from their owners (or would).
@@ -39,29 +28,35 @@ type LiveGCLease struct {
 	AgeSeconds int64         `json:"ageSeconds"`
 }
 
-// LiveGC collects what r's keep set does not keep in b through b's GC,
-// the CNI GC's own driver (a data dir's every state directory, or the
-// node's claims in a shared store), which releases nothing a DEL or an
-// ADD changed since it read it. Without Apply it only lists them.
-func LiveGC(b Backend, r LiveGCRequest) (LiveGCReport, error) {
+// LiveGC reconciles the reservations of this node against the runtime's
+// own account of them (`gc --cri`, r.Runtime): it reads when each
+// attachment's reservations were made (the Runtime's Reserved), then
+// collects what the engine's keep set (alloc.NewRuntimeKeepSet) does not
+// keep through b's GC, the CNI GC's own driver (a data dir's every state
+// directory, or r.Node's claims in a shared store), which releases
+// nothing a DEL or an ADD changed since it read it. Without Apply it
+// only lists them.
+func LiveGC(b Backend, r GCRequest) (LiveGCReport, error) {
 	all, err := b.Leases(LeaseFilter{Node: r.Node})
 	if err != nil {
 		return LiveGCReport{}, err
 	}
-	r.Reserved = map[alloc.Attachment]time.Time{}
-	keep := alloc.NewRuntimeKeepSet(r.Runtime) // whose network a lease is does not depend on Reserved
+	rt := *r.Runtime
+	rt.Reserved = map[alloc.Attachment]time.Time{}
+	keep := alloc.NewRuntimeKeepSet(rt) // whose network a lease is does not depend on Reserved
 	out := LiveGCReport{Stale: []LiveGCLease{}, Skipped: map[string]int{}}
 	for _, l := range all {
-		if k := l.owner().Key(); l.Since.After(r.Reserved[k]) {
-			r.Reserved[k] = l.Since
+		if k := l.owner().Key(); l.Since.After(rt.Reserved[k]) {
+			rt.Reserved[k] = l.Since
 		}
 		if keep.Verdict(l.owner()) == alloc.KeptOtherNetwork {
 			out.Skipped[l.Network]++
 		}
 	}
-	gone, err := b.GC(GCRequest{Runtime: &r.Runtime, Apply: r.Apply, Node: r.Node})
+	r.Runtime = &rt
+	gone, err := b.GC(r)
 	for _, l := range gone {
-		age := r.Now.Sub(l.Since).Round(time.Second)
+		age := rt.Now.Sub(l.Since).Round(time.Second)
 		out.Stale = append(out.Stale, LiveGCLease{Lease: l, Age: age, AgeSeconds: int64(age / time.Second)})
 	}
 	return out, err

@@ -47,7 +47,7 @@ func TestLiveGC(t *testing.T) {
 		}
 	}
 	local := Local{DataDir: dataDir, LockTimeout: time.Second}
-	req := LiveGCRequest{Runtime: alloc.Runtime{Ready: map[string]bool{"live-1": true}, MinAge: 10 * time.Minute, Now: now, Networks: []string{"lan"}}}
+	req := GCRequest{Runtime: &alloc.Runtime{Ready: map[string]bool{"live-1": true}, MinAge: 10 * time.Minute, Now: now, Networks: []string{"lan"}}}
 	wantSkipped := map[string]int{"podman": 1, "nomad": 1, "": 1}
 	want := []string{"10.0.0.3", "10.0.0.5", "10.1.0.2"}
 	addrs := func(ls []LiveGCLease) []string {

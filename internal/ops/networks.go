@@ -12,6 +12,7 @@ import (
 	"github.com/cniplugins/cniplugins/internal/cnierr"
 	"github.com/cniplugins/cniplugins/internal/dapools"
 	"github.com/cniplugins/cniplugins/internal/dsselect"
+	"github.com/cniplugins/cniplugins/internal/ipamconf"
 	"github.com/cniplugins/cniplugins/internal/netconf"
 	"github.com/cniplugins/cniplugins/internal/pool"
 )
@@ -92,24 +93,16 @@ func Describe(p PluginConf, dataDir string) (Network, bool, error) {
 	if !ok {
 		return Network{}, false, nil
 	}
-	env, err := netconf.Parse(p.Raw)
-	if err != nil {
-		return Network{}, true, err
-	}
 	n := Network{Conf: p}
-	var layout dapools.Layout
-	if allocator == typeEtcd {
-		// ipam-da-etcd has no dataDir: the engine's keys alone.
-		if layout, err = dapools.DescribeKeys(env); err == nil {
-			n.EtcdPrefix, err = etcdPrefixOf(env)
-		}
-	} else {
-		layout, err = dapools.DescribeConfig(env)
+	env, err := netconf.Parse(p.Raw)
+	var c *alloc.Config
+	var sets []addrspace.RangeSet
+	if err == nil {
+		c, sets, dataDir, err = n.readKeys(env, allocator, dataDir)
 	}
 	if err != nil {
 		return Network{}, true, err
 	}
-	dataDir = cmp.Or(dataDir, layout.DataDir)
 	n.Dir = scopeDir(dataDir, n.EtcdPrefix, alloc.Scope{Network: env.Name})
 	selected := slices.ContainsFunc(delegates, func(d string) bool { return strings.HasPrefix(d, "ipam-ds-") })
 	var listed, argsPools []dsselect.ArgsPool
@@ -131,40 +124,40 @@ func Describe(p PluginConf, dataDir string) (Network, bool, error) {
 		}
 	}
 	if !selected {
-		if layout.RangeSets == nil {
+		if sets == nil {
 			return n, true, cnierr.MissingConfig("ipam.ranges")
 		}
-		n.RangeSets = layout.RangeSets
+		n.RangeSets = sets
 	}
 	// Each name once, as the allocator resolves it (alloc.PoolSource:
 	// inline ranges, else the definition): an inline pool's state is
 	// where a defined one's of the same name is.
 	cands := append(listed, argsPools...)
-	for _, name := range slices.Sorted(maps.Keys(layout.PoolDefs)) {
+	overflows := c.PoolDefs.Overflows
+	for _, name := range slices.Sorted(maps.Keys(overflows)) {
 		cands = append(cands, dsselect.ArgsPool{Pool: pool.Pool{Name: name}, Field: "ipam.poolDefinitions." + name})
 	}
-	overflows := pool.Overflows(layout.PoolDefs)
 	seen := map[string]bool{}
-	for i, c := range cands {
+	for i, cand := range cands {
 		// The chain as the allocator resolves a selection's again
 		// (ipamconf): an overflowPools without an overflow is no chain.
-		cat := pool.Catalog{Pools: c.OverflowPools, Overflows: overflows}
-		if c.Pool, err = cat.Resolve(c.Field, c.Pool); err != nil {
+		cat := pool.Catalog{Pools: cand.OverflowPools, Overflows: overflows}
+		if cand.Pool, err = cat.Resolve(cand.Field, cand.Pool); err != nil {
 			return n, true, err
 		}
-		if seen[c.Name] {
+		if seen[cand.Name] {
 			continue
 		}
-		src, ok, err := layout.Pool(c.Pool, c.Field)
+		src, ok, err := alloc.PoolSource(cand.Pool, cand.Field, c.PoolDefs)
 		if err != nil {
 			return n, true, err
 		}
 		if !ok && i < len(listed) {
-			return n, true, cnierr.New(cnierr.CodeInvalidConfig, "unknown pool: no inline ranges and no ipam.poolDefinitions entry", "%s.name=%s", c.Field, c.Name)
+			return n, true, cnierr.New(cnierr.CodeInvalidConfig, "unknown pool: no inline ranges and no ipam.poolDefinitions entry", "%s.name=%s", cand.Field, cand.Name)
 		}
 		if ok { // else a rule's name nothing defines: its ADDs fail (code 7), nothing to count
-			seen[c.Name] = true
-			n.Pools = append(n.Pools, PoolDef{Name: c.Name, Field: c.Field, Dir: scopeDir(dataDir, n.EtcdPrefix, alloc.Scope{Pool: c.Name}), Definition: src, Chain: c.Names()[1:]})
+			seen[cand.Name] = true
+			n.Pools = append(n.Pools, PoolDef{Name: cand.Name, Field: cand.Field, Dir: scopeDir(dataDir, n.EtcdPrefix, alloc.Scope{Pool: cand.Name}), Definition: src, Chain: cand.Names()[1:]})
 		}
 	}
 	return n, true, checkChainFamilies(n.Pools)
@@ -184,4 +177,32 @@ func checkChainFamilies(pools []PoolDef) error {
 		}
 	}
 	return nil
+}
+
+// readKeys validates env's ipam keys with the allocators' own parsers,
+// as ADD would (without CNI_ARGS or a prevResult), every pool definition
+// included: the engine's config (ipamconf), the standalone range sets
+// the file itself names (nil: none), and the data dir (dataDir, else
+// ipam-da-pools' ipam.dataDir); for ipam-da-etcd, which has no dataDir,
+// it sets n's EtcdPrefix.
+func (n *Network) readKeys(env *netconf.Envelope, allocator, dataDir string) (c *alloc.Config, sets []addrspace.RangeSet, dir string, err error) {
+	if allocator != typeEtcd {
+		if dir, _, err = dapools.OwnKeys(env); err != nil {
+			return nil, nil, "", err
+		}
+	}
+	var keys ipamconf.Keys
+	if err = env.DecodeIPAM(&keys); err == nil {
+		c, err = keys.Parse(env, nil, false)
+	}
+	if err == nil {
+		_, err = c.PoolDefs.All()
+	}
+	if err == nil {
+		sets, err = keys.RangeSets()
+	}
+	if err == nil && allocator == typeEtcd {
+		n.EtcdPrefix, err = etcdPrefixOf(env)
+	}
+	return c, sets, cmp.Or(dataDir, dir), err
 }

@@ -91,37 +91,30 @@ type PromLabel struct{ Name, Value string }
 // Names and labels are documented in docs/cli.md ("Prometheus metrics"),
 // a stable interface for dashboards and alerts.
 func WriteProm(w io.Writer, us []Usage) error {
-	var fams []PromFamily
-	for _, g := range []struct {
-		name, help string
-		value      func(Usage) uint64
-	}{
-		{"cniplugins_ipam_size_addresses", "Addresses the range set or pool can hand out (gateways and excluded addresses not counted).", func(u Usage) uint64 { return u.Size }},
-		{"cniplugins_ipam_used_addresses", "Addresses reserved in the range set or pool.", func(u Usage) uint64 { return u.Used }},
-		{"cniplugins_ipam_held_addresses", "Used addresses that sticky keys hold with no container (after a DEL, until the hold expires or is released).", func(u Usage) uint64 { return u.Held }},
-		{"cniplugins_ipam_free_addresses", "Addresses still free in the range set or pool.", func(u Usage) uint64 { return u.Free }},
-		{"cniplugins_ipam_exhausted", "1 while the range set or pool is exhausted (an ADD found it full and nothing was released since), else 0: what STATUS reads (one tenant's full pool fails only that tenant's ADDs).", func(u Usage) uint64 {
-			if u.Exhausted {
-				return 1
-			}
-			return 0
-		}},
-	} {
-		f := PromFamily{Name: g.name, Help: g.help, Type: "gauge"}
-		for _, u := range us {
-			set := ""
-			if u.RangeSet != nil {
-				set = strconv.Itoa(*u.RangeSet)
-			}
-			labels := []PromLabel{{"kind", u.Kind}, {"name", u.Name}, {"range_set", set}, {"networks", strings.Join(u.Networks, ",")}}
-			f.Samples = append(f.Samples, PromSample{Labels: labels, Value: float64(g.value(u))})
-		}
-		fams = append(fams, f)
+	gauge := func(name, help string) PromFamily { return PromFamily{Name: name, Help: help, Type: "gauge"} }
+	// One family per value of a row, in the order of values below.
+	fams := []PromFamily{
+		gauge("cniplugins_ipam_size_addresses", "Addresses the range set or pool can hand out (gateways and excluded addresses not counted)."),
+		gauge("cniplugins_ipam_used_addresses", "Addresses reserved in the range set or pool."),
+		gauge("cniplugins_ipam_held_addresses", "Used addresses that sticky keys hold with no container (after a DEL, until the hold expires or is released)."),
+		gauge("cniplugins_ipam_free_addresses", "Addresses still free in the range set or pool."),
+		gauge("cniplugins_ipam_exhausted", "1 while the range set or pool is exhausted (an ADD found it full and nothing was released since), else 0: what STATUS reads (one tenant's full pool fails only that tenant's ADDs)."),
 	}
 	// The quotas' gauges, by tenant and pool; without tenants, none.
-	inUse := PromFamily{Name: "cniplugins_tenant_addresses", Help: "Addresses (reservations and sticky holds) a quota's tenant has in the pool.", Type: "gauge"}
-	quota := PromFamily{Name: "cniplugins_tenant_quota", Help: "The most addresses the tenant's rule allows it across the pools of its selection (the pool's overflow chain included).", Type: "gauge"}
+	inUse := gauge("cniplugins_tenant_addresses", "Addresses (reservations and sticky holds) a quota's tenant has in the pool.")
+	quota := gauge("cniplugins_tenant_quota", "The most addresses the tenant's rule allows it across the pools of its selection (the pool's overflow chain included).")
 	for _, u := range us {
+		set, exhausted := "", 0.0
+		if u.RangeSet != nil {
+			set = strconv.Itoa(*u.RangeSet)
+		}
+		if u.Exhausted {
+			exhausted = 1
+		}
+		labels := []PromLabel{{"kind", u.Kind}, {"name", u.Name}, {"range_set", set}, {"networks", strings.Join(u.Networks, ",")}}
+		for i, v := range []float64{float64(u.Size), float64(u.Used), float64(u.Held), float64(u.Free), exhausted} {
+			fams[i].Samples = append(fams[i].Samples, PromSample{Labels: labels, Value: v})
+		}
 		for _, t := range u.Tenants {
 			labels := []PromLabel{{"tenant", t.Tenant}, {"pool", u.Name}}
 			inUse.Samples = append(inUse.Samples, PromSample{Labels: labels, Value: float64(t.InUse)})

@@ -6,7 +6,6 @@ import (
 	"math"
 	"net/netip"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/cniplugins/cniplugins/internal/addrspace"
@@ -41,6 +40,7 @@ type Usage struct {
 	exclude addrspace.Exclusions
 	id      int // range set ID in its directory
 	scope   alloc.Scope
+	def     definition               // where its ranges are first given
 	quotas  []*dsselect.TenantQuotas // of each network using it
 }
 
@@ -103,17 +103,14 @@ func UsagesIn(b Backend, nets []Network) ([]Usage, error) {
 // against one of the definitions only.
 func usageRows(nets []Network, shared bool) []Usage {
 	out := []Usage{}
-	defs := map[string][]definition{} // dir + set ID → its definitions, a row each
 	add := func(u Usage, n Network, field string) {
 		u.Ranges = u.set.String()
-		key := u.Dir + "\x00" + strconv.Itoa(u.id)
-		i := slices.IndexFunc(defs[key], func(d definition) bool { return d.ranges == u.Ranges })
+		i := slices.IndexFunc(out, func(o Usage) bool { return o.sameState(u) && o.Ranges == u.Ranges })
 		if i < 0 {
-			i = len(defs[key])
-			defs[key] = append(defs[key], definition{ranges: u.Ranges, file: n.Conf.File, path: n.Conf.field(field), row: len(out)})
-			out = append(out, u)
+			u.def = definition{ranges: u.Ranges, file: n.Conf.File, path: n.Conf.field(field)}
+			i, out = len(out), append(out, u)
 		}
-		out[defs[key][i].row].join(n)
+		out[i].join(n)
 	}
 	for _, n := range nets {
 		if (n.EtcdPrefix != "") != shared {
@@ -129,30 +126,29 @@ func usageRows(nets []Network, shared bool) []Usage {
 	}
 	// A state defined differently says, on each definition's row, where
 	// the others are, in validate's words.
-	for _, ds := range defs {
-		for i, d := range ds {
-			var others []string
-			for j, e := range ds {
-				if j != i {
-					others = append(others, e.String())
-				}
+	for i, u := range out {
+		var others []string
+		for _, o := range out {
+			if o.sameState(u) && o.Ranges != u.Ranges {
+				others = append(others, o.def.String())
 			}
-			if others != nil {
-				out[d.row].Conflict = fmt.Sprintf("as %s (%s) defines it; defined differently in %s", d.file, d.path, strings.Join(others, ", "))
-			}
+		}
+		if others != nil {
+			out[i].Conflict = fmt.Sprintf("as %s (%s) defines it; defined differently in %s", u.def.file, u.def.path, strings.Join(others, ", "))
 		}
 	}
 	return out
 }
 
+// sameState reports whether u and o count the same state: a state
+// directory's range set, or its pool.
+func (u Usage) sameState(o Usage) bool { return u.Dir == o.Dir && u.id == o.id }
+
 // definition is one configuration's ranges for a shared state (a state
 // directory's range set or pool), where it first gives them. More than
 // one for a state is a conflict: the networks sharing the state would
 // disagree on its ranges, which validate reports and pools shows.
-type definition struct {
-	ranges, file, path string
-	row                int // the pools row counting its addresses
-}
+type definition struct{ ranges, file, path string }
 
 func (d definition) String() string { return fmt.Sprintf("%s (%s: %s)", d.file, d.path, d.ranges) }
 
