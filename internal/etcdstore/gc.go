@@ -27,8 +27,7 @@ func (op *Operation) GC(scopes []alloc.Scope, valid []alloc.Attachment) error {
 	if err != nil {
 		return err
 	}
-	kv, found := node.First(0)
-	if err := op.ensureNode(kv, found); err != nil {
+	if err := op.ensureNode(node, 0); err != nil {
 		return err
 	}
 	run := gcRun{network: op.network, keep: alloc.NewKeepSet(op.network, valid).Keeps, guard: op.sameMachine()}

@@ -145,9 +145,11 @@ func (op *Operation) registered(resp *etcdkv.Response) bool {
 	return resp.Succeeded
 }
 
-// ensureNode checks the node's record as read, registering it when
-// absent; an STATUS-like reader refreshes last-seen when it is stale.
-func (op *Operation) ensureNode(kv etcdkv.KV, found bool) error {
+// ensureNode checks the node's record as read at i of resp, registering
+// it when absent; an STATUS-like reader refreshes last-seen when it is
+// stale.
+func (op *Operation) ensureNode(resp *etcdkv.Response, i int) error {
+	kv, found := resp.First(i)
 	if !found {
 		return op.register()
 	}
