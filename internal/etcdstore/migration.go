@@ -107,14 +107,12 @@ func (op *Operation) commitShared(s alloc.Scope, kv etcdkv.KV, r Record, network
 	p := alloc.PlanDel(a, r.Node, alloc.DelView{Network: r.Network, Record: &alloc.HoldRecord{Hold: h}}, op.now)
 	ownerSlotK := op.keys.slotKey(owner.Node, s, owner.ContainerID, owner.IfName, n)
 	targetSlotK := op.keys.slotKey(owner.SecondNode, s, owner.Second, owner.IfName, n)
-	mineK := ownerSlotK
-	if p.Step == alloc.DelDropSecond {
-		mineK = targetSlotK
-	}
+	// The index key of the owner whose share ends; "" for any other step.
+	mineK := map[alloc.DelStep]string{alloc.DelHandOver: ownerSlotK, alloc.DelDropSecond: targetSlotK}[p.Step]
 	switch {
 	case p.Step == alloc.DelSkip:
 		return nil
-	case owner.Second == "" || (p.Step != alloc.DelHandOver && p.Step != alloc.DelDropSecond) || slotK != mineK:
+	case owner.Second == "" || slotK != mineK:
 		return alone()
 	}
 	// The claim and the index key of the owner that stays say what the
