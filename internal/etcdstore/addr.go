@@ -1,9 +1,8 @@
 package etcdstore
 
 import (
-	"encoding/binary"
 	"hash/fnv"
-	"math/bits"
+	"math/big"
 	"net/netip"
 
 	"github.com/cniplugins/cniplugins/internal/addrspace"
@@ -26,19 +25,15 @@ func startAddr(rs addrspace.RangeSet, key string) netip.Addr {
 	r := rs[sum%uint64(len(rs))]
 	off := (sum ^ sum>>33) * 0xff51afd7ed558ccd // decorrelated from the range choice
 	off ^= off >> 33
+	// start + off mod the range's size, in 128 bits (a range may hold
+	// more than 2^64 addresses).
 	start, end := r.Start.As16(), r.End.As16()
-	hi, lo := binary.BigEndian.Uint64(start[:8]), binary.BigEndian.Uint64(start[8:])
-	// size-1 = end-start, as 128 bits; an offset below it fits in 64 bits
-	// unless the range is larger than 2^64, where any 64-bit offset does.
-	dLo, borrow := bits.Sub64(binary.BigEndian.Uint64(end[8:]), lo, 0)
-	if dHi, _ := bits.Sub64(binary.BigEndian.Uint64(end[:8]), hi, borrow); dHi == 0 && dLo != ^uint64(0) {
-		off %= dLo + 1
-	}
-	lo, carry := bits.Add64(lo, off, 0)
-	binary.BigEndian.PutUint64(start[:8], hi+carry)
-	binary.BigEndian.PutUint64(start[8:], lo)
+	lo, hi := new(big.Int).SetBytes(start[:]), new(big.Int).SetBytes(end[:])
+	size := hi.Add(hi.Sub(hi, lo), big.NewInt(1))
+	lo.Add(lo, size.Mod(new(big.Int).SetUint64(off), size))
+	a := netip.AddrFrom16([16]byte(lo.FillBytes(make([]byte, 16))))
 	if r.Start.Is4() {
-		return netip.AddrFrom16(start).Unmap()
+		return a.Unmap()
 	}
-	return netip.AddrFrom16(start)
+	return a
 }

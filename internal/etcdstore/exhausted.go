@@ -16,13 +16,11 @@ import (
 // read of the exhaustion marks and the node's record, which is also the
 // quorum probe.
 func (op *Operation) Exhausted(targets []alloc.Target) (func(alloc.Target) (bool, error), error) {
-	var marks []alloc.Target // every pool of every target's chain
+	var reads []etcdkv.Op // the mark of every pool of every target's chain
 	for _, t := range targets {
-		marks = append(marks, t.Chain()...)
-	}
-	reads := make([]etcdkv.Op, 0, len(marks)+1)
-	for _, m := range marks {
-		reads = append(reads, etcdkv.Get(op.keys.fullKey(m.Scope, m.RangeID)))
+		for _, m := range t.Chain() {
+			reads = append(reads, etcdkv.Get(op.keys.fullKey(m.Scope, m.RangeID)))
+		}
 	}
 	resp, err := op.cl.Read(append(reads, etcdkv.Get(op.keys.nodeKey(op.node)))...)
 	if errors.Is(err, etcdkv.ErrNoQuorum) {
@@ -32,14 +30,13 @@ func (op *Operation) Exhausted(targets []alloc.Target) (func(alloc.Target) (bool
 	if err != nil {
 		return nil, err
 	}
-	node, found := resp.First(len(marks))
-	if err := op.ensureNode(node, found); err != nil {
+	if err := op.ensureNode(resp, len(reads)); err != nil {
 		return nil, err
 	}
 	marked := map[string]bool{}
-	for i, m := range marks {
+	for i := range reads {
 		kv, ok := resp.First(i)
-		marked[op.keys.fullKey(m.Scope, m.RangeID)] = ok && len(kv.Value) > 0 // empty: freed since
+		marked[string(kv.Key)] = ok && len(kv.Value) > 0 // empty: freed since
 	}
 	return func(p alloc.Target) (bool, error) { return marked[op.keys.fullKey(p.Scope, p.RangeID)], nil }, nil
 }

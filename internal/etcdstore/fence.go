@@ -61,16 +61,6 @@ func (op *Operation) fenceCmp(key string) []etcdkv.Cmp {
 	return []etcdkv.Cmp{etcdkv.ModIs(key, seen.Rev), etcdkv.ValueIs(key, []byte(seen.Value))}
 }
 
-// createFences writes every bucket of the node: its registration does, so
-// that a registered node's claims compare buckets that exist.
-func (op *Operation) createFences() []etcdkv.Op {
-	ops := make([]etcdkv.Op, fenceBuckets)
-	for b := range ops {
-		ops[b] = etcdkv.Put(op.keys.fenceKey(op.node, b), []byte(op.nonce))
-	}
-	return ops
-}
-
 // rememberFences remembers every bucket of the node as seen, but those
 // in kvs, as a read of its fences prefix found them: registration wrote
 // them all at one revision, a read that misses one found it absent (the

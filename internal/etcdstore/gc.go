@@ -27,8 +27,7 @@ func (op *Operation) GC(scopes []alloc.Scope, valid []alloc.Attachment) error {
 	if err != nil {
 		return err
 	}
-	kv, found := node.First(0)
-	if err := op.ensureNode(kv, found); err != nil {
+	if err := op.ensureNode(node, 0); err != nil {
 		return err
 	}
 	run := gcRun{network: op.network, keep: alloc.NewKeepSet(op.network, valid).Keeps, guard: op.sameMachine()}
@@ -112,21 +111,21 @@ func (op *Operation) collect(run gcRun, dryRun bool) ([]Claim, error) {
 			holds = append(holds, heldClaim(h.Hold, s))
 		}
 		if !dryRun {
-			errs = append(errs, op.applyGC(run, s, p))
+			errs = append(errs, op.applyGC(run, s, p, 1))
 		}
 	}
 	sortClaims(claims)
 	return append(claims, holds...), errors.Join(errs...)
 }
 
-// applyGC applies plan p of scope s: the shares first, each on its own
-// (gcShared), then the releases and the expiries in batches, each
-// writing the marks of the range sets it frees and the fence buckets of
-// the attachments it releases (fence.go).
-func (op *Operation) applyGC(run gcRun, s alloc.Scope, p alloc.ClaimsPlan) error {
+// applyGC applies plan p of scope s (try: gcShared's): the shares
+// first, each on its own (gcShared), then the releases and the expiries
+// in batches, each writing the marks of the range sets it frees and the
+// fence buckets of the attachments it releases (fence.go).
+func (op *Operation) applyGC(run gcRun, s alloc.Scope, p alloc.ClaimsPlan, try int) error {
 	var errs []error
 	for _, c := range p.EndShare {
-		errs = append(errs, op.gcShared(run, s, c.Ref.(etcdkv.KV)))
+		errs = append(errs, op.gcShared(run, s, c.Ref.(etcdkv.KV), try))
 	}
 	// Each scope's batches carry that scope's marks only: a batch carrying
 	// every scope's would pass etcd's --max-txn-ops once a cluster has a
@@ -154,29 +153,24 @@ func (op *Operation) applyGC(run gcRun, s alloc.Scope, p alloc.ClaimsPlan) error
 }
 
 // gcShared ends the share of the claim found through index key kv, as
-// its DEL would. Both owners of a migration may go in one GC: the first
-// one's release rewrites the other's keys (hands it the address, or ends
-// its share), so the other's, planned from the listing, finds them
-// changed. It then reads the index key again and applies what the
-// engine plans for it now (a sole owner's claim is released, into its
-// key's hold). Bounded as DEL's reads are.
-func (op *Operation) gcShared(run gcRun, s alloc.Scope, kv etcdkv.KV) error {
-	for try := 1; ; try++ {
-		r, _ := decodeRecord(kv.Value)
-		err := op.commitShared(s, kv, r, run.network)
-		if !errors.Is(err, errReleaseRaced) || try == maxReleaseRaces {
-			return err
-		}
-		resp, err := op.cl.Read(etcdkv.Get(string(kv.Key)))
-		if err != nil {
-			return err
-		}
-		p := alloc.PlanClaims(alloc.ClaimsView{Network: run.network, Claims: gcClaims(resp.KVs(0)...)}, run.keep, op.now)
-		if len(p.EndShare) == 0 {
-			return op.applyGC(run, s, p) // released meanwhile, or no share left
-		}
-		kv = p.EndShare[0].Ref.(etcdkv.KV)
+// its DEL would, at its try-th attempt. Both owners of a migration may go
+// in one GC: the first one's release rewrites the other's keys (hands it
+// the address, or ends its share), so the other's, planned from the
+// listing, finds them changed. It then reads the index key again and
+// applies what the engine plans for it now (a sole owner's claim is
+// released, into its key's hold). Bounded as DEL's reads are.
+func (op *Operation) gcShared(run gcRun, s alloc.Scope, kv etcdkv.KV, try int) error {
+	r, _ := decodeRecord(kv.Value)
+	err := op.commitShared(s, kv, r, run.network)
+	if !errors.Is(err, errReleaseRaced) || try == maxReleaseRaces {
+		return err
 	}
+	resp, err := op.cl.Read(etcdkv.Get(string(kv.Key)))
+	if err != nil {
+		return err
+	}
+	p := alloc.PlanClaims(alloc.ClaimsView{Network: run.network, Claims: gcClaims(resp.KVs(0)...)}, run.keep, op.now)
+	return op.applyGC(run, s, p, try+1)
 }
 
 // maxTxnOps is etcd's default --max-txn-ops: the widest part of a

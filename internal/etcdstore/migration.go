@@ -59,12 +59,12 @@ func (r Record) holding(h alloc.Hold) Record {
 // (r.Second set) or the migration target's (r.Shares).
 func (r Record) sharing() bool { return r.Hold != "" && (r.Second != "" || r.Shares) }
 
-// commitShared applies the engine's plan (alloc.PlanDel) for sharing
-// record r, found through index key kv, for a DEL in network ("" for
-// any), over the hold and the owner's claim it reads: the source hands
-// the address to the target, the target ends its share, while all four
-// keys are at their one revision. A share gone meanwhile is released as
-// any claim (release). A release that finds the address changed is one
+// commitShared applies the engine's plan (alloc.PlanDel) for record r,
+// found through index key kv, for a DEL in network ("" for any). A
+// sharing one's is planned over the hold and the owner's claim it reads:
+// the source hands the address to the target, the target ends its
+// share, while all four keys are at their one revision. Any other record,
+// or a share gone meanwhile, is released as any claim (release). A release that finds the address changed is one
 // to retry (errReleaseRaced), never a silent no-op that would leave the
 // address with an owner that is gone.
 func (op *Operation) commitShared(s alloc.Scope, kv etcdkv.KV, r Record, network string) error {
@@ -88,7 +88,7 @@ func (op *Operation) commitShared(s alloc.Scope, kv etcdkv.KV, r Record, network
 	a.Network = network
 	ip, err := parseAddr(r.Address)
 	n, nerr := strconv.Atoi(slot)
-	if err != nil || nerr != nil {
+	if err != nil || nerr != nil || !r.sharing() {
 		return alone()
 	}
 	addrK, holdK := op.keys.addrKey(s, ip), op.keys.holdKey(s, r.Hold, slot)
@@ -107,14 +107,12 @@ func (op *Operation) commitShared(s alloc.Scope, kv etcdkv.KV, r Record, network
 	p := alloc.PlanDel(a, r.Node, alloc.DelView{Network: r.Network, Record: &alloc.HoldRecord{Hold: h}}, op.now)
 	ownerSlotK := op.keys.slotKey(owner.Node, s, owner.ContainerID, owner.IfName, n)
 	targetSlotK := op.keys.slotKey(owner.SecondNode, s, owner.Second, owner.IfName, n)
-	mineK := ownerSlotK
-	if p.Step == alloc.DelDropSecond {
-		mineK = targetSlotK
-	}
+	// The index key of the owner whose share ends; "" for any other step.
+	mineK := map[alloc.DelStep]string{alloc.DelHandOver: ownerSlotK, alloc.DelDropSecond: targetSlotK}[p.Step]
 	switch {
 	case p.Step == alloc.DelSkip:
 		return nil
-	case owner.Second == "" || (p.Step != alloc.DelHandOver && p.Step != alloc.DelDropSecond) || slotK != mineK:
+	case owner.Second == "" || slotK != mineK:
 		return alone()
 	}
 	// The claim and the index key of the owner that stays say what the

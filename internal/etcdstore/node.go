@@ -113,26 +113,43 @@ func (op *Operation) checkNode(kv etcdkv.KV) error {
 // register stores this machine's identity for the node if it has none,
 // and checks it otherwise.
 func (op *Operation) register() error {
-	k := op.keys.nodeKey(op.node)
-	resp, err := op.cl.Txn(etcdkv.Txn{
-		If:   []etcdkv.Cmp{etcdkv.Absent(k)},
-		Then: append([]etcdkv.Op{etcdkv.Put(k, op.nodeRecord())}, op.createFences()...),
-		Else: []etcdkv.Op{etcdkv.Get(k)},
-	})
-	if err != nil {
+	resp, err := op.cl.Txn(op.registering(nil, etcdkv.Get(op.keys.nodeKey(op.node))))
+	if err != nil || op.registered(resp) {
 		return err
-	}
-	if resp.Succeeded {
-		op.rememberFences(etcdkv.Seen{Rev: resp.Revision, Value: op.nonce}, nil)
-		return nil
 	}
 	kv, _ := resp.First(0)
 	return op.checkNode(kv)
 }
 
-// ensureNode checks the node's record as read, registering it when
-// absent; an STATUS-like reader refreshes last-seen when it is stale.
-func (op *Operation) ensureNode(kv etcdkv.KV, found bool) error {
+// registering is a transaction that, while the node has no record,
+// writes it, then then, then every fence bucket of the node, so that a
+// registered node's claims compare buckets that exist (fence.go); else
+// it does els. The buckets come after then: etcd compares every
+// condition of a transaction before it writes anything, and a simple
+// store (the tests' fake) as it goes; this order means the same to both.
+func (op *Operation) registering(then []etcdkv.Op, els ...etcdkv.Op) etcdkv.Txn {
+	k := op.keys.nodeKey(op.node)
+	t := etcdkv.Txn{If: []etcdkv.Cmp{etcdkv.Absent(k)}, Then: append([]etcdkv.Op{etcdkv.Put(k, op.nodeRecord())}, then...), Else: els}
+	for b := range fenceBuckets {
+		t.Then = append(t.Then, etcdkv.Put(op.keys.fenceKey(op.node, b), []byte(op.nonce)))
+	}
+	return t
+}
+
+// registered reports whether a registering transaction registered the
+// node, remembering the buckets it wrote when it did.
+func (op *Operation) registered(resp *etcdkv.Response) bool {
+	if resp.Succeeded {
+		op.rememberFences(etcdkv.Seen{Rev: resp.Revision, Value: op.nonce}, nil)
+	}
+	return resp.Succeeded
+}
+
+// ensureNode checks the node's record as read at i of resp, registering
+// it when absent; an STATUS-like reader refreshes last-seen when it is
+// stale.
+func (op *Operation) ensureNode(resp *etcdkv.Response, i int) error {
+	kv, found := resp.First(i)
 	if !found {
 		return op.register()
 	}
@@ -160,29 +177,19 @@ func (op *Operation) ensureNode(kv etcdkv.KV, found bool) error {
 // nothing. It answers the claim's own answer, at the revision of the
 // whole, and whether it registered the node.
 func (op *Operation) claimOnce(fenceK string, cond []etcdkv.Cmp, then, els []etcdkv.Op) (*etcdkv.Response, bool, error) {
-	k := op.keys.nodeKey(op.node)
-	resp, err := op.cl.TxnOnce(etcdkv.Txn{
-		If: []etcdkv.Cmp{etcdkv.Absent(k)},
-		// The fence buckets after the claim: etcd compares every
-		// condition of a transaction before it writes anything, and a
-		// simple store (the tests' fake) as it goes; this order means the
-		// same to both.
-		Then: append([]etcdkv.Op{etcdkv.Put(k, op.nodeRecord()),
-			etcdkv.Nested(etcdkv.Txn{If: append(slices.Clip(cond), etcdkv.ModIs(fenceK, 0)), Then: then, Else: els})},
-			op.createFences()...),
-		Else: []etcdkv.Op{etcdkv.Nested(etcdkv.Txn{
+	resp, err := op.cl.TxnOnce(op.registering(
+		[]etcdkv.Op{etcdkv.Nested(etcdkv.Txn{If: append(slices.Clip(cond), etcdkv.ModIs(fenceK, 0)), Then: then, Else: els})},
+		etcdkv.Nested(etcdkv.Txn{
 			If:   append(append(slices.Clip(cond), op.fenceCmp(fenceK)...), op.sameMachine()...),
 			Then: append(slices.Clip(then), op.touch()),
 			Else: els,
-		})},
-	})
+		})))
 	if resp == nil {
 		return nil, false, err
 	}
 	i := 0
-	if resp.Succeeded {
+	if op.registered(resp) {
 		i = 1
-		op.rememberFences(etcdkv.Seen{Rev: resp.Revision, Value: op.nonce}, nil)
 	}
 	in := resp.Nested(i)
 	if in == nil {

@@ -3,6 +3,7 @@ package etcdstore
 import (
 	"bytes"
 	"cmp"
+	"errors"
 	"fmt"
 	"net/netip"
 	"slices"
@@ -167,12 +168,12 @@ func (o *Operator) Release(addr netip.Addr, s alloc.Scope, container, ifname, no
 		return Claim{}, err
 	}
 	// The claim goes through the index key that names it, as a DEL
-	// releases it (a sticky claim becomes a hold, which release
-	// --sticky-key frees), writing the attachment's fence bucket as any
-	// release does (fence.go). A migration's share ends through the index
-	// key of the owner it ends for: the target's (DelDropSecond), or the
-	// source's, whose address the target keeps (DelHandOver). A claim no
-	// index key names goes alone, while as read.
+	// releases it (commitShared: a sticky claim becomes a hold, which
+	// release --sticky-key frees), writing the attachment's fence bucket
+	// as any release does (fence.go). A migration's share ends through
+	// the index key of the owner it ends for: the target's
+	// (DelDropSecond), or the source's, whose address the target keeps
+	// (DelHandOver). A claim no index key names goes alone, while as read.
 	shared := p.Del.Step == alloc.DelDropSecond || p.Del.Step == alloc.DelHandOver
 	owner, cid := r.Node, r.ContainerID
 	if p.Del.Step == alloc.DelDropSecond {
@@ -183,29 +184,25 @@ func (o *Operator) Release(addr netip.Addr, s alloc.Scope, container, ifname, no
 		return Claim{}, err
 	}
 	changed := fmt.Errorf("%s in %s changed while being released; nothing done, try again", addr, ScopePath(s))
-	txn := etcdkv.Txn{If: []etcdkv.Cmp{etcdkv.ValueIs(string(kv.Key), kv.Value)}, Then: []etcdkv.Op{etcdkv.Delete(string(kv.Key))}}
 	for _, ikv := range idx.KVs(0) {
-		if ir, ok := decodeRecord(ikv.Value); shared && ok && ir.Address == r.Address && ir.sharing() {
+		if ir, ok := decodeRecord(ikv.Value); (shared && ok && ir.Address == r.Address && ir.sharing()) || (!shared && bytes.Equal(ikv.Value, kv.Value)) {
 			if !dryRun {
 				err = o.op.commitShared(s, ikv, ir, "")
 			}
+			if errors.Is(err, errReleaseRaced) {
+				return Claim{}, changed
+			}
 			return Claim{Record: ir, Scope: s}, err
-		} else if !shared && bytes.Equal(ikv.Value, kv.Value) {
-			txn, _ = o.op.release(s, ikv, "", true)
 		}
 	}
-	switch {
-	case shared:
+	if shared {
 		return Claim{}, changed
-	case dryRun:
-		return Claim{Record: r, Scope: s}, nil
 	}
-	applied, err := o.op.apply([]etcdkv.Txn{txn}, o.op.bump(r))
-	if err != nil {
-		return Claim{}, err
-	}
-	if !applied[0] {
-		return Claim{}, changed
+	if !dryRun {
+		alone := etcdkv.Txn{If: []etcdkv.Cmp{etcdkv.ValueIs(string(kv.Key), kv.Value)}, Then: []etcdkv.Op{etcdkv.Delete(string(kv.Key))}}
+		if applied, err := o.op.apply([]etcdkv.Txn{alone}, o.op.bump(r)); err != nil || !applied[0] {
+			return Claim{}, cmp.Or(err, changed)
+		}
 	}
 	return Claim{Record: r, Scope: s}, nil
 }

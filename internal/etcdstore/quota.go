@@ -51,39 +51,38 @@ func (op *Operation) count(qs *quotaState) (int, error) {
 		return 0, err
 	}
 	v, _ := resp.First(1)
-	n := 0
 	qs.version, qs.stale = v.ModRevision, nil
-	err = op.judge(resp.KVs(0), func(batch []etcdkv.KV, recs []alloc.TenantRecord) {
-		c, stale := alloc.CountTenant(recs, qs.counted)
-		n += c
-		for _, i := range stale[:min(len(stale), maxStaleDeletes-len(qs.stale))] {
-			qs.stale = append(qs.stale, batch[i])
-		}
-	})
+	recs, read, err := op.judge(resp.KVs(0))
+	n, stale := alloc.CountTenant(recs, qs.counted)
+	for _, i := range stale[:min(len(stale), maxStaleDeletes)] {
+		qs.stale = append(qs.stale, read[i])
+	}
 	return n, err
 }
 
 // judge reads, readBatch records at a time (of any tenants), the claims
 // they name, for the engine to judge each record
 // (alloc.TenantRecord.Stale: reserved is the claim key at the record's
-// mod revision as its create revision), and calls f with each batch:
-// count, leases and GC's sweep. A batch that cannot be read is skipped;
-// the errors are returned joined.
-func (op *Operation) judge(kvs []etcdkv.KV, f func(batch []etcdkv.KV, recs []alloc.TenantRecord)) error {
+// mod revision as its create revision): count, leases and GC's sweep. It
+// answers the records read and, at the same index, their keys; a batch
+// that cannot be read is left out, and the errors are returned joined.
+func (op *Operation) judge(kvs []etcdkv.KV) ([]alloc.TenantRecord, []etcdkv.KV, error) {
+	var recs []alloc.TenantRecord
+	var read []etcdkv.KV
 	var errs []error
 	for batch := range slices.Chunk(kvs, readBatch) {
 		reads := make([]etcdkv.Op, len(batch))
-		recs := make([]alloc.TenantRecord, len(batch))
+		judged := make([]alloc.TenantRecord, len(batch))
 		for i, m := range batch {
 			// tenant/<hex tenant>/<scope>/<address>: "<scope>/<address>"
 			// as in the address's claim key.
 			name, where, _ := strings.Cut(strings.TrimPrefix(string(m.Key), op.keys.tenantsRoot()), "/")
 			tenant, _ := hex.DecodeString(name)
 			reads[i] = etcdkv.Get(op.keys.prefix + "ip/" + where)
-			recs[i].Tenant = string(tenant)
+			judged[i].Tenant = string(tenant)
 			if parts := strings.Split(where, "/"); len(parts) == 3 {
-				recs[i].Scope, _ = parseScope(parts[0], parts[1])
-				recs[i].Addr, _ = netip.ParseAddr(parts[2])
+				judged[i].Scope, _ = parseScope(parts[0], parts[1])
+				judged[i].Addr, _ = netip.ParseAddr(parts[2])
 			}
 		}
 		resp, err := op.cl.Read(reads...)
@@ -93,11 +92,11 @@ func (op *Operation) judge(kvs []etcdkv.KV, f func(batch []etcdkv.KV, recs []all
 		}
 		for i, m := range batch {
 			c, ok := resp.First(i)
-			recs[i].Reserved = ok && c.CreateRevision == m.ModRevision
+			judged[i].Reserved = ok && c.CreateRevision == m.ModRevision
 		}
-		f(batch, recs)
+		recs, read = append(recs, judged...), append(read, batch...)
 	}
-	return errors.Join(errs...)
+	return recs, read, errors.Join(errs...)
 }
 
 // removeRecord deletes a record that counts nothing (or a version key
@@ -141,24 +140,22 @@ const (
 // shows. Records that count nothing are left out; so are those of a batch
 // that could not be read (judge), with the error.
 func (op *Operation) tenantsOfClaims() (map[string]string, error) {
+	recs, _, err := op.judgeAll()
 	out := map[string]string{}
-	return out, op.judgeAll(func(_ etcdkv.KV, r alloc.TenantRecord) {
+	for _, r := range recs {
 		if r.Stale() == "" {
 			out[ScopePath(r.Scope)+"/"+r.Addr.String()] = r.Tenant
 		}
-	})
+	}
+	return out, err
 }
 
 // judgeAll lists every tenant's records, page by page, and judges them
-// (judge), calling f with each.
-func (op *Operation) judgeAll(f func(m etcdkv.KV, r alloc.TenantRecord)) error {
+// (judge).
+func (op *Operation) judgeAll() ([]alloc.TenantRecord, []etcdkv.KV, error) {
 	marks, err := op.cl.List(op.keys.tenantsRoot(), true)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
-	return op.judge(marks, func(batch []etcdkv.KV, recs []alloc.TenantRecord) {
-		for i, m := range batch {
-			f(m, recs[i])
-		}
-	})
+	return op.judge(marks)
 }

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"strings"
 
-	"github.com/cniplugins/cniplugins/internal/alloc"
 	"github.com/cniplugins/cniplugins/internal/etcdkv"
 	"github.com/cniplugins/cniplugins/internal/logging"
 	"github.com/cniplugins/cniplugins/internal/pool"
@@ -48,12 +47,13 @@ func (op *Operation) sweepTenants() error {
 func (op *Operation) deadTenantRecords() ([]etcdkv.Txn, map[string]bool, error) {
 	var dead []etcdkv.Txn
 	counting := map[string]bool{}
-	err := op.judgeAll(func(m etcdkv.KV, r alloc.TenantRecord) {
+	recs, read, err := op.judgeAll()
+	for i, r := range recs {
 		if r.Stale() != "" {
-			dead = append(dead, removeRecord(m))
-			return
+			dead = append(dead, removeRecord(read[i]))
+		} else {
+			counting[pool.TenantName(r.Tenant)] = true
 		}
-		counting[pool.TenantName(r.Tenant)] = true
-	})
+	}
 	return dead, counting, err
 }
