@@ -11,6 +11,8 @@
 package daetcd
 
 import (
+	"net/netip"
+
 	current "github.com/containernetworking/cni/pkg/types/100"
 
 	"github.com/cniplugins/cniplugins/internal/alloc"
@@ -30,24 +32,24 @@ func Personality() plugin.Personality {
 }
 
 // store is the store's operation on behalf of the request's attachment
-// to c's network. Its ADD reads the sticky key and its DEL prevResult
-// itself, with the request's CNI input.
+// to c's network.
 type store struct {
 	*etcdstore.Operation
-	req *plugin.Request
-	c   *alloc.Config
+	c *alloc.Config
 }
 
 func open(req *plugin.Request, c *alloc.Config) (ipamconf.Store, error) {
 	op, err := etcdstore.Open(req.Conf, c.Network, req.Args.ContainerID, req.Args.IfName, req.Now, req.Log)
-	return store{op, req, c}, err
+	return store{op, c}, err
 }
 
-func (s store) Add(targets []alloc.Target) ([]*current.IPConfig, error) {
-	return s.Operation.Add(targets, s.c.Quota, s.req.Conf, s.req.CNIArgs)
+func (s store) Add(targets []alloc.Target, keyed alloc.Keyed) ([]*current.IPConfig, error) {
+	return s.Operation.Add(targets, s.c.Quota, keyed)
 }
 
-func (s store) Del() error { return s.Operation.Del(s.c, s.req.Conf, s.req.CNIArgs) }
+func (s store) Del(hints []netip.Addr, keyed *alloc.Keyed) error {
+	return s.Operation.Del(s.c, hints, keyed)
+}
 
 // GC has no attachment: the operation's is empty.
 func (s store) GC(valid []alloc.Attachment) error { return s.Operation.GC(s.c.Scopes(), valid) }

@@ -11,9 +11,9 @@ import (
 
 // Add runs the engine's ADD over the state directories
 // (alloc.LockedAdd decides which of them each try locks).
-func (c *config) Add(targets []alloc.Target) ([]*current.IPConfig, error) {
+func (c *config) Add(targets []alloc.Target, keyed alloc.Keyed) ([]*current.IPConfig, error) {
 	warnUnusable(c.req.Log, targets)
-	add := alloc.LockedAdd{Add: alloc.Add{Targets: targets, Att: c.attachment(), Quota: c.Quota, Keyed: c.keyed, Log: c.req.Log}, Now: c.req.Now}
+	add := alloc.LockedAdd{Add: alloc.Add{Targets: targets, Att: c.attachment(), Quota: c.Quota, Keyed: keyed, Log: c.req.Log}, Now: c.req.Now}
 	return add.Run(func(tenant string, scopes []alloc.Scope) (alloc.Locked, func(), error) {
 		p, err := c.lock(tenant, scopes)
 		if err != nil {

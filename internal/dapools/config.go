@@ -11,7 +11,6 @@ import (
 	"github.com/cniplugins/cniplugins/internal/alloc"
 	"github.com/cniplugins/cniplugins/internal/cnierr"
 	"github.com/cniplugins/cniplugins/internal/hostlocal"
-	"github.com/cniplugins/cniplugins/internal/ipamconf"
 	"github.com/cniplugins/cniplugins/internal/netconf"
 	"github.com/cniplugins/cniplugins/internal/plugin"
 )
@@ -28,14 +27,13 @@ const (
 	poolsDir = "_pools"
 )
 
-// config is ipam-da-pools' store for one request: the engine's config,
-// where the state directories are, and the attachment's sticky key.
+// config is ipam-da-pools' store for one request: the engine's config
+// and where the state directories are.
 type config struct {
 	*alloc.Config
 	req         *plugin.Request
 	dataDir     string
 	lockTimeout time.Duration
-	keyed       alloc.Keyed // Key "" when the attachment has none
 	// faults, nil but in the store contract, may stop the writes.
 	faults *hostlocal.Faults
 }
@@ -64,15 +62,6 @@ func openConfig(req *plugin.Request, c *alloc.Config, faults *hostlocal.Faults) 
 	s := &config{Config: c, req: req, faults: faults}
 	var err error
 	if s.dataDir, s.lockTimeout, err = OwnKeys(req.Conf); err != nil {
-		return nil, err
-	}
-	sticky, err := ipamconf.StickyConf(req.Conf)
-	if err != nil {
-		return nil, err
-	}
-	// DEL and GC never need the key (DEL finds holds by attachment), so
-	// a malformed one, or a conflicting namespace, must not fail them.
-	if s.keyed, err = ipamconf.StickyKey(req.Conf, req.CNIArgs, sticky); err != nil && req.Command != plugin.CmdDel && req.Command != plugin.CmdGC {
 		return nil, err
 	}
 	return s, nil

@@ -7,6 +7,7 @@
 package dapools
 
 import (
+	"net/netip"
 	"slices"
 
 	"github.com/cniplugins/cniplugins/internal/alloc"
@@ -38,16 +39,16 @@ func PersonalityWith(faults *hostlocal.Faults) plugin.Personality {
 // Del runs the engine's DEL (alloc.Config.LockedDel) over the state
 // directories this config touches; prevResult's addresses are hints that
 // send it straight to their files.
-func (c *config) Del() error {
-	hints, err := ipamconf.PrevAddrs(c.req.Conf)
-	if err != nil {
-		return err
+func (c *config) Del(hints []netip.Addr, keyed *alloc.Keyed) error {
+	var key string
+	if keyed != nil {
+		key = keyed.Key
 	}
 	p, err := c.lock("", c.Scopes())
 	if err != nil {
 		return err
 	}
-	err = c.LockedDel(p, c.attachment(), c.keyed.Key, hints, c.req.Now, c.req.Log)
+	err = c.LockedDel(p, c.attachment(), key, hints, c.req.Now, c.req.Log)
 	p.closeLogged(c.req.Log)
 	return err
 }

@@ -9,25 +9,17 @@ import (
 
 	"github.com/cniplugins/cniplugins/internal/alloc"
 	"github.com/cniplugins/cniplugins/internal/etcdkv"
-	"github.com/cniplugins/cniplugins/internal/netconf"
 	"github.com/cniplugins/cniplugins/internal/pool"
 )
 
 // Add is alloc.Add over claims, one transaction per target in the common
-// case. The attachment's sticky key and its tenant's quota q (nil: none)
-// come from conf and cniArgs, which the personality already parsed once.
-func (op *Operation) Add(targets []alloc.Target, q *pool.Quota, conf *netconf.Envelope, cniArgs []netconf.CNIArg) ([]*current.IPConfig, error) {
-	st, err := stickyOf(conf, cniArgs, op.ifname)
-	if err != nil {
-		return nil, err
-	}
+// case, for the attachment's sticky key keyed (Key "" none) under its
+// tenant's quota q (nil: none).
+func (op *Operation) Add(targets []alloc.Target, q *pool.Quota, keyed alloc.Keyed) ([]*current.IPConfig, error) {
+	st := stickyOf(keyed, op.ifname)
 	op.quota = newQuotaState(q, targets)
 	claim := newClaimID()
 	att := op.attachment()
-	var keyed alloc.Keyed
-	if st != nil {
-		keyed = st.Keyed
-	}
 	var stores []*claimStore
 	// Without a key, no claim meets a hold: AllocateClaimed only searches.
 	allocate := func(t alloc.Target) (netip.Prefix, netip.Addr, error) {

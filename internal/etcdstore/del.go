@@ -2,6 +2,7 @@ package etcdstore
 
 import (
 	"errors"
+	"net/netip"
 	"slices"
 	"strconv"
 
@@ -10,8 +11,6 @@ import (
 	"github.com/cniplugins/cniplugins/internal/alloc"
 	"github.com/cniplugins/cniplugins/internal/cnierr"
 	"github.com/cniplugins/cniplugins/internal/etcdkv"
-	"github.com/cniplugins/cniplugins/internal/ipamconf"
-	"github.com/cniplugins/cniplugins/internal/netconf"
 )
 
 // Del releases everything the attachment holds in c's scopes (c as
@@ -20,8 +19,8 @@ import (
 // exact read path (delRead). Its first round trip writes the attachment's
 // fence bucket (fence.go), so no claim of the attachment sent before the
 // DEL can commit after it. An unknown attachment is not an error.
-func (op *Operation) Del(c *alloc.Config, conf *netconf.Envelope, cniArgs []netconf.CNIArg) error {
-	done, fenced, err := op.delFromPrev(c, conf, cniArgs)
+func (op *Operation) Del(c *alloc.Config, hints []netip.Addr, keyed *alloc.Keyed) error {
+	done, fenced, err := op.delFromPrev(c, hints, keyed)
 	if done || err != nil {
 		return err
 	}
@@ -102,16 +101,12 @@ func (op *Operation) delRead(scopes []alloc.Scope, fence bool) error {
 // from prevResult, a failed ADD's marker, a record from this very
 // instant): the read path finishes. fenced: the transaction was sent,
 // which wrote the attachment's fence bucket.
-func (op *Operation) delFromPrev(c *alloc.Config, conf *netconf.Envelope, cniArgs []netconf.CNIArg) (done, fenced bool, err error) {
-	addrs, err := ipamconf.PrevAddrs(conf)
-	if err != nil || len(addrs) == 0 {
-		return false, false, nil
-	}
+func (op *Operation) delFromPrev(c *alloc.Config, addrs []netip.Addr, keyed *alloc.Keyed) (done, fenced bool, err error) {
 	targets, err := c.AddTargets()
-	st, serr := stickyOf(conf, cniArgs, op.ifname)
-	if err != nil || serr != nil {
+	if len(addrs) == 0 || keyed == nil || err != nil {
 		return false, false, nil
 	}
+	st := stickyOf(*keyed, op.ifname)
 	var outer etcdkv.Txn
 	seen := map[string]bool{}
 	for _, a := range addrs {

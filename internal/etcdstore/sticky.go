@@ -8,8 +8,6 @@ import (
 
 	"github.com/cniplugins/cniplugins/internal/alloc"
 	"github.com/cniplugins/cniplugins/internal/etcdkv"
-	"github.com/cniplugins/cniplugins/internal/ipamconf"
-	"github.com/cniplugins/cniplugins/internal/netconf"
 )
 
 // Sticky addresses, cluster-wide (docs/etcd.md, "Sticky addresses"): a
@@ -24,17 +22,12 @@ type stickyAtt struct {
 	id string // alloc.StickyID(Key, ifname)
 }
 
-// stickyOf is the attachment's sticky key, nil when it has none.
-func stickyOf(conf *netconf.Envelope, cniArgs []netconf.CNIArg, ifname string) (*stickyAtt, error) {
-	s, err := ipamconf.StickyConf(conf)
-	if err != nil {
-		return nil, err
+// stickyOf is the attachment with sticky key k, nil when it has none.
+func stickyOf(k alloc.Keyed, ifname string) *stickyAtt {
+	if k.Key == "" {
+		return nil
 	}
-	k, err := ipamconf.StickyKey(conf, cniArgs, s)
-	if err != nil || k.Key == "" {
-		return nil, err
-	}
-	return &stickyAtt{Keyed: k, id: alloc.StickyID(k.Key, ifname)}, nil
+	return &stickyAtt{Keyed: k, id: alloc.StickyID(k.Key, ifname)}
 }
 
 func (l layout) holdScope(s alloc.Scope) string { return l.prefix + "sticky/" + ScopePath(s) + "/" }

@@ -12,14 +12,17 @@ import (
 )
 
 // Store is an allocator's state opened for one request, what its CNI
-// commands run the engine over once they have read the request: ADD
-// (all or nothing), DEL (everything the attachment holds in the scopes
-// the config covers; never a failure for an attachment it does not
+// commands run the engine over once the driver has read the request:
+// ADD (all or nothing, for the attachment's sticky key), DEL (everything
+// the attachment holds in the scopes the config covers, prevResult's
+// addresses as hints; never a failure for an attachment it does not
 // know), CHECK (alloc.CheckPrev), GC (alloc.KeepSet's rules) and the
 // exhaustion marks STATUS judges (alloc.Config.Status).
 type Store interface {
-	Add(targets []alloc.Target) ([]*current.IPConfig, error)
-	Del() error
+	Add(targets []alloc.Target, keyed alloc.Keyed) ([]*current.IPConfig, error)
+	// Del's keyed is nil when the request's key does not read: a DEL
+	// finds holds by the records alone, and must not fail on it.
+	Del(hints []netip.Addr, keyed *alloc.Keyed) error
 	Check(prev []netip.Addr, targets []alloc.Target) error
 	GC(valid []alloc.Attachment) error
 	Exhausted(targets []alloc.Target) (func(alloc.Target) (bool, error), error)
@@ -67,6 +70,13 @@ func (k commands) run(req *plugin.Request) (types.Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The sticky key is read once, here, for every store. DEL and GC
+	// never need it, so a malformed one (or ipam.sticky) must not fail
+	// them; prevResult's addresses are only DEL's hints.
+	keyed, err := stickyKeyOf(req)
+	if err != nil && !stateOnly {
+		return nil, err
+	}
 	var targets []alloc.Target
 	if !stateOnly {
 		if targets, err = c.AddTargets(); err != nil {
@@ -77,14 +87,15 @@ func (k commands) run(req *plugin.Request) (types.Result, error) {
 	case plugin.CmdAdd:
 		res, err := c.NewResult()
 		if err == nil {
-			res.IPs, err = st.Add(targets)
+			res.IPs, err = st.Add(targets, *keyed)
 		}
 		if err != nil {
 			return nil, err
 		}
 		return res, nil
 	case plugin.CmdDel:
-		return nil, st.Del()
+		hints, _ := PrevAddrs(req.Conf)
+		return nil, st.Del(hints, keyed)
 	case plugin.CmdCheck:
 		prev, err := PrevAddrs(req.Conf)
 		if err != nil {
@@ -107,6 +118,20 @@ func (k commands) run(req *plugin.Request) (types.Result, error) {
 		return nil, err
 	}
 	return nil, c.Status(targets, choices, exhausted)
+}
+
+// stickyKeyOf is the attachment's sticky key (Key "" none), nil when
+// ipam.sticky or the key does not read.
+func stickyKeyOf(req *plugin.Request) (*alloc.Keyed, error) {
+	s, err := StickyConf(req.Conf)
+	if err != nil {
+		return nil, err
+	}
+	k, err := StickyKey(req.Conf, req.CNIArgs, s)
+	if err != nil {
+		return nil, err
+	}
+	return &k, nil
 }
 
 // validateKeys is ADD's parse without a store or CNI_ARGS: standalone

@@ -31,17 +31,7 @@ func NewMemPools() *MemPools { return &MemPools{stores: map[alloc.Scope]*MemStor
 // engine's alone, and faults, when set, may stop its writes part-way.
 func (p *MemPools) Personality(faults *Faults) plugin.Personality {
 	open := func(req *plugin.Request, c *alloc.Config) (ipamconf.Store, error) {
-		sticky, err := ipamconf.StickyConf(req.Conf)
-		if err != nil {
-			return nil, err
-		}
-		// As ipam-da-pools: DEL and GC never need the key, so a
-		// malformed one must not fail them.
-		keyed, err := ipamconf.StickyKey(req.Conf, req.CNIArgs, sticky)
-		if err != nil && req.Command != plugin.CmdDel && req.Command != plugin.CmdGC {
-			return nil, err
-		}
-		return memCommand{Config: c, pools: p, req: req, keyed: keyed, faults: faults}, nil
+		return memCommand{Config: c, pools: p, req: req, faults: faults}, nil
 	}
 	return ipamconf.Personality(MemName, "allocates from memory: the engine's contract through the commands",
 		open, func(*netconf.Envelope) error { return nil })
@@ -70,7 +60,6 @@ type memCommand struct {
 	*alloc.Config
 	pools  *MemPools
 	req    *plugin.Request
-	keyed  alloc.Keyed
 	faults *Faults
 }
 
@@ -89,8 +78,8 @@ func (c memCommand) attachment() alloc.Attachment {
 func (c memCommand) store(s alloc.Scope) *MemStore { return c.pools.store(s, "", c.faults) }
 
 // Add runs alloc.LockedAdd, each try "locking" the scopes it asks for.
-func (c memCommand) Add(targets []alloc.Target) ([]*current.IPConfig, error) {
-	add := alloc.LockedAdd{Add: alloc.Add{Targets: targets, Att: c.attachment(), Quota: c.Quota, Keyed: c.keyed, Log: c.req.Log}, Now: c.req.Now}
+func (c memCommand) Add(targets []alloc.Target, keyed alloc.Keyed) ([]*current.IPConfig, error) {
+	add := alloc.LockedAdd{Add: alloc.Add{Targets: targets, Att: c.attachment(), Quota: c.Quota, Keyed: keyed, Log: c.req.Log}, Now: c.req.Now}
 	return add.Run(func(tenant string, scopes []alloc.Scope) (alloc.Locked, func(), error) {
 		return c.lock(tenant, scopes), func() {}, nil
 	})
@@ -98,12 +87,12 @@ func (c memCommand) Add(targets []alloc.Target) ([]*current.IPConfig, error) {
 
 // Del runs alloc.Config.LockedDel over every scope the config covers;
 // prevResult's addresses are its hints.
-func (c memCommand) Del() error {
-	hints, err := ipamconf.PrevAddrs(c.req.Conf)
-	if err != nil {
-		return err
+func (c memCommand) Del(hints []netip.Addr, keyed *alloc.Keyed) error {
+	var key string
+	if keyed != nil {
+		key = keyed.Key
 	}
-	return c.LockedDel(c.lock("", c.Scopes()), c.attachment(), c.keyed.Key, hints, c.req.Now, c.req.Log)
+	return c.LockedDel(c.lock("", c.Scopes()), c.attachment(), key, hints, c.req.Now, c.req.Log)
 }
 
 // Check runs alloc.CheckPrev over the scopes' MemStores.

@@ -59,6 +59,20 @@ func stickyContract() []Case {
 				t.Errorf("K got %s back, want %s", got, ip)
 			}
 		}},
+		{"sticky: a malformed key is 7 on ADD and no failure on DEL, which keeps the hold", func(t *testing.T, s Subject, _ Caps) {
+			bad := sticky("b", 0)
+			bad.Key = strings.Repeat("k", 300) // longer than a key may be
+			_, err := add(t, s, bad, target(t, ""))
+			AssertCode(t, err, cnierr.CodeInvalidConfig)
+			ip := mustAdd(t, s, sticky("a", 0), target(t, ""))
+			bad.Att = att("a")
+			mustDel(t, s, bad, ip)
+			mustDel(t, s, bad) // a DEL's retry, without prevResult
+			notFree(t, s, ip)
+			if got := mustAdd(t, s, sticky("c", time.Second), target(t, "")); got != ip {
+				t.Errorf("K got %s back, want %s", got, ip)
+			}
+		}},
 		{"sticky: a held address is nobody else's, round robin included", func(t *testing.T, s Subject, _ Caps) {
 			ip := heldByK(t, s, target(t, ""))
 			notFree(t, s, ip)
