@@ -238,15 +238,16 @@ func (d *Disk) verify(a alloc.Attachment, e *entry, key, raw string) error {
 	return nil
 }
 
-// flush writes every changed bucket back in place: the stamp, not atomic
+// flush writes every changed bucket into the index directory idx (D's,
+// or the fresh tree of a rebuild) in place: the stamp, not atomic
 // replacement, protects buckets from torn writes. An emptied bucket stays
 // as an empty file.
-func (d *Disk) flush() error {
+func (d *Disk) flush(idx string) error {
 	for n, b := range d.buckets {
 		if !b.dirty {
 			continue
 		}
-		if err := overwrite(child(d.idx, bucketName(n)), b.content(), modePrivate); err != nil {
+		if err := overwrite(child(idx, bucketName(n)), b.content(), modePrivate); err != nil {
 			return err
 		}
 		b.dirty = false

@@ -75,7 +75,7 @@ func (d *Disk) commit() error {
 	if !d.dirty || d.untrusted {
 		return nil
 	}
-	if err := d.flush(); err != nil {
+	if err := d.flush(d.idx); err != nil {
 		return err
 	}
 	nanos := newStampNanos()

@@ -142,7 +142,7 @@ func (d *Disk) makeToken(token string) error {
 	if _, err := os.Lstat(token); !errors.Is(err, os.ErrNotExist) {
 		return nil
 	}
-	return writePrivate(token, d.tenant)
+	return overwrite(token, d.tenant, modePrivate)
 }
 
 // untag forgets ip's tenant, once its reservation is gone (or never was).
