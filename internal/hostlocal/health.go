@@ -207,7 +207,7 @@ func (d stateDir) indexProblems(rs []Reservation) ([]string, error) {
 	keys := slices.AppendSeq(slices.Collect(maps.Keys(want)), maps.Keys(got))
 	slices.Sort(keys)
 	for _, k := range slices.Compact(keys) {
-		w, g := want[k], joinAddrs(got[k])
+		w, g := want[k], joinAddrs(got[k], ",")
 		switch {
 		case w == g:
 		case got[k] == nil:
@@ -230,14 +230,6 @@ func (d stateDir) indexProblems(rs []Reservation) ([]string, error) {
 func keyBucket(key string) string {
 	id, ifname, _ := strings.Cut(key, "@")
 	return bucketName(bucketOf(alloc.Attachment{ContainerID: id, IfName: ifname}))
-}
-
-func joinAddrs(ips []netip.Addr) string {
-	s := make([]string, len(ips))
-	for i, ip := range ips {
-		s[i] = ip.String()
-	}
-	return strings.Join(s, ",")
 }
 
 // staleScratch lists what a crash or failed call left in the index tree:
