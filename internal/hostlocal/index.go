@@ -144,53 +144,46 @@ func (b *bucket) content() string {
 	return s.String()
 }
 
-// bucket returns the cached bucket n, creating an unloaded one.
+// bucket returns the cached bucket n, creating it: unloaded (lines nil)
+// or, in a complete cache, holding no line yet.
 func (d *Disk) bucket(n uint8) *bucket {
 	b := d.buckets[n]
 	if b == nil {
 		b = &bucket{entries: map[alloc.Attachment]*entry{}}
+		if d.complete {
+			b.lines = map[string]string{}
+		}
 		d.buckets[n] = b
 	}
 	return b
 }
 
-// known is a's entry in a complete cache (built from a scan), made empty
-// where a holds nothing.
-func (d *Disk) known(a alloc.Attachment) *entry {
-	b := d.bucket(bucketOf(a))
-	if b.lines == nil {
-		b.lines = map[string]string{}
-	}
-	if b.entries[a] == nil {
-		key, _ := entryKey(a)
-		b.entries[a] = &entry{b: b, key: key}
-	}
-	return b.entries[a]
-}
-
 // fill replaces the cache with the result of a full scan.
 func (d *Disk) fill(all map[netip.Addr]alloc.Attachment) {
 	d.buckets = make(map[uint8]*bucket, numBuckets)
-	for _, ip := range slices.SortedFunc(maps.Keys(all), netip.Addr.Compare) {
-		d.known(all[ip].Key()).add(ip)
-	}
 	d.complete = true
+	for _, ip := range slices.SortedFunc(maps.Keys(all), netip.Addr.Compare) {
+		e, _ := d.tracked(all[ip]) // a complete cache reads nothing: no error
+		e.add(ip)
+	}
 }
 
-// tracked returns a's cached entry, loading its bucket from the index on
-// first use and verifying a's addresses, or nil when a is not indexed
-// (the caller then scans D).
+// tracked returns a's cached entry, made empty where a holds nothing.
+// In a complete cache (built from a scan) every attachment has one;
+// otherwise a's bucket is loaded from the index on first use and a's
+// addresses are verified, and an attachment the index cannot name has
+// none: nil (the caller then scans D).
 func (d *Disk) tracked(a alloc.Attachment) (*entry, error) {
 	a = a.Key()
-	if d.complete {
-		return d.known(a), nil
-	}
 	key, ok := entryKey(a)
-	if !ok {
+	if !ok && !d.complete {
 		return nil, nil
 	}
 	n := bucketOf(a)
 	b := d.bucket(n)
+	if e := b.entries[a]; e != nil {
+		return e, nil
+	}
 	if b.lines == nil {
 		data, _, err := readFile(child(d.idx, bucketName(n)))
 		if err != nil {
@@ -198,11 +191,8 @@ func (d *Disk) tracked(a alloc.Attachment) (*entry, error) {
 		}
 		b.load(string(data))
 	}
-	if e := b.entries[a]; e != nil {
-		return e, nil
-	}
 	e := &entry{b: b, key: key}
-	if raw, found := b.lines[key]; found {
+	if raw, found := b.lines[key]; found { // never in a complete cache
 		if err := d.verify(a, e, raw); err != nil {
 			return nil, err
 		}
