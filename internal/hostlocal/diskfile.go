@@ -122,27 +122,17 @@ func readFile(path string) ([]byte, bool, error) {
 }
 
 // overwrite rewrites path (creating it with mode) in place: write at
-// offset 0, then cut the tail.
-// It is only for index files, whose consistency rests on the stamp and
-// not on atomic replacement (a crash mid-write leaves the stamp stale, so
-// the torn file is never trusted). Unlike truncate-to-zero or
+// offset 0, then cut the tail; the one way this package writes a file.
+// In place, a crash mid-write can leave a torn file: that is safe for
+// index files, whose consistency rests on the stamp (a torn file is never
+// trusted), and for files whose name is published only once they are
+// whole (overwriteAlone) or that a crash only leaves behind as a record
+// that counts too much (tokens, spill records). Unlike truncate-to-zero or
 // rename-over, it does not make ext4 (auto_da_alloc) flush the data
-// synchronously, which on some disks costs a millisecond per write.
+// synchronously, which on some disks costs a millisecond per write. No
+// fsync: durability across power loss is host-local's.
 func overwrite(path, s string, mode uint32) error {
-	return writeSmall(path, s, syscall.O_WRONLY|syscall.O_CREAT, mode)
-}
-
-// writePrivate truncates or creates path, a file only the plugin reads
-// (0600), and writes s. No fsync: durability across power loss is
-// host-local's.
-func writePrivate(path, s string) error {
-	return writeSmall(path, s, syscall.O_WRONLY|syscall.O_CREAT|syscall.O_TRUNC, modePrivate)
-}
-
-// writeSmall writes s to path opened with flags; without O_TRUNC it cuts
-// the tail of what was there.
-func writeSmall(path, s string, flags int, mode uint32) error {
-	fd, err := openRetry(path, flags, mode)
+	fd, err := openRetry(path, syscall.O_WRONLY|syscall.O_CREAT, mode)
 	if err != nil {
 		return cnierr.IO("open", path, err)
 	}
@@ -153,7 +143,7 @@ func writeSmall(path, s string, flags int, mode uint32) error {
 		}
 		off += n
 	}
-	if err == nil && flags&syscall.O_TRUNC == 0 {
+	if err == nil {
 		err = syscall.Ftruncate(fd, int64(len(s)))
 	}
 	if cerr := syscall.Close(fd); err == nil {

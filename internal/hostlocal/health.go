@@ -60,6 +60,12 @@ func Examine(dir string, lockTimeout time.Duration) (*Health, error) {
 		return nil, err
 	}
 	defer lk.Close()
+	return d.examine()
+}
+
+// examine reads D, whose lock the caller holds, as fsck judges it: what
+// Examine reports and what Repair then repairs, one reading for both.
+func (d stateDir) examine() (*Health, error) {
 	ents, err := readEntries(d.dir, d.uid)
 	if err != nil {
 		return nil, err
@@ -88,7 +94,13 @@ func Examine(dir string, lockTimeout time.Duration) (*Health, error) {
 		h.IndexProblems, errs[0] = d.indexProblems(h.Reservations)
 	}
 	h.Stale, errs[1] = d.staleScratch()
-	h.Holds, h.Orphans, errs[2] = d.holdProblems(h.Reservations)
+	// The held files that no valid record names are alloc.Orphans.
+	v := alloc.GCView{Owners: map[netip.Addr]alloc.Attachment{}}
+	for _, r := range h.Reservations {
+		v.Owners[r.Addr] = r.Owner
+	}
+	v.Holds, errs[2] = alloc.ListHolds(d)
+	h.Holds, h.Orphans = v.Holds, alloc.Orphans(v)
 	h.Tenants, errs[3] = d.tenantRecords(Addrs(h.Reservations))
 	h.UnusedTokens, errs[4] = d.unusedTokens()
 	if err := errors.Join(errs[:]...); err != nil {
@@ -113,25 +125,18 @@ func Repair(dir string, lockTimeout time.Duration, dropCursors []int) (err error
 		return err
 	}
 	defer func() { err = errors.Join(err, d.Close()) }()
-	rs, err := ReadReservations(d.dir)
+	// A stale index Open has rebuilt already, and examine judges it so.
+	h, err := d.examine()
 	if err != nil {
 		return err
 	}
-	if !d.untrusted && !d.complete { // else Open found it stale and rebuilt it
-		problems, err := d.indexProblems(rs)
-		if err != nil {
+	if len(h.IndexProblems) > 0 {
+		// The rebuild discards the old index tree, stale files included.
+		if err := d.rebuild(); err != nil {
 			return err
 		}
-		if len(problems) > 0 {
-			if err := d.rebuild(); err != nil {
-				return err
-			}
-		}
 	}
-	gone, err := d.staleScratch()
-	if err != nil {
-		return err
-	}
+	gone := h.Stale
 	for _, id := range dropCursors {
 		gone = append(gone, d.cursorPath(id))
 	}
@@ -142,7 +147,7 @@ func Repair(dir string, lockTimeout time.Duration, dropCursors []int) (err error
 		d.dirty = true // D's or the index directory's mtime moved: re-stamp
 		d.tmpFor = nil
 	}
-	if err := d.repairHolds(rs, time.Now()); err != nil {
+	if err := d.repairHolds(h.Holds, h.Orphans, time.Now()); err != nil {
 		return err
 	}
 	_, err = d.RepairTenants()
@@ -202,7 +207,7 @@ func (d stateDir) indexProblems(rs []Reservation) ([]string, error) {
 	keys := slices.AppendSeq(slices.Collect(maps.Keys(want)), maps.Keys(got))
 	slices.Sort(keys)
 	for _, k := range slices.Compact(keys) {
-		w, g := want[k], joinAddrs(got[k])
+		w, g := want[k], joinAddrs(got[k], ",")
 		switch {
 		case w == g:
 		case got[k] == nil:
@@ -225,14 +230,6 @@ func (d stateDir) indexProblems(rs []Reservation) ([]string, error) {
 func keyBucket(key string) string {
 	id, ifname, _ := strings.Cut(key, "@")
 	return bucketName(bucketOf(alloc.Attachment{ContainerID: id, IfName: ifname}))
-}
-
-func joinAddrs(ips []netip.Addr) string {
-	s := make([]string, len(ips))
-	for i, ip := range ips {
-		s[i] = ip.String()
-	}
-	return strings.Join(s, ",")
 }
 
 // staleScratch lists what a crash or failed call left in the index tree:

@@ -67,10 +67,10 @@ func (d stateDir) bucketFormat() bool {
 }
 
 // bucket is the cached content of one bucket file: its lines by key,
-// their address lists as read, which an entry replaces once its
-// attachment is used.
+// their address lists as read, or as an entry wrote them (sync) once its
+// attachment was used: what Close writes back.
 type bucket struct {
-	lines   map[string]string           // by key: the address list, "\n" included unless torn; nil until loaded
+	lines   map[string]string           // by key: the address list, "\n" included unless torn; nil until loaded or filled
 	entries map[alloc.Attachment]*entry // by Key(): the entries used, or all after a scan
 	dirty   bool                        // differs from the file: Close rewrites it
 }
@@ -90,108 +90,100 @@ func (b *bucket) load(data string) {
 }
 
 // entry is the cached index entry of one attachment, verified against D
-// when it was loaded.
+// when it was loaded. Each change is written through to its bucket's
+// lines (sync), which are then what Close writes back.
 type entry struct {
 	b     *bucket
+	key   string       // its line's key (entryKey); "": it has no line
 	addrs []netip.Addr // sorted
 }
 
 func (e *entry) add(ip netip.Addr) {
 	if i, found := slices.BinarySearchFunc(e.addrs, ip, netip.Addr.Compare); !found {
 		e.addrs = slices.Insert(e.addrs, i, ip)
-		e.b.dirty = true
+		e.sync()
 	}
 }
 
 func (e *entry) remove(ip netip.Addr) {
 	if i, found := slices.BinarySearchFunc(e.addrs, ip, netip.Addr.Compare); found {
 		e.addrs = slices.Delete(e.addrs, i, i+1)
-		e.b.dirty = true
+		e.sync()
 	}
 }
 
-// line is e's line in its bucket file, or "" when it holds nothing.
-func (e *entry) line(key string) string {
-	if len(e.addrs) == 0 {
-		return ""
+// sync writes e into its bucket's lines: an entry that holds nothing
+// (or cannot be indexed: key "", which no line has) has no line.
+func (e *entry) sync() {
+	e.b.dirty = true
+	if e.key != "" && len(e.addrs) > 0 {
+		e.b.lines[e.key] = joinAddrs(e.addrs, " ") + "\n"
+	} else {
+		delete(e.b.lines, e.key)
 	}
-	var b strings.Builder
-	b.WriteString(key)
-	for _, ip := range e.addrs {
-		b.WriteByte(' ')
-		b.WriteString(ip.String())
-	}
-	b.WriteByte('\n')
-	return b.String()
 }
 
-// content is the bucket file: one line per indexable attachment holding
-// something, sorted by key; a line loaded is kept verbatim unless its
-// attachment has an entry.
+// joinAddrs is ips, each as a string, separated by sep.
+func joinAddrs(ips []netip.Addr, sep string) string {
+	s := make([]string, len(ips))
+	for i, ip := range ips {
+		s[i] = ip.String()
+	}
+	return strings.Join(s, sep)
+}
+
+// content is the bucket file: its lines sorted by key, a torn one left
+// out (sync rewrites it whole once its attachment is used).
 func (b *bucket) content() string {
-	over := make(map[string]string, len(b.entries)) // by key: the entries' lines
-	for a, e := range b.entries {
-		if key, ok := entryKey(a); ok {
-			over[key] = e.line(key)
-		}
-	}
-	keys := slices.AppendSeq(slices.Collect(maps.Keys(b.lines)), maps.Keys(over))
-	slices.Sort(keys)
 	var s strings.Builder
-	for _, key := range slices.Compact(keys) {
-		if line, ok := over[key]; ok {
-			s.WriteString(line)
-		} else if list := b.lines[key]; strings.HasSuffix(list, "\n") {
+	for _, key := range slices.Sorted(maps.Keys(b.lines)) {
+		if list := b.lines[key]; strings.HasSuffix(list, "\n") {
 			s.WriteString(key + " " + list)
 		}
 	}
 	return s.String()
 }
 
-// bucket returns the cached bucket n, creating an unloaded one.
+// bucket returns the cached bucket n, creating it: unloaded (lines nil)
+// or, in a complete cache, holding no line yet.
 func (d *Disk) bucket(n uint8) *bucket {
 	b := d.buckets[n]
 	if b == nil {
 		b = &bucket{entries: map[alloc.Attachment]*entry{}}
+		if d.complete {
+			b.lines = map[string]string{}
+		}
 		d.buckets[n] = b
 	}
 	return b
 }
 
-// known is a's entry in a complete cache (built from a scan), made empty
-// where a holds nothing.
-func (d *Disk) known(a alloc.Attachment) *entry {
-	b := d.bucket(bucketOf(a))
-	if b.entries[a] == nil {
-		b.entries[a] = &entry{b: b}
-	}
-	return b.entries[a]
-}
-
 // fill replaces the cache with the result of a full scan.
 func (d *Disk) fill(all map[netip.Addr]alloc.Attachment) {
 	d.buckets = make(map[uint8]*bucket, numBuckets)
-	for _, ip := range slices.SortedFunc(maps.Keys(all), netip.Addr.Compare) {
-		e := d.known(all[ip].Key())
-		e.addrs = append(e.addrs, ip)
-	}
 	d.complete = true
+	for _, ip := range slices.SortedFunc(maps.Keys(all), netip.Addr.Compare) {
+		e, _ := d.tracked(all[ip]) // a complete cache reads nothing: no error
+		e.add(ip)
+	}
 }
 
-// tracked returns a's cached entry, loading its bucket from the index on
-// first use and verifying a's addresses, or nil when a is not indexed
-// (the caller then scans D).
+// tracked returns a's cached entry, made empty where a holds nothing.
+// In a complete cache (built from a scan) every attachment has one;
+// otherwise a's bucket is loaded from the index on first use and a's
+// addresses are verified, and an attachment the index cannot name has
+// none: nil (the caller then scans D).
 func (d *Disk) tracked(a alloc.Attachment) (*entry, error) {
 	a = a.Key()
-	if d.complete {
-		return d.known(a), nil
-	}
 	key, ok := entryKey(a)
-	if !ok {
+	if !ok && !d.complete {
 		return nil, nil
 	}
 	n := bucketOf(a)
 	b := d.bucket(n)
+	if e := b.entries[a]; e != nil {
+		return e, nil
+	}
 	if b.lines == nil {
 		data, _, err := readFile(child(d.idx, bucketName(n)))
 		if err != nil {
@@ -199,12 +191,9 @@ func (d *Disk) tracked(a alloc.Attachment) (*entry, error) {
 		}
 		b.load(string(data))
 	}
-	if e := b.entries[a]; e != nil {
-		return e, nil
-	}
-	e := &entry{b: b}
-	if raw, found := b.lines[key]; found {
-		if err := d.verify(a, e, key, raw); err != nil {
+	e := &entry{b: b, key: key}
+	if raw, found := b.lines[key]; found { // never in a complete cache
+		if err := d.verify(a, e, raw); err != nil {
 			return nil, err
 		}
 	}
@@ -216,7 +205,7 @@ func (d *Disk) tracked(a alloc.Attachment) (*entry, error) {
 // still names a as owner; a stale address is dropped, never released.
 // A line that is not what e now writes (stale, torn, unsorted) is
 // rewritten by Close.
-func (d *Disk) verify(a alloc.Attachment, e *entry, key, raw string) error {
+func (d *Disk) verify(a alloc.Attachment, e *entry, raw string) error {
 	for f := range strings.FieldsSeq(raw) {
 		ip, err := netip.ParseAddr(f)
 		if err != nil {
@@ -232,21 +221,23 @@ func (d *Disk) verify(a alloc.Attachment, e *entry, key, raw string) error {
 	}
 	slices.SortFunc(e.addrs, netip.Addr.Compare)
 	e.addrs = slices.Compact(e.addrs)
-	if e.line(key) != key+" "+raw {
-		e.b.dirty, d.dirty = true, true
+	if len(e.addrs) == 0 || joinAddrs(e.addrs, " ")+"\n" != raw {
+		e.sync()
+		d.dirty = true
 	}
 	return nil
 }
 
-// flush writes every changed bucket back in place: the stamp, not atomic
+// flush writes every changed bucket into the index directory idx (D's,
+// or the fresh tree of a rebuild) in place: the stamp, not atomic
 // replacement, protects buckets from torn writes. An emptied bucket stays
 // as an empty file.
-func (d *Disk) flush() error {
+func (d *Disk) flush(idx string) error {
 	for n, b := range d.buckets {
 		if !b.dirty {
 			continue
 		}
-		if err := overwrite(child(d.idx, bucketName(n)), b.content(), modePrivate); err != nil {
+		if err := overwrite(child(idx, bucketName(n)), b.content(), modePrivate); err != nil {
 			return err
 		}
 		b.dirty = false

@@ -81,47 +81,6 @@ func lockFile(path string, flags int, uid int, timeout time.Duration, busy func(
 	}
 }
 
-// lockNamed is lockFile of a lock file that a remover may unlink
-// (dropTenantLock): a flock on an inode the path no longer names locks
-// nothing anyone else will look at, so after the flock it checks that
-// path still names the inode it locked, and otherwise opens and locks
-// again, within the one timeout.
-func lockNamed(path string, uid int, timeout time.Duration, busy func() error) (*Lock, error) {
-	deadline := time.Now().Add(timeout)
-	for {
-		l, err := lockFile(path, syscall.O_CREAT, uid, time.Until(deadline), busy)
-		if err != nil {
-			return nil, err
-		}
-		named, err := l.names(path)
-		if err == nil && named {
-			return l, nil
-		}
-		l.Close()
-		if err != nil {
-			return nil, err
-		}
-		if !time.Now().Before(deadline) {
-			return nil, busy()
-		}
-	}
-}
-
-// names reports whether path names the inode l locked.
-func (l *Lock) names(path string) (bool, error) {
-	var held, named syscall.Stat_t
-	if err := syscall.Fstat(l.fd, &held); err != nil {
-		return false, cnierr.IO("stat", path, err)
-	}
-	if err := syscall.Lstat(path, &named); err != nil {
-		if err == syscall.ENOENT {
-			return false, nil
-		}
-		return false, cnierr.IO("stat", path, err)
-	}
-	return held.Dev == named.Dev && held.Ino == named.Ino, nil
-}
-
 // Lock is a held flock: its descriptor, which Close releases. It is no
 // *os.File because os.NewFile asks the kernel whether the descriptor
 // blocks, one more system call per lock on every operation, for a poller

@@ -3,7 +3,6 @@ package hostlocal
 import (
 	"errors"
 	"os"
-	"path/filepath"
 
 	"github.com/cniplugins/cniplugins/internal/cnierr"
 )
@@ -48,13 +47,11 @@ func (d *Disk) rebuild() error {
 	// b00 is always written, even empty: it marks the bucket layout (see
 	// bucketFormat).
 	d.bucket(0)
-	for n, b := range d.buckets {
-		if s := b.content(); s != "" || n == 0 {
-			if err := writePrivate(filepath.Join(fresh, bucketName(n)), s); err != nil {
-				return err
-			}
-		}
-		b.dirty = false
+	for _, b := range d.buckets {
+		b.dirty = true
+	}
+	if err := d.flush(fresh); err != nil {
+		return err
 	}
 	if err := os.Rename(d.idx, old); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return cnierr.IO("rename", d.idx, err)

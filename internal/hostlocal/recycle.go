@@ -40,13 +40,14 @@ func nlink(fi os.FileInfo) uint64 {
 	return 0
 }
 
-// inode is fi's inode number, when fi is a regular file's.
-func inode(fi os.FileInfo) (uint64, bool) {
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	if !ok || !fi.Mode().IsRegular() {
+// inode is the inode number of a regular file, from its status (an
+// os.DirEntry's Info, or an Lstat) and the error that came with it.
+func inode(fi os.FileInfo, err error) (uint64, bool) {
+	if err != nil || !fi.Mode().IsRegular() {
 		return 0, false
 	}
-	return st.Ino, true
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	return st.Ino, ok
 }
 
 // replaceRecycled gives path (in D) the content s atomically: the spare

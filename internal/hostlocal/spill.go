@@ -42,13 +42,10 @@ func (d *Disk) MaySpill(a alloc.Attachment) (bool, error) {
 	}
 	path := child(d.spillDir(), name)
 	_, err := os.Lstat(path)
-	switch {
-	case err == nil:
-		return true, nil
-	case errors.Is(err, os.ErrNotExist):
-		return false, nil
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return true, cnierr.IO("stat", path, err)
 	}
-	return true, cnierr.IO("stat", path, err)
+	return err == nil, nil
 }
 
 // RecordSpill implements alloc.SpillRecorder.
@@ -60,7 +57,7 @@ func (d *Disk) RecordSpill(a alloc.Attachment) error {
 	if err := d.makeSubdir(d.spillDir()); err != nil {
 		return err
 	}
-	return writePrivate(child(d.spillDir(), name), a.Network)
+	return overwrite(child(d.spillDir(), name), a.Network, modePrivate)
 }
 
 // ForgetSpill implements alloc.SpillRecorder.

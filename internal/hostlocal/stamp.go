@@ -75,7 +75,7 @@ func (d *Disk) commit() error {
 	if !d.dirty || d.untrusted {
 		return nil
 	}
-	if err := d.flush(); err != nil {
+	if err := d.flush(d.idx); err != nil {
 		return err
 	}
 	nanos := newStampNanos()
@@ -86,17 +86,16 @@ func (d *Disk) commit() error {
 	if err := overwrite(path, text, modePrivate); err != nil {
 		return err
 	}
-	t := time.Unix(0, nanos)
-	ok := os.Chtimes(d.dir, time.Time{}, t) == nil && os.Chtimes(d.idx, time.Time{}, t) == nil
+	// Each directory is given the stamp as its mtime and read back.
+	t, ok := time.Unix(0, nanos), true
 	for _, p := range []string{d.dir, d.idx} {
-		if !ok {
-			break
+		if ok = ok && os.Chtimes(p, time.Time{}, t) == nil; ok {
+			m, err := d.dirMtime(p)
+			if err != nil && !errors.Is(err, os.ErrNotExist) {
+				return err
+			}
+			ok = err == nil && m == nanos
 		}
-		m, err := d.dirMtime(p)
-		if err != nil && !errors.Is(err, os.ErrNotExist) {
-			return err
-		}
-		ok = err == nil && m == nanos
 	}
 	if !ok {
 		d.untrusted = true

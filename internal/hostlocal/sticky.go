@@ -128,40 +128,16 @@ func (d *Disk) Reassign(ip netip.Addr, from, to alloc.Attachment) error {
 	if err := d.replaceRecycled(path, reservationContent(to)); err != nil {
 		return err
 	}
-	for _, a := range []alloc.Attachment{from, to} {
-		e, err := d.tracked(a)
-		if err != nil {
-			return err
-		}
-		if e != nil && a == from {
-			e.remove(ip)
-		} else if e != nil {
-			e.add(ip)
-		}
+	if err := d.track(from, ip, (*entry).remove); err != nil {
+		return err
 	}
-	return nil
-}
-
-// holdProblems is fsck's view of D's holds: every record judged, and the
-// held files that no valid record names (alloc.Orphans).
-func (d stateDir) holdProblems(rs []Reservation) ([]alloc.HoldRecord, []netip.Addr, error) {
-	v := alloc.GCView{Owners: map[netip.Addr]alloc.Attachment{}}
-	for _, r := range rs {
-		v.Owners[r.Addr] = r.Owner
-	}
-	var err error
-	v.Holds, err = alloc.ListHolds(d)
-	return v.Holds, alloc.Orphans(v), err
+	return d.track(to, ip, (*entry).add)
 }
 
 // repairHolds repairs every record as the engine judges it
-// (alloc.RepairOf, what fsck reports) against D's reservations rs, and
-// frees held files without a record (nothing can ever claim them).
-func (d *Disk) repairHolds(rs []Reservation, now time.Time) error {
-	holds, orphans, err := d.holdProblems(rs)
-	if err != nil {
-		return err
-	}
+// (alloc.RepairOf, what fsck reports), and frees the held files without a
+// record (orphans: nothing can ever claim them).
+func (d *Disk) repairHolds(holds []alloc.HoldRecord, orphans []netip.Addr, now time.Time) error {
 	for _, e := range holds {
 		if _, err := alloc.Repair(d, alloc.RepairOf(e, now)); err != nil {
 			return err

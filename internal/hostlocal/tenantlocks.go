@@ -5,6 +5,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/cniplugins/cniplugins/internal/cnierr"
@@ -14,7 +15,7 @@ import (
 // Tenants' lock files (docs/tenancy.md, "Tenants that come and go"). A
 // remover unlinks a lock file only while it holds that very flock (taken
 // without waiting) and, under it, finds the tenant's count 0 in every
-// pool; a locker (lockNamed) keeps only a flock on the inode the path
+// pool; a locker (LockTenant) keeps only a flock on the inode the path
 // names. So whoever holds a lock the path names is the tenant's only
 // holder, whenever the file goes: counts only grow under the tenant's
 // lock, so the remover's 0 stays 0 until the file is gone.
@@ -30,16 +31,37 @@ const tenantLockPrefix = "_tenant-"
 // holding a pool's: no deadlock), so no other process adds to the
 // tenant's count meanwhile and the ADD may count in pools it has not
 // locked (TenantAddrsUnlocked). GC and fsck --repair remove idle tenants'
-// lock files (DropIdleTenantLocks), hence lockNamed. checked is
-// OpenChecked's.
+// lock files (DropIdleTenantLocks): a flock on an inode the path no
+// longer names locks nothing anyone else will look at, so once locked it
+// checks that the path still names the inode it locked, and otherwise
+// locks again, within the one timeout. checked is OpenChecked's.
 func LockTenant(poolsDir, tenant string, uid int, timeout time.Duration, checked map[string]bool) (*Lock, error) {
 	idx := child(poolsDir, "_index")
 	if err := ensureChecked(checked, uid, dirSpec{poolsDir, modeStateDir}, dirSpec{idx, modePrivateDir}); err != nil {
 		return nil, err
 	}
-	return lockNamed(child(idx, tenantLockPrefix+pool.TenantName(tenant)), uid, timeout, func() error {
+	path := child(idx, tenantLockPrefix+pool.TenantName(tenant))
+	busy := func() error {
 		return cnierr.New(cnierr.CodeTryAgainLater, "tenant is locked", "tenant=%s timeout=%s", tenant, timeout)
-	})
+	}
+	deadline := time.Now().Add(timeout)
+	for {
+		l, err := lockFile(path, syscall.O_CREAT, uid, time.Until(deadline), busy)
+		if err != nil {
+			return nil, err
+		}
+		named, err := l.names(path)
+		if err == nil && named {
+			return l, nil
+		}
+		l.Close()
+		if err != nil {
+			return nil, err
+		}
+		if !time.Now().Before(deadline) {
+			return nil, busy()
+		}
+	}
 }
 
 // TenantLock is one tenant's lock file in a data dir's pools.
@@ -128,6 +150,21 @@ func dropTenantLock(l TenantLock, uid int) (bool, error) {
 		return false, err
 	}
 	return true, removeIfAny(l.Path)
+}
+
+// names reports whether path names the inode l locked.
+func (l *Lock) names(path string) (bool, error) {
+	var held, named syscall.Stat_t
+	if err := syscall.Fstat(l.fd, &held); err != nil {
+		return false, cnierr.IO("stat", path, err)
+	}
+	if err := syscall.Lstat(path, &named); err != nil {
+		if err == syscall.ENOENT {
+			return false, nil
+		}
+		return false, cnierr.IO("stat", path, err)
+	}
+	return held.Dev == named.Dev && held.Ino == named.Ino, nil
 }
 
 // errLockHeld is lockFile's busy error for a lock another process holds.

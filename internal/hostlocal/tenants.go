@@ -74,7 +74,7 @@ func (d stateDir) tokenChain(name string) (recs []int, n int, err error) {
 		if errors.Is(err, os.ErrNotExist) {
 			return recs, n, nil
 		}
-		if _, ok := inode(fi); err == nil && !ok {
+		if _, ok := inode(fi, err); err == nil && !ok {
 			err = errNotRegular
 		}
 		if err != nil {
@@ -142,7 +142,7 @@ func (d *Disk) makeToken(token string) error {
 	if _, err := os.Lstat(token); !errors.Is(err, os.ErrNotExist) {
 		return nil
 	}
-	return writePrivate(token, d.tenant)
+	return overwrite(token, d.tenant, modePrivate)
 }
 
 // untag forgets ip's tenant, once its reservation is gone (or never was).
@@ -200,11 +200,9 @@ func (d stateDir) tenantRecords(reserved []netip.Addr) ([]TenantRecord, error) {
 	}
 	byInode := make(map[uint64]string, len(toks))
 	for _, t := range toks {
-		_, tenant, ok := tokenName(t.Name())
-		if fi, err := t.Info(); ok && err == nil {
-			if ino, ok := inode(fi); ok {
-				byInode[ino] = tenant
-			}
+		_, tenant, named := tokenName(t.Name())
+		if ino, ok := inode(t.Info()); ok && named {
+			byInode[ino] = tenant
 		}
 	}
 	recs, err := readDirIfAny(d.recordsDir(), d.uid)
@@ -215,10 +213,8 @@ func (d stateDir) tenantRecords(reserved []netip.Addr) ([]TenantRecord, error) {
 		r := TenantRecord{Path: child(d.recordsDir(), e.Name())}
 		r.Addr, _ = netip.ParseAddr(e.Name())
 		_, r.Reserved = slices.BinarySearchFunc(reserved, r.Addr, netip.Addr.Compare)
-		if fi, err := e.Info(); err == nil {
-			if ino, ok := inode(fi); ok {
-				r.Tenant = byInode[ino]
-			}
+		if ino, ok := inode(e.Info()); ok {
+			r.Tenant = byInode[ino]
 		}
 		out = append(out, r)
 	}

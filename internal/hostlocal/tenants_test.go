@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/cniplugins/cniplugins/internal/cnierr"
 )
 
 // reserveFor reserves ip for attachment id as tenant's in dir, in one
@@ -254,5 +256,22 @@ func TestTenantRecordsRepaired(t *testing.T) {
 		if _, err := os.Lstat(p); !errors.Is(err, os.ErrNotExist) {
 			t.Errorf("%s survived the repair", p)
 		}
+	}
+}
+
+// A token that cannot be looked at (here _tok is a file, so lstat(2)
+// says ENOTDIR) is an I/O error of the count, code 5, never a panic.
+func TestTenantCountLstatError(t *testing.T) {
+	dir := t.TempDir()
+	sd := newStateDir(dir)
+	if err := os.Mkdir(sd.tenantsDir(), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(sd.tokensDir(), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	n, err := TenantAddrsUnlocked(dir, "ns=a", os.Geteuid())
+	if cnierr.Code(err) != cnierr.CodeIO || !errors.Is(err, syscall.ENOTDIR) || n != 0 {
+		t.Fatalf("count = %d, %v; want code 5 (ENOTDIR)", n, err)
 	}
 }
