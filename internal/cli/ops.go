@@ -10,7 +10,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cniplugins/cniplugins/internal/dapools"
-	"github.com/cniplugins/cniplugins/internal/ops"
 )
 
 // opsCommands are the operators' commands (internal/ops does the work),
@@ -40,8 +39,8 @@ type outputFlags struct {
 }
 
 func (o *outputFlags) add(c *cobra.Command, allowed ...string) {
-	o.allowed = append([]string{ops.FormatTable, ops.FormatJSON}, allowed...)
-	c.Flags().StringVarP(&o.format, "output", "o", ops.FormatTable, "output format: "+joinOr(o.allowed))
+	o.allowed = append([]string{formatTable, formatJSON}, allowed...)
+	c.Flags().StringVarP(&o.format, "output", "o", formatTable, "output format: "+joinOr(o.allowed))
 	c.Flags().BoolVar(&o.noHeaders, "no-headers", false, "omit the table header")
 }
 
@@ -55,8 +54,8 @@ type column[T any] struct {
 
 // writeItems prints items as -o json, or as a table of cols.
 func writeItems[T any](w io.Writer, out outputFlags, items []T, cols []column[T]) error {
-	if out.format == ops.FormatJSON {
-		return ops.WriteJSON(w, items)
+	if out.format == formatJSON {
+		return writeJSON(w, items)
 	}
 	cols = slices.DeleteFunc(cols, func(c column[T]) bool { return !c.show })
 	header := make([]string, len(cols))
@@ -70,7 +69,7 @@ func writeItems[T any](w io.Writer, out outputFlags, items []T, cols []column[T]
 			rows[i][j] = c.cell(it)
 		}
 	}
-	return ops.WriteTable(w, header, rows, out.noHeaders)
+	return writeTable(w, header, rows, out.noHeaders)
 }
 
 func (o *outputFlags) check() error {

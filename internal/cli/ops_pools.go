@@ -86,7 +86,7 @@ their claims in etcd.
 	// Without --data-dir, each configuration's own ipam.dataDir.
 	dd := c.Flags().Lookup("data-dir")
 	dd.DefValue, dd.Usage, bf.local.dataDir = "", "read state from this data dir instead of each configuration's ipam.dataDir", ""
-	out.add(c, ops.FormatProm)
+	out.add(c, formatProm)
 	conf.add(c)
 	return c
 }

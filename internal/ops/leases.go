@@ -163,5 +163,5 @@ func (l Lease) Describe() string {
 		who = "node " + l.Node + ", " + who
 	}
 	addr := cmp.Or(l.Address, "(no address)") // a shared Backend's marker has none
-	return printable(fmt.Sprintf("%s (%s, %s, owner %s)", addr, where, who, l.Owner))
+	return Printable(fmt.Sprintf("%s (%s, %s, owner %s)", addr, where, who, l.Owner))
 }

@@ -1,7 +1,6 @@
 package ops
 
 import (
-	"bytes"
 	"errors"
 	"net/netip"
 	"strings"
@@ -13,14 +12,6 @@ import (
 	"github.com/cniplugins/cniplugins/internal/hostlocal"
 	"github.com/cniplugins/cniplugins/internal/pool"
 )
-
-func TestBar(t *testing.T) {
-	for p, want := range map[float64]string{0: "[....................]", 50: "[##########..........]", 100: "[####################]", 2.4: "[....................]", 2.6: "[#...................]"} {
-		if got := Bar(p); got != want {
-			t.Errorf("Bar(%v) = %s, want %s", p, got, want)
-		}
-	}
-}
 
 func TestParseKeep(t *testing.T) {
 	for _, tt := range []struct {
@@ -63,27 +54,6 @@ func TestProblemFromTypedError(t *testing.T) {
 		if got.Path != tt.path || got.Value != tt.value || !strings.Contains(got.Msg, tt.msg) || got.File != "f.conflist" {
 			t.Errorf("problem(%v) = %+v; want path %q value %q msg %q", tt.err, got, tt.path, tt.value, tt.msg)
 		}
-	}
-}
-
-func TestWriteTable(t *testing.T) {
-	var b bytes.Buffer
-	if err := WriteTable(&b, []string{"A", "LONGER"}, [][]string{{"x", ""}, {"wide-cell", "y"}}, false); err != nil {
-		t.Fatal(err)
-	}
-	want := "A          LONGER\nx          -\nwide-cell  y\n"
-	if b.String() != want {
-		t.Errorf("table:\n%q\nwant\n%q", b.String(), want)
-	}
-	b.Reset()
-	_ = WriteTable(&b, []string{"A", "B"}, [][]string{{"\x1b[2Jevil\xff", "z"}}, true)
-	if b.String() != "?[2Jevil?  z\n" {
-		t.Errorf("control characters reach the terminal: %q", b.String())
-	}
-	b.Reset()
-	_ = WriteTable(&b, []string{"A"}, [][]string{{"x"}}, true)
-	if b.String() != "x\n" {
-		t.Errorf("--no-headers: %q", b.String())
 	}
 }
 

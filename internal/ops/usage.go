@@ -203,9 +203,3 @@ func (u *Usage) tenantUsage(tenants map[netip.Addr]string) []TenantUsage {
 	}
 	return out
 }
-
-// Bar is a 20-cell gauge of p percent for tables.
-func Bar(p float64) string {
-	n := int(math.Round(p / 5))
-	return "[" + strings.Repeat("#", n) + strings.Repeat(".", 20-n) + "]"
-}
