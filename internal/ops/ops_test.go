@@ -57,12 +57,6 @@ func TestProblemFromTypedError(t *testing.T) {
 	}
 }
 
-func TestPromQuote(t *testing.T) {
-	if got := promQuote("a\"b\\c\nd"); got != `"a\"b\\c\nd"` {
-		t.Errorf("promQuote = %s", got)
-	}
-}
-
 // Usages lists a pool shared by two networks once, naming both, and
 // counts only the addresses inside each set.
 func TestUsagesSharedPool(t *testing.T) {
