@@ -126,7 +126,7 @@ releases, install passes and refusals).`,
 	fl.DurationVar(&o.GCInterval, "gc-interval", time.Hour, "with --gc-cri: time between two reconciles")
 	fl.DurationVar(&cri.minAge, "gc-min-age", ops.DefaultMinAge, "with --gc-cri: release only reservations older than this (an ADD in flight is younger)")
 	fl.DurationVar(&cri.timeout, "gc-cri-timeout", 10*time.Second, "with --gc-cri: how long to wait for the runtime's answer")
-	fl.IntVar(&cri.scope.maxConfNum, "gc-max-conf-num", ops.DefaultMaxConfNum, "with --gc-cri: how many of --net-dir's files the runtime loads, by name (containerd's max_conf_num; 0: all); only their networks are reconciled")
+	fl.IntVar(&cri.scope.maxConfNum, "gc-max-conf-num", defaultMaxConfNum, "with --gc-cri: how many of --net-dir's files the runtime loads, by name (containerd's max_conf_num; 0: all); only their networks are reconciled")
 	fl.StringArrayVar(&cri.scope.networks, "gc-network", nil, "with --gc-cri: a network the runtime's pods are attached to beside --net-dir's (a Multus attachment's; repeatable)")
 	fl.StringVar(&metrics, "metrics-address", "", fullOnlyUsage("with --watch: serve GET /metrics (Prometheus) on this HOST:PORT (port 0: any; the bound address is logged)", f.Metrics != nil))
 	bf.add(c, f.Etcd, true, "this node's name, whose claims --gc-cri reconciles (required)")

@@ -2,13 +2,11 @@ package cli
 
 import (
 	"fmt"
-	"os"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/cniplugins/cniplugins/internal/alloc"
 	"github.com/cniplugins/cniplugins/internal/ops"
 )
 
@@ -93,7 +91,7 @@ The Docker driver's reservations are never touched.`,
 				return fmt.Errorf("give the live attachments with --keep or with --keep-file")
 			}
 			for _, k := range keep {
-				a, err := ops.ParseKeep(k)
+				a, err := parseKeep(k)
 				if err != nil {
 					return err
 				}
@@ -139,13 +137,4 @@ The Docker driver's reservations are never touched.`,
 	c.Flags().BoolVar(&r.Force, "force", false, "with --etcd: --apply even if --node was seen alive within --dead-after")
 	cri.add(c, f.CRI)
 	return c
-}
-
-func readKeepFile(path string) ([]alloc.Attachment, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	return ops.ReadKeepFile(f)
 }

@@ -16,7 +16,7 @@ type confFlags struct {
 }
 
 func (c *confFlags) add(cmd *cobra.Command) {
-	cmd.Flags().StringVar(&c.dir, "conf-dir", ops.DefaultConfDir, "CNI configuration directory (.conflist, .conf and .json files, as libcni reads them)")
+	cmd.Flags().StringVar(&c.dir, "conf-dir", defaultConfDir, "CNI configuration directory (.conflist, .conf and .json files, as libcni reads them)")
 	cmd.Flags().StringArrayVar(&c.files, "conf", nil, "a configuration file to read instead of the conf dir (repeatable)")
 }
 

@@ -13,32 +13,6 @@ import (
 	"github.com/cniplugins/cniplugins/internal/pool"
 )
 
-func TestParseKeep(t *testing.T) {
-	for _, tt := range []struct {
-		in   string
-		want alloc.Attachment
-		err  bool
-	}{
-		{"abc@eth0", alloc.Attachment{ContainerID: "abc", IfName: "eth0"}, false},
-		{"abc", alloc.Attachment{ContainerID: "abc"}, false},
-		{" abc@net1 ", alloc.Attachment{ContainerID: "abc", IfName: "net1"}, false},
-		{"@eth0", alloc.Attachment{}, true},
-		{"", alloc.Attachment{}, true},
-	} {
-		got, err := ParseKeep(tt.in)
-		if (err != nil) != tt.err || got != tt.want {
-			t.Errorf("ParseKeep(%q) = %+v, %v", tt.in, got, err)
-		}
-	}
-	got, err := ReadKeepFile(strings.NewReader("# live\nc1@eth0\n\n  c2\n"))
-	if err != nil || len(got) != 2 || got[1].ContainerID != "c2" {
-		t.Errorf("ReadKeepFile = %+v, %v", got, err)
-	}
-	if _, err := ReadKeepFile(strings.NewReader("c1\n@x\n")); err == nil {
-		t.Error("ReadKeepFile accepted @x")
-	}
-}
-
 func TestProblemFromTypedError(t *testing.T) {
 	p := PluginConf{File: "f.conflist", Path: "plugins[1]"}
 	for _, tt := range []struct {

@@ -2,7 +2,10 @@ package cli
 
 import (
 	"bytes"
+	"strings"
 	"testing"
+
+	"github.com/cniplugins/cniplugins/internal/alloc"
 )
 
 func TestBar(t *testing.T) {
@@ -31,5 +34,31 @@ func TestWriteTable(t *testing.T) {
 	_ = writeTable(&b, []string{"A"}, [][]string{{"x"}}, true)
 	if b.String() != "x\n" {
 		t.Errorf("--no-headers: %q", b.String())
+	}
+}
+
+func TestParseKeep(t *testing.T) {
+	for _, tt := range []struct {
+		in   string
+		want alloc.Attachment
+		err  bool
+	}{
+		{"abc@eth0", alloc.Attachment{ContainerID: "abc", IfName: "eth0"}, false},
+		{"abc", alloc.Attachment{ContainerID: "abc"}, false},
+		{" abc@net1 ", alloc.Attachment{ContainerID: "abc", IfName: "net1"}, false},
+		{"@eth0", alloc.Attachment{}, true},
+		{"", alloc.Attachment{}, true},
+	} {
+		got, err := parseKeep(tt.in)
+		if (err != nil) != tt.err || got != tt.want {
+			t.Errorf("parseKeep(%q) = %+v, %v", tt.in, got, err)
+		}
+	}
+	got, err := readKeeps(strings.NewReader("# live\nc1@eth0\n\n  c2\n"))
+	if err != nil || len(got) != 2 || got[1].ContainerID != "c2" {
+		t.Errorf("ReadKeepFile = %+v, %v", got, err)
+	}
+	if _, err := readKeeps(strings.NewReader("c1\n@x\n")); err == nil {
+		t.Error("ReadKeepFile accepted @x")
 	}
 }
