@@ -124,7 +124,7 @@ releases, install passes and refusals).`,
 	fl.DurationVar(&o.Interval, "interval", 10*time.Second, "with --watch: how often to look for changes in --conf-source")
 	fl.StringVar(&cri.endpoint, "gc-cri", "", fullOnlyUsage("reconcile the node's reservations against this CRI runtime's live sandboxes (unix socket path or unix:// URL)", f.CRI != nil))
 	fl.DurationVar(&o.GCInterval, "gc-interval", time.Hour, "with --gc-cri: time between two reconciles")
-	fl.DurationVar(&cri.minAge, "gc-min-age", ops.DefaultMinAge, "with --gc-cri: release only reservations older than this (an ADD in flight is younger)")
+	fl.DurationVar(&cri.minAge, "gc-min-age", defaultMinAge, "with --gc-cri: release only reservations older than this (an ADD in flight is younger)")
 	fl.DurationVar(&cri.timeout, "gc-cri-timeout", 10*time.Second, "with --gc-cri: how long to wait for the runtime's answer")
 	fl.IntVar(&cri.scope.maxConfNum, "gc-max-conf-num", defaultMaxConfNum, "with --gc-cri: how many of --net-dir's files the runtime loads, by name (containerd's max_conf_num; 0: all); only their networks are reconciled")
 	fl.StringArrayVar(&cri.scope.networks, "gc-network", nil, "with --gc-cri: a network the runtime's pods are attached to beside --net-dir's (a Multus attachment's; repeatable)")
