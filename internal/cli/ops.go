@@ -1,15 +1,21 @@
 package cli
 
 import (
+	"bufio"
+	"cmp"
+	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 
 	"github.com/cniplugins/cniplugins/internal/dapools"
+	"github.com/cniplugins/cniplugins/internal/ops"
 )
 
 // opsCommands are the operators' commands (internal/ops does the work),
@@ -29,6 +35,50 @@ func (s *stateFlags) add(c *cobra.Command, lock bool) {
 	if lock {
 		c.Flags().DurationVar(&s.lockTimeout, "lock-timeout", dapools.DefaultLockTimeout, "how long to wait for a state directory's lock")
 	}
+}
+
+// Output formats every command accepts with -o.
+const (
+	formatTable = "table"
+	formatJSON  = "json"
+	formatProm  = "prom"
+)
+
+// writeTable prints rows aligned under header (dropped with noHeaders).
+// Empty cells print as "-" so that columns stay parseable by awk, and
+// anything but printable characters as "?": a reservation file's content
+// must not reach a terminal as escape sequences. Widths
+// are measured first and everything goes out through one buffer: at
+// 60,000 rows a write per cell (tabwriter to an unbuffered stdout) cost
+// seconds of system calls.
+func writeTable(w io.Writer, header []string, rows [][]string, noHeaders bool) error {
+	if !noHeaders {
+		rows = append([][]string{header}, rows...)
+	}
+	widths := make([]int, len(header))
+	for _, r := range rows {
+		for i, c := range r {
+			r[i] = ops.Printable(cmp.Or(c, "-"))
+			widths[i] = max(widths[i], utf8.RuneCountInString(r[i]))
+		}
+	}
+	bw := bufio.NewWriterSize(w, 64<<10)
+	for _, r := range rows {
+		for i, c := range r {
+			bw.WriteString(c)
+			if i < len(r)-1 {
+				bw.WriteString(strings.Repeat(" ", widths[i]-utf8.RuneCountInString(c)+2))
+			}
+		}
+		bw.WriteByte('\n')
+	}
+	return bw.Flush()
+}
+
+// bar is a 20-cell gauge of p percent for tables.
+func bar(p float64) string {
+	n := int(math.Round(p / 5))
+	return "[" + strings.Repeat("#", n) + strings.Repeat(".", 20-n) + "]"
 }
 
 // outputFlags are -o and --no-headers.
@@ -55,7 +105,7 @@ type column[T any] struct {
 // writeItems prints items as -o json, or as a table of cols.
 func writeItems[T any](w io.Writer, out outputFlags, items []T, cols []column[T]) error {
 	if out.format == formatJSON {
-		return writeJSON(w, items)
+		return json.NewEncoder(w).Encode(items) // one document (an array) and a newline
 	}
 	cols = slices.DeleteFunc(cols, func(c column[T]) bool { return !c.show })
 	header := make([]string, len(cols))

@@ -23,9 +23,8 @@ type backendFlags struct {
 	node  string
 }
 
-// EtcdConfig is how to reach etcd, as ipam.etcd says it: what the flags
-// next to --etcd say, for Flavour.Etcd (ops never reads it; the full
-// flavour converts it to etcdstore's Access, whose fields are the same).
+// EtcdConfig is how to reach etcd, as ipam.etcd says it: the flags next
+// to --etcd, for Flavour.Etcd (the full flavour's etcdstore.Access).
 type EtcdConfig struct {
 	Endpoints    []string
 	Prefix       string

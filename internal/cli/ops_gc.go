@@ -1,12 +1,15 @@
 package cli
 
 import (
+	"bufio"
 	"fmt"
+	"os"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/cniplugins/cniplugins/internal/alloc"
 	"github.com/cniplugins/cniplugins/internal/ops"
 )
 
@@ -137,4 +140,39 @@ The Docker driver's reservations are never touched.`,
 	c.Flags().BoolVar(&r.Force, "force", false, "with --etcd: --apply even if --node was seen alive within --dead-after")
 	cri.add(c, f.CRI)
 	return c
+}
+
+// parseKeep reads "CONTAINERID" (every reservation of that container) or
+// "CONTAINERID@IFNAME" (that attachment, plus the container's legacy
+// id-only reservations).
+func parseKeep(s string) (alloc.Attachment, error) {
+	id, ifname, _ := strings.Cut(strings.TrimSpace(s), "@")
+	if id == "" {
+		return alloc.Attachment{}, fmt.Errorf("invalid --keep %q: want CONTAINERID[@IFNAME]", s)
+	}
+	return alloc.Attachment{ContainerID: id, IfName: ifname}, nil
+}
+
+// readKeepFile reads --keep-file: one CONTAINERID[@IFNAME] per line;
+// blank lines and lines starting with '#' are skipped.
+func readKeepFile(path string) ([]alloc.Attachment, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var out []alloc.Attachment
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		a, err := parseKeep(line)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, a)
+	}
+	return out, sc.Err()
 }

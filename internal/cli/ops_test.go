@@ -2,7 +2,8 @@ package cli
 
 import (
 	"bytes"
-	"strings"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/cniplugins/cniplugins/internal/alloc"
@@ -54,11 +55,18 @@ func TestParseKeep(t *testing.T) {
 			t.Errorf("parseKeep(%q) = %+v, %v", tt.in, got, err)
 		}
 	}
-	got, err := readKeeps(strings.NewReader("# live\nc1@eth0\n\n  c2\n"))
+	file := func(content string) string {
+		path := filepath.Join(t.TempDir(), "keep")
+		if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	got, err := readKeepFile(file("# live\nc1@eth0\n\n  c2\n"))
 	if err != nil || len(got) != 2 || got[1].ContainerID != "c2" {
 		t.Errorf("ReadKeepFile = %+v, %v", got, err)
 	}
-	if _, err := readKeeps(strings.NewReader("c1\n@x\n")); err == nil {
+	if _, err := readKeepFile(file("c1\n@x\n")); err == nil {
 		t.Error("ReadKeepFile accepted @x")
 	}
 }

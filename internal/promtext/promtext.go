@@ -27,6 +27,9 @@ type Sample struct {
 // Label is one label of a series.
 type Label struct{ Name, Value string }
 
+// escape is how the exposition format escapes a label value.
+var escape = strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`)
+
 // Write writes fams, each family's HELP and TYPE lines before its
 // samples.
 func Write(w io.Writer, fams []Family) error {
@@ -38,7 +41,7 @@ func Write(w io.Writer, fams []Family) error {
 			if len(s.Labels) > 0 {
 				pairs := make([]string, len(s.Labels))
 				for i, l := range s.Labels {
-					pairs[i] = l.Name + "=" + quote(l.Value)
+					pairs[i] = l.Name + `="` + escape.Replace(l.Value) + `"`
 				}
 				b.WriteString("{" + strings.Join(pairs, ",") + "}")
 			}
@@ -47,10 +50,4 @@ func Write(w io.Writer, fams []Family) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
-}
-
-// quote quotes a label value as the exposition format escapes it.
-func quote(s string) string {
-	r := strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`)
-	return `"` + r.Replace(s) + `"`
 }

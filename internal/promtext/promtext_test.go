@@ -1,9 +1,16 @@
 package promtext
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
-func TestQuote(t *testing.T) {
-	if got := quote("a\"b\\c\nd"); got != `"a\"b\\c\nd"` {
-		t.Errorf("quote = %s", got)
+func TestLabelQuoting(t *testing.T) {
+	var b strings.Builder
+	if err := Write(&b, []Family{{Name: "m", Samples: []Sample{{Labels: []Label{{Name: "l", Value: "a\"b\\c\nd"}}}}}}); err != nil {
+		t.Fatal(err)
+	}
+	if want := `m{l="a\"b\\c\nd"} 0` + "\n"; !strings.HasSuffix(b.String(), want) {
+		t.Errorf("exposition %q, want it to end in %q", b.String(), want)
 	}
 }
