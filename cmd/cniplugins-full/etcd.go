@@ -2,6 +2,7 @@ package main
 
 import (
 	"github.com/cniplugins/cniplugins/internal/alloc"
+	"github.com/cniplugins/cniplugins/internal/cli"
 	"github.com/cniplugins/cniplugins/internal/etcdstore"
 	"github.com/cniplugins/cniplugins/internal/ops"
 )
@@ -18,7 +19,7 @@ type etcdBackend struct{ ad *etcdstore.Operator }
 // openEtcd is the full flavour's Etcd: it validates c as ipam.etcd is
 // validated. The two config types have the same fields, so the
 // conversion is checked by the compiler.
-func openEtcd(c ops.EtcdConfig) (ops.Backend, error) {
+func openEtcd(c cli.EtcdConfig) (ops.Backend, error) {
 	ad, err := etcdstore.OpenOperator(etcdstore.Access(c))
 	if err != nil {
 		return nil, err

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/cniplugins/cniplugins/internal/alloc"
+	"github.com/cniplugins/cniplugins/internal/cli"
 	"github.com/cniplugins/cniplugins/internal/daetcd"
 	"github.com/cniplugins/cniplugins/internal/dapools"
 	"github.com/cniplugins/cniplugins/internal/dsselect"
@@ -57,7 +58,7 @@ func TestPoolsAlikeOnBothBackends(t *testing.T) {
 		{"etcd", daetcd.Personality(),
 			fmt.Sprintf(`"etcd":{"endpoints":[%q],"prefix":"/pools-test","nodeName":"node-a","machineIDFile":%q}`, fake.URL(), machine),
 			func() (ops.Backend, error) {
-				return openEtcd(ops.EtcdConfig{Endpoints: []string{fake.URL()}, Prefix: "/pools-test/"})
+				return openEtcd(cli.EtcdConfig{Endpoints: []string{fake.URL()}, Prefix: "/pools-test/"})
 			},
 			"/pools-test/ip/pool/shared/"},
 	} {
@@ -124,7 +125,7 @@ func TestLiveGCOverEtcd(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	b, err := openEtcd(ops.EtcdConfig{Endpoints: []string{fake.URL()}, Prefix: "/gc-test/"})
+	b, err := openEtcd(cli.EtcdConfig{Endpoints: []string{fake.URL()}, Prefix: "/gc-test/"})
 	if err != nil {
 		t.Fatal(err)
 	}

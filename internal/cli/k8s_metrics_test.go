@@ -76,7 +76,7 @@ func TestK8sInstallMetricsEtcdPrefix(t *testing.T) {
 		t.Run(tt.counted, func(t *testing.T) {
 			rec := &recorder{}
 			f := Lean(version.FlavourFull)
-			f.Etcd = func(ops.EtcdConfig) (ops.Backend, error) { return rec, nil }
+			f.Etcd = func(EtcdConfig) (ops.Backend, error) { return rec, nil }
 			var scrapes []string
 			stop := errors.New("scraped")
 			// Two scrapes where the server would listen, then an error

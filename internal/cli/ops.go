@@ -1,11 +1,16 @@
 package cli
 
 import (
+	"bufio"
+	"cmp"
+	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 
@@ -32,6 +37,50 @@ func (s *stateFlags) add(c *cobra.Command, lock bool) {
 	}
 }
 
+// Output formats every command accepts with -o.
+const (
+	formatTable = "table"
+	formatJSON  = "json"
+	formatProm  = "prom"
+)
+
+// writeTable prints rows aligned under header (dropped with noHeaders).
+// Empty cells print as "-" so that columns stay parseable by awk, and
+// anything but printable characters as "?": a reservation file's content
+// must not reach a terminal as escape sequences. Widths
+// are measured first and everything goes out through one buffer: at
+// 60,000 rows a write per cell (tabwriter to an unbuffered stdout) cost
+// seconds of system calls.
+func writeTable(w io.Writer, header []string, rows [][]string, noHeaders bool) error {
+	if !noHeaders {
+		rows = append([][]string{header}, rows...)
+	}
+	widths := make([]int, len(header))
+	for _, r := range rows {
+		for i, c := range r {
+			r[i] = ops.Printable(cmp.Or(c, "-"))
+			widths[i] = max(widths[i], utf8.RuneCountInString(r[i]))
+		}
+	}
+	bw := bufio.NewWriterSize(w, 64<<10)
+	for _, r := range rows {
+		for i, c := range r {
+			bw.WriteString(c)
+			if i < len(r)-1 {
+				bw.WriteString(strings.Repeat(" ", widths[i]-utf8.RuneCountInString(c)+2))
+			}
+		}
+		bw.WriteByte('\n')
+	}
+	return bw.Flush()
+}
+
+// bar is a 20-cell gauge of p percent for tables.
+func bar(p float64) string {
+	n := int(math.Round(p / 5))
+	return "[" + strings.Repeat("#", n) + strings.Repeat(".", 20-n) + "]"
+}
+
 // outputFlags are -o and --no-headers.
 type outputFlags struct {
 	format    string
@@ -40,8 +89,8 @@ type outputFlags struct {
 }
 
 func (o *outputFlags) add(c *cobra.Command, allowed ...string) {
-	o.allowed = append([]string{ops.FormatTable, ops.FormatJSON}, allowed...)
-	c.Flags().StringVarP(&o.format, "output", "o", ops.FormatTable, "output format: "+joinOr(o.allowed))
+	o.allowed = append([]string{formatTable, formatJSON}, allowed...)
+	c.Flags().StringVarP(&o.format, "output", "o", formatTable, "output format: "+joinOr(o.allowed))
 	c.Flags().BoolVar(&o.noHeaders, "no-headers", false, "omit the table header")
 }
 
@@ -55,8 +104,8 @@ type column[T any] struct {
 
 // writeItems prints items as -o json, or as a table of cols.
 func writeItems[T any](w io.Writer, out outputFlags, items []T, cols []column[T]) error {
-	if out.format == ops.FormatJSON {
-		return ops.WriteJSON(w, items)
+	if out.format == formatJSON {
+		return json.NewEncoder(w).Encode(items) // one document (an array) and a newline
 	}
 	cols = slices.DeleteFunc(cols, func(c column[T]) bool { return !c.show })
 	header := make([]string, len(cols))
@@ -70,7 +119,7 @@ func writeItems[T any](w io.Writer, out outputFlags, items []T, cols []column[T]
 			rows[i][j] = c.cell(it)
 		}
 	}
-	return ops.WriteTable(w, header, rows, out.noHeaders)
+	return writeTable(w, header, rows, out.noHeaders)
 }
 
 func (o *outputFlags) check() error {

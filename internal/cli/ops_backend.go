@@ -18,9 +18,24 @@ import (
 // "unknown flag"; there they are hidden but --etcd.
 type backendFlags struct {
 	local stateFlags
-	open  func(ops.EtcdConfig) (ops.Backend, error) // Flavour.Etcd
-	etcd  ops.EtcdConfig
+	open  func(EtcdConfig) (ops.Backend, error) // Flavour.Etcd
+	etcd  EtcdConfig
 	node  string
+}
+
+// EtcdConfig is how to reach etcd, as ipam.etcd says it: the flags next
+// to --etcd, for Flavour.Etcd (the full flavour's etcdstore.Access).
+type EtcdConfig struct {
+	Endpoints    []string
+	Prefix       string
+	Timeout      time.Duration
+	CAFile       string
+	CertFile     string
+	KeyFile      string
+	Username     string
+	PasswordFile string
+	// AllowPasswordOverHTTP is ipam.etcd.allowPasswordOverHTTP.
+	AllowPasswordOverHTTP bool
 }
 
 // etcdOnly are the flags that mean nothing without --etcd.
@@ -31,7 +46,7 @@ func etcdOnly() []string {
 // add gives c the flags of both backends; lock adds --lock-timeout (the
 // commands that write), nodeUsage says what --node does in c ("": c has
 // none).
-func (b *backendFlags) add(c *cobra.Command, open func(ops.EtcdConfig) (ops.Backend, error), lock bool, nodeUsage string) {
+func (b *backendFlags) add(c *cobra.Command, open func(EtcdConfig) (ops.Backend, error), lock bool, nodeUsage string) {
 	b.local.add(c, lock)
 	b.open = open
 	f := c.Flags()

@@ -73,7 +73,7 @@ func (o *fsckFlags) run(cmd *cobra.Command) error {
 		}
 	}
 	fs, err := ops.Fsck(req)
-	if len(fs) > 0 || out.format == ops.FormatJSON {
+	if len(fs) > 0 || out.format == formatJSON {
 		werr := writeItems(cmd.OutOrStdout(), *out, fs, []column[ops.Finding]{
 			{"SEVERITY", true, func(f ops.Finding) string { return f.Severity }},
 			{"DIR", true, func(f ops.Finding) string { return f.Dir }},

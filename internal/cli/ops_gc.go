@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bufio"
 	"fmt"
 	"os"
 	"strings"
@@ -93,7 +94,7 @@ The Docker driver's reservations are never touched.`,
 				return fmt.Errorf("give the live attachments with --keep or with --keep-file")
 			}
 			for _, k := range keep {
-				a, err := ops.ParseKeep(k)
+				a, err := parseKeep(k)
 				if err != nil {
 					return err
 				}
@@ -141,11 +142,37 @@ The Docker driver's reservations are never touched.`,
 	return c
 }
 
+// parseKeep reads "CONTAINERID" (every reservation of that container) or
+// "CONTAINERID@IFNAME" (that attachment, plus the container's legacy
+// id-only reservations).
+func parseKeep(s string) (alloc.Attachment, error) {
+	id, ifname, _ := strings.Cut(strings.TrimSpace(s), "@")
+	if id == "" {
+		return alloc.Attachment{}, fmt.Errorf("invalid --keep %q: want CONTAINERID[@IFNAME]", s)
+	}
+	return alloc.Attachment{ContainerID: id, IfName: ifname}, nil
+}
+
+// readKeepFile reads --keep-file: one CONTAINERID[@IFNAME] per line;
+// blank lines and lines starting with '#' are skipped.
 func readKeepFile(path string) ([]alloc.Attachment, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	return ops.ReadKeepFile(f)
+	var out []alloc.Attachment
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		a, err := parseKeep(line)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, a)
+	}
+	return out, sc.Err()
 }

@@ -18,6 +18,19 @@ import (
 // liveSandboxes is the flavour's CRI client (Flavour.CRI).
 type liveSandboxes = func(endpoint string, timeout time.Duration) (map[string]bool, error)
 
+// defaultConfDir is where runtimes read CNI network configurations.
+const defaultConfDir = "/etc/cni/net.d"
+
+// defaultMaxConfNum is how many network configurations a CRI runtime loads
+// from its conf dir unless told otherwise: containerd's max_conf_num
+// default, and CRI-O's one default network.
+const defaultMaxConfNum = 1
+
+// defaultMinAge is how old a reservation must be before `gc --cri` may
+// release it: longer than any ADD in flight, whose sandbox the runtime
+// does not list as ready until the ADD has returned.
+const defaultMinAge = 10 * time.Minute
+
 // criFlags are the flags of a reconcile against a CRI runtime: gc
 // --cri's, and k8s-install's --gc-* ones (without -o).
 type criFlags struct {
@@ -76,9 +89,9 @@ func (s criScope) resolve() ([]string, error) {
 func (f *criFlags) add(c *cobra.Command, live liveSandboxes) {
 	c.Flags().StringVar(&f.endpoint, "cri", "", fullOnlyUsage("reconcile against this CRI runtime's live sandboxes (unix socket path or unix:// URL, e.g. /run/containerd/containerd.sock)", live != nil))
 	c.Flags().DurationVar(&f.timeout, "cri-timeout", 10*time.Second, "with --cri: how long to wait for the runtime's answer")
-	c.Flags().DurationVar(&f.minAge, "min-age", ops.DefaultMinAge, "with --cri: release only reservations older than this (an ADD in flight is younger)")
-	c.Flags().StringArrayVar(&f.scope.confDirs, "cni-conf-dir", []string{ops.DefaultConfDir}, `with --cri: the runtime's CNI conf dir (repeatable; "" reads none): only the networks it loads from there are reconciled`)
-	c.Flags().IntVar(&f.scope.maxConfNum, "cni-max-conf-num", ops.DefaultMaxConfNum, "with --cri: how many of the conf dir's files the runtime loads, by name (containerd's max_conf_num; 0: all)")
+	c.Flags().DurationVar(&f.minAge, "min-age", defaultMinAge, "with --cri: release only reservations older than this (an ADD in flight is younger)")
+	c.Flags().StringArrayVar(&f.scope.confDirs, "cni-conf-dir", []string{defaultConfDir}, `with --cri: the runtime's CNI conf dir (repeatable; "" reads none): only the networks it loads from there are reconciled`)
+	c.Flags().IntVar(&f.scope.maxConfNum, "cni-max-conf-num", defaultMaxConfNum, "with --cri: how many of the conf dir's files the runtime loads, by name (containerd's max_conf_num; 0: all)")
 	f.scope.dirFlag, f.scope.maxFlag = "--cni-conf-dir", "--cni-max-conf-num"
 	f.out.add(c)
 }

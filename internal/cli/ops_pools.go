@@ -16,7 +16,7 @@ type confFlags struct {
 }
 
 func (c *confFlags) add(cmd *cobra.Command) {
-	cmd.Flags().StringVar(&c.dir, "conf-dir", ops.DefaultConfDir, "CNI configuration directory (.conflist, .conf and .json files, as libcni reads them)")
+	cmd.Flags().StringVar(&c.dir, "conf-dir", defaultConfDir, "CNI configuration directory (.conflist, .conf and .json files, as libcni reads them)")
 	cmd.Flags().StringArrayVar(&c.files, "conf", nil, "a configuration file to read instead of the conf dir (repeatable)")
 }
 
@@ -86,7 +86,7 @@ their claims in etcd.
 	// Without --data-dir, each configuration's own ipam.dataDir.
 	dd := c.Flags().Lookup("data-dir")
 	dd.DefValue, dd.Usage, bf.local.dataDir = "", "read state from this data dir instead of each configuration's ipam.dataDir", ""
-	out.add(c, ops.FormatProm)
+	out.add(c, formatProm)
 	conf.add(c)
 	return c
 }

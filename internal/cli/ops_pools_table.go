@@ -17,7 +17,7 @@ import (
 // has a chain, TENANTS once a pool has a quota's tenant, CONFLICT once a
 // pool is defined differently by the networks sharing it, last.
 func writePools(w io.Writer, us []ops.Usage, out outputFlags) error {
-	if out.format == ops.FormatProm {
+	if out.format == formatProm {
 		return ops.WriteProm(w, us)
 	}
 	some := func(f func(ops.Usage) bool) bool { return slices.ContainsFunc(us, f) }
@@ -38,7 +38,7 @@ func writePools(w io.Writer, us []ops.Usage, out outputFlags) error {
 		{"MIGRATING", some(func(u ops.Usage) bool { return u.Migrating > 0 }), func(u ops.Usage) string { return count(u.Migrating) }},
 		{"FREE", true, func(u ops.Usage) string { return count(u.Free) }},
 		{"USED%", true, func(u ops.Usage) string { return strconv.FormatFloat(u.Percent, 'f', 1, 64) + "%" }},
-		{"USAGE", true, func(u ops.Usage) string { return ops.Bar(u.Percent) }},
+		{"USAGE", true, func(u ops.Usage) string { return bar(u.Percent) }},
 		{"EXHAUSTED", true, func(u ops.Usage) string { return map[bool]string{false: "no", true: "yes"}[u.Exhausted] }},
 		{"NETWORKS", true, func(u ops.Usage) string { return strings.Join(u.Networks, ",") }},
 		{"OVERFLOW", some(func(u ops.Usage) bool { return len(u.Overflow) > 0 }), func(u ops.Usage) string {

@@ -49,7 +49,7 @@ is found (with --strict, a warning too).`,
 			}
 			v := ops.Validator{Lookup: f.Registry.Lookup, CNIPath: filepath.SplitList(cniPath)}
 			problems := v.Files(files)
-			if len(problems) > 0 || out.format == ops.FormatJSON {
+			if len(problems) > 0 || out.format == formatJSON {
 				err := writeItems(cmd.OutOrStdout(), out, append([]ops.Problem{}, problems...), []column[ops.Problem]{
 					{"FILE", true, func(p ops.Problem) string { return p.File }},
 					{"PATH", true, func(p ops.Problem) string { return p.Path }},

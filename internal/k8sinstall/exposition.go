@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/cniplugins/cniplugins/internal/ops"
+	"github.com/cniplugins/cniplugins/internal/promtext"
 )
 
 // Exposition is what `k8s-install --metrics-address` serves at each
@@ -55,12 +56,12 @@ func (e *Exposition) Write(w io.Writer) error {
 	}
 	e.note(err, notes.String())
 	fams := append(e.Metrics.Families(),
-		ops.PromFamily{Name: "cniplugins_build_info", Type: "gauge", Help: "1, labelled with the version and flavour of the running binary.",
-			Samples: []ops.PromSample{{Labels: []ops.PromLabel{{Name: "version", Value: e.Version}, {Name: "flavour", Value: e.Flavour}}, Value: 1}}},
-		ops.PromFamily{Name: "cniplugins_scrape_error", Type: "gauge", Help: "1 when this scrape could not compute the pools' usage (their series are missing; the installer's log says why), else 0.",
-			Samples: []ops.PromSample{{Value: scrapeError}}},
+		promtext.Family{Name: "cniplugins_build_info", Type: "gauge", Help: "1, labelled with the version and flavour of the running binary.",
+			Samples: []promtext.Sample{{Labels: []promtext.Label{{Name: "version", Value: e.Version}, {Name: "flavour", Value: e.Flavour}}, Value: 1}}},
+		promtext.Family{Name: "cniplugins_scrape_error", Type: "gauge", Help: "1 when this scrape could not compute the pools' usage (their series are missing; the installer's log says why), else 0.",
+			Samples: []promtext.Sample{{Value: scrapeError}}},
 	)
-	if err := ops.WritePromFamilies(&b, fams); err != nil {
+	if err := promtext.Write(&b, fams); err != nil {
 		return err
 	}
 	_, err = w.Write(b.Bytes())

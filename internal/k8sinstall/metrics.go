@@ -5,7 +5,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/cniplugins/cniplugins/internal/ops"
+	"github.com/cniplugins/cniplugins/internal/promtext"
 )
 
 // Metrics counts what one installer process did, for the exposition
@@ -65,16 +65,16 @@ func (m *Metrics) installPass(rep Report, err error, at time.Time) {
 // Families are the counters' series as they stand, in the exposition's
 // order; names and meanings are documented in docs/cli.md ("Prometheus
 // metrics") and are a stable interface for dashboards and alerts.
-func (m *Metrics) Families() []ops.PromFamily {
+func (m *Metrics) Families() []promtext.Family {
 	if m == nil {
 		m = &Metrics{} // nothing recorded: every series 0
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	one := func(name, typ, help string, v float64) ops.PromFamily {
-		return ops.PromFamily{Name: name, Type: typ, Help: help, Samples: []ops.PromSample{{Value: v}}}
+	one := func(name, typ, help string, v float64) promtext.Family {
+		return promtext.Family{Name: name, Type: typ, Help: help, Samples: []promtext.Sample{{Value: v}}}
 	}
-	return []ops.PromFamily{
+	return []promtext.Family{
 		one("cniplugins_gc_runs_total", "counter", "GC passes the installer ran (gc --cri --apply against the node's runtime).", float64(m.gcRuns)),
 		one("cniplugins_gc_released_total", "counter", "Reservations the installer's GC passes released: owned by no live sandbox and older than --gc-min-age.", float64(m.gcReleased)),
 		one("cniplugins_gc_errors_total", "counter", "GC passes that ended in an error (the runtime could not be asked, a reservation could not be released).", float64(m.gcErrors)),

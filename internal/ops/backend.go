@@ -42,21 +42,6 @@ func (b Local) now() time.Time {
 // Shared is false: a data dir holds this host's reservations only.
 func (Local) Shared() bool { return false }
 
-// EtcdConfig is how to reach etcd, as ipam.etcd says it (the flags of
-// leases, release and gc next to --etcd).
-type EtcdConfig struct {
-	Endpoints    []string
-	Prefix       string
-	Timeout      time.Duration
-	CAFile       string
-	CertFile     string
-	KeyFile      string
-	Username     string
-	PasswordFile string
-	// AllowPasswordOverHTTP is ipam.etcd.allowPasswordOverHTTP.
-	AllowPasswordOverHTTP bool
-}
-
 // OwnerMarker is the owner kind of the marker an ADD writes in a shared
 // Backend before it claims: left behind by an ADD that failed (until its
 // DEL) or still running; its Address is "".

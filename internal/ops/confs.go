@@ -12,9 +12,6 @@ import (
 	"github.com/containernetworking/cni/libcni"
 )
 
-// DefaultConfDir is where runtimes read CNI network configurations.
-const DefaultConfDir = "/etc/cni/net.d"
-
 // Problem is one thing wrong with a configuration file, located by file
 // and JSON path, with the offending value.
 type Problem struct {
@@ -169,11 +166,6 @@ func trimmed(s string) string {
 	}
 	return s
 }
-
-// DefaultMaxConfNum is how many network configurations a CRI runtime loads
-// from its conf dir unless told otherwise: containerd's max_conf_num
-// default, and CRI-O's one default network.
-const DefaultMaxConfNum = 1
 
 // CheckMaxConfNum refuses a negative count of files a runtime loads (0
 // loads all); name is what the caller calls the count, in the error.

@@ -87,7 +87,7 @@ func tenantLockFindings(r FsckRequest) ([]Finding, error) {
 		if !l.Counted {
 			// The tenants' locks live beside the pools' indexes.
 			out = append(out, Finding{Dir: "_pools/_index", Severity: SeverityNote, Path: l.Path,
-				What:   fmt.Sprintf("lock file of tenant %q, for which no pool counts an address any more", printable(l.Tenant)),
+				What:   fmt.Sprintf("lock file of tenant %q, for which no pool counts an address any more", Printable(l.Tenant)),
 				Repair: repairRemove})
 		}
 	}
@@ -167,7 +167,7 @@ func findings(d StateScope, h *hostlocal.Health, sets []addrspace.RangeSet) ([]F
 	now := time.Now()
 	for _, e := range h.Holds {
 		path := filepath.Join(d.Dir, "_sticky", e.ID+".json")
-		record := "sticky hold record of key " + printable(fmt.Sprintf("%q", e.Key)) + " "
+		record := "sticky hold record of key " + Printable(fmt.Sprintf("%q", e.Key)) + " "
 		r := alloc.RepairOf(e, now)
 		switch r.Fix {
 		case alloc.RemoveRecord:
@@ -178,7 +178,7 @@ func findings(d StateScope, h *hostlocal.Health, sets []addrspace.RangeSet) ([]F
 			add(SeverityProblem, path, record+e.SecondProblem(), "drop the migration target; the owner keeps the address")
 		}
 		if r.Settle != "" {
-			add(SeverityProblem, path, record+printable(r.Settle), "finish it, as the DEL of the container it names would")
+			add(SeverityProblem, path, record+Printable(r.Settle), "finish it, as the DEL of the container it names would")
 		}
 	}
 	for _, r := range h.Tenants {
@@ -187,7 +187,7 @@ func findings(d StateScope, h *hostlocal.Health, sets []addrspace.RangeSet) ([]F
 		case r.Tenant == "":
 			add(SeverityProblem, r.Path, "not a tenant record this version keeps ("+stale+")", repairRemove)
 		default:
-			add(SeverityProblem, r.Path, fmt.Sprintf("tenant %q's record of %s counts an address it does not have (%s): a process killed mid-ADD or mid-DEL that no operation has followed yet; it over-counts the quota", printable(r.Tenant), r.Addr, stale), repairRemove)
+			add(SeverityProblem, r.Path, fmt.Sprintf("tenant %q's record of %s counts an address it does not have (%s): a process killed mid-ADD or mid-DEL that no operation has followed yet; it over-counts the quota", Printable(r.Tenant), r.Addr, stale), repairRemove)
 		}
 	}
 	for _, p := range h.UnusedTokens {

@@ -1,12 +1,8 @@
 package ops
 
 import (
-	"bufio"
 	"cmp"
 	"errors"
-	"fmt"
-	"io"
-	"strings"
 	"time"
 
 	"github.com/cniplugins/cniplugins/internal/alloc"
@@ -104,34 +100,4 @@ func (b Local) collect(d StateScope, keep alloc.KeepSet, r GCRequest) ([]Lease, 
 		out = append(out, byAddr[ip.String()])
 	}
 	return out, err
-}
-
-// ParseKeep reads "CONTAINERID" (every reservation of that container) or
-// "CONTAINERID@IFNAME" (that attachment, plus the container's legacy
-// id-only reservations).
-func ParseKeep(s string) (alloc.Attachment, error) {
-	id, ifname, _ := strings.Cut(strings.TrimSpace(s), "@")
-	if id == "" {
-		return alloc.Attachment{}, fmt.Errorf("invalid --keep %q: want CONTAINERID[@IFNAME]", s)
-	}
-	return alloc.Attachment{ContainerID: id, IfName: ifname}, nil
-}
-
-// ReadKeepFile reads one CONTAINERID[@IFNAME] per line; blank lines and
-// lines starting with '#' are skipped.
-func ReadKeepFile(r io.Reader) ([]alloc.Attachment, error) {
-	var out []alloc.Attachment
-	sc := bufio.NewScanner(r)
-	for sc.Scan() {
-		line := strings.TrimSpace(sc.Text())
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		a, err := ParseKeep(line)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, a)
-	}
-	return out, sc.Err()
 }

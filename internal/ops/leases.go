@@ -6,6 +6,8 @@ import (
 	"net/netip"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/cniplugins/cniplugins/internal/alloc"
 	"github.com/cniplugins/cniplugins/internal/hostlocal"
@@ -163,5 +165,20 @@ func (l Lease) Describe() string {
 		who = "node " + l.Node + ", " + who
 	}
 	addr := cmp.Or(l.Address, "(no address)") // a shared Backend's marker has none
-	return printable(fmt.Sprintf("%s (%s, %s, owner %s)", addr, where, who, l.Owner))
+	return Printable(fmt.Sprintf("%s (%s, %s, owner %s)", addr, where, who, l.Owner))
+}
+
+// Printable replaces what is not a printable character (control
+// characters, invalid UTF-8) with '?'.
+func Printable(s string) string {
+	bad := func(r rune) bool { return r == utf8.RuneError || !unicode.IsPrint(r) }
+	if strings.IndexFunc(s, bad) < 0 {
+		return s // the common case, without a copy
+	}
+	return strings.Map(func(r rune) rune {
+		if bad(r) {
+			return '?'
+		}
+		return r
+	}, s)
 }

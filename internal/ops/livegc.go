@@ -6,11 +6,6 @@ import (
 	"github.com/cniplugins/cniplugins/internal/alloc"
 )
 
-// DefaultMinAge is how old a reservation must be before `gc --cri` may
-// release it: longer than any ADD in flight, whose sandbox the runtime
-// does not list as ready until the ADD has returned.
-const DefaultMinAge = 10 * time.Minute
-
 // LiveGCReport is what a reconcile found.
 type LiveGCReport struct {
 	// Stale are the reservations it takes from their owners (or would).

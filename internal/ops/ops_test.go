@@ -1,7 +1,6 @@
 package ops
 
 import (
-	"bytes"
 	"errors"
 	"net/netip"
 	"strings"
@@ -13,40 +12,6 @@ import (
 	"github.com/cniplugins/cniplugins/internal/hostlocal"
 	"github.com/cniplugins/cniplugins/internal/pool"
 )
-
-func TestBar(t *testing.T) {
-	for p, want := range map[float64]string{0: "[....................]", 50: "[##########..........]", 100: "[####################]", 2.4: "[....................]", 2.6: "[#...................]"} {
-		if got := Bar(p); got != want {
-			t.Errorf("Bar(%v) = %s, want %s", p, got, want)
-		}
-	}
-}
-
-func TestParseKeep(t *testing.T) {
-	for _, tt := range []struct {
-		in   string
-		want alloc.Attachment
-		err  bool
-	}{
-		{"abc@eth0", alloc.Attachment{ContainerID: "abc", IfName: "eth0"}, false},
-		{"abc", alloc.Attachment{ContainerID: "abc"}, false},
-		{" abc@net1 ", alloc.Attachment{ContainerID: "abc", IfName: "net1"}, false},
-		{"@eth0", alloc.Attachment{}, true},
-		{"", alloc.Attachment{}, true},
-	} {
-		got, err := ParseKeep(tt.in)
-		if (err != nil) != tt.err || got != tt.want {
-			t.Errorf("ParseKeep(%q) = %+v, %v", tt.in, got, err)
-		}
-	}
-	got, err := ReadKeepFile(strings.NewReader("# live\nc1@eth0\n\n  c2\n"))
-	if err != nil || len(got) != 2 || got[1].ContainerID != "c2" {
-		t.Errorf("ReadKeepFile = %+v, %v", got, err)
-	}
-	if _, err := ReadKeepFile(strings.NewReader("c1\n@x\n")); err == nil {
-		t.Error("ReadKeepFile accepted @x")
-	}
-}
 
 func TestProblemFromTypedError(t *testing.T) {
 	p := PluginConf{File: "f.conflist", Path: "plugins[1]"}
@@ -63,33 +28,6 @@ func TestProblemFromTypedError(t *testing.T) {
 		if got.Path != tt.path || got.Value != tt.value || !strings.Contains(got.Msg, tt.msg) || got.File != "f.conflist" {
 			t.Errorf("problem(%v) = %+v; want path %q value %q msg %q", tt.err, got, tt.path, tt.value, tt.msg)
 		}
-	}
-}
-
-func TestWriteTable(t *testing.T) {
-	var b bytes.Buffer
-	if err := WriteTable(&b, []string{"A", "LONGER"}, [][]string{{"x", ""}, {"wide-cell", "y"}}, false); err != nil {
-		t.Fatal(err)
-	}
-	want := "A          LONGER\nx          -\nwide-cell  y\n"
-	if b.String() != want {
-		t.Errorf("table:\n%q\nwant\n%q", b.String(), want)
-	}
-	b.Reset()
-	_ = WriteTable(&b, []string{"A", "B"}, [][]string{{"\x1b[2Jevil\xff", "z"}}, true)
-	if b.String() != "?[2Jevil?  z\n" {
-		t.Errorf("control characters reach the terminal: %q", b.String())
-	}
-	b.Reset()
-	_ = WriteTable(&b, []string{"A"}, [][]string{{"x"}}, true)
-	if b.String() != "x\n" {
-		t.Errorf("--no-headers: %q", b.String())
-	}
-}
-
-func TestPromQuote(t *testing.T) {
-	if got := promQuote("a\"b\\c\nd"); got != `"a\"b\\c\nd"` {
-		t.Errorf("promQuote = %s", got)
 	}
 }
 
