@@ -72,7 +72,7 @@ func (k commands) run(req *plugin.Request) (types.Result, error) {
 	}
 	// The sticky key is read once, here, for every store. DEL and GC
 	// never need it, so a malformed one (or ipam.sticky) must not fail
-	// them; prevResult's addresses are only DEL's hints.
+	// them.
 	keyed, err := stickyKeyOf(req)
 	if err != nil && !stateOnly {
 		return nil, err
@@ -94,7 +94,10 @@ func (k commands) run(req *plugin.Request) (types.Result, error) {
 		}
 		return res, nil
 	case plugin.CmdDel:
-		hints, _ := PrevAddrs(req.Conf)
+		hints, err := PrevAddrs(req.Conf) // a malformed prevResult is 6, as for CHECK
+		if err != nil {
+			return nil, err
+		}
 		return nil, st.Del(hints, keyed)
 	case plugin.CmdCheck:
 		prev, err := PrevAddrs(req.Conf)

@@ -41,10 +41,11 @@ func (h *handed) Exhausted([]alloc.Target) (func(alloc.Target) (bool, error), er
 	return func(alloc.Target) (bool, error) { return false, nil }, nil
 }
 
-// The driver reads the sticky key once for every store: ADD refuses a
-// malformed ipam.sticky or key (7, before the store allocates), while
-// DEL and GC, which never need it, run without it (DEL gets no key and
-// finds holds by the records alone).
+// The driver reads the sticky key and DEL's hints once for every store:
+// ADD refuses a malformed ipam.sticky or key (7, before the store
+// allocates), while DEL and GC, which never need it, run without it (DEL
+// gets no key and finds holds by the records alone); a prevResult whose
+// addresses do not read is 6 for DEL as for CHECK.
 func TestDriverReadsTheKeyOnce(t *testing.T) {
 	const prev = `"prevResult":{"cniVersion":"1.1.0","ips":[{"address":"10.214.0.9/24"}]},"cni.dev/valid-attachments":[]`
 	for _, tt := range []struct {
@@ -60,12 +61,17 @@ func TestDriverReadsTheKeyOnce(t *testing.T) {
 		{"DEL, malformed ipam.sticky", "DEL", `{"by":["nowhere"]}`, "", 0, "DEL", "-"},
 		{"DEL, malformed key", "DEL", `{"by":["arg"]}`, "CNIPLUGINS_STICKY_KEY=" + strings.Repeat("k", 300), 0, "DEL", "-"},
 		{"GC, malformed ipam.sticky", "GC", `{"by":["nowhere"]}`, "", 0, "GC", "-"},
+		{"DEL, malformed prevResult", "DEL", `{"by":["arg"]}`, "", cnierr.CodeDecoding, "", "-"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			h := &handed{}
 			p := ipamconf.Personality("ipam-da-test", "", func(*plugin.Request, *alloc.Config) (ipamconf.Store, error) { return h, nil },
 				func(*netconf.Envelope) error { return nil })
-			conf := `{"cniVersion":"1.1.0","name":"n",` + prev + `,"ipam":{"type":"ipam-da-test","ranges":[[{"subnet":"10.214.0.0/24"}]],"sticky":` + tt.sticky + `}}`
+			given := prev
+			if tt.code == cnierr.CodeDecoding {
+				given = `"prevResult":{"cniVersion":"1.1.0","ips":[{"gateway":"10.214.0.1"}]}`
+			}
+			conf := `{"cniVersion":"1.1.0","name":"n",` + given + `,"ipam":{"type":"ipam-da-test","ranges":[[{"subnet":"10.214.0.0/24"}]],"sticky":` + tt.sticky + `}}`
 			env := []string{"CNI_COMMAND=" + tt.cmd, "CNI_PATH=/nonexistent", "CNI_ARGS=" + tt.args}
 			if tt.cmd != "GC" {
 				env = append(env, "CNI_CONTAINERID=c1", "CNI_IFNAME=eth0", "CNI_NETNS=/var/run/netns/x")
