@@ -274,7 +274,10 @@ func (d stateDir) unusedTokens() ([]string, error) {
 			continue // each chain once, from its first token
 		}
 		chain, _, err := d.tokenChain(name)
-		for k := len(chain) - 1; err == nil && k >= 0 && chain[k] == 0; k-- {
+		if err != nil {
+			return out, err
+		}
+		for k := len(chain) - 1; k >= 0 && chain[k] == 0; k-- {
 			out = append(out, d.tokenPath(name, k))
 		}
 	}
