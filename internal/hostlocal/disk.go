@@ -109,11 +109,7 @@ func (d *Disk) makeSubdir(path string) error {
 		return err
 	}
 	d.dirty = true // a new entry in D: Close re-stamps it
-	if err := EnsureDir(path, modePrivateDir, d.uid); err != nil {
-		return err
-	}
-	d.subs[path] = true
-	return nil
+	return ensureChecked(d.subs, d.uid, dirSpec{path, modePrivateDir})
 }
 
 // load uses the on-disk index as is when trust allows, and otherwise

@@ -134,10 +134,8 @@ const maxTokens = 1000
 // makeToken makes token, and the directories of tokens and records,
 // where missing: the first record of a tenant, or past a token's limit.
 func (d *Disk) makeToken(token string) error {
-	for _, dir := range []string{d.tokensDir(), d.recordsDir()} {
-		if err := EnsureDir(dir, modePrivateDir, d.uid); err != nil {
-			return err
-		}
+	if err := ensureChecked(nil, d.uid, dirSpec{d.tokensDir(), modePrivateDir}, dirSpec{d.recordsDir(), modePrivateDir}); err != nil {
+		return err
 	}
 	if _, err := os.Lstat(token); !errors.Is(err, os.ErrNotExist) {
 		return nil
