@@ -109,11 +109,7 @@ func (d *Disk) makeSubdir(path string) error {
 		return err
 	}
 	d.dirty = true // a new entry in D: Close re-stamps it
-	if err := EnsureDir(path, modePrivateDir, d.uid); err != nil {
-		return err
-	}
-	d.subs[path] = true
-	return nil
+	return ensureChecked(d.subs, d.uid, dirSpec{path, modePrivateDir})
 }
 
 // load uses the on-disk index as is when trust allows, and otherwise
@@ -207,10 +203,10 @@ func (d *Disk) link(a alloc.Attachment, ip netip.Addr, final string) (bool, erro
 }
 
 // track applies change (entry.add or entry.remove) of ip to a's index
-// entry, where a is indexed.
+// entry.
 func (d *Disk) track(a alloc.Attachment, ip netip.Addr, change func(*entry, netip.Addr)) error {
 	e, err := d.tracked(a)
-	if err == nil && e != nil {
+	if err == nil {
 		change(e, ip)
 	}
 	return err
@@ -244,28 +240,13 @@ func (d *Disk) Release(a alloc.Attachment, ip netip.Addr) (bool, error) {
 	return true, d.track(a, ip, (*entry).remove)
 }
 
-// ByAttachment implements alloc.Ledger from the index, scanning D only for
-// attachments the index cannot name.
+// ByAttachment implements alloc.Ledger from the index (tracked).
 func (d *Disk) ByAttachment(a alloc.Attachment) ([]netip.Addr, error) {
 	e, err := d.tracked(a)
 	if err != nil {
 		return nil, err
 	}
-	if e != nil {
-		return slices.Clone(e.addrs), nil
-	}
-	all, err := d.scan()
-	if err != nil {
-		return nil, err
-	}
-	var out []netip.Addr
-	for ip, owner := range all {
-		if owner.Is(a) {
-			out = append(out, ip)
-		}
-	}
-	slices.SortFunc(out, netip.Addr.Compare)
-	return out, nil
+	return slices.Clone(e.addrs), nil
 }
 
 // All implements alloc.Lister with a full scan of D; only GC needs it.

@@ -627,3 +627,32 @@ func TestDiskTornLineRewritten(t *testing.T) {
 		t.Fatalf("Examine = %+v, %v", hl, err)
 	}
 }
+
+// An attachment the index cannot name makes the cache a scan's, part-way
+// through an operation: what the operation changed before is written
+// back all the same, so the index stays exact.
+func TestDiskUnindexableAfterChange(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "net")
+	ip1, ip2 := netip.MustParseAddr("10.0.0.2"), netip.MustParseAddr("10.0.0.3")
+	d := openT(t, dir)
+	if ok, err := d.Reserve(alloctest.CidA, ip1); !ok || err != nil {
+		t.Fatal(ok, err)
+	}
+	closeT(t, d)
+	d = openT(t, dir)
+	if ok, err := d.Release(alloctest.CidA, ip1); !ok || err != nil {
+		t.Fatal(ok, err)
+	}
+	odd := Attachment{ContainerID: "has@at", IfName: "eth0"}
+	if ok, err := d.Reserve(odd, ip2); !ok || err != nil {
+		t.Fatal(ok, err)
+	}
+	if got, err := d.ByAttachment(odd); err != nil || !slices.Equal(got, []netip.Addr{ip2}) {
+		t.Fatalf("ByAttachment(%v) = %v %v", odd, got, err)
+	}
+	closeT(t, d)
+	h, err := Examine(dir, time.Second)
+	if err != nil || h.Index != IndexValid || len(h.IndexProblems) != 0 {
+		t.Fatalf("index after the scan: %s %q %v", h.Index, h.IndexProblems, err)
+	}
+}

@@ -158,10 +158,15 @@ func (d *Disk) bucket(n uint8) *bucket {
 	return b
 }
 
-// fill replaces the cache with the result of a full scan.
+// fill replaces the cache with the result of a full scan. A bucket
+// changed since Open is still written back, emptied or not.
 func (d *Disk) fill(all map[netip.Addr]alloc.Attachment) {
+	old := d.buckets
 	d.buckets = make(map[uint8]*bucket, numBuckets)
 	d.complete = true
+	for n, b := range old {
+		d.bucket(n).dirty = b.dirty
+	}
 	for _, ip := range slices.SortedFunc(maps.Keys(all), netip.Addr.Compare) {
 		e, _ := d.tracked(all[ip]) // a complete cache reads nothing: no error
 		e.add(ip)
@@ -171,13 +176,17 @@ func (d *Disk) fill(all map[netip.Addr]alloc.Attachment) {
 // tracked returns a's cached entry, made empty where a holds nothing.
 // In a complete cache (built from a scan) every attachment has one;
 // otherwise a's bucket is loaded from the index on first use and a's
-// addresses are verified, and an attachment the index cannot name has
-// none: nil (the caller then scans D).
+// addresses are verified. An attachment the index cannot name first
+// makes the cache complete: only a scan of D finds its addresses.
 func (d *Disk) tracked(a alloc.Attachment) (*entry, error) {
 	a = a.Key()
 	key, ok := entryKey(a)
 	if !ok && !d.complete {
-		return nil, nil
+		all, err := d.scan()
+		if err != nil {
+			return nil, err
+		}
+		d.fill(all)
 	}
 	n := bucketOf(a)
 	b := d.bucket(n)

@@ -43,13 +43,10 @@ func (d *Disk) rebuild() error {
 		return cnierr.IO("create", fresh, err)
 	}
 	// At most numBuckets files, whatever the number of attachments:
-	// creating inodes is where a rebuild's time would go.
-	// b00 is always written, even empty: it marks the bucket layout (see
-	// bucketFormat).
-	d.bucket(0)
-	for _, b := range d.buckets {
-		b.dirty = true
-	}
+	// creating inodes is where a rebuild's time would go. fill marked
+	// every bucket that has a line; b00 is always written, even empty: it
+	// marks the bucket layout (see bucketFormat).
+	d.bucket(0).dirty = true
 	if err := d.flush(fresh); err != nil {
 		return err
 	}

@@ -134,10 +134,8 @@ const maxTokens = 1000
 // makeToken makes token, and the directories of tokens and records,
 // where missing: the first record of a tenant, or past a token's limit.
 func (d *Disk) makeToken(token string) error {
-	for _, dir := range []string{d.tokensDir(), d.recordsDir()} {
-		if err := EnsureDir(dir, modePrivateDir, d.uid); err != nil {
-			return err
-		}
+	if err := ensureChecked(nil, d.uid, dirSpec{d.tokensDir(), modePrivateDir}, dirSpec{d.recordsDir(), modePrivateDir}); err != nil {
+		return err
 	}
 	if _, err := os.Lstat(token); !errors.Is(err, os.ErrNotExist) {
 		return nil
@@ -274,7 +272,10 @@ func (d stateDir) unusedTokens() ([]string, error) {
 			continue // each chain once, from its first token
 		}
 		chain, _, err := d.tokenChain(name)
-		for k := len(chain) - 1; err == nil && k >= 0 && chain[k] == 0; k-- {
+		if err != nil {
+			return out, err
+		}
+		for k := len(chain) - 1; k >= 0 && chain[k] == 0; k-- {
 			out = append(out, d.tokenPath(name, k))
 		}
 	}

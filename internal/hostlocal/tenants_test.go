@@ -275,3 +275,18 @@ func TestTenantCountLstatError(t *testing.T) {
 		t.Fatalf("count = %d, %v; want code 5 (ENOTDIR)", n, err)
 	}
 }
+
+// A token chain that cannot be read (here its second token is a
+// directory) is an error of the search for unused tokens, not a chain
+// silently skipped: fsck would otherwise report nothing to repair.
+func TestUnusedTokensChainError(t *testing.T) {
+	dir := t.TempDir()
+	reserveFor(t, dir, "ns=a", "a", netip.MustParseAddr("10.0.0.3"))
+	sd := newStateDir(dir)
+	if err := os.Mkdir(sd.tokenPath(fmt.Sprintf("%x", "ns=a"), 1), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sd.unusedTokens(); cnierr.Code(err) != cnierr.CodeIO {
+		t.Fatalf("unusedTokens over an unreadable chain: %v, want code 5", err)
+	}
+}
