@@ -105,7 +105,7 @@ func (o *Operator) Leases(f Filter) ([]Claim, error) {
 		}
 	}
 	sel = slices.DeleteFunc(sel, func(c Claim) bool { return !f.matches(c) })
-	tenants, err := o.op.tenantsOfClaims()
+	tenants, _, err := o.op.tenantRecords()
 	for i, c := range sel {
 		sel[i].Tenant = tenants[ScopePath(c.Scope)+"/"+c.Address]
 	}
