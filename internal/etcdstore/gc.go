@@ -197,10 +197,8 @@ func (op *Operation) commitBatches(txns []etcdkv.Txn, marks unmark, guard ...etc
 		widest = max(widest, t.Budget())
 	}
 	room := max(1, maxTxnOps-len(markOps)-widest)
-	for len(txns) > 0 {
-		n := min(len(txns), room)
-		batches = append(batches, nest(guard, txns[:n], markOps...))
-		txns = txns[n:]
+	for batch := range slices.Chunk(txns, room) {
+		batches = append(batches, nest(guard, batch, markOps...))
 	}
 	errs := make([]error, len(batches))
 	var wg sync.WaitGroup
