@@ -2,7 +2,7 @@ package main
 
 import (
 	"github.com/cniplugins/cniplugins/internal/alloc"
-	"github.com/cniplugins/cniplugins/internal/cli"
+	"github.com/cniplugins/cniplugins/internal/clusteraccess"
 	"github.com/cniplugins/cniplugins/internal/etcdstore"
 	"github.com/cniplugins/cniplugins/internal/ops"
 )
@@ -17,10 +17,9 @@ import (
 type etcdBackend struct{ ad *etcdstore.Operator }
 
 // openEtcd is the full flavour's Etcd: it validates c as ipam.etcd is
-// validated. The two config types have the same fields, so the
-// conversion is checked by the compiler.
-func openEtcd(c cli.EtcdConfig) (ops.Backend, error) {
-	ad, err := etcdstore.OpenOperator(etcdstore.Access(c))
+// validated.
+func openEtcd(c clusteraccess.Access) (ops.Backend, error) {
+	ad, err := etcdstore.OpenOperator(c)
 	if err != nil {
 		return nil, err
 	}

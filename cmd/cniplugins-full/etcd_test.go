@@ -9,22 +9,22 @@ import (
 	"time"
 
 	"github.com/cniplugins/cniplugins/internal/alloc"
-	"github.com/cniplugins/cniplugins/internal/cli"
+	"github.com/cniplugins/cniplugins/internal/clusteraccess"
 	"github.com/cniplugins/cniplugins/internal/daetcd"
 	"github.com/cniplugins/cniplugins/internal/dapools"
 	"github.com/cniplugins/cniplugins/internal/dsselect"
 	"github.com/cniplugins/cniplugins/internal/etcdkv/etcdkvfake"
-	"github.com/cniplugins/cniplugins/internal/etcdstore"
 	"github.com/cniplugins/cniplugins/internal/ops"
 	"github.com/cniplugins/cniplugins/internal/plugin"
 	"github.com/cniplugins/cniplugins/internal/testkit/plugintest"
 )
 
-// The lean binary names ipam.etcd.prefix's default without linking
-// etcdstore; they must agree, or pools --etcd would skip every network.
+// The lean binary reads ipam.etcd.prefix's rule without linking
+// etcdstore (clusteraccess, which the store reads it with too): the default,
+// and a final '/', or pools --etcd would skip every network.
 func TestEtcdPrefixDefault(t *testing.T) {
-	if ops.DefaultEtcdPrefix != etcdstore.DefaultPrefix || ops.EtcdPrefix("") != etcdstore.DefaultPrefix || ops.EtcdPrefix("/x") != "/x/" {
-		t.Errorf("ops %q, etcdstore %q", ops.DefaultEtcdPrefix, etcdstore.DefaultPrefix)
+	if clusteraccess.Prefix("") != clusteraccess.DefaultPrefix || clusteraccess.Prefix("/x") != "/x/" {
+		t.Errorf("default %q, /x: %q", clusteraccess.Prefix(""), clusteraccess.Prefix("/x"))
 	}
 }
 
@@ -58,7 +58,7 @@ func TestPoolsAlikeOnBothBackends(t *testing.T) {
 		{"etcd", daetcd.Personality(),
 			fmt.Sprintf(`"etcd":{"endpoints":[%q],"prefix":"/pools-test","nodeName":"node-a","machineIDFile":%q}`, fake.URL(), machine),
 			func() (ops.Backend, error) {
-				return openEtcd(cli.EtcdConfig{Endpoints: []string{fake.URL()}, Prefix: "/pools-test/"})
+				return openEtcd(clusteraccess.Access{Endpoints: []string{fake.URL()}, Prefix: "/pools-test/"})
 			},
 			"/pools-test/ip/pool/shared/"},
 	} {
@@ -125,7 +125,7 @@ func TestLiveGCOverEtcd(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	b, err := openEtcd(cli.EtcdConfig{Endpoints: []string{fake.URL()}, Prefix: "/gc-test/"})
+	b, err := openEtcd(clusteraccess.Access{Endpoints: []string{fake.URL()}, Prefix: "/gc-test/"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cniplugins/cniplugins/internal/clusteraccess"
 	"github.com/cniplugins/cniplugins/internal/ops"
 	"github.com/cniplugins/cniplugins/internal/plugin"
 	"github.com/cniplugins/cniplugins/internal/version"
@@ -76,7 +77,7 @@ func TestK8sInstallMetricsEtcdPrefix(t *testing.T) {
 		t.Run(tt.counted, func(t *testing.T) {
 			rec := &recorder{}
 			f := Lean(version.FlavourFull)
-			f.Etcd = func(EtcdConfig) (ops.Backend, error) { return rec, nil }
+			f.Etcd = func(clusteraccess.Access) (ops.Backend, error) { return rec, nil }
 			var scrapes []string
 			stop := errors.New("scraped")
 			// Two scrapes where the server would listen, then an error

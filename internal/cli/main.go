@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/cniplugins/cniplugins/internal/clusteraccess"
 	"github.com/cniplugins/cniplugins/internal/ops"
 	"github.com/cniplugins/cniplugins/internal/plugin"
 	"github.com/cniplugins/cniplugins/internal/registry"
@@ -36,7 +37,7 @@ type Flavour struct {
 	// rather than a command tree of its own, keeps one set of commands
 	// and one printer for both backends, and links the etcd client only
 	// into the main that names it.
-	Etcd func(EtcdConfig) (ops.Backend, error)
+	Etcd func(clusteraccess.Access) (ops.Backend, error)
 	// CRI lists the live pod sandboxes of a CRI runtime for `gc --cri`;
 	// nil in a flavour without a gRPC client, which refuses --cri.
 	CRI func(endpoint string, timeout time.Duration) (map[string]bool, error)

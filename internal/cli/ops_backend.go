@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/cniplugins/cniplugins/internal/clusteraccess"
 	"github.com/cniplugins/cniplugins/internal/ops"
 )
 
@@ -18,24 +19,9 @@ import (
 // "unknown flag"; there they are hidden but --etcd.
 type backendFlags struct {
 	local stateFlags
-	open  func(EtcdConfig) (ops.Backend, error) // Flavour.Etcd
-	etcd  EtcdConfig
+	open  func(clusteraccess.Access) (ops.Backend, error) // Flavour.Etcd
+	etcd  clusteraccess.Access
 	node  string
-}
-
-// EtcdConfig is how to reach etcd, as ipam.etcd says it: the flags next
-// to --etcd, for Flavour.Etcd (the full flavour's etcdstore.Access).
-type EtcdConfig struct {
-	Endpoints    []string
-	Prefix       string
-	Timeout      time.Duration
-	CAFile       string
-	CertFile     string
-	KeyFile      string
-	Username     string
-	PasswordFile string
-	// AllowPasswordOverHTTP is ipam.etcd.allowPasswordOverHTTP.
-	AllowPasswordOverHTTP bool
 }
 
 // etcdOnly are the flags that mean nothing without --etcd.
@@ -46,7 +32,7 @@ func etcdOnly() []string {
 // add gives c the flags of both backends; lock adds --lock-timeout (the
 // commands that write), nodeUsage says what --node does in c ("": c has
 // none).
-func (b *backendFlags) add(c *cobra.Command, open func(EtcdConfig) (ops.Backend, error), lock bool, nodeUsage string) {
+func (b *backendFlags) add(c *cobra.Command, open func(clusteraccess.Access) (ops.Backend, error), lock bool, nodeUsage string) {
 	b.local.add(c, lock)
 	b.open = open
 	f := c.Flags()

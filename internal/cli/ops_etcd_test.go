@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cniplugins/cniplugins/internal/clusteraccess"
 	"github.com/cniplugins/cniplugins/internal/ops"
 	"github.com/cniplugins/cniplugins/internal/plugin"
 	"github.com/cniplugins/cniplugins/internal/version"
@@ -20,7 +21,7 @@ import (
 // answers with fixed leases: the wiring under test is the commands', the
 // etcd backend itself is exercised against a real cluster in test/etcd.
 type recorder struct {
-	conf    EtcdConfig
+	conf    clusteraccess.Access
 	filter  ops.LeaseFilter
 	release ops.ReleaseRequest
 	gc      ops.GCRequest
@@ -53,7 +54,7 @@ func TestEtcdFlagsReachTheBackend(t *testing.T) {
 		{Network: "blue", Pool: "p1", ContainerID: "c2", IfName: "eth0", Owner: ops.OwnerMarker, Since: since, Node: "host-a"},
 	}}
 	f := Lean(version.FlavourFull)
-	f.Etcd = func(c EtcdConfig) (ops.Backend, error) { rec.conf = c; return rec, nil }
+	f.Etcd = func(c clusteraccess.Access) (ops.Backend, error) { rec.conf = c; return rec, nil }
 	run := func(args ...string) (int, string, string) {
 		var stdout, stderr bytes.Buffer
 		exit := Main(append([]string{"cniplugins-full"}, args...), plugin.IO{Stdin: strings.NewReader(""), Stdout: &stdout, Stderr: &stderr}, f)
@@ -62,7 +63,7 @@ func TestEtcdFlagsReachTheBackend(t *testing.T) {
 
 	exit, out, errs := run("leases", "--etcd", "http://a:2379,https://b:2379", "--prefix", "/x/", "--node", "host-a",
 		"--pool", "p1", "--cacert", "ca", "--cert", "crt", "--key", "k", "--user", "u", "--password-file", "pw", "--timeout", "2s")
-	want := EtcdConfig{Endpoints: []string{"http://a:2379", "https://b:2379"}, Prefix: "/x/", Timeout: 2 * time.Second,
+	want := clusteraccess.Access{Endpoints: []string{"http://a:2379", "https://b:2379"}, Prefix: "/x/", Timeout: 2 * time.Second,
 		CAFile: "ca", CertFile: "crt", KeyFile: "k", Username: "u", PasswordFile: "pw"}
 	if exit != 0 || fmt.Sprint(rec.conf) != fmt.Sprint(want) || rec.filter != (ops.LeaseFilter{Pool: "p1", Node: "host-a"}) {
 		t.Fatalf("leases: exit %d %s; conf %+v filter %+v", exit, errs, rec.conf, rec.filter)
@@ -130,7 +131,7 @@ func TestPoolsEtcd(t *testing.T) {
 	conflist("30-other.conflist", "other-net", `{"type":"ipam-da-etcd","etcd":{"endpoints":["http://a:2379"],"prefix":"/other"},"ranges":[[{"subnet":"10.9.1.0/29"}]]}`)
 	rec := &recorder{states: map[string]ops.ScopeState{"/cniplugins/ip/pool/p/": {Addrs: []netip.Addr{netip.MustParseAddr("10.9.0.2")}, Full: []int{0}}}}
 	f := Lean(version.FlavourFull)
-	f.Etcd = func(c EtcdConfig) (ops.Backend, error) { rec.conf = c; return rec, nil }
+	f.Etcd = func(c clusteraccess.Access) (ops.Backend, error) { rec.conf = c; return rec, nil }
 	run := func(f Flavour, args ...string) (int, string, string) {
 		var stdout, stderr bytes.Buffer
 		exit := Main(append([]string{"cniplugins-full"}, args...), plugin.IO{Stdin: strings.NewReader(""), Stdout: &stdout, Stderr: &stderr}, f)
@@ -187,7 +188,7 @@ func TestPoolsEtcdTenantQuota(t *testing.T) {
 		"/cniplugins/ip/pool/std/": {Addrs: []netip.Addr{ip("10.9.3.1")}, Tenants: map[netip.Addr]string{ip("10.9.3.1"): "namespace=team-a"}},
 	}}
 	f := Lean(version.FlavourFull)
-	f.Etcd = func(c EtcdConfig) (ops.Backend, error) { return rec, nil }
+	f.Etcd = func(c clusteraccess.Access) (ops.Backend, error) { return rec, nil }
 	pools := func(format string) string {
 		var stdout, stderr bytes.Buffer
 		if exit := Main([]string{"cniplugins-full", "pools", "--etcd", "http://a:2379", "--conf-dir", dir, "-o", format},

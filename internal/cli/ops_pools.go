@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/cniplugins/cniplugins/internal/clusteraccess"
 	"github.com/cniplugins/cniplugins/internal/ops"
 )
 
@@ -111,7 +112,7 @@ func (b *backendFlags) usages(notes io.Writer, be ops.Backend, conf confFlags, d
 // notes, since its pools would otherwise show another prefix's counts
 // or none.
 func (b *backendFlags) underPrefix(notes io.Writer, nets []ops.Network) []ops.Network {
-	prefix := ops.EtcdPrefix(b.etcd.Prefix)
+	prefix := clusteraccess.Prefix(b.etcd.Prefix)
 	var out []ops.Network
 	for _, n := range nets {
 		if n.EtcdPrefix != "" && n.EtcdPrefix != prefix {

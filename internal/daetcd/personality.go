@@ -11,10 +11,6 @@
 package daetcd
 
 import (
-	"net/netip"
-
-	current "github.com/containernetworking/cni/pkg/types/100"
-
 	"github.com/cniplugins/cniplugins/internal/alloc"
 	"github.com/cniplugins/cniplugins/internal/etcdstore"
 	"github.com/cniplugins/cniplugins/internal/ipamconf"
@@ -31,25 +27,8 @@ func Personality() plugin.Personality {
 		open, etcdstore.CheckConfig)
 }
 
-// store is the store's operation on behalf of the request's attachment
-// to c's network.
-type store struct {
-	*etcdstore.Operation
-	c *alloc.Config
-}
-
+// open is the store's operation on behalf of the request's attachment
+// to c's network: etcdstore.Operation is an ipamconf.Store.
 func open(req *plugin.Request, c *alloc.Config) (ipamconf.Store, error) {
-	op, err := etcdstore.Open(req.Conf, c.Network, req.Args.ContainerID, req.Args.IfName, req.Now, req.Log)
-	return store{op, c}, err
+	return etcdstore.Open(req.Conf, c, req.Args.ContainerID, req.Args.IfName, req.Now, req.Log)
 }
-
-func (s store) Add(targets []alloc.Target, keyed alloc.Keyed) ([]*current.IPConfig, error) {
-	return s.Operation.Add(targets, s.c.Quota, keyed)
-}
-
-func (s store) Del(hints []netip.Addr, keyed *alloc.Keyed) error {
-	return s.Operation.Del(s.c, hints, keyed)
-}
-
-// GC has no attachment: the operation's is empty.
-func (s store) GC(valid []alloc.Attachment) error { return s.Operation.GC(s.c.Scopes(), valid) }

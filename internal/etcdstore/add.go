@@ -9,14 +9,13 @@ import (
 
 	"github.com/cniplugins/cniplugins/internal/alloc"
 	"github.com/cniplugins/cniplugins/internal/etcdkv"
-	"github.com/cniplugins/cniplugins/internal/pool"
 )
 
 // Add is alloc.Add over claims, one transaction per target in the common
 // case, for the attachment's sticky key keyed (Key "" none) under its
-// tenant's quota q (nil: none).
-func (op *Operation) Add(targets []alloc.Target, q *pool.Quota, keyed alloc.Keyed) ([]*current.IPConfig, error) {
-	st := stickyOf(keyed, op.ifname)
+// tenant's quota (the config's; nil: none).
+func (op *Operation) Add(targets []alloc.Target, keyed alloc.Keyed) ([]*current.IPConfig, error) {
+	q, st := op.conf.Quota, stickyOf(keyed, op.ifname)
 	op.quota = newQuotaState(q, targets)
 	claim := newClaimID()
 	att := op.attachment()

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/cniplugins/cniplugins/internal/clusteraccess"
 	"github.com/cniplugins/cniplugins/internal/etcdkv/etcdkvfake"
 	. "github.com/cniplugins/cniplugins/internal/etcdstore"
 )
@@ -44,7 +45,7 @@ func TestMain(m *testing.M) {
 // operatorAt is the store's operator side for the test's keys under
 // base.
 func operatorAt(t *testing.T, base string) *Operator {
-	o, err := OpenOperator(Access{Endpoints: cluster.Endpoints(), Prefix: base + t.Name() + "/"})
+	o, err := OpenOperator(clusteraccess.Access{Endpoints: cluster.Endpoints(), Prefix: base + t.Name() + "/"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +55,7 @@ func operatorAt(t *testing.T, base string) *Operator {
 // leasesAt is every lease of the test's keys under base, as `leases`
 // lists them.
 func leasesAt(t *testing.T, base string) ([]Claim, error) {
-	a, err := OpenOperator(Access{Endpoints: cluster.Endpoints(), Prefix: base + t.Name() + "/"})
+	a, err := OpenOperator(clusteraccess.Access{Endpoints: cluster.Endpoints(), Prefix: base + t.Name() + "/"})
 	if err != nil {
 		t.Fatal(err)
 	}

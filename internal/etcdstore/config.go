@@ -12,13 +12,12 @@ import (
 
 	"github.com/containernetworking/cni/pkg/utils"
 
+	"github.com/cniplugins/cniplugins/internal/clusteraccess"
 	"github.com/cniplugins/cniplugins/internal/cnierr"
 	"github.com/cniplugins/cniplugins/internal/netconf"
 )
 
 const (
-	// DefaultPrefix is where every key lives unless ipam.etcd.prefix says.
-	DefaultPrefix = "/cniplugins/"
 	// DefaultTimeout bounds one CNI command's work against etcd.
 	DefaultTimeout = 5 * time.Second
 	maxEndpoints   = 16
@@ -84,15 +83,11 @@ func (e *etcdConf) validate(resolveNode bool) (*etcdConf, error) {
 	}
 	c.Endpoints = eps
 	// Keys are built by appending to the prefix, so it must be an absolute
-	// key path ending in '/'; a missing final '/' is added.
-	switch p := e.Prefix; {
-	case p == "":
-		c.Prefix = DefaultPrefix
-	case !strings.HasPrefix(p, "/") || len(p) > 256 || strings.ContainsFunc(p, func(r rune) bool { return r < 0x20 || r == 0x7f }):
+	// key path; clusteraccess.Prefix adds a missing final '/'.
+	if p := e.Prefix; p != "" && (!strings.HasPrefix(p, "/") || len(p) > 256 || strings.ContainsFunc(p, func(r rune) bool { return r < 0x20 || r == 0x7f })) {
 		return nil, cnierr.InvalidConfig("ipam.etcd.prefix", p, "must be a key path starting with '/', printable, at most 256 bytes")
-	case !strings.HasSuffix(p, "/"):
-		c.Prefix += "/"
 	}
+	c.Prefix = clusteraccess.Prefix(e.Prefix)
 	if c.NodeName == "" && resolveNode {
 		if c.NodeName, err = os.Hostname(); err != nil {
 			return nil, cnierr.New(cnierr.CodeInvalidConfig, "no ipam.etcd.nodeName and the host name is unknown", "%v", err)

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cniplugins/cniplugins/internal/clusteraccess"
 	"github.com/cniplugins/cniplugins/internal/cnierr"
 	"github.com/cniplugins/cniplugins/internal/netconf"
 )
@@ -26,7 +27,7 @@ func TestParseEtcd(t *testing.T) {
 		check func(*etcdConf) bool
 	}{
 		{"defaults", `,"etcd":{"endpoints":["http://127.0.0.1:2379"],"nodeName":"n1"}`, "", func(c *etcdConf) bool {
-			return c.Prefix == DefaultPrefix && c.timeout == DefaultTimeout && c.NodeName == "n1" && c.Endpoints[0] == "http://127.0.0.1:2379"
+			return c.Prefix == clusteraccess.DefaultPrefix && c.timeout == DefaultTimeout && c.NodeName == "n1" && c.Endpoints[0] == "http://127.0.0.1:2379"
 		}},
 		{"prefix gets its slash, trailing slash of an endpoint dropped", `,"etcd":{"endpoints":["https://[fd00:214::1]:2379/"],"prefix":"/x/y","timeout":"250ms","nodeName":"a"}`, "", func(c *etcdConf) bool {
 			return c.Prefix == "/x/y/" && c.timeout == 250*time.Millisecond && c.Endpoints[0] == "https://[fd00:214::1]:2379"

@@ -9,6 +9,7 @@ import (
 
 	"github.com/cniplugins/cniplugins/internal/alloc"
 	"github.com/cniplugins/cniplugins/internal/alloc/alloctest"
+	"github.com/cniplugins/cniplugins/internal/clusteraccess"
 	"github.com/cniplugins/cniplugins/internal/daetcd"
 	"github.com/cniplugins/cniplugins/internal/etcdkv"
 	"github.com/cniplugins/cniplugins/internal/etcdkv/etcdkvfake"
@@ -77,7 +78,7 @@ func (e etcdSubject) Del(c alloctest.Call, hints []netip.Addr) error { return e.
 func (e etcdSubject) GC(live []alloc.Attachment, now time.Time) error { return e.cni().GC(live, now) }
 
 func (e etcdSubject) admin(now time.Time) *Operator {
-	a, err := OpenOperator(Access{Endpoints: e.eps(), Prefix: e.prefix})
+	a, err := OpenOperator(clusteraccess.Access{Endpoints: e.eps(), Prefix: e.prefix})
 	if err != nil {
 		e.t.Fatal(err)
 	}

@@ -13,13 +13,14 @@ import (
 	"github.com/cniplugins/cniplugins/internal/etcdkv"
 )
 
-// Del releases everything the attachment holds in c's scopes (c as
+// Del releases everything the attachment holds in the config's scopes (as
 // ipamconf.ParseDel parses it: ranges only while they parse), through
 // prevResult in one round trip when it can (delFromPrev), else by its
 // exact read path (delRead). Its first round trip writes the attachment's
 // fence bucket (fence.go), so no claim of the attachment sent before the
 // DEL can commit after it. An unknown attachment is not an error.
-func (op *Operation) Del(c *alloc.Config, hints []netip.Addr, keyed *alloc.Keyed) error {
+func (op *Operation) Del(hints []netip.Addr, keyed *alloc.Keyed) error {
+	c := op.conf
 	done, fenced, err := op.delFromPrev(c, hints, keyed)
 	if done || err != nil {
 		return err

@@ -48,8 +48,9 @@ func (op *Operation) Count(q *pool.Quota, targets []alloc.Target) (n, stale int,
 	return n, len(qs.stale), err
 }
 
-func (op *Operation) DeadTenantRecords() ([]etcdkv.Txn, map[string]bool, error) {
-	return op.deadTenantRecords()
+func (op *Operation) DeadTenantRecords() ([]etcdkv.Txn, error) {
+	_, dead, err := op.tenantRecords()
+	return dead, err
 }
 
 func (op *Operation) CommitBatches(txns []etcdkv.Txn) error { return op.commitBatches(txns, nil) }

@@ -13,8 +13,8 @@ import (
 	"github.com/cniplugins/cniplugins/internal/logging"
 )
 
-// GC (spec 1.1) releases this node's claims of this network in scopes
-// whose attachment is not in valid (cni.dev/valid-attachments;
+// GC (spec 1.1) releases this node's claims of this network in the
+// config's scopes whose attachment is not in valid (cni.dev/valid-attachments;
 // alloc.KeepSet, the rule every GC follows), failed ADDs' markers
 // included, fencing them as DEL does (fence.go), and the network's
 // expired holds there. It reads this node's index keys of each scope, so
@@ -22,7 +22,7 @@ import (
 // unless the node is this machine (node.go). Then it removes the tenant
 // records that count nothing, every tenant's, those of the claims it just
 // released included (tenantgc.go). It keeps going after errors.
-func (op *Operation) GC(scopes []alloc.Scope, valid []alloc.Attachment) error {
+func (op *Operation) GC(valid []alloc.Attachment) error {
 	node, err := op.cl.Read(etcdkv.Get(op.keys.nodeKey(op.node)))
 	if err != nil {
 		return err
@@ -31,7 +31,7 @@ func (op *Operation) GC(scopes []alloc.Scope, valid []alloc.Attachment) error {
 		return err
 	}
 	run := gcRun{network: op.network, keep: alloc.NewKeepSet(op.network, valid).Keeps, guard: op.sameMachine()}
-	for _, s := range scopes {
+	for _, s := range op.conf.Scopes() {
 		run.index, run.holds = append(run.index, op.keys.nodeScope(op.node, s)), append(run.holds, op.keys.holdScope(s))
 	}
 	_, err = op.collect(run, false)
@@ -197,10 +197,8 @@ func (op *Operation) commitBatches(txns []etcdkv.Txn, marks unmark, guard ...etc
 		widest = max(widest, t.Budget())
 	}
 	room := max(1, maxTxnOps-len(markOps)-widest)
-	for len(txns) > 0 {
-		n := min(len(txns), room)
-		batches = append(batches, nest(guard, txns[:n], markOps...))
-		txns = txns[n:]
+	for batch := range slices.Chunk(txns, room) {
+		batches = append(batches, nest(guard, batch, markOps...))
 	}
 	errs := make([]error, len(batches))
 	var wg sync.WaitGroup

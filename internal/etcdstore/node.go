@@ -149,13 +149,10 @@ func (op *Operation) registered(resp *etcdkv.Response) bool {
 // it when absent; an STATUS-like reader refreshes last-seen when it is
 // stale.
 func (op *Operation) ensureNode(resp *etcdkv.Response, i int) error {
-	kv, found := resp.First(i)
-	if !found {
-		return op.register()
+	if again, err := op.nodeRefused(resp, i); again || err != nil {
+		return err // registered now, or another machine's
 	}
-	if err := op.checkNode(kv); err != nil {
-		return err
-	}
+	kv, _ := resp.First(i)
 	if _, seen := decodeNode(kv.Value); op.now.Sub(seen) < touchEvery {
 		return nil
 	}

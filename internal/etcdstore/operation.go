@@ -18,6 +18,7 @@ import (
 type Operation struct {
 	cl       *etcdkv.Client
 	keys     layout
+	conf     *alloc.Config // the CNI command's parsed config; nil for an operator's
 	node     string
 	machine  string // "" for an operator's command, which is no node's
 	hostname string
@@ -32,23 +33,24 @@ type Operation struct {
 
 // Open is how every command of the personality reaches etcd: ipam.etcd
 // parsed from conf (the node name resolved), and the operation on
-// behalf of attachment (containerID, ifname) of network, at now. It takes
-// the request's parsed values rather than the request, so that the store
-// needs nothing of how a CNI command arrives.
-func Open(conf *netconf.Envelope, network, containerID, ifname string, now time.Time, log *logging.Logger) (*Operation, error) {
-	c, err := parseEtcd(conf, true)
+// behalf of attachment (containerID, ifname) of c's network, at now. It
+// takes the request's parsed values rather than the request, so that the
+// store needs nothing of how a CNI command arrives; its commands are
+// those of ipamconf.Store.
+func Open(conf *netconf.Envelope, c *alloc.Config, containerID, ifname string, now time.Time, log *logging.Logger) (*Operation, error) {
+	e, err := parseEtcd(conf, true)
 	if err != nil {
 		return nil, err
 	}
-	machine, err := machineID(c.MachineIDFile)
+	machine, err := machineID(e.MachineIDFile)
 	if err != nil {
 		return nil, err
 	}
-	op, err := connect(c, now, log)
+	op, err := connect(e, now, log)
 	if err != nil {
 		return nil, err
 	}
-	op.machine, op.network, op.cid, op.ifname = machine, network, containerID, ifname
+	op.conf, op.machine, op.network, op.cid, op.ifname = c, machine, c.Network, containerID, ifname
 	op.hostname, _ = os.Hostname()
 	return op, nil
 }

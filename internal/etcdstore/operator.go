@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/cniplugins/cniplugins/internal/alloc"
+	"github.com/cniplugins/cniplugins/internal/clusteraccess"
 	"github.com/cniplugins/cniplugins/internal/etcdkv"
 	"github.com/cniplugins/cniplugins/internal/logging"
 )
@@ -24,20 +25,8 @@ import (
 // Operator reads and releases claims directly, any node's.
 type Operator struct{ op *Operation }
 
-// Access is how an operator reaches etcd: ipam.etcd's fields but
-// the node name (an operator reads and releases any node's claims), with
-// the timeout as a duration and the TLS files flat, as flags give them.
-type Access struct {
-	Endpoints                 []string
-	Prefix                    string
-	Timeout                   time.Duration // 0: ipam.etcd's default
-	CAFile, CertFile, KeyFile string        // ipam.etcd.tls
-	Username, PasswordFile    string
-	AllowPasswordOverHTTP     bool // ipam.etcd.allowPasswordOverHTTP
-}
-
 // OpenOperator validates c exactly as ipam.etcd is validated.
-func OpenOperator(c Access) (*Operator, error) {
+func OpenOperator(c clusteraccess.Access) (*Operator, error) {
 	e := etcdConf{Endpoints: c.Endpoints, Prefix: c.Prefix, Username: c.Username, PasswordFile: c.PasswordFile,
 		AllowPasswordOverHTTP: c.AllowPasswordOverHTTP}
 	if c.Timeout > 0 {
@@ -116,7 +105,7 @@ func (o *Operator) Leases(f Filter) ([]Claim, error) {
 		}
 	}
 	sel = slices.DeleteFunc(sel, func(c Claim) bool { return !f.matches(c) })
-	tenants, err := o.op.tenantsOfClaims()
+	tenants, _, err := o.op.tenantRecords()
 	for i, c := range sel {
 		sel[i].Tenant = tenants[ScopePath(c.Scope)+"/"+c.Address]
 	}

@@ -43,7 +43,7 @@ func (o *Operator) ScopeStates(scopes []alloc.Scope) ([]alloc.ScopeState, error)
 		}
 		if s.Pool != "" && len(st.Addrs) > 0 {
 			if tenants == nil {
-				if tenants, err = o.op.tenantsOfClaims(); err != nil {
+				if tenants, _, err = o.op.tenantRecords(); err != nil {
 					return nil, err
 				}
 			}

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/cniplugins/cniplugins/internal/alloc"
+	"github.com/cniplugins/cniplugins/internal/clusteraccess"
 	"github.com/cniplugins/cniplugins/internal/daetcd"
 	"github.com/cniplugins/cniplugins/internal/etcdkv/etcdkvfake"
 	. "github.com/cniplugins/cniplugins/internal/etcdstore"
@@ -68,7 +69,7 @@ func (s site) runIn(cmd, node, cid, scope string) []byte {
 // admin is an Operator for the test's keys.
 func (s site) admin() *Operator {
 	t := s.t
-	a, err := OpenOperator(Access{Endpoints: []string{s.endpoints()}, Prefix: "/admin-test/" + t.Name() + "/"})
+	a, err := OpenOperator(clusteraccess.Access{Endpoints: []string{s.endpoints()}, Prefix: "/admin-test/" + t.Name() + "/"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -135,27 +135,25 @@ const (
 	maxStaleDeletes = 32
 )
 
-// tenantsOfClaims maps each claimed address ("<scope>/<address>", as in
-// its claim key) that counts for a tenant to the tenant: what `leases`
-// shows. Records that count nothing are left out; so are those of a batch
-// that could not be read (judge), with the error.
-func (op *Operation) tenantsOfClaims() (map[string]string, error) {
-	recs, _, err := op.judgeAll()
-	out := map[string]string{}
-	for _, r := range recs {
-		if r.Stale() == "" {
-			out[ScopePath(r.Scope)+"/"+r.Addr.String()] = r.Tenant
-		}
-	}
-	return out, err
-}
-
-// judgeAll lists every tenant's records, page by page, and judges them
-// (judge).
-func (op *Operation) judgeAll() ([]alloc.TenantRecord, []etcdkv.KV, error) {
+// tenantRecords lists every tenant's records, page by page, and judges
+// them (judge): tenants maps each claimed address ("<scope>/<address>",
+// as in its claim key) that counts for a tenant to the tenant (what
+// `leases` and `pools` show); dead removes the records that count nothing
+// (GC's sweep). The records of a batch that could not be read are in
+// neither, and the error is returned.
+func (op *Operation) tenantRecords() (tenants map[string]string, dead []etcdkv.Txn, err error) {
 	marks, err := op.cl.List(op.keys.tenantsRoot(), true)
 	if err != nil {
 		return nil, nil, err
 	}
-	return op.judge(marks)
+	recs, read, err := op.judge(marks)
+	tenants = map[string]string{}
+	for i, r := range recs {
+		if r.Stale() != "" {
+			dead = append(dead, removeRecord(read[i]))
+		} else {
+			tenants[ScopePath(r.Scope)+"/"+r.Addr.String()] = r.Tenant
+		}
+	}
+	return tenants, dead, err
 }

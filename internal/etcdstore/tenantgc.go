@@ -4,7 +4,6 @@ import (
 	"errors"
 	"strings"
 
-	"github.com/cniplugins/cniplugins/internal/etcdkv"
 	"github.com/cniplugins/cniplugins/internal/logging"
 	"github.com/cniplugins/cniplugins/internal/pool"
 )
@@ -24,7 +23,11 @@ func (op *Operation) sweepTenants() error {
 	// after that read rewrites it, so the guarded delete keeps it, and one
 	// that committed before wrote a record the listing sees counting.
 	versions, verr := op.cl.List(op.keys.versionsRoot(), true)
-	dead, counting, err := op.deadTenantRecords()
+	tenants, dead, err := op.tenantRecords()
+	counting := map[string]bool{} // pool.TenantName of each tenant with a record that counts
+	for _, t := range tenants {
+		counting[pool.TenantName(t)] = true
+	}
 	if len(dead) > 0 {
 		op.log.Info("gc removes tenant records that count nothing", logging.Int("records", len(dead)))
 	}
@@ -38,22 +41,4 @@ func (op *Operation) sweepTenants() error {
 	// No guard: each removal is its own nested transaction with its own
 	// condition, so commitBatches' batches always succeed.
 	return errors.Join(verr, err, op.commitBatches(dead, nil))
-}
-
-// deadTenantRecords plans the removal of every tenant record that counts
-// nothing (judgeAll), and names the tenants (pool.TenantName) with a
-// record that counts. A batch that could not be read is skipped and its
-// error returned with the plan of the others.
-func (op *Operation) deadTenantRecords() ([]etcdkv.Txn, map[string]bool, error) {
-	var dead []etcdkv.Txn
-	counting := map[string]bool{}
-	recs, read, err := op.judgeAll()
-	for i, r := range recs {
-		if r.Stale() != "" {
-			dead = append(dead, removeRecord(read[i]))
-		} else {
-			counting[pool.TenantName(r.Tenant)] = true
-		}
-	}
-	return dead, counting, err
 }

@@ -134,7 +134,7 @@ func TestSweepSparesARecordClaimedAgain(t *testing.T) {
 	a := c.add("c0", "net", "")
 	c.del("c0", "net", "")
 	op := c.e.op(c.call("gc", "net", ""))
-	dead, _, err := op.DeadTenantRecords()
+	dead, err := op.DeadTenantRecords()
 	if err != nil || len(dead) != 1 {
 		t.Fatalf("judged dead: %d, %v; want c0's record", len(dead), err)
 	}

@@ -1,13 +1,12 @@
 package ops
 
 import (
-	"cmp"
 	"errors"
 	"fmt"
 	"os"
-	"strings"
 
 	"github.com/cniplugins/cniplugins/internal/alloc"
+	"github.com/cniplugins/cniplugins/internal/clusteraccess"
 	"github.com/cniplugins/cniplugins/internal/cnierr"
 	"github.com/cniplugins/cniplugins/internal/dapools"
 	"github.com/cniplugins/cniplugins/internal/hostlocal"
@@ -112,20 +111,6 @@ func scopeDir(dataDir, etcdPrefix string, s alloc.Scope) string {
 	return etcdPrefix + "ip/net/" + s.Network + "/"
 }
 
-// DefaultEtcdPrefix is ipam.etcd.prefix's default: etcdstore.DefaultPrefix,
-// which the lean binary does not link (the full flavour's tests check
-// that they agree).
-const DefaultEtcdPrefix = "/cniplugins/"
-
-// EtcdPrefix is a key prefix as ipam-da-etcd reads ipam.etcd.prefix, and
-// the operators' --prefix: the default when empty, ending in '/'.
-func EtcdPrefix(p string) string {
-	if p = cmp.Or(p, DefaultEtcdPrefix); !strings.HasSuffix(p, "/") {
-		p += "/"
-	}
-	return p
-}
-
 // etcdPrefixOf is an ipam-da-etcd configuration's key prefix.
 func etcdPrefixOf(env *netconf.Envelope) (string, error) {
 	var ipam struct {
@@ -139,5 +124,5 @@ func etcdPrefixOf(env *netconf.Envelope) (string, error) {
 	if ipam.Etcd == nil {
 		return "", cnierr.MissingConfig("ipam.etcd")
 	}
-	return EtcdPrefix(ipam.Etcd.Prefix), nil
+	return clusteraccess.Prefix(ipam.Etcd.Prefix), nil
 }
