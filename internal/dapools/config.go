@@ -56,12 +56,11 @@ func OwnKeys(conf *netconf.Envelope) (dir string, timeout time.Duration, err err
 
 // openConfig is the store of req, whose engine config is c.
 func openConfig(req *plugin.Request, c *alloc.Config, faults *hostlocal.Faults) (*config, error) {
-	s := &config{Config: c, req: req, Place: Place{Faults: faults}}
-	var err error
-	if s.DataDir, s.LockTimeout, err = OwnKeys(req.Conf); err != nil {
+	dir, timeout, err := OwnKeys(req.Conf)
+	if err != nil {
 		return nil, err
 	}
-	return s, nil
+	return &config{Config: c, req: req, Place: Place{DataDir: dir, LockTimeout: timeout, Faults: faults}}, nil
 }
 
 // dataDir validates ipam.dataDir before anything touches the disk. A
