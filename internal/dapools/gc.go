@@ -23,7 +23,7 @@ type Collection struct {
 	Scopes []alloc.Scope
 	Keep   func(alloc.Attachment) bool
 	Now    time.Time
-	Log    *logging.Logger
+	Log    *logging.Logger // nil logs nothing
 	// Inspect, when set, sees each directory under its lock before the
 	// GC changes anything there (what `cniplugins gc` reports with).
 	Inspect func(alloc.Scope) error
@@ -46,9 +46,6 @@ type Released struct {
 // tenants. It keeps going after errors and returns them joined, with
 // what it released by scope.
 func Collect(g Collection) (map[alloc.Scope]Released, error) {
-	if g.Log == nil {
-		g.Log = logging.Nop()
-	}
 	st, err := g.lock("", g.Scopes)
 	if err != nil {
 		return nil, err
