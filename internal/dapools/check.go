@@ -45,16 +45,15 @@ func (c *config) Check(addrs []netip.Addr, targets []alloc.Target) error {
 // under their locks; CHECK only reads, so it creates no state directory
 // (Open would), and fn gets nil for one that is not there.
 func (c *config) read(scopes []alloc.Scope, fn func(alloc.Scope, *hostlocal.Disk) error) error {
-	all := inPathOrder(c.dataDir, scopes)
-	st, err := openStores(c.dataDir, "", slices.DeleteFunc(slices.Clone(all), func(s alloc.Scope) bool {
+	st, err := c.lock("", slices.DeleteFunc(slices.Clone(scopes), func(s alloc.Scope) bool {
 		_, err := os.Lstat(c.dir(s))
 		return errors.Is(err, fs.ErrNotExist)
-	}), c.lockTimeout, c.faults)
+	}))
 	if err != nil {
 		return err
 	}
 	defer st.close()
-	for _, s := range all {
+	for _, s := range inPathOrder(c.DataDir, scopes) {
 		if err := fn(s, st.disks[s]); err != nil {
 			return err
 		}

@@ -31,11 +31,8 @@ const (
 // and where the state directories are.
 type config struct {
 	*alloc.Config
-	req         *plugin.Request
-	dataDir     string
-	lockTimeout time.Duration
-	// faults, nil but in the store contract, may stop the writes.
-	faults *hostlocal.Faults
+	req *plugin.Request
+	Place
 }
 
 // OwnKeys reads what the ipam section says beside the engine's keys
@@ -59,12 +56,11 @@ func OwnKeys(conf *netconf.Envelope) (dir string, timeout time.Duration, err err
 
 // openConfig is the store of req, whose engine config is c.
 func openConfig(req *plugin.Request, c *alloc.Config, faults *hostlocal.Faults) (*config, error) {
-	s := &config{Config: c, req: req, faults: faults}
-	var err error
-	if s.dataDir, s.lockTimeout, err = OwnKeys(req.Conf); err != nil {
+	dir, timeout, err := OwnKeys(req.Conf)
+	if err != nil {
 		return nil, err
 	}
-	return s, nil
+	return &config{Config: c, req: req, Place: Place{DataDir: dir, LockTimeout: timeout, Faults: faults}}, nil
 }
 
 // dataDir validates ipam.dataDir before anything touches the disk. A
@@ -111,8 +107,6 @@ func lockTimeout(s string) (time.Duration, error) {
 	}
 	return d, nil
 }
-
-func (c *config) dir(s alloc.Scope) string { return ScopeDir(c.dataDir, s) }
 
 // attachment is who holds the addresses. In pool mode it also names the
 // network, because a pool directory is shared between networks.

@@ -13,25 +13,20 @@ import (
 // GC releases every reservation of this network whose attachment the
 // runtime no longer lists (alloc.KeepSet has the rules), through Collect.
 func (c *config) GC(valid []alloc.Attachment) error {
-	_, err := Collect(Collection{DataDir: c.dataDir, Scopes: c.Scopes(), LockTimeout: c.lockTimeout,
-		Keep: alloc.NewKeepSet(c.Network, valid).Keeps, Now: c.req.Now, Log: c.req.Log, Faults: c.faults})
+	_, err := Collect(Collection{Place: c.Place, Scopes: c.Scopes(), Keep: alloc.NewKeepSet(c.Network, valid).Keeps, Now: c.req.Now, Log: c.req.Log})
 	return err
 }
 
 // Collection is one GC of state directories under a data dir.
 type Collection struct {
-	DataDir     string
-	Scopes      []alloc.Scope
-	LockTimeout time.Duration
-	Keep        func(alloc.Attachment) bool
-	Now         time.Time
-	Log         *logging.Logger
+	Place
+	Scopes []alloc.Scope
+	Keep   func(alloc.Attachment) bool
+	Now    time.Time
+	Log    *logging.Logger // nil logs nothing
 	// Inspect, when set, sees each directory under its lock before the
 	// GC changes anything there (what `cniplugins gc` reports with).
 	Inspect func(alloc.Scope) error
-	// Faults, when set, may stop the GC's writes (the store contract's
-	// crashes).
-	Faults *hostlocal.Faults
 }
 
 // Released is what a GC did in one directory, as alloc.CollectGC returns
@@ -51,17 +46,14 @@ type Released struct {
 // tenants. It keeps going after errors and returns them joined, with
 // what it released by scope.
 func Collect(g Collection) (map[alloc.Scope]Released, error) {
-	if g.Log == nil {
-		g.Log = logging.Nop()
-	}
-	st, err := openStores(g.DataDir, "", g.Scopes, g.LockTimeout, g.Faults)
+	st, err := g.lock("", g.Scopes)
 	if err != nil {
 		return nil, err
 	}
 	released := map[alloc.Scope]Released{}
 	var errs []error
 	for _, s := range st.order {
-		d, dir := st.disks[s], ScopeDir(g.DataDir, s)
+		d, dir := st.disks[s], g.dir(s)
 		if g.Inspect != nil {
 			if err := g.Inspect(s); err != nil {
 				errs = append(errs, err)

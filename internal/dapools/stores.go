@@ -18,11 +18,11 @@ import (
 // deadlock on each other; an ADD with a quota takes its tenant's lock
 // before them (hostlocal.LockTenant).
 type stores struct {
-	dataDir string
-	disks   map[alloc.Scope]*hostlocal.Disk
-	order   []alloc.Scope   // inPathOrder
-	tenant  *hostlocal.Lock // the tenant's lock, nil without a quota
-	uid     int             // who the state must belong to (os.Geteuid)
+	Place
+	disks  map[alloc.Scope]*hostlocal.Disk
+	order  []alloc.Scope   // inPathOrder
+	tenant *hostlocal.Lock // the tenant's lock, nil without a quota
+	uid    int             // who the state must belong to (os.Geteuid)
 }
 
 // inPathOrder is scopes once each, sorted by the path of their state
@@ -33,27 +33,38 @@ func inPathOrder(dataDir string, scopes []alloc.Scope) []alloc.Scope {
 	return slices.Compact(out)
 }
 
-// openStores locks the state directories of scopes under dataDir, after
-// the lock of tenant ("" none: an ADD with a quota's), whose records the
-// disks then write.
-func openStores(dataDir, tenant string, scopes []alloc.Scope, timeout time.Duration, faults *hostlocal.Faults) (*stores, error) {
-	order := inPathOrder(dataDir, scopes)
-	s := &stores{dataDir: dataDir, disks: make(map[alloc.Scope]*hostlocal.Disk, len(order)), order: order, uid: os.Geteuid()}
+// Place is a data dir as everything that locks its state directories
+// sees it (the personality's commands and every GC): where it is, how
+// long to wait for a lock and, in the store contract only, faults that
+// may stop the writes.
+type Place struct {
+	DataDir     string
+	LockTimeout time.Duration
+	Faults      *hostlocal.Faults
+}
+
+func (p Place) dir(s alloc.Scope) string { return ScopeDir(p.DataDir, s) }
+
+// lock locks the state directories of scopes, after the lock of tenant
+// ("" none: an ADD with a quota's), whose records the disks then write.
+func (p Place) lock(tenant string, scopes []alloc.Scope) (*stores, error) {
+	order := inPathOrder(p.DataDir, scopes)
+	s := &stores{Place: p, disks: make(map[alloc.Scope]*hostlocal.Disk, len(order)), order: order, uid: os.Geteuid()}
 	checked := map[string]bool{} // the pools' shared parent and index, once
 	if tenant != "" {
-		lk, err := hostlocal.LockTenant(PoolsDir(dataDir), tenant, s.uid, timeout, checked)
+		lk, err := hostlocal.LockTenant(PoolsDir(p.DataDir), tenant, s.uid, p.LockTimeout, checked)
 		if err != nil {
 			return nil, err
 		}
 		s.tenant = lk
 	}
 	for _, sc := range order {
-		d, err := hostlocal.OpenChecked(ScopeDir(dataDir, sc), timeout, checked)
+		d, err := hostlocal.OpenChecked(p.dir(sc), p.LockTimeout, checked)
 		if err != nil {
 			_ = s.close()
 			return nil, err
 		}
-		d.SetFaults(faults)
+		d.SetFaults(p.Faults)
 		d.ForTenant(tenant)
 		s.disks[sc] = d
 	}
@@ -84,12 +95,6 @@ func (s *stores) closeLogged(log *logging.Logger) {
 	}
 }
 
-// lock locks the state directories of scopes, after the lock of tenant
-// ("" none).
-func (c *config) lock(tenant string, scopes []alloc.Scope) (*stores, error) {
-	return openStores(c.dataDir, tenant, scopes, c.lockTimeout, c.faults)
-}
-
 func (s *stores) Pool(sc alloc.Scope) alloc.LockedPool {
 	if d := s.disks[sc]; d != nil {
 		return d
@@ -107,7 +112,7 @@ func (s *stores) TenantAddrs(tenant string, scopes []alloc.Scope) (n int, exact 
 		if d := s.disks[sc]; d != nil {
 			c, err = d.TenantAddrs(tenant)
 		} else {
-			c, err = hostlocal.TenantAddrsUnlocked(ScopeDir(s.dataDir, sc), tenant, s.uid)
+			c, err = hostlocal.TenantAddrsUnlocked(s.dir(sc), tenant, s.uid)
 			exact = false
 		}
 		if err != nil {

@@ -114,18 +114,14 @@ func Unrepaired(fs []Finding) int {
 }
 
 // configuredSets maps each state directory to the range sets the
-// configuration gives it, by range-set ID (a pool's is 0). Its keys are
-// clean paths, as StateDirs' are (filepath.Join).
+// configuration gives it, by range-set ID (a pool's is 0): pools' rows,
+// where a state defined differently takes its first definition. Its
+// keys are clean paths, as StateDirs' are (filepath.Join).
 func configuredSets(nets []Network) map[string][]addrspace.RangeSet {
 	out := map[string][]addrspace.RangeSet{}
-	for _, n := range nets {
-		if len(n.RangeSets) > 0 {
-			out[n.Dir] = n.RangeSets
-		}
-		for _, p := range n.Pools {
-			if out[p.Dir] == nil {
-				out[p.Dir] = []addrspace.RangeSet{p.Set}
-			}
+	for _, u := range usageRows(nets, false) {
+		if len(out[u.Dir]) == u.id {
+			out[u.Dir] = append(out[u.Dir], u.set)
 		}
 	}
 	return out
@@ -161,7 +157,7 @@ func findings(d StateScope, h *hostlocal.Health, sets []addrspace.RangeSet) ([]F
 		case r.Problem != "":
 			add(SeverityProblem, path, "reservation file "+r.Problem+"; inspect it and use `cniplugins release` if it is a leak", "")
 		case sets != nil && !slices.ContainsFunc(sets, func(rs addrspace.RangeSet) bool { return rs.Contains(r.Addr) }):
-			add(SeverityProblem, path, "reservation "+leaseOf(d, r).Describe()+" is outside every configured range", "")
+			add(SeverityProblem, path, "reservation "+leaseOf(d, r, nil).Describe()+" is outside every configured range", "")
 		}
 	}
 	now := time.Now()

@@ -80,7 +80,7 @@ func (b Local) collect(d StateScope, keep alloc.KeepSet, r GCRequest) ([]Lease, 
 	if r.Apply {
 		// What it released is reported as read under the lock.
 		var all map[alloc.Scope]dapools.Released
-		all, err = dapools.Collect(dapools.Collection{DataDir: b.DataDir, Scopes: []alloc.Scope{d.Scope}, LockTimeout: b.LockTimeout, Keep: keep.Keeps, Now: now, Inspect: read})
+		all, err = dapools.Collect(dapools.Collection{Place: dapools.Place{DataDir: b.DataDir, LockTimeout: b.LockTimeout}, Scopes: []alloc.Scope{d.Scope}, Keep: keep.Keeps, Now: now, Inspect: read})
 		done = all[d.Scope]
 	} else if err = read(d.Scope); err == nil {
 		// The engine's plan over what is read without the lock: what

@@ -93,14 +93,16 @@ func readLeases(d StateScope) ([]Lease, alloc.GCView, error) {
 	holds := validHolds(v.Holds)
 	ls := make([]Lease, len(rs))
 	for i, r := range rs {
-		ls[i] = withHold(leaseOf(d, r), holds[r.Addr])
+		ls[i] = leaseOf(d, r, holds[r.Addr])
 		ls[i].Tenant = tenants[r.Addr]
 		v.Owners[r.Addr] = r.Owner
 	}
 	return ls, v, nil
 }
 
-func leaseOf(d StateScope, r hostlocal.Reservation) Lease {
+// leaseOf is r, a reservation of d, with what its sticky key's record e
+// (nil: none) says.
+func leaseOf(d StateScope, r hostlocal.Reservation, e *alloc.HoldRecord) Lease {
 	l := Lease{ // a network directory's reservations are its network's; a pool's record theirs
 		Address: r.Addr.String(), Network: cmp.Or(d.Network, r.Owner.Network), ContainerID: r.Owner.ContainerID,
 		IfName: r.Owner.IfName, Owner: r.Owner.Kind(), Since: r.Since.UTC(), Problem: r.Problem, Pool: d.Pool,
@@ -108,22 +110,6 @@ func leaseOf(d StateScope, r hostlocal.Reservation) Lease {
 	if r.Problem != "" {
 		l.Owner = "invalid"
 	}
-	return l
-}
-
-// validHolds maps the addresses that sticky keys keep to their records.
-func validHolds(hs []alloc.HoldRecord) map[netip.Addr]*alloc.HoldRecord {
-	out := map[netip.Addr]*alloc.HoldRecord{}
-	for i, e := range hs {
-		if e.Stale == "" {
-			out[e.Addr] = &hs[i]
-		}
-	}
-	return out
-}
-
-// withHold adds what a sticky key's record e (nil: none) says to l.
-func withHold(l Lease, e *alloc.HoldRecord) Lease {
 	if e == nil {
 		return l
 	}
@@ -137,6 +123,17 @@ func withHold(l Lease, e *alloc.HoldRecord) Lease {
 		}
 	}
 	return l
+}
+
+// validHolds maps the addresses that sticky keys keep to their records.
+func validHolds(hs []alloc.HoldRecord) map[netip.Addr]*alloc.HoldRecord {
+	out := map[netip.Addr]*alloc.HoldRecord{}
+	for i, e := range hs {
+		if e.Stale == "" {
+			out[e.Addr] = &hs[i]
+		}
+	}
+	return out
 }
 
 // Describe is l in one line for release and gc reports, printable.

@@ -137,7 +137,6 @@ func Describe(p PluginConf, dataDir string) (Network, bool, error) {
 	for _, name := range slices.Sorted(maps.Keys(overflows)) {
 		cands = append(cands, dsselect.ArgsPool{Pool: pool.Pool{Name: name}, Field: "ipam.poolDefinitions." + name})
 	}
-	seen := map[string]bool{}
 	for i, cand := range cands {
 		// The chain as the allocator resolves a selection's again
 		// (ipamconf): an overflowPools without an overflow is no chain.
@@ -145,7 +144,7 @@ func Describe(p PluginConf, dataDir string) (Network, bool, error) {
 		if cand.Pool, err = cat.Resolve(cand.Field, cand.Pool); err != nil {
 			return n, true, err
 		}
-		if seen[cand.Name] {
+		if slices.ContainsFunc(n.Pools, func(d PoolDef) bool { return d.Name == cand.Name }) {
 			continue
 		}
 		src, ok, err := alloc.PoolSource(cand.Pool, cand.Field, c.PoolDefs)
@@ -156,7 +155,6 @@ func Describe(p PluginConf, dataDir string) (Network, bool, error) {
 			return n, true, cnierr.New(cnierr.CodeInvalidConfig, "unknown pool: no inline ranges and no ipam.poolDefinitions entry", "%s.name=%s", cand.Field, cand.Name)
 		}
 		if ok { // else a rule's name nothing defines: its ADDs fail (code 7), nothing to count
-			seen[cand.Name] = true
 			n.Pools = append(n.Pools, PoolDef{Name: cand.Name, Field: cand.Field, Dir: scopeDir(dataDir, n.EtcdPrefix, alloc.Scope{Pool: cand.Name}), Definition: src, Chain: cand.Names()[1:]})
 		}
 	}

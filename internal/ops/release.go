@@ -103,11 +103,11 @@ func (b Local) Release(r ReleaseRequest) (Lease, error) {
 	}
 	if p.Holds != nil {
 		e := p.Holds[0]
-		return withHold(leaseOf(d, hostlocal.Reservation{Addr: e.Addr, Owner: alloc.HoldOwner(e.ID)}), &e), nil
+		return leaseOf(d, hostlocal.Reservation{Addr: e.Addr, Owner: alloc.HoldOwner(e.ID)}, &e), nil
 	}
 	owner := v.Owner
 	if p.Del.Step == alloc.DelDropSecond {
 		owner.ContainerID = p.Record.Second
 	}
-	return withHold(leaseOf(d, hostlocal.Reservation{Addr: r.Addr, Owner: owner, Problem: owner.Problem()}), p.Record), nil
+	return leaseOf(d, hostlocal.Reservation{Addr: r.Addr, Owner: owner, Problem: owner.Problem()}, p.Record), nil
 }
