@@ -2,7 +2,6 @@ package ops
 
 import (
 	"cmp"
-	"fmt"
 	"maps"
 	"slices"
 	"strings"
@@ -104,26 +103,12 @@ func Describe(p PluginConf, dataDir string) (Network, bool, error) {
 		return Network{}, true, err
 	}
 	n.Dir = scopeDir(dataDir, n.EtcdPrefix, alloc.Scope{Network: env.Name})
-	selected := slices.ContainsFunc(delegates, func(d string) bool { return strings.HasPrefix(d, "ipam-ds-") })
-	var listed, argsPools []dsselect.ArgsPool
-	if slices.Contains(delegates, dsselect.StaticName) {
-		pools, err := dsselect.StaticPools(env)
-		if err != nil {
-			return n, true, err
-		}
-		for i, p := range pools {
-			listed = append(listed, dsselect.ArgsPool{Pool: p, Field: fmt.Sprintf("ipam.pools[%d]", i)})
-		}
+	cands, listed, quotas, err := dsselect.Selectable(env, delegates)
+	if err != nil {
+		return n, true, err
 	}
-	if slices.Contains(delegates, dsselect.ArgsName) {
-		if n.Quotas, err = dsselect.ReadTenantQuotas(env); err != nil {
-			return n, true, err
-		}
-		if argsPools, err = dsselect.ArgsPools(env); err != nil {
-			return n, true, err
-		}
-	}
-	if !selected {
+	n.Quotas = quotas
+	if !slices.ContainsFunc(delegates, func(d string) bool { return strings.HasPrefix(d, "ipam-ds-") }) {
 		if sets == nil {
 			return n, true, cnierr.MissingConfig("ipam.ranges")
 		}
@@ -132,10 +117,9 @@ func Describe(p PluginConf, dataDir string) (Network, bool, error) {
 	// Each name once, as the allocator resolves it (alloc.PoolSource:
 	// inline ranges, else the definition): an inline pool's state is
 	// where a defined one's of the same name is.
-	cands := append(listed, argsPools...)
 	overflows := c.PoolDefs.Overflows
 	for _, name := range slices.Sorted(maps.Keys(overflows)) {
-		cands = append(cands, dsselect.ArgsPool{Pool: pool.Pool{Name: name}, Field: "ipam.poolDefinitions." + name})
+		cands = append(cands, dsselect.SelectablePool{Pool: pool.Pool{Name: name}, Field: "ipam.poolDefinitions." + name})
 	}
 	for i, cand := range cands {
 		// The chain as the allocator resolves a selection's again
@@ -151,7 +135,7 @@ func Describe(p PluginConf, dataDir string) (Network, bool, error) {
 		if err != nil {
 			return n, true, err
 		}
-		if !ok && i < len(listed) {
+		if !ok && i < listed {
 			return n, true, cnierr.New(cnierr.CodeInvalidConfig, "unknown pool: no inline ranges and no ipam.poolDefinitions entry", "%s.name=%s", cand.Field, cand.Name)
 		}
 		if ok { // else a rule's name nothing defines: its ADDs fail (code 7), nothing to count
