@@ -64,23 +64,22 @@ type PoolDef struct {
 // ours reports whether p's IPAM keeps state the CLI can read: one of the
 // allocators directly, or ipam-delegated with one of them as a delegate
 // (the allocator is its first such delegate; a list with an entry that
-// is no name is none: ipam-delegated refuses it).
-func ours(p PluginConf) (delegates []string, allocator string, ok bool) {
-	t, ds := p.ipam()
-	if isAllocator(t) {
-		return nil, t, true
-	}
-	for _, d := range ds {
+// is no name is none: ipam-delegated refuses it). chain is the ipam type,
+// then the delegates.
+func ours(p PluginConf) (chain []string, allocator string, ok bool) {
+	typ, delegates := p.ipam()
+	chain = []string{typ}
+	for _, d := range delegates {
 		name, isName := d.(string)
 		if !isName {
 			return nil, "", false
 		}
-		delegates = append(delegates, name)
-		if allocator == "" && isAllocator(name) {
-			allocator = name
-		}
+		chain = append(chain, name)
 	}
-	return delegates, allocator, allocator != ""
+	if i := slices.IndexFunc(chain, isAllocator); i >= 0 {
+		return chain, chain[i], true
+	}
+	return nil, "", false
 }
 
 // Describe works out where p keeps its addresses; ok is false when its
@@ -88,7 +87,7 @@ func ours(p PluginConf) (delegates []string, allocator string, ok bool) {
 // configuration's dataDir (to inspect a copy, or a test's directory).
 // Errors are the plugins' own (code 7 naming the field).
 func Describe(p PluginConf, dataDir string) (Network, bool, error) {
-	delegates, allocator, ok := ours(p)
+	chain, allocator, ok := ours(p)
 	if !ok {
 		return Network{}, false, nil
 	}
@@ -103,12 +102,12 @@ func Describe(p PluginConf, dataDir string) (Network, bool, error) {
 		return Network{}, true, err
 	}
 	n.Dir = scopeDir(dataDir, n.EtcdPrefix, alloc.Scope{Network: env.Name})
-	cands, listed, quotas, err := dsselect.Selectable(env, delegates)
+	cands, listed, quotas, err := dsselect.Selectable(env, chain)
 	if err != nil {
 		return n, true, err
 	}
 	n.Quotas = quotas
-	if !slices.ContainsFunc(delegates, func(d string) bool { return strings.HasPrefix(d, "ipam-ds-") }) {
+	if !slices.ContainsFunc(chain, func(d string) bool { return strings.HasPrefix(d, "ipam-ds-") }) {
 		if sets == nil {
 			return n, true, cnierr.MissingConfig("ipam.ranges")
 		}
