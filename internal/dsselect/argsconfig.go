@@ -260,7 +260,7 @@ type catalogue struct {
 	pools []pool.Pool
 	// fields are where the config writes each entry (the first place
 	// that gives it ranges, else the first that names it): errors, and
-	// `cniplugins pools` and validate (ArgsPools), name a pool by it.
+	// `cniplugins pools` and validate (Selectable), name a pool by it.
 	fields []string
 }
 

@@ -179,7 +179,7 @@ func TestTenantQuotasOf(t *testing.T) {
 		{"a scoped namespace tenant is no tenant", shared, "p", "a/namespace=a", -1},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			q, err := ReadTenantQuotas(argsEnvelope(t, tt.ipam, input{}))
+			_, _, q, err := Selectable(argsEnvelope(t, tt.ipam, input{}), []string{ArgsName})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -5,7 +5,6 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/cniplugins/cniplugins/internal/netconf"
 	"github.com/cniplugins/cniplugins/internal/pool"
 )
 
@@ -23,15 +22,6 @@ type TenantQuotas struct {
 	// may ask from several goroutines, hence mu.
 	mu    sync.Mutex
 	found map[string][]*pool.Quota
-}
-
-// ReadTenantQuotas reads conf's ipam-ds-args rules.
-func ReadTenantQuotas(conf *netconf.Envelope) (*TenantQuotas, error) {
-	c, err := parseArgsConfig(conf)
-	if err != nil {
-		return nil, err
-	}
-	return &TenantQuotas{c: c, found: map[string][]*pool.Quota{}}, nil
 }
 
 // Of is the max of tenant's quota that counts pool name, false when no

@@ -2,7 +2,6 @@ package ops
 
 import (
 	"cmp"
-	"fmt"
 	"maps"
 	"slices"
 	"strings"
@@ -65,23 +64,22 @@ type PoolDef struct {
 // ours reports whether p's IPAM keeps state the CLI can read: one of the
 // allocators directly, or ipam-delegated with one of them as a delegate
 // (the allocator is its first such delegate; a list with an entry that
-// is no name is none: ipam-delegated refuses it).
-func ours(p PluginConf) (delegates []string, allocator string, ok bool) {
-	t, ds := p.ipam()
-	if isAllocator(t) {
-		return nil, t, true
-	}
-	for _, d := range ds {
+// is no name is none: ipam-delegated refuses it). chain is the ipam type,
+// then the delegates.
+func ours(p PluginConf) (chain []string, allocator string, ok bool) {
+	typ, delegates := p.ipam()
+	chain = []string{typ}
+	for _, d := range delegates {
 		name, isName := d.(string)
 		if !isName {
 			return nil, "", false
 		}
-		delegates = append(delegates, name)
-		if allocator == "" && isAllocator(name) {
-			allocator = name
-		}
+		chain = append(chain, name)
 	}
-	return delegates, allocator, allocator != ""
+	if i := slices.IndexFunc(chain, isAllocator); i >= 0 {
+		return chain, chain[i], true
+	}
+	return nil, "", false
 }
 
 // Describe works out where p keeps its addresses; ok is false when its
@@ -89,7 +87,7 @@ func ours(p PluginConf) (delegates []string, allocator string, ok bool) {
 // configuration's dataDir (to inspect a copy, or a test's directory).
 // Errors are the plugins' own (code 7 naming the field).
 func Describe(p PluginConf, dataDir string) (Network, bool, error) {
-	delegates, allocator, ok := ours(p)
+	chain, allocator, ok := ours(p)
 	if !ok {
 		return Network{}, false, nil
 	}
@@ -104,26 +102,12 @@ func Describe(p PluginConf, dataDir string) (Network, bool, error) {
 		return Network{}, true, err
 	}
 	n.Dir = scopeDir(dataDir, n.EtcdPrefix, alloc.Scope{Network: env.Name})
-	selected := slices.ContainsFunc(delegates, func(d string) bool { return strings.HasPrefix(d, "ipam-ds-") })
-	var listed, argsPools []dsselect.ArgsPool
-	if slices.Contains(delegates, dsselect.StaticName) {
-		pools, err := dsselect.StaticPools(env)
-		if err != nil {
-			return n, true, err
-		}
-		for i, p := range pools {
-			listed = append(listed, dsselect.ArgsPool{Pool: p, Field: fmt.Sprintf("ipam.pools[%d]", i)})
-		}
+	cands, listed, quotas, err := dsselect.Selectable(env, chain)
+	if err != nil {
+		return n, true, err
 	}
-	if slices.Contains(delegates, dsselect.ArgsName) {
-		if n.Quotas, err = dsselect.ReadTenantQuotas(env); err != nil {
-			return n, true, err
-		}
-		if argsPools, err = dsselect.ArgsPools(env); err != nil {
-			return n, true, err
-		}
-	}
-	if !selected {
+	n.Quotas = quotas
+	if !slices.ContainsFunc(chain, func(d string) bool { return strings.HasPrefix(d, "ipam-ds-") }) {
 		if sets == nil {
 			return n, true, cnierr.MissingConfig("ipam.ranges")
 		}
@@ -132,10 +116,9 @@ func Describe(p PluginConf, dataDir string) (Network, bool, error) {
 	// Each name once, as the allocator resolves it (alloc.PoolSource:
 	// inline ranges, else the definition): an inline pool's state is
 	// where a defined one's of the same name is.
-	cands := append(listed, argsPools...)
 	overflows := c.PoolDefs.Overflows
 	for _, name := range slices.Sorted(maps.Keys(overflows)) {
-		cands = append(cands, dsselect.ArgsPool{Pool: pool.Pool{Name: name}, Field: "ipam.poolDefinitions." + name})
+		cands = append(cands, dsselect.SelectablePool{Pool: pool.Pool{Name: name}, Field: "ipam.poolDefinitions." + name})
 	}
 	for i, cand := range cands {
 		// The chain as the allocator resolves a selection's again
@@ -151,7 +134,7 @@ func Describe(p PluginConf, dataDir string) (Network, bool, error) {
 		if err != nil {
 			return n, true, err
 		}
-		if !ok && i < len(listed) {
+		if !ok && i < listed {
 			return n, true, cnierr.New(cnierr.CodeInvalidConfig, "unknown pool: no inline ranges and no ipam.poolDefinitions entry", "%s.name=%s", cand.Field, cand.Name)
 		}
 		if ok { // else a rule's name nothing defines: its ADDs fail (code 7), nothing to count

@@ -3,6 +3,8 @@ package ops
 import (
 	"errors"
 	"net/netip"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -10,6 +12,7 @@ import (
 	"github.com/cniplugins/cniplugins/internal/alloc"
 	"github.com/cniplugins/cniplugins/internal/cnierr"
 	"github.com/cniplugins/cniplugins/internal/hostlocal"
+	"github.com/cniplugins/cniplugins/internal/plugin"
 	"github.com/cniplugins/cniplugins/internal/pool"
 )
 
@@ -69,4 +72,29 @@ func rangeSet(t *testing.T, cfgs ...addrspace.RangeConfig) addrspace.RangeSet {
 		t.Fatal(err)
 	}
 	return rs
+}
+
+// A delegate is looked up as ipam-delegated looks it up: the first
+// regular file of its name in the CNI path is the one the runtime runs,
+// so an executable of that name in a later directory does not make a
+// first one that cannot run resolvable.
+func TestValidateDelegateLookup(t *testing.T) {
+	first, later := t.TempDir(), t.TempDir()
+	v := Validator{
+		Lookup:  func(string) (plugin.Personality, bool) { return plugin.Personality{}, false },
+		CNIPath: []string{first, later},
+	}
+	validate := func(dir string, mode os.FileMode) []Problem {
+		if err := os.WriteFile(filepath.Join(dir, "ipam-x"), []byte("#!/bin/sh\n"), mode); err != nil {
+			t.Fatal(err)
+		}
+		return v.Data("n.conf", []byte(`{"cniVersion":"1.0.0","name":"n","type":"bridge","ipam":{"type":"ipam-delegated","delegates":["ipam-x"]}}`))
+	}
+	if got := validate(later, 0o755); len(got) != 0 {
+		t.Fatalf("executable in the CNI path: %v", got)
+	}
+	got := validate(first, 0o644)
+	if len(got) != 1 || got[0].Path != "ipam.delegates[0]" || got[0].Msg != "delegate not found in CNI path "+first+":"+later {
+		t.Fatalf("a first file that cannot run: got %v", got)
+	}
 }

@@ -4,9 +4,10 @@ import (
 	"cmp"
 	"fmt"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/containernetworking/cni/pkg/invoke"
 
 	"github.com/cniplugins/cniplugins/internal/addrspace"
 	"github.com/cniplugins/cniplugins/internal/cnierr"
@@ -145,19 +146,16 @@ func overlaps(n Network) error {
 	})
 }
 
-// resolvable reports whether name is an executable file in the CNI path,
-// as ipam-delegated looks delegates up.
+// resolvable reports whether name is an executable file in the CNI path
+// as ipam-delegated looks delegates up (delegated.Resolve): the first
+// regular file of that name, which the runtime then runs or fails to.
 func (v Validator) resolvable(name string) bool {
-	if name == "" || strings.ContainsRune(name, '/') {
+	path, err := invoke.FindInPath(name, v.CNIPath)
+	if err != nil {
 		return false
 	}
-	for _, dir := range v.CNIPath {
-		fi, err := os.Stat(filepath.Join(dir, name))
-		if err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
-			return true
-		}
-	}
-	return false
+	fi, err := os.Stat(path)
+	return err == nil && fi.Mode()&0o111 != 0
 }
 
 // problem turns a plugin's typed error into a Problem: its details are

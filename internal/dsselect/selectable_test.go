@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-// ArgsPools lists each pool the rules, their podChoice and the defaults
+// Selectable lists each pool the rules, their podChoice and the defaults
 // can select once, defined where its ranges are written, chains resolved.
 func TestArgsPools(t *testing.T) {
 	for _, tt := range []struct {
@@ -26,7 +26,7 @@ func TestArgsPools(t *testing.T) {
 			[]string{"d ipam.defaultPools[0] []", "e ipam.defaultPools[1] []"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			ps, err := ArgsPools(argsEnvelope(t, tt.ipam, input{}))
+			ps, _, _, err := Selectable(argsEnvelope(t, tt.ipam, input{}), []string{ArgsName})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -35,7 +35,7 @@ func TestArgsPools(t *testing.T) {
 				got = append(got, fmt.Sprintf("%s %s %v", p.Name, p.Field, p.Names()[1:]))
 			}
 			if strings.Join(got, "\n") != strings.Join(tt.want, "\n") {
-				t.Errorf("ArgsPools:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(tt.want, "\n"))
+				t.Errorf("Selectable:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(tt.want, "\n"))
 			}
 		})
 	}
