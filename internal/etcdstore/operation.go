@@ -190,29 +190,31 @@ func (op *Operation) apply(guard []etcdkv.Cmp, txns []etcdkv.Txn, extra ...etcdk
 	room := max(1, maxTxnOps-len(extra)-widest)
 	batches := slices.Collect(slices.Chunk(txns, room))
 	applied, errs := make([]bool, len(txns)), make([]error, len(batches))
-	var wg sync.WaitGroup
-	for w := range min(inFlight, len(batches)) {
-		cl := op.cl
-		if w > 0 {
-			cl = op.cl.Fork()
-		}
-		wg.Go(func() {
-			for i := w; i < len(batches); i += inFlight {
-				var then []etcdkv.Op
-				for _, t := range batches[i] {
-					then = append(then, etcdkv.Nested(t))
-				}
-				resp, err := cl.Txn(etcdkv.Txn{If: guard, Then: append(then, extra...)})
-				if err == nil && !resp.Succeeded {
-					err = errNodeChanged
-				}
-				for j := range batches[i] {
-					applied[i*room+j] = err == nil && resp.Nested(j) != nil && resp.Nested(j).Succeeded
-				}
-				errs[i] = err
+	send := func(cl *etcdkv.Client, w int) {
+		for i := w; i < len(batches); i += inFlight {
+			var then []etcdkv.Op
+			for _, t := range batches[i] {
+				then = append(then, etcdkv.Nested(t))
 			}
-		})
+			resp, err := cl.Txn(etcdkv.Txn{If: guard, Then: append(then, extra...)})
+			if err == nil && !resp.Succeeded {
+				err = errNodeChanged
+			}
+			for j := range batches[i] {
+				applied[i*room+j] = err == nil && resp.Nested(j) != nil && resp.Nested(j).Succeeded
+			}
+			errs[i] = err
+		}
 	}
+	// The first sender is the operation's own client, so that a single
+	// batch (a DEL's) keeps what the client learns; the others are forks,
+	// made before the first sends.
+	var wg sync.WaitGroup
+	for w := 1; w < min(inFlight, len(batches)); w++ {
+		cl := op.cl.Fork()
+		wg.Go(func() { send(cl, w) })
+	}
+	send(op.cl, 0)
 	wg.Wait()
 	return applied, errors.Join(errs...)
 }
