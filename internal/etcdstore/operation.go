@@ -177,7 +177,7 @@ func (op *Operation) applyDel(p alloc.DelPlan, addrK, holdK string, holdIf []etc
 // transactions as fit beside extra (maxTxnOps), which each of them also
 // carries (a batch's marks and fence buckets), inFlight at once, each
 // only while guard holds (errNodeChanged otherwise), and answers whether
-// each of txns applied. Every transaction here is exact (see release), so
+// each of txns applied, unless it fails. Every transaction here is exact (see release), so
 // the client may send it again.
 func (op *Operation) apply(guard []etcdkv.Cmp, txns []etcdkv.Txn, extra ...etcdkv.Op) ([]bool, error) {
 	// etcd leaves a nested transaction what its parent did not use, so the
@@ -216,7 +216,10 @@ func (op *Operation) apply(guard []etcdkv.Cmp, txns []etcdkv.Txn, extra ...etcdk
 	}
 	send(op.cl, 0)
 	wg.Wait()
-	return applied, errors.Join(errs...)
+	if err := errors.Join(errs...); err != nil {
+		return nil, err // what did apply is unknown: callers report the error
+	}
+	return applied, nil
 }
 
 // maxTxnOps is etcd's default --max-txn-ops: the widest part of a
