@@ -343,6 +343,6 @@ func (op *Operation) cancel(stores []*claimStore) error {
 		m.Else = []etcdkv.Op{etcdkv.Nested(undo)}
 		txns = append(txns, m)
 	}
-	_, err := op.apply(txns)
+	_, err := op.apply(nil, txns)
 	return err
 }

@@ -65,7 +65,7 @@ func (op *Operation) delRead(scopes []alloc.Scope, fence bool) error {
 				continue
 			}
 			if ok && r.sharing() {
-				if err := op.commitShared(s, kv, r, op.network); err != nil {
+				if err := op.commitShared(s, kv, op.network); err != nil {
 					return err
 				}
 				continue
@@ -83,7 +83,7 @@ func (op *Operation) delRead(scopes []alloc.Scope, fence bool) error {
 	// delFromPrev), which fenced every claim sent before the DEL. A sticky
 	// owner's keys can change under its DEL (a migration target shares
 	// them): each of its releases must have happened.
-	applied, err := op.apply(txns, op.touch())
+	applied, err := op.apply(nil, txns, op.touch())
 	for i := range applied {
 		if sticky[i] && !applied[i] {
 			err = errReleaseRaced

@@ -53,7 +53,10 @@ func (op *Operation) DeadTenantRecords() ([]etcdkv.Txn, error) {
 	return dead, err
 }
 
-func (op *Operation) CommitBatches(txns []etcdkv.Txn) error { return op.commitBatches(txns, nil) }
+func (op *Operation) CommitBatches(txns []etcdkv.Txn) error {
+	_, err := op.apply(nil, txns)
+	return err
+}
 
 func (op *Operation) Client() *etcdkv.Client { return op.cl }
 

@@ -6,7 +6,6 @@ import (
 	"net/netip"
 	"slices"
 	"strings"
-	"sync"
 
 	"github.com/cniplugins/cniplugins/internal/alloc"
 	"github.com/cniplugins/cniplugins/internal/etcdkv"
@@ -148,8 +147,12 @@ func (op *Operation) applyGC(run gcRun, s alloc.Scope, p alloc.ClaimsPlan, try i
 		expiredMarks[op.keys.markOf(s, string(kv.Key))] = nil
 		op.log.Info("gc frees an expired hold", logging.String("address", h.Address), logging.String("key", h.Key))
 	}
-	errs = append(errs, op.commitBatches(released, releasedMarks, run.guard...), op.commitBatches(expired, expiredMarks))
-	return errors.Join(errs...)
+	_, err := op.apply(run.guard, released, releasedMarks.ops()...)
+	if errors.Is(err, errNodeChanged) {
+		err = op.register() // says whose the node is now
+	}
+	_, expErr := op.apply(nil, expired, expiredMarks.ops()...)
+	return errors.Join(append(errs, err, expErr)...)
 }
 
 // gcShared ends the share of the claim found through index key kv, as
@@ -160,8 +163,7 @@ func (op *Operation) applyGC(run gcRun, s alloc.Scope, p alloc.ClaimsPlan, try i
 // applies what the engine plans for it now (a sole owner's claim is
 // released, into its key's hold). Bounded as DEL's reads are.
 func (op *Operation) gcShared(run gcRun, s alloc.Scope, kv etcdkv.KV, try int) error {
-	r, _ := decodeRecord(kv.Value)
-	err := op.commitShared(s, kv, r, run.network)
+	err := op.commitShared(s, kv, run.network)
 	if !errors.Is(err, errReleaseRaced) || try == maxReleaseRaces {
 		return err
 	}
@@ -172,55 +174,3 @@ func (op *Operation) gcShared(run gcRun, s alloc.Scope, kv etcdkv.KV, try int) e
 	p := alloc.PlanClaims(alloc.ClaimsView{Network: run.network, Claims: gcClaims(resp.KVs(0)...)}, run.keep, op.now)
 	return op.applyGC(run, s, p, try+1)
 }
-
-// maxTxnOps is etcd's default --max-txn-ops: the widest part of a
-// transaction (its comparisons, or a branch: a batch's nested releases and
-// its marks together) and, for each nested one, what the outer part left.
-const maxTxnOps = 128
-
-// inFlight is how many batches are sent at once: etcd commits
-// transactions that arrive together in one disk write, so a GC of tens of
-// thousands of claims takes seconds, not a round trip and an fsync each.
-const inFlight = 8
-
-// commitBatches releases in transactions of as many claims as fit beside
-// the marks (maxTxnOps), each also marking the range sets freed, each
-// only while the conditions in guard hold.
-func (op *Operation) commitBatches(txns []etcdkv.Txn, marks unmark, guard ...etcdkv.Cmp) error {
-	var batches []etcdkv.Txn
-	markOps := marks.ops()
-	// etcd leaves a nested transaction what its parent did not use, so the
-	// widest release bounds the batch too. A scope's marks are one per
-	// range set (at most 64), so a batch always has room for releases.
-	widest := 0
-	for _, t := range txns {
-		widest = max(widest, t.Budget())
-	}
-	room := max(1, maxTxnOps-len(markOps)-widest)
-	for batch := range slices.Chunk(txns, room) {
-		batches = append(batches, nest(guard, batch, markOps...))
-	}
-	errs := make([]error, len(batches))
-	var wg sync.WaitGroup
-	for w := range min(inFlight, len(batches)) {
-		cl := op.cl.Fork()
-		wg.Go(func() {
-			for i := w; i < len(batches); i += inFlight {
-				resp, err := cl.Txn(batches[i])
-				if err == nil && !resp.Succeeded {
-					err = errNodeChanged
-				}
-				errs[i] = err
-			}
-		})
-	}
-	wg.Wait()
-	if slices.Contains(errs, errNodeChanged) {
-		return op.register() // says whose the node is now
-	}
-	return errors.Join(errs...)
-}
-
-// errNodeChanged: a batch's guard failed, the node's record is no longer
-// this machine's.
-var errNodeChanged = errors.New("node record changed")

@@ -59,17 +59,18 @@ func (r Record) holding(h alloc.Hold) Record {
 // (r.Second set) or the migration target's (r.Shares).
 func (r Record) sharing() bool { return r.Hold != "" && (r.Second != "" || r.Shares) }
 
-// commitShared applies the engine's plan (alloc.PlanDel) for record r,
-// found through index key kv, for a DEL in network ("" for any). A
+// commitShared applies the engine's plan (alloc.PlanDel) for the record
+// of index key kv, for a DEL in network ("" for any). A
 // sharing one's is planned over the hold and the owner's claim it reads:
 // the source hands the address to the target, the target ends its
 // share, while all four keys are at their one revision. Any other record,
 // or a share gone meanwhile, is released as any claim (release). A release that finds the address changed is one
 // to retry (errReleaseRaced), never a silent no-op that would leave the
 // address with an owner that is gone.
-func (op *Operation) commitShared(s alloc.Scope, kv etcdkv.KV, r Record, network string) error {
+func (op *Operation) commitShared(s alloc.Scope, kv etcdkv.KV, network string) error {
+	r, _ := decodeRecord(kv.Value)
 	commit := func(t etcdkv.Txn) error {
-		applied, err := op.apply([]etcdkv.Txn{t})
+		applied, err := op.apply(nil, []etcdkv.Txn{t})
 		if err == nil && !applied[0] {
 			err = errReleaseRaced
 		}

@@ -3,7 +3,10 @@ package etcdstore
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"os"
+	"slices"
+	"sync"
 	"time"
 
 	"github.com/cniplugins/cniplugins/internal/alloc"
@@ -170,33 +173,65 @@ func (op *Operation) applyDel(p alloc.DelPlan, addrK, holdK string, holdIf []etc
 	return nil
 }
 
-// apply sends txns as nested transactions of one (one round trip, each
-// keeping its own conditions), then extra, and answers whether each of
-// txns applied. Every transaction here is exact (see release), so the
-// client may send it again.
-func (op *Operation) apply(txns []etcdkv.Txn, extra ...etcdkv.Op) ([]bool, error) {
-	if len(txns) == 0 && len(extra) == 0 {
-		return nil, nil
+// apply sends txns, each nested with its own conditions, in as few
+// transactions as fit beside extra (maxTxnOps), which each of them also
+// carries (a batch's marks and fence buckets), inFlight at once, each
+// only while guard holds (errNodeChanged otherwise), and answers whether
+// each of txns applied, unless it fails. Every transaction here is exact (see release), so
+// the client may send it again.
+func (op *Operation) apply(guard []etcdkv.Cmp, txns []etcdkv.Txn, extra ...etcdkv.Op) ([]bool, error) {
+	// etcd leaves a nested transaction what its parent did not use, so the
+	// widest one bounds the batch too. A scope's marks are one per range
+	// set (at most 64), so a batch always has room for releases.
+	widest := 0
+	for _, t := range txns {
+		widest = max(widest, t.Budget())
 	}
-	resp, err := op.cl.Txn(nest(nil, txns, extra...))
-	if err != nil {
-		return nil, err
+	room := max(1, maxTxnOps-len(extra)-widest)
+	batches := slices.Collect(slices.Chunk(txns, room))
+	applied, errs := make([]bool, len(txns)), make([]error, len(batches))
+	send := func(cl *etcdkv.Client, w int) {
+		for i := w; i < len(batches); i += inFlight {
+			var then []etcdkv.Op
+			for _, t := range batches[i] {
+				then = append(then, etcdkv.Nested(t))
+			}
+			resp, err := cl.Txn(etcdkv.Txn{If: guard, Then: append(then, extra...)})
+			if err == nil && !resp.Succeeded {
+				err = errNodeChanged
+			}
+			for j := range batches[i] {
+				applied[i*room+j] = err == nil && resp.Nested(j) != nil && resp.Nested(j).Succeeded
+			}
+			errs[i] = err
+		}
 	}
-	applied := make([]bool, len(txns))
-	for i := range txns {
-		n := resp.Nested(i)
-		applied[i] = n != nil && n.Succeeded
+	// The first sender is the operation's own client, so that a single
+	// batch (a DEL's) keeps what the client learns; the others are forks,
+	// made before the first sends.
+	var wg sync.WaitGroup
+	for w := 1; w < min(inFlight, len(batches)); w++ {
+		cl := op.cl.Fork()
+		wg.Go(func() { send(cl, w) })
+	}
+	send(op.cl, 0)
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err // what did apply is unknown: callers report the error
 	}
 	return applied, nil
 }
 
-// nest is one transaction that applies txns, each nested with its own
-// conditions, then extra, while guard holds.
-func nest(guard []etcdkv.Cmp, txns []etcdkv.Txn, extra ...etcdkv.Op) etcdkv.Txn {
-	outer := etcdkv.Txn{If: guard, Then: make([]etcdkv.Op, 0, len(txns)+len(extra))}
-	for _, t := range txns {
-		outer.Then = append(outer.Then, etcdkv.Nested(t))
-	}
-	outer.Then = append(outer.Then, extra...)
-	return outer
-}
+// maxTxnOps is etcd's default --max-txn-ops: the widest part of a
+// transaction (its comparisons, or a branch: a batch's nested releases and
+// its marks together) and, for each nested one, what the outer part left.
+const maxTxnOps = 128
+
+// inFlight is how many batches are sent at once: etcd commits
+// transactions that arrive together in one disk write, so a GC of tens of
+// thousands of claims takes seconds, not a round trip and an fsync each.
+const inFlight = 8
+
+// errNodeChanged: a batch's guard failed, the node's record is no longer
+// this machine's.
+var errNodeChanged = errors.New("node record changed")

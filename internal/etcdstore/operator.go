@@ -176,7 +176,7 @@ func (o *Operator) Release(addr netip.Addr, s alloc.Scope, container, ifname, no
 	for _, ikv := range idx.KVs(0) {
 		if ir, ok := decodeRecord(ikv.Value); (shared && ok && ir.Address == r.Address && ir.sharing()) || (!shared && bytes.Equal(ikv.Value, kv.Value)) {
 			if !dryRun {
-				err = o.op.commitShared(s, ikv, ir, "")
+				err = o.op.commitShared(s, ikv, "")
 			}
 			if errors.Is(err, errReleaseRaced) {
 				return Claim{}, changed
@@ -189,7 +189,7 @@ func (o *Operator) Release(addr netip.Addr, s alloc.Scope, container, ifname, no
 	}
 	if !dryRun {
 		alone := etcdkv.Txn{If: []etcdkv.Cmp{etcdkv.ValueIs(string(kv.Key), kv.Value)}, Then: []etcdkv.Op{etcdkv.Delete(string(kv.Key))}}
-		if applied, err := o.op.apply([]etcdkv.Txn{alone}, o.op.bump(r)); err != nil || !applied[0] {
+		if applied, err := o.op.apply(nil, []etcdkv.Txn{alone}, o.op.bump(r)); err != nil || !applied[0] {
 			return Claim{}, cmp.Or(err, changed)
 		}
 	}

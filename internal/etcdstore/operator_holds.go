@@ -58,7 +58,7 @@ func (o *Operator) ReleaseHold(key, ifname string, s alloc.Scope, dryRun bool) (
 	if dryRun {
 		return out, nil
 	}
-	applied, err := o.op.apply(txns)
+	applied, err := o.op.apply(nil, txns)
 	if err != nil {
 		return nil, err
 	}

@@ -39,6 +39,7 @@ func (op *Operation) sweepTenants() error {
 		}
 	}
 	// No guard: each removal is its own nested transaction with its own
-	// condition, so commitBatches' batches always succeed.
-	return errors.Join(verr, err, op.commitBatches(dead, nil))
+	// condition, so apply's batches always succeed.
+	_, aerr := op.apply(nil, dead)
+	return errors.Join(verr, err, aerr)
 }
