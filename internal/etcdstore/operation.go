@@ -177,8 +177,8 @@ func (op *Operation) applyDel(p alloc.DelPlan, addrK, holdK string, holdIf []etc
 // transactions as fit beside extra (maxTxnOps), which each of them also
 // carries (a batch's marks and fence buckets), inFlight at once, each
 // only while guard holds (errNodeChanged otherwise), and answers whether
-// each of txns applied, unless it fails. Every transaction here is exact (see release), so
-// the client may send it again.
+// each of txns applied, unless it fails. Every transaction here is exact
+// (see release), so the client may send it again.
 func (op *Operation) apply(guard []etcdkv.Cmp, txns []etcdkv.Txn, extra ...etcdkv.Op) ([]bool, error) {
 	// etcd leaves a nested transaction what its parent did not use, so the
 	// widest one bounds the batch too. A scope's marks are one per range
