@@ -40,3 +40,14 @@ type Config struct {
 // PoolMode reports whether a selector's prevResult.pools drives the
 // allocation.
 func (c *Config) PoolMode() bool { return c.Pools != nil }
+
+// Attachment is who holds an ADD's addresses in a store kept per range
+// set's network or per pool (the disk's, the in-memory one): in pool mode
+// it names the network too, a pool's state being shared by networks.
+func (c *Config) Attachment(containerID, ifname string) Attachment {
+	a := Attachment{ContainerID: containerID, IfName: ifname}
+	if c.PoolMode() {
+		a.Network = c.Network
+	}
+	return a
+}

@@ -108,12 +108,7 @@ func lockTimeout(s string) (time.Duration, error) {
 	return d, nil
 }
 
-// attachment is who holds the addresses. In pool mode it also names the
-// network, because a pool directory is shared between networks.
+// attachment is the request's attachment (alloc.Config.Attachment).
 func (c *config) attachment() alloc.Attachment {
-	a := alloc.Attachment{ContainerID: c.req.Args.ContainerID, IfName: c.req.Args.IfName}
-	if c.PoolMode() {
-		a.Network = c.Network
-	}
-	return a
+	return c.Attachment(c.req.Args.ContainerID, c.req.Args.IfName)
 }

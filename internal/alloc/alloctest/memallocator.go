@@ -65,14 +65,9 @@ type memCommand struct {
 
 var _ ipamconf.Store = memCommand{}
 
-// attachment is who holds the addresses; in pool mode it names the
-// network, as ipam-da-pools' does, a pool being shared by networks.
+// attachment is the request's attachment (alloc.Config.Attachment).
 func (c memCommand) attachment() alloc.Attachment {
-	a := alloc.Attachment{ContainerID: c.req.Args.ContainerID, IfName: c.req.Args.IfName}
-	if c.PoolMode() {
-		a.Network = c.Network
-	}
-	return a
+	return c.Attachment(c.req.Args.ContainerID, c.req.Args.IfName)
 }
 
 func (c memCommand) store(s alloc.Scope) *MemStore { return c.pools.store(s, "", c.faults) }
