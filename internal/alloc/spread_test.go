@@ -1,15 +1,16 @@
-package etcdstore
+package alloc_test
 
 import (
 	"fmt"
 	"testing"
 
 	"github.com/cniplugins/cniplugins/internal/addrspace"
+	"github.com/cniplugins/cniplugins/internal/alloc"
 )
 
-// startAddr must land inside the set, and different attachments must start
+// SpreadStart must land inside the set, and different attachments must start
 // spread over it rather than on the same address.
-func TestStartAddr(t *testing.T) {
+func TestSpreadStart(t *testing.T) {
 	sets := map[string][]addrspace.RangeConfig{
 		"v4 /24":            {{Subnet: "10.214.0.0/24"}},
 		"v4 narrow range":   {{Subnet: "10.214.0.0/24", RangeStart: "10.214.0.100", RangeEnd: "10.214.0.101"}},
@@ -26,7 +27,7 @@ func TestStartAddr(t *testing.T) {
 			}
 			seen := map[string]bool{}
 			for i := 0; i < 200; i++ {
-				a := startAddr(rs, fmt.Sprintf("node-%d\x00c%d", i%2, i))
+				a := alloc.SpreadStart(rs, fmt.Sprintf("node-%d", i%2), alloc.Attachment{ContainerID: fmt.Sprintf("c%d", i)}, alloc.Scope{})
 				if !rs.Contains(a) {
 					t.Fatalf("start %s outside %s", a, rs)
 				}
