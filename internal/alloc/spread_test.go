@@ -42,3 +42,33 @@ func TestSpreadStart(t *testing.T) {
 		})
 	}
 }
+
+// The start is a function of who asks alone, and stays the one etcd's
+// store has always used: a node's pods keep starting where they did.
+func TestSpreadStartStable(t *testing.T) {
+	a := alloc.Attachment{ContainerID: "c0", IfName: "eth0", Network: "net1"}
+	for _, tt := range []struct {
+		subnets []string
+		scope   alloc.Scope
+		want    string
+	}{
+		{[]string{"10.214.0.0/24"}, alloc.Scope{Pool: "p"}, "10.214.0.39"},
+		{[]string{"10.214.0.0/24"}, alloc.Scope{Network: "net1"}, "10.214.0.185"},
+		{[]string{"10.214.1.0/30", "10.214.2.0/24"}, alloc.Scope{Pool: "p"}, "10.214.1.1"},
+		{[]string{"10.214.1.0/30", "10.214.2.0/24"}, alloc.Scope{Network: "net1"}, "10.214.2.185"},
+		{[]string{"fd00:214::/48"}, alloc.Scope{Pool: "p"}, "fd00:214::1fe6:b7e1:d37e:8aa1"},
+		{[]string{"fd00:214::/48"}, alloc.Scope{Network: "net1"}, "fd00:214::fd86:d5bf:ea0a:e447"},
+	} {
+		var cfgs []addrspace.RangeConfig
+		for _, s := range tt.subnets {
+			cfgs = append(cfgs, addrspace.RangeConfig{Subnet: s})
+		}
+		rs, err := addrspace.ParseRangeSet("r", cfgs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := alloc.SpreadStart(rs, "node-1", a, tt.scope); got.String() != tt.want {
+			t.Errorf("SpreadStart(%s, %+v) = %s, want %s", rs, tt.scope, got, tt.want)
+		}
+	}
+}
