@@ -2,6 +2,8 @@ package alloc
 
 import (
 	"errors"
+	"hash/fnv"
+	"math/big"
 	"net/netip"
 
 	"github.com/cniplugins/cniplugins/internal/addrspace"
@@ -188,4 +190,34 @@ func (al *Allocator) reserveNext(a Attachment, rangeID int, rs addrspace.RangeSe
 	}
 	return netip.Addr{}, addrspace.Range{}, cnierr.New(cnierr.CodePoolExhausted, "no addresses available",
 		"%s=%s", label, rs)
+}
+
+// SpreadStart is where the search of rs begins in a store that keeps no
+// round-robin cursor (etcd, where a cursor would be the one key every ADD
+// of the pool writes): an address of rs picked by hashing who asks (node,
+// network, attachment, scope). Concurrent ADDs on many hosts then start
+// spread over the pool instead of all racing for its lowest free address,
+// and each costs one claim as long as the pool is not nearly full.
+func SpreadStart(rs addrspace.RangeSet, node string, a Attachment, s Scope) netip.Addr {
+	scope := "net/" + s.Network
+	if s.Pool != "" {
+		scope = "pool/" + s.Pool
+	}
+	h := fnv.New64a()
+	h.Write([]byte(node + "\x00" + a.Network + "\x00" + a.ContainerID + "\x00" + a.IfName + "\x00" + scope))
+	sum := h.Sum64()
+	r := rs[sum%uint64(len(rs))]
+	off := (sum ^ sum>>33) * 0xff51afd7ed558ccd // decorrelated from the range choice
+	off ^= off >> 33
+	// start + off mod the range's size, in 128 bits (a range may hold
+	// more than 2^64 addresses).
+	start, end := r.Start.As16(), r.End.As16()
+	lo, hi := new(big.Int).SetBytes(start[:]), new(big.Int).SetBytes(end[:])
+	size := hi.Add(hi.Sub(hi, lo), big.NewInt(1))
+	lo.Add(lo, size.Mod(new(big.Int).SetUint64(off), size))
+	ip := netip.AddrFrom16([16]byte(lo.FillBytes(make([]byte, 16))))
+	if r.Start.Is4() {
+		return ip.Unmap()
+	}
+	return ip
 }

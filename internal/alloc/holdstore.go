@@ -120,6 +120,18 @@ func judgeHold(id string, h Hold, owner Attachment, exists bool) (Hold, string) 
 	return h, "its address is owned by " + describeOwner(owner)
 }
 
+// VersionedHold is judgeHold for a store that writes a hold in one
+// step with its address's claim and versions every write (etcd's mod
+// revisions): record h (ok: it decodes) at version pins its address, and
+// a share is still one, only while the address's claim is the one written
+// with it, at that version (claim, 0 for none). nil: it pins nothing.
+func VersionedHold(h Hold, ok bool, version, claim int64) *HoldRecord {
+	if !ok || claim != version {
+		return nil
+	}
+	return &HoldRecord{Hold: h}
+}
+
 func describeOwner(a Attachment) string {
 	s := a.ContainerID
 	if a.IfName != "" {

@@ -45,3 +45,20 @@ func TestJudge(t *testing.T) {
 		})
 	}
 }
+
+// A versioned store's hold pins its address only while the address's
+// claim carries the hold's own version, and only when it decodes.
+func TestVersionedHold(t *testing.T) {
+	h := Hold{Key: "k", IfName: "eth0", Address: "10.0.0.2", Owner: "c1"}
+	if e := VersionedHold(h, true, 7, 7); e == nil || e.Hold != h || e.Stale != "" {
+		t.Errorf("same version: %+v", e)
+	}
+	for _, tt := range []struct {
+		ok             bool
+		version, claim int64
+	}{{true, 7, 8}, {true, 7, 0}, {false, 7, 7}, {false, 0, 0}} {
+		if e := VersionedHold(h, tt.ok, tt.version, tt.claim); e != nil {
+			t.Errorf("VersionedHold(ok %v, %d, claim %d) = %+v, want nil", tt.ok, tt.version, tt.claim, e)
+		}
+	}
+}

@@ -294,12 +294,11 @@ func (s *claimStore) noteTaken(ip netip.Addr, rev int64) {
 	}
 }
 
-// LastReserved is where the search starts: an address derived from the
-// node and the attachment (see startAddr). There is no shared cursor: a
-// cursor key would be the one hot key every ADD of the pool writes.
+// LastReserved implements alloc.Store: etcd keeps no cursor (a cursor
+// key would be the one hot key every ADD of the pool writes), so the
+// search starts where the engine starts one without it.
 func (s *claimStore) LastReserved(int) (netip.Addr, error) {
-	op := s.op
-	return startAddr(s.t.Set, op.node+"\x00"+op.network+"\x00"+op.cid+"\x00"+op.ifname+"\x00"+ScopePath(s.t.Scope)), nil
+	return alloc.SpreadStart(s.t.Set, s.op.node, s.op.attachment(), s.t.Scope), nil
 }
 
 // MarkExhausted records, for STATUS, that an ADD found the target full,

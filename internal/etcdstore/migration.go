@@ -99,13 +99,10 @@ func (op *Operation) commitShared(s alloc.Scope, kv etcdkv.KV, network string) e
 	}
 	claim, _ := resp.First(0)
 	hkv, _ := resp.First(1)
-	owner, okO := decodeRecord(claim.Value)
+	owner, _ := decodeRecord(claim.Value) // one that does not decode has no Second: released alone
 	h, okH := decodeHold(hkv.Value)
 	rev := claim.ModRevision
-	if !okO || !okH || hkv.ModRevision != rev {
-		return alone()
-	}
-	p := alloc.PlanDel(a, r.Node, alloc.DelView{Network: r.Network, Record: &alloc.HoldRecord{Hold: h}}, op.now)
+	p := alloc.PlanDel(a, r.Node, alloc.DelView{Network: r.Network, Record: alloc.VersionedHold(h, okH, hkv.ModRevision, rev)}, op.now)
 	ownerSlotK := op.keys.slotKey(owner.Node, s, owner.ContainerID, owner.IfName, n)
 	targetSlotK := op.keys.slotKey(owner.SecondNode, s, owner.Second, owner.IfName, n)
 	// The index key of the owner whose share ends; "" for any other step.

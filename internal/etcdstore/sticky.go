@@ -84,10 +84,10 @@ type takeOver struct {
 }
 
 // Found implements alloc.HoldClaimer: the hold the claim met; nil (after
-// an exact delete) when it is unreadable or its address's claim is no
-// longer the one written with it. Only a hold with an owner, or a held
-// one whose take-over failed, costs a read of that claim: a take-over
-// compares the claim's revision with the hold's anyway (Reserve), so a
+// an exact delete) when the engine judges that it pins nothing
+// (alloc.VersionedHold). Only a hold with an owner, or a held one whose
+// take-over failed, costs a read of its address's claim: a take-over's
+// transaction makes the same comparison as its guard (Reserve), so a
 // StatefulSet pod's return costs one round trip less.
 func (s *claimStore) Found(f *alloc.HoldFound) (*alloc.Hold, error) {
 	op, tried := s.op, s.take
@@ -98,16 +98,17 @@ func (s *claimStore) Found(f *alloc.HoldFound) (*alloc.Hold, error) {
 	}
 	h, ok := decodeHold(kv.Value)
 	t := &takeOver{rev: kv.ModRevision, hold: h}
+	claimRev := t.rev // not read: the take-over's guard
 	if ok && (h.Owner != "" || (tried != nil && tried.rev == t.rev)) {
 		ip, _ := netip.ParseAddr(h.Address)
 		resp, err := op.cl.Read(etcdkv.Get(op.keys.addrKey(s.t.Scope, ip)))
 		if err != nil {
 			return nil, err
 		}
-		claim, found := resp.First(0)
-		ok, t.claim = found && claim.ModRevision == t.rev, claim.Value
+		claim, _ := resp.First(0)
+		claimRev, t.claim = claim.ModRevision, claim.Value
 	}
-	if !ok { // a hold that pins no address goes, if it is still as read
+	if alloc.VersionedHold(h, ok, t.rev, claimRev) == nil { // it goes, if it is still as read
 		_, err := op.cl.Txn(removeRecord(kv))
 		return nil, err
 	}
