@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cniplugins/cniplugins/internal/alloc"
 	"github.com/cniplugins/cniplugins/internal/clusteraccess"
 	"github.com/cniplugins/cniplugins/internal/ops"
 	"github.com/cniplugins/cniplugins/internal/plugin"
@@ -23,7 +24,7 @@ import (
 type recorder struct {
 	conf    clusteraccess.Access
 	filter  ops.LeaseFilter
-	release ops.ReleaseRequest
+	release releaseCall
 	gc      ops.GCRequest
 	leases  []ops.Lease
 	scopes  []ops.StateScope
@@ -31,9 +32,20 @@ type recorder struct {
 }
 
 func (r *recorder) Leases(f ops.LeaseFilter) ([]ops.Lease, error) { r.filter = f; return r.leases, nil }
-func (r *recorder) Release(q ops.ReleaseRequest) (ops.Lease, error) {
-	r.release = q
-	return r.leases[0], nil
+
+// releaseCall is what a release asked of the backend.
+type releaseCall struct {
+	ops.Location
+	alloc.ReleaseRequest
+	DryRun bool
+}
+
+// Release answers that the first lease is reserved and the engine frees it.
+func (r *recorder) Release(t ops.Location, q alloc.ReleaseRequest, dryRun bool) (alloc.ReleaseView, alloc.ReleasePlan, error) {
+	r.release = releaseCall{t, q, dryRun}
+	l := r.leases[0]
+	owner := alloc.Attachment{ContainerID: l.ContainerID, IfName: l.IfName, Network: l.Network}
+	return alloc.ReleaseView{Reserved: true, Owner: owner, OwnerNode: l.Node}, alloc.ReleasePlan{Owner: owner, Node: l.Node, Del: alloc.DelPlan{Step: alloc.DelFree}}, nil
 }
 func (r *recorder) GC(q ops.GCRequest) ([]ops.Lease, error) { r.gc = q; return r.leases, nil }
 func (r *recorder) Shared() bool                            { return true }

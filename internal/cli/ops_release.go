@@ -56,7 +56,7 @@ unless that node holds it.`,
 				return err
 			}
 			r.Addr, r.Node = ip, bf.node
-			l, err := b.Release(r)
+			l, err := ops.Release(b, r)
 			if err != nil {
 				return err
 			}

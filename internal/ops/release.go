@@ -69,45 +69,50 @@ type ReleaseRequest struct {
 	StickyKey string
 }
 
-// Release frees r.Addr, or r.StickyKey's holds, under the directory's
-// lock, as a plugin's DEL would (the index entry goes with it and the
-// stamp stays valid, so the next plugin run does not rebuild). The engine
-// decides (alloc.PlanRelease) over what is read; it returns the lease as
-// it was. A dry run reads without the lock, plans the same, and changes
-// nothing.
-func (b Local) Release(r ReleaseRequest) (Lease, error) {
-	d, err := b.existingDir(r.Location)
+// Release frees r.Addr, or r.StickyKey's holds, in b, as the engine
+// plans it (alloc.PlanRelease) over what b reads; it returns the lease as
+// it was, from what was read and planned, alike for every backend.
+func Release(b Backend, r ReleaseRequest) (Lease, error) {
+	if err := r.Validate(); err != nil {
+		return Lease{}, err
+	}
+	_, p, err := b.Release(r.Location, alloc.ReleaseRequest{Addr: r.Addr, Key: r.StickyKey, Container: r.Container, IfName: r.IfName, Node: r.Node}, r.DryRun)
 	if err != nil {
 		return Lease{}, err
 	}
-	q := alloc.ReleaseRequest{Addr: r.Addr, Key: r.StickyKey, Container: r.Container, IfName: r.IfName, Where: d.Label()}
-	var v alloc.ReleaseView
-	var p alloc.ReleasePlan
-	if r.DryRun {
-		v, err = alloc.ReadRelease(hostlocal.Reader(d.Dir), q)
-		if err == nil {
+	res, node := hostlocal.Reservation{Addr: r.Addr, Owner: p.Owner}, p.Node
+	if p.Holds != nil {
+		e := &p.Holds[0]
+		p.Record, res, node = e, hostlocal.Reservation{Addr: e.Addr, Owner: alloc.HoldOwner(e.ID)}, e.LastNode
+	}
+	res.Problem = res.Owner.Problem()
+	l := leaseOf(alloc.Scope{Network: r.Network, Pool: r.Pool}, res, p.Record)
+	l.Node = node
+	return l, nil
+}
+
+// Release plans and applies q in t's state directory under its lock, as
+// a plugin's DEL would (the index entry goes with it and the stamp stays
+// valid, so the next plugin run does not rebuild); a dry run reads without
+// the lock. It ignores q.Node.
+func (b Local) Release(t Location, q alloc.ReleaseRequest, dryRun bool) (v alloc.ReleaseView, p alloc.ReleasePlan, err error) {
+	d, err := b.existingDir(t)
+	if err != nil {
+		return v, p, err
+	}
+	if q.Where, q.Node = d.Label(), ""; dryRun {
+		if v, err = alloc.ReadRelease(hostlocal.Reader(d.Dir), q); err == nil {
 			p, err = alloc.PlanRelease(v, q, b.now())
 		}
-	} else {
-		var disk *hostlocal.Disk
-		if disk, err = hostlocal.Open(d.Dir, b.LockTimeout); err != nil {
-			return Lease{}, err
-		}
-		v, p, err = alloc.OperatorRelease(disk, q, b.now())
-		if cerr := disk.Close(); err == nil {
-			err = cerr
-		}
+		return v, p, err
 	}
+	disk, err := hostlocal.Open(d.Dir, b.LockTimeout)
 	if err != nil {
-		return Lease{}, err
+		return v, p, err
 	}
-	if p.Holds != nil {
-		e := p.Holds[0]
-		return leaseOf(d, hostlocal.Reservation{Addr: e.Addr, Owner: alloc.HoldOwner(e.ID)}, &e), nil
+	v, p, err = alloc.OperatorRelease(disk, q, b.now())
+	if cerr := disk.Close(); err == nil {
+		err = cerr
 	}
-	owner := v.Owner
-	if p.Del.Step == alloc.DelDropSecond {
-		owner.ContainerID = p.Record.Second
-	}
-	return leaseOf(d, hostlocal.Reservation{Addr: r.Addr, Owner: owner, Problem: owner.Problem()}, p.Record), nil
+	return v, p, err
 }
