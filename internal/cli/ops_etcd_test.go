@@ -24,7 +24,7 @@ import (
 type recorder struct {
 	conf    clusteraccess.Access
 	filter  ops.LeaseFilter
-	release releaseCall
+	release ops.ReleaseRequest
 	gc      ops.GCRequest
 	leases  []ops.Lease
 	scopes  []ops.StateScope
@@ -33,16 +33,9 @@ type recorder struct {
 
 func (r *recorder) Leases(f ops.LeaseFilter) ([]ops.Lease, error) { r.filter = f; return r.leases, nil }
 
-// releaseCall is what a release asked of the backend.
-type releaseCall struct {
-	ops.Location
-	alloc.ReleaseRequest
-	DryRun bool
-}
-
 // Release answers that the first lease is reserved and the engine frees it.
-func (r *recorder) Release(t ops.Location, q alloc.ReleaseRequest, dryRun bool) (alloc.ReleaseView, alloc.ReleasePlan, error) {
-	r.release = releaseCall{t, q, dryRun}
+func (r *recorder) Release(q ops.ReleaseRequest) (alloc.ReleaseView, alloc.ReleasePlan, error) {
+	r.release = q
 	l := r.leases[0]
 	owner := alloc.Attachment{ContainerID: l.ContainerID, IfName: l.IfName, Network: l.Network}
 	return alloc.ReleaseView{Reserved: true, Owner: owner, OwnerNode: l.Node}, alloc.ReleasePlan{Owner: owner, Node: l.Node, Del: alloc.DelPlan{Step: alloc.DelFree}}, nil

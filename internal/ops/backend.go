@@ -14,11 +14,11 @@ import (
 // in the same form, so one printer and one set of checks serve them all.
 type Backend interface {
 	Leases(LeaseFilter) ([]Lease, error)
-	// Release reads what an operator's release of q in t plans over, has
-	// the engine plan it (alloc.PlanRelease) and, unless dryRun, applies
-	// the plan: the read and the writes are the store's, the rule and
-	// the report (Release, the function) every store's.
-	Release(t Location, q alloc.ReleaseRequest, dryRun bool) (alloc.ReleaseView, alloc.ReleasePlan, error)
+	// Release reads what an operator's release plans over, has the
+	// engine plan it (alloc.PlanRelease) and, unless DryRun, applies the
+	// plan: the read and the writes are the store's, the rule and the
+	// report (Release, the function) every store's.
+	Release(ReleaseRequest) (alloc.ReleaseView, alloc.ReleasePlan, error)
 	GC(GCRequest) ([]Lease, error)
 	// States reads what pools counts in each scope, in order.
 	States([]StateScope) ([]ScopeState, error)

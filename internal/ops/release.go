@@ -2,7 +2,6 @@ package ops
 
 import (
 	"fmt"
-	"net/netip"
 	"os"
 
 	"github.com/containernetworking/cni/pkg/utils"
@@ -55,28 +54,23 @@ func (b Local) existingDir(t Location) (StateScope, error) {
 	return d, nil
 }
 
-// ReleaseRequest frees one reservation.
+// ReleaseRequest frees one reservation, or a sticky key's holds, in
+// Location's state: the engine's request (alloc.ReleaseRequest; its Node
+// a shared Backend's only, the backend setting Where).
 type ReleaseRequest struct {
 	Location
-	Addr      netip.Addr
-	Container string // when set, must be the owner's container ID exactly
-	IfName    string // when set (with Container), must be the owner's ifname
-	DryRun    bool
-	Node      string // a shared Backend's only: refuse unless this host holds it
-	// StickyKey, instead of Addr, frees the holds of that sticky key (of
-	// IfName only, when set) in the directory; a key whose address a
-	// container still has is refused.
-	StickyKey string
+	alloc.ReleaseRequest
+	DryRun bool
 }
 
-// Release frees r.Addr, or r.StickyKey's holds, in b, as the engine
+// Release frees r.Addr, or r.Key's holds, in b, as the engine
 // plans it (alloc.PlanRelease) over what b reads; it returns the lease as
 // it was, from what was read and planned, alike for every backend.
 func Release(b Backend, r ReleaseRequest) (Lease, error) {
 	if err := r.Validate(); err != nil {
 		return Lease{}, err
 	}
-	_, p, err := b.Release(r.Location, alloc.ReleaseRequest{Addr: r.Addr, Key: r.StickyKey, Container: r.Container, IfName: r.IfName, Node: r.Node}, r.DryRun)
+	_, p, err := b.Release(r)
 	if err != nil {
 		return Lease{}, err
 	}
@@ -91,16 +85,17 @@ func Release(b Backend, r ReleaseRequest) (Lease, error) {
 	return l, nil
 }
 
-// Release plans and applies q in t's state directory under its lock, as
+// Release plans and applies r in its state directory under the lock, as
 // a plugin's DEL would (the index entry goes with it and the stamp stays
 // valid, so the next plugin run does not rebuild); a dry run reads without
-// the lock. It ignores q.Node.
-func (b Local) Release(t Location, q alloc.ReleaseRequest, dryRun bool) (v alloc.ReleaseView, p alloc.ReleasePlan, err error) {
-	d, err := b.existingDir(t)
+// the lock. It ignores r.Node.
+func (b Local) Release(r ReleaseRequest) (v alloc.ReleaseView, p alloc.ReleasePlan, err error) {
+	d, err := b.existingDir(r.Location)
 	if err != nil {
 		return v, p, err
 	}
-	if q.Where, q.Node = d.Label(), ""; dryRun {
+	q := r.ReleaseRequest
+	if q.Where, q.Node = d.Label(), ""; r.DryRun {
 		if v, err = alloc.ReadRelease(hostlocal.Reader(d.Dir), q); err == nil {
 			p, err = alloc.PlanRelease(v, q, b.now())
 		}
