@@ -48,7 +48,7 @@ func (b etcdBackend) Leases(f ops.LeaseFilter) ([]ops.Lease, error) {
 // Release is etcdstore's: with Node, the engine refuses unless that node
 // has the attachment the release releases, over the one read that the
 // release's transaction is guarded by.
-func (b etcdBackend) Release(r ops.ReleaseRequest) (alloc.ReleaseView, alloc.ReleasePlan, error) {
+func (b etcdBackend) Release(r ops.ReleaseRequest) (alloc.ReleasePlan, error) {
 	return b.ad.Release(alloc.Scope{Network: r.Network, Pool: r.Pool}, r.ReleaseRequest, r.DryRun)
 }
 

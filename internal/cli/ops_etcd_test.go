@@ -33,12 +33,12 @@ type recorder struct {
 
 func (r *recorder) Leases(f ops.LeaseFilter) ([]ops.Lease, error) { r.filter = f; return r.leases, nil }
 
-// Release answers that the first lease is reserved and the engine frees it.
-func (r *recorder) Release(q ops.ReleaseRequest) (alloc.ReleaseView, alloc.ReleasePlan, error) {
+// Release answers that the engine frees the first lease.
+func (r *recorder) Release(q ops.ReleaseRequest) (alloc.ReleasePlan, error) {
 	r.release = q
 	l := r.leases[0]
 	owner := alloc.Attachment{ContainerID: l.ContainerID, IfName: l.IfName, Network: l.Network}
-	return alloc.ReleaseView{Reserved: true, Owner: owner, OwnerNode: l.Node}, alloc.ReleasePlan{Owner: owner, Node: l.Node, Del: alloc.DelPlan{Step: alloc.DelFree}}, nil
+	return alloc.ReleasePlan{Owner: owner, Node: l.Node, Del: alloc.DelPlan{Step: alloc.DelFree}}, nil
 }
 func (r *recorder) GC(q ops.GCRequest) ([]ops.Lease, error) { r.gc = q; return r.leases, nil }
 func (r *recorder) Shared() bool                            { return true }

@@ -16,22 +16,22 @@ import (
 // sticky key q.Key's holds. The engine decides (alloc.PlanRelease) over
 // what is read; unless dryRun, the plan is applied in transactions
 // guarded by what was read.
-func (o *Operator) Release(s alloc.Scope, q alloc.ReleaseRequest, dryRun bool) (v alloc.ReleaseView, p alloc.ReleasePlan, err error) {
+func (o *Operator) Release(s alloc.Scope, q alloc.ReleaseRequest, dryRun bool) (p alloc.ReleasePlan, err error) {
 	if q.Where = ScopePath(s); q.Key != "" {
 		return o.releaseHolds(s, q, dryRun)
 	}
 	if q.Node != "" {
 		if err := ValidNodeName("--node", q.Node); err != nil {
-			return v, p, err
+			return p, err
 		}
 	}
 	resp, err := o.op.cl.Read(etcdkv.Get(o.op.keys.addrKey(s, q.Addr)))
 	if err != nil {
-		return v, p, err
+		return p, err
 	}
 	kv, ok := resp.First(0)
 	r, valid := decodeRecord(kv.Value)
-	v = alloc.ReleaseView{Reserved: ok, NoOwner: !valid}
+	v := alloc.ReleaseView{Reserved: ok, NoOwner: !valid}
 	if h, held := decodeHold(kv.Value); !valid && held && h.Held() {
 		v.Record = &alloc.HoldRecord{Hold: h}
 	} else if valid {
@@ -40,7 +40,7 @@ func (o *Operator) Release(s alloc.Scope, q alloc.ReleaseRequest, dryRun bool) (
 	if p, err = alloc.PlanRelease(v, q, o.op.now); err == nil {
 		err = o.releaseClaim(s, q.Addr, kv, r, p, dryRun)
 	}
-	return v, p, err
+	return p, err
 }
 
 // releaseClaim releases addr's claim kv (record r) as p plans. The claim
@@ -85,12 +85,16 @@ func (o *Operator) releaseClaim(s alloc.Scope, addr netip.Addr, kv etcdkv.KV, r 
 // in scope s now, whatever their expiry, as the engine plans it over the
 // hold keys as written (etcd has no judgeHold): each hold key and its
 // claim at the revision read.
-func (o *Operator) releaseHolds(s alloc.Scope, q alloc.ReleaseRequest, dryRun bool) (v alloc.ReleaseView, p alloc.ReleasePlan, err error) {
+func (o *Operator) releaseHolds(s alloc.Scope, q alloc.ReleaseRequest, dryRun bool) (p alloc.ReleasePlan, err error) {
 	prefix := o.op.keys.holdScope(s)
 	if q.IfName != "" {
 		prefix += alloc.StickyID(q.Key, q.IfName) + "/"
 	}
 	kvs, err := o.op.cl.List(prefix, false)
+	if err != nil {
+		return p, err
+	}
+	var v alloc.ReleaseView
 	revs := map[string]int64{}
 	for _, kv := range kvs {
 		if h, ok := decodeHold(kv.Value); ok {
@@ -99,11 +103,8 @@ func (o *Operator) releaseHolds(s alloc.Scope, q alloc.ReleaseRequest, dryRun bo
 			revs[string(kv.Key)] = kv.ModRevision
 		}
 	}
-	if err != nil {
-		return v, p, err
-	}
 	if p, err = alloc.PlanRelease(v, q, o.op.now); err != nil || dryRun {
-		return v, p, err
+		return p, err
 	}
 	var txns []etcdkv.Txn
 	for _, e := range p.Holds {
@@ -113,5 +114,5 @@ func (o *Operator) releaseHolds(s alloc.Scope, q alloc.ReleaseRequest, dryRun bo
 	if err == nil && slices.Contains(applied, false) {
 		err = fmt.Errorf("sticky key %q changed while being released; try again", q.Key)
 	}
-	return v, p, err
+	return p, err
 }

@@ -18,7 +18,7 @@ type Backend interface {
 	// engine plan it (alloc.PlanRelease) and, unless DryRun, applies the
 	// plan: the read and the writes are the store's, the rule and the
 	// report (Release, the function) every store's.
-	Release(ReleaseRequest) (alloc.ReleaseView, alloc.ReleasePlan, error)
+	Release(ReleaseRequest) (alloc.ReleasePlan, error)
 	GC(GCRequest) ([]Lease, error)
 	// States reads what pools counts in each scope, in order.
 	States([]StateScope) ([]ScopeState, error)

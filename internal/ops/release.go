@@ -70,7 +70,7 @@ func Release(b Backend, r ReleaseRequest) (Lease, error) {
 	if err := r.Validate(); err != nil {
 		return Lease{}, err
 	}
-	_, p, err := b.Release(r)
+	p, err := b.Release(r)
 	if err != nil {
 		return Lease{}, err
 	}
@@ -89,25 +89,26 @@ func Release(b Backend, r ReleaseRequest) (Lease, error) {
 // a plugin's DEL would (the index entry goes with it and the stamp stays
 // valid, so the next plugin run does not rebuild); a dry run reads without
 // the lock. It ignores r.Node.
-func (b Local) Release(r ReleaseRequest) (v alloc.ReleaseView, p alloc.ReleasePlan, err error) {
+func (b Local) Release(r ReleaseRequest) (p alloc.ReleasePlan, err error) {
 	d, err := b.existingDir(r.Location)
 	if err != nil {
-		return v, p, err
+		return p, err
 	}
 	q := r.ReleaseRequest
 	if q.Where, q.Node = d.Label(), ""; r.DryRun {
-		if v, err = alloc.ReadRelease(hostlocal.Reader(d.Dir), q); err == nil {
-			p, err = alloc.PlanRelease(v, q, b.now())
+		v, err := alloc.ReadRelease(hostlocal.Reader(d.Dir), q)
+		if err != nil {
+			return p, err
 		}
-		return v, p, err
+		return alloc.PlanRelease(v, q, b.now())
 	}
 	disk, err := hostlocal.Open(d.Dir, b.LockTimeout)
 	if err != nil {
-		return v, p, err
+		return p, err
 	}
-	v, p, err = alloc.OperatorRelease(disk, q, b.now())
+	_, p, err = alloc.OperatorRelease(disk, q, b.now())
 	if cerr := disk.Close(); err == nil {
 		err = cerr
 	}
-	return v, p, err
+	return p, err
 }
