@@ -45,26 +45,11 @@ func (b etcdBackend) Leases(f ops.LeaseFilter) ([]ops.Lease, error) {
 	return out, nil
 }
 
-// Release frees one claim. With Node, the engine refuses unless that
-// node has the attachment the release releases (alloc.PlanRelease), over
-// the one read that the release's transaction is guarded by.
-func (b etcdBackend) Release(q ops.ReleaseRequest) (ops.Lease, error) {
-	if err := q.Validate(); err != nil {
-		return ops.Lease{}, err
-	}
-	s := alloc.Scope{Network: q.Network, Pool: q.Pool}
-	if q.StickyKey != "" {
-		ls, err := b.ad.ReleaseHold(q.StickyKey, q.IfName, s, q.DryRun)
-		if err != nil {
-			return ops.Lease{}, err
-		}
-		return leaseOf(ls[0]), nil
-	}
-	l, err := b.ad.Release(q.Addr, s, q.Container, q.IfName, q.Node, q.DryRun)
-	if err != nil {
-		return ops.Lease{}, err
-	}
-	return leaseOf(l), nil
+// Release is etcdstore's: with Node, the engine refuses unless that node
+// has the attachment the release releases, over the one read that the
+// release's transaction is guarded by.
+func (b etcdBackend) Release(r ops.ReleaseRequest) (alloc.ReleasePlan, error) {
+	return b.ad.Release(alloc.Scope{Network: r.Network, Pool: r.Pool}, r.ReleaseRequest, r.DryRun)
 }
 
 func (b etcdBackend) GC(q ops.GCRequest) ([]ops.Lease, error) {

@@ -43,11 +43,14 @@ type ReleaseView struct {
 	Holds     []HoldRecord
 }
 
-// ReleasePlan is PlanRelease's decision: for an address, the DEL of the
-// attachment the release releases (Del), over the record of the key that
-// has the address (Record, nil when none); for a key, its holds to free
-// (Holds).
+// ReleasePlan is PlanRelease's decision: for an address, the attachment
+// the release releases (Owner, on Node: the owner, or the migration
+// target whose share ends) and its DEL (Del), over the record of the key
+// that has the address (Record, nil when none); for a key, its holds to
+// free (Holds).
 type ReleasePlan struct {
+	Owner  Attachment
+	Node   string
 	Del    DelPlan
 	Record *HoldRecord
 	Holds  []HoldRecord
@@ -67,8 +70,7 @@ func PlanRelease(v ReleaseView, r ReleaseRequest, now time.Time) (ReleasePlan, e
 		holds, err := keyHolds(v.Holds, r.Key, r.IfName, r.Where)
 		return ReleasePlan{Holds: holds}, err
 	}
-	e, owner := v.Record, v.Owner
-	a, node := Attachment{ContainerID: owner.ContainerID, IfName: owner.IfName}, v.OwnerNode
+	e, a, node := v.Record, v.Owner, v.OwnerNode
 	switch {
 	case !r.Addr.IsValid():
 		return ReleasePlan{}, fmt.Errorf("no address given")
@@ -82,16 +84,17 @@ func PlanRelease(v ReleaseView, r ReleaseRequest, now time.Time) (ReleasePlan, e
 		return ReleasePlan{}, fmt.Errorf("%s in %s holds no owner record; refusing", r.Addr, r.Where)
 	case e != nil && e.Second != "" && r.Container == e.Second && (r.IfName == "" || r.IfName == e.IfName):
 		a.ContainerID, node = e.Second, e.SecondNode
-	case r.Container != "" && owner.ContainerID != r.Container:
-		return ReleasePlan{}, fmt.Errorf("%s in %s is held by container %q, not %q", r.Addr, r.Where, owner.ContainerID, r.Container)
-	case r.IfName != "" && owner.IfName != r.IfName:
-		return ReleasePlan{}, fmt.Errorf("%s in %s is held by interface %q of container %q, not %q", r.Addr, r.Where, owner.IfName, owner.ContainerID, r.IfName)
+	case r.Container != "" && a.ContainerID != r.Container:
+		return ReleasePlan{}, fmt.Errorf("%s in %s is held by container %q, not %q", r.Addr, r.Where, a.ContainerID, r.Container)
+	case r.IfName != "" && a.IfName != r.IfName:
+		return ReleasePlan{}, fmt.Errorf("%s in %s is held by interface %q of container %q, not %q", r.Addr, r.Where, a.IfName, a.ContainerID, r.IfName)
 	}
 	if r.Node != "" && node != r.Node {
 		return ReleasePlan{}, fmt.Errorf("%s in %s is held by node %q, not %q", r.Addr, r.Where, node, r.Node)
 	}
 	// No network: the operator releases the address whichever network's.
-	return ReleasePlan{Del: PlanDel(a, node, DelView{Record: e}, now), Record: e}, nil
+	del := PlanDel(Attachment{ContainerID: a.ContainerID, IfName: a.IfName}, node, DelView{Record: e}, now)
+	return ReleasePlan{Owner: a, Node: node, Del: del, Record: e}, nil
 }
 
 // keyHolds are the holds of key (on ifname, every interface when "")

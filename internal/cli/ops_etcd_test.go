@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cniplugins/cniplugins/internal/alloc"
 	"github.com/cniplugins/cniplugins/internal/clusteraccess"
 	"github.com/cniplugins/cniplugins/internal/ops"
 	"github.com/cniplugins/cniplugins/internal/plugin"
@@ -31,9 +32,13 @@ type recorder struct {
 }
 
 func (r *recorder) Leases(f ops.LeaseFilter) ([]ops.Lease, error) { r.filter = f; return r.leases, nil }
-func (r *recorder) Release(q ops.ReleaseRequest) (ops.Lease, error) {
+
+// Release answers that the engine frees the first lease.
+func (r *recorder) Release(q ops.ReleaseRequest) (alloc.ReleasePlan, error) {
 	r.release = q
-	return r.leases[0], nil
+	l := r.leases[0]
+	owner := alloc.Attachment{ContainerID: l.ContainerID, IfName: l.IfName, Network: l.Network}
+	return alloc.ReleasePlan{Owner: owner, Node: l.Node, Del: alloc.DelPlan{Step: alloc.DelFree}}, nil
 }
 func (r *recorder) GC(q ops.GCRequest) ([]ops.Lease, error) { r.gc = q; return r.leases, nil }
 func (r *recorder) Shared() bool                            { return true }

@@ -33,7 +33,7 @@ unless that node holds it.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var ip netip.Addr
 			switch {
-			case (len(args) == 1) == (r.StickyKey != ""):
+			case (len(args) == 1) == (r.Key != ""):
 				return fmt.Errorf("name exactly one of ADDRESS or --sticky-key")
 			case len(args) == 1:
 				var err error
@@ -48,7 +48,7 @@ unless that node holds it.`,
 			if (r.Network == "") == (r.Pool == "") {
 				return fmt.Errorf("name exactly one of --network or --pool")
 			}
-			if r.IfName != "" && r.Container == "" && r.StickyKey == "" {
+			if r.IfName != "" && r.Container == "" && r.Key == "" {
 				return fmt.Errorf("--ifname needs --container")
 			}
 			b, err := bf.backend(cmd)
@@ -56,7 +56,7 @@ unless that node holds it.`,
 				return err
 			}
 			r.Addr, r.Node = ip, bf.node
-			l, err := b.Release(r)
+			l, err := ops.Release(b, r)
 			if err != nil {
 				return err
 			}
@@ -84,7 +84,7 @@ unless that node holds it.`,
 	c.Flags().StringVar(&r.Pool, "pool", "", "the pool whose state directory holds the address")
 	c.Flags().StringVar(&r.Container, "container", "", "refuse unless this container ID holds the address")
 	c.Flags().StringVar(&r.IfName, "ifname", "", "with --container: refuse unless this interface holds it; with --sticky-key: that interface's hold only")
-	c.Flags().StringVar(&r.StickyKey, "sticky-key", "", "free the holds of this sticky key instead of an address")
+	c.Flags().StringVar(&r.Key, "sticky-key", "", "free the holds of this sticky key instead of an address")
 	c.Flags().BoolVar(&r.DryRun, "dry-run", false, "check and print, change nothing")
 	return c
 }

@@ -76,7 +76,7 @@ func (o localOperators) local(now time.Time) ops.Local {
 }
 
 func (o localOperators) ReleaseAddr(ip netip.Addr, now time.Time) error {
-	_, err := o.local(now).Release(ops.ReleaseRequest{Location: ops.Location{Pool: alloctest.ScopeOf(ip).Pool}, Addr: ip})
+	_, err := ops.Release(o.local(now), ops.ReleaseRequest{Location: ops.Location{Pool: alloctest.ScopeOf(ip).Pool}, ReleaseRequest: alloc.ReleaseRequest{Addr: ip}})
 	return err
 }
 
@@ -89,7 +89,7 @@ func (o localOperators) ReleaseKey(key, ifname string, now time.Time) error {
 		if _, err := os.Stat(filepath.Join(o.dataDir, "_pools", s.Pool)); err != nil {
 			continue
 		}
-		_, err := o.local(now).Release(ops.ReleaseRequest{Location: ops.Location{Pool: s.Pool}, StickyKey: key, IfName: ifname})
+		_, err := ops.Release(o.local(now), ops.ReleaseRequest{Location: ops.Location{Pool: s.Pool}, ReleaseRequest: alloc.ReleaseRequest{Key: key, IfName: ifname}})
 		if err == nil {
 			return nil
 		}

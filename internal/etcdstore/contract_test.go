@@ -87,11 +87,11 @@ func (e etcdSubject) admin(now time.Time) *Operator {
 }
 
 func (e etcdSubject) ReleaseKey(key, ifname string, now time.Time) error {
-	_, err := e.admin(now).ReleaseHold(key, ifname, contractScope, false)
+	_, err := e.admin(now).Release(contractScope, alloc.ReleaseRequest{Key: key, IfName: ifname}, false)
 	return err
 }
 
 func (e etcdSubject) ReleaseAddr(ip netip.Addr, now time.Time) error {
-	_, err := e.admin(now).Release(ip, alloctest.ScopeOf(ip), "", "", "", false)
+	_, err := e.admin(now).Release(alloctest.ScopeOf(ip), alloc.ReleaseRequest{Addr: ip}, false)
 	return err
 }

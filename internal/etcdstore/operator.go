@@ -1,9 +1,7 @@
 package etcdstore
 
 import (
-	"bytes"
 	"cmp"
-	"errors"
 	"fmt"
 	"net/netip"
 	"slices"
@@ -119,6 +117,15 @@ func claimOf(s alloc.Scope, ref any) Claim {
 	return Claim{Record: r, Scope: s}
 }
 
+// heldClaim is hold h, read in scope s, as an operator sees it: a Claim
+// with no container.
+func heldClaim(h alloc.Hold, s alloc.Scope) Claim {
+	return Claim{
+		Record: Record{Node: h.LastNode, IfName: h.IfName, Network: h.Network, Address: h.Address, Pool: s.Pool, Time: h.Time, StickyKey: h.Key},
+		Scope:  s, Held: true, HoldExpires: h.Expires, LastOwner: h.LastOwner,
+	}
+}
+
 // sortClaims sorts by node, scope and address.
 func sortClaims(cs []Claim) {
 	slices.SortFunc(cs, func(x, y Claim) int {
@@ -126,74 +133,6 @@ func sortClaims(cs []Claim) {
 		b, _ := netip.ParseAddr(y.Address)
 		return cmp.Or(strings.Compare(x.Node, y.Node), strings.Compare(ScopePath(x.Scope), ScopePath(y.Scope)), a.Compare(b))
 	})
-}
-
-// Release frees addr in scope as the engine plans it (alloc.PlanRelease)
-// over the claim read: refused when it is not claimed or when container
-// (and ifname, and node) are given and do not match the attachment it
-// releases. dryRun plans and returns the claim without changing
-// anything.
-func (o *Operator) Release(addr netip.Addr, s alloc.Scope, container, ifname, node string, dryRun bool) (Claim, error) {
-	if node != "" {
-		if err := ValidNodeName("--node", node); err != nil {
-			return Claim{}, err
-		}
-	}
-	addr = addr.Unmap()
-	resp, err := o.op.cl.Read(etcdkv.Get(o.op.keys.addrKey(s, addr)))
-	if err != nil {
-		return Claim{}, err
-	}
-	kv, ok := resp.First(0)
-	r, valid := decodeRecord(kv.Value)
-	v := alloc.ReleaseView{Reserved: ok, NoOwner: !valid}
-	if h, held := decodeHold(kv.Value); !valid && held && h.Held() {
-		v.Record = &alloc.HoldRecord{Hold: h}
-	} else if valid {
-		v.Owner, v.OwnerNode, v.Record = r.attachment(), r.Node, r.hold()
-	}
-	p, err := alloc.PlanRelease(v, alloc.ReleaseRequest{Addr: addr, Container: container, IfName: ifname, Node: node, Where: ScopePath(s)}, o.op.now)
-	if err != nil {
-		return Claim{}, err
-	}
-	// The claim goes through the index key that names it, as a DEL
-	// releases it (commitShared: a sticky claim becomes a hold, which
-	// release --sticky-key frees), writing the attachment's fence bucket
-	// as any release does (fence.go). A migration's share ends through
-	// the index key of the owner it ends for: the target's
-	// (DelDropSecond), or the source's, whose address the target keeps
-	// (DelHandOver). A claim no index key names goes alone, while as read.
-	shared := p.Del.Step == alloc.DelDropSecond || p.Del.Step == alloc.DelHandOver
-	owner, cid := r.Node, r.ContainerID
-	if p.Del.Step == alloc.DelDropSecond {
-		owner, cid = r.SecondNode, r.Second
-	}
-	idx, err := o.op.cl.Read(etcdkv.GetPrefix(o.op.keys.attachmentPrefix(owner, s, cid, r.IfName)))
-	if err != nil {
-		return Claim{}, err
-	}
-	changed := fmt.Errorf("%s in %s changed while being released; nothing done, try again", addr, ScopePath(s))
-	for _, ikv := range idx.KVs(0) {
-		if ir, ok := decodeRecord(ikv.Value); (shared && ok && ir.Address == r.Address && ir.sharing()) || (!shared && bytes.Equal(ikv.Value, kv.Value)) {
-			if !dryRun {
-				err = o.op.commitShared(s, ikv, "")
-			}
-			if errors.Is(err, errReleaseRaced) {
-				return Claim{}, changed
-			}
-			return Claim{Record: ir, Scope: s}, err
-		}
-	}
-	if shared {
-		return Claim{}, changed
-	}
-	if !dryRun {
-		alone := etcdkv.Txn{If: []etcdkv.Cmp{etcdkv.ValueIs(string(kv.Key), kv.Value)}, Then: []etcdkv.Op{etcdkv.Delete(string(kv.Key))}}
-		if applied, err := o.op.apply(nil, []etcdkv.Txn{alone}, o.op.bump(r)); err != nil || !applied[0] {
-			return Claim{}, cmp.Or(err, changed)
-		}
-	}
-	return Claim{Record: r, Scope: s}, nil
 }
 
 // Node is a node as its machine last reported to etcd.

@@ -102,23 +102,23 @@ func TestAdminLeasesReleaseGC(t *testing.T) {
 	// release: refused for the wrong owner, for an unclaimed address; a
 	// dry run changes nothing.
 	p := alloc.Scope{Pool: "p"}
-	if _, err := ad.Release(a1, p, "someone-else", "", "", false); err == nil {
+	if _, err := ad.Release(p, alloc.ReleaseRequest{Addr: a1, Container: "someone-else"}, false); err == nil {
 		t.Fatal("released for the wrong container")
 	}
-	if _, err := ad.Release(netip.MustParseAddr("10.214.31.250"), p, "", "", "", false); err == nil {
+	if _, err := ad.Release(p, alloc.ReleaseRequest{Addr: netip.MustParseAddr("10.214.31.250")}, false); err == nil {
 		t.Fatal("released an unclaimed address")
 	}
-	if _, err := ad.Release(a1, p, "", "", "live", true); err == nil || !strings.Contains(err.Error(), `held by node "gone", not "live"`) {
+	if _, err := ad.Release(p, alloc.ReleaseRequest{Addr: a1, Node: "live"}, true); err == nil || !strings.Contains(err.Error(), `held by node "gone", not "live"`) {
 		t.Fatalf("released for the wrong node: %v", err)
 	}
-	if _, err := ad.Release(a1, p, "g1", "eth0", "gone", true); err != nil {
+	if _, err := ad.Release(p, alloc.ReleaseRequest{Addr: a1, Container: "g1", IfName: "eth0", Node: "gone"}, true); err != nil {
 		t.Fatal(err)
 	}
 	if ls, _ := ad.Leases(Filter{}); len(ls) != 4 {
 		t.Fatal("dry run released")
 	}
-	if l, err := ad.Release(a1, p, "g1", "eth0", "", false); err != nil || l.ContainerID != "g1" {
-		t.Fatalf("release: %+v %v", l, err)
+	if rel, err := ad.Release(p, alloc.ReleaseRequest{Addr: a1, Container: "g1", IfName: "eth0"}, false); err != nil || rel.Owner.ContainerID != "g1" {
+		t.Fatalf("release: %+v %v", rel, err)
 	}
 	if ls, _ := ad.Leases(Filter{}); len(ls) != 3 {
 		t.Fatalf("after release: %+v", ls)

@@ -137,11 +137,11 @@ func TestStickyRescheduleAndLive(t *testing.T) {
 	c.ok("DEL", "host-a", "c3", "web-0", "")
 	// The operator releases the hold: the address is free again.
 	ad := stickyAdmin(t)
-	rel, err := ad.ReleaseHold("ns/web-0", "eth0", alloc.Scope{Network: "net"}, false)
-	if err != nil || len(rel) != 1 || rel[0].Address != a1.String() {
+	rel, err := ad.Release(alloc.Scope{Network: "net"}, alloc.ReleaseRequest{Key: "ns/web-0", IfName: "eth0"}, false)
+	if err != nil || len(rel.Holds) != 1 || rel.Holds[0].Address != a1.String() {
 		t.Fatalf("ReleaseHold: %+v %v", rel, err)
 	}
-	if _, err := ad.ReleaseHold("ns/web-0", "eth0", alloc.Scope{Network: "net"}, false); err == nil {
+	if _, err := ad.Release(alloc.Scope{Network: "net"}, alloc.ReleaseRequest{Key: "ns/web-0", IfName: "eth0"}, false); err == nil {
 		t.Fatal("a second ReleaseHold found a hold")
 	}
 }
@@ -254,10 +254,10 @@ func TestStickyAdminRelease(t *testing.T) {
 	c := stickyCase{t: t, holdFor: "30m"}
 	a1, _ := c.add("host-a", "c1", "web-0")
 	ad := stickyAdmin(t)
-	if _, err := ad.Release(a1, alloc.Scope{Network: "net"}, "", "", "", false); err != nil {
+	if _, err := ad.Release(alloc.Scope{Network: "net"}, alloc.ReleaseRequest{Addr: a1}, false); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := ad.Release(a1, alloc.Scope{Network: "net"}, "", "", "", false); err == nil || !strings.Contains(err.Error(), `"ns/web-0"`) {
+	if _, err := ad.Release(alloc.Scope{Network: "net"}, alloc.ReleaseRequest{Addr: a1}, false); err == nil || !strings.Contains(err.Error(), `"ns/web-0"`) {
 		t.Fatalf("release of a held address: %v", err)
 	}
 	if a2, _ := c.add("host-b", "c2", "web-0"); a2 != a1 {

@@ -1,6 +1,10 @@
 package ops
 
-import "time"
+import (
+	"time"
+
+	"github.com/cniplugins/cniplugins/internal/alloc"
+)
 
 // Backend is the store of reservations that leases, release, gc,
 // gc --cri and pools act on, chosen by the CLI once per command: Local,
@@ -10,7 +14,11 @@ import "time"
 // in the same form, so one printer and one set of checks serve them all.
 type Backend interface {
 	Leases(LeaseFilter) ([]Lease, error)
-	Release(ReleaseRequest) (Lease, error)
+	// Release reads what an operator's release plans over, has the
+	// engine plan it (alloc.PlanRelease) and, unless DryRun, applies the
+	// plan: the read and the writes are the store's, the rule and the
+	// report (Release, the function) every store's.
+	Release(ReleaseRequest) (alloc.ReleasePlan, error)
 	GC(GCRequest) ([]Lease, error)
 	// States reads what pools counts in each scope, in order.
 	States([]StateScope) ([]ScopeState, error)

@@ -157,7 +157,7 @@ func findings(d StateScope, h *hostlocal.Health, sets []addrspace.RangeSet) ([]F
 		case r.Problem != "":
 			add(SeverityProblem, path, "reservation file "+r.Problem+"; inspect it and use `cniplugins release` if it is a leak", "")
 		case sets != nil && !slices.ContainsFunc(sets, func(rs addrspace.RangeSet) bool { return rs.Contains(r.Addr) }):
-			add(SeverityProblem, path, "reservation "+leaseOf(d, r, nil).Describe()+" is outside every configured range", "")
+			add(SeverityProblem, path, "reservation "+leaseOf(d.Scope, r, nil).Describe()+" is outside every configured range", "")
 		}
 	}
 	now := time.Now()

@@ -93,16 +93,16 @@ func readLeases(d StateScope) ([]Lease, alloc.GCView, error) {
 	holds := validHolds(v.Holds)
 	ls := make([]Lease, len(rs))
 	for i, r := range rs {
-		ls[i] = leaseOf(d, r, holds[r.Addr])
+		ls[i] = leaseOf(d.Scope, r, holds[r.Addr])
 		ls[i].Tenant = tenants[r.Addr]
 		v.Owners[r.Addr] = r.Owner
 	}
 	return ls, v, nil
 }
 
-// leaseOf is r, a reservation of d, with what its sticky key's record e
-// (nil: none) says.
-func leaseOf(d StateScope, r hostlocal.Reservation, e *alloc.HoldRecord) Lease {
+// leaseOf is r, a reservation of scope d, with what its sticky key's
+// record e (nil: none) says.
+func leaseOf(d alloc.Scope, r hostlocal.Reservation, e *alloc.HoldRecord) Lease {
 	l := Lease{ // a network directory's reservations are its network's; a pool's record theirs
 		Address: r.Addr.String(), Network: cmp.Or(d.Network, r.Owner.Network), ContainerID: r.Owner.ContainerID,
 		IfName: r.Owner.IfName, Owner: r.Owner.Kind(), Since: r.Since.UTC(), Problem: r.Problem, Pool: d.Pool,

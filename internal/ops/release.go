@@ -2,7 +2,6 @@ package ops
 
 import (
 	"fmt"
-	"net/netip"
 	"os"
 
 	"github.com/containernetworking/cni/pkg/utils"
@@ -55,59 +54,61 @@ func (b Local) existingDir(t Location) (StateScope, error) {
 	return d, nil
 }
 
-// ReleaseRequest frees one reservation.
+// ReleaseRequest frees one reservation, or a sticky key's holds, in
+// Location's state: the engine's request (alloc.ReleaseRequest; its Node
+// a shared Backend's only, the backend setting Where).
 type ReleaseRequest struct {
 	Location
-	Addr      netip.Addr
-	Container string // when set, must be the owner's container ID exactly
-	IfName    string // when set (with Container), must be the owner's ifname
-	DryRun    bool
-	Node      string // a shared Backend's only: refuse unless this host holds it
-	// StickyKey, instead of Addr, frees the holds of that sticky key (of
-	// IfName only, when set) in the directory; a key whose address a
-	// container still has is refused.
-	StickyKey string
+	alloc.ReleaseRequest
+	DryRun bool
 }
 
-// Release frees r.Addr, or r.StickyKey's holds, under the directory's
-// lock, as a plugin's DEL would (the index entry goes with it and the
-// stamp stays valid, so the next plugin run does not rebuild). The engine
-// decides (alloc.PlanRelease) over what is read; it returns the lease as
-// it was. A dry run reads without the lock, plans the same, and changes
-// nothing.
-func (b Local) Release(r ReleaseRequest) (Lease, error) {
+// Release frees r.Addr, or r.Key's holds, in b, as the engine
+// plans it (alloc.PlanRelease) over what b reads; it returns the lease as
+// it was, from what was read and planned, alike for every backend.
+func Release(b Backend, r ReleaseRequest) (Lease, error) {
+	if err := r.Validate(); err != nil {
+		return Lease{}, err
+	}
+	p, err := b.Release(r)
+	if err != nil {
+		return Lease{}, err
+	}
+	res, node := hostlocal.Reservation{Addr: r.Addr, Owner: p.Owner}, p.Node
+	if p.Holds != nil {
+		e := &p.Holds[0]
+		p.Record, res, node = e, hostlocal.Reservation{Addr: e.Addr, Owner: alloc.HoldOwner(e.ID)}, e.LastNode
+	}
+	res.Problem = res.Owner.Problem()
+	l := leaseOf(alloc.Scope{Network: r.Network, Pool: r.Pool}, res, p.Record)
+	l.Node = node
+	return l, nil
+}
+
+// Release plans and applies r in its state directory under the lock, as
+// a plugin's DEL would (the index entry goes with it and the stamp stays
+// valid, so the next plugin run does not rebuild); a dry run reads without
+// the lock. It ignores r.Node.
+func (b Local) Release(r ReleaseRequest) (p alloc.ReleasePlan, err error) {
 	d, err := b.existingDir(r.Location)
 	if err != nil {
-		return Lease{}, err
+		return p, err
 	}
-	q := alloc.ReleaseRequest{Addr: r.Addr, Key: r.StickyKey, Container: r.Container, IfName: r.IfName, Where: d.Label()}
-	var v alloc.ReleaseView
-	var p alloc.ReleasePlan
-	if r.DryRun {
-		v, err = alloc.ReadRelease(hostlocal.Reader(d.Dir), q)
-		if err == nil {
-			p, err = alloc.PlanRelease(v, q, b.now())
+	q := r.ReleaseRequest
+	if q.Where, q.Node = d.Label(), ""; r.DryRun {
+		v, err := alloc.ReadRelease(hostlocal.Reader(d.Dir), q)
+		if err != nil {
+			return p, err
 		}
-	} else {
-		var disk *hostlocal.Disk
-		if disk, err = hostlocal.Open(d.Dir, b.LockTimeout); err != nil {
-			return Lease{}, err
-		}
-		v, p, err = alloc.OperatorRelease(disk, q, b.now())
-		if cerr := disk.Close(); err == nil {
-			err = cerr
-		}
+		return alloc.PlanRelease(v, q, b.now())
 	}
+	disk, err := hostlocal.Open(d.Dir, b.LockTimeout)
 	if err != nil {
-		return Lease{}, err
+		return p, err
 	}
-	if p.Holds != nil {
-		e := p.Holds[0]
-		return leaseOf(d, hostlocal.Reservation{Addr: e.Addr, Owner: alloc.HoldOwner(e.ID)}, &e), nil
+	_, p, err = alloc.OperatorRelease(disk, q, b.now())
+	if cerr := disk.Close(); err == nil {
+		err = cerr
 	}
-	owner := v.Owner
-	if p.Del.Step == alloc.DelDropSecond {
-		owner.ContainerID = p.Record.Second
-	}
-	return leaseOf(d, hostlocal.Reservation{Addr: r.Addr, Owner: owner, Problem: owner.Problem()}, p.Record), nil
+	return p, err
 }

@@ -1,0 +1,118 @@
+package etcdstore
+
+import (
+	"bytes"
+	"cmp"
+	"errors"
+	"fmt"
+	"net/netip"
+	"slices"
+
+	"github.com/cniplugins/cniplugins/internal/alloc"
+	"github.com/cniplugins/cniplugins/internal/etcdkv"
+)
+
+// Release is an operator's release in scope s: of q.Addr's claim, or of
+// sticky key q.Key's holds. The engine decides (alloc.PlanRelease) over
+// what is read; unless dryRun, the plan is applied in transactions
+// guarded by what was read.
+func (o *Operator) Release(s alloc.Scope, q alloc.ReleaseRequest, dryRun bool) (p alloc.ReleasePlan, err error) {
+	if q.Where = ScopePath(s); q.Key != "" {
+		return o.releaseHolds(s, q, dryRun)
+	}
+	if q.Node != "" {
+		if err := ValidNodeName("--node", q.Node); err != nil {
+			return p, err
+		}
+	}
+	resp, err := o.op.cl.Read(etcdkv.Get(o.op.keys.addrKey(s, q.Addr)))
+	if err != nil {
+		return p, err
+	}
+	kv, ok := resp.First(0)
+	r, valid := decodeRecord(kv.Value)
+	v := alloc.ReleaseView{Reserved: ok, NoOwner: !valid}
+	if h, held := decodeHold(kv.Value); !valid && held && h.Held() {
+		v.Record = &alloc.HoldRecord{Hold: h}
+	} else if valid {
+		v.Owner, v.OwnerNode, v.Record = r.attachment(), r.Node, r.hold()
+	}
+	if p, err = alloc.PlanRelease(v, q, o.op.now); err == nil {
+		err = o.releaseClaim(s, q.Addr, kv, r, p, dryRun)
+	}
+	return p, err
+}
+
+// releaseClaim releases addr's claim kv (record r) as p plans. The claim
+// goes through the index key that names it, as a DEL releases it
+// (commitShared: a sticky claim becomes a hold, which release
+// --sticky-key frees), writing the attachment's fence bucket as any
+// release does (fence.go). A migration's share ends through the index
+// key of the owner it ends for: the target's (DelDropSecond), or the
+// source's, whose address the target keeps (DelHandOver). A claim no
+// index key names goes alone, while as read. A dry run only reads.
+func (o *Operator) releaseClaim(s alloc.Scope, addr netip.Addr, kv etcdkv.KV, r Record, p alloc.ReleasePlan, dryRun bool) error {
+	shared := p.Del.Step == alloc.DelDropSecond || p.Del.Step == alloc.DelHandOver
+	idx, err := o.op.cl.Read(etcdkv.GetPrefix(o.op.keys.attachmentPrefix(p.Node, s, p.Owner.ContainerID, r.IfName)))
+	if err != nil {
+		return err
+	}
+	changed := fmt.Errorf("%s in %s changed while being released; nothing done, try again", addr, ScopePath(s))
+	for _, ikv := range idx.KVs(0) {
+		if ir, ok := decodeRecord(ikv.Value); (shared && ok && ir.Address == r.Address && ir.sharing()) || (!shared && bytes.Equal(ikv.Value, kv.Value)) {
+			if !dryRun {
+				err = o.op.commitShared(s, ikv, "")
+			}
+			if errors.Is(err, errReleaseRaced) {
+				return changed
+			}
+			return err
+		}
+	}
+	if shared {
+		return changed
+	}
+	if !dryRun {
+		alone := etcdkv.Txn{If: []etcdkv.Cmp{etcdkv.ValueIs(string(kv.Key), kv.Value)}, Then: []etcdkv.Op{etcdkv.Delete(string(kv.Key))}}
+		if applied, err := o.op.apply(nil, []etcdkv.Txn{alone}, o.op.bump(r)); err != nil || !applied[0] {
+			return cmp.Or(err, changed)
+		}
+	}
+	return nil
+}
+
+// releaseHolds frees sticky key q.Key's holds (q.IfName's only, when set)
+// in scope s now, whatever their expiry, as the engine plans it over the
+// hold keys as written (etcd has no judgeHold): each hold key and its
+// claim at the revision read.
+func (o *Operator) releaseHolds(s alloc.Scope, q alloc.ReleaseRequest, dryRun bool) (p alloc.ReleasePlan, err error) {
+	prefix := o.op.keys.holdScope(s)
+	if q.IfName != "" {
+		prefix += alloc.StickyID(q.Key, q.IfName) + "/"
+	}
+	kvs, err := o.op.cl.List(prefix, false)
+	if err != nil {
+		return p, err
+	}
+	var v alloc.ReleaseView
+	revs := map[string]int64{}
+	for _, kv := range kvs {
+		if h, ok := decodeHold(kv.Value); ok {
+			ip, _ := netip.ParseAddr(h.Address)
+			v.Holds = append(v.Holds, alloc.HoldRecord{ID: string(kv.Key), Hold: h, Addr: ip})
+			revs[string(kv.Key)] = kv.ModRevision
+		}
+	}
+	if p, err = alloc.PlanRelease(v, q, o.op.now); err != nil || dryRun {
+		return p, err
+	}
+	var txns []etcdkv.Txn
+	for _, e := range p.Holds {
+		txns = append(txns, expireHold(e.ID, o.op.keys.addrKey(s, e.Addr), revs[e.ID], o.op.keys.markOf(s, e.ID)))
+	}
+	applied, err := o.op.apply(nil, txns)
+	if err == nil && slices.Contains(applied, false) {
+		err = fmt.Errorf("sticky key %q changed while being released; try again", q.Key)
+	}
+	return p, err
+}
