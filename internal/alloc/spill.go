@@ -27,6 +27,13 @@ type SpillRecorder interface {
 	ForgetSpill(a Attachment) error
 }
 
+// SpillLister is a SpillRecorder whose records GC reads.
+type SpillLister interface {
+	SpillRecorder
+	// Spills is every record's attachment, with the network it holds.
+	Spills() ([]Attachment, error)
+}
+
 // ErrWholeChain ends an ADD run with the heads of its chains alone that
 // needs the other pools: its caller undoes it and runs it again with
 // every pool of the chains.
@@ -93,4 +100,26 @@ func ForgetSpills(heads []SpillRecorder, a Attachment, delErr error) error {
 		errs = append(errs, h.ForgetSpill(a))
 	}
 	return errors.Join(errs...)
+}
+
+// GCSpills is GC's end of the spill records in s (a DEL's is
+// ForgetSpills): a record goes when keep does not keep its attachment,
+// as GC frees the reservations the record points to. It returns the
+// attachments whose records went.
+func GCSpills(s SpillLister, keep func(Attachment) bool) ([]Attachment, error) {
+	recs, err := s.Spills()
+	if err != nil {
+		return nil, err
+	}
+	var gone []Attachment
+	for _, a := range recs {
+		if keep(a) {
+			continue
+		}
+		if err := s.ForgetSpill(a); err != nil {
+			return gone, err
+		}
+		gone = append(gone, a)
+	}
+	return gone, nil
 }

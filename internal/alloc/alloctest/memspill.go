@@ -1,13 +1,10 @@
 package alloctest
 
 import (
-	"maps"
-	"slices"
-
 	"github.com/cniplugins/cniplugins/internal/alloc"
 )
 
-var _ alloc.SpillRecorder = (*MemStore)(nil)
+var _ alloc.SpillLister = (*MemStore)(nil)
 
 // A MemStore keeps a spill record per attachment (its container and
 // interface, with its network), as the disk store keeps one file named
@@ -33,16 +30,12 @@ func (m *MemStore) ForgetSpill(a alloc.Attachment) error {
 	return nil
 }
 
-// GCSpills removes the records of attachments keep does not keep (GC's
-// rule for reservations, as the disk store's GCSpills applies it) and
-// returns how many it removed.
-func (m *MemStore) GCSpills(keep func(alloc.Attachment) bool) int {
-	n := 0
-	for _, a := range slices.Collect(maps.Keys(m.spills)) {
-		if a.Network = m.spills[a]; !keep(a) {
-			delete(m.spills, a.Key())
-			n++
-		}
+// Spills implements alloc.SpillLister.
+func (m *MemStore) Spills() ([]alloc.Attachment, error) {
+	var out []alloc.Attachment
+	for a, network := range m.spills {
+		a.Network = network
+		out = append(out, a)
 	}
-	return n
+	return out, nil
 }
