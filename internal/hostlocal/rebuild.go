@@ -30,7 +30,6 @@ func (d *Disk) rebuild() error {
 	if err := d.rescan(); err != nil {
 		return err
 	}
-	d.exhausted = nil
 	d.dirty = true
 
 	fresh, old := d.rebuildDirs()
