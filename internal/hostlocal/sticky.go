@@ -128,10 +128,10 @@ func (d *Disk) Reassign(ip netip.Addr, from, to alloc.Attachment) error {
 	if err := d.replaceRecycled(path, reservationContent(to)); err != nil {
 		return err
 	}
-	if err := d.track(from, ip, (*entry).remove); err != nil {
+	if err := d.track(from, ip, false); err != nil {
 		return err
 	}
-	return d.track(to, ip, (*entry).add)
+	return d.track(to, ip, true)
 }
 
 // repairHolds repairs every record as the engine judges it
