@@ -20,7 +20,6 @@ const maxIndexProblems = 20
 
 // Health is what Examine found in one state directory.
 type Health struct {
-	Dir          string
 	Reservations []Reservation // sorted by address
 	Cursors      []Cursor
 	Index        string // IndexValid, IndexStale or IndexUntrusted (see trust)
@@ -63,7 +62,7 @@ func Examine(dir string, lockTimeout time.Duration) (*Health, error) {
 	if err != nil {
 		return nil, err
 	}
-	h := &Health{Dir: d.dir}
+	h := &Health{}
 	if h.Reservations, err = readReservations(d.dir, ents.reservations); err != nil {
 		return nil, err
 	}
