@@ -25,12 +25,8 @@ type SpillRecorder interface {
 	RecordSpill(a Attachment) error
 	// ForgetSpill removes a's record.
 	ForgetSpill(a Attachment) error
-}
-
-// SpillLister is a SpillRecorder whose records GC reads.
-type SpillLister interface {
-	SpillRecorder
-	// Spills is every record's attachment, with the network it holds.
+	// Spills is every record's attachment, with the network it holds,
+	// for GC (GCSpills).
 	Spills() ([]Attachment, error)
 }
 
@@ -106,20 +102,13 @@ func ForgetSpills(heads []SpillRecorder, a Attachment, delErr error) error {
 // ForgetSpills): a record goes when keep does not keep its attachment,
 // as GC frees the reservations the record points to. It returns the
 // attachments whose records went.
-func GCSpills(s SpillLister, keep func(Attachment) bool) ([]Attachment, error) {
+func GCSpills(s SpillRecorder, keep func(Attachment) bool) ([]Attachment, error) {
 	recs, err := s.Spills()
-	if err != nil {
-		return nil, err
-	}
-	var gone []Attachment
-	for _, a := range recs {
-		if keep(a) {
-			continue
-		}
+	gone := slices.DeleteFunc(recs, keep)
+	for i, a := range gone {
 		if err := s.ForgetSpill(a); err != nil {
-			return gone, err
+			return gone[:i], err
 		}
-		gone = append(gone, a)
 	}
-	return gone, nil
+	return gone, err
 }

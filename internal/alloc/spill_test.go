@@ -2,6 +2,7 @@ package alloc_test
 
 import (
 	"errors"
+	"maps"
 	"net/netip"
 	"slices"
 	"testing"
@@ -31,6 +32,11 @@ func (h head) ForgetSpill(a alloc.Attachment) error {
 	*h.log = append(*h.log, "forget")
 	delete(h.records, a)
 	return nil
+}
+
+func (h head) Spills() ([]alloc.Attachment, error) {
+	*h.log = append(*h.log, "list")
+	return slices.Collect(maps.Keys(h.records)), nil
 }
 
 func chainOf(pools ...string) alloc.Target {

@@ -18,7 +18,7 @@ import (
 // ADD a look into every pool, until GC removes it.
 const spillDirName = "_spill"
 
-var _ alloc.SpillLister = (*Disk)(nil)
+var _ alloc.SpillRecorder = (*Disk)(nil)
 
 // maxSpillName: a record's name is one file name.
 const maxSpillName = 255
@@ -72,7 +72,7 @@ func (d *Disk) ForgetSpill(a alloc.Attachment) error {
 	return removeIfAny(child(d.spillDir(), name))
 }
 
-// Spills implements alloc.SpillLister, under D's lock. A file there
+// Spills implements alloc.SpillRecorder, under D's lock. A file there
 // that is no record (a name no attachment has, or not a regular file)
 // is removed as it is met: storage hygiene, which no rule decides.
 func (d *Disk) Spills() ([]alloc.Attachment, error) {

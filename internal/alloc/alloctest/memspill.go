@@ -4,7 +4,7 @@ import (
 	"github.com/cniplugins/cniplugins/internal/alloc"
 )
 
-var _ alloc.SpillLister = (*MemStore)(nil)
+var _ alloc.SpillRecorder = (*MemStore)(nil)
 
 // A MemStore keeps a spill record per attachment (its container and
 // interface, with its network), as the disk store keeps one file named
@@ -30,7 +30,7 @@ func (m *MemStore) ForgetSpill(a alloc.Attachment) error {
 	return nil
 }
 
-// Spills implements alloc.SpillLister.
+// Spills implements alloc.SpillRecorder.
 func (m *MemStore) Spills() ([]alloc.Attachment, error) {
 	var out []alloc.Attachment
 	for a, network := range m.spills {
