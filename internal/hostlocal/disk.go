@@ -119,7 +119,7 @@ func (d *Disk) makeSubdir(path string) error {
 // rebuilds it (an index that cannot even be judged included), unless its
 // directory is not safe to use (safedir.go): that is refused.
 func (d *Disk) load() error {
-	state, st, err := d.trust()
+	state, exhausted, err := d.trust()
 	switch {
 	case cnierr.Code(err) == cnierr.CodeInvalidConfig:
 		return err
@@ -127,7 +127,7 @@ func (d *Disk) load() error {
 		d.untrusted = true
 		return d.rescan()
 	case err == nil && state == IndexValid:
-		d.exhausted = st.exhausted
+		d.exhausted = exhausted
 		return nil
 	}
 	return d.rebuild()
