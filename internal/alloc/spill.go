@@ -25,6 +25,9 @@ type SpillRecorder interface {
 	RecordSpill(a Attachment) error
 	// ForgetSpill removes a's record.
 	ForgetSpill(a Attachment) error
+	// Spills is every record's attachment, with the network it holds,
+	// for GC (GCSpills).
+	Spills() ([]Attachment, error)
 }
 
 // ErrWholeChain ends an ADD run with the heads of its chains alone that
@@ -93,4 +96,19 @@ func ForgetSpills(heads []SpillRecorder, a Attachment, delErr error) error {
 		errs = append(errs, h.ForgetSpill(a))
 	}
 	return errors.Join(errs...)
+}
+
+// GCSpills is GC's end of the spill records in s (a DEL's is
+// ForgetSpills): a record goes when keep does not keep its attachment,
+// as GC frees the reservations the record points to. It returns the
+// attachments whose records went.
+func GCSpills(s SpillRecorder, keep func(Attachment) bool) ([]Attachment, error) {
+	recs, err := s.Spills()
+	gone := slices.DeleteFunc(recs, keep)
+	for i, a := range gone {
+		if err := s.ForgetSpill(a); err != nil {
+			return gone[:i], err
+		}
+	}
+	return gone, err
 }

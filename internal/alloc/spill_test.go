@@ -2,6 +2,7 @@ package alloc_test
 
 import (
 	"errors"
+	"maps"
 	"net/netip"
 	"slices"
 	"testing"
@@ -31,6 +32,11 @@ func (h head) ForgetSpill(a alloc.Attachment) error {
 	*h.log = append(*h.log, "forget")
 	delete(h.records, a)
 	return nil
+}
+
+func (h head) Spills() ([]alloc.Attachment, error) {
+	*h.log = append(*h.log, "list")
+	return slices.Collect(maps.Keys(h.records)), nil
 }
 
 func chainOf(pools ...string) alloc.Target {
@@ -145,5 +151,29 @@ func TestForgetSpills(t *testing.T) {
 	}
 	if err := alloc.ForgetSpills([]alloc.SpillRecorder{h1, h2}, a, nil); err != nil || h1.records[a] || h2.records[a] {
 		t.Fatalf("after the DEL: %v, records %v %v; want both gone", err, h1.records[a], h2.records[a])
+	}
+}
+
+// GC's end of spill records: a record goes when the keep set does not
+// keep its attachment on the network it holds, and no other.
+func TestGCSpills(t *testing.T) {
+	m := alloctest.NewMemStore()
+	live := alloc.Attachment{ContainerID: "live", IfName: "eth0", Network: "net"}
+	dead := alloc.Attachment{ContainerID: "dead", IfName: "eth0", Network: "net"}
+	elsewhere := alloc.Attachment{ContainerID: "dead", IfName: "eth1", Network: "other-net"}
+	for _, a := range []alloc.Attachment{live, dead, elsewhere} {
+		if err := m.RecordSpill(a); err != nil {
+			t.Fatal(err)
+		}
+	}
+	keep := alloc.NewKeepSet("net", []alloc.Attachment{{ContainerID: "live", IfName: "eth0"}}).Keeps
+	gone, err := alloc.GCSpills(m, keep)
+	if err != nil || !slices.Equal(gone, []alloc.Attachment{dead}) {
+		t.Fatalf("GCSpills = %v, %v; want %v alone", gone, err, dead)
+	}
+	for a, want := range map[alloc.Attachment]bool{live: true, dead: false, elsewhere: true} {
+		if got, _ := m.MaySpill(a); got != want {
+			t.Errorf("after GC, MaySpill(%s/%s) = %v, want %v", a.ContainerID, a.IfName, got, want)
+		}
 	}
 }

@@ -40,11 +40,11 @@ type Released struct {
 // operators' `cniplugins gc --apply`, one orchestration so that what a GC
 // repairs cannot differ between them again (the operators' once left the
 // tenant records alone). In each directory, under its lock: the engine's
-// GC (alloc.CollectGC: hold records and reservations), then the spill
-// records of attachments not kept, and the tenant records a killed ADD or
-// DEL left; then, after the directories' locks, the lock files of idle
-// tenants. It keeps going after errors and returns them joined, with
-// what it released by scope.
+// GC (alloc.CollectGC: hold records and reservations), then its end of
+// the spill records of attachments not kept (alloc.GCSpills), and the
+// tenant records a killed ADD or DEL left; then, after the directories'
+// locks, the lock files of idle tenants. It keeps going after errors and
+// returns them joined, with what it released by scope.
 func Collect(g Collection) (map[alloc.Scope]Released, error) {
 	st, err := g.lock("", g.Scopes)
 	if err != nil {
@@ -65,9 +65,9 @@ func Collect(g Collection) (map[alloc.Scope]Released, error) {
 		logDone(g.Log, "gc made sticky holds", dir, "addresses", held)
 		logDone(g.Log, "gc released", dir, "addresses", freed)
 		released[s] = Released{Freed: freed, Held: held}
-		gone, err := d.GCSpills(g.Keep)
+		gone, err := alloc.GCSpills(d, g.Keep)
 		errs = append(errs, err)
-		logDone(g.Log, "gc of spill records", dir, "done", gone)
+		logDone(g.Log, "gc of spill records", dir, "removed", gone)
 		// Tenant records a killed ADD or DEL left over-count their tenant.
 		fixed, err := d.RepairTenants()
 		errs = append(errs, err)

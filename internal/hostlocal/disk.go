@@ -27,6 +27,9 @@ type Disk struct {
 	complete bool
 	// buckets caches the index buckets loaded so far, by number.
 	buckets map[uint8]*bucket
+	// unindexed, in a complete cache, holds the addresses of the
+	// attachments the index cannot name (entryKey), by Key().
+	unindexed map[alloc.Attachment][]netip.Addr
 	// exhausted is the sorted set of range-set IDs recorded as full.
 	exhausted []int
 	// dirty: D or the index changed since Open, so Close must re-stamp.
@@ -116,7 +119,7 @@ func (d *Disk) makeSubdir(path string) error {
 // rebuilds it (an index that cannot even be judged included), unless its
 // directory is not safe to use (safedir.go): that is refused.
 func (d *Disk) load() error {
-	state, st, err := d.trust()
+	state, exhausted, err := d.trust()
 	switch {
 	case cnierr.Code(err) == cnierr.CodeInvalidConfig:
 		return err
@@ -124,7 +127,7 @@ func (d *Disk) load() error {
 		d.untrusted = true
 		return d.rescan()
 	case err == nil && state == IndexValid:
-		d.exhausted = st.exhausted
+		d.exhausted = exhausted
 		return nil
 	}
 	return d.rebuild()
@@ -199,17 +202,22 @@ func (d *Disk) link(a alloc.Attachment, ip netip.Addr, final string) (bool, erro
 	if err := os.Remove(d.scratch()); err != nil {
 		return true, cnierr.IO("remove", d.scratch(), err)
 	}
-	return true, d.track(a, ip, (*entry).add)
+	return true, d.track(a, ip, true)
 }
 
-// track applies change (entry.add or entry.remove) of ip to a's index
-// entry.
-func (d *Disk) track(a alloc.Attachment, ip netip.Addr, change func(*entry, netip.Addr)) error {
-	e, err := d.tracked(a)
-	if err == nil {
-		change(e, ip)
+// track adds ip to a's index entry (add), or removes it.
+func (d *Disk) track(a alloc.Attachment, ip netip.Addr, add bool) error {
+	addrs, err := d.addrs(a)
+	if err != nil {
+		return err
 	}
-	return err
+	switch i, found := slices.BinarySearchFunc(addrs, ip, netip.Addr.Compare); {
+	case add && !found:
+		d.set(a, slices.Insert(addrs, i, ip))
+	case !add && found:
+		d.set(a, slices.Delete(addrs, i, i+1))
+	}
+	return nil
 }
 
 // Release implements alloc.Ledger; the file's content, not the index, decides
@@ -237,17 +245,11 @@ func (d *Disk) Release(a alloc.Attachment, ip netip.Addr) (bool, error) {
 	if err := d.untag(ip); err != nil {
 		return true, err
 	}
-	return true, d.track(a, ip, (*entry).remove)
+	return true, d.track(a, ip, false)
 }
 
-// ByAttachment implements alloc.Ledger from the index (tracked).
-func (d *Disk) ByAttachment(a alloc.Attachment) ([]netip.Addr, error) {
-	e, err := d.tracked(a)
-	if err != nil {
-		return nil, err
-	}
-	return slices.Clone(e.addrs), nil
-}
+// ByAttachment implements alloc.Ledger from the index (addrs).
+func (d *Disk) ByAttachment(a alloc.Attachment) ([]netip.Addr, error) { return d.addrs(a) }
 
 // All implements alloc.Lister with a full scan of D; only GC needs it.
 func (d *Disk) All() (map[netip.Addr]alloc.Attachment, error) { return d.scan() }

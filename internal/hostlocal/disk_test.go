@@ -52,21 +52,18 @@ func closeT(t testing.TB, d *Disk) {
 
 // indexValid reports whether the next Open would trust the index.
 func indexValid(t *testing.T, dir string) bool {
-	st, err := readStamp(IndexDir(dir))
-	if err != nil {
-		t.Fatal(err)
-	}
+	nanos := stampNanos(t, IndexDir(dir))
 	d := newStateDir(dir)
 	for _, p := range []string{d.dir, d.idx} {
 		m, err := d.dirMtime(p)
 		if err != nil && !errors.Is(err, os.ErrNotExist) {
 			t.Fatal(err)
 		}
-		if err != nil || m != st.nanos {
+		if err != nil || m != nanos {
 			return false
 		}
 	}
-	return st.nanos > 0
+	return nanos > 0
 }
 
 func TestDiskExactBytes(t *testing.T) {
@@ -222,9 +219,9 @@ func TestDiskStaleEntryIgnored(t *testing.T) {
 	b := mustAlloc(t, h, alloctest.CidB, rs)
 	// Forge alloctest.CidA's entry to claim b and a missing address, keeping the
 	// stamp valid so that only verification can catch it.
-	st, _ := readStamp(IndexDir(dir))
+	nanos := stampNanos(t, IndexDir(dir))
 	setIndexEntry(t, dir, alloctest.CidA, b.String()+" 10.0.0.6")
-	if err := os.Chtimes(IndexDir(dir), time.Time{}, time.Unix(0, st.nanos)); err != nil {
+	if err := os.Chtimes(IndexDir(dir), time.Time{}, time.Unix(0, nanos)); err != nil {
 		t.Fatal(err)
 	}
 	if !indexValid(t, dir) {
@@ -270,7 +267,7 @@ func TestDiskCrashLeftovers(t *testing.T) {
 		t.Fatal(err)
 	}
 	writeForeign(t, filepath.Join(parent, "."+base+".new"), bucketName(0), "junk@eth0 10.0.0.6\n")
-	if st, _ := readStamp(idx); st.nanos > 0 {
+	if stampNanos(t, idx) > 0 {
 		t.Fatal("half-swapped index looks valid")
 	}
 	h.with(t, func(al *alloc.Allocator, s *Disk) {
@@ -574,7 +571,7 @@ func TestDiskOldLayoutRebuilt(t *testing.T) {
 	rs := alloctest.Small(t)
 	a := mustAlloc(t, h, alloctest.CidA, rs)
 	idx := IndexDir(dir)
-	st, _ := readStamp(idx)
+	nanos := stampNanos(t, idx)
 	des, _ := os.ReadDir(idx)
 	for _, de := range des {
 		if de.Name() != stampName && !strings.HasPrefix(de.Name(), ".") {
@@ -584,7 +581,7 @@ func TestDiskOldLayoutRebuilt(t *testing.T) {
 		}
 	}
 	writeForeign(t, idx, "cid-a@eth0", a.String()+"\n")
-	if err := os.Chtimes(idx, time.Time{}, time.Unix(0, st.nanos)); err != nil {
+	if err := os.Chtimes(idx, time.Time{}, time.Unix(0, nanos)); err != nil {
 		t.Fatal(err)
 	}
 	if !indexValid(t, dir) {

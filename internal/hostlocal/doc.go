@@ -3,9 +3,9 @@
 // disk (a state directory written by either binary can be taken over by
 // the other), but ADD, DEL and CHECK cost does not grow with the number of
 // existing allocations. The allocation policy is internal/alloc's; a Disk
-// is its store, and Examine and Repair are fsck's read view of the same
-// directory, judged by the same trust rule (trust) and listed by the same
-// reader (readEntries).
+// is its store. Examine is fsck's read view of the same directory, judged
+// by the same trust rule (trust) and listed by the same reader
+// (readEntries); Repair mends the index by Open's own rebuild.
 //
 // docs/state-on-disk.md describes the layout, the index and its stamp and
 // the sticky records' write order; docs/tenancy.md the tenants' and spill

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/cniplugins/cniplugins/internal/alloc"
-	"github.com/cniplugins/cniplugins/internal/cnierr"
 )
 
 // maxIndexProblems bounds what one directory reports: a wholly wrong
@@ -21,7 +20,6 @@ const maxIndexProblems = 20
 
 // Health is what Examine found in one state directory.
 type Health struct {
-	Dir          string
 	Reservations []Reservation // sorted by address
 	Cursors      []Cursor
 	Index        string // IndexValid, IndexStale or IndexUntrusted (see trust)
@@ -60,17 +58,11 @@ func Examine(dir string, lockTimeout time.Duration) (*Health, error) {
 		return nil, err
 	}
 	defer lk.Close()
-	return d.examine()
-}
-
-// examine reads D, whose lock the caller holds, as fsck judges it: what
-// Examine reports and what Repair then repairs, one reading for both.
-func (d stateDir) examine() (*Health, error) {
 	ents, err := readEntries(d.dir, d.uid)
 	if err != nil {
 		return nil, err
 	}
-	h := &Health{Dir: d.dir}
+	h := &Health{}
 	if h.Reservations, err = readReservations(d.dir, ents.reservations); err != nil {
 		return nil, err
 	}
@@ -113,41 +105,33 @@ func (d stateDir) examine() (*Health, error) {
 }
 
 // Repair fixes, under dir's lock and exactly as a plugin would write,
-// what can be fixed without losing a reservation: it rebuilds a stale or
-// inconsistent index, removes stale scratch files and removes the cursors
-// listed in dropCursors (an unparseable or out-of-range cursor only costs
-// the round-robin position, which then restarts at the range's start).
-// It never removes a reservation. fsck reports from its own findings, so
-// Repair does not say what it did.
+// what can be fixed without losing a reservation, whatever it finds
+// then (a plugin may have changed dir since Examine): it rebuilds the
+// index, which replaces the whole index tree (a wrong bucket, a stale
+// scratch file, an interrupted rebuild's leftovers: everything Examine
+// reports of it), removes the cursors listed in dropCursors (an
+// unparseable or out-of-range cursor only costs the round-robin
+// position, which then restarts at the range's start), and repairs the
+// hold and tenant records. It never removes a reservation. fsck reports
+// from its own findings, so Repair does not say what it did.
 func Repair(dir string, lockTimeout time.Duration, dropCursors []int) (err error) {
 	d, err := Open(dir, lockTimeout)
 	if err != nil {
 		return err
 	}
 	defer func() { err = errors.Join(err, d.Close()) }()
-	// A stale index Open has rebuilt already, and examine judges it so.
-	h, err := d.examine()
-	if err != nil {
+	// Stamped anew: Close finds out again whether the file system keeps
+	// the stamp.
+	d.untrusted = false
+	if err := d.rebuild(); err != nil {
 		return err
 	}
-	if len(h.IndexProblems) > 0 {
-		// The rebuild discards the old index tree, stale files included.
-		if err := d.rebuild(); err != nil {
+	for _, id := range dropCursors {
+		if err := removeIfAny(d.cursorPath(id)); err != nil {
 			return err
 		}
 	}
-	gone := h.Stale
-	for _, id := range dropCursors {
-		gone = append(gone, d.cursorPath(id))
-	}
-	for _, p := range gone {
-		if err := os.RemoveAll(p); err != nil {
-			return cnierr.IO("remove", p, err)
-		}
-		d.dirty = true // D's or the index directory's mtime moved: re-stamp
-		d.tmpFor = nil
-	}
-	if err := d.repairHolds(h.Holds, h.Orphans, time.Now()); err != nil {
+	if err := d.repairHolds(time.Now()); err != nil {
 		return err
 	}
 	_, err = d.RepairTenants()

@@ -144,3 +144,20 @@ func TestExamineMalformedBucketLines(t *testing.T) {
 		}
 	}
 }
+
+// Repair rebuilds the index of a directory whose stamp is valid without
+// losing what the stamp records: a range set found full is still full.
+func TestRepairKeepsExhaustedMarks(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "net")
+	d := openT(t, dir)
+	if err := d.MarkExhausted(0); err != nil {
+		t.Fatal(err)
+	}
+	closeT(t, d)
+	if err := Repair(dir, time.Second, nil); err != nil {
+		t.Fatalf("Repair: %v", err)
+	}
+	if ids, err := Exhausted(dir); err != nil || !slices.Equal(ids, []int{0}) || !indexValid(t, dir) {
+		t.Errorf("after Repair: exhausted %v %v, index valid %v; want [0], valid", ids, err, indexValid(t, dir))
+	}
+}

@@ -2,6 +2,10 @@ package hostlocal
 
 import (
 	"net/netip"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -45,4 +49,17 @@ func mustAlloc(t *testing.T, h diskHarness, a Attachment, rs addrspace.RangeSet)
 		t.Fatal(err)
 	}
 	return p.Addr()
+}
+
+// stampNanos is the nanoseconds the stamp in idx records (its first
+// line), 0 when it records none: missing, garbled or untrusted.
+func stampNanos(t *testing.T, idx string) int64 {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(idx, stampName))
+	if err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
+	first, _, _ := strings.Cut(strings.TrimSpace(string(data)), "\n")
+	n, _ := strconv.ParseInt(first, 10, 64)
+	return n
 }

@@ -66,60 +66,27 @@ func (d stateDir) bucketFormat() bool {
 	return err == nil
 }
 
-// bucket is the cached content of one bucket file: its lines by key,
-// their address lists as read, or as an entry wrote them (sync) once its
-// attachment was used: what Close writes back.
+// bucket is the cached content of one bucket file: its lines by key, as
+// read, or as a change of its attachment's addresses wrote them (set):
+// what Close writes back. The bucket lines are the one copy of the
+// index in memory; an attachment the index cannot name has its
+// addresses in Disk.unindexed instead.
 type bucket struct {
-	lines   map[string]string           // by key: the address list, "\n" included unless torn; nil until loaded or filled
-	entries map[alloc.Attachment]*entry // by Key(): the entries used, or all after a scan
-	dirty   bool                        // differs from the file: Close rewrites it
+	lines    map[string]string // by key: the address list, "\n" included unless torn
+	verified map[string]bool   // the keys whose line was checked against D (verify), or written since
+	dirty    bool              // differs from the file: Close rewrites it
 }
 
 // load parses the bucket file data. Lines that are no entry are dropped,
 // and so is the second line of a key; a torn last line is kept for its
 // addresses, which verify checks, but never written back as it is.
 func (b *bucket) load(data string) {
-	b.lines = map[string]string{}
 	for line := range strings.Lines(data) {
 		if key, list, ok := strings.Cut(line, " "); ok && strings.Contains(key, "@") {
 			if _, dup := b.lines[key]; !dup {
 				b.lines[key] = list
 			}
 		}
-	}
-}
-
-// entry is the cached index entry of one attachment, verified against D
-// when it was loaded. Each change is written through to its bucket's
-// lines (sync), which are then what Close writes back.
-type entry struct {
-	b     *bucket
-	key   string       // its line's key (entryKey); "": it has no line
-	addrs []netip.Addr // sorted
-}
-
-func (e *entry) add(ip netip.Addr) {
-	if i, found := slices.BinarySearchFunc(e.addrs, ip, netip.Addr.Compare); !found {
-		e.addrs = slices.Insert(e.addrs, i, ip)
-		e.sync()
-	}
-}
-
-func (e *entry) remove(ip netip.Addr) {
-	if i, found := slices.BinarySearchFunc(e.addrs, ip, netip.Addr.Compare); found {
-		e.addrs = slices.Delete(e.addrs, i, i+1)
-		e.sync()
-	}
-}
-
-// sync writes e into its bucket's lines: an entry that holds nothing
-// (or cannot be indexed: key "", which no line has) has no line.
-func (e *entry) sync() {
-	e.b.dirty = true
-	if e.key != "" && len(e.addrs) > 0 {
-		e.b.lines[e.key] = joinAddrs(e.addrs, " ") + "\n"
-	} else {
-		delete(e.b.lines, e.key)
 	}
 }
 
@@ -133,7 +100,7 @@ func joinAddrs(ips []netip.Addr, sep string) string {
 }
 
 // content is the bucket file: its lines sorted by key, a torn one left
-// out (sync rewrites it whole once its attachment is used).
+// out (set rewrites it whole once its attachment is used).
 func (b *bucket) content() string {
 	var s strings.Builder
 	for _, key := range slices.Sorted(maps.Keys(b.lines)) {
@@ -144,97 +111,119 @@ func (b *bucket) content() string {
 	return s.String()
 }
 
-// bucket returns the cached bucket n, creating it: unloaded (lines nil)
-// or, in a complete cache, holding no line yet.
-func (d *Disk) bucket(n uint8) *bucket {
+// bucket returns the cached bucket n, loaded from the index on first use
+// unless the cache is complete (then it starts with no line).
+func (d *Disk) bucket(n uint8) (*bucket, error) {
 	b := d.buckets[n]
 	if b == nil {
-		b = &bucket{entries: map[alloc.Attachment]*entry{}}
-		if d.complete {
-			b.lines = map[string]string{}
+		b = &bucket{lines: map[string]string{}, verified: map[string]bool{}}
+		if !d.complete {
+			data, _, err := readFile(child(d.idx, bucketName(n)))
+			if err != nil {
+				return nil, err
+			}
+			b.load(string(data))
 		}
 		d.buckets[n] = b
 	}
-	return b
+	return b, nil
 }
 
 // fill replaces the cache with the result of a full scan. A bucket
 // changed since Open is still written back, emptied or not.
 func (d *Disk) fill(all map[netip.Addr]alloc.Attachment) {
 	old := d.buckets
-	d.buckets = make(map[uint8]*bucket, numBuckets)
-	d.complete = true
+	d.buckets, d.unindexed, d.complete = make(map[uint8]*bucket, numBuckets), map[alloc.Attachment][]netip.Addr{}, true
 	for n, b := range old {
-		d.bucket(n).dirty = b.dirty
+		fresh, _ := d.bucket(n) // a complete cache reads nothing: no error
+		fresh.dirty = b.dirty
 	}
 	for _, ip := range slices.SortedFunc(maps.Keys(all), netip.Addr.Compare) {
-		e, _ := d.tracked(all[ip]) // a complete cache reads nothing: no error
-		e.add(ip)
+		d.track(all[ip], ip, true) // reads nothing either
 	}
 }
 
-// tracked returns a's cached entry, made empty where a holds nothing.
-// In a complete cache (built from a scan) every attachment has one;
-// otherwise a's bucket is loaded from the index on first use and a's
-// addresses are verified. An attachment the index cannot name first
-// makes the cache complete: only a scan of D finds its addresses.
-func (d *Disk) tracked(a alloc.Attachment) (*entry, error) {
+// addrs returns a's addresses, sorted. In a complete cache (built from a
+// scan) they are as it says; otherwise a's bucket is loaded from the
+// index on first use and a's line is verified the first time it is
+// read. An attachment the index cannot name first makes the cache
+// complete: only a scan of D finds its addresses.
+func (d *Disk) addrs(a alloc.Attachment) ([]netip.Addr, error) {
 	a = a.Key()
 	key, ok := entryKey(a)
-	if !ok && !d.complete {
-		all, err := d.scan()
-		if err != nil {
-			return nil, err
+	if !ok {
+		if !d.complete {
+			all, err := d.scan()
+			if err != nil {
+				return nil, err
+			}
+			d.fill(all)
 		}
-		d.fill(all)
+		return slices.Clone(d.unindexed[a]), nil
 	}
-	n := bucketOf(a)
-	b := d.bucket(n)
-	if e := b.entries[a]; e != nil {
-		return e, nil
+	b, err := d.bucket(bucketOf(a))
+	if err != nil {
+		return nil, err
 	}
-	if b.lines == nil {
-		data, _, err := readFile(child(d.idx, bucketName(n)))
-		if err != nil {
-			return nil, err
-		}
-		b.load(string(data))
+	raw, found := b.lines[key]
+	if !found || b.verified[key] || d.complete {
+		return parseAddrs(raw), nil
 	}
-	e := &entry{b: b, key: key}
-	if raw, found := b.lines[key]; found { // never in a complete cache
-		if err := d.verify(a, e, raw); err != nil {
-			return nil, err
-		}
-	}
-	b.entries[a] = e
-	return e, nil
+	b.verified[key] = true
+	return d.verify(a, raw)
 }
 
-// verify sets e to the addresses of raw, a's bucket line, whose file
-// still names a as owner; a stale address is dropped, never released.
-// A line that is not what e now writes (stale, torn, unsorted) is
-// rewritten by Close.
-func (d *Disk) verify(a alloc.Attachment, e *entry, raw string) error {
-	for f := range strings.FieldsSeq(raw) {
-		ip, err := netip.ParseAddr(f)
-		if err != nil {
-			continue
+// parseAddrs is the addresses of a bucket line's list, in its order.
+func parseAddrs(list string) []netip.Addr {
+	var out []netip.Addr
+	for f := range strings.FieldsSeq(list) {
+		if ip, err := netip.ParseAddr(f); err == nil {
+			out = append(out, ip)
 		}
+	}
+	return out
+}
+
+// verify returns the addresses of raw, a's bucket line, whose file still
+// names a as owner; a stale address is dropped, never released. A line
+// that is not what set now writes (stale, torn, unsorted) is rewritten
+// by Close.
+func (d *Disk) verify(a alloc.Attachment, raw string) ([]netip.Addr, error) {
+	var addrs []netip.Addr
+	for _, ip := range parseAddrs(raw) {
 		owner, ok, err := d.Owner(ip)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if ok && owner.Is(a) {
-			e.addrs = append(e.addrs, ip)
+			addrs = append(addrs, ip)
 		}
 	}
-	slices.SortFunc(e.addrs, netip.Addr.Compare)
-	e.addrs = slices.Compact(e.addrs)
-	if len(e.addrs) == 0 || joinAddrs(e.addrs, " ")+"\n" != raw {
-		e.sync()
+	slices.SortFunc(addrs, netip.Addr.Compare)
+	addrs = slices.Compact(addrs)
+	if len(addrs) == 0 || joinAddrs(addrs, " ")+"\n" != raw {
+		d.set(a, addrs)
 		d.dirty = true
 	}
-	return nil
+	return addrs, nil
+}
+
+// set makes ips (sorted) a's addresses in the cache: its bucket line,
+// where it has one (none while it holds nothing), or Disk.unindexed.
+func (d *Disk) set(a alloc.Attachment, ips []netip.Addr) {
+	a = a.Key()
+	key, ok := entryKey(a)
+	if !ok {
+		d.unindexed[a] = ips
+		return
+	}
+	b, _ := d.bucket(bucketOf(a)) // loaded already: no error
+	b.dirty, b.verified[key] = true, true
+	if len(ips) > 0 {
+		b.lines[key] = joinAddrs(ips, " ") + "\n"
+	} else {
+		delete(b.lines, key)
+	}
 }
 
 // flush writes every changed bucket into the index directory idx (D's,

@@ -30,7 +30,6 @@ func (d *Disk) rebuild() error {
 	if err := d.rescan(); err != nil {
 		return err
 	}
-	d.exhausted = nil
 	d.dirty = true
 
 	fresh, old := d.rebuildDirs()
@@ -46,7 +45,8 @@ func (d *Disk) rebuild() error {
 	// creating inodes is where a rebuild's time would go. fill marked
 	// every bucket that has a line; b00 is always written, even empty: it
 	// marks the bucket layout (see bucketFormat).
-	d.bucket(0).dirty = true
+	b, _ := d.bucket(0) // a complete cache reads nothing: no error
+	b.dirty = true
 	if err := d.flush(fresh); err != nil {
 		return err
 	}

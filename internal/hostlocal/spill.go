@@ -72,34 +72,32 @@ func (d *Disk) ForgetSpill(a alloc.Attachment) error {
 	return removeIfAny(child(d.spillDir(), name))
 }
 
-// GCSpills removes the spill records of attachments keep does not keep
-// (GC's rule for reservations), and any file that is no record, under
-// D's lock. It returns what it removed.
-func (d *Disk) GCSpills(keep func(alloc.Attachment) bool) ([]string, error) {
+// Spills implements alloc.SpillRecorder, under D's lock. A file there
+// that is no record (a name no attachment has, or not a regular file)
+// is removed as it is met: storage hygiene, which no rule decides.
+func (d *Disk) Spills() ([]alloc.Attachment, error) {
 	des, err := readDirIfAny(d.spillDir(), d.uid)
 	if err != nil {
 		return nil, err
 	}
-	var done []string
+	var recs []alloc.Attachment
 	for _, de := range des {
 		path := child(d.spillDir(), de.Name())
 		a, ok := spillOwner(de.Name())
-		if ok && de.Type().IsRegular() {
-			network, _, err := readFile(path)
-			if err != nil {
-				return done, err
+		if !ok || !de.Type().IsRegular() {
+			if err := os.RemoveAll(path); err != nil {
+				return nil, cnierr.IO("remove", path, err)
 			}
-			a.Network = string(network)
-			if keep(a) {
-				continue
-			}
+			continue
 		}
-		if err := os.RemoveAll(path); err != nil {
-			return done, cnierr.IO("remove", path, err)
+		network, _, err := readFile(path)
+		if err != nil {
+			return nil, err
 		}
-		done = append(done, "removed "+path)
+		a.Network = string(network)
+		recs = append(recs, a)
 	}
-	return done, nil
+	return recs, nil
 }
 
 // spillOwner is the attachment (without its network) a record's file

@@ -99,9 +99,9 @@ func TestGCSpills(t *testing.T) {
 	}
 	keep := alloc.NewKeepSet("net", []alloc.Attachment{{ContainerID: "live", IfName: "eth0"}}).Keeps
 	h.with(t, func(_ *alloc.Allocator, d *Disk) {
-		done, err := d.GCSpills(keep)
-		if err != nil || len(done) != 2 {
-			t.Fatalf("GCSpills: %v %v, want the dead record and the junk removed", done, err)
+		gone, err := alloc.GCSpills(d, keep)
+		if err != nil || len(gone) != 1 || gone[0] != dead {
+			t.Fatalf("alloc.GCSpills: %v %v, want the dead record removed", gone, err)
 		}
 		for a, want := range map[Attachment]bool{live: true, dead: false, elsewhere: true} {
 			if got, _ := d.MaySpill(a); got != want {

@@ -16,40 +16,6 @@ const (
 	exhaustedKey   = "exhausted"
 )
 
-// stamp is the parsed stamp file of an index directory.
-type stamp struct {
-	untrusted bool  // file system cannot keep nanosecond mtimes
-	nanos     int64 // the mtime D and the index directory must carry; 0: none parsed
-	exhausted []int // range-set IDs recorded as full
-}
-
-// readStamp parses <idx>/stamp. A missing or garbled file is simply not
-// valid (a crash or an older index); only real read failures are errors.
-func readStamp(idx string) (stamp, error) {
-	data, ok, err := readFile(child(idx, stampName))
-	if !ok {
-		return stamp{}, err
-	}
-	first, rest, marks := strings.Cut(strings.TrimSpace(string(data)), "\n")
-	if first == untrustedStamp {
-		return stamp{untrusted: true}, nil
-	}
-	n, err := strconv.ParseInt(first, 10, 64)
-	fields := strings.Fields(rest)
-	if err != nil || n <= 0 || marks && (len(fields) == 0 || fields[0] != exhaustedKey) {
-		return stamp{}, nil
-	}
-	st := stamp{nanos: n}
-	for _, f := range fields[min(1, len(fields)):] {
-		id, err := strconv.Atoi(f)
-		if err != nil {
-			return stamp{}, nil
-		}
-		st.exhausted = append(st.exhausted, id)
-	}
-	return st, nil
-}
-
 // newStampNanos is now with random sub-microsecond digits: a timestamp
 // the kernel assigns to D when someone else changes it will practically
 // never equal it, even on the same clock tick.
@@ -120,43 +86,57 @@ const (
 
 // trust is the one rule for the index of D, for Open, fsck and STATUS
 // alike: valid only if stamp == mtime(D) == mtime(index dir) and the index
-// is in the bucket layout. It reads, never repairs; st is the stamp it
-// judged. The index directory is checked (safedir.go) before its stamp is
-// read.
-func (d stateDir) trust() (state string, st stamp, err error) {
+// is in the bucket layout; a valid stamp's marks (the range sets recorded
+// as full) come with it. A missing or garbled stamp (a crash, an older
+// index) is simply not valid; only real read failures are errors. It
+// reads, never repairs. The index directory is checked (safedir.go)
+// before its stamp is read.
+func (d stateDir) trust() (state string, exhausted []int, err error) {
 	idxTime, err := d.dirMtime(d.idx)
 	if errors.Is(err, os.ErrNotExist) {
-		return IndexStale, st, nil
+		return IndexStale, nil, nil
 	}
 	if err != nil {
-		return "", st, err
+		return "", nil, err
 	}
-	if st, err = readStamp(d.idx); err != nil {
-		return "", st, err
+	data, _, err := readFile(child(d.idx, stampName))
+	if err != nil {
+		return "", nil, err
 	}
-	switch {
-	case st.untrusted:
-		return IndexUntrusted, st, nil
-	case st.nanos == 0:
-		return IndexStale, st, nil
+	// "<nanos>", then "exhausted <id>..." on a second line; or "untrusted".
+	first, rest, _ := strings.Cut(strings.TrimSpace(string(data)), "\n")
+	if first == untrustedStamp {
+		return IndexUntrusted, nil, nil
+	}
+	nanos, err := strconv.ParseInt(first, 10, 64)
+	fields := strings.Fields(rest)
+	if err != nil || nanos <= 0 || rest != "" && fields[0] != exhaustedKey {
+		return IndexStale, nil, nil
+	}
+	for _, f := range fields[min(1, len(fields)):] {
+		id, err := strconv.Atoi(f)
+		if err != nil {
+			return IndexStale, nil, nil
+		}
+		exhausted = append(exhausted, id)
 	}
 	dirTime, err := d.dirMtime(d.dir)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return "", st, err
+		return "", nil, err
 	}
-	if err != nil || dirTime != st.nanos || idxTime != st.nanos || !d.bucketFormat() {
-		return IndexStale, st, nil
+	if err != nil || dirTime != nanos || idxTime != nanos || !d.bucketFormat() {
+		return IndexStale, nil, nil
 	}
-	return IndexValid, st, nil
+	return IndexValid, exhausted, nil
 }
 
 // Exhausted returns the range-set IDs of dir that the last ADD found full
 // and that nothing has been released from since, without the lock (STATUS
 // must not queue behind ADDs) and only from a valid index.
 func Exhausted(dir string) ([]int, error) {
-	state, st, err := newStateDir(dir).trust()
+	state, exhausted, err := newStateDir(dir).trust()
 	if err != nil || state != IndexValid {
 		return nil, err
 	}
-	return st.exhausted, nil
+	return exhausted, nil
 }

@@ -128,27 +128,27 @@ func (d *Disk) Reassign(ip netip.Addr, from, to alloc.Attachment) error {
 	if err := d.replaceRecycled(path, reservationContent(to)); err != nil {
 		return err
 	}
-	if err := d.track(from, ip, (*entry).remove); err != nil {
+	if err := d.track(from, ip, false); err != nil {
 		return err
 	}
-	return d.track(to, ip, (*entry).add)
+	return d.track(to, ip, true)
 }
 
 // repairHolds repairs every record as the engine judges it
 // (alloc.RepairOf, what fsck reports), and frees the held files without a
 // record (orphans: nothing can ever claim them).
-func (d *Disk) repairHolds(holds []alloc.HoldRecord, orphans []netip.Addr, now time.Time) error {
-	for _, e := range holds {
+func (d *Disk) repairHolds(now time.Time) error {
+	v, err := alloc.ReadGC(d)
+	if err != nil {
+		return err
+	}
+	for _, e := range v.Holds {
 		if _, err := alloc.Repair(d, alloc.RepairOf(e, now)); err != nil {
 			return err
 		}
 	}
-	for _, ip := range orphans {
-		owner, ok, err := d.Owner(ip)
-		if err == nil && ok {
-			_, err = alloc.Free(d, owner, []netip.Addr{ip})
-		}
-		if err != nil {
+	for _, ip := range alloc.Orphans(v) {
+		if _, err := alloc.Free(d, v.Owners[ip], []netip.Addr{ip}); err != nil {
 			return err
 		}
 	}

@@ -57,7 +57,7 @@ func Fsck(r FsckRequest) ([]Finding, error) {
 		}
 		fs, drop := findings(d, h, sets[d.Dir])
 		if r.Repair && slices.ContainsFunc(fs, func(f Finding) bool { return f.Repair != "" }) {
-			// Repair re-examines under its own lock, so a change made
+			// Repair reads anew under its own lock, so a change made
 			// meanwhile by a plugin is repaired too, or left alone.
 			if err := hostlocal.Repair(d.Dir, r.LockTimeout, drop); err != nil {
 				return out, err

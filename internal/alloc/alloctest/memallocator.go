@@ -113,8 +113,9 @@ func (c memCommand) Check(addrs []netip.Addr, targets []alloc.Target) error {
 	})
 }
 
-// GC runs alloc.CollectGC in each scope the config covers, then ends
-// the spill records of the attachments not kept, going on after errors,
+// GC runs alloc.CollectGC in each scope the config covers, then
+// alloc.GCSpills (the spill records of the attachments not kept), going
+// on after errors,
 // as ipam-da-pools' Collect does (a MemStore has no tenant records or
 // locks to repair: a reservation's tenant goes with it).
 func (c memCommand) GC(valid []alloc.Attachment) error {
@@ -123,8 +124,8 @@ func (c memCommand) GC(valid []alloc.Attachment) error {
 	for _, s := range c.Scopes() {
 		m := c.store(s)
 		_, _, err := alloc.CollectGC(m, keep, c.req.Now)
-		errs = append(errs, err)
-		m.GCSpills(keep)
+		_, serr := alloc.GCSpills(m, keep)
+		errs = append(errs, err, serr)
 	}
 	return errors.Join(errs...)
 }

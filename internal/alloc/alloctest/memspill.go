@@ -1,9 +1,6 @@
 package alloctest
 
 import (
-	"maps"
-	"slices"
-
 	"github.com/cniplugins/cniplugins/internal/alloc"
 )
 
@@ -33,16 +30,12 @@ func (m *MemStore) ForgetSpill(a alloc.Attachment) error {
 	return nil
 }
 
-// GCSpills removes the records of attachments keep does not keep (GC's
-// rule for reservations, as the disk store's GCSpills applies it) and
-// returns how many it removed.
-func (m *MemStore) GCSpills(keep func(alloc.Attachment) bool) int {
-	n := 0
-	for _, a := range slices.Collect(maps.Keys(m.spills)) {
-		if a.Network = m.spills[a]; !keep(a) {
-			delete(m.spills, a.Key())
-			n++
-		}
+// Spills implements alloc.SpillRecorder.
+func (m *MemStore) Spills() ([]alloc.Attachment, error) {
+	var out []alloc.Attachment
+	for a, network := range m.spills {
+		a.Network = network
+		out = append(out, a)
 	}
-	return n
+	return out, nil
 }
