@@ -67,16 +67,8 @@ type PoolDef struct {
 // is no name is none: ipam-delegated refuses it). chain is the ipam type,
 // then the delegates.
 func ours(p PluginConf) (chain []string, allocator string, ok bool) {
-	typ, delegates := p.ipam()
-	chain = []string{typ}
-	for _, d := range delegates {
-		name, isName := d.(string)
-		if !isName {
-			return nil, "", false
-		}
-		chain = append(chain, name)
-	}
-	if i := slices.IndexFunc(chain, isAllocator); i >= 0 {
+	chain, delegates := p.ipam()
+	if i := slices.IndexFunc(chain, isAllocator); i >= 0 && len(chain) == 1+len(delegates) {
 		return chain, chain[i], true
 	}
 	return nil, "", false
