@@ -13,7 +13,7 @@ import (
 // (alloc.LockedAdd decides which of them each try locks).
 func (c *config) Add(targets []alloc.Target, keyed alloc.Keyed) ([]*current.IPConfig, error) {
 	warnUnusable(c.req.Log, targets)
-	add := alloc.LockedAdd{Add: alloc.Add{Targets: targets, Att: c.attachment(), Quota: c.Quota, Keyed: keyed, Log: c.req.Log}, Now: c.req.Now}
+	add := alloc.LockedAdd{Add: alloc.Add{Targets: targets, Att: c.att, Quota: c.Quota, Keyed: keyed, Log: c.req.Log}, Now: c.req.Now}
 	return add.Run(func(tenant string, scopes []alloc.Scope) (alloc.Locked, func(), error) {
 		p, err := c.lock(tenant, scopes)
 		if err != nil {

@@ -16,7 +16,7 @@ import (
 // attachment in the range set or pool it belongs to; without addresses in
 // prevResult, the engine's rule (alloc.CheckHeld) over what it holds.
 func (c *config) Check(addrs []netip.Addr, targets []alloc.Target) error {
-	att := c.attachment()
+	att := c.att
 	held := func(scopes []alloc.Scope) (map[alloc.Scope][]netip.Addr, error) {
 		out := map[alloc.Scope][]netip.Addr{}
 		return out, c.read(scopes, func(s alloc.Scope, d *hostlocal.Disk) (err error) {

@@ -27,11 +27,13 @@ const (
 	poolsDir = "_pools"
 )
 
-// config is ipam-da-pools' store for one request: the engine's config
-// and where the state directories are.
+// config is ipam-da-pools' store for one request: the engine's config,
+// the request's attachment (alloc.Config.Attachment) and where the state
+// directories are.
 type config struct {
 	*alloc.Config
 	req *plugin.Request
+	att alloc.Attachment
 	Place
 }
 
@@ -52,15 +54,6 @@ func OwnKeys(conf *netconf.Envelope) (dir string, timeout time.Duration, err err
 	}
 	timeout, err = lockTimeout(ipam.LockTimeout)
 	return dir, timeout, err
-}
-
-// openConfig is the store of req, whose engine config is c.
-func openConfig(req *plugin.Request, c *alloc.Config, faults *hostlocal.Faults) (*config, error) {
-	dir, timeout, err := OwnKeys(req.Conf)
-	if err != nil {
-		return nil, err
-	}
-	return &config{Config: c, req: req, Place: Place{DataDir: dir, LockTimeout: timeout, Faults: faults}}, nil
 }
 
 // dataDir validates ipam.dataDir before anything touches the disk. A
@@ -106,9 +99,4 @@ func lockTimeout(s string) (time.Duration, error) {
 		return 0, cnierr.InvalidConfig("ipam.lockTimeout", s, "must be a duration between 1ms and 5m, like \"10s\"")
 	}
 	return d, nil
-}
-
-// attachment is the request's attachment (alloc.Config.Attachment).
-func (c *config) attachment() alloc.Attachment {
-	return c.Attachment(c.req.Args.ContainerID, c.req.Args.IfName)
 }

@@ -27,7 +27,12 @@ func Personality() plugin.Personality { return PersonalityWith(nil) }
 // the store contract's crashes, through the real commands.
 func PersonalityWith(faults *hostlocal.Faults) plugin.Personality {
 	open := func(req *plugin.Request, c *alloc.Config) (ipamconf.Store, error) {
-		return openConfig(req, c, faults)
+		dir, timeout, err := OwnKeys(req.Conf)
+		if err != nil {
+			return nil, err
+		}
+		return &config{Config: c, req: req, att: c.Attachment(req.Args.ContainerID, req.Args.IfName),
+			Place: Place{DataDir: dir, LockTimeout: timeout, Faults: faults}}, nil
 	}
 	return ipamconf.Personality(Name, "allocates one address per selected pool (or range set: a drop-in host-local) from local files under flock",
 		open, func(conf *netconf.Envelope) error {
@@ -48,7 +53,7 @@ func (c *config) Del(hints []netip.Addr, keyed *alloc.Keyed) error {
 	if err != nil {
 		return err
 	}
-	err = c.LockedDel(p, c.attachment(), key, hints, c.req.Now, c.req.Log)
+	err = c.LockedDel(p, c.att, key, hints, c.req.Now, c.req.Log)
 	p.closeLogged(c.req.Log)
 	return err
 }

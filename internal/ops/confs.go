@@ -127,12 +127,13 @@ func parsePlugins(name string, data []byte) ([]PluginConf, []Problem) {
 	return out, problems
 }
 
-// ipam reads the type of p's ipam section ("" if it has none) and, for
-// ipam-delegated, its delegates in order (a delegate's name is a string;
-// ipam-delegated's own Validate names any other entry), without the
-// plugins' parser: a field of the wrong JSON type reads as absent and
-// leaves the other one read.
-func (p PluginConf) ipam() (typ string, delegates []any) {
+// ipam reads p's IPAM chain without the plugins' parser: the type of its
+// ipam section ("" if it has none), then for ipam-delegated each of its
+// delegates that is a name (a string: ipam-delegated's own Validate names
+// any other entry), in order; delegates are the entries as written. A
+// field of the wrong JSON type reads as absent and leaves the other one
+// read.
+func (p PluginConf) ipam() (chain []string, delegates []any) {
 	var c struct {
 		IPAM struct {
 			Type      string `json:"type"`
@@ -140,10 +141,16 @@ func (p PluginConf) ipam() (typ string, delegates []any) {
 		} `json:"ipam"`
 	}
 	_ = json.Unmarshal(p.Raw, &c)
+	chain = []string{c.IPAM.Type}
 	if c.IPAM.Type != typeDelegated {
-		return c.IPAM.Type, nil
+		return chain, nil
 	}
-	return c.IPAM.Type, c.IPAM.Delegates
+	for _, d := range c.IPAM.Delegates {
+		if name, isName := d.(string); isName {
+			chain = append(chain, name)
+		}
+	}
+	return chain, c.IPAM.Delegates
 }
 
 // field joins the plugin's path and a config field into the file's JSON

@@ -67,16 +67,8 @@ type PoolDef struct {
 // is no name is none: ipam-delegated refuses it). chain is the ipam type,
 // then the delegates.
 func ours(p PluginConf) (chain []string, allocator string, ok bool) {
-	typ, delegates := p.ipam()
-	chain = []string{typ}
-	for _, d := range delegates {
-		name, isName := d.(string)
-		if !isName {
-			return nil, "", false
-		}
-		chain = append(chain, name)
-	}
-	if i := slices.IndexFunc(chain, isAllocator); i >= 0 {
+	chain, delegates := p.ipam()
+	if i := slices.IndexFunc(chain, isAllocator); i >= 0 && len(chain) == 1+len(delegates) {
 		return chain, chain[i], true
 	}
 	return nil, "", false
@@ -92,12 +84,7 @@ func Describe(p PluginConf, dataDir string) (Network, bool, error) {
 		return Network{}, false, nil
 	}
 	n := Network{Conf: p}
-	env, err := netconf.Parse(p.Raw)
-	var c *alloc.Config
-	var sets []addrspace.RangeSet
-	if err == nil {
-		c, sets, dataDir, err = n.readKeys(env, allocator, dataDir)
-	}
+	env, c, sets, err := n.readKeys(allocator, &dataDir)
 	if err != nil {
 		return Network{}, true, err
 	}
@@ -160,20 +147,22 @@ func checkChainFamilies(pools []PoolDef) error {
 	return nil
 }
 
-// readKeys validates env's ipam keys with the allocators' own parsers,
-// as ADD would (without CNI_ARGS or a prevResult), every pool definition
-// included: the engine's config (ipamconf), the standalone range sets
-// the file itself names (nil: none), and the data dir (dataDir, else
-// ipam-da-pools' ipam.dataDir); for ipam-da-etcd, which has no dataDir,
-// it sets n's EtcdPrefix.
-func (n *Network) readKeys(env *netconf.Envelope, allocator, dataDir string) (c *alloc.Config, sets []addrspace.RangeSet, dir string, err error) {
-	if allocator != typeEtcd {
-		if dir, _, err = dapools.OwnKeys(env); err != nil {
-			return nil, nil, "", err
-		}
+// readKeys validates the plugin's ipam keys with the allocators' own
+// parsers, as ADD would (without CNI_ARGS or a prevResult), every pool
+// definition included: the envelope, the engine's config (ipamconf) and
+// the standalone range sets the file itself names (nil: none). An empty
+// dataDir becomes ipam-da-pools' ipam.dataDir; for ipam-da-etcd, which
+// has no dataDir, it sets n's EtcdPrefix.
+func (n *Network) readKeys(allocator string, dataDir *string) (env *netconf.Envelope, c *alloc.Config, sets []addrspace.RangeSet, err error) {
+	var dir string
+	if env, err = netconf.Parse(n.Conf.Raw); err == nil && allocator != typeEtcd {
+		dir, _, err = dapools.OwnKeys(env)
 	}
 	var keys ipamconf.Keys
-	if err = env.DecodeIPAM(&keys); err == nil {
+	if err == nil {
+		err = env.DecodeIPAM(&keys)
+	}
+	if err == nil {
 		c, err = keys.Parse(env, nil, false)
 	}
 	if err == nil {
@@ -185,5 +174,6 @@ func (n *Network) readKeys(env *netconf.Envelope, allocator, dataDir string) (c 
 	if err == nil && allocator == typeEtcd {
 		n.EtcdPrefix, err = etcdPrefixOf(env)
 	}
-	return c, sets, cmp.Or(dataDir, dir), err
+	*dataDir = cmp.Or(*dataDir, dir)
+	return env, c, sets, err
 }

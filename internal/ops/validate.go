@@ -77,18 +77,13 @@ func (v Validator) plugin(p PluginConf, pools map[string]definition) []Problem {
 	if err != nil {
 		return []Problem{p.problem(err)}
 	}
-	typ, delegates := p.ipam()
-	names := []string{typ}
+	names, delegates := p.ipam()
 	for i, d := range delegates {
-		name, isName := d.(string)
-		if !isName {
-			continue // the personality's own Validate names it
-		}
-		if !v.resolvable(name) {
+		// An entry that is no name is the personality's own Validate's.
+		if name, isName := d.(string); isName && !v.resolvable(name) {
 			out = append(out, Problem{File: p.File, Path: p.field(fmt.Sprintf("ipam.delegates[%d]", i)), Value: name,
 				Msg: "delegate not found in CNI path " + strings.Join(v.CNIPath, ":")})
 		}
-		names = append(names, name)
 	}
 	for _, name := range names {
 		if per, ok := v.Lookup(name); ok && per.Validate != nil {
