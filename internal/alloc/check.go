@@ -45,6 +45,41 @@ func CheckPrev(addrs []netip.Addr, targets []Target, a Attachment, held Holdings
 	return check(addrs, placed)
 }
 
+// ScopeReader runs fn on each of scopes' Ledgers under the store's locks,
+// nil for a scope with no state (it holds nothing: CHECK creates none).
+type ScopeReader func(scopes []Scope, fn func(Scope, Ledger) error) error
+
+// CheckScopes is CheckPrev over a store that keeps a record per address:
+// prevResult's addresses grouped by the scope they were placed in, each
+// scope read once (Check); without addresses, what a holds (Held).
+func CheckScopes(addrs []netip.Addr, targets []Target, a Attachment, read ScopeReader) error {
+	held := func(scopes []Scope) (map[Scope][]netip.Addr, error) {
+		out := map[Scope][]netip.Addr{}
+		return out, read(scopes, func(s Scope, l Ledger) (err error) {
+			if l != nil {
+				out[s], err = Held(l, a)
+			}
+			return err
+		})
+	}
+	return CheckPrev(addrs, targets, a, held, func(addrs []netip.Addr, placed []Target) error {
+		in, scopes := map[Scope][]netip.Addr{}, []Scope{}
+		for i, ip := range addrs {
+			s := placed[i].Scope
+			if in[s] == nil {
+				scopes = append(scopes, s)
+			}
+			in[s] = append(in[s], ip)
+		}
+		return read(scopes, func(s Scope, l Ledger) error {
+			if l == nil {
+				return NotReserved(a, in[s][0].Unmap())
+			}
+			return Check(l, a, in[s])
+		})
+	})
+}
+
 // CheckHeld is CHECK when the runtime names no address to verify (no
 // prevResult, or one without ips). The CNI spec has CHECK verify that the
 // container still has what its ADD gave it, and an ADD gives one address

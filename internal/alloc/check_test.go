@@ -122,3 +122,54 @@ func TestCheckPrev(t *testing.T) {
 		})
 	}
 }
+
+// CheckScopes reads each scope once, prevResult's addresses grouped by
+// the scope they were placed in; a scope with no state holds nothing (code
+// 3 naming its first address), and without addresses CheckHeld judges
+// what the attachment holds in each scope.
+func TestCheckScopes(t *testing.T) {
+	_, pools := checkTargets(t)
+	a, c := alloc.Scope{Pool: "a"}, alloc.Scope{Pool: "c"}
+	ledgers := map[alloc.Scope]alloc.Ledger{a: alloctest.NewMemStore()}
+	for _, ip := range []string{"10.5.0.2", "10.5.0.3"} {
+		if ok, err := ledgers[a].Reserve(alloctest.CidA, netip.MustParseAddr(ip)); !ok || err != nil {
+			t.Fatal(ok, err)
+		}
+	}
+	var reads [][]alloc.Scope
+	read := func(scopes []alloc.Scope, fn func(alloc.Scope, alloc.Ledger) error) error {
+		reads = append(reads, scopes)
+		for _, s := range scopes {
+			if err := fn(s, ledgers[s]); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	ips := []netip.Addr{netip.MustParseAddr("10.5.0.2"), netip.MustParseAddr("10.7.0.2"), netip.MustParseAddr("10.5.0.3")}
+	err := alloc.CheckScopes(ips, pools, alloctest.CidA, read)
+	var e *types.Error
+	if !errors.As(err, &e) || e.Code != 3 || e.Details != "address=10.7.0.2 containerID=cid-a ifname=eth0" {
+		t.Errorf("an address in a scope with no state = %v, want code 3 naming it", err)
+	}
+	if !slices.Equal(reads[0], []alloc.Scope{a, c}) {
+		t.Errorf("read %v, want each placed scope once, in the addresses' order", reads)
+	}
+	if err := alloc.CheckScopes([]netip.Addr{ips[0], ips[2]}, pools, alloctest.CidA, read); err != nil {
+		t.Errorf("both held = %v", err)
+	}
+	if err := alloc.CheckScopes([]netip.Addr{ips[0]}, pools, alloctest.CidB, read); !errors.As(err, &e) || e.Code != 3 {
+		t.Errorf("another's address = %v, want code 3", err)
+	}
+	ledgers[c] = alloctest.NewMemStore()
+	if ok, err := ledgers[c].Reserve(alloctest.CidA, ips[1]); !ok || err != nil {
+		t.Fatal(ok, err)
+	}
+	if err := alloc.CheckScopes(nil, pools, alloctest.CidA, read); err != nil {
+		t.Errorf("without addresses, each pool held = %v", err)
+	}
+	delete(ledgers, c)
+	if err := alloc.CheckScopes(nil, pools, alloctest.CidA, read); !errors.As(err, &e) || e.Msg != "attachment holds no address" {
+		t.Errorf("without addresses, pool c with no state = %v, want code 3", err)
+	}
+}

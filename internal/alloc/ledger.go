@@ -66,12 +66,8 @@ func clearIfReleased(l Ledger, released []netip.Addr) error {
 // Check verifies that every ip is reserved for a (an id-only legacy
 // reservation of a's container counts, and so does a share of a sticky
 // key's address as its migration target, in a ledger that keeps holds).
-// A miss is NotReserved. CHECK only reads, so l need be no Ledger: a
-// store's reader of its reservations will do (one that holds nothing
-// included).
-func Check(l interface {
-	Owner(ip netip.Addr) (Attachment, bool, error)
-}, a Attachment, ips []netip.Addr) error {
+// A miss is NotReserved.
+func Check(l Ledger, a Attachment, ips []netip.Addr) error {
 	var shared []HoldRecord
 	for _, ip := range ips {
 		ip = ip.Unmap()

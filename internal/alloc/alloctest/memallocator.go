@@ -90,22 +90,11 @@ func (c memCommand) Del(hints []netip.Addr, keyed *alloc.Keyed) error {
 	return c.LockedDel(c.lock("", c.Scopes()), c.attachment(), key, hints, c.req.Now, c.req.Log)
 }
 
-// Check runs alloc.CheckPrev over the scopes' MemStores.
+// Check runs alloc.CheckScopes over the scopes' MemStores.
 func (c memCommand) Check(addrs []netip.Addr, targets []alloc.Target) error {
-	att := c.attachment()
-	held := func(scopes []alloc.Scope) (map[alloc.Scope][]netip.Addr, error) {
-		out := map[alloc.Scope][]netip.Addr{}
+	return alloc.CheckScopes(addrs, targets, c.attachment(), func(scopes []alloc.Scope, fn func(alloc.Scope, alloc.Ledger) error) error {
 		for _, s := range scopes {
-			var err error
-			if out[s], err = alloc.Held(c.store(s), att); err != nil {
-				return nil, err
-			}
-		}
-		return out, nil
-	}
-	return alloc.CheckPrev(addrs, targets, att, held, func(addrs []netip.Addr, placed []alloc.Target) error {
-		for i, a := range addrs {
-			if err := alloc.Check(c.store(placed[i].Scope), att, []netip.Addr{a}); err != nil {
+			if err := fn(s, c.store(s)); err != nil {
 				return err
 			}
 		}
