@@ -48,7 +48,7 @@ func (op *Operation) read(run gcRun) (map[alloc.Scope]*alloc.ClaimsView, error) 
 			kvs, err := op.cl.List(prefix, false)
 			errs = append(errs, err)
 			for _, kv := range kvs {
-				s, ok := op.keys.scopeIn(string(kv.Key))
+				s, _, ok := op.keys.scopeIn(string(kv.Key))
 				if !ok || (run.pool != "" && s.Pool != run.pool) {
 					continue
 				}

@@ -151,8 +151,7 @@ func (op *Operation) expire(s alloc.Scope, kvs []etcdkv.KV) ([]bool, error) {
 // as the hold's release (or take-over) wrote them, at revision rev. The
 // caller writes the exhaustion mark (freed).
 func expireHold(holdK, addrK string, rev int64) etcdkv.Txn {
-	return etcdkv.Txn{If: []etcdkv.Cmp{etcdkv.ModIs(holdK, rev)}, Then: []etcdkv.Op{etcdkv.Delete(holdK), etcdkv.Nested(etcdkv.Txn{
-		If:   []etcdkv.Cmp{etcdkv.ModIs(addrK, rev)},
-		Then: []etcdkv.Op{etcdkv.Delete(addrK)},
-	})}}
+	t := removeRecord(etcdkv.KV{Key: []byte(holdK), ModRevision: rev})
+	t.Then = append(t.Then, etcdkv.Nested(removeRecord(etcdkv.KV{Key: []byte(addrK), ModRevision: rev})))
+	return t
 }
