@@ -2,7 +2,6 @@ package etcdstore
 
 import (
 	"bytes"
-	"cmp"
 	"errors"
 	"fmt"
 	"net/netip"
@@ -57,28 +56,23 @@ func (o *Operator) releaseClaim(s alloc.Scope, addr netip.Addr, kv etcdkv.KV, r 
 	if err != nil {
 		return err
 	}
-	changed := fmt.Errorf("%s in %s changed while being released; nothing done, try again", addr, ScopePath(s))
-	for _, ikv := range idx.KVs(0) {
-		if ir, ok := decodeRecord(ikv.Value); (shared && ok && ir.Address == r.Address && ir.sharing()) || (!shared && bytes.Equal(ikv.Value, kv.Value)) {
-			if !dryRun {
-				err = o.op.commitShared(s, ikv, "")
-			}
-			if errors.Is(err, errReleaseRaced) {
-				return changed
-			}
-			return err
-		}
+	i := slices.IndexFunc(idx.KVs(0), func(ikv etcdkv.KV) bool {
+		ir, ok := decodeRecord(ikv.Value)
+		return (shared && ok && ir.Address == r.Address && ir.sharing()) || (!shared && bytes.Equal(ikv.Value, kv.Value))
+	})
+	switch {
+	case i < 0 && shared:
+		err = errReleaseRaced
+	case dryRun:
+	case i >= 0:
+		err = o.op.commitShared(s, idx.KVs(0)[i], "")
+	default:
+		err = o.op.commitOne(etcdkv.Txn{If: []etcdkv.Cmp{etcdkv.ValueIs(string(kv.Key), kv.Value)}, Then: []etcdkv.Op{etcdkv.Delete(string(kv.Key))}}, o.op.bump(r))
 	}
-	if shared {
-		return changed
+	if errors.Is(err, errReleaseRaced) {
+		return fmt.Errorf("%s in %s changed while being released; nothing done, try again", addr, ScopePath(s))
 	}
-	if !dryRun {
-		alone := etcdkv.Txn{If: []etcdkv.Cmp{etcdkv.ValueIs(string(kv.Key), kv.Value)}, Then: []etcdkv.Op{etcdkv.Delete(string(kv.Key))}}
-		if applied, err := o.op.apply(nil, []etcdkv.Txn{alone}, o.op.bump(r)); err != nil || !applied[0] {
-			return cmp.Or(err, changed)
-		}
-	}
-	return nil
+	return err
 }
 
 // releaseHolds frees sticky key q.Key's holds (q.IfName's only, when set)
