@@ -148,8 +148,7 @@ func (s *claimStore) send(ip netip.Addr, val []byte, cond []etcdkv.Cmp, then []e
 		// A claim for a tenant requires its version as counted (quota.go).
 		cnd, thn := append(slices.Clip(cond), atRev(slotK, s.marker)), then
 		if qs != nil {
-			qc, qops := qs.claimOps(op.keys, s.t.Scope, ip)
-			cnd, thn = append(cnd, qc...), append(slices.Clip(then), qops...)
+			cnd, thn = qs.claimOps(op.keys, s.t.Scope, ip, cnd, slices.Clip(then))
 		}
 		resp, registeredNow, err := op.claimOnce(fenceK, cnd, thn, holders)
 		if errors.Is(err, etcdkv.ErrOutcomeUnknown) {

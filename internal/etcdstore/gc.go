@@ -3,7 +3,6 @@ package etcdstore
 import (
 	"errors"
 	"maps"
-	"net/netip"
 	"slices"
 	"strings"
 
@@ -49,7 +48,7 @@ func (op *Operation) read(run gcRun) (map[alloc.Scope]*alloc.ClaimsView, error) 
 			kvs, err := op.cl.List(prefix, false)
 			errs = append(errs, err)
 			for _, kv := range kvs {
-				s, ok := op.keys.scopeIn(string(kv.Key))
+				s, _, ok := op.keys.scopeIn(string(kv.Key))
 				if !ok || (run.pool != "" && s.Pool != run.pool) {
 					continue
 				}
@@ -129,29 +128,27 @@ func (op *Operation) applyGC(run gcRun, s alloc.Scope, p alloc.ClaimsPlan, try i
 	// Each scope's batches carry that scope's marks only: a batch carrying
 	// every scope's would pass etcd's --max-txn-ops once a cluster has a
 	// few pools to clean.
-	var released, expired []etcdkv.Txn
-	releasedMarks, expiredMarks := unmark{}, unmark{}
+	var released []etcdkv.Txn
+	var expired []etcdkv.KV
+	marks := unmark{}
 	for _, c := range p.Release {
 		kv := c.Ref.(etcdkv.KV)
 		r, _ := decodeRecord(kv.Value)
 		t, _ := op.release(s, kv, run.network, false)
 		released = append(released, t)
-		releasedMarks[op.keys.markOf(s, string(kv.Key))] = nil
-		releasedMarks[op.keys.fenceOf(r.Node, r.ContainerID, r.IfName)] = []byte(op.nonce) // see bump
+		marks[op.keys.markOf(s, string(kv.Key))] = nil
+		marks[op.keys.fenceOf(r.Node, r.ContainerID, r.IfName)] = []byte(op.nonce) // see bump
 		op.log.Info("gc releases", logging.String("address", r.Address), logging.String("containerID", r.ContainerID), logging.String("ifname", r.IfName))
 	}
 	for _, h := range p.Expire {
-		kv := h.Ref.(etcdkv.KV)
-		ip, _ := netip.ParseAddr(h.Address)
-		expired = append(expired, expireHold(string(kv.Key), op.keys.addrKey(s, ip), kv.ModRevision, ""))
-		expiredMarks[op.keys.markOf(s, string(kv.Key))] = nil
+		expired = append(expired, h.Ref.(etcdkv.KV))
 		op.log.Info("gc frees an expired hold", logging.String("address", h.Address), logging.String("key", h.Key))
 	}
-	_, err := op.apply(run.guard, released, releasedMarks.ops()...)
+	_, err := op.apply(run.guard, released, marks.ops()...)
 	if errors.Is(err, errNodeChanged) {
 		err = op.register() // says whose the node is now
 	}
-	_, expErr := op.apply(nil, expired, expiredMarks.ops()...)
+	_, expErr := op.expire(s, expired)
 	return errors.Join(append(errs, err, expErr)...)
 }
 

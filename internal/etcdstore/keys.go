@@ -55,18 +55,19 @@ func (l layout) fullScope(s alloc.Scope) string { return l.prefix + "full/" + Sc
 
 func (l layout) fullKey(s alloc.Scope, slot int) string { return l.fullScope(s) + strconv.Itoa(slot) }
 
-// scopeIn is the scope that an index key (node/<node>/<pool|net>/<name>/...)
-// or a hold key (sticky/<pool|net>/<name>/...) names.
-func (l layout) scopeIn(key string) (alloc.Scope, bool) {
+// scopeIn is the scope that an index key (node/<node>/<pool|net>/<name>/...),
+// a hold key (sticky/<pool|net>/<name>/...) or a tenant's record
+// (tenant/<hex tenant>/<pool|net>/<name>/<address>) names, and whose
+// (the node's or the tenant's segment) where the key has one.
+func (l layout) scopeIn(key string) (s alloc.Scope, whose string, ok bool) {
 	root, rest, _ := strings.Cut(strings.TrimPrefix(key, l.prefix), "/")
-	if root == "node" {
-		_, rest, _ = strings.Cut(rest, "/")
+	if root == "node" || root == "tenant" {
+		whose, rest, _ = strings.Cut(rest, "/")
 	}
-	parts := strings.SplitN(rest, "/", 3)
-	if len(parts) < 3 {
-		return alloc.Scope{}, false
+	if parts := strings.SplitN(rest, "/", 3); len(parts) == 3 {
+		s, ok = parseScope(parts[0], parts[1])
 	}
-	return parseScope(parts[0], parts[1])
+	return s, whose, ok
 }
 
 // markOf is the exhaustion mark of the range set or pool an index or

@@ -69,20 +69,13 @@ func (r Record) sharing() bool { return r.Hold != "" && (r.Second != "" || r.Sha
 // address with an owner that is gone.
 func (op *Operation) commitShared(s alloc.Scope, kv etcdkv.KV, network string) error {
 	r, _ := decodeRecord(kv.Value)
-	commit := func(t etcdkv.Txn) error {
-		applied, err := op.apply(nil, []etcdkv.Txn{t})
-		if err == nil && !applied[0] {
-			err = errReleaseRaced
-		}
-		return err
-	}
 	alone := func() error {
 		t, step := op.release(s, kv, network, true)
 		if step == alloc.DelSkip {
 			return nil
 		}
 		t.Then = append(t.Then, op.bump(r)) // sent alone: it writes its own fence bucket
-		return commit(t)
+		return op.commitOne(t)
 	}
 	slotK, slot := string(kv.Key), lastSegment(string(kv.Key))
 	a := r.attachment()
@@ -122,6 +115,16 @@ func (op *Operation) commitShared(s alloc.Scope, kv etcdkv.KV, network string) e
 	keep := op.keys.slotKey(v.Node, s, v.ContainerID, v.IfName, n)
 	cond := []etcdkv.Cmp{etcdkv.ModIs(addrK, rev), etcdkv.ModIs(holdK, rev), etcdkv.ModIs(ownerSlotK, rev), etcdkv.ModIs(targetSlotK, rev)}
 	b := v.encode()
-	return commit(etcdkv.Txn{If: cond, Then: []etcdkv.Op{etcdkv.Delete(slotK), op.bump(r), etcdkv.Put(addrK, b), etcdkv.Put(keep, b),
+	return op.commitOne(etcdkv.Txn{If: cond, Then: []etcdkv.Op{etcdkv.Delete(slotK), op.bump(r), etcdkv.Put(addrK, b), etcdkv.Put(keep, b),
 		etcdkv.Put(holdK, encodeHold(stamped(p.Hold, op.now)))}})
+}
+
+// commitOne applies release t alone, with extra (a fence bucket), as
+// apply sends a batch: errReleaseRaced when what t compares changed.
+func (op *Operation) commitOne(t etcdkv.Txn, extra ...etcdkv.Op) error {
+	applied, err := op.apply(nil, []etcdkv.Txn{t}, extra...)
+	if err == nil && !applied[0] {
+		err = errReleaseRaced
+	}
+	return err
 }

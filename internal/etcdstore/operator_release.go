@@ -2,7 +2,6 @@ package etcdstore
 
 import (
 	"bytes"
-	"cmp"
 	"errors"
 	"fmt"
 	"net/netip"
@@ -57,34 +56,29 @@ func (o *Operator) releaseClaim(s alloc.Scope, addr netip.Addr, kv etcdkv.KV, r 
 	if err != nil {
 		return err
 	}
-	changed := fmt.Errorf("%s in %s changed while being released; nothing done, try again", addr, ScopePath(s))
-	for _, ikv := range idx.KVs(0) {
-		if ir, ok := decodeRecord(ikv.Value); (shared && ok && ir.Address == r.Address && ir.sharing()) || (!shared && bytes.Equal(ikv.Value, kv.Value)) {
-			if !dryRun {
-				err = o.op.commitShared(s, ikv, "")
-			}
-			if errors.Is(err, errReleaseRaced) {
-				return changed
-			}
-			return err
-		}
+	i := slices.IndexFunc(idx.KVs(0), func(ikv etcdkv.KV) bool {
+		ir, ok := decodeRecord(ikv.Value)
+		return (shared && ok && ir.Address == r.Address && ir.sharing()) || (!shared && bytes.Equal(ikv.Value, kv.Value))
+	})
+	switch {
+	case i < 0 && shared:
+		err = errReleaseRaced
+	case dryRun:
+	case i >= 0:
+		err = o.op.commitShared(s, idx.KVs(0)[i], "")
+	default:
+		err = o.op.commitOne(etcdkv.Txn{If: []etcdkv.Cmp{etcdkv.ValueIs(string(kv.Key), kv.Value)}, Then: []etcdkv.Op{etcdkv.Delete(string(kv.Key))}}, o.op.bump(r))
 	}
-	if shared {
-		return changed
+	if errors.Is(err, errReleaseRaced) {
+		return fmt.Errorf("%s in %s changed while being released; nothing done, try again", addr, ScopePath(s))
 	}
-	if !dryRun {
-		alone := etcdkv.Txn{If: []etcdkv.Cmp{etcdkv.ValueIs(string(kv.Key), kv.Value)}, Then: []etcdkv.Op{etcdkv.Delete(string(kv.Key))}}
-		if applied, err := o.op.apply(nil, []etcdkv.Txn{alone}, o.op.bump(r)); err != nil || !applied[0] {
-			return cmp.Or(err, changed)
-		}
-	}
-	return nil
+	return err
 }
 
 // releaseHolds frees sticky key q.Key's holds (q.IfName's only, when set)
 // in scope s now, whatever their expiry, as the engine plans it over the
 // hold keys as written (etcd has no judgeHold): each hold key and its
-// claim at the revision read.
+// claim at the revision read, as GC frees expired holds (expire).
 func (o *Operator) releaseHolds(s alloc.Scope, q alloc.ReleaseRequest, dryRun bool) (p alloc.ReleasePlan, err error) {
 	prefix := o.op.keys.holdScope(s)
 	if q.IfName != "" {
@@ -95,22 +89,22 @@ func (o *Operator) releaseHolds(s alloc.Scope, q alloc.ReleaseRequest, dryRun bo
 		return p, err
 	}
 	var v alloc.ReleaseView
-	revs := map[string]int64{}
+	read := map[string]etcdkv.KV{}
 	for _, kv := range kvs {
 		if h, ok := decodeHold(kv.Value); ok {
 			ip, _ := netip.ParseAddr(h.Address)
 			v.Holds = append(v.Holds, alloc.HoldRecord{ID: string(kv.Key), Hold: h, Addr: ip})
-			revs[string(kv.Key)] = kv.ModRevision
+			read[string(kv.Key)] = kv
 		}
 	}
 	if p, err = alloc.PlanRelease(v, q, o.op.now); err != nil || dryRun {
 		return p, err
 	}
-	var txns []etcdkv.Txn
+	var ends []etcdkv.KV
 	for _, e := range p.Holds {
-		txns = append(txns, expireHold(e.ID, o.op.keys.addrKey(s, e.Addr), revs[e.ID], o.op.keys.markOf(s, e.ID)))
+		ends = append(ends, read[e.ID])
 	}
-	applied, err := o.op.apply(nil, txns)
+	applied, err := o.op.expire(s, ends)
 	if err == nil && slices.Contains(applied, false) {
 		err = fmt.Errorf("sticky key %q changed while being released; try again", q.Key)
 	}

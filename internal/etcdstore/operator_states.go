@@ -9,12 +9,15 @@ import (
 
 // ScopeStates reads each scope's claims and exhaustion marks, and in a
 // pool the tenants its addresses count for: reads only, as `leases` does.
-// The tenants' records are read once for all the scopes.
+// The tenants' records are read once for all the scopes, first.
 func (o *Operator) ScopeStates(scopes []alloc.Scope) ([]alloc.ScopeState, error) {
-	var tenants map[string]string // "<scope>/<address>" → tenant
+	tenants, _, err := o.op.tenantRecords() // "<scope>/<address>" → tenant
+	if err != nil {
+		return nil, err
+	}
 	out := make([]alloc.ScopeState, len(scopes))
 	for i, s := range scopes {
-		st := alloc.ScopeState{Place: o.op.keys.scopeAddrs(s)}
+		st := alloc.ScopeState{Place: o.op.keys.scopeAddrs(s), Tenants: map[netip.Addr]string{}}
 		claims, err := o.op.cl.List(st.Place, false)
 		if err != nil {
 			return nil, err
@@ -25,6 +28,9 @@ func (o *Operator) ScopeStates(scopes []alloc.Scope) ([]alloc.ScopeState, error)
 				continue // not a claim key
 			}
 			st.Addrs = append(st.Addrs, ip)
+			if t, ok := tenants[ScopePath(s)+"/"+ip.String()]; ok && s.Pool != "" {
+				st.Tenants[ip] = t
+			}
 			if r, ok := decodeRecord(kv.Value); ok && r.Second != "" {
 				st.Migrating = append(st.Migrating, ip)
 			} else if h, held := decodeHold(kv.Value); !ok && held && h.Held() {
@@ -39,19 +45,6 @@ func (o *Operator) ScopeStates(scopes []alloc.Scope) ([]alloc.ScopeState, error)
 			slot, err := strconv.Atoi(lastSegment(string(m.Key)))
 			if err == nil && len(m.Value) > 0 { // empty: freed since
 				st.Full = append(st.Full, slot)
-			}
-		}
-		if s.Pool != "" && len(st.Addrs) > 0 {
-			if tenants == nil {
-				if tenants, _, err = o.op.tenantRecords(); err != nil {
-					return nil, err
-				}
-			}
-			st.Tenants = map[netip.Addr]string{}
-			for _, ip := range st.Addrs {
-				if t, ok := tenants[ScopePath(s)+"/"+ip.String()]; ok {
-					st.Tenants[ip] = t
-				}
 			}
 		}
 		out[i] = st

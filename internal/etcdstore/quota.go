@@ -5,7 +5,6 @@ import (
 	"errors"
 	"net/netip"
 	"slices"
-	"strings"
 
 	"github.com/cniplugins/cniplugins/internal/alloc"
 	"github.com/cniplugins/cniplugins/internal/etcdkv"
@@ -74,16 +73,11 @@ func (op *Operation) judge(kvs []etcdkv.KV) ([]alloc.TenantRecord, []etcdkv.KV, 
 		reads := make([]etcdkv.Op, len(batch))
 		judged := make([]alloc.TenantRecord, len(batch))
 		for i, m := range batch {
-			// tenant/<hex tenant>/<scope>/<address>: "<scope>/<address>"
-			// as in the address's claim key.
-			name, where, _ := strings.Cut(strings.TrimPrefix(string(m.Key), op.keys.tenantsRoot()), "/")
+			s, name, _ := op.keys.scopeIn(string(m.Key))
 			tenant, _ := hex.DecodeString(name)
-			reads[i] = etcdkv.Get(op.keys.prefix + "ip/" + where)
-			judged[i].Tenant = string(tenant)
-			if parts := strings.Split(where, "/"); len(parts) == 3 {
-				judged[i].Scope, _ = parseScope(parts[0], parts[1])
-				judged[i].Addr, _ = netip.ParseAddr(parts[2])
-			}
+			ip, _ := netip.ParseAddr(lastSegment(string(m.Key)))
+			judged[i] = alloc.TenantRecord{Tenant: string(tenant), Scope: s, Addr: ip}
+			reads[i] = etcdkv.Get(op.keys.addrKey(s, ip))
 		}
 		resp, err := op.cl.Read(reads...)
 		if err != nil {
@@ -100,31 +94,31 @@ func (op *Operation) judge(kvs []etcdkv.KV) ([]alloc.TenantRecord, []etcdkv.KV, 
 }
 
 // removeRecord deletes a record that counts nothing (or a version key
-// nothing needs, or a hold that pins nothing), only while it is as read:
-// a claim that rewrote it since (the address claimed again for the
-// tenant) keeps it.
+// nothing needs, or a hold that pins nothing, or an expired hold and its
+// claim), only while it is as read: a claim that rewrote it since (the
+// address claimed again for the tenant) keeps it.
 func removeRecord(m etcdkv.KV) etcdkv.Txn {
 	return etcdkv.Txn{If: []etcdkv.Cmp{etcdkv.ModIs(string(m.Key), m.ModRevision)}, Then: []etcdkv.Op{etcdkv.Delete(string(m.Key))}}
 }
 
-// claimOps are what a new claim of ip in scope s adds to its transaction
-// for the tenant: where it enforces the quota, the condition that nobody
-// claimed for it since the count; its record, the version, and the
-// deletion of records that count nothing (each only while as read).
-func (qs *quotaState) claimOps(l layout, s alloc.Scope, ip netip.Addr) ([]etcdkv.Cmp, []etcdkv.Op) {
+// claimOps adds to the conditions and writes of a new claim of ip in
+// scope s what it needs for the tenant: where it enforces the quota, the
+// condition that nobody claimed for it since the count; its record, the
+// version, and the deletion of records that count nothing (each only
+// while as read).
+func (qs *quotaState) claimOps(l layout, s alloc.Scope, ip netip.Addr, cond []etcdkv.Cmp, then []etcdkv.Op) ([]etcdkv.Cmp, []etcdkv.Op) {
 	// The record's key names the address as its claim key does (judge).
 	vk, mk := l.tenantVersion(qs.name), l.tenantPrefix(qs.name)+ScopePath(s)+"/"+ip.String()
-	var cond []etcdkv.Cmp
 	if qs.enforce {
-		cond = []etcdkv.Cmp{atRev(vk, qs.version)}
+		cond = append(cond, atRev(vk, qs.version))
 	}
-	ops := []etcdkv.Op{etcdkv.Put(mk, nil), etcdkv.Put(vk, nil)}
+	then = append(then, etcdkv.Put(mk, nil), etcdkv.Put(vk, nil))
 	for _, m := range qs.stale {
 		if string(m.Key) != mk {
-			ops = append(ops, etcdkv.Nested(removeRecord(m)))
+			then = append(then, etcdkv.Nested(removeRecord(m)))
 		}
 	}
-	return cond, ops
+	return cond, then
 }
 
 // readBatch bounds the reads of one request, and maxStaleDeletes the

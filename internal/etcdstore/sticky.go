@@ -125,19 +125,33 @@ func (s *claimStore) FreeFound() error {
 	t := s.found
 	s.found = nil
 	ip, _ := netip.ParseAddr(t.hold.Address)
-	_, err := s.op.cl.Txn(expireHold(s.holdK, s.op.keys.addrKey(s.t.Scope, ip), t.rev, s.op.keys.fullKey(s.t.Scope, s.t.RangeID)))
+	free := expireHold(s.holdK, s.op.keys.addrKey(s.t.Scope, ip), t.rev)
+	free.Then = append(free.Then, freed(s.op.keys.fullKey(s.t.Scope, s.t.RangeID)))
+	_, err := s.op.cl.Txn(free)
 	return err
 }
 
-// expireHold frees a hold and its address: both keys go while both are
-// as the hold's release (or take-over) wrote them, at revision rev.
-func expireHold(holdK, addrK string, rev int64, mark string) etcdkv.Txn {
-	then := []etcdkv.Op{etcdkv.Delete(holdK), etcdkv.Nested(etcdkv.Txn{
-		If:   []etcdkv.Cmp{etcdkv.ModIs(addrK, rev)},
-		Then: []etcdkv.Op{etcdkv.Delete(addrK)},
-	})}
-	if mark != "" {
-		then = append(then, freed(mark))
+// expire frees the holds of scope s whose keys were read as kvs (GC's
+// expired holds, an operator's release of a key's), each while as read
+// (expireHold), in batches that write each exhaustion mark once (unmark):
+// holds of one range set share theirs. It answers whether each was freed.
+func (op *Operation) expire(s alloc.Scope, kvs []etcdkv.KV) ([]bool, error) {
+	var txns []etcdkv.Txn
+	marks := unmark{}
+	for _, kv := range kvs {
+		h, _ := decodeHold(kv.Value)
+		ip, _ := netip.ParseAddr(h.Address)
+		txns = append(txns, expireHold(string(kv.Key), op.keys.addrKey(s, ip), kv.ModRevision))
+		marks[op.keys.markOf(s, string(kv.Key))] = nil
 	}
-	return etcdkv.Txn{If: []etcdkv.Cmp{etcdkv.ModIs(holdK, rev)}, Then: then}
+	return op.apply(nil, txns, marks.ops()...)
+}
+
+// expireHold frees a hold and its address: both keys go while both are
+// as the hold's release (or take-over) wrote them, at revision rev. The
+// caller writes the exhaustion mark (freed).
+func expireHold(holdK, addrK string, rev int64) etcdkv.Txn {
+	t := removeRecord(etcdkv.KV{Key: []byte(holdK), ModRevision: rev})
+	t.Then = append(t.Then, etcdkv.Nested(removeRecord(etcdkv.KV{Key: []byte(addrK), ModRevision: rev})))
+	return t
 }

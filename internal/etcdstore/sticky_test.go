@@ -2,6 +2,7 @@ package etcdstore_test
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
 	"net/netip"
 	"strings"
@@ -21,6 +22,7 @@ import (
 type stickyCase struct {
 	t       *testing.T
 	holdFor string
+	ifname  string // "" for eth0
 }
 
 func (c stickyCase) run(cmd, node, cid, pod, prev string) (string, int) {
@@ -34,7 +36,7 @@ func (c stickyCase) run(cmd, node, cid, pod, prev string) (string, int) {
 	}
 	conf += "}"
 	var stdout, stderr bytes.Buffer
-	env := []string{"CNI_COMMAND=" + cmd, "CNI_CONTAINERID=" + cid, "CNI_IFNAME=eth0", "CNI_NETNS=/x", "CNI_PATH=/nonexistent",
+	env := []string{"CNI_COMMAND=" + cmd, "CNI_CONTAINERID=" + cid, "CNI_IFNAME=" + cmp.Or(c.ifname, "eth0"), "CNI_NETNS=/x", "CNI_PATH=/nonexistent",
 		"CNI_ARGS=K8S_POD_NAMESPACE=ns;K8S_POD_NAME=" + pod}
 	code := plugin.Run(daetcd.Personality(), plugin.IO{Environ: env, Stdin: strings.NewReader(conf), Stdout: &stdout, Stderr: &stderr})
 	return stdout.String(), code
@@ -143,6 +145,21 @@ func TestStickyRescheduleAndLive(t *testing.T) {
 	}
 	if _, err := ad.Release(alloc.Scope{Network: "net"}, alloc.ReleaseRequest{Key: "ns/web-0", IfName: "eth0"}, false); err == nil {
 		t.Fatal("a second ReleaseHold found a hold")
+	}
+}
+
+// A release of a sticky key without --ifname frees its holds on every
+// interface, those of one range set included: their exhaustion mark is
+// written once (etcd refuses a transaction that writes a key twice).
+func TestStickyReleaseEveryInterface(t *testing.T) {
+	eth0, net1 := stickyCase{t: t, holdFor: "30m"}, stickyCase{t: t, holdFor: "30m", ifname: "net1"}
+	a1, a2 := eth0.held("host-a", "c1", "web-0"), net1.held("host-a", "c1", "web-0")
+	rel, err := stickyAdmin(t).Release(alloc.Scope{Network: "net"}, alloc.ReleaseRequest{Key: "ns/web-0"}, false)
+	if err != nil || len(rel.Holds) != 2 {
+		t.Fatalf("release of %s and %s: %+v %v", a1, a2, rel, err)
+	}
+	if ls, holds := heldLeases(t); len(holds) != 0 {
+		t.Fatalf("holds left: %+v", ls)
 	}
 }
 
