@@ -95,20 +95,16 @@ func (c *Client) Read(ops ...Op) (*Response, error) { return c.txn(Txn{Then: ops
 
 func (c *Client) txn(t Txn, resend bool) (*Response, error) {
 	var out wireTxnResponse
-	if err := c.do("/v3/kv/txn", t.wire(), &out, resend); err != nil {
+	if err := c.do("/v3/kv/txn", t.appendJSON(nil), &out, resend); err != nil {
 		return nil, err
 	}
 	return out.response(), nil
 }
 
-// do POSTs one request, trying the members in turn until an answer or the
-// deadline; a request that must not be re-sent only while it certainly
-// was not applied.
-func (c *Client) do(path string, in, out any, resend bool) error {
-	body, err := json.Marshal(in)
-	if err != nil {
-		return cnierr.New(cnierr.CodeInternal, "cannot encode an etcd request", "%v", err)
-	}
+// do POSTs one request (JSON), trying the members in turn until an answer
+// or the deadline; a request that must not be re-sent only while it
+// certainly was not applied.
+func (c *Client) do(path string, body []byte, out any, resend bool) error {
 	if c.cfg.Username != "" && c.token == "" && !c.authenticating {
 		if err := c.authenticate(); err != nil {
 			return err
@@ -209,7 +205,8 @@ func (c *Client) authenticate() error {
 	}
 	c.token, c.authenticating = "", true
 	// A token request changes nothing anyone relies on: repeatable.
-	err := c.do("/v3/auth/authenticate", map[string]string{"name": c.cfg.Username, "password": c.cfg.Password}, &out, true)
+	body, _ := json.Marshal(map[string]string{"name": c.cfg.Username, "password": c.cfg.Password})
+	err := c.do("/v3/auth/authenticate", body, &out, true)
 	c.authenticating = false
 	if err != nil {
 		// etcd refusing a token request means the credentials are wrong,

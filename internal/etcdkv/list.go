@@ -1,6 +1,7 @@
 package etcdkv
 
 import (
+	"encoding/json"
 	"errors"
 	"slices"
 	"strings"
@@ -28,7 +29,8 @@ func (c *Client) List(prefix string, keysOnly bool) ([]KV, error) {
 	}
 	for restarted := false; ; {
 		var page wireRangeResponse
-		err := c.do("/v3/kv/range", req, &page, true)
+		body, _ := json.Marshal(req)
+		err := c.do("/v3/kv/range", body, &page, true)
 		switch {
 		case err != nil && errors.Is(err, errTooLarge) && req.Limit > minPageSize:
 			req.Limit /= 2

@@ -99,7 +99,7 @@ func TestWireShape(t *testing.T) {
 		Then: []Op{Put("a", []byte("v")), Delete("b"), Nested(Txn{If: []Cmp{Absent("f")}, Then: []Op{Get("f")}})},
 		Else: []Op{Get("a"), GetPrefix("p/")},
 	}
-	b, _ := json.Marshal(txn.wire())
+	b := txn.appendJSON(nil)
 	want := `{"compare":[{"key":"YQ==","target":"CREATE","result":"EQUAL","create_revision":"0"},` +
 		`{"key":"Yg==","target":"VALUE","result":"EQUAL","value":"eA=="},` +
 		`{"key":"Yw==","target":"MOD","result":"EQUAL","mod_revision":"7"},` +

@@ -1,6 +1,7 @@
 package etcdkv
 
 import (
+	"encoding/base64"
 	"slices"
 	"strconv"
 )
@@ -13,20 +14,25 @@ type Txn struct {
 	Else []Op
 }
 
-// Cmp is one condition of a transaction, in the gateway's shape.
-type Cmp struct{ w wireCompare }
+// Cmp is one condition of a transaction, as the gateway's JSON (wire.go).
+type Cmp struct{ json string }
 
-// Absent holds while key does not exist.
-func Absent(key string) Cmp {
-	return Cmp{wireCompare{Key: []byte(key), Target: "CREATE", Result: "EQUAL", CreateRevision: "0"}}
+func newCmp(key, target, result, operand string) Cmp {
+	return Cmp{`{"key":` + b64([]byte(key)) + `,"target":"` + target + `","result":"` + result + `"` + operand + `}`}
 }
 
+// Absent holds while key does not exist.
+func Absent(key string) Cmp { return newCmp(key, "CREATE", "EQUAL", `,"create_revision":"0"`) }
+
 func valueCmp(key, result string, v []byte) Cmp {
-	return Cmp{wireCompare{Key: []byte(key), Target: "VALUE", Result: result, Value: v}}
+	if len(v) == 0 {
+		return newCmp(key, "VALUE", result, "")
+	}
+	return newCmp(key, "VALUE", result, `,"value":`+b64(v))
 }
 
 func modCmp(key, result string, rev int64) Cmp {
-	return Cmp{wireCompare{Key: []byte(key), Target: "MOD", Result: result, ModRevision: strconv.FormatInt(rev, 10)}}
+	return newCmp(key, "MOD", result, `,"mod_revision":"`+strconv.FormatInt(rev, 10)+`"`)
 }
 
 // ValueIs holds while key holds exactly v.
@@ -46,33 +52,44 @@ func ModIs(key string, rev int64) Cmp { return modCmp(key, "EQUAL", rev) }
 // not exist.
 func ModBelow(key string, rev int64) Cmp { return modCmp(key, "LESS", rev) }
 
-// Op is one operation of a transaction, in the gateway's shape; budget is
-// what a nested transaction needs of --max-txn-ops (see Budget).
+// Op is one operation of a transaction, as the gateway's JSON (wire.go);
+// budget is what a nested transaction needs of --max-txn-ops (see Budget).
 type Op struct {
-	w      wireOp
+	json   string
 	budget int
 }
 
 // Get reads one key.
-func Get(key string) Op { return Op{w: wireOp{Range: &wireRange{Key: []byte(key)}}} }
+func Get(key string) Op { return Op{json: `{"request_range":{"key":` + b64([]byte(key)) + `}}`} }
 
 // GetPrefix reads every key under prefix in one answer. It is for ranges
 // known to be small (one attachment's keys); List pages large ones.
 func GetPrefix(prefix string) Op {
-	return Op{w: wireOp{Range: &wireRange{Key: []byte(prefix), RangeEnd: PrefixEnd(prefix)}}}
+	return Op{json: `{"request_range":{"key":` + b64([]byte(prefix)) + `,"range_end":` + b64(PrefixEnd(prefix)) + `}}`}
 }
 
 // Put writes v to key.
-func Put(key string, v []byte) Op { return Op{w: wireOp{Put: &wirePut{Key: []byte(key), Value: v}}} }
+func Put(key string, v []byte) Op {
+	return Op{json: `{"request_put":{"key":` + b64([]byte(key)) + `,"value":` + b64(v) + `}}`}
+}
 
 // Delete removes key.
-func Delete(key string) Op { return Op{w: wireOp{DeleteRange: &wireRange{Key: []byte(key)}}} }
+func Delete(key string) Op {
+	return Op{json: `{"request_delete_range":{"key":` + b64([]byte(key)) + `}}`}
+}
 
 // Nested runs t inside the enclosing transaction, with its own
 // conditions, in the same round trip and at the same revision.
 func Nested(t Txn) Op {
-	w := t.wire()
-	return Op{w: wireOp{Txn: &w}, budget: t.Budget()}
+	return Op{json: `{"request_txn":` + string(t.appendJSON(nil)) + `}`, budget: t.Budget()}
+}
+
+// b64 is bytes as the gateway's JSON holds them (encoding/json's []byte).
+func b64(v []byte) string {
+	if v == nil {
+		return "null"
+	}
+	return `"` + base64.StdEncoding.EncodeToString(v) + `"`
 }
 
 // Budget is what etcd counts of t against --max-txn-ops: its widest part

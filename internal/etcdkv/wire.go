@@ -3,7 +3,10 @@ package etcdkv
 // The JSON shapes of etcd's v3 gateway (served under /v3/ since etcd
 // 3.4): etcdserverpb's protobuf messages as grpc-gateway encodes them.
 // bytes fields are base64 (encoding/json's []byte), int64 fields are
-// decimal strings, and zero values are omitted in answers.
+// decimal strings, and zero values are omitted in answers. A transaction
+// is written as it is built (txn.go), as encoding/json would write it but
+// without building encoding/json's encoders for its types first: most of
+// what a fresh process spent on its one request (some 0.1 ms).
 
 type wireHeader struct {
 	Revision int64 `json:"revision,string"`
@@ -21,33 +24,6 @@ type wireRangeResponse struct {
 	Header wireHeader `json:"header"`
 	Kvs    []KV       `json:"kvs"`
 	More   bool       `json:"more"`
-}
-
-type wirePut struct {
-	Key   []byte `json:"key"`
-	Value []byte `json:"value"`
-}
-
-type wireCompare struct {
-	Key            []byte `json:"key"`
-	Target         string `json:"target"`
-	Result         string `json:"result"`
-	CreateRevision string `json:"create_revision,omitempty"`
-	ModRevision    string `json:"mod_revision,omitempty"`
-	Value          []byte `json:"value,omitempty"`
-}
-
-type wireOp struct {
-	Range       *wireRange `json:"request_range,omitempty"`
-	Put         *wirePut   `json:"request_put,omitempty"`
-	DeleteRange *wireRange `json:"request_delete_range,omitempty"`
-	Txn         *wireTxn   `json:"request_txn,omitempty"`
-}
-
-type wireTxn struct {
-	Compare []wireCompare `json:"compare,omitempty"`
-	Success []wireOp      `json:"success,omitempty"`
-	Failure []wireOp      `json:"failure,omitempty"`
 }
 
 type wireResponseOp struct {
@@ -68,20 +44,30 @@ type wireError struct {
 	Code    int    `json:"code"` // a gRPC status code
 }
 
-func (t Txn) wire() wireTxn {
-	w := wireTxn{Compare: make([]wireCompare, len(t.If)), Success: wireOps(t.Then), Failure: wireOps(t.Else)}
-	for i, c := range t.If {
-		w.Compare[i] = c.w
-	}
-	return w
+// appendJSON appends t as a TxnRequest, its empty parts left out.
+func (t Txn) appendJSON(b []byte) []byte {
+	b = append(b, '{')
+	b = appendArray(b, "compare", t.If, func(c Cmp) string { return c.json })
+	b = appendArray(b, "success", t.Then, func(op Op) string { return op.json })
+	b = appendArray(b, "failure", t.Else, func(op Op) string { return op.json })
+	return append(b, '}')
 }
 
-func wireOps(ops []Op) []wireOp {
-	out := make([]wireOp, len(ops))
-	for i, op := range ops {
-		out[i] = op.w
+func appendArray[T any](b []byte, name string, items []T, json func(T) string) []byte {
+	if len(items) == 0 {
+		return b
 	}
-	return out
+	if b[len(b)-1] != '{' {
+		b = append(b, ',')
+	}
+	b = append(append(append(b, '"'), name...), `":[`...)
+	for i, it := range items {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, json(it)...)
+	}
+	return append(b, ']')
 }
 
 func (w *wireTxnResponse) response() *Response {

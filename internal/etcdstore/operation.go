@@ -1,9 +1,9 @@
 package etcdstore
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
+	"fmt"
+	"math/rand/v2"
 	"os"
 	"slices"
 	"sync"
@@ -59,12 +59,11 @@ func Open(conf *netconf.Envelope, c *alloc.Config, containerID, ifname string, n
 }
 
 // newClaimID names one ADD's claims (a claim found committed after its
-// answer was lost is recognised by it), and is an operation's nonce.
-func newClaimID() string {
-	var b [8]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
-}
+// answer was lost is recognised by it), and is an operation's nonce. It
+// must only differ from every other exec's, which the runtime's generator,
+// seeded from the kernel at start, does without crypto/rand's first call
+// (a getrandom state and a timer: some 50 µs of every exec).
+func newClaimID() string { return fmt.Sprintf("%016x", rand.Uint64()) }
 
 // recordOf is a's owner record, on this node, for an address of scope.
 func (op *Operation) recordOf(a alloc.Attachment, s alloc.Scope, addr, claim string) Record {
