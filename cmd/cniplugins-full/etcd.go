@@ -30,7 +30,7 @@ func openEtcd(c clusteraccess.Access) (ops.Backend, error) {
 func (etcdBackend) Shared() bool { return true }
 
 func (b etcdBackend) Leases(f ops.LeaseFilter) ([]ops.Lease, error) {
-	ls, err := b.ad.Leases(etcdstore.Filter{Node: f.Node, Network: f.Network, Pool: f.Pool, Container: f.Container})
+	ls, err := b.ad.Leases(f.Node, f.Pool)
 	if err != nil {
 		return nil, err
 	}
@@ -42,7 +42,7 @@ func (b etcdBackend) Leases(f ops.LeaseFilter) ([]ops.Lease, error) {
 	for i := range out {
 		out[i].NodeSeen = nodes[out[i].Node].LastSeen.UTC()
 	}
-	return out, nil
+	return f.Select(out), nil
 }
 
 // Release is etcdstore's: with Node, the engine refuses unless that node

@@ -59,5 +59,5 @@ func leasesAt(t *testing.T, base string) ([]Claim, error) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return a.Leases(Filter{})
+	return a.Leases("", "")
 }

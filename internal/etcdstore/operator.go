@@ -17,7 +17,7 @@ import (
 // The operators' tool (`cniplugins-full leases`, `release`, `gc` and
 // `pools` with --etcd, for a node that is gone for good: its runtime will
 // never send the DEL or GC that would free its addresses): the claims as
-// an operator sees them, filtered and sorted. Which claim a release or a
+// an operator sees them. Which claim a release or a
 // GC frees is the engine's (alloc.PlanRelease, alloc.PlanClaims).
 
 // Operator reads and releases claims directly, any node's.
@@ -60,34 +60,21 @@ type Claim struct {
 	Tenant string
 }
 
-// Filter selects claims; empty fields match everything.
-type Filter struct {
-	Node, Network, Pool, Container string
-}
-
-// matches is whether f selects c: a hold by the node and container that
-// held it last. The pool is read's filter.
-func (f Filter) matches(c Claim) bool {
-	container := c.ContainerID
-	if c.Held {
-		container = c.LastOwner
-	}
-	return (f.Node == "" || c.Node == f.Node) && (f.Network == "" || c.Network == f.Network) && strings.HasPrefix(container, f.Container)
-}
-
-// Leases lists the claims and the held holds that f selects, with the
-// tenants they count for, sorted by node, scope and address: one read of
-// the nodes' index keys (one node's, or every node's) and of the hold
-// keys, the CNI GC's (read).
-func (o *Operator) Leases(f Filter) ([]Claim, error) {
+// Leases reads the claims and the held holds, with the tenants they
+// count for: one read of the nodes' index keys (node's, or every node's
+// for "") and of the hold keys, the CNI GC's (read), of pool alone when
+// set. Which of them a listing shows, and in what order, is the
+// operators' tool's (ops.LeaseFilter) for both stores: every node's
+// holds are read, and a hold's node is the one that held it last.
+func (o *Operator) Leases(node, pool string) ([]Claim, error) {
 	index := o.op.keys.prefix + "node/"
-	if f.Node != "" {
-		if err := ValidNodeName("--node", f.Node); err != nil {
+	if node != "" {
+		if err := ValidNodeName("--node", node); err != nil {
 			return nil, err
 		}
-		index = o.op.keys.nodePrefix(f.Node)
+		index = o.op.keys.nodePrefix(node)
 	}
-	read, err := o.op.read(gcRun{pool: f.Pool, index: []string{index}, holds: []string{o.op.keys.prefix + "sticky/"}})
+	read, err := o.op.read(gcRun{pool: pool, index: []string{index}, holds: []string{o.op.keys.prefix + "sticky/"}})
 	if err != nil {
 		return nil, err
 	}
@@ -102,12 +89,10 @@ func (o *Operator) Leases(f Filter) ([]Claim, error) {
 			}
 		}
 	}
-	sel = slices.DeleteFunc(sel, func(c Claim) bool { return !f.matches(c) })
 	tenants, _, err := o.op.tenantRecords()
 	for i, c := range sel {
 		sel[i].Tenant = tenants[ScopePath(c.Scope)+"/"+c.Address]
 	}
-	sortClaims(sel)
 	return sel, err
 }
 
@@ -126,7 +111,8 @@ func heldClaim(h alloc.Hold, s alloc.Scope) Claim {
 	}
 }
 
-// sortClaims sorts by node, scope and address.
+// sortClaims sorts by node, scope and address, as ops.LeaseFilter sorts
+// leases: GC's plan (collect).
 func sortClaims(cs []Claim) {
 	slices.SortFunc(cs, func(x, y Claim) int {
 		a, _ := netip.ParseAddr(x.Address) // a marker (no address) sorts first
