@@ -3,21 +3,20 @@ package etcdstore
 import (
 	"cmp"
 	"fmt"
-	"net/netip"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/cniplugins/cniplugins/internal/alloc"
 	"github.com/cniplugins/cniplugins/internal/clusteraccess"
 	"github.com/cniplugins/cniplugins/internal/etcdkv"
 	"github.com/cniplugins/cniplugins/internal/logging"
+	"github.com/cniplugins/cniplugins/internal/ops"
 )
 
 // The operators' tool (`cniplugins-full leases`, `release`, `gc` and
 // `pools` with --etcd, for a node that is gone for good: its runtime will
 // never send the DEL or GC that would free its addresses): the claims as
-// an operator sees them. Which claim a release or a
+// an operator sees them, as ops.Leases (the one shape of both stores).
+// Which claim a release or a
 // GC frees is the engine's (alloc.PlanRelease, alloc.PlanClaims).
 
 // Operator reads and releases claims directly, any node's.
@@ -44,29 +43,13 @@ func OpenOperator(c clusteraccess.Access) (*Operator, error) {
 	return &Operator{op}, nil
 }
 
-// Claim is one claim as read: its record and the scope its key names. A
-// failed ADD's marker has no Address.
-type Claim struct {
-	Record
-	Scope alloc.Scope `json:"-"`
-	// Held is a sticky key's hold (sticky.go): no container, the
-	// address kept for the key (Record.StickyKey) until HoldExpires
-	// (zero: until released); Node is the one that held it last.
-	Held        bool
-	HoldExpires time.Time
-	LastOwner   string
-	// Tenant is the quota's tenant the address counts for ("" none), once
-	// Leases has read it.
-	Tenant string
-}
-
-// Leases reads the claims and the held holds, with the tenants they
-// count for: one read of the nodes' index keys (node's, or every node's
-// for "") and of the hold keys, the CNI GC's (read), of pool alone when
-// set. Which of them a listing shows, and in what order, is the
-// operators' tool's (ops.LeaseFilter) for both stores: every node's
-// holds are read, and a hold's node is the one that held it last.
-func (o *Operator) Leases(node, pool string) ([]Claim, error) {
+// Leases reads the claims and the held holds as ops.Leases, with the
+// tenants they count for: one read of the nodes' index keys (node's, or
+// every node's for "") and of the hold keys, the CNI GC's (read), of pool
+// alone when set. Which of them a listing shows, and in what order, is
+// ops.LeaseFilter's for both stores: every node's holds are read, and a
+// hold's node is the one that held it last.
+func (o *Operator) Leases(node, pool string) ([]ops.Lease, error) {
 	index := o.op.keys.prefix + "node/"
 	if node != "" {
 		if err := ValidNodeName("--node", node); err != nil {
@@ -78,47 +61,50 @@ func (o *Operator) Leases(node, pool string) ([]Claim, error) {
 	if err != nil {
 		return nil, err
 	}
-	var sel []Claim
+	tenants, _, err := o.op.tenantRecords()
+	out := []ops.Lease{}
 	for s, v := range read {
-		for _, c := range v.Claims {
-			sel = append(sel, claimOf(s, c.Ref))
-		}
+		ls := leasesOf(s, v.Claims)
 		for _, h := range v.Holds {
 			if h.Held() {
-				sel = append(sel, heldClaim(h.Hold, s))
+				ls = append(ls, heldLease(h.Hold, s))
 			}
 		}
+		for _, l := range ls {
+			l.Tenant = tenants[ScopePath(s)+"/"+l.Address]
+			out = append(out, l)
+		}
 	}
-	tenants, _, err := o.op.tenantRecords()
-	for i, c := range sel {
-		sel[i].Tenant = tenants[ScopePath(c.Scope)+"/"+c.Address]
-	}
-	return sel, err
+	return out, err
 }
 
-// claimOf is the claim index key ref (an etcdkv.KV) of scope s names.
-func claimOf(s alloc.Scope, ref any) Claim {
-	r, _ := decodeRecord(ref.(etcdkv.KV).Value)
-	return Claim{Record: r, Scope: s}
-}
-
-// heldClaim is hold h, read in scope s, as an operator sees it: a Claim
-// with no container.
-func heldClaim(h alloc.Hold, s alloc.Scope) Claim {
-	return Claim{
-		Record: Record{Node: h.LastNode, IfName: h.IfName, Network: h.Network, Address: h.Address, Pool: s.Pool, Time: h.Time, StickyKey: h.Key},
-		Scope:  s, Held: true, HoldExpires: h.Expires, LastOwner: h.LastOwner,
+// leasesOf are the claims cs of scope s as an operator sees them: a
+// failed ADD's marker has no Address.
+func leasesOf(s alloc.Scope, cs []alloc.GCClaim) []ops.Lease {
+	out := make([]ops.Lease, len(cs))
+	for i, c := range cs {
+		r, _ := decodeRecord(c.Ref.(etcdkv.KV).Value)
+		out[i] = ops.Lease{Address: r.Address, Network: cmp.Or(r.Network, s.Network), Pool: s.Pool, ContainerID: r.ContainerID,
+			IfName: r.IfName, Owner: r.attachment().Kind(), Since: r.Since().UTC(), Node: r.Node, StickyKey: r.StickyKey,
+			SecondOwner: r.Second, SecondMigration: r.SecondMigration}
+		if r.Address == "" {
+			out[i].Owner = ops.OwnerMarker
+		}
+		// A migration's two owners: the source's row names its target; the
+		// target's own row (its share of the source's claim) names itself.
+		if r.Shares {
+			out[i].SecondOwner = r.ContainerID
+		}
 	}
+	return out
 }
 
-// sortClaims sorts by node, scope and address, as ops.LeaseFilter sorts
-// leases: GC's plan (collect).
-func sortClaims(cs []Claim) {
-	slices.SortFunc(cs, func(x, y Claim) int {
-		a, _ := netip.ParseAddr(x.Address) // a marker (no address) sorts first
-		b, _ := netip.ParseAddr(y.Address)
-		return cmp.Or(strings.Compare(x.Node, y.Node), strings.Compare(ScopePath(x.Scope), ScopePath(y.Scope)), a.Compare(b))
-	})
+// heldLease is hold h, read in scope s, as an operator sees it: no
+// container; the address kept for the key until HoldExpires (zero:
+// until released), its node the one that held it last.
+func heldLease(h alloc.Hold, s alloc.Scope) ops.Lease {
+	return ops.Lease{Address: h.Address, Network: cmp.Or(h.Network, s.Network), Pool: s.Pool, IfName: h.IfName, Owner: "sticky",
+		Since: Record{Time: h.Time}.Since().UTC(), Node: h.LastNode, StickyKey: h.Key, HoldExpires: h.Expires.UTC(), LastOwner: h.LastOwner}
 }
 
 // Node is a node as its machine last reported to etcd.

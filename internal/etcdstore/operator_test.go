@@ -14,6 +14,7 @@ import (
 	"github.com/cniplugins/cniplugins/internal/daetcd"
 	"github.com/cniplugins/cniplugins/internal/etcdkv/etcdkvfake"
 	. "github.com/cniplugins/cniplugins/internal/etcdstore"
+	"github.com/cniplugins/cniplugins/internal/ops"
 	"github.com/cniplugins/cniplugins/internal/plugin"
 )
 
@@ -89,15 +90,15 @@ func TestAdminLeasesReleaseGC(t *testing.T) {
 		t.Fatalf("leases: %v %v", all, err)
 	}
 	gone, _ := ad.Leases("gone", "")
-	if len(gone) != 3 || gone[0].Node != "gone" || gone[0].Since().IsZero() {
+	if len(gone) != 3 || gone[0].Node != "gone" || gone[0].Since.IsZero() {
 		t.Fatalf("leases of node gone: %+v", gone)
 	}
 	// Which of a read's claims a listing shows (a container, a network)
 	// is ops.LeaseFilter's, for both stores (TestLeasesAlikeOnBothBackends).
-	if ls, _ := ad.Leases("", "p"); len(ls) != 3 || slices.ContainsFunc(ls, func(c Claim) bool { return c.Scope != alloc.Scope{Pool: "p"} }) {
+	if ls, _ := ad.Leases("", "p"); len(ls) != 3 || slices.ContainsFunc(ls, func(l ops.Lease) bool { return l.Pool != "p" }) {
 		t.Fatalf("pool p: %+v", ls)
 	}
-	if !slices.ContainsFunc(all, func(c Claim) bool { return c.Address == g3.String() && c.Scope == alloc.Scope{Network: "net-n"} }) {
+	if !slices.ContainsFunc(all, func(l ops.Lease) bool { return l.Address == g3.String() && l.Pool == "" && l.Network == "net-n" }) {
 		t.Fatalf("network net-n: %+v", all)
 	}
 

@@ -53,10 +53,9 @@ type LeaseFilter struct {
 	Node      string // a shared Backend's only: this host's claims
 }
 
-// Select is what f selects of ls, sorted by node, then scope (networks
-// before pools, each by name), then address (a marker, which has none,
-// first). A hold is found by the container that last had it: the one an
-// operator looks for when a pod is gone and its address is not free.
+// Select is what f selects of ls, sorted (SortLeases). A hold is found by
+// the container that last had it: the one an operator looks for when a
+// pod is gone and its address is not free.
 func (f LeaseFilter) Select(ls []Lease) []Lease {
 	ls = slices.DeleteFunc(ls, func(l Lease) bool {
 		container := l.ContainerID
@@ -66,12 +65,18 @@ func (f LeaseFilter) Select(ls []Lease) []Lease {
 		return !(f.Node == "" || l.Node == f.Node) || !(f.Network == "" || l.Network == f.Network) ||
 			!(f.Pool == "" || l.Pool == f.Pool) || !strings.HasPrefix(container, f.Container)
 	})
+	SortLeases(ls)
+	return ls
+}
+
+// SortLeases sorts by node, then scope (networks before pools, each by
+// name), then address (a marker, which has none, first).
+func SortLeases(ls []Lease) {
 	slices.SortStableFunc(ls, func(x, y Lease) int {
 		a, _ := netip.ParseAddr(x.Address)
 		b, _ := netip.ParseAddr(y.Address)
 		return cmp.Or(strings.Compare(x.Node, y.Node), strings.Compare(x.scope(), y.scope()), a.Compare(b))
 	})
-	return ls
 }
 
 // scope names l's scope so that networks sort before pools, each by name.
