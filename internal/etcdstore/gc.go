@@ -101,7 +101,7 @@ func (op *Operation) collect(run gcRun, dryRun bool) ([]ops.Lease, error) {
 	var claims, holds []ops.Lease
 	read, err := op.read(run)
 	errs := []error{err}
-	for _, s := range slices.SortedFunc(maps.Keys(read), func(x, y alloc.Scope) int { return strings.Compare(ScopePath(x), ScopePath(y)) }) {
+	for _, s := range slices.SortedFunc(maps.Keys(read), func(x, y alloc.Scope) int { return strings.Compare(x.Path(), y.Path()) }) {
 		p := alloc.PlanClaims(*read[s], run.keep, op.now)
 		claims = append(claims, leasesOf(s, append(p.EndShare, p.Release...))...)
 		for _, h := range p.Expire {

@@ -71,7 +71,7 @@ func (o *Operator) Leases(node, pool string) ([]ops.Lease, error) {
 			}
 		}
 		for _, l := range ls {
-			l.Tenant = tenants[ScopePath(s)+"/"+l.Address]
+			l.Tenant = tenants[s.Path()+"/"+l.Address]
 			out = append(out, l)
 		}
 	}

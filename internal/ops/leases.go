@@ -79,13 +79,8 @@ func SortLeases(ls []Lease) {
 	})
 }
 
-// scope names l's scope so that networks sort before pools, each by name.
-func (l Lease) scope() string {
-	if l.Pool != "" {
-		return "pool/" + l.Pool
-	}
-	return "net/" + l.Network
-}
+// scope is l's scope's alloc.Scope.Path: networks sort before pools.
+func (l Lease) scope() string { return alloc.Scope{Pool: l.Pool, Network: l.Network}.Path() }
 
 // Held is whether l is an address a sticky key holds: no container has
 // it, LastOwner had it last.
