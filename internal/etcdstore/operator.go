@@ -16,8 +16,8 @@ import (
 // `pools` with --etcd, for a node that is gone for good: its runtime will
 // never send the DEL or GC that would free its addresses): the claims as
 // an operator sees them, as ops.Leases (the one shape of both stores).
-// Which claim a release or a
-// GC frees is the engine's (alloc.PlanRelease, alloc.PlanClaims).
+// Which claim a release or a GC frees is the engine's (alloc.PlanRelease,
+// alloc.PlanClaims).
 
 // Operator reads and releases claims directly, any node's.
 type Operator struct{ op *Operation }
