@@ -10,10 +10,9 @@ import (
 // etcdBackend is the ops.Backend of `leases`, `release`, `gc` and `pools --etcd`:
 // ipam-da-etcd's claims, for a node that is gone for good (its runtime
 // will never send the DEL or GC that would free them). etcdstore.Operator does
-// the work; this is only the seam between its types and ops', kept in
-// this main because it is the one package that links both, so that
-// neither imports the other and the lean binary links neither the etcd
-// client nor this.
+// the work, in ops' own shape (ops.Lease); this is only the seam, kept in
+// this main so that ops never imports etcdstore and the lean binary links
+// neither the etcd client nor this.
 type etcdBackend struct{ ad *etcdstore.Operator }
 
 // openEtcd is the full flavour's Etcd: it validates c as ipam.etcd is
@@ -30,7 +29,7 @@ func openEtcd(c clusteraccess.Access) (ops.Backend, error) {
 func (etcdBackend) Shared() bool { return true }
 
 func (b etcdBackend) Leases(f ops.LeaseFilter) ([]ops.Lease, error) {
-	ls, err := b.ad.Leases(etcdstore.Filter{Node: f.Node, Network: f.Network, Pool: f.Pool, Container: f.Container})
+	ls, err := b.ad.Leases(f.Node, f.Pool)
 	if err != nil {
 		return nil, err
 	}
@@ -38,11 +37,10 @@ func (b etcdBackend) Leases(f ops.LeaseFilter) ([]ops.Lease, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := leasesOf(ls)
-	for i := range out {
-		out[i].NodeSeen = nodes[out[i].Node].LastSeen.UTC()
+	for i := range ls {
+		ls[i].NodeSeen = nodes[ls[i].Node].LastSeen.UTC()
 	}
-	return out, nil
+	return f.Select(ls), nil
 }
 
 // Release is etcdstore's: with Node, the engine refuses unless that node
@@ -65,8 +63,7 @@ func (b etcdBackend) GC(q ops.GCRequest) ([]ops.Lease, error) {
 			return nil, err
 		}
 	}
-	ls, err := b.ad.GC(q.Node, q.Network, q.Pool, keep, q.Apply, q.Runtime == nil && len(q.Keep) == 0)
-	return leasesOf(ls), err
+	return b.ad.GC(q.Node, q.Network, q.Pool, keep, q.Apply, q.Runtime == nil && len(q.Keep) == 0)
 }
 
 // States reads what pools counts in each scope.
@@ -76,36 +73,4 @@ func (b etcdBackend) States(scopes []ops.StateScope) ([]ops.ScopeState, error) {
 		ss[i] = s.Scope
 	}
 	return b.ad.ScopeStates(ss)
-}
-
-func leasesOf(ls []etcdstore.Claim) []ops.Lease {
-	out := make([]ops.Lease, len(ls))
-	for i, l := range ls {
-		out[i] = leaseOf(l)
-	}
-	return out
-}
-
-func leaseOf(l etcdstore.Claim) ops.Lease {
-	out := ops.Lease{
-		Address: l.Address, Network: l.Network, Pool: l.Scope.Pool, ContainerID: l.ContainerID, IfName: l.IfName,
-		Owner: alloc.Attachment{ContainerID: l.ContainerID, IfName: l.IfName}.Kind(), Since: l.Since().UTC(), Node: l.Node,
-	}
-	if out.Network == "" {
-		out.Network = l.Scope.Network
-	}
-	if l.Address == "" {
-		out.Owner = ops.OwnerMarker
-	}
-	out.StickyKey, out.Tenant = l.StickyKey, l.Tenant
-	// A migration's two owners: the source's row names its target; the
-	// target's own row (its share of the source's claim) names itself.
-	out.SecondOwner, out.SecondMigration = l.Second, l.SecondMigration
-	if l.Shares {
-		out.SecondOwner = l.ContainerID
-	}
-	if l.Held {
-		out.Owner, out.HoldExpires, out.LastOwner = "sticky", l.HoldExpires.UTC(), l.LastOwner
-	}
-	return out
 }

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"cmp"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -142,5 +144,76 @@ func TestLiveGCOverEtcd(t *testing.T) {
 	}
 	if fences := fake.Values("/gc-test/fences/node-a/"); len(fences) != 16 {
 		t.Errorf("fence buckets left: %v", fences)
+	}
+}
+
+// leases selects and orders alike from the data dir and from etcd (one
+// filter, ops.LeaseFilter.Select): the same ADDs and DEL through
+// ipam-da-pools and through ipam-da-etcd (on the in-memory etcd) list the
+// same rows for each filter. A sticky key's hold is found under
+// --container by the container that last had it, on both.
+func TestLeasesAlikeOnBothBackends(t *testing.T) {
+	fake := etcdkvfake.New(t)
+	machine := filepath.Join(t.TempDir(), "machine-id")
+	if err := os.WriteFile(machine, []byte("0123456789abcdef0123456789abcdef\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	queries := []struct {
+		f    ops.LeaseFilter
+		want string // each row's network, owner, container and last owner
+	}{
+		{ops.LeaseFilter{}, "lan sticky - g1|mid cni g2 -|other cni b1 -"},
+		{ops.LeaseFilter{Container: "g1"}, "lan sticky - g1"},
+		{ops.LeaseFilter{Container: "g"}, "lan sticky - g1|mid cni g2 -"},
+		{ops.LeaseFilter{Container: "b"}, "other cni b1 -"},
+		{ops.LeaseFilter{Network: "other"}, "other cni b1 -"},
+		{ops.LeaseFilter{Network: "mid", Container: "g2"}, "mid cni g2 -"},
+		{ops.LeaseFilter{Pool: "p"}, ""},
+	}
+	for _, tt := range []struct {
+		name      string
+		allocator plugin.Personality
+		keys      string // the allocator's own ipam keys
+		backend   func(data string) (ops.Backend, error)
+	}{
+		{"data dir", dapools.Personality(), `"dataDir":"DATA"`, func(data string) (ops.Backend, error) { return ops.Local{DataDir: data}, nil }},
+		{"etcd", daetcd.Personality(),
+			fmt.Sprintf(`"etcd":{"endpoints":[%q],"prefix":"/leases-test","nodeName":"node-a","machineIDFile":%q}`, fake.URL(), machine),
+			func(string) (ops.Backend, error) {
+				return openEtcd(clusteraccess.Access{Endpoints: []string{fake.URL()}, Prefix: "/leases-test/"})
+			}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			data := t.TempDir()
+			conf := func(network string) []byte {
+				return fmt.Appendf(nil, `{"cniVersion":"1.1.0","name":%q,"ipam":{"type":%q,%s,"ranges":[[{"subnet":"10.241.4.0/29"}]],"sticky":{"by":["arg"],"holdFor":"1h"}}}`,
+					network, tt.allocator.Name, strings.ReplaceAll(tt.keys, "DATA", data))
+			}
+			// One container a network: etcd's addresses are not in ADD order.
+			for _, c := range [][3]string{{"lan", "g1", "IgnoreUnknown=1;CNIPLUGINS_STICKY_KEY=ns/web-0"}, {"mid", "g2", ""}, {"other", "b1", ""}} {
+				if _, err := plugintest.AddThrough(conf(c[0]), c[1], c[2], tt.allocator); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var stdout, stderr bytes.Buffer
+			env := []string{"CNI_COMMAND=DEL", "CNI_CONTAINERID=g1", "CNI_IFNAME=eth0", "CNI_NETNS=/x", "CNI_PATH=/nonexistent", "CNI_ARGS=IgnoreUnknown=1;CNIPLUGINS_STICKY_KEY=ns/web-0"}
+			if exit := plugin.Run(tt.allocator, plugin.IO{Environ: env, Stdin: bytes.NewReader(conf("lan")), Stdout: &stdout, Stderr: &stderr}); exit != 0 {
+				t.Fatalf("DEL g1: %s %s", stdout.Bytes(), stderr.Bytes())
+			}
+			b, err := tt.backend(data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, q := range queries {
+				ls, err := b.Leases(q.f)
+				var got []string
+				for _, l := range ls {
+					got = append(got, fmt.Sprintf("%s %s %s %s", l.Network, l.Owner, cmp.Or(l.ContainerID, "-"), cmp.Or(l.LastOwner, "-")))
+				}
+				if err != nil || strings.Join(got, "|") != q.want {
+					t.Errorf("leases %+v: %q %v; want %q", q.f, strings.Join(got, "|"), err, q.want)
+				}
+			}
+		})
 	}
 }

@@ -199,12 +199,8 @@ func (al *Allocator) reserveNext(a Attachment, rangeID int, rs addrspace.RangeSe
 // spread over the pool instead of all racing for its lowest free address,
 // and each costs one claim as long as the pool is not nearly full.
 func SpreadStart(rs addrspace.RangeSet, node string, a Attachment, s Scope) netip.Addr {
-	scope := "net/" + s.Network
-	if s.Pool != "" {
-		scope = "pool/" + s.Pool
-	}
 	h := fnv.New64a()
-	h.Write([]byte(node + "\x00" + a.Network + "\x00" + a.ContainerID + "\x00" + a.IfName + "\x00" + scope))
+	h.Write([]byte(node + "\x00" + a.Network + "\x00" + a.ContainerID + "\x00" + a.IfName + "\x00" + s.Path()))
 	sum := h.Sum64()
 	r := rs[sum%uint64(len(rs))]
 	off := (sum ^ sum>>33) * 0xff51afd7ed558ccd // decorrelated from the range choice

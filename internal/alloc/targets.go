@@ -16,6 +16,16 @@ import (
 // own place (a state directory, a key prefix).
 type Scope struct{ Pool, Network string }
 
+// Path names s as "pool/<name>" (Pool when set) or "net/<name>": networks
+// sort before pools, each by name. It is a scope's segment in etcd's keys,
+// and the order the operators' listings keep.
+func (s Scope) Path() string {
+	if s.Pool != "" {
+		return "pool/" + s.Pool
+	}
+	return "net/" + s.Network
+}
+
 // Target is one address an ADD must hand out.
 type Target struct {
 	Label     string // names the pool or range set in errors

@@ -64,7 +64,7 @@ func writeLeases(cmd *cobra.Command, leases []ops.Lease, out outputFlags, nodes 
 		{"STICKY-KEY", sticky, func(l ops.Lease) string { return printableKey(l.StickyKey) }},
 		{"LAST-OWNER", sticky, func(l ops.Lease) string { return l.LastOwner }},
 		{"EXPIRES", sticky, func(l ops.Lease) string {
-			if l.HoldExpires.IsZero() && l.StickyKey != "" && l.ContainerID == "" {
+			if l.HoldExpires.IsZero() && l.Held() {
 				return "never"
 			}
 			return timeCell(l.HoldExpires, "-")

@@ -9,6 +9,7 @@ import (
 	"github.com/cniplugins/cniplugins/internal/clusteraccess"
 	"github.com/cniplugins/cniplugins/internal/etcdkv/etcdkvfake"
 	. "github.com/cniplugins/cniplugins/internal/etcdstore"
+	"github.com/cniplugins/cniplugins/internal/ops"
 )
 
 // cluster is the in-memory etcd (etcdkvfake) every test of the package
@@ -54,10 +55,10 @@ func operatorAt(t *testing.T, base string) *Operator {
 
 // leasesAt is every lease of the test's keys under base, as `leases`
 // lists them.
-func leasesAt(t *testing.T, base string) ([]Claim, error) {
+func leasesAt(t *testing.T, base string) ([]ops.Lease, error) {
 	a, err := OpenOperator(clusteraccess.Access{Endpoints: cluster.Endpoints(), Prefix: base + t.Name() + "/"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return a.Leases(Filter{})
+	return a.Leases("", "")
 }

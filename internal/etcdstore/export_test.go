@@ -6,6 +6,7 @@ import (
 
 	"github.com/cniplugins/cniplugins/internal/alloc"
 	"github.com/cniplugins/cniplugins/internal/etcdkv"
+	"github.com/cniplugins/cniplugins/internal/ops"
 	"github.com/cniplugins/cniplugins/internal/pool"
 )
 
@@ -71,6 +72,6 @@ func (o *Operator) AddrKey(s alloc.Scope, ip netip.Addr) string { return o.op.ke
 
 // GCKeeping applies the operator's GC of node's claims with keep as the
 // keep rule: a test's keep runs between the driver's read and its writes.
-func (o *Operator) GCKeeping(node string, keep func(alloc.Attachment) bool) ([]Claim, error) {
+func (o *Operator) GCKeeping(node string, keep func(alloc.Attachment) bool) ([]ops.Lease, error) {
 	return o.op.collect(gcRun{index: []string{o.op.keys.nodePrefix(node)}, keep: keep}, false)
 }

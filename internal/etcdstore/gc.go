@@ -9,6 +9,7 @@ import (
 	"github.com/cniplugins/cniplugins/internal/alloc"
 	"github.com/cniplugins/cniplugins/internal/etcdkv"
 	"github.com/cniplugins/cniplugins/internal/logging"
+	"github.com/cniplugins/cniplugins/internal/ops"
 )
 
 // GC (spec 1.1) releases this node's claims of this network in the
@@ -96,23 +97,21 @@ type gcRun struct {
 // (alloc.PlanClaims), and, unless dryRun, each plan is applied
 // (applyGC). It returns the plan: the claims sorted as Leases sorts
 // them, then the holds in scope order. It keeps going after errors.
-func (op *Operation) collect(run gcRun, dryRun bool) ([]Claim, error) {
-	var claims, holds []Claim
+func (op *Operation) collect(run gcRun, dryRun bool) ([]ops.Lease, error) {
+	var claims, holds []ops.Lease
 	read, err := op.read(run)
 	errs := []error{err}
-	for _, s := range slices.SortedFunc(maps.Keys(read), func(x, y alloc.Scope) int { return strings.Compare(ScopePath(x), ScopePath(y)) }) {
+	for _, s := range slices.SortedFunc(maps.Keys(read), func(x, y alloc.Scope) int { return strings.Compare(x.Path(), y.Path()) }) {
 		p := alloc.PlanClaims(*read[s], run.keep, op.now)
-		for _, c := range append(p.EndShare, p.Release...) {
-			claims = append(claims, claimOf(s, c.Ref))
-		}
+		claims = append(claims, leasesOf(s, append(p.EndShare, p.Release...))...)
 		for _, h := range p.Expire {
-			holds = append(holds, heldClaim(h.Hold, s))
+			holds = append(holds, heldLease(h.Hold, s))
 		}
 		if !dryRun {
 			errs = append(errs, op.applyGC(run, s, p, 1))
 		}
 	}
-	sortClaims(claims)
+	ops.SortLeases(claims)
 	return append(claims, holds...), errors.Join(errs...)
 }
 

@@ -21,24 +21,14 @@ import (
 // can reach outside its place.
 type layout struct{ prefix string }
 
-// ScopePath is a scope's segment in every key of it: networks ("net/")
-// sort before pools ("pool/"), each by name, which is also the order the
-// operators' listings keep.
-func ScopePath(s alloc.Scope) string {
-	if s.Pool != "" {
-		return "pool/" + s.Pool
-	}
-	return "net/" + s.Network
-}
-
-func (l layout) scopeAddrs(s alloc.Scope) string { return l.prefix + "ip/" + ScopePath(s) + "/" }
+func (l layout) scopeAddrs(s alloc.Scope) string { return l.prefix + "ip/" + s.Path() + "/" }
 
 func (l layout) addrKey(s alloc.Scope, ip netip.Addr) string { return l.scopeAddrs(s) + ip.String() }
 
 func (l layout) nodePrefix(node string) string { return l.prefix + "node/" + node + "/" }
 
 func (l layout) nodeScope(node string, s alloc.Scope) string {
-	return l.nodePrefix(node) + ScopePath(s) + "/"
+	return l.nodePrefix(node) + s.Path() + "/"
 }
 
 func (l layout) attachmentPrefix(node string, s alloc.Scope, cid, ifname string) string {
@@ -51,7 +41,7 @@ func (l layout) slotKey(node string, s alloc.Scope, cid, ifname string, slot int
 
 func (l layout) nodeKey(node string) string { return l.prefix + "nodes/" + node }
 
-func (l layout) fullScope(s alloc.Scope) string { return l.prefix + "full/" + ScopePath(s) + "/" }
+func (l layout) fullScope(s alloc.Scope) string { return l.prefix + "full/" + s.Path() + "/" }
 
 func (l layout) fullKey(s alloc.Scope, slot int) string { return l.fullScope(s) + strconv.Itoa(slot) }
 

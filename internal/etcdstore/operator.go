@@ -3,22 +3,21 @@ package etcdstore
 import (
 	"cmp"
 	"fmt"
-	"net/netip"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/cniplugins/cniplugins/internal/alloc"
 	"github.com/cniplugins/cniplugins/internal/clusteraccess"
 	"github.com/cniplugins/cniplugins/internal/etcdkv"
 	"github.com/cniplugins/cniplugins/internal/logging"
+	"github.com/cniplugins/cniplugins/internal/ops"
 )
 
 // The operators' tool (`cniplugins-full leases`, `release`, `gc` and
 // `pools` with --etcd, for a node that is gone for good: its runtime will
 // never send the DEL or GC that would free its addresses): the claims as
-// an operator sees them, filtered and sorted. Which claim a release or a
-// GC frees is the engine's (alloc.PlanRelease, alloc.PlanClaims).
+// an operator sees them, as ops.Leases (the one shape of both stores).
+// Which claim a release or a GC frees is the engine's (alloc.PlanRelease,
+// alloc.PlanClaims).
 
 // Operator reads and releases claims directly, any node's.
 type Operator struct{ op *Operation }
@@ -44,95 +43,68 @@ func OpenOperator(c clusteraccess.Access) (*Operator, error) {
 	return &Operator{op}, nil
 }
 
-// Claim is one claim as read: its record and the scope its key names. A
-// failed ADD's marker has no Address.
-type Claim struct {
-	Record
-	Scope alloc.Scope `json:"-"`
-	// Held is a sticky key's hold (sticky.go): no container, the
-	// address kept for the key (Record.StickyKey) until HoldExpires
-	// (zero: until released); Node is the one that held it last.
-	Held        bool
-	HoldExpires time.Time
-	LastOwner   string
-	// Tenant is the quota's tenant the address counts for ("" none), once
-	// Leases has read it.
-	Tenant string
-}
-
-// Filter selects claims; empty fields match everything.
-type Filter struct {
-	Node, Network, Pool, Container string
-}
-
-// matches is whether f selects c: a hold by the node and container that
-// held it last. The pool is read's filter.
-func (f Filter) matches(c Claim) bool {
-	container := c.ContainerID
-	if c.Held {
-		container = c.LastOwner
-	}
-	return (f.Node == "" || c.Node == f.Node) && (f.Network == "" || c.Network == f.Network) && strings.HasPrefix(container, f.Container)
-}
-
-// Leases lists the claims and the held holds that f selects, with the
-// tenants they count for, sorted by node, scope and address: one read of
-// the nodes' index keys (one node's, or every node's) and of the hold
-// keys, the CNI GC's (read).
-func (o *Operator) Leases(f Filter) ([]Claim, error) {
+// Leases reads the claims and the held holds as ops.Leases, with the
+// tenants they count for: one read of the nodes' index keys (node's, or
+// every node's for "") and of the hold keys, the CNI GC's (read), of pool
+// alone when set. Which of them a listing shows, and in what order, is
+// ops.LeaseFilter's for both stores: every node's holds are read, and a
+// hold's node is the one that held it last.
+func (o *Operator) Leases(node, pool string) ([]ops.Lease, error) {
 	index := o.op.keys.prefix + "node/"
-	if f.Node != "" {
-		if err := ValidNodeName("--node", f.Node); err != nil {
+	if node != "" {
+		if err := ValidNodeName("--node", node); err != nil {
 			return nil, err
 		}
-		index = o.op.keys.nodePrefix(f.Node)
+		index = o.op.keys.nodePrefix(node)
 	}
-	read, err := o.op.read(gcRun{pool: f.Pool, index: []string{index}, holds: []string{o.op.keys.prefix + "sticky/"}})
+	read, err := o.op.read(gcRun{pool: pool, index: []string{index}, holds: []string{o.op.keys.prefix + "sticky/"}})
 	if err != nil {
 		return nil, err
 	}
-	var sel []Claim
+	tenants, _, err := o.op.tenantRecords()
+	out := []ops.Lease{}
 	for s, v := range read {
-		for _, c := range v.Claims {
-			sel = append(sel, claimOf(s, c.Ref))
-		}
+		ls := leasesOf(s, v.Claims)
 		for _, h := range v.Holds {
 			if h.Held() {
-				sel = append(sel, heldClaim(h.Hold, s))
+				ls = append(ls, heldLease(h.Hold, s))
 			}
 		}
+		for _, l := range ls {
+			l.Tenant = tenants[s.Path()+"/"+l.Address]
+			out = append(out, l)
+		}
 	}
-	sel = slices.DeleteFunc(sel, func(c Claim) bool { return !f.matches(c) })
-	tenants, _, err := o.op.tenantRecords()
-	for i, c := range sel {
-		sel[i].Tenant = tenants[ScopePath(c.Scope)+"/"+c.Address]
-	}
-	sortClaims(sel)
-	return sel, err
+	return out, err
 }
 
-// claimOf is the claim index key ref (an etcdkv.KV) of scope s names.
-func claimOf(s alloc.Scope, ref any) Claim {
-	r, _ := decodeRecord(ref.(etcdkv.KV).Value)
-	return Claim{Record: r, Scope: s}
-}
-
-// heldClaim is hold h, read in scope s, as an operator sees it: a Claim
-// with no container.
-func heldClaim(h alloc.Hold, s alloc.Scope) Claim {
-	return Claim{
-		Record: Record{Node: h.LastNode, IfName: h.IfName, Network: h.Network, Address: h.Address, Pool: s.Pool, Time: h.Time, StickyKey: h.Key},
-		Scope:  s, Held: true, HoldExpires: h.Expires, LastOwner: h.LastOwner,
+// leasesOf are the claims cs of scope s as an operator sees them: a
+// failed ADD's marker has no Address.
+func leasesOf(s alloc.Scope, cs []alloc.GCClaim) []ops.Lease {
+	out := make([]ops.Lease, len(cs))
+	for i, c := range cs {
+		r, _ := decodeRecord(c.Ref.(etcdkv.KV).Value)
+		out[i] = ops.Lease{Address: r.Address, Network: cmp.Or(r.Network, s.Network), Pool: s.Pool, ContainerID: r.ContainerID,
+			IfName: r.IfName, Owner: r.attachment().Kind(), Since: r.Since().UTC(), Node: r.Node, StickyKey: r.StickyKey,
+			SecondOwner: r.Second, SecondMigration: r.SecondMigration}
+		if r.Address == "" {
+			out[i].Owner = ops.OwnerMarker
+		}
+		// A migration's two owners: the source's row names its target; the
+		// target's own row (its share of the source's claim) names itself.
+		if r.Shares {
+			out[i].SecondOwner = r.ContainerID
+		}
 	}
+	return out
 }
 
-// sortClaims sorts by node, scope and address.
-func sortClaims(cs []Claim) {
-	slices.SortFunc(cs, func(x, y Claim) int {
-		a, _ := netip.ParseAddr(x.Address) // a marker (no address) sorts first
-		b, _ := netip.ParseAddr(y.Address)
-		return cmp.Or(strings.Compare(x.Node, y.Node), strings.Compare(ScopePath(x.Scope), ScopePath(y.Scope)), a.Compare(b))
-	})
+// heldLease is hold h, read in scope s, as an operator sees it: no
+// container; the address kept for the key until HoldExpires (zero:
+// until released), its node the one that held it last.
+func heldLease(h alloc.Hold, s alloc.Scope) ops.Lease {
+	return ops.Lease{Address: h.Address, Network: cmp.Or(h.Network, s.Network), Pool: s.Pool, IfName: h.IfName, Owner: "sticky",
+		Since: Record{Time: h.Time}.Since().UTC(), Node: h.LastNode, StickyKey: h.Key, HoldExpires: h.Expires.UTC(), LastOwner: h.LastOwner}
 }
 
 // Node is a node as its machine last reported to etcd.

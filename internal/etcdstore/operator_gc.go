@@ -5,6 +5,7 @@ import (
 
 	"github.com/cniplugins/cniplugins/internal/alloc"
 	"github.com/cniplugins/cniplugins/internal/etcdkv"
+	"github.com/cniplugins/cniplugins/internal/ops"
 )
 
 // GC releases every claim of node (optionally only in one pool, or of
@@ -17,7 +18,7 @@ import (
 // (fence.go), deleted after the releases so that a GC cut short keeps
 // them. A live node's ADDs still compare its buckets: its GC (`gc --cri`)
 // never drops them.
-func (o *Operator) GC(node, network, pool string, keep alloc.KeepSet, apply, dropFences bool) ([]Claim, error) {
+func (o *Operator) GC(node, network, pool string, keep alloc.KeepSet, apply, dropFences bool) ([]ops.Lease, error) {
 	if err := ValidNodeName("--node", node); err != nil {
 		return nil, err
 	}

@@ -16,7 +16,7 @@ import (
 // what is read; unless dryRun, the plan is applied in transactions
 // guarded by what was read.
 func (o *Operator) Release(s alloc.Scope, q alloc.ReleaseRequest, dryRun bool) (p alloc.ReleasePlan, err error) {
-	if q.Where = ScopePath(s); q.Key != "" {
+	if q.Where = s.Path(); q.Key != "" {
 		return o.releaseHolds(s, q, dryRun)
 	}
 	if q.Node != "" {
@@ -70,7 +70,7 @@ func (o *Operator) releaseClaim(s alloc.Scope, addr netip.Addr, kv etcdkv.KV, r 
 		err = o.op.commitOne(etcdkv.Txn{If: []etcdkv.Cmp{etcdkv.ValueIs(string(kv.Key), kv.Value)}, Then: []etcdkv.Op{etcdkv.Delete(string(kv.Key))}}, o.op.bump(r))
 	}
 	if errors.Is(err, errReleaseRaced) {
-		return fmt.Errorf("%s in %s changed while being released; nothing done, try again", addr, ScopePath(s))
+		return fmt.Errorf("%s in %s changed while being released; nothing done, try again", addr, s.Path())
 	}
 	return err
 }

@@ -28,7 +28,7 @@ func (o *Operator) ScopeStates(scopes []alloc.Scope) ([]alloc.ScopeState, error)
 				continue // not a claim key
 			}
 			st.Addrs = append(st.Addrs, ip)
-			if t, ok := tenants[ScopePath(s)+"/"+ip.String()]; ok && s.Pool != "" {
+			if t, ok := tenants[s.Path()+"/"+ip.String()]; ok && s.Pool != "" {
 				st.Tenants[ip] = t
 			}
 			if r, ok := decodeRecord(kv.Value); ok && r.Second != "" {

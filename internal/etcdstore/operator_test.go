@@ -14,6 +14,7 @@ import (
 	"github.com/cniplugins/cniplugins/internal/daetcd"
 	"github.com/cniplugins/cniplugins/internal/etcdkv/etcdkvfake"
 	. "github.com/cniplugins/cniplugins/internal/etcdstore"
+	"github.com/cniplugins/cniplugins/internal/ops"
 	"github.com/cniplugins/cniplugins/internal/plugin"
 )
 
@@ -84,19 +85,21 @@ func TestAdminLeasesReleaseGC(t *testing.T) {
 	b1 := st.add("alive", "b1", "p")
 	ad := st.admin()
 
-	all, err := ad.Leases(Filter{})
+	all, err := ad.Leases("", "")
 	if err != nil || len(all) != 4 {
 		t.Fatalf("leases: %v %v", all, err)
 	}
-	gone, _ := ad.Leases(Filter{Node: "gone"})
-	if len(gone) != 3 || gone[0].Node != "gone" || gone[0].Since().IsZero() {
+	gone, _ := ad.Leases("gone", "")
+	if len(gone) != 3 || gone[0].Node != "gone" || gone[0].Since.IsZero() {
 		t.Fatalf("leases of node gone: %+v", gone)
 	}
-	if ls, _ := ad.Leases(Filter{Pool: "p", Container: "g"}); len(ls) != 2 {
-		t.Fatalf("pool p, containers g*: %+v", ls)
+	// Which of a read's claims a listing shows (a container, a network)
+	// is ops.LeaseFilter's, for both stores (TestLeasesAlikeOnBothBackends).
+	if ls, _ := ad.Leases("", "p"); len(ls) != 3 || slices.ContainsFunc(ls, func(l ops.Lease) bool { return l.Pool != "p" }) {
+		t.Fatalf("pool p: %+v", ls)
 	}
-	if ls, _ := ad.Leases(Filter{Network: "net-n"}); len(ls) != 1 || ls[0].Address != g3.String() || ls[0].Scope != (alloc.Scope{Network: "net-n"}) {
-		t.Fatalf("network net-n: %+v", ls)
+	if !slices.ContainsFunc(all, func(l ops.Lease) bool { return l.Address == g3.String() && l.Pool == "" && l.Network == "net-n" }) {
+		t.Fatalf("network net-n: %+v", all)
 	}
 
 	// release: refused for the wrong owner, for an unclaimed address; a
@@ -114,13 +117,13 @@ func TestAdminLeasesReleaseGC(t *testing.T) {
 	if _, err := ad.Release(p, alloc.ReleaseRequest{Addr: a1, Container: "g1", IfName: "eth0", Node: "gone"}, true); err != nil {
 		t.Fatal(err)
 	}
-	if ls, _ := ad.Leases(Filter{}); len(ls) != 4 {
+	if ls, _ := ad.Leases("", ""); len(ls) != 4 {
 		t.Fatal("dry run released")
 	}
 	if rel, err := ad.Release(p, alloc.ReleaseRequest{Addr: a1, Container: "g1", IfName: "eth0"}, false); err != nil || rel.Owner.ContainerID != "g1" {
 		t.Fatalf("release: %+v %v", rel, err)
 	}
-	if ls, _ := ad.Leases(Filter{}); len(ls) != 3 {
+	if ls, _ := ad.Leases("", ""); len(ls) != 3 {
 		t.Fatalf("after release: %+v", ls)
 	}
 
@@ -130,13 +133,13 @@ func TestAdminLeasesReleaseGC(t *testing.T) {
 	if err != nil || len(plan) != 1 || plan[0].ContainerID != "g3" {
 		t.Fatalf("plan: %+v %v", plan, err)
 	}
-	if ls, _ := ad.Leases(Filter{}); len(ls) != 3 {
+	if ls, _ := ad.Leases("", ""); len(ls) != 3 {
 		t.Fatal("a plan released")
 	}
 	if _, err := ad.GC("gone", "", "", alloc.NewKeepSet("", nil), true, true); err != nil {
 		t.Fatal(err)
 	}
-	left, _ := ad.Leases(Filter{})
+	left, _ := ad.Leases("", "")
 	if len(left) != 1 || left[0].Node != "alive" || left[0].Address != b1.String() {
 		t.Fatalf("after gc of node gone: %+v", left)
 	}
@@ -190,7 +193,7 @@ func TestAdminGCManyPools(t *testing.T) {
 	if err != nil || len(plan) != inFirst+pools-1 {
 		t.Fatalf("gc --apply: %d planned, %v", len(plan), err)
 	}
-	if left, err := ad.Leases(Filter{}); err != nil || len(left) != 0 {
+	if left, err := ad.Leases("", ""); err != nil || len(left) != 0 {
 		t.Fatalf("after gc --apply: %d leases left, %v", len(left), err)
 	}
 }

@@ -108,7 +108,7 @@ func removeRecord(m etcdkv.KV) etcdkv.Txn {
 // while as read).
 func (qs *quotaState) claimOps(l layout, s alloc.Scope, ip netip.Addr, cond []etcdkv.Cmp, then []etcdkv.Op) ([]etcdkv.Cmp, []etcdkv.Op) {
 	// The record's key names the address as its claim key does (judge).
-	vk, mk := l.tenantVersion(qs.name), l.tenantPrefix(qs.name)+ScopePath(s)+"/"+ip.String()
+	vk, mk := l.tenantVersion(qs.name), l.tenantPrefix(qs.name)+s.Path()+"/"+ip.String()
 	if qs.enforce {
 		cond = append(cond, atRev(vk, qs.version))
 	}
@@ -146,7 +146,7 @@ func (op *Operation) tenantRecords() (tenants map[string]string, dead []etcdkv.T
 		if r.Stale() != "" {
 			dead = append(dead, removeRecord(read[i]))
 		} else {
-			tenants[ScopePath(r.Scope)+"/"+r.Addr.String()] = r.Tenant
+			tenants[r.Scope.Path()+"/"+r.Addr.String()] = r.Tenant
 		}
 	}
 	return tenants, dead, err

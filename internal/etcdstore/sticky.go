@@ -30,7 +30,7 @@ func stickyOf(k alloc.Keyed, ifname string) *stickyAtt {
 	return &stickyAtt{Keyed: k, id: alloc.StickyID(k.Key, ifname)}
 }
 
-func (l layout) holdScope(s alloc.Scope) string { return l.prefix + "sticky/" + ScopePath(s) + "/" }
+func (l layout) holdScope(s alloc.Scope) string { return l.prefix + "sticky/" + s.Path() + "/" }
 
 // holdKey is the hold of key id in scope for the range set or pool whose
 // index key ends in slot.

@@ -14,6 +14,7 @@ import (
 	"github.com/cniplugins/cniplugins/internal/daetcd"
 	"github.com/cniplugins/cniplugins/internal/etcdkv"
 	. "github.com/cniplugins/cniplugins/internal/etcdstore"
+	"github.com/cniplugins/cniplugins/internal/ops"
 	"github.com/cniplugins/cniplugins/internal/plugin"
 )
 
@@ -76,17 +77,17 @@ func prevOf(addr netip.Addr) string {
 func stickyAdmin(t *testing.T) *Operator { return operatorAt(t, "/sticky-test/") }
 
 // stickyLeases is every lease of the test, as `leases` lists them.
-func stickyLeases(t *testing.T) ([]Claim, error) { return leasesAt(t, "/sticky-test/") }
+func stickyLeases(t *testing.T) ([]ops.Lease, error) { return leasesAt(t, "/sticky-test/") }
 
 // heldLeases lists the test's leases, and the holds among them.
-func heldLeases(t *testing.T) (all, held []Claim) {
+func heldLeases(t *testing.T) (all, held []ops.Lease) {
 	t.Helper()
 	all, err := stickyLeases(t)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, l := range all {
-		if l.Held {
+		if l.Held() {
 			held = append(held, l)
 		}
 	}
@@ -188,11 +189,11 @@ func TestStickyRequestedConflict(t *testing.T) {
 	// valid attachments say.
 	c.ok("DEL", "host-b", "c2", "db-0", "")
 	ls, _ := stickyLeases(t)
-	if len(ls) != 1 || !ls[0].Held || !ls[0].HoldExpires.IsZero() {
+	if len(ls) != 1 || !ls[0].Held() || !ls[0].HoldExpires.IsZero() {
 		t.Fatalf("leases: %+v", ls)
 	}
 	c.ok("GC", "host-b", "", "", `"cni.dev/valid-attachments":[]`)
-	if ls, _ := stickyLeases(t); len(ls) != 1 || !ls[0].Held {
+	if ls, _ := stickyLeases(t); len(ls) != 1 || !ls[0].Held() {
 		t.Fatalf("GC freed an unexpired hold: %+v", ls)
 	}
 }
@@ -208,7 +209,7 @@ func TestStickyExpiryGC(t *testing.T) {
 	time.Sleep(4 * time.Second)
 	ad = stickyAdmin(t)
 	plan, err = ad.GC("host-a", "", "", alloc.NewKeepSet("", nil), true, true)
-	if err != nil || len(plan) != 1 || !plan[0].Held {
+	if err != nil || len(plan) != 1 || !plan[0].Held() {
 		t.Fatalf("GC of an expired hold: %+v %v", plan, err)
 	}
 	if ls, _ := stickyLeases(t); len(ls) != 0 {

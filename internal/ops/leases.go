@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"net/netip"
+	"slices"
 	"strings"
 	"time"
 	"unicode"
@@ -42,7 +43,9 @@ type Lease struct {
 	Tenant          string `json:"tenant,omitempty"`
 }
 
-// LeaseFilter narrows a listing; empty fields match everything.
+// LeaseFilter narrows a listing; empty fields match everything. Every
+// Backend's Leases selects and orders through Select, so that a listing
+// means the same of the data dir and of etcd.
 type LeaseFilter struct {
 	Network   string
 	Pool      string
@@ -50,8 +53,42 @@ type LeaseFilter struct {
 	Node      string // a shared Backend's only: this host's claims
 }
 
-// Leases lists the reservations under the data dir that f selects,
-// network directories first, then pools, each sorted by address.
+// Select is what f selects of ls, sorted (SortLeases). A hold is found by
+// the container that last had it: the one an operator looks for when a
+// pod is gone and its address is not free.
+func (f LeaseFilter) Select(ls []Lease) []Lease {
+	ls = slices.DeleteFunc(ls, func(l Lease) bool {
+		container := l.ContainerID
+		if l.Held() {
+			container = l.LastOwner
+		}
+		return !(f.Node == "" || l.Node == f.Node) || !(f.Network == "" || l.Network == f.Network) ||
+			!(f.Pool == "" || l.Pool == f.Pool) || !strings.HasPrefix(container, f.Container)
+	})
+	SortLeases(ls)
+	return ls
+}
+
+// SortLeases sorts by node, then scope (networks before pools, each by
+// name), then address (a marker, which has none, first).
+func SortLeases(ls []Lease) {
+	slices.SortStableFunc(ls, func(x, y Lease) int {
+		a, _ := netip.ParseAddr(x.Address)
+		b, _ := netip.ParseAddr(y.Address)
+		return cmp.Or(strings.Compare(x.Node, y.Node), strings.Compare(x.scope(), y.scope()), a.Compare(b))
+	})
+}
+
+// scope is l's scope's alloc.Scope.Path: networks sort before pools.
+func (l Lease) scope() string { return alloc.Scope{Pool: l.Pool, Network: l.Network}.Path() }
+
+// Held is whether l is an address a sticky key holds: no container has
+// it, LastOwner had it last.
+func (l Lease) Held() bool { return l.ContainerID == "" && l.StickyKey != "" }
+
+// Leases lists the reservations under the data dir that f selects. The
+// directories f names alone are read; a data dir's are this host's, of
+// no node.
 func (b Local) Leases(f LeaseFilter) ([]Lease, error) {
 	dirs, err := StateDirs(b.DataDir)
 	if err != nil {
@@ -66,13 +103,10 @@ func (b Local) Leases(f LeaseFilter) ([]Lease, error) {
 		if err != nil {
 			return nil, err
 		}
-		for _, l := range ls {
-			if (f.Network == "" || l.Network == f.Network) && strings.HasPrefix(l.ContainerID, f.Container) {
-				out = append(out, l)
-			}
-		}
+		out = append(out, ls...)
 	}
-	return out, nil
+	f.Node = ""
+	return f.Select(out), nil
 }
 
 // readLeases reads d's reservations without the lock, as leases with
@@ -146,7 +180,7 @@ func (l Lease) Describe() string {
 		}
 	}
 	who := "container " + l.ContainerID
-	if l.ContainerID == "" && l.StickyKey != "" {
+	if l.Held() {
 		who = "held, last container " + l.LastOwner
 	}
 	if l.IfName != "" {

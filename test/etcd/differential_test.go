@@ -622,3 +622,42 @@ func TestAllocatorsAlikeCheckWithoutAddresses(t *testing.T) {
 		})
 	}
 }
+
+// `leases --container` answers alike of both stores, where they once
+// differed: a sticky key's hold is listed under the container that last
+// had it (ipam-da-pools listed it under none), beside the containers
+// that still have their addresses.
+func TestAllocatorsAlikeLeasesByContainer(t *testing.T) {
+	needCluster(t)
+	pools, etcd := newHost(t, "alike-pools"), newHost(t, "alike-etcd")
+	sticky := map[string]any{"by": []string{"arg"}, "holdFor": "1h"}
+	ranges := [][]map[string]string{{{"subnet": diffNet.String()}}}
+	a := mustJSON(t, map[string]any{"cniVersion": "1.1.0", "name": "alike", "ipam": map[string]any{"type": "ipam-da-pools", "dataDir": pools.dir, "ranges": ranges, "sticky": sticky}})
+	b := mustJSON(t, map[string]any{"cniVersion": "1.1.0", "name": "alike", "ipam": map[string]any{"type": "ipam-da-etcd", "dataDir": etcd.dir, "etcd": etcdKeys(t, etcd, nil), "ranges": ranges, "sticky": sticky}})
+	const key = "IgnoreUnknown=1;CNIPLUGINS_STICKY_KEY=ns/db-0"
+	for _, st := range [][3]string{{"ADD", "c1", key}, {"ADD", "c2", ""}, {"DEL", "c1", key}} {
+		if ra, rb := call("ipam-da-pools", st[0], st[1], a, st[2]), call("ipam-da-etcd", st[0], st[1], b, st[2]); ra.Exit != 0 || rb.Exit != 0 {
+			t.Fatalf("%s %s: %s / %s", st[0], st[1], ra.Stdout, rb.Stdout)
+		}
+	}
+	rows := func(argv ...string) string {
+		r := testbin.Run(testbin.Call{Plugin: "cniplugins", Path: binDir, Argv: append([]string{"leases", "-o", "json"}, argv...)})
+		var ls []struct{ Owner, ContainerID, LastOwner string }
+		if err := json.Unmarshal(r.Stdout, &ls); r.Exit != 0 || err != nil {
+			t.Fatalf("leases %v: exit %d %s %s", argv, r.Exit, r.Stdout, r.Stderr)
+		}
+		var out []string
+		for _, l := range ls {
+			out = append(out, l.Owner+" "+l.ContainerID+" last "+l.LastOwner)
+		}
+		slices.Sort(out) // each store places a fresh address its own way
+		return strings.Join(out, ", ")
+	}
+	for q, want := range map[string]string{"c1": "sticky  last c1", "c": "cni c2 last , sticky  last c1", "c2": "cni c2 last ", "x": ""} {
+		local := rows("--container", q, "--data-dir", pools.dir)
+		shared := rows("--container", q, "--etcd", strings.Join(cluster.Endpoints(), ","), "--prefix", prefix(t))
+		if local != want || shared != want {
+			t.Errorf("leases --container %s: ipam-da-pools %q, ipam-da-etcd %q; want %q on both", q, local, shared, want)
+		}
+	}
+}
