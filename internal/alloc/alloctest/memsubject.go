@@ -52,7 +52,7 @@ func (m *memSubject) Holds() ([]alloc.Hold, error) {
 
 // release is an operator's release r in scope s, at now.
 func (m *memSubject) release(s alloc.Scope, r alloc.ReleaseRequest, now time.Time) error {
-	r.Where = "pool/" + s.Pool
+	r.Where = s.Path()
 	_, _, err := alloc.OperatorRelease(m.pools.store(s, "", nil), r, now)
 	return err
 }
