@@ -39,8 +39,8 @@ func (d *Disk) KeepCursor(rangeID int) (func() error, error) {
 		return nil, err
 	}
 	return func() error {
-		d.dirty = true
 		if c.Raw == nil {
+			d.dirty = true
 			return removeIfAny(path)
 		}
 		return d.replaceRecycled(path, string(c.Raw))

@@ -132,7 +132,7 @@ func readFile(path string) ([]byte, bool, error) {
 // synchronously, which on some disks costs a millisecond per write. No
 // fsync: durability across power loss is host-local's.
 func overwrite(path, s string, mode uint32) error {
-	fd, err := openRetry(path, syscall.O_WRONLY|syscall.O_CREAT, mode)
+	fd, err := openatRetry(atFDCWD, path, syscall.O_WRONLY|syscall.O_CREAT, mode)
 	if err != nil {
 		return cnierr.IO("open", path, err)
 	}
@@ -167,9 +167,9 @@ func removeIfAny(path string) error {
 // for an absolute name is open(2).
 const atFDCWD = -0x64
 
-// openatRetry opens name relative to the directory dirfd, never through
-// a symbolic link as its last component (safedir.go: the directories
-// above it are checked).
+// openatRetry opens name relative to the directory dirfd (atFDCWD: name
+// is a path), never through a symbolic link as its last component
+// (safedir.go: the directories above it are checked).
 func openatRetry(dirfd int, name string, flags int, mode uint32) (int, error) {
 	for {
 		fd, err := syscall.Openat(dirfd, name, flags|syscall.O_CLOEXEC|syscall.O_NOFOLLOW, mode)
@@ -181,11 +181,6 @@ func openatRetry(dirfd int, name string, flags int, mode uint32) (int, error) {
 		}
 		return fd, nil
 	}
-}
-
-// openRetry is openatRetry of path.
-func openRetry(path string, flags int, mode uint32) (int, error) {
-	return openatRetry(atFDCWD, path, flags, mode)
 }
 
 // entries is one listing of a state directory, its names sorted out the

@@ -99,7 +99,6 @@ func (d *Disk) WriteHold(id string, h alloc.Hold) error {
 	if err := d.makeSubdir(d.stickyDir()); err != nil {
 		return err
 	}
-	d.dirty = true
 	return d.replaceRecycled(d.holdPath(id), string(h.AppendJSON(make([]byte, 0, 192))))
 }
 
@@ -124,7 +123,6 @@ func (d *Disk) Reassign(ip netip.Addr, from, to alloc.Attachment) error {
 	if err != nil {
 		return err
 	}
-	d.dirty = true
 	if err := d.replaceRecycled(path, reservationContent(to)); err != nil {
 		return err
 	}
