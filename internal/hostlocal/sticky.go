@@ -67,12 +67,9 @@ func (d stateDir) Owner(ip netip.Addr) (alloc.Attachment, bool, error) {
 	return parseReservation(data), true, nil
 }
 
-// ReadHolds lists dir's hold records without the lock, judged: the
-// operators' read view (leases, pools).
-func ReadHolds(dir string) ([]alloc.HoldRecord, error) { return alloc.ListHolds(newStateDir(dir)) }
-
-// Reader is dir's records and reservations, read without the lock (an
-// operator's dry run).
+// Reader is dir's records and reservations, read without the lock: the
+// operators' read view (leases, pools, a dry run; alloc.ListHolds judges
+// the records).
 func Reader(dir string) alloc.HoldReader { return newStateDir(dir) }
 
 // ReadHold implements alloc.HoldReader once D's _sticky is checked.
