@@ -109,16 +109,17 @@ func readAt(dirfd int, name string) ([]byte, syscall.Stat_t, error) {
 	}
 }
 
-// readFile is readAt of path; false (and no error) when it does not exist.
-func readFile(path string) ([]byte, bool, error) {
+// readFile is readAt of path: nil (and no error) when it does not exist,
+// never nil when it does (readAt's buffer), even empty.
+func readFile(path string) ([]byte, error) {
 	data, _, err := readAt(atFDCWD, path)
 	if errors.Is(err, os.ErrNotExist) {
-		return nil, false, nil
+		return nil, nil
 	}
 	if err != nil {
-		return nil, false, cnierr.IO("read", path, err)
+		return nil, cnierr.IO("read", path, err)
 	}
-	return data, true, nil
+	return data, nil
 }
 
 // overwrite rewrites path (creating it with mode) in place: write at

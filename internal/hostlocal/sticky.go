@@ -27,8 +27,8 @@ func (d stateDir) holdPath(id string) string { return child(d.stickyDir(), id+st
 
 // ReadHold implements alloc.HoldReader.
 func (d stateDir) ReadHold(id string) (*alloc.Hold, error) {
-	data, ok, err := readFile(d.holdPath(id))
-	if !ok {
+	data, err := readFile(d.holdPath(id))
+	if data == nil {
 		return nil, err
 	}
 	var h alloc.Hold
@@ -60,8 +60,8 @@ func (d stateDir) Owner(ip netip.Addr) (alloc.Attachment, bool, error) {
 	if err != nil {
 		return alloc.Attachment{}, false, err
 	}
-	data, ok, err := readFile(path)
-	if !ok {
+	data, err := readFile(path)
+	if data == nil {
 		return alloc.Attachment{}, false, err
 	}
 	return parseReservation(data), true, nil
