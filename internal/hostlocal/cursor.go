@@ -19,13 +19,10 @@ type Cursor struct {
 // (a missing cursor included), read as host-local does: surrounding white
 // space ignored, anything that is not one address names none.
 func readCursor(path string, rangeID int) (Cursor, error) {
-	data, ok, err := readFile(path)
-	c := Cursor{RangeID: rangeID}
-	if ok {
-		c.Raw = data
-		if ip, err := netip.ParseAddr(string(bytes.TrimSpace(data))); err == nil && ip.Zone() == "" {
-			c.Addr = ip.Unmap()
-		}
+	data, err := readFile(path)
+	c := Cursor{RangeID: rangeID, Raw: data}
+	if ip, err := netip.ParseAddr(string(bytes.TrimSpace(data))); err == nil && ip.Zone() == "" {
+		c.Addr = ip.Unmap()
 	}
 	return c, err
 }
@@ -39,8 +36,8 @@ func (d *Disk) KeepCursor(rangeID int) (func() error, error) {
 		return nil, err
 	}
 	return func() error {
-		d.dirty = true
 		if c.Raw == nil {
+			d.dirty = true
 			return removeIfAny(path)
 		}
 		return d.replaceRecycled(path, string(c.Raw))

@@ -142,12 +142,9 @@ func (d *Disk) Close() error {
 		return nil
 	}
 	// A scratch file left behind is a spare for the next ADD, not litter.
-	errs := []error{d.commit()}
-	if err := d.lock.Close(); err != nil {
-		errs = append(errs, cnierr.IO("unlock", filepath.Join(d.dir, lockName), err))
-	}
+	err := errors.Join(d.commit(), d.lock.Close())
 	d.lock = nil
-	return errors.Join(errs...)
+	return err
 }
 
 // Reserve implements alloc.Store: the file appears in D, complete, or not at all.
@@ -266,7 +263,6 @@ func (d *Disk) SetLastReserved(rangeID int, ip netip.Addr) error {
 	if err := d.faults.step(); err != nil {
 		return err
 	}
-	d.dirty = true
 	return d.replaceRecycled(d.cursorPath(rangeID), ip.String())
 }
 

@@ -109,16 +109,17 @@ func readAt(dirfd int, name string) ([]byte, syscall.Stat_t, error) {
 	}
 }
 
-// readFile is readAt of path; false (and no error) when it does not exist.
-func readFile(path string) ([]byte, bool, error) {
+// readFile is readAt of path: nil (and no error) when it does not exist,
+// never nil when it does (readAt's buffer), even empty.
+func readFile(path string) ([]byte, error) {
 	data, _, err := readAt(atFDCWD, path)
 	if errors.Is(err, os.ErrNotExist) {
-		return nil, false, nil
+		return nil, nil
 	}
 	if err != nil {
-		return nil, false, cnierr.IO("read", path, err)
+		return nil, cnierr.IO("read", path, err)
 	}
-	return data, true, nil
+	return data, nil
 }
 
 // overwrite rewrites path (creating it with mode) in place: write at
@@ -132,7 +133,7 @@ func readFile(path string) ([]byte, bool, error) {
 // synchronously, which on some disks costs a millisecond per write. No
 // fsync: durability across power loss is host-local's.
 func overwrite(path, s string, mode uint32) error {
-	fd, err := openRetry(path, syscall.O_WRONLY|syscall.O_CREAT, mode)
+	fd, err := openatRetry(atFDCWD, path, syscall.O_WRONLY|syscall.O_CREAT, mode)
 	if err != nil {
 		return cnierr.IO("open", path, err)
 	}
@@ -167,9 +168,9 @@ func removeIfAny(path string) error {
 // for an absolute name is open(2).
 const atFDCWD = -0x64
 
-// openatRetry opens name relative to the directory dirfd, never through
-// a symbolic link as its last component (safedir.go: the directories
-// above it are checked).
+// openatRetry opens name relative to the directory dirfd (atFDCWD: name
+// is a path), never through a symbolic link as its last component
+// (safedir.go: the directories above it are checked).
 func openatRetry(dirfd int, name string, flags int, mode uint32) (int, error) {
 	for {
 		fd, err := syscall.Openat(dirfd, name, flags|syscall.O_CLOEXEC|syscall.O_NOFOLLOW, mode)
@@ -181,11 +182,6 @@ func openatRetry(dirfd int, name string, flags int, mode uint32) (int, error) {
 		}
 		return fd, nil
 	}
-}
-
-// openRetry is openatRetry of path.
-func openRetry(path string, flags int, mode uint32) (int, error) {
-	return openatRetry(atFDCWD, path, flags, mode)
 }
 
 // entries is one listing of a state directory, its names sorted out the

@@ -154,7 +154,7 @@ func (d stateDir) indexProblems(rs []Reservation) ([]string, error) {
 	got := map[string][]netip.Addr{} // by key: the addresses listed, never nil
 	for n := range numBuckets {
 		name := bucketName(uint8(n))
-		data, _, err := readFile(child(d.idx, name))
+		data, err := readFile(child(d.idx, name))
 		if err != nil {
 			return nil, err
 		}

@@ -118,7 +118,7 @@ func (d *Disk) bucket(n uint8) (*bucket, error) {
 	if b == nil {
 		b = &bucket{lines: map[string]string{}, verified: map[string]bool{}}
 		if !d.complete {
-			data, _, err := readFile(child(d.idx, bucketName(n)))
+			data, err := readFile(child(d.idx, bucketName(n)))
 			if err != nil {
 				return nil, err
 			}

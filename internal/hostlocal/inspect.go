@@ -59,7 +59,7 @@ func ReadReservations(dir string) ([]Reservation, error) {
 func readReservations(dir string, names []namedAddr) ([]Reservation, error) {
 	// Files are opened relative to the directory: the kernel then looks
 	// up one name per file instead of walking the whole path again.
-	dirfd, err := openRetry(dir, syscall.O_RDONLY|syscall.O_DIRECTORY, 0)
+	dirfd, err := openatRetry(atFDCWD, dir, syscall.O_RDONLY|syscall.O_DIRECTORY, 0)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}

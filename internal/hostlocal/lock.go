@@ -38,7 +38,7 @@ func acquireLock(dir string, uid int, timeout time.Duration) (*Lock, error) {
 // (O_CREAT or none); busy is the error of a wait that timed out, at once
 // when timeout is not positive.
 func lockFile(path string, flags int, uid int, timeout time.Duration, busy func() error) (*Lock, error) {
-	fd, err := openRetry(path, syscall.O_RDONLY|flags, modePrivate)
+	fd, err := openatRetry(atFDCWD, path, syscall.O_RDONLY|flags, modePrivate)
 	if err != nil {
 		return nil, cnierr.IO("open", path, err)
 	}
@@ -48,37 +48,34 @@ func lockFile(path string, flags int, uid int, timeout time.Duration, busy func(
 	}
 	f := &Lock{fd: fd, path: path}
 	// The uncontended case, which is nearly every call, needs no goroutine.
-	if err := syscall.Flock(fd, syscall.LOCK_EX|syscall.LOCK_NB); err == nil {
-		return f, nil
-	} else if err != syscall.EWOULDBLOCK || timeout <= 0 {
-		f.Close()
-		if err == syscall.EWOULDBLOCK {
+	err = syscall.Flock(fd, syscall.LOCK_EX|syscall.LOCK_NB)
+	if err == syscall.EWOULDBLOCK && timeout > 0 {
+		got := make(chan error, 1)
+		go func() {
+			var err error = syscall.EINTR
+			for err == syscall.EINTR {
+				err = syscall.Flock(fd, syscall.LOCK_EX)
+			}
+			got <- err
+		}()
+		select {
+		case err = <-got:
+		case <-time.After(timeout): // an unstopped timer is collected since Go 1.23
+			go func() {
+				<-got
+				f.Close()
+			}()
 			return nil, busy()
 		}
-		return nil, cnierr.IO("lock", path, err)
 	}
-	got := make(chan error, 1)
-	go func() {
-		err := syscall.Flock(fd, syscall.LOCK_EX)
-		for err == syscall.EINTR {
-			err = syscall.Flock(fd, syscall.LOCK_EX)
-		}
-		got <- err
-	}()
-	select {
-	case err := <-got:
-		if err != nil {
-			f.Close()
-			return nil, cnierr.IO("lock", path, err)
-		}
+	if err == nil {
 		return f, nil
-	case <-time.After(timeout): // an unstopped timer is collected since Go 1.23
-		go func() {
-			<-got
-			f.Close()
-		}()
+	}
+	f.Close()
+	if err == syscall.EWOULDBLOCK {
 		return nil, busy()
 	}
+	return nil, cnierr.IO("lock", path, err)
 }
 
 // Lock is a held flock: its descriptor, which Close releases. It is no
@@ -93,7 +90,7 @@ type Lock struct {
 // Close releases the lock.
 func (l *Lock) Close() error {
 	if err := syscall.Close(l.fd); err != nil {
-		return &os.PathError{Op: "close", Path: l.path, Err: err}
+		return cnierr.IO("unlock", l.path, &os.PathError{Op: "close", Path: l.path, Err: err})
 	}
 	return nil
 }

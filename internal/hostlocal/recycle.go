@@ -54,6 +54,7 @@ func inode(fi os.FileInfo, err error) (uint64, bool) {
 // is filled and renamed over path, and path's old inode is kept, through a
 // hard link made first, as the next spare.
 func (d *Disk) replaceRecycled(path, s string) error {
+	d.dirty = true // Close re-stamps D
 	spare := child(d.idx, cursorSpare)
 	old := child(d.idx, cursorOld)
 	if err := overwriteAlone(spare, s); err != nil {

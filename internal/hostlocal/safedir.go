@@ -13,7 +13,7 @@ import (
 // Every directory from the data directory down is checked, once per open,
 // to be a real directory (Lstat'ed) owned by the plugin's user and
 // writable by nobody else, and files below it are opened with O_NOFOLLOW
-// (openRetry): "Files, ownership and modes" in docs/security.md says why
+// (openatRetry): "Files, ownership and modes" in docs/security.md says why
 // nothing planted below the data directory can then redirect a read or a
 // write.
 
@@ -112,7 +112,7 @@ func ensureChecked(checked map[string]bool, uid int, dirs ...dirSpec) error {
 // symbolic link and checked for uid; a missing one holds nothing. Every
 // other error that is not a refusal is code 5.
 func readDirIfAny(path string, uid int) ([]os.DirEntry, error) {
-	fd, err := openRetry(path, syscall.O_RDONLY|syscall.O_DIRECTORY, 0)
+	fd, err := openatRetry(atFDCWD, path, syscall.O_RDONLY|syscall.O_DIRECTORY, 0)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
 		return nil, nil

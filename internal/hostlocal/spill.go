@@ -90,7 +90,7 @@ func (d *Disk) Spills() ([]alloc.Attachment, error) {
 			}
 			continue
 		}
-		network, _, err := readFile(path)
+		network, err := readFile(path)
 		if err != nil {
 			return nil, err
 		}

@@ -99,7 +99,7 @@ func (d stateDir) trust() (state string, exhausted []int, err error) {
 	if err != nil {
 		return "", nil, err
 	}
-	data, _, err := readFile(child(d.idx, stampName))
+	data, err := readFile(child(d.idx, stampName))
 	if err != nil {
 		return "", nil, err
 	}

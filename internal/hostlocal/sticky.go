@@ -27,8 +27,8 @@ func (d stateDir) holdPath(id string) string { return child(d.stickyDir(), id+st
 
 // ReadHold implements alloc.HoldReader.
 func (d stateDir) ReadHold(id string) (*alloc.Hold, error) {
-	data, ok, err := readFile(d.holdPath(id))
-	if !ok {
+	data, err := readFile(d.holdPath(id))
+	if data == nil {
 		return nil, err
 	}
 	var h alloc.Hold
@@ -60,19 +60,16 @@ func (d stateDir) Owner(ip netip.Addr) (alloc.Attachment, bool, error) {
 	if err != nil {
 		return alloc.Attachment{}, false, err
 	}
-	data, ok, err := readFile(path)
-	if !ok {
+	data, err := readFile(path)
+	if data == nil {
 		return alloc.Attachment{}, false, err
 	}
 	return parseReservation(data), true, nil
 }
 
-// ReadHolds lists dir's hold records without the lock, judged: the
-// operators' read view (leases, pools).
-func ReadHolds(dir string) ([]alloc.HoldRecord, error) { return alloc.ListHolds(newStateDir(dir)) }
-
-// Reader is dir's records and reservations, read without the lock (an
-// operator's dry run).
+// Reader is dir's records and reservations, read without the lock: the
+// operators' read view (leases, pools, a dry run; alloc.ListHolds judges
+// the records).
 func Reader(dir string) alloc.HoldReader { return newStateDir(dir) }
 
 // ReadHold implements alloc.HoldReader once D's _sticky is checked.
@@ -99,7 +96,6 @@ func (d *Disk) WriteHold(id string, h alloc.Hold) error {
 	if err := d.makeSubdir(d.stickyDir()); err != nil {
 		return err
 	}
-	d.dirty = true
 	return d.replaceRecycled(d.holdPath(id), string(h.AppendJSON(make([]byte, 0, 192))))
 }
 
@@ -124,7 +120,6 @@ func (d *Disk) Reassign(ip netip.Addr, from, to alloc.Attachment) error {
 	if err != nil {
 		return err
 	}
-	d.dirty = true
 	if err := d.replaceRecycled(path, reservationContent(to)); err != nil {
 		return err
 	}

@@ -114,7 +114,7 @@ func TestHoldLifecycle(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, ip.String())); !os.IsNotExist(err) {
 		t.Errorf("expired hold's file still there: %v", err)
 	}
-	if e, _ := ReadHolds(dir); len(e) != 0 {
+	if e, _ := alloc.ListHolds(Reader(dir)); len(e) != 0 {
 		t.Errorf("records after expiry: %+v", e)
 	}
 }
@@ -171,7 +171,7 @@ func TestHoldInterrupted(t *testing.T) {
 			})
 			// After GC every record that remains is valid, and every
 			// "_sticky" file has its record.
-			hs, _ := ReadHolds(dir)
+			hs, _ := alloc.ListHolds(Reader(dir))
 			for _, e := range hs {
 				if e.Stale != "" {
 					t.Errorf("GC left a stale record: %+v", e)

@@ -117,7 +117,7 @@ func readLeases(d StateScope) ([]Lease, alloc.GCView, error) {
 	if err != nil {
 		return nil, v, err
 	}
-	if v.Holds, err = hostlocal.ReadHolds(d.Dir); err != nil {
+	if v.Holds, err = alloc.ListHolds(hostlocal.Reader(d.Dir)); err != nil {
 		return nil, v, err
 	}
 	tenants, err := hostlocal.ReadTenants(d.Dir, hostlocal.Addrs(rs))

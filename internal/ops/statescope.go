@@ -76,7 +76,7 @@ func (Local) States(scopes []StateScope) ([]ScopeState, error) {
 		if st.Full, err = hostlocal.Exhausted(s.Dir); err != nil {
 			return nil, err
 		}
-		hs, err := hostlocal.ReadHolds(s.Dir)
+		hs, err := alloc.ListHolds(hostlocal.Reader(s.Dir))
 		if err != nil {
 			return nil, err
 		}

@@ -39,7 +39,7 @@ func plantHandoverCrash(t *testing.T, dir, ip, source, target string) {
 // writtenHolds are dir's hold records as written, unjudged.
 func writtenHolds(t *testing.T, dir string) []alloc.Hold {
 	t.Helper()
-	holds, err := hostlocal.ReadHolds(dir)
+	holds, err := alloc.ListHolds(hostlocal.Reader(dir))
 	if err != nil {
 		t.Fatal(err)
 	}

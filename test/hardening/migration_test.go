@@ -30,7 +30,7 @@ func migrationCall(s setup, cmd, id, key, mig string) testbin.Call {
 // that have it: its owner, and a migration's target.
 func owners(t *testing.T, dir string) map[string][]string {
 	t.Helper()
-	holds, err := hostlocal.ReadHolds(dir)
+	holds, err := alloc.ListHolds(hostlocal.Reader(dir))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -38,7 +38,7 @@ func stickyState(t *testing.T, dir string, known func(id string) bool) (map[stri
 	if err != nil && !os.IsNotExist(err) {
 		t.Fatal(err)
 	}
-	holds, err := hostlocal.ReadHolds(dir)
+	holds, err := alloc.ListHolds(hostlocal.Reader(dir))
 	if err != nil {
 		t.Fatal(err)
 	}
