@@ -48,7 +48,7 @@ func (c *diskCrash) CrashAfter(n int) { c.armed, c.steps = true, n }
 func (c *diskCrash) Holds() ([]alloc.Hold, error) {
 	var out []alloc.Hold
 	for _, s := range alloctest.Scopes {
-		dir := dapools.PoolDir(c.dataDir, s.Pool)
+		dir := dapools.ScopeDir(c.dataDir, alloc.Scope{Pool: s.Pool})
 		if _, err := os.Stat(dir); err != nil {
 			continue
 		}

@@ -88,7 +88,7 @@ func TestGCRepairsTenantRecords(t *testing.T) {
 // b and gone have lock files. It returns the pool's directory.
 func plantTenants(t *testing.T, dataDir string, live alloc.Attachment) string {
 	t.Helper()
-	dir := dapools.PoolDir(dataDir, "p")
+	dir := dapools.ScopeDir(dataDir, alloc.Scope{Pool: "p"})
 	d, err := hostlocal.Open(dir, time.Second)
 	if err != nil {
 		t.Fatal(err)
