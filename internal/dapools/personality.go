@@ -45,15 +45,11 @@ func PersonalityWith(faults *hostlocal.Faults) plugin.Personality {
 // directories this config touches; prevResult's addresses are hints that
 // send it straight to their files.
 func (c *config) Del(hints []netip.Addr, keyed *alloc.Keyed) error {
-	var key string
-	if keyed != nil {
-		key = keyed.Key
-	}
 	p, err := c.lock("", c.Scopes())
 	if err != nil {
 		return err
 	}
-	err = c.LockedDel(p, c.att, key, hints, c.req.Now, c.req.Log)
+	err = c.LockedDel(p, c.att, keyed, hints, c.req.Now, c.req.Log)
 	p.closeLogged(c.req.Log)
 	return err
 }
