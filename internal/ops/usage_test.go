@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/cniplugins/cniplugins/internal/addrspace"
+	"github.com/cniplugins/cniplugins/internal/alloc"
 	"github.com/cniplugins/cniplugins/internal/dapools"
 	"github.com/cniplugins/cniplugins/internal/dsselect"
 	"github.com/cniplugins/cniplugins/internal/plugin"
@@ -213,8 +214,8 @@ func TestUsagesLeavesEtcdNetworks(t *testing.T) {
 type elsewhere struct{ Local }
 
 func (elsewhere) Shared() bool { return true }
-func (elsewhere) States(ss []StateScope) ([]ScopeState, error) {
-	return []ScopeState{{Place: "/other/ip/pool/p/"}}, nil
+func (elsewhere) States(ss []StateScope) ([]alloc.ScopeState, error) {
+	return []alloc.ScopeState{{Place: "/other/ip/pool/p/"}}, nil
 }
 
 // A backend that reads a scope elsewhere than Describe placed it is an
