@@ -37,10 +37,9 @@ type Collection struct {
 // the spill records of attachments not kept (alloc.GCSpills), and the
 // tenant records a killed ADD or DEL left; then, after the directories'
 // locks, the lock files of idle tenants. It keeps going after errors and
-// returns them joined, with what it released over all the directories,
-// as alloc.CollectGC returns it: the addresses it freed (expired holds
-// first), and those whose owner it released to a hold or to a migration
-// target.
+// returns them joined, with what it released in all of them, as
+// alloc.CollectGC returns it: the addresses it freed (expired holds first),
+// and those whose owner it released to a hold or to a migration target.
 func Collect(g Collection) (freed, held []netip.Addr, err error) {
 	st, err := g.lock("", g.Scopes)
 	if err != nil {
