@@ -20,12 +20,9 @@ import (
 // Name is the personality's name.
 const Name = "ipam-da-pools"
 
-// Personality returns ipam-da-pools.
-func Personality() plugin.Personality { return PersonalityWith(nil) }
-
-// PersonalityWith is ipam-da-pools whose writes faults may stop part-way:
-// the store contract's crashes, through the real commands.
-func PersonalityWith(faults *hostlocal.Faults) plugin.Personality {
+// Personality returns ipam-da-pools; faults, nil but in the store
+// contract's crashes, may stop its writes part-way.
+func Personality(faults *hostlocal.Faults) plugin.Personality {
 	open := func(req *plugin.Request, c *alloc.Config) (ipamconf.Store, error) {
 		dir, timeout, err := OwnKeys(req.Conf)
 		if err != nil {

@@ -114,7 +114,7 @@ func TestUsagesSelectablePools(t *testing.T) {
 			for _, a := range tt.adds {
 				conf := fmt.Sprintf(`{"cniVersion":"1.1.0","name":%q,"ipam":{"type":"ipam-delegated","delegates":[%s],"dataDir":%q,%s}}`, a.file, args, data, tt.files[a.file])
 				cniArgs := "IgnoreUnknown=1;K8S_POD_NAMESPACE=" + a.namespace + ";K8S_POD_NAME=" + a.cid
-				if _, err := plugintest.AddThrough([]byte(conf), a.cid, cniArgs, dsselect.Args(), dapools.Personality()); err != nil {
+				if _, err := plugintest.AddThrough([]byte(conf), a.cid, cniArgs, dsselect.Args(), dapools.Personality(nil)); err != nil {
 					t.Fatal(err)
 				}
 			}
