@@ -49,7 +49,7 @@ func benchInProcess(b *testing.B, variant string) {
 				"CNI_NETNS=" + netnsPath, "CNI_IFNAME=" + ifname, "CNI_PATH=/nonexistent", "CNI_ARGS=" + args},
 			Stdin: bytes.NewReader(stdin), Stdout: &out, Stderr: &errb,
 		}
-		if code := plugin.Run(dapools.Personality(), pio); code != 0 {
+		if code := plugin.Run(dapools.Personality(nil), pio); code != 0 {
 			b.Fatalf("%s: exit %d: %s %s", cmd, code, out.Bytes(), errb.Bytes())
 		}
 		return out.Bytes()

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 
+	"github.com/cniplugins/cniplugins/internal/alloc"
 	"github.com/cniplugins/cniplugins/internal/dapools"
 )
 
@@ -68,7 +69,7 @@ func rangesIPAM(typ string) map[string]any {
 }
 
 func networkDir(dataDir string) string { return filepath.Join(dataDir, network) }
-func poolDir(dataDir string) string    { return dapools.PoolDir(dataDir, poolName) }
+func poolDir(dataDir string) string    { return dapools.ScopeDir(dataDir, alloc.Scope{Pool: poolName}) }
 
 // subjects lists, in table order, what the harness measures. host-local's
 // path is "" when it is not installed.

@@ -67,7 +67,7 @@ func (b etcdBackend) GC(q ops.GCRequest) ([]ops.Lease, error) {
 }
 
 // States reads what pools counts in each scope.
-func (b etcdBackend) States(scopes []ops.StateScope) ([]ops.ScopeState, error) {
+func (b etcdBackend) States(scopes []ops.StateScope) ([]alloc.ScopeState, error) {
 	ss := make([]alloc.Scope, len(scopes))
 	for i, s := range scopes {
 		ss[i] = s.Scope

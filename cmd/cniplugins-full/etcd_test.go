@@ -56,7 +56,7 @@ func TestPoolsAlikeOnBothBackends(t *testing.T) {
 		backend   func() (ops.Backend, error)
 		place     string // where the pool shared is, DATA the data dir
 	}{
-		{"data dir", dapools.Personality(), `"dataDir":"DATA"`, func() (ops.Backend, error) { return ops.Local{}, nil }, "DATA/_pools/shared"},
+		{"data dir", dapools.Personality(nil), `"dataDir":"DATA"`, func() (ops.Backend, error) { return ops.Local{}, nil }, "DATA/_pools/shared"},
 		{"etcd", daetcd.Personality(),
 			fmt.Sprintf(`"etcd":{"endpoints":[%q],"prefix":"/pools-test","nodeName":"node-a","machineIDFile":%q}`, fake.URL(), machine),
 			func() (ops.Backend, error) {
@@ -176,7 +176,7 @@ func TestLeasesAlikeOnBothBackends(t *testing.T) {
 		keys      string // the allocator's own ipam keys
 		backend   func(data string) (ops.Backend, error)
 	}{
-		{"data dir", dapools.Personality(), `"dataDir":"DATA"`, func(data string) (ops.Backend, error) { return ops.Local{DataDir: data}, nil }},
+		{"data dir", dapools.Personality(nil), `"dataDir":"DATA"`, func(data string) (ops.Backend, error) { return ops.Local{DataDir: data}, nil }},
 		{"etcd", daetcd.Personality(),
 			fmt.Sprintf(`"etcd":{"endpoints":[%q],"prefix":"/leases-test","nodeName":"node-a","machineIDFile":%q}`, fake.URL(), machine),
 			func(string) (ops.Backend, error) {

@@ -8,14 +8,18 @@ import (
 	"github.com/cniplugins/cniplugins/internal/logging"
 )
 
-// LockedDel is the DEL of attachment a (sticky key key, "" unknown) over
-// pools a store locked for it (the disk store): every scope c covers,
-// which needs no ranges (they may have changed since the ADD). In each,
-// the holds first (HoldOnDel), then a's reservations (Release, hints
-// first); a scope whose holds failed releases nothing, since that would
-// free what the key holds. a's spill records go last, from the heads of
-// c's chains (ForgetSpills).
-func (c *Config) LockedDel(st Locked, a Attachment, key string, hints []netip.Addr, now time.Time, log *logging.Logger) error {
+// LockedDel is the DEL of attachment a (with its sticky key, nil when
+// unknown) over pools a store locked for it (the disk store): every
+// scope c covers, which needs no ranges (they may have changed since the
+// ADD). In each, the holds first (HoldOnDel), then a's reservations
+// (Release, hints first); a scope whose holds failed releases nothing,
+// since that would free what the key holds. a's spill records go last,
+// from the heads of c's chains (ForgetSpills).
+func (c *Config) LockedDel(st Locked, a Attachment, keyed *Keyed, hints []netip.Addr, now time.Time, log *logging.Logger) error {
+	var key string
+	if keyed != nil {
+		key = keyed.Key
+	}
 	var errs []error
 	for _, s := range c.Scopes() {
 		held, err := HoldOnDel(st.Pool(s), a, key, now)

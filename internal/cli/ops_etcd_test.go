@@ -28,7 +28,7 @@ type recorder struct {
 	gc      ops.GCRequest
 	leases  []ops.Lease
 	scopes  []ops.StateScope
-	states  map[string]ops.ScopeState // by Dir
+	states  map[string]alloc.ScopeState // by Dir
 }
 
 func (r *recorder) Leases(f ops.LeaseFilter) ([]ops.Lease, error) { r.filter = f; return r.leases, nil }
@@ -42,9 +42,9 @@ func (r *recorder) Release(q ops.ReleaseRequest) (alloc.ReleasePlan, error) {
 }
 func (r *recorder) GC(q ops.GCRequest) ([]ops.Lease, error) { r.gc = q; return r.leases, nil }
 func (r *recorder) Shared() bool                            { return true }
-func (r *recorder) States(ss []ops.StateScope) ([]ops.ScopeState, error) {
+func (r *recorder) States(ss []ops.StateScope) ([]alloc.ScopeState, error) {
 	r.scopes = ss
-	out := make([]ops.ScopeState, len(ss))
+	out := make([]alloc.ScopeState, len(ss))
 	for i, s := range ss {
 		out[i] = r.states[s.Dir]
 		out[i].Place = s.Dir
@@ -134,7 +134,7 @@ func TestPoolsEtcd(t *testing.T) {
 	conflist("20-etcd.conflist", "shared-net", `{"type":"ipam-delegated","delegates":["ipam-ds-args","ipam-da-etcd"],"etcd":{"endpoints":["http://a:2379"]},
 		"rules":[{"namespace":"a","pools":[{"name":"p","subnet":"10.9.0.0/29"}]}]}`)
 	conflist("30-other.conflist", "other-net", `{"type":"ipam-da-etcd","etcd":{"endpoints":["http://a:2379"],"prefix":"/other"},"ranges":[[{"subnet":"10.9.1.0/29"}]]}`)
-	rec := &recorder{states: map[string]ops.ScopeState{"/cniplugins/ip/pool/p/": {Addrs: []netip.Addr{netip.MustParseAddr("10.9.0.2")}, Full: []int{0}}}}
+	rec := &recorder{states: map[string]alloc.ScopeState{"/cniplugins/ip/pool/p/": {Addrs: []netip.Addr{netip.MustParseAddr("10.9.0.2")}, Full: []int{0}}}}
 	f := Lean(version.FlavourFull)
 	f.Etcd = func(c clusteraccess.Access) (ops.Backend, error) { rec.conf = c; return rec, nil }
 	run := func(f Flavour, args ...string) (int, string, string) {
@@ -187,7 +187,7 @@ func TestPoolsEtcdTenantQuota(t *testing.T) {
 		t.Fatal(err)
 	}
 	ip := netip.MustParseAddr
-	rec := &recorder{states: map[string]ops.ScopeState{
+	rec := &recorder{states: map[string]alloc.ScopeState{
 		"/cniplugins/ip/pool/gold/": {Addrs: []netip.Addr{ip("10.9.2.1"), ip("10.9.2.2")},
 			Tenants: map[netip.Addr]string{ip("10.9.2.1"): "namespace=team-a", ip("10.9.2.2"): "namespace=solo"}},
 		"/cniplugins/ip/pool/std/": {Addrs: []netip.Addr{ip("10.9.3.1")}, Tenants: map[netip.Addr]string{ip("10.9.3.1"): "namespace=team-a"}},

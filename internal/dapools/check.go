@@ -30,11 +30,7 @@ func (c *config) read(scopes []alloc.Scope, fn func(alloc.Scope, alloc.Ledger) e
 	}
 	defer st.close()
 	for _, s := range inPathOrder(c.DataDir, scopes) {
-		var l alloc.Ledger // a nil *hostlocal.Disk would not be a nil Ledger
-		if d := st.disks[s]; d != nil {
-			l = d
-		}
-		if err := fn(s, l); err != nil {
+		if err := fn(s, st.Pool(s)); err != nil {
 			return err
 		}
 	}

@@ -17,7 +17,7 @@ func mustConfig(t *testing.T, conf string) error {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return Personality().Validate(env)
+	return Personality(nil).Validate(env)
 }
 
 func TestLockTimeout(t *testing.T) {

@@ -39,7 +39,7 @@ func (c *diskCrash) command() (plugin.Personality, map[string]any) {
 	if c.armed {
 		c.armed, f = false, &hostlocal.Faults{After: c.steps}
 	}
-	return dapools.PersonalityWith(f), map[string]any{"dataDir": c.dataDir, "lockTimeout": "5s"}
+	return dapools.Personality(f), map[string]any{"dataDir": c.dataDir, "lockTimeout": "5s"}
 }
 
 func (c *diskCrash) CrashAfter(n int) { c.armed, c.steps = true, n }
@@ -48,7 +48,7 @@ func (c *diskCrash) CrashAfter(n int) { c.armed, c.steps = true, n }
 func (c *diskCrash) Holds() ([]alloc.Hold, error) {
 	var out []alloc.Hold
 	for _, s := range alloctest.Scopes {
-		dir := dapools.PoolDir(c.dataDir, s.Pool)
+		dir := dapools.ScopeDir(c.dataDir, alloc.Scope{Pool: s.Pool})
 		if _, err := os.Stat(dir); err != nil {
 			continue
 		}

@@ -20,7 +20,7 @@ func runFuzzed(t *testing.T, cmd, cniArgs string, stdin []byte) (int, []byte) {
 	env := []string{"CNI_COMMAND=" + cmd, "CNI_CONTAINERID=fuzz-ctr", "CNI_IFNAME=eth0",
 		"CNI_NETNS=/var/run/netns/fuzz", "CNI_PATH=/nonexistent", "CNI_ARGS=" + cniArgs}
 	var stdout, stderr bytes.Buffer
-	exit := plugin.Run(Personality(), plugin.IO{Environ: env, Stdin: bytes.NewReader(stdin), Stdout: &stdout, Stderr: &stderr})
+	exit := plugin.Run(Personality(nil), plugin.IO{Environ: env, Stdin: bytes.NewReader(stdin), Stdout: &stdout, Stderr: &stderr})
 	if _, err := plugintest.CheckOutput(exit, stdout.Bytes()); err != nil {
 		t.Fatalf("%s: %v\nstdin: %s\nstderr: %s", cmd, err, stdin, stderr.Bytes())
 	}

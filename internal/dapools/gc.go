@@ -13,7 +13,7 @@ import (
 // GC releases every reservation of this network whose attachment the
 // runtime no longer lists (alloc.KeepSet has the rules), through Collect.
 func (c *config) GC(valid []alloc.Attachment) error {
-	_, err := Collect(Collection{Place: c.Place, Scopes: c.Scopes(), Keep: alloc.NewKeepSet(c.Network, valid).Keeps, Now: c.req.Now, Log: c.req.Log})
+	_, _, err := Collect(Collection{Place: c.Place, Scopes: c.Scopes(), Keep: alloc.NewKeepSet(c.Network, valid).Keeps, Now: c.req.Now, Log: c.req.Log})
 	return err
 }
 
@@ -29,13 +29,6 @@ type Collection struct {
 	Inspect func(alloc.Scope) error
 }
 
-// Released is what a GC did in one directory, as alloc.CollectGC returns
-// it: the addresses it freed (expired holds first), and those whose
-// owner it released to a hold or to a migration target.
-type Released struct {
-	Freed, Held []netip.Addr
-}
-
 // Collect is every GC of local state: the CNI GC command's and the
 // operators' `cniplugins gc --apply`, one orchestration so that what a GC
 // repairs cannot differ between them again (the operators' once left the
@@ -44,13 +37,14 @@ type Released struct {
 // the spill records of attachments not kept (alloc.GCSpills), and the
 // tenant records a killed ADD or DEL left; then, after the directories'
 // locks, the lock files of idle tenants. It keeps going after errors and
-// returns them joined, with what it released by scope.
-func Collect(g Collection) (map[alloc.Scope]Released, error) {
+// returns them joined, with what it released in all of them, as
+// alloc.CollectGC returns it: the addresses it freed (expired holds first),
+// and those whose owner it released to a hold or to a migration target.
+func Collect(g Collection) (freed, held []netip.Addr, err error) {
 	st, err := g.lock("", g.Scopes)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	released := map[alloc.Scope]Released{}
 	var errs []error
 	for _, s := range st.order {
 		d, dir := st.disks[s], g.dir(s)
@@ -60,11 +54,11 @@ func Collect(g Collection) (map[alloc.Scope]Released, error) {
 				continue
 			}
 		}
-		freed, held, err := alloc.CollectGC(d, g.Keep, g.Now)
+		f, h, err := alloc.CollectGC(d, g.Keep, g.Now)
 		errs = append(errs, err)
-		logDone(g.Log, "gc made sticky holds", dir, "addresses", held)
-		logDone(g.Log, "gc released", dir, "addresses", freed)
-		released[s] = Released{Freed: freed, Held: held}
+		logDone(g.Log, "gc made sticky holds", dir, "addresses", h)
+		logDone(g.Log, "gc released", dir, "addresses", f)
+		freed, held = append(freed, f...), append(held, h...)
 		gone, err := alloc.GCSpills(d, g.Keep)
 		errs = append(errs, err)
 		logDone(g.Log, "gc of spill records", dir, "removed", gone)
@@ -78,7 +72,7 @@ func Collect(g Collection) (map[alloc.Scope]Released, error) {
 	// holding a pool's (it is not waited for here either).
 	dropped, err := hostlocal.DropIdleTenantLocks(PoolsDir(g.DataDir), st.uid)
 	logDone(g.Log, "gc of tenant locks", PoolsDir(g.DataDir), "done", dropped)
-	return released, errors.Join(append(errs, err)...)
+	return freed, held, errors.Join(append(errs, err)...)
 }
 
 // logDone logs what a step of GC did in dir, if it did anything.

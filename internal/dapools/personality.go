@@ -20,12 +20,9 @@ import (
 // Name is the personality's name.
 const Name = "ipam-da-pools"
 
-// Personality returns ipam-da-pools.
-func Personality() plugin.Personality { return PersonalityWith(nil) }
-
-// PersonalityWith is ipam-da-pools whose writes faults may stop part-way:
-// the store contract's crashes, through the real commands.
-func PersonalityWith(faults *hostlocal.Faults) plugin.Personality {
+// Personality returns ipam-da-pools; faults, nil but in the store
+// contract's crashes, may stop its writes part-way.
+func Personality(faults *hostlocal.Faults) plugin.Personality {
 	open := func(req *plugin.Request, c *alloc.Config) (ipamconf.Store, error) {
 		dir, timeout, err := OwnKeys(req.Conf)
 		if err != nil {
@@ -45,15 +42,11 @@ func PersonalityWith(faults *hostlocal.Faults) plugin.Personality {
 // directories this config touches; prevResult's addresses are hints that
 // send it straight to their files.
 func (c *config) Del(hints []netip.Addr, keyed *alloc.Keyed) error {
-	var key string
-	if keyed != nil {
-		key = keyed.Key
-	}
 	p, err := c.lock("", c.Scopes())
 	if err != nil {
 		return err
 	}
-	err = c.LockedDel(p, c.att, key, hints, c.req.Now, c.req.Log)
+	err = c.LockedDel(p, c.att, keyed, hints, c.req.Now, c.req.Log)
 	p.closeLogged(c.req.Log)
 	return err
 }

@@ -95,6 +95,9 @@ func (s *stores) closeLogged(log *logging.Logger) {
 	}
 }
 
+// Pool is sc's locked directory; a scope not locked (CHECK locks no
+// directory that is not there) has none: a nil interface, which a nil
+// *hostlocal.Disk would not be.
 func (s *stores) Pool(sc alloc.Scope) alloc.LockedPool {
 	if d := s.disks[sc]; d != nil {
 		return d

@@ -82,7 +82,9 @@ func attachment(id string) alloc.Attachment {
 
 // poolDir is pool name's state directory: ipam-da-pools' own, so that a
 // pool is one directory whichever program allocates from it.
-func (d *Driver) poolDir(name string) string { return dapools.PoolDir(d.cfg.DataDir, name) }
+func (d *Driver) poolDir(name string) string {
+	return dapools.ScopeDir(d.cfg.DataDir, alloc.Scope{Pool: name})
+}
 
 // update applies change to the state and saves it; if saving fails, the
 // state in memory is put back as it was, so memory and disk never

@@ -21,7 +21,7 @@ type Backend interface {
 	Release(ReleaseRequest) (alloc.ReleasePlan, error)
 	GC(GCRequest) ([]Lease, error)
 	// States reads what pools counts in each scope, in order.
-	States([]StateScope) ([]ScopeState, error)
+	States([]StateScope) ([]alloc.ScopeState, error)
 	// Shared reports a store that many nodes share: its Leases carry
 	// Node, requests may name one, and gc collects one node's claims
 	// (which a local data dir, holding this host's only, has no use for).

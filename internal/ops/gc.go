@@ -3,6 +3,7 @@ package ops
 import (
 	"cmp"
 	"errors"
+	"net/netip"
 	"time"
 
 	"github.com/cniplugins/cniplugins/internal/alloc"
@@ -75,28 +76,26 @@ func (b Local) collect(d StateScope, keep alloc.KeepSet, r GCRequest) ([]Lease, 
 		ls, v, err = readLeases(d)
 		return err
 	}
-	var done dapools.Released
+	var freed, held []netip.Addr
 	var err error
 	if r.Apply {
 		// What it released is reported as read under the lock.
-		var all map[alloc.Scope]dapools.Released
-		all, err = dapools.Collect(dapools.Collection{Place: dapools.Place{DataDir: b.DataDir, LockTimeout: b.LockTimeout}, Scopes: []alloc.Scope{d.Scope}, Keep: keep.Keeps, Now: now, Inspect: read})
-		done = all[d.Scope]
+		freed, held, err = dapools.Collect(dapools.Collection{Place: dapools.Place{DataDir: b.DataDir, LockTimeout: b.LockTimeout}, Scopes: []alloc.Scope{d.Scope}, Keep: keep.Keeps, Now: now, Inspect: read})
 	} else if err = read(d.Scope); err == nil {
 		// The engine's plan over what is read without the lock: what
 		// --apply does, in its order.
 		p := alloc.PlanGC(v, keep.Keeps, now)
-		done = dapools.Released{Freed: p.Freed(), Held: p.Held()}
+		freed, held = p.Freed(), p.Held()
 	}
 	if r.Runtime != nil {
-		done.Freed = append(done.Freed, done.Held...)
+		freed = append(freed, held...)
 	}
 	byAddr := map[string]Lease{}
 	for _, l := range ls {
 		byAddr[l.Address] = l
 	}
 	var out []Lease
-	for _, ip := range done.Freed {
+	for _, ip := range freed {
 		out = append(out, byAddr[ip.String()])
 	}
 	return out, err

@@ -37,10 +37,10 @@ func TestGCRepairsTenantRecords(t *testing.T) {
 		}},
 		{"the CNI GC", func(dataDir string) ([]string, error) {
 			p := alloc.Scope{Pool: "p"}
-			got, err := dapools.Collect(dapools.Collection{Place: dapools.Place{DataDir: dataDir}, Scopes: []alloc.Scope{p},
+			freed, _, err := dapools.Collect(dapools.Collection{Place: dapools.Place{DataDir: dataDir}, Scopes: []alloc.Scope{p},
 				Keep: alloc.NewKeepSet("net", []alloc.Attachment{live.Key()}).Keeps, Now: time.Now()})
 			var out []string
-			for _, ip := range got[p].Freed {
+			for _, ip := range freed {
 				out = append(out, ip.String())
 			}
 			return out, err
@@ -88,7 +88,7 @@ func TestGCRepairsTenantRecords(t *testing.T) {
 // b and gone have lock files. It returns the pool's directory.
 func plantTenants(t *testing.T, dataDir string, live alloc.Attachment) string {
 	t.Helper()
-	dir := dapools.PoolDir(dataDir, "p")
+	dir := dapools.ScopeDir(dataDir, alloc.Scope{Pool: "p"})
 	d, err := hostlocal.Open(dir, time.Second)
 	if err != nil {
 		t.Fatal(err)

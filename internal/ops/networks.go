@@ -61,30 +61,21 @@ type PoolDef struct {
 	Chain []string
 }
 
-// ours reports whether p's IPAM keeps state the CLI can read: one of the
-// allocators directly, or ipam-delegated with one of them as a delegate
-// (the allocator is its first such delegate; a list with an entry that
-// is no name is none: ipam-delegated refuses it). chain is the ipam type,
-// then the delegates.
-func ours(p PluginConf) (chain []string, allocator string, ok bool) {
-	chain, delegates := p.ipam()
-	if i := slices.IndexFunc(chain, isAllocator); i >= 0 && len(chain) == 1+len(delegates) {
-		return chain, chain[i], true
-	}
-	return nil, "", false
-}
-
 // Describe works out where p keeps its addresses; ok is false when its
-// IPAM is not one the CLI reads. dataDir, when set, replaces the
+// IPAM is not one the CLI reads: one of the allocators directly, or
+// ipam-delegated with one of them as a delegate (the allocator is its
+// first such delegate; a list with an entry that is no name is none:
+// ipam-delegated refuses it). dataDir, when set, replaces the
 // configuration's dataDir (to inspect a copy, or a test's directory).
 // Errors are the plugins' own (code 7 naming the field).
 func Describe(p PluginConf, dataDir string) (Network, bool, error) {
-	chain, allocator, ok := ours(p)
-	if !ok {
+	chain, delegates := p.ipam() // the ipam type, then the delegates
+	i := slices.IndexFunc(chain, isAllocator)
+	if i < 0 || len(chain) != 1+len(delegates) {
 		return Network{}, false, nil
 	}
 	n := Network{Conf: p}
-	env, c, sets, err := n.readKeys(allocator, &dataDir)
+	env, c, sets, err := n.readKeys(chain[i] == typeEtcd, &dataDir)
 	if err != nil {
 		return Network{}, true, err
 	}
@@ -152,10 +143,10 @@ func checkChainFamilies(pools []PoolDef) error {
 // definition included: the envelope, the engine's config (ipamconf) and
 // the standalone range sets the file itself names (nil: none). An empty
 // dataDir becomes ipam-da-pools' ipam.dataDir; for ipam-da-etcd, which
-// has no dataDir, it sets n's EtcdPrefix.
-func (n *Network) readKeys(allocator string, dataDir *string) (env *netconf.Envelope, c *alloc.Config, sets []addrspace.RangeSet, err error) {
+// has no dataDir (etcd), it sets n's EtcdPrefix.
+func (n *Network) readKeys(etcd bool, dataDir *string) (env *netconf.Envelope, c *alloc.Config, sets []addrspace.RangeSet, err error) {
 	var dir string
-	if env, err = netconf.Parse(n.Conf.Raw); err == nil && allocator != typeEtcd {
+	if env, err = netconf.Parse(n.Conf.Raw); err == nil && !etcd {
 		dir, _, err = dapools.OwnKeys(env)
 	}
 	var keys ipamconf.Keys
@@ -171,7 +162,7 @@ func (n *Network) readKeys(allocator string, dataDir *string) (env *netconf.Enve
 	if err == nil {
 		sets, err = keys.RangeSets()
 	}
-	if err == nil && allocator == typeEtcd {
+	if err == nil && etcd {
 		n.EtcdPrefix, err = etcdPrefixOf(env)
 	}
 	*dataDir = cmp.Or(*dataDir, dir)

@@ -60,15 +60,12 @@ func stateDirOf(dataDir string, s alloc.Scope) StateScope {
 	return StateScope{Scope: s, Dir: dapools.ScopeDir(dataDir, s)}
 }
 
-// ScopeState is alloc.ScopeState: both backends read the same view.
-type ScopeState = alloc.ScopeState
-
 // States reads each scope's directory, without a lock, as the plugins
 // leave it.
-func (Local) States(scopes []StateScope) ([]ScopeState, error) {
-	out := make([]ScopeState, len(scopes))
+func (Local) States(scopes []StateScope) ([]alloc.ScopeState, error) {
+	out := make([]alloc.ScopeState, len(scopes))
 	for i, s := range scopes {
-		st := ScopeState{Place: s.Dir}
+		st := alloc.ScopeState{Place: s.Dir}
 		var err error
 		if st.Addrs, err = hostlocal.ReservedAddrs(s.Dir); err != nil {
 			return nil, err

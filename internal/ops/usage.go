@@ -166,7 +166,7 @@ func (u *Usage) join(n Network) {
 }
 
 // count fills u's counts from its scope's state.
-func (u *Usage) count(st ScopeState) {
+func (u *Usage) count(st alloc.ScopeState) {
 	in := func(ips []netip.Addr) (n uint64) {
 		for _, ip := range ips {
 			if u.set.Contains(ip) && !u.exclude.Contains(ip) {

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/cniplugins/cniplugins/internal/addrspace"
+	"github.com/cniplugins/cniplugins/internal/alloc"
 	"github.com/cniplugins/cniplugins/internal/dapools"
 	"github.com/cniplugins/cniplugins/internal/dsselect"
 	"github.com/cniplugins/cniplugins/internal/plugin"
@@ -113,7 +114,7 @@ func TestUsagesSelectablePools(t *testing.T) {
 			for _, a := range tt.adds {
 				conf := fmt.Sprintf(`{"cniVersion":"1.1.0","name":%q,"ipam":{"type":"ipam-delegated","delegates":[%s],"dataDir":%q,%s}}`, a.file, args, data, tt.files[a.file])
 				cniArgs := "IgnoreUnknown=1;K8S_POD_NAMESPACE=" + a.namespace + ";K8S_POD_NAME=" + a.cid
-				if _, err := plugintest.AddThrough([]byte(conf), a.cid, cniArgs, dsselect.Args(), dapools.Personality()); err != nil {
+				if _, err := plugintest.AddThrough([]byte(conf), a.cid, cniArgs, dsselect.Args(), dapools.Personality(nil)); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -213,8 +214,8 @@ func TestUsagesLeavesEtcdNetworks(t *testing.T) {
 type elsewhere struct{ Local }
 
 func (elsewhere) Shared() bool { return true }
-func (elsewhere) States(ss []StateScope) ([]ScopeState, error) {
-	return []ScopeState{{Place: "/other/ip/pool/p/"}}, nil
+func (elsewhere) States(ss []StateScope) ([]alloc.ScopeState, error) {
+	return []alloc.ScopeState{{Place: "/other/ip/pool/p/"}}, nil
 }
 
 // A backend that reads a scope elsewhere than Describe placed it is an

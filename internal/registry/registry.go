@@ -39,7 +39,7 @@ func (t Table) Personalities() []plugin.Personality {
 		dsselect.Static(),
 		dsselect.Args(),
 		dsselect.Iface(),
-		dapools.Personality(),
+		dapools.Personality(nil),
 	}, t.extra...)
 }
 

@@ -83,11 +83,7 @@ func (c memCommand) Add(targets []alloc.Target, keyed alloc.Keyed) ([]*current.I
 // Del runs alloc.Config.LockedDel over every scope the config covers;
 // prevResult's addresses are its hints.
 func (c memCommand) Del(hints []netip.Addr, keyed *alloc.Keyed) error {
-	var key string
-	if keyed != nil {
-		key = keyed.Key
-	}
-	return c.LockedDel(c.lock("", c.Scopes()), c.attachment(), key, hints, c.req.Now, c.req.Log)
+	return c.LockedDel(c.lock("", c.Scopes()), c.attachment(), keyed, hints, c.req.Now, c.req.Log)
 }
 
 // Check runs alloc.CheckScopes over the scopes' MemStores.
