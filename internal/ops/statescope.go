@@ -99,13 +99,10 @@ func (Local) States(scopes []StateScope) ([]alloc.ScopeState, error) {
 // (docs/etcd.md, "Keys in etcd"), which the etcd backend checks against
 // its own layout.
 func scopeDir(dataDir, etcdPrefix string, s alloc.Scope) string {
-	switch {
-	case etcdPrefix == "":
+	if etcdPrefix == "" {
 		return dapools.ScopeDir(dataDir, s)
-	case s.Pool != "":
-		return etcdPrefix + "ip/pool/" + s.Pool + "/"
 	}
-	return etcdPrefix + "ip/net/" + s.Network + "/"
+	return etcdPrefix + "ip/" + s.Path() + "/"
 }
 
 // etcdPrefixOf is an ipam-da-etcd configuration's key prefix.
