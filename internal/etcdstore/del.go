@@ -138,7 +138,7 @@ func (op *Operation) delFromPrev(c *alloc.Config, addrs []netip.Addr, keyed *all
 			// hands the address over, as it releases a sticky record
 			// when this DEL derives no key (its prefix differs).
 			holdK = op.keys.holdKey(t.Scope, st.id, strconv.Itoa(t.RangeID))
-			alone := append(ownedPrefix(op.node, op.att.ContainerID, op.att.IfName, op.att.Network, a.String()), `"key":`...)
+			alone := append(alloc.OwnerPrefix(op.node, op.att.ContainerID, op.att.IfName, op.att.Network, a.String()), `,"key":`...)
 			release.If = append(release.If, etcdkv.ValueAbove(holdK, alone), etcdkv.ValueBelow(holdK, append(slices.Clip(alone), 0xff)))
 		}
 		release.Then = append(release.Then, op.applyDel(op.planDel(op.att, r), addrK, holdK, nil, op.keys.fullKey(t.Scope, t.RangeID))...)
