@@ -70,7 +70,7 @@ func (op *Operation) delRead(scopes []alloc.Scope, fence bool) error {
 				}
 				continue
 			}
-			if t, step := op.release(s, kv, op.att.Network, true); step != alloc.DelSkip {
+			if t, step := op.release(s, kv, op.att.Network, op.keys.markOf(s, string(kv.Key))); step != alloc.DelSkip {
 				sticky = append(sticky, step == alloc.DelToHold)
 				txns = append(txns, t)
 			}

@@ -133,7 +133,7 @@ func (op *Operation) applyGC(run gcRun, s alloc.Scope, p alloc.ClaimsPlan, try i
 	for _, c := range p.Release {
 		kv := c.Ref.(etcdkv.KV)
 		r, _ := decodeRecord(kv.Value)
-		t, _ := op.release(s, kv, run.network, false)
+		t, _ := op.release(s, kv, run.network, "")
 		released = append(released, t)
 		marks[op.keys.markOf(s, string(kv.Key))] = nil
 		marks[op.keys.fenceOf(r.Node, r.attachment())] = []byte(op.nonce) // see bump

@@ -70,7 +70,7 @@ func (r Record) sharing() bool { return r.Hold != "" && (r.Second != "" || r.Sha
 func (op *Operation) commitShared(s alloc.Scope, kv etcdkv.KV, network string) error {
 	r, _ := decodeRecord(kv.Value)
 	alone := func() error {
-		t, step := op.release(s, kv, network, true)
+		t, step := op.release(s, kv, network, op.keys.markOf(s, string(kv.Key)))
 		if step == alloc.DelSkip {
 			return nil
 		}

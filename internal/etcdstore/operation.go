@@ -103,11 +103,11 @@ func (op *Operation) readAttachment(scopes []alloc.Scope, fence bool) (*etcdkv.R
 // can delete nothing a later ADD wrote. A failed ADD's marker (no
 // address) just goes. The step is alloc.DelSkip for a claim the DEL
 // leaves (no transaction then). The caller writes the attachment's fence
-// bucket with it (fence.go), once per bucket in a batch. When markHere,
-// the same transaction records on the range set's exhaustion mark that
-// an address was freed (see freed); otherwise the caller does, once per
-// mark.
-func (op *Operation) release(s alloc.Scope, kv etcdkv.KV, network string, markHere bool) (etcdkv.Txn, alloc.DelStep) {
+// bucket with it (fence.go), once per bucket in a batch. The same
+// transaction records on mark, the range set's exhaustion mark (markOf),
+// that an address was freed (see freed); with mark "", the caller does,
+// once per mark.
+func (op *Operation) release(s alloc.Scope, kv etcdkv.KV, network, mark string) (etcdkv.Txn, alloc.DelStep) {
 	slotK := string(kv.Key)
 	t := etcdkv.Txn{If: []etcdkv.Cmp{etcdkv.ModIs(slotK, kv.ModRevision)}, Then: []etcdkv.Op{etcdkv.Delete(slotK)}}
 	r, ok := decodeRecord(kv.Value)
@@ -127,10 +127,6 @@ func (op *Operation) release(s alloc.Scope, kv etcdkv.KV, network string, markHe
 	// bytes.
 	addrK := op.keys.addrKey(s, ip)
 	t.If = append(t.If, etcdkv.ModIs(addrK, kv.ModRevision))
-	mark := ""
-	if markHere {
-		mark = op.keys.markOf(s, slotK)
-	}
 	holdK := op.keys.holdKey(s, r.Hold, lastSegment(slotK))
 	t.Then = append(t.Then, op.applyDel(p, addrK, holdK, []etcdkv.Cmp{etcdkv.ModIs(holdK, kv.ModRevision)}, mark)...)
 	return t, p.Step
