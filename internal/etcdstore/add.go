@@ -15,18 +15,17 @@ import (
 // case, for the attachment's sticky key keyed (Key "" none) under its
 // tenant's quota (the config's; nil: none).
 func (op *Operation) Add(targets []alloc.Target, keyed alloc.Keyed) ([]*current.IPConfig, error) {
-	q, st := op.conf.Quota, stickyOf(keyed, op.ifname)
+	q, st := op.conf.Quota, stickyOf(keyed, op.att.IfName)
 	op.quota = newQuotaState(q, targets)
 	claim := newClaimID()
-	att := op.attachment()
 	var stores []*claimStore
 	// Without a key, no claim meets a hold: AllocateClaimed only searches.
 	allocate := func(t alloc.Target) (netip.Prefix, netip.Addr, error) {
 		s := op.claimStore(t, claim, st)
 		stores = append(stores, s)
-		return alloc.AllocateClaimed(s, att, op.node, t, keyed.Key, keyed.Migration, op.now)
+		return alloc.AllocateClaimed(s, op.att, op.node, t, keyed.Key, keyed.Migration, op.now)
 	}
-	return alloc.Add{Targets: targets, Att: att, Quota: q, Keyed: keyed, Log: op.log,
+	return alloc.Add{Targets: targets, Att: op.att, Quota: q, Keyed: keyed, Log: op.log,
 		Steps: func(t alloc.Target) (func(alloc.Target) (alloc.Presence, error), func(alloc.Target) (netip.Prefix, netip.Addr, error)) {
 			if op.quota != nil {
 				op.quota.enforce = false
@@ -76,6 +75,6 @@ func (op *Operation) locator(t alloc.Target, st *stickyAtt) func(alloc.Target) (
 		if h, valid := decodeHold(holdKV.Value); st != nil && valid {
 			hold = &alloc.HoldRecord{Hold: h}
 		}
-		return alloc.Located(c, held, hold, key, op.ifname, op.now), nil
+		return alloc.Located(c, held, hold, key, op.att.IfName, op.now), nil
 	}
 }

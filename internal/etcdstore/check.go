@@ -11,7 +11,7 @@ import (
 // this attachment, on this node and network (code 3 otherwise). Without
 // addresses, the engine's rule (alloc.CheckHeld) over what it holds.
 func (op *Operation) Check(addrs []netip.Addr, targets []alloc.Target) error {
-	return alloc.CheckPrev(addrs, targets, alloc.Attachment{ContainerID: op.cid, IfName: op.ifname}, op.held, op.check)
+	return alloc.CheckPrev(addrs, targets, alloc.Attachment{ContainerID: op.att.ContainerID, IfName: op.att.IfName}, op.held, op.check)
 }
 
 // check verifies that each address, placed in its target, is the
@@ -26,7 +26,6 @@ func (op *Operation) check(addrs []netip.Addr, placed []alloc.Target) error {
 	if err != nil {
 		return err
 	}
-	me := op.attachment()
 	for i, a := range addrs {
 		kv, ok := resp.First(i)
 		r, valid := decodeRecord(kv.Value)
@@ -37,8 +36,8 @@ func (op *Operation) check(addrs []netip.Addr, placed []alloc.Target) error {
 		if r.SecondNode == op.node {
 			second = alloc.Attachment{ContainerID: r.Second, IfName: r.IfName, Network: r.Network}
 		}
-		if !ok || !valid || !me.Checks(owner, second) {
-			return alloc.NotReserved(me, a)
+		if !ok || !valid || !op.att.Checks(owner, second) {
+			return alloc.NotReserved(op.att, a)
 		}
 	}
 	return nil
@@ -52,10 +51,10 @@ func (op *Operation) held(scopes []alloc.Scope) (map[alloc.Scope][]netip.Addr, e
 	if err != nil {
 		return nil, err
 	}
-	out, me := map[alloc.Scope][]netip.Addr{}, op.attachment()
+	out := map[alloc.Scope][]netip.Addr{}
 	for i, s := range scopes {
 		for _, kv := range resp.KVs(i) {
-			if r, ok := decodeRecord(kv.Value); ok && me.Checks(r.attachment(), alloc.Attachment{}) {
+			if r, ok := decodeRecord(kv.Value); ok && op.att.Checks(r.attachment(), alloc.Attachment{}) {
 				if ip, err := parseAddr(r.Address); err == nil {
 					out[s] = append(out[s], ip)
 				}

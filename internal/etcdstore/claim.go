@@ -37,9 +37,8 @@ type claimStore struct {
 	claim  string // this ADD's claim ID
 	marker int64  // mod revision of the marker in our index key that the claim takes over (0: none)
 
-	att      alloc.Attachment // who the claims are for (Reserve's)
-	sent     []byte           // the record of the last claim sent: ours if it is found later
-	inFlight bool             // a claim may still commit: cancel must fence it
+	sent     []byte // the record of the last claim sent: ours if it is found later
+	inFlight bool   // a claim may still commit: cancel must fence it
 	taken    map[netip.Addr]bool
 	sawTaken int64 // the revision at which a candidate was first seen taken
 	scanned  bool
@@ -68,12 +67,10 @@ func (op *Operation) claimStore(t alloc.Target, claim string, st *stickyAtt) *cl
 }
 
 // Reserve claims ip for a on this node (its claim record, index key and,
-// when sticky, hold); false when someone holds it. One claimStore serves
-// one attachment: a failed ADD's cancel undoes the claims of the last
-// attachment it reserved for.
+// when sticky, hold); false when someone holds it. A claimStore claims
+// for its operation's attachment (a is it), whose claims cancel undoes.
 func (s *claimStore) Reserve(a alloc.Attachment, ip netip.Addr) (bool, error) {
 	op := s.op
-	s.att = a
 	if s.take == nil && s.sticky != nil && s.sticky.Migration != "" {
 		// A migration target never claims a new address: it meets what
 		// its key holds, for the engine to judge (107 for none).
@@ -89,7 +86,7 @@ func (s *claimStore) Reserve(a alloc.Attachment, ip netip.Addr) (bool, error) {
 	val := s.sticky.mark(op.recordOf(a, s.t.Scope, ip.String(), s.claim)).encode()
 	addrK := op.keys.addrKey(s.t.Scope, ip)
 	cond := []etcdkv.Cmp{etcdkv.Absent(addrK)}
-	then := []etcdkv.Op{etcdkv.Put(addrK, val), etcdkv.Put(s.slotKey(), val)}
+	then := []etcdkv.Op{etcdkv.Put(addrK, val), etcdkv.Put(op.slotKey(s.t.Scope, s.t.RangeID), val)}
 	undo := []etcdkv.Op{etcdkv.Delete(addrK), freed(op.keys.fullKey(s.t.Scope, s.t.RangeID))}
 	if s.sticky != nil {
 		// The hold key absent, or the hold taken over with its address's
@@ -111,20 +108,20 @@ func (s *claimStore) Reserve(a alloc.Attachment, ip netip.Addr) (bool, error) {
 	return s.send(ip, val, cond, then, etcdkv.Txn{Then: undo}, s.take != nil)
 }
 
-// send is a claim of ip for s.att (Reserve's or Share's): conditions cond
-// and writes then, val its index key's record, undo what cancel does
-// once it committed (besides the marker). A claim that takes something
-// over (takes) is no new address for the tenant, and any change to what
-// it takes over ends it with alloc.HoldFound. Refused for sure (no
-// claim of it in flight), it leaves cancel nothing to undo.
+// send is a claim of ip for the attachment (Reserve's or Share's):
+// conditions cond and writes then, val its index key's record, undo
+// what cancel does once it committed (besides the marker). A claim that
+// takes something over (takes) is no new address for the tenant, and
+// any change to what it takes over ends it with alloc.HoldFound. Refused
+// for sure (no claim of it in flight), it leaves cancel nothing to undo.
 func (s *claimStore) send(ip netip.Addr, val []byte, cond []etcdkv.Cmp, then []etcdkv.Op, undo etcdkv.Txn, takes bool) (ok bool, err error) {
 	defer func() {
 		if !ok && !s.inFlight {
 			s.sent = nil
 		}
 	}()
-	op, a := s.op, s.att
-	addrK, slotK, fenceK := op.keys.addrKey(s.t.Scope, ip), s.slotKey(), op.keys.fenceOf(op.node, a.ContainerID, a.IfName)
+	op := s.op
+	addrK, slotK, fenceK := op.keys.addrKey(s.t.Scope, ip), op.slotKey(s.t.Scope, s.t.RangeID), op.fenceKey()
 	s.sent, s.undoing = val, undo
 	// The else branch reads the claim key, the index key, the node, the
 	// node's fence buckets (holdersFences), then the hold and the
@@ -186,7 +183,7 @@ func (s *claimStore) send(ip netip.Addr, val []byte, cond []etcdkv.Cmp, then []e
 			// below it (alloc.QuotaGate).
 			if r, _ := decodeRecord(slot.Value); !r.cancelled() {
 				return false, cnierr.New(cnierr.CodeDuplicateAttach, "attachment already holds an address",
-					"address=%s %s containerID=%s ifname=%s", r.Address, s.t.Label, a.ContainerID, a.IfName)
+					"address=%s %s containerID=%s ifname=%s", r.Address, s.t.Label, op.att.ContainerID, op.att.IfName)
 			}
 		}
 		if op.fenceRefused(resp.KVs(holdersFences), fenceK, registeredNow) {
@@ -243,11 +240,6 @@ const holdersFences = 3
 // tenant again.
 const maxRecounts = 8
 
-// slotKey is the index key of the attachment Reserve claims for.
-func (s *claimStore) slotKey() string {
-	return s.op.keys.slotKey(s.op.node, s.t.Scope, s.att.ContainerID, s.att.IfName, s.t.RangeID)
-}
-
 // marking leaves this ADD's marker in index key slotK while it is at
 // revision rev (0: absent), else does els. Only while the attachment's
 // fence bucket is as this ADD knows it: once a release moved it, no claim
@@ -257,8 +249,8 @@ func (s *claimStore) slotKey() string {
 func (s *claimStore) marking(slotK string, rev int64, els ...etcdkv.Op) etcdkv.Txn {
 	op := s.op
 	return etcdkv.Txn{
-		If:   append([]etcdkv.Cmp{atRev(slotK, rev)}, op.fenceCmp(op.keys.fenceOf(op.node, s.att.ContainerID, s.att.IfName))...),
-		Then: []etcdkv.Op{etcdkv.Put(slotK, op.recordOf(s.att, s.t.Scope, "", s.claim).encode())},
+		If:   append([]etcdkv.Cmp{atRev(slotK, rev)}, op.fenceCmp(op.fenceKey())...),
+		Then: []etcdkv.Op{etcdkv.Put(slotK, op.recordOf(op.att, s.t.Scope, "", s.claim).encode())},
 		Else: els,
 	}
 }
@@ -297,7 +289,7 @@ func (s *claimStore) noteTaken(ip netip.Addr, rev int64) {
 // key would be the one hot key every ADD of the pool writes), so the
 // search starts where the engine starts one without it.
 func (s *claimStore) LastReserved(int) (netip.Addr, error) {
-	return alloc.SpreadStart(s.t.Set, s.op.node, s.op.attachment(), s.t.Scope), nil
+	return alloc.SpreadStart(s.t.Set, s.op.node, s.op.att, s.t.Scope), nil
 }
 
 // MarkExhausted records, for STATUS, that an ADD found the target full,
@@ -328,7 +320,7 @@ func (op *Operation) cancel(stores []*claimStore) error {
 		if s.sent == nil {
 			continue
 		}
-		slotK := s.slotKey()
+		slotK := op.slotKey(s.t.Scope, s.t.RangeID)
 		m := s.marking(slotK, 0)
 		marker := m.Then[0]
 		undo := etcdkv.Txn{

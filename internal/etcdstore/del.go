@@ -65,12 +65,12 @@ func (op *Operation) delRead(scopes []alloc.Scope, fence bool) error {
 				continue
 			}
 			if ok && r.sharing() {
-				if err := op.commitShared(s, kv, op.network); err != nil {
+				if err := op.commitShared(s, kv, op.att.Network); err != nil {
 					return err
 				}
 				continue
 			}
-			if t, step := op.release(s, kv, op.network, true); step != alloc.DelSkip {
+			if t, step := op.release(s, kv, op.att.Network, op.keys.markOf(s, string(kv.Key))); step != alloc.DelSkip {
 				sticky = append(sticky, step == alloc.DelToHold)
 				txns = append(txns, t)
 			}
@@ -107,7 +107,7 @@ func (op *Operation) delFromPrev(c *alloc.Config, addrs []netip.Addr, keyed *all
 	if len(addrs) == 0 || keyed == nil || err != nil {
 		return false, false, nil
 	}
-	st := stickyOf(*keyed, op.ifname)
+	st := stickyOf(*keyed, op.att.IfName)
 	var outer etcdkv.Txn
 	seen := map[string]bool{}
 	for _, a := range addrs {
@@ -120,7 +120,7 @@ func (op *Operation) delFromPrev(c *alloc.Config, addrs []netip.Addr, keyed *all
 			return false, false, nil // two addresses for one index key: not this attachment's result
 		}
 		seen[slotK] = true
-		r := st.mark(op.recordOf(op.attachment(), t.Scope, a.String(), ""))
+		r := st.mark(op.recordOf(op.att, t.Scope, a.String(), ""))
 		lo, hi := r.ownerPrefix(), r.writtenBefore()
 		release := etcdkv.Txn{
 			If: []etcdkv.Cmp{
@@ -138,17 +138,17 @@ func (op *Operation) delFromPrev(c *alloc.Config, addrs []netip.Addr, keyed *all
 			// hands the address over, as it releases a sticky record
 			// when this DEL derives no key (its prefix differs).
 			holdK = op.keys.holdKey(t.Scope, st.id, strconv.Itoa(t.RangeID))
-			alone := append(ownedPrefix(op.node, op.cid, op.ifname, op.network, a.String()), `"key":`...)
+			alone := append(alloc.OwnerPrefix(op.node, op.att.ContainerID, op.att.IfName, op.att.Network, a.String()), `,"key":`...)
 			release.If = append(release.If, etcdkv.ValueAbove(holdK, alone), etcdkv.ValueBelow(holdK, append(slices.Clip(alone), 0xff)))
 		}
-		release.Then = append(release.Then, op.applyDel(op.planDel(op.attachment(), r), addrK, holdK, nil, op.keys.fullKey(t.Scope, t.RangeID))...)
+		release.Then = append(release.Then, op.applyDel(op.planDel(op.att, r), addrK, holdK, nil, op.keys.fullKey(t.Scope, t.RangeID))...)
 		outer.Then = append(outer.Then, etcdkv.Nested(release))
 	}
 	outer.Then = append(outer.Then, op.touch(), op.bumpOwn())
 	scopes := c.Scopes()
 	first := len(outer.Then)
 	for _, s := range scopes {
-		outer.Then = append(outer.Then, etcdkv.GetPrefix(op.keys.attachmentPrefix(op.node, s, op.cid, op.ifname)))
+		outer.Then = append(outer.Then, etcdkv.GetPrefix(op.keys.attachmentPrefix(op.node, s, op.att.ContainerID, op.att.IfName)))
 	}
 	resp, err := op.cl.Txn(outer)
 	if err != nil {
@@ -157,7 +157,7 @@ func (op *Operation) delFromPrev(c *alloc.Config, addrs []netip.Addr, keyed *all
 	op.bumpedOwn(resp.Revision)
 	for i := range scopes {
 		for _, kv := range resp.KVs(first + i) {
-			if r, ok := decodeRecord(kv.Value); !ok || (r.Network == op.network && !r.Released) {
+			if r, ok := decodeRecord(kv.Value); !ok || (r.Network == op.att.Network && !r.Released) {
 				return false, true, nil
 			}
 		}

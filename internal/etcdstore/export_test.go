@@ -28,7 +28,7 @@ var (
 // FenceOf is the fence bucket key of attachment (cid, ifname) of node
 // under prefix.
 func FenceOf(prefix, node, cid, ifname string) string {
-	return layout{prefix: prefix}.fenceOf(node, cid, ifname)
+	return layout{prefix: prefix}.fenceOf(node, alloc.Attachment{ContainerID: cid, IfName: ifname})
 }
 
 // FenceKey is bucket b's key of node under prefix.
@@ -38,7 +38,7 @@ func FenceKey(prefix, node string, b int) string { return layout{prefix: prefix}
 // for attachment a at now, over cl and prefix.
 func NewTestOperation(cl *etcdkv.Client, prefix, node, machine, hostname string, a alloc.Attachment, now time.Time) *Operation {
 	return &Operation{cl: cl, keys: layout{prefix: prefix}, node: node, machine: machine, hostname: hostname,
-		network: a.Network, cid: a.ContainerID, ifname: a.IfName, now: now, nonce: newClaimID()}
+		att: a, now: now, nonce: newClaimID()}
 }
 
 // Count is the tenant's count of quota q, as an ADD to targets reads it,

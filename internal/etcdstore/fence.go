@@ -4,6 +4,7 @@ import (
 	"hash/fnv"
 	"strconv"
 
+	"github.com/cniplugins/cniplugins/internal/alloc"
 	"github.com/cniplugins/cniplugins/internal/etcdkv"
 )
 
@@ -22,16 +23,16 @@ func (l layout) fenceKey(node string, b int) string { return l.fencesPrefix(node
 // fenceOf is the bucket key of an attachment of node: a hash of its
 // container ID and interface, so every scope and network of one
 // attachment shares it, and a DEL writes one key.
-func (l layout) fenceOf(node, cid, ifname string) string {
+func (l layout) fenceOf(node string, a alloc.Attachment) string {
 	h := fnv.New32a()
-	h.Write([]byte(cid))
+	h.Write([]byte(a.ContainerID))
 	h.Write([]byte{0})
-	h.Write([]byte(ifname))
+	h.Write([]byte(a.IfName))
 	return l.fenceKey(node, int(h.Sum32()%fenceBuckets))
 }
 
 // fenceKey is the bucket of the operation's attachment.
-func (op *Operation) fenceKey() string { return op.keys.fenceOf(op.node, op.cid, op.ifname) }
+func (op *Operation) fenceKey() string { return op.keys.fenceOf(op.node, op.att) }
 
 // bump is a release's write of the bucket of record r's attachment, with
 // the operation's nonce. It is the same put whether or not the release
@@ -39,7 +40,7 @@ func (op *Operation) fenceKey() string { return op.keys.fenceOf(op.node, op.cid,
 // marks, see unmark), and a late copy of it costs at most a concurrent
 // claim one retry.
 func (op *Operation) bump(r Record) etcdkv.Op {
-	return etcdkv.Put(op.keys.fenceOf(r.Node, r.ContainerID, r.IfName), []byte(op.nonce))
+	return etcdkv.Put(op.keys.fenceOf(r.Node, r.attachment()), []byte(op.nonce))
 }
 
 // bumpOwn is bump for the operation's own attachment, remembered at rev

@@ -29,7 +29,7 @@ func (op *Operation) GC(valid []alloc.Attachment) error {
 	if err := op.ensureNode(node, 0); err != nil {
 		return err
 	}
-	run := gcRun{network: op.network, keep: alloc.NewKeepSet(op.network, valid).Keeps, guard: op.sameMachine()}
+	run := gcRun{network: op.att.Network, keep: alloc.NewKeepSet(op.att.Network, valid).Keeps, guard: op.sameMachine()}
 	for _, s := range op.conf.Scopes() {
 		run.index, run.holds = append(run.index, op.keys.nodeScope(op.node, s)), append(run.holds, op.keys.holdScope(s))
 	}
@@ -133,10 +133,10 @@ func (op *Operation) applyGC(run gcRun, s alloc.Scope, p alloc.ClaimsPlan, try i
 	for _, c := range p.Release {
 		kv := c.Ref.(etcdkv.KV)
 		r, _ := decodeRecord(kv.Value)
-		t, _ := op.release(s, kv, run.network, false)
+		t, _ := op.release(s, kv, run.network, "")
 		released = append(released, t)
 		marks[op.keys.markOf(s, string(kv.Key))] = nil
-		marks[op.keys.fenceOf(r.Node, r.ContainerID, r.IfName)] = []byte(op.nonce) // see bump
+		marks[op.keys.fenceOf(r.Node, r.attachment())] = []byte(op.nonce) // see bump
 		op.log.Info("gc releases", logging.String("address", r.Address), logging.String("containerID", r.ContainerID), logging.String("ifname", r.IfName))
 	}
 	for _, h := range p.Expire {

@@ -24,7 +24,7 @@ import (
 // engine undoes a share (alloc.UndoHold).
 func (s *claimStore) Share(a alloc.Attachment, mig string) (bool, error) {
 	op, t := s.op, s.found // the engine shares only a hold Found returned
-	s.found, s.att = nil, a
+	s.found = nil
 	owner, ok := decodeRecord(t.claim)
 	if !ok || owner.Hold == "" {
 		return false, nil
@@ -41,7 +41,7 @@ func (s *claimStore) Share(a alloc.Attachment, mig string) (bool, error) {
 		Then: []etcdkv.Op{etcdkv.Put(addrK, t.claim), etcdkv.Put(srcSlotK, t.claim), etcdkv.Put(s.holdK, encodeHold(*alloc.UndoHold(&h, true)))},
 	}
 	ok, err := s.send(ip, val, []etcdkv.Cmp{etcdkv.ModIs(s.holdK, t.rev), etcdkv.ModIs(addrK, t.rev), etcdkv.ModIs(srcSlotK, t.rev)},
-		[]etcdkv.Op{etcdkv.Put(addrK, after), etcdkv.Put(srcSlotK, after), etcdkv.Put(s.holdK, holdAfter), etcdkv.Put(s.slotKey(), val)}, undo, true)
+		[]etcdkv.Op{etcdkv.Put(addrK, after), etcdkv.Put(srcSlotK, after), etcdkv.Put(s.holdK, holdAfter), etcdkv.Put(op.slotKey(s.t.Scope, s.t.RangeID), val)}, undo, true)
 	if _, changed := errors.AsType[*alloc.HoldFound](err); changed {
 		return false, nil // the hold or the owner's claim changed: the engine looks again
 	}
@@ -70,7 +70,7 @@ func (r Record) sharing() bool { return r.Hold != "" && (r.Second != "" || r.Sha
 func (op *Operation) commitShared(s alloc.Scope, kv etcdkv.KV, network string) error {
 	r, _ := decodeRecord(kv.Value)
 	alone := func() error {
-		t, step := op.release(s, kv, network, true)
+		t, step := op.release(s, kv, network, op.keys.markOf(s, string(kv.Key)))
 		if step == alloc.DelSkip {
 			return nil
 		}

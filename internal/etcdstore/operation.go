@@ -25,9 +25,7 @@ type Operation struct {
 	node     string
 	machine  string // "" for an operator's command, which is no node's
 	hostname string
-	network  string
-	cid      string
-	ifname   string
+	att      alloc.Attachment // who the command is for; zero for an operator's
 	now      time.Time
 	log      *logging.Logger
 	quota    *quotaState // an ADD's tenant count (quota.go); nil: no quota
@@ -53,7 +51,7 @@ func Open(conf *netconf.Envelope, c *alloc.Config, containerID, ifname string, n
 	if err != nil {
 		return nil, err
 	}
-	op.conf, op.machine, op.network, op.cid, op.ifname = c, machine, c.Network, containerID, ifname
+	op.conf, op.machine, op.att = c, machine, alloc.Attachment{ContainerID: containerID, IfName: ifname, Network: c.Network}
 	op.hostname, _ = os.Hostname()
 	return op, nil
 }
@@ -73,14 +71,9 @@ func (op *Operation) recordOf(a alloc.Attachment, s alloc.Scope, addr, claim str
 	}
 }
 
-// attachment is who the operation is for.
-func (op *Operation) attachment() alloc.Attachment {
-	return alloc.Attachment{ContainerID: op.cid, IfName: op.ifname, Network: op.network}
-}
-
 // slotKey is this attachment's index key in scope.
 func (op *Operation) slotKey(s alloc.Scope, slot int) string {
-	return op.keys.slotKey(op.node, s, op.cid, op.ifname, slot)
+	return op.keys.slotKey(op.node, s, op.att.ContainerID, op.att.IfName, slot)
 }
 
 // readAttachment reads the attachment's index keys in each scope in one
@@ -91,7 +84,7 @@ func (op *Operation) slotKey(s alloc.Scope, slot int) string {
 func (op *Operation) readAttachment(scopes []alloc.Scope, fence bool) (*etcdkv.Response, error) {
 	reads := make([]etcdkv.Op, 0, len(scopes)+1)
 	for _, s := range scopes {
-		reads = append(reads, etcdkv.GetPrefix(op.keys.attachmentPrefix(op.node, s, op.cid, op.ifname)))
+		reads = append(reads, etcdkv.GetPrefix(op.keys.attachmentPrefix(op.node, s, op.att.ContainerID, op.att.IfName)))
 	}
 	if !fence {
 		return op.cl.Read(reads...)
@@ -110,11 +103,11 @@ func (op *Operation) readAttachment(scopes []alloc.Scope, fence bool) (*etcdkv.R
 // can delete nothing a later ADD wrote. A failed ADD's marker (no
 // address) just goes. The step is alloc.DelSkip for a claim the DEL
 // leaves (no transaction then). The caller writes the attachment's fence
-// bucket with it (fence.go), once per bucket in a batch. When markHere,
-// the same transaction records on the range set's exhaustion mark that
-// an address was freed (see freed); otherwise the caller does, once per
-// mark.
-func (op *Operation) release(s alloc.Scope, kv etcdkv.KV, network string, markHere bool) (etcdkv.Txn, alloc.DelStep) {
+// bucket with it (fence.go), once per bucket in a batch. The same
+// transaction records on mark, the range set's exhaustion mark (markOf),
+// that an address was freed (see freed); with mark "", the caller does,
+// once per mark.
+func (op *Operation) release(s alloc.Scope, kv etcdkv.KV, network, mark string) (etcdkv.Txn, alloc.DelStep) {
 	slotK := string(kv.Key)
 	t := etcdkv.Txn{If: []etcdkv.Cmp{etcdkv.ModIs(slotK, kv.ModRevision)}, Then: []etcdkv.Op{etcdkv.Delete(slotK)}}
 	r, ok := decodeRecord(kv.Value)
@@ -134,10 +127,6 @@ func (op *Operation) release(s alloc.Scope, kv etcdkv.KV, network string, markHe
 	// bytes.
 	addrK := op.keys.addrKey(s, ip)
 	t.If = append(t.If, etcdkv.ModIs(addrK, kv.ModRevision))
-	mark := ""
-	if markHere {
-		mark = op.keys.markOf(s, slotK)
-	}
 	holdK := op.keys.holdKey(s, r.Hold, lastSegment(slotK))
 	t.Then = append(t.Then, op.applyDel(p, addrK, holdK, []etcdkv.Cmp{etcdkv.ModIs(holdK, kv.ModRevision)}, mark)...)
 	return t, p.Step

@@ -60,10 +60,10 @@ func TestHoldRecord(t *testing.T) {
 	if !owned.OwnedBy("n", "c") || owned.OwnedBy("m", "c") {
 		t.Fatalf("owner not qualified by node: %+v", owned)
 	}
-	p := ownedPrefix("n", "c", "eth0", "net", "10.0.0.5")
+	p := append(alloc.OwnerPrefix("n", "c", "eth0", "net", "10.0.0.5"), ',')
 	v := encodeHold(owned)
 	if !bytes.HasPrefix(v, p) || bytes.HasPrefix(encodeHold(h), p) || bytes.HasPrefix(encodeHold(alloc.Hold{Node: "n", Owner: "c2", IfName: "eth0", Network: "net", Address: "10.0.0.5", Key: "k"}), p) {
-		t.Fatalf("ownedPrefix %s of %s", p, v)
+		t.Fatalf("owner prefix %s of %s", p, v)
 	}
 	if _, ok := decodeRecord(encodeHold(h)); ok {
 		t.Fatal("a held claim decodes as an owner record")

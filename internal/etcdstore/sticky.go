@@ -56,12 +56,6 @@ func decodeHold(b []byte) (alloc.Hold, bool) {
 	return h, err == nil
 }
 
-// ownedPrefix is how the hold of this owner and address begins, up to
-// the comma before its next field.
-func ownedPrefix(node, cid, ifname, network, addr string) []byte {
-	return append(alloc.OwnerPrefix(node, cid, ifname, network, addr), ',')
-}
-
 // stamped is h as etcd writes it at now.
 func stamped(h alloc.Hold, now time.Time) alloc.Hold {
 	h.Time = stamp(now)
