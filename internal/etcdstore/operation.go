@@ -109,7 +109,7 @@ func (op *Operation) readAttachment(scopes []alloc.Scope, fence bool) (*etcdkv.R
 // once per mark.
 func (op *Operation) release(s alloc.Scope, kv etcdkv.KV, network, mark string) (etcdkv.Txn, alloc.DelStep) {
 	slotK := string(kv.Key)
-	t := etcdkv.Txn{If: []etcdkv.Cmp{etcdkv.ModIs(slotK, kv.ModRevision)}, Then: []etcdkv.Op{etcdkv.Delete(slotK)}}
+	t := removeRecord(kv)
 	r, ok := decodeRecord(kv.Value)
 	if !ok {
 		return t, alloc.DelFree // bytes that are no record hold nothing
