@@ -21,15 +21,6 @@ import (
 	"github.com/cniplugins/cniplugins/internal/testkit/plugintest"
 )
 
-// The lean binary reads ipam.etcd.prefix's rule without linking
-// etcdstore (clusteraccess, which the store reads it with too): the default,
-// and a final '/', or pools --etcd would skip every network.
-func TestEtcdPrefixDefault(t *testing.T) {
-	if clusteraccess.Prefix("") != clusteraccess.DefaultPrefix || clusteraccess.Prefix("/x") != "/x/" {
-		t.Errorf("default %q, /x: %q", clusteraccess.Prefix(""), clusteraccess.Prefix("/x"))
-	}
-}
-
 // pools answers alike from the data dir and from etcd: the same ADDs
 // through ipam-da-pools and through ipam-da-etcd (on the in-memory etcd)
 // give the same rows, where ops placed each scope (the etcd backend

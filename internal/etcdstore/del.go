@@ -20,12 +20,11 @@ import (
 // fence bucket (fence.go), so no claim of the attachment sent before the
 // DEL can commit after it. An unknown attachment is not an error.
 func (op *Operation) Del(hints []netip.Addr, keyed *alloc.Keyed) error {
-	c := op.conf
-	done, fenced, err := op.delFromPrev(c, hints, keyed)
+	done, fenced, err := op.delFromPrev(hints, keyed)
 	if done || err != nil {
 		return err
 	}
-	scopes := c.Scopes()
+	scopes := op.conf.Scopes()
 	err = op.delRead(scopes, !fenced)
 	// A sticky release that lost a race with a migration target's share
 	// (which rewrites the owner's keys) reads again: bounded, then 11.
@@ -102,9 +101,12 @@ func (op *Operation) delRead(scopes []alloc.Scope, fence bool) error {
 // from prevResult, a failed ADD's marker, a record from this very
 // instant): the read path finishes. fenced: the transaction was sent,
 // which wrote the attachment's fence bucket.
-func (op *Operation) delFromPrev(c *alloc.Config, addrs []netip.Addr, keyed *alloc.Keyed) (done, fenced bool, err error) {
-	targets, err := c.AddTargets()
-	if len(addrs) == 0 || keyed == nil || err != nil {
+func (op *Operation) delFromPrev(addrs []netip.Addr, keyed *alloc.Keyed) (done, fenced bool, err error) {
+	if len(addrs) == 0 || keyed == nil {
+		return false, false, nil
+	}
+	targets, err := op.conf.AddTargets()
+	if err != nil {
 		return false, false, nil
 	}
 	st := stickyOf(*keyed, op.att.IfName)
@@ -145,7 +147,7 @@ func (op *Operation) delFromPrev(c *alloc.Config, addrs []netip.Addr, keyed *all
 		outer.Then = append(outer.Then, etcdkv.Nested(release))
 	}
 	outer.Then = append(outer.Then, op.touch(), op.bumpOwn())
-	scopes := c.Scopes()
+	scopes := op.conf.Scopes()
 	first := len(outer.Then)
 	for _, s := range scopes {
 		outer.Then = append(outer.Then, etcdkv.GetPrefix(op.keys.attachmentPrefix(op.node, s, op.att.ContainerID, op.att.IfName)))

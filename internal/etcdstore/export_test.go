@@ -54,7 +54,7 @@ func (op *Operation) DeadTenantRecords() ([]etcdkv.Txn, error) {
 	return dead, err
 }
 
-func (op *Operation) CommitBatches(txns []etcdkv.Txn) error {
+func (op *Operation) Apply(txns []etcdkv.Txn) error {
 	_, err := op.apply(nil, txns)
 	return err
 }

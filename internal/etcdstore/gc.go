@@ -95,8 +95,8 @@ type gcRun struct {
 
 // collect is the one GC driver: it reads, the engine plans each scope
 // (alloc.PlanClaims), and, unless dryRun, each plan is applied
-// (applyGC). It returns the plan: the claims sorted as Leases sorts
-// them, then the holds in scope order. It keeps going after errors.
+// (applyGC). It returns the plan: the claims sorted by ops.SortLeases,
+// then the holds in scope order. It keeps going after errors.
 func (op *Operation) collect(run gcRun, dryRun bool) ([]ops.Lease, error) {
 	var claims, holds []ops.Lease
 	read, err := op.read(run)

@@ -9,18 +9,23 @@ import (
 
 // ScopeStates reads each scope's claims and exhaustion marks, and in a
 // pool the tenants its addresses count for: reads only, as `leases` does.
-// The tenants' records are read once for all the scopes, first.
+// The tenants' records are read once for all the scopes, when the first
+// pool with addresses needs them: range sets and empty pools have none.
 func (o *Operator) ScopeStates(scopes []alloc.Scope) ([]alloc.ScopeState, error) {
-	tenants, _, err := o.op.tenantRecords() // "<scope>/<address>" → tenant
-	if err != nil {
-		return nil, err
-	}
+	var tenants map[string]string // "<scope>/<address>" → tenant
+	read := false
 	out := make([]alloc.ScopeState, len(scopes))
 	for i, s := range scopes {
-		st := alloc.ScopeState{Place: o.op.keys.scopeAddrs(s), Tenants: map[netip.Addr]string{}}
+		st := alloc.ScopeState{Place: o.op.keys.scopeAddrs(s)}
 		claims, err := o.op.cl.List(st.Place, false)
 		if err != nil {
 			return nil, err
+		}
+		if s.Pool != "" && len(claims) > 0 && !read {
+			if tenants, _, err = o.op.tenantRecords(); err != nil {
+				return nil, err
+			}
+			read = true
 		}
 		for _, kv := range claims {
 			ip, err := netip.ParseAddr(string(kv.Key[len(st.Place):]))
@@ -29,6 +34,9 @@ func (o *Operator) ScopeStates(scopes []alloc.Scope) ([]alloc.ScopeState, error)
 			}
 			st.Addrs = append(st.Addrs, ip)
 			if t, ok := tenants[s.Path()+"/"+ip.String()]; ok && s.Pool != "" {
+				if st.Tenants == nil {
+					st.Tenants = map[netip.Addr]string{}
+				}
 				st.Tenants[ip] = t
 			}
 			if r, ok := decodeRecord(kv.Value); ok && r.Second != "" {

@@ -142,10 +142,10 @@ func TestStickyRescheduleAndLive(t *testing.T) {
 	ad := stickyAdmin(t)
 	rel, err := ad.Release(alloc.Scope{Network: "net"}, alloc.ReleaseRequest{Key: "ns/web-0", IfName: "eth0"}, false)
 	if err != nil || len(rel.Holds) != 1 || rel.Holds[0].Address != a1.String() {
-		t.Fatalf("ReleaseHold: %+v %v", rel, err)
+		t.Fatalf("release of the key: %+v %v", rel, err)
 	}
 	if _, err := ad.Release(alloc.Scope{Network: "net"}, alloc.ReleaseRequest{Key: "ns/web-0", IfName: "eth0"}, false); err == nil {
-		t.Fatal("a second ReleaseHold found a hold")
+		t.Fatal("a second release of the key found a hold")
 	}
 }
 

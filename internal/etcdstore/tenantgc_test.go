@@ -141,7 +141,7 @@ func TestSweepSparesARecordClaimedAgain(t *testing.T) {
 	if again := c.add("c1", "net", ""); again != a {
 		t.Fatalf("c1 got %s, want the pool's one address %s", again, a)
 	}
-	if err := op.CommitBatches(dead); err != nil {
+	if err := op.Apply(dead); err != nil {
 		t.Fatal(err)
 	}
 	if got := c.records(); !slices.Equal(got, []string{a.String()}) {
@@ -248,7 +248,7 @@ func TestGCRemovesVersionKeysNothingNeeds(t *testing.T) {
 		t.Fatalf("versions %v %v", versions, err)
 	}
 	c.add("c2", "net", "") // rewrites the version key after the read
-	if err := op.CommitBatches([]etcdkv.Txn{RemoveRecord(versions[0])}); err != nil {
+	if err := op.Apply([]etcdkv.Txn{RemoveRecord(versions[0])}); err != nil {
 		t.Fatal(err)
 	}
 	if len(c.versions()) != 1 {
