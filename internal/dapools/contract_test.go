@@ -1,10 +1,8 @@
 package dapools_test
 
 import (
-	"errors"
 	"net/netip"
 	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -81,22 +79,16 @@ func (o localOperators) ReleaseAddr(ip netip.Addr, now time.Time) error {
 }
 
 // ReleaseKey releases the key's holds in every pool that has a state
-// directory, as an operator would run it pool by pool: done when one of
-// them released something.
+// directory, as an operator would run it pool by pool (alloctest.ReleaseKeyIn).
 func (o localOperators) ReleaseKey(key, ifname string, now time.Time) error {
-	var errs []error
+	var pools []alloc.Scope
 	for _, s := range alloctest.Scopes {
-		if _, err := os.Stat(filepath.Join(o.dataDir, "_pools", s.Pool)); err != nil {
-			continue
+		if _, err := os.Stat(dapools.ScopeDir(o.dataDir, s)); err == nil {
+			pools = append(pools, s)
 		}
+	}
+	return alloctest.ReleaseKeyIn(pools, func(s alloc.Scope) error {
 		_, err := ops.Release(o.local(now), ops.ReleaseRequest{Location: ops.Location{Pool: s.Pool}, ReleaseRequest: alloc.ReleaseRequest{Key: key, IfName: ifname}})
-		if err == nil {
-			return nil
-		}
-		errs = append(errs, err)
-	}
-	if errs == nil {
-		return errors.New("no pool has a state directory")
-	}
-	return errs[0]
+		return err
+	})
 }

@@ -120,11 +120,14 @@ func Repair(dir string, lockTimeout time.Duration, dropCursors []int) (err error
 		return err
 	}
 	defer func() { err = errors.Join(err, d.Close()) }()
-	// Stamped anew: Close finds out again whether the file system keeps
-	// the stamp.
-	d.untrusted = false
-	if err := d.rebuild(); err != nil {
-		return err
+	// Open rebuilt a stale index already (the cache is complete); an
+	// untrusted one is stamped anew: Close finds out again whether the
+	// file system keeps the stamp.
+	if !d.complete || d.untrusted {
+		d.untrusted = false
+		if err := d.rebuild(); err != nil {
+			return err
+		}
 	}
 	for _, id := range dropCursors {
 		if err := removeIfAny(d.cursorPath(id)); err != nil {

@@ -129,17 +129,20 @@ func (d *Disk) bucket(n uint8) (*bucket, error) {
 	return b, nil
 }
 
-// fill replaces the cache with the result of a full scan. A bucket
-// changed since Open is still written back, emptied or not.
+// fill replaces the cache with the result of a full scan. Only a bucket
+// changed since Open is written back (emptied or not): the scan of a
+// trusted index finds what its files say, and a rebuild marks the rest.
 func (d *Disk) fill(all map[netip.Addr]alloc.Attachment) {
 	old := d.buckets
 	d.buckets, d.unindexed, d.complete = make(map[uint8]*bucket, numBuckets), map[alloc.Attachment][]netip.Addr{}, true
-	for n, b := range old {
-		fresh, _ := d.bucket(n) // a complete cache reads nothing: no error
-		fresh.dirty = b.dirty
+	for n := range old {
+		d.bucket(n) // a complete cache reads nothing: no error
 	}
 	for _, ip := range slices.SortedFunc(maps.Keys(all), netip.Addr.Compare) {
 		d.track(all[ip], ip, true) // reads nothing either
+	}
+	for n, b := range d.buckets {
+		b.dirty = old[n] != nil && old[n].dirty
 	}
 }
 

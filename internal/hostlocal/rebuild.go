@@ -42,11 +42,13 @@ func (d *Disk) rebuild() error {
 		return cnierr.IO("create", fresh, err)
 	}
 	// At most numBuckets files, whatever the number of attachments:
-	// creating inodes is where a rebuild's time would go. fill marked
-	// every bucket that has a line; b00 is always written, even empty: it
-	// marks the bucket layout (see bucketFormat).
-	b, _ := d.bucket(0) // a complete cache reads nothing: no error
-	b.dirty = true
+	// creating inodes is where a rebuild's time would go. Every bucket
+	// that has a line is written; b00 always, even empty: it marks the
+	// bucket layout (see bucketFormat).
+	d.bucket(0) // a complete cache reads nothing: no error
+	for n, b := range d.buckets {
+		b.dirty = b.dirty || n == 0 || len(b.lines) > 0
+	}
 	if err := d.flush(fresh); err != nil {
 		return err
 	}

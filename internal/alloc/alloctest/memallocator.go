@@ -90,7 +90,11 @@ func (c memCommand) Del(hints []netip.Addr, keyed *alloc.Keyed) error {
 func (c memCommand) Check(addrs []netip.Addr, targets []alloc.Target) error {
 	return alloc.CheckScopes(addrs, targets, c.attachment(), func(scopes []alloc.Scope, fn func(alloc.Scope, alloc.Ledger) error) error {
 		for _, s := range scopes {
-			if err := fn(s, c.store(s)); err != nil {
+			var l alloc.Ledger // nil for a scope with no state: CHECK creates none
+			if c.pools.stores[s] != nil {
+				l = c.store(s)
+			}
+			if err := fn(s, l); err != nil {
 				return err
 			}
 		}
@@ -118,7 +122,8 @@ func (c memCommand) GC(valid []alloc.Attachment) error {
 // Exhausted reads the marks each ADD that found a range set full left.
 func (c memCommand) Exhausted([]alloc.Target) (func(alloc.Target) (bool, error), error) {
 	return func(t alloc.Target) (bool, error) {
-		return slices.Contains(c.store(t.Scope).Exhausted(), t.RangeID), nil
+		m := c.pools.stores[t.Scope] // nil for a scope with no state: STATUS creates none
+		return m != nil && slices.Contains(m.Exhausted(), t.RangeID), nil
 	}, nil
 }
 
