@@ -64,9 +64,9 @@ func TestParseKeep(t *testing.T) {
 	}
 	got, err := readKeepFile(file("# live\nc1@eth0\n\n  c2\n"))
 	if err != nil || len(got) != 2 || got[1].ContainerID != "c2" {
-		t.Errorf("ReadKeepFile = %+v, %v", got, err)
+		t.Errorf("readKeepFile = %+v, %v", got, err)
 	}
 	if _, err := readKeepFile(file("c1\n@x\n")); err == nil {
-		t.Error("ReadKeepFile accepted @x")
+		t.Error("readKeepFile accepted @x")
 	}
 }

@@ -8,7 +8,7 @@ import (
 
 // Selectable lists each pool the rules, their podChoice and the defaults
 // can select once, defined where its ranges are written, chains resolved.
-func TestArgsPools(t *testing.T) {
+func TestSelectableArgs(t *testing.T) {
 	for _, tt := range []struct {
 		name, ipam string
 		want       []string // "name field chain"

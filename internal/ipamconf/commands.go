@@ -70,9 +70,9 @@ func (k commands) run(req *plugin.Request) (types.Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	// The sticky key is read once, here, for every store. DEL and GC
-	// never need it, so a malformed one (or ipam.sticky) must not fail
-	// them.
+	// The sticky key is read once, here, for every store. A malformed one
+	// (or ipam.sticky) must not fail DEL or GC: DEL then gets none and
+	// finds holds by the records alone, and GC never needs it.
 	keyed, err := stickyKeyOf(req)
 	if err != nil && !stateOnly {
 		return nil, err

@@ -39,10 +39,11 @@ type GCRequest struct {
 // recorded for that network are candidates, as in that network's CNI
 // GC; with --pool alone, every network's are.
 func (b Local) GC(r GCRequest) ([]Lease, error) {
-	keep := alloc.NewKeepSet(r.Network, r.Keep)
+	var keep alloc.KeepSet
 	var dirs []StateScope
 	var err error
 	if r.Runtime == nil {
+		keep = alloc.NewKeepSet(r.Network, r.Keep)
 		var d StateScope
 		d, err = b.existingDir(r.Location)
 		dirs = []StateScope{d}
