@@ -16,7 +16,7 @@ func (o *Operator) ScopeStates(scopes []alloc.Scope) ([]alloc.ScopeState, error)
 	read := false
 	out := make([]alloc.ScopeState, len(scopes))
 	for i, s := range scopes {
-		st := alloc.ScopeState{Place: o.op.keys.scopeAddrs(s)}
+		st := alloc.ScopeState{Place: o.op.keys.scopeAddrs(s), Tenants: map[netip.Addr]string{}}
 		claims, err := o.op.cl.List(st.Place, false)
 		if err != nil {
 			return nil, err
@@ -34,9 +34,6 @@ func (o *Operator) ScopeStates(scopes []alloc.Scope) ([]alloc.ScopeState, error)
 			}
 			st.Addrs = append(st.Addrs, ip)
 			if t, ok := tenants[s.Path()+"/"+ip.String()]; ok && s.Pool != "" {
-				if st.Tenants == nil {
-					st.Tenants = map[netip.Addr]string{}
-				}
 				st.Tenants[ip] = t
 			}
 			if r, ok := decodeRecord(kv.Value); ok && r.Second != "" {

@@ -46,10 +46,8 @@ func inode(fi os.FileInfo, err error) (uint64, bool) {
 	if err != nil || !fi.Mode().IsRegular() {
 		return 0, false
 	}
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-		return st.Ino, true
-	}
-	return 0, false
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	return st.Ino, ok
 }
 
 // replaceRecycled gives path (in D) the content s atomically: the spare
