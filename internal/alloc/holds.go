@@ -183,7 +183,8 @@ type HoldClaimer interface {
 	FreeFound() error
 	// Share makes a the found hold's second (migration) owner, for
 	// migration mig, while the hold and its owner's claim are exactly as
-	// found: false, nothing written, when they changed.
+	// found: false, nothing written, when they changed; an *AttachedFound
+	// when a holds an address of the range set already.
 	Share(a Attachment, mig string) (bool, error)
 }
 
@@ -225,7 +226,7 @@ func AllocateClaimed(s HoldClaimer, a Attachment, node string, t Target, key, mi
 		case action == addSecond:
 			ok, err := s.Share(a, mig)
 			if err != nil {
-				return netip.Prefix{}, netip.Addr{}, err
+				return netip.Prefix{}, netip.Addr{}, judgeAttached(err, a, t.Label)
 			}
 			if ok {
 				return netip.PrefixFrom(addr, r.Subnet.Bits()), r.Gateway, nil

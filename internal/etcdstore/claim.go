@@ -178,13 +178,11 @@ func (s *claimStore) send(ip netip.Addr, val []byte, cond []etcdkv.Cmp, then []e
 		} else if again {
 			continue
 		}
-		if hasSlot {
-			// Before any recount or fence retry: a retried ADD is 102 at the quota as
-			// below it (alloc.QuotaGate).
-			if r, _ := decodeRecord(slot.Value); !r.cancelled() {
-				return false, cnierr.New(cnierr.CodeDuplicateAttach, "attachment already holds an address",
-					"address=%s %s containerID=%s ifname=%s", r.Address, s.t.Label, op.att.ContainerID, op.att.IfName)
-			}
+		if r, _ := decodeRecord(slot.Value); hasSlot && !r.cancelled() {
+			// Before any recount or fence retry: a retried ADD is 102 at
+			// the quota as below it (alloc.QuotaGate), the engine's answer.
+			ip, _ := parseAddr(r.Address)
+			return false, &alloc.AttachedFound{Addr: ip}
 		}
 		if op.fenceRefused(resp.KVs(holdersFences), fenceK, registeredNow) {
 			continue
