@@ -110,9 +110,9 @@ func (s *claimStore) Reserve(a alloc.Attachment, ip netip.Addr) (bool, error) {
 
 // send is a claim of ip for the attachment (Reserve's or Share's):
 // conditions cond and writes then, val its index key's record, undo
-// what cancel does once it committed (besides the marker). A claim that
-// takes something over (takes) is no new address for the tenant, and
-// any change to what it takes over ends it with alloc.HoldFound. Refused
+// what cancel does once it committed (besides the marker). takes: the
+// engine's TakeOver or Share, so no quota (alloc.HoldClaimer), and any
+// change to what it takes over ends it with alloc.HoldFound. Refused
 // for sure (no claim of it in flight), it leaves cancel nothing to undo.
 func (s *claimStore) send(ip netip.Addr, val []byte, cond []etcdkv.Cmp, then []etcdkv.Op, undo etcdkv.Txn, takes bool) (ok bool, err error) {
 	defer func() {
