@@ -52,7 +52,8 @@ func (al *Allocator) Allocate(a Attachment, rangeID int, rs addrspace.RangeSet, 
 			return netip.Prefix{}, netip.Addr{}, err
 		}
 	}
-	return al.reserve(a, rangeID, rs, requested, label)
+	p, gw, err := al.reserve(a, rangeID, rs, requested, label)
+	return p, gw, judgeAttached(err, a, label)
 }
 
 // AllocateShared reserves an address of rs for an owner that legitimately
@@ -152,7 +153,7 @@ func (al *Allocator) usable(rs addrspace.RangeSet, ip netip.Addr, label string) 
 // checkDuplicate refuses a second address from the same range set: the
 // CNI spec forbids duplicate ADDs, and legacy id-only files count because
 // they are the same container as far as an old host-local knew. A store
-// that is no Ledger does this inside Reserve, atomically with the claim.
+// that is no Ledger reports it from Reserve, atomically with the claim.
 func (al *Allocator) checkDuplicate(a Attachment, rs addrspace.RangeSet, label string) error {
 	if al.ledger == nil {
 		return nil
@@ -163,11 +164,27 @@ func (al *Allocator) checkDuplicate(a Attachment, rs addrspace.RangeSet, label s
 	}
 	for _, ip := range held {
 		if rs.Contains(ip) {
-			return cnierr.New(cnierr.CodeDuplicateAttach, "attachment already holds an address",
-				"address=%s %s=%s containerID=%s ifname=%s", ip, label, rs, a.ContainerID, a.IfName)
+			return judgeAttached(&AttachedFound{ip}, a, label+"="+rs.String())
 		}
 	}
 	return nil
+}
+
+// AttachedFound is what shows that an attachment already holds Addr in a
+// target: a Store's Reserve answers it (see Store), checkDuplicate and
+// AllocateOverflow find it.
+type AttachedFound struct{ Addr netip.Addr }
+
+func (*AttachedFound) Error() string { return "the attachment already holds an address" }
+
+// judgeAttached is err with an *AttachedFound answered as the engine's
+// one 102, for a in the target where names.
+func judgeAttached(err error, a Attachment, where string) error {
+	if f, ok := errors.AsType[*AttachedFound](err); ok {
+		return cnierr.New(cnierr.CodeDuplicateAttach, "attachment already holds an address",
+			"address=%s %s containerID=%s ifname=%s", f.Addr, where, a.ContainerID, a.IfName)
+	}
+	return err
 }
 
 func (al *Allocator) reserveNext(a Attachment, rangeID int, rs addrspace.RangeSet, label string) (netip.Addr, addrspace.Range, error) {

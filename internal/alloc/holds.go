@@ -169,7 +169,10 @@ func shareAddr(hs HoldStore, e HoldRecord, r addrspace.Range, a Attachment, mig 
 // in the same transaction as the address (etcd: one round trip for a new
 // key), and so meets the key's hold only there: Reserve then returns a
 // *HoldFound, the search ends, and AllocateClaimed applies the rules
-// through these calls before searching again.
+// through these calls before searching again. A claim that takes the
+// found hold over (TakeOver) or shares it (Share) is no new address for
+// the tenant, whose address it is already (as in QuotaGate): the store
+// neither checks the quota for it nor records it.
 type HoldClaimer interface {
 	Store
 	// Found reads what the engine needs of the hold f found: nil when it
@@ -183,7 +186,8 @@ type HoldClaimer interface {
 	FreeFound() error
 	// Share makes a the found hold's second (migration) owner, for
 	// migration mig, while the hold and its owner's claim are exactly as
-	// found: false, nothing written, when they changed.
+	// found: false, nothing written, when they changed; an *AttachedFound
+	// when a holds an address of the range set already.
 	Share(a Attachment, mig string) (bool, error)
 }
 
@@ -225,7 +229,7 @@ func AllocateClaimed(s HoldClaimer, a Attachment, node string, t Target, key, mi
 		case action == addSecond:
 			ok, err := s.Share(a, mig)
 			if err != nil {
-				return netip.Prefix{}, netip.Addr{}, err
+				return netip.Prefix{}, netip.Addr{}, judgeAttached(err, a, t.Label)
 			}
 			if ok {
 				return netip.PrefixFrom(addr, r.Subnet.Bits()), r.Gateway, nil

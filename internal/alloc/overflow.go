@@ -61,8 +61,7 @@ func AllocateOverflow(t Target, a Attachment, locate func(Target) (Presence, err
 			return netip.Prefix{}, netip.Addr{}, c, err
 		}
 		if at.Attached.IsValid() {
-			return netip.Prefix{}, netip.Addr{}, c, cnierr.New(cnierr.CodeDuplicateAttach, "attachment already holds an address",
-				"address=%s %s (overflow of pool %s) containerID=%s ifname=%s", at.Attached, c.Label, t.Scope.Pool, a.ContainerID, a.IfName)
+			return netip.Prefix{}, netip.Addr{}, c, judgeAttached(&AttachedFound{at.Attached}, a, c.Label+" (overflow of pool "+t.Scope.Pool+")")
 		}
 		if at.KeyHeld && i > 0 {
 			// The key's pool first, then the chain as usual.

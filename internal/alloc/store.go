@@ -8,9 +8,10 @@ import "net/netip"
 // (a directory lock, a transaction per claim), so the allocator does no
 // locking of its own.
 //
-// A Store that is not also a Ledger has no round-robin cursor and must
-// refuse, inside Reserve, a second address of a range set for one
-// attachment (code 102): Allocate's duplicate check needs a Ledger.
+// A Store that is not also a Ledger has no round-robin cursor, and its
+// Reserve reports an attachment that already holds an address of the
+// range set (an *AttachedFound, checked atomically with the claim), for
+// the engine to answer 102: Allocate's duplicate check needs a Ledger.
 type Store interface {
 	// Reserve records ip for a; false means ip was already taken.
 	Reserve(a Attachment, ip netip.Addr) (bool, error)

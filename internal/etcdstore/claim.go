@@ -110,9 +110,9 @@ func (s *claimStore) Reserve(a alloc.Attachment, ip netip.Addr) (bool, error) {
 
 // send is a claim of ip for the attachment (Reserve's or Share's):
 // conditions cond and writes then, val its index key's record, undo
-// what cancel does once it committed (besides the marker). A claim that
-// takes something over (takes) is no new address for the tenant, and
-// any change to what it takes over ends it with alloc.HoldFound. Refused
+// what cancel does once it committed (besides the marker). takes: the
+// engine's TakeOver or Share, so no quota (alloc.HoldClaimer), and any
+// change to what it takes over ends it with alloc.HoldFound. Refused
 // for sure (no claim of it in flight), it leaves cancel nothing to undo.
 func (s *claimStore) send(ip netip.Addr, val []byte, cond []etcdkv.Cmp, then []etcdkv.Op, undo etcdkv.Txn, takes bool) (ok bool, err error) {
 	defer func() {
@@ -178,13 +178,11 @@ func (s *claimStore) send(ip netip.Addr, val []byte, cond []etcdkv.Cmp, then []e
 		} else if again {
 			continue
 		}
-		if hasSlot {
-			// Before any recount or fence retry: a retried ADD is 102 at the quota as
-			// below it (alloc.QuotaGate).
-			if r, _ := decodeRecord(slot.Value); !r.cancelled() {
-				return false, cnierr.New(cnierr.CodeDuplicateAttach, "attachment already holds an address",
-					"address=%s %s containerID=%s ifname=%s", r.Address, s.t.Label, op.att.ContainerID, op.att.IfName)
-			}
+		if r, _ := decodeRecord(slot.Value); hasSlot && !r.cancelled() {
+			// Before any recount or fence retry: a retried ADD is 102 at
+			// the quota as below it (alloc.QuotaGate), the engine's answer.
+			ip, _ := parseAddr(r.Address)
+			return false, &alloc.AttachedFound{Addr: ip}
 		}
 		if op.fenceRefused(resp.KVs(holdersFences), fenceK, registeredNow) {
 			continue

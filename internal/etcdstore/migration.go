@@ -20,8 +20,8 @@ import (
 // Share implements alloc.HoldClaimer: a claim (send) while the hold, the
 // owner's claim and its index key are at the revision found and this
 // attachment's index key is free (absent, or a marker or fence it takes
-// over); its undo puts the owner's keys back as found and the hold as the
-// engine undoes a share (alloc.UndoHold).
+// over; else an *alloc.AttachedFound); its undo puts the owner's keys
+// back as found and the hold as the engine undoes a share (alloc.UndoHold).
 func (s *claimStore) Share(a alloc.Attachment, mig string) (bool, error) {
 	op, t := s.op, s.found // the engine shares only a hold Found returned
 	s.found = nil
