@@ -10,10 +10,11 @@ import "time"
 // store whose step's guard failed reads that claim again and asks
 // PlanClaims anew.
 
-// GCClaim is one claim as a GC read it; Ref is the store's handle to
-// apply a step by.
+// GCClaim is one claim as a GC read it, on Node ("" in a store without
+// nodes); Ref is the store's handle to apply a step by.
 type GCClaim struct {
 	Owner  Attachment
+	Node   string
 	Shared bool // an address a migration's two owners share
 	Ref    any
 }
@@ -24,12 +25,12 @@ type GCHold struct {
 	Ref any
 }
 
-// ClaimsView is what a GC of Network ("" for every network) read: the
-// claims it may release and the hold records it may end.
+// ClaimsView is what a GC of Network ("" for every network) on Node
+// read: the claims it may release and the hold records it may end.
 type ClaimsView struct {
-	Network string
-	Claims  []GCClaim
-	Holds   []GCHold
+	Network, Node string
+	Claims        []GCClaim
+	Holds         []GCHold
 }
 
 // ClaimsPlan is PlanClaims' decision, each list in the view's order: the
@@ -41,15 +42,16 @@ type ClaimsPlan struct {
 	Expire            []GCHold
 }
 
-// PlanClaims decides a GC over v: a claim of another network stays, as
-// does one keep keeps (a hold's owner is one KeepSet always keeps: only
-// its expiry ends it, HoldEnds); a shared one ends its share; any other
-// is released. A hold goes once HoldEnds says so.
+// PlanClaims decides a GC over v: a claim of another network or of
+// another node stays (that node's runtime answers for it), as does one
+// keep keeps (a hold's owner is one KeepSet always keeps: only its expiry
+// ends it, HoldEnds); a shared one ends its share; any other is released.
+// A hold goes once HoldEnds says so.
 func PlanClaims(v ClaimsView, keep func(Attachment) bool, now time.Time) ClaimsPlan {
 	var p ClaimsPlan
 	for _, c := range v.Claims {
 		switch {
-		case v.Network != "" && c.Owner.Network != v.Network, keep(c.Owner):
+		case v.Network != "" && c.Owner.Network != v.Network, c.Node != v.Node, keep(c.Owner):
 		case c.Shared:
 			p.EndShare = append(p.EndShare, c)
 		default:

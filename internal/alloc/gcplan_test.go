@@ -40,6 +40,19 @@ func TestPlanClaimsOneClaim(t *testing.T) {
 	}
 }
 
+// A GC on one node plans over that node's claims alone: another node's
+// stay, whatever keep says, since that node's runtime answers for them.
+func TestPlanClaimsAnotherNode(t *testing.T) {
+	gone := Attachment{ContainerID: "gone", IfName: "eth0"}
+	v := ClaimsView{Node: "n1", Claims: []GCClaim{
+		{Owner: gone, Node: "n1", Ref: "mine"}, {Owner: gone, Node: "n2", Ref: "other's"}, {Owner: gone, Node: "n2", Shared: true, Ref: "other's share"},
+	}}
+	p := PlanClaims(v, NewKeepSet("", nil).Keeps, time.Now())
+	if len(p.Release) != 1 || p.Release[0].Ref != "mine" || len(p.EndShare) != 0 {
+		t.Errorf("released %v and ended %v, want only this node's claim released", p.Release, p.EndShare)
+	}
+}
+
 func TestHoldEnds(t *testing.T) {
 	now := time.Now()
 	h := Hold{Key: "vm", Network: "n1", Expires: now.Add(-time.Second)}

@@ -73,5 +73,5 @@ func (o *Operator) AddrKey(s alloc.Scope, ip netip.Addr) string { return o.op.ke
 // GCKeeping applies the operator's GC of node's claims with keep as the
 // keep rule: a test's keep runs between the driver's read and its writes.
 func (o *Operator) GCKeeping(node string, keep func(alloc.Attachment) bool) ([]ops.Lease, error) {
-	return o.op.collect(gcRun{index: []string{o.op.keys.nodePrefix(node)}, keep: keep}, false)
+	return o.op.collect(gcRun{node: node, index: []string{o.op.keys.nodePrefix(node)}, keep: keep}, false)
 }

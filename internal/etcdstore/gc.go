@@ -16,8 +16,8 @@ import (
 // config's scopes whose attachment is not in valid (cni.dev/valid-attachments;
 // alloc.KeepSet, the rule every GC follows), failed ADDs' markers
 // included, fencing them as DEL does (fence.go), and the network's
-// expired holds there. It reads this node's index keys of each scope, so
-// another node's claims are never even looked at, and it frees nothing
+// expired holds there. It reads only this node's index keys of each scope
+// (alloc.PlanClaims keeps every other node's claims), and it frees nothing
 // unless the node is this machine (node.go). Then it removes the tenant
 // records that count nothing, every tenant's, those of the claims it just
 // released included (tenantgc.go). It keeps going after errors.
@@ -29,7 +29,7 @@ func (op *Operation) GC(valid []alloc.Attachment) error {
 	if err := op.ensureNode(node, 0); err != nil {
 		return err
 	}
-	run := gcRun{network: op.att.Network, keep: alloc.NewKeepSet(op.att.Network, valid).Keeps, guard: op.sameMachine()}
+	run := gcRun{node: op.node, network: op.att.Network, keep: alloc.NewKeepSet(op.att.Network, valid).Keeps, guard: op.sameMachine()}
 	for _, s := range op.conf.Scopes() {
 		run.index, run.holds = append(run.index, op.keys.nodeScope(op.node, s)), append(run.holds, op.keys.holdScope(s))
 	}
@@ -37,10 +37,10 @@ func (op *Operation) GC(valid []alloc.Attachment) error {
 	return errors.Join(err, op.sweepTenants())
 }
 
-// read lists the run's index keys, page by page (a GC's: one node's,
-// another node's claims are never even looked at), and the hold keys, as
-// the engine's view of the scope each key names. It keeps going after
-// errors.
+// read lists the run's index keys, page by page (a GC's: its node's
+// alone, as reading the claims alloc.PlanClaims keeps would be wasted),
+// and the hold keys, as the engine's view of the scope each key names. It
+// keeps going after errors.
 func (op *Operation) read(run gcRun) (map[alloc.Scope]*alloc.ClaimsView, error) {
 	read := map[alloc.Scope]*alloc.ClaimsView{}
 	var errs []error
@@ -54,7 +54,7 @@ func (op *Operation) read(run gcRun) (map[alloc.Scope]*alloc.ClaimsView, error) 
 					continue
 				}
 				if read[s] == nil {
-					read[s] = &alloc.ClaimsView{Network: run.network}
+					read[s] = &alloc.ClaimsView{Network: run.network, Node: run.node}
 				}
 				if h, ok := decodeHold(kv.Value); kind == 1 && ok {
 					read[s].Holds = append(read[s].Holds, alloc.GCHold{Hold: h, Ref: kv})
@@ -73,7 +73,7 @@ func gcClaims(kvs ...etcdkv.KV) []alloc.GCClaim {
 	var out []alloc.GCClaim
 	for _, kv := range kvs {
 		if r, ok := decodeRecord(kv.Value); ok && !r.Released {
-			out = append(out, alloc.GCClaim{Owner: r.attachment(), Shared: r.sharing(), Ref: kv})
+			out = append(out, alloc.GCClaim{Owner: r.attachment(), Node: r.Node, Shared: r.sharing(), Ref: kv})
 		}
 	}
 	return out
@@ -87,10 +87,10 @@ func gcClaims(kvs ...etcdkv.KV) []alloc.GCClaim {
 // GC's: the node is still this machine's, node.go); expired holds go
 // whichever node held them last, unguarded.
 type gcRun struct {
-	network, pool string // "" for every one
-	index, holds  []string
-	keep          func(alloc.Attachment) bool
-	guard         []etcdkv.Cmp
+	node, network, pool string // "" for every one
+	index, holds        []string
+	keep                func(alloc.Attachment) bool
+	guard               []etcdkv.Cmp
 }
 
 // collect is the one GC driver: it reads, the engine plans each scope
@@ -167,6 +167,6 @@ func (op *Operation) gcShared(run gcRun, s alloc.Scope, kv etcdkv.KV, try int) e
 	if err != nil {
 		return err
 	}
-	p := alloc.PlanClaims(alloc.ClaimsView{Network: run.network, Claims: gcClaims(resp.KVs(0)...)}, run.keep, op.now)
+	p := alloc.PlanClaims(alloc.ClaimsView{Network: run.network, Node: run.node, Claims: gcClaims(resp.KVs(0)...)}, run.keep, op.now)
 	return op.applyGC(run, s, p, try+1)
 }

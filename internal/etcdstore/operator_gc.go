@@ -22,7 +22,7 @@ func (o *Operator) GC(node, network, pool string, keep alloc.KeepSet, apply, dro
 	if err := ValidNodeName("--node", node); err != nil {
 		return nil, err
 	}
-	run := gcRun{network: network, pool: pool, index: []string{o.op.keys.nodePrefix(node)},
+	run := gcRun{node: node, network: network, pool: pool, index: []string{o.op.keys.nodePrefix(node)},
 		holds: []string{o.op.keys.prefix + "sticky/"}, keep: keep.Keeps}
 	plan, err := o.op.collect(run, !apply)
 	if !apply {
