@@ -1,6 +1,9 @@
 package alloc
 
-import "time"
+import (
+	"fmt"
+	"time"
+)
 
 // Every store's GC is planned here, once: a store reads its claims and
 // holds as a ClaimsView, and PlanClaims decides each claim and each
@@ -70,4 +73,16 @@ func PlanClaims(v ClaimsView, keep func(Attachment) bool, now time.Time) ClaimsP
 // one past its expiry at now, whichever node held it last.
 func HoldEnds(h Hold, network string, now time.Time) bool {
 	return (network == "" || h.Network == network) && h.Expired(now)
+}
+
+// NodeGone is whether an operator may collect node's claims as a gone
+// node's (gc --etcd --apply, unless --force): not while it was seen alive
+// (lastSeen, on host) within deadAfter, as its runtime may still DEL and
+// GC, and its live containers still use the addresses that GC would free.
+func NodeGone(node, host string, lastSeen, now time.Time, deadAfter time.Duration) error {
+	if age := now.Sub(lastSeen); age < deadAfter {
+		return fmt.Errorf("node %s (host %q) was seen alive %s ago, less than --dead-after %s: it may still use its addresses; wait, or pass --force if it is gone for good",
+			node, host, age.Round(time.Second), deadAfter)
+	}
+	return nil
 }

@@ -3,6 +3,7 @@ package alloc
 import (
 	"net/netip"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -64,6 +65,31 @@ func TestHoldEnds(t *testing.T) {
 	}
 	if HoldEnds(Hold{Key: "vm", Owner: "c1", Expires: now.Add(-time.Second)}, "", now) {
 		t.Errorf("a reservation's record ended as a hold")
+	}
+}
+
+// An operator's GC of a node's claims waits until the node was last seen
+// --dead-after ago; a node never seen is gone.
+func TestNodeGone(t *testing.T) {
+	now := time.Now()
+	for _, tc := range []struct {
+		name    string
+		seen    time.Time
+		refused bool
+	}{
+		{"seen a minute ago", now.Add(-time.Minute), true},
+		{"seen a moment before the limit", now.Add(-time.Hour + time.Second), true},
+		{"seen at the limit", now.Add(-time.Hour), false},
+		{"seen a day ago", now.Add(-24 * time.Hour), false},
+		{"never seen", time.Time{}, false},
+	} {
+		err := NodeGone("n1", "host-a", tc.seen, now, time.Hour)
+		if (err != nil) != tc.refused {
+			t.Errorf("%s: NodeGone = %v, want refused %v", tc.name, err, tc.refused)
+		}
+		if err != nil && !strings.Contains(err.Error(), `node n1 (host "host-a") was seen alive`) {
+			t.Errorf("%s: the refusal does not name the node and its host: %v", tc.name, err)
+		}
 	}
 }
 

@@ -2,7 +2,6 @@ package etcdstore
 
 import (
 	"cmp"
-	"fmt"
 	"time"
 
 	"github.com/cniplugins/cniplugins/internal/alloc"
@@ -126,16 +125,13 @@ func (o *Operator) Nodes() (map[string]Node, error) {
 	return out, err
 }
 
-// CheckGone refuses to treat node as gone for good while it was seen alive
-// within deadAfter: its runtime may still DEL and GC, and its live
-// containers still use the addresses that an operator's GC would free.
+// CheckGone asks the engine whether node may be treated as gone for good
+// (alloc.NodeGone), from when its node key says it last ran a command
+// (never: a node nobody registered).
 func (o *Operator) CheckGone(node string, deadAfter time.Duration) error {
 	nodes, err := o.Nodes()
-	if n, ok := nodes[node]; ok && o.op.now.Sub(n.LastSeen) < deadAfter {
-		return fmt.Errorf("node %s (host %q) was seen alive %s ago, less than --dead-after %s: it may still use its addresses; wait, or pass --force if it is gone for good",
-			node, n.Hostname, o.op.now.Sub(n.LastSeen).Round(time.Second), deadAfter)
-	}
-	return err
+	n := nodes[node]
+	return cmp.Or(alloc.NodeGone(node, n.Hostname, n.LastSeen, o.op.now, deadAfter), err)
 }
 
 // parseScope is the scope a key names as <pool|net>/<name>.
