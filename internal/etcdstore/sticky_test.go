@@ -315,6 +315,32 @@ func TestStickyTakeOverChecksTheClaim(t *testing.T) {
 	}
 }
 
+// A hold whose claim changed under it pins nothing, also for an ADD of
+// its key that requests another address: that address, not 101 (the hold
+// is judged before the request is, as the disk store judges every hold).
+func TestStickyRequestChecksTheClaim(t *testing.T) {
+	c := stickyCase{t: t, holdFor: "30m"}
+	a1 := c.held("host-a", "c1", "web-0")
+	ad := stickyAdmin(t)
+	k := ad.AddrKey(alloc.Scope{Network: "net"}, a1)
+	resp, err := ad.Client().Read(etcdkv.Get(k))
+	if err != nil {
+		t.Fatal(err)
+	}
+	claim, ok := resp.First(0)
+	if !ok {
+		t.Fatalf("no claim key for the held %s", a1)
+	}
+	if _, err := ad.Client().Txn(etcdkv.Txn{Then: []etcdkv.Op{etcdkv.Put(k, claim.Value)}}); err != nil {
+		t.Fatal(err)
+	}
+	other := a1.Next()
+	out, code := c.run("ADD", "host-b", "c2", "web-0", fmt.Sprintf(`"runtimeConfig":{"ips":["%s/24"]}`, other))
+	if code != 0 || !strings.Contains(out, other.String()+"/24") {
+		t.Fatalf("ADD requesting %s with the key's hold stale: exit %d %s", other, code, out)
+	}
+}
+
 // An ADD that took a hold over and then fails on another target puts the
 // hold back as held: the next ADD gets both addresses again.
 func TestStickyFailedAddRestoresHold(t *testing.T) {
