@@ -288,22 +288,32 @@ func TestStickyAdminRelease(t *testing.T) {
 // When that fails (the claim rewritten without its hold), the ADD reads,
 // finds the hold pins nothing, drops it and allocates as usual, never
 // taking the address whose claim is no longer the hold's.
-func TestStickyTakeOverChecksTheClaim(t *testing.T) {
-	c := stickyCase{t: t, holdFor: "30m"}
-	a1 := c.held("host-a", "c1", "web-0")
+// staleHold is the address pod's key holds after its DEL on host-a,
+// whose claim was then rewritten behind the plugins' back: a hold that
+// pins nothing any more (alloc.VersionedHold).
+func (c stickyCase) staleHold(pod string) netip.Addr {
+	t := c.t
+	t.Helper()
+	a := c.held("host-a", "c1", pod)
 	ad := stickyAdmin(t)
-	k := ad.AddrKey(alloc.Scope{Network: "net"}, a1)
+	k := ad.AddrKey(alloc.Scope{Network: "net"}, a)
 	resp, err := ad.Client().Read(etcdkv.Get(k))
 	if err != nil {
 		t.Fatal(err)
 	}
 	claim, ok := resp.First(0)
 	if !ok {
-		t.Fatalf("no claim key for the held %s", a1)
+		t.Fatalf("no claim key for the held %s", a)
 	}
 	if _, err := ad.Client().Txn(etcdkv.Txn{Then: []etcdkv.Op{etcdkv.Put(k, claim.Value)}}); err != nil {
 		t.Fatal(err)
 	}
+	return a
+}
+
+func TestStickyTakeOverChecksTheClaim(t *testing.T) {
+	c := stickyCase{t: t, holdFor: "30m"}
+	a1 := c.staleHold("web-0")
 	a2, _ := c.add("host-b", "c2", "web-0")
 	if a2 == a1 {
 		t.Fatalf("took over %s although its claim is no longer the hold's", a1)
@@ -320,20 +330,7 @@ func TestStickyTakeOverChecksTheClaim(t *testing.T) {
 // is judged before the request is, as the disk store judges every hold).
 func TestStickyRequestChecksTheClaim(t *testing.T) {
 	c := stickyCase{t: t, holdFor: "30m"}
-	a1 := c.held("host-a", "c1", "web-0")
-	ad := stickyAdmin(t)
-	k := ad.AddrKey(alloc.Scope{Network: "net"}, a1)
-	resp, err := ad.Client().Read(etcdkv.Get(k))
-	if err != nil {
-		t.Fatal(err)
-	}
-	claim, ok := resp.First(0)
-	if !ok {
-		t.Fatalf("no claim key for the held %s", a1)
-	}
-	if _, err := ad.Client().Txn(etcdkv.Txn{Then: []etcdkv.Op{etcdkv.Put(k, claim.Value)}}); err != nil {
-		t.Fatal(err)
-	}
+	a1 := c.staleHold("web-0")
 	other := a1.Next()
 	out, code := c.run("ADD", "host-b", "c2", "web-0", fmt.Sprintf(`"runtimeConfig":{"ips":["%s/24"]}`, other))
 	if code != 0 || !strings.Contains(out, other.String()+"/24") {
