@@ -20,7 +20,8 @@ type Disk struct {
 	lock *Lock // nil once closed
 
 	// untrusted: the file system cannot keep the stamp, so the index is
-	// never written and buckets always come from a scan of D.
+	// never written and buckets always come from a scan of D; or a tenant
+	// record could not be removed, which the next Open's rescan must do.
 	untrusted bool
 	// complete: buckets hold every attachment of D (they were built from
 	// a scan), so a missing key means "holds nothing".
