@@ -239,11 +239,8 @@ func (d *Disk) Release(a alloc.Attachment, ip netip.Addr) (bool, error) {
 		}
 		return false, cnierr.IO("remove", path, err)
 	}
-	// The address's tenant record goes after it (tenants.go).
-	if err := d.untag(ip); err != nil {
-		return true, err
-	}
-	return true, d.track(a, ip, false)
+	// Its tenant record goes after it (tenants.go), its index entry anyway.
+	return true, errors.Join(d.untag(ip), d.track(a, ip, false))
 }
 
 // ByAttachment implements alloc.Ledger from the index (addrs).
