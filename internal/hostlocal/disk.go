@@ -194,13 +194,11 @@ func (d *Disk) link(a alloc.Attachment, ip netip.Addr, final string) (bool, erro
 		return false, cnierr.IO("link", final, err)
 	}
 	d.dirty, d.dirMoved = true, true
-	// The scratch inode is now the reservation: drop its second name so
-	// that the next overwrite cannot reach it.
+	// The scratch inode is now the reservation: the index has it first,
+	// so that a DEL finds it whatever fails next; then its second name
+	// goes, so that the next overwrite cannot reach it.
 	d.tmpFor = nil
-	if err := os.Remove(d.scratch()); err != nil {
-		return true, cnierr.IO("remove", d.scratch(), err)
-	}
-	return true, d.track(a, ip, true)
+	return true, errors.Join(d.track(a, ip, true), removeIfAny(d.scratch()))
 }
 
 // track adds ip to a's index entry (add), or removes it.

@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/cniplugins/cniplugins/internal/addrspace"
 	"github.com/cniplugins/cniplugins/internal/alloc"
 	"github.com/cniplugins/cniplugins/internal/alloc/alloctest"
@@ -651,5 +653,60 @@ func TestDiskUnindexableAfterChange(t *testing.T) {
 	h, err := Examine(dir, time.Second)
 	if err != nil || h.Index != IndexValid || len(h.IndexProblems) != 0 {
 		t.Fatalf("index after the scan: %s %q %v", h.Index, h.IndexProblems, err)
+	}
+}
+
+// fsAppendFL is FS_APPEND_FL of <linux/fs.h>, which x/sys/unix lacks.
+const fsAppendFL = 0x20
+
+// appendOnly sets or clears dir's append-only flag (chattr +a): entries
+// can be made in it, none removed, even by root.
+func appendOnly(t *testing.T, dir string, on bool) {
+	t.Helper()
+	f, err := os.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	flags, err := unix.IoctlGetUint32(int(f.Fd()), unix.FS_IOC_GETFLAGS)
+	if err == nil {
+		flags &^= fsAppendFL
+		if on {
+			flags |= fsAppendFL
+		}
+		err = unix.IoctlSetPointerInt(int(f.Fd()), unix.FS_IOC_SETFLAGS, int(flags))
+	}
+	if err != nil {
+		t.Skipf("no append-only directories here (needs root on ext4, xfs, btrfs): %v", err)
+	}
+}
+
+// A reservation made whose scratch name cannot be removed is an ADD
+// that fails, but its reservation exists: the index must name it, so
+// that the DEL the runtime sends after a failed ADD, without prevResult,
+// finds and frees it.
+func TestReserveIndexedWhenScratchStays(t *testing.T) {
+	dir := t.TempDir()
+	a, ip := Attachment{ContainerID: "c1", IfName: "eth0"}, netip.MustParseAddr("10.0.0.7")
+	d, err := Open(dir, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	appendOnly(t, d.idx, true)
+	ok, err := d.Reserve(a, ip)
+	appendOnly(t, d.idx, false)
+	if !ok || err == nil {
+		t.Fatalf("reserve = %v %v, want made with the scratch name's error", ok, err)
+	}
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	d, err = Open(dir, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if got, err := d.ByAttachment(a); err != nil || !slices.Equal(got, []netip.Addr{ip}) {
+		t.Fatalf("the next operation's index for %v = %v %v, want %s", a, got, err, ip)
 	}
 }
