@@ -34,14 +34,18 @@ func (a Attachment) Owns(owner Attachment) bool {
 	return a.Is(owner) && (a.Network == "" || owner.Network == "" || a.Network == owner.Network)
 }
 
-// Checks is CHECK's verdict on one address: whether a reservation
-// recorded for owner, and shared with second as a migration target (the
-// zero Attachment when it is shared with nobody), is a's. Its owner's,
-// the id-only legacy reservation of its container (host-local's DEL falls
-// back to it, so CHECK accepts it too), or its share; every store asks
-// here, with owners that are not on its node left zero.
-func (a Attachment) Checks(owner, second Attachment) bool {
-	return a.Owns(owner) || owner.Is(a.Legacy()) || (second.ContainerID != "" && a.Owns(second))
+// Checks is CHECK's verdict on one address, asked on node: whether a
+// reservation recorded for owner on ownerNode, and shared with second on
+// secondNode as a migration target (the zero Attachment when it is shared
+// with nobody), is a's. Its owner's, the id-only legacy reservation of its
+// container (host-local's DEL falls back to it, so CHECK accepts it too),
+// or its share; each only on a's node, since a container ID names one
+// container only on its node (the same ID and interface on another node
+// are another attachment). Every store asks here; one with a single node
+// passes "" for every node.
+func (a Attachment) Checks(node string, owner Attachment, ownerNode string, second Attachment, secondNode string) bool {
+	return (ownerNode == node && (a.Owns(owner) || owner.Is(a.Legacy()))) ||
+		(secondNode == node && second.ContainerID != "" && a.Owns(second))
 }
 
 // Legacy is the id-only attachment an old host-local would have recorded

@@ -61,8 +61,39 @@ func TestAttachmentChecks(t *testing.T) {
 		{"another target's share", alloc.Attachment{ContainerID: "src", IfName: "eth0", Network: "blue"}, alloc.Attachment{ContainerID: "d", IfName: "eth0", Network: "blue"}, false},
 		{"no owner here", none, none, false},
 	} {
-		if got := a.Checks(tt.owner, tt.second); got != tt.want {
+		if got := a.Checks("", tt.owner, "", tt.second, ""); got != tt.want {
 			t.Errorf("%s: Checks(%+v, %+v) = %v, want %v", tt.name, tt.owner, tt.second, got, tt.want)
+		}
+	}
+}
+
+// CHECK's verdict on one address in a store with several nodes: a
+// container ID names one container only on its node, so an owner or a
+// share recorded on another node is not the asking attachment's (code 3).
+func TestAttachmentChecksOnNodes(t *testing.T) {
+	a := alloc.Attachment{ContainerID: "c", IfName: "eth0", Network: "blue"}
+	src := alloc.Attachment{ContainerID: "src", IfName: "eth0", Network: "blue"}
+	none := alloc.Attachment{}
+	for _, tt := range []struct {
+		name       string
+		node       string
+		owner      alloc.Attachment
+		ownerNode  string
+		second     alloc.Attachment
+		secondNode string
+		want       bool
+	}{
+		{"its own, on its node", "n1", a, "n1", none, "", true},
+		{"its own ID and interface, on another node", "n1", a, "n2", none, "", false},
+		{"its container's legacy reservation, on another node", "n1", a.Legacy(), "n2", none, "", false},
+		{"its share, on its node", "n1", src, "n2", a, "n1", true},
+		{"its ID's share, on another node", "n1", src, "n1", a, "n2", false},
+		{"its own, in a store with one node", "", a, "", none, "", true},
+		{"its share, in a store with one node", "", src, "", a, "", true},
+		{"a node-less record, asked on a node", "n1", a, "", none, "", false},
+	} {
+		if got := a.Checks(tt.node, tt.owner, tt.ownerNode, tt.second, tt.secondNode); got != tt.want {
+			t.Errorf("%s: Checks(%q, %+v, %q, %+v, %q) = %v, want %v", tt.name, tt.node, tt.owner, tt.ownerNode, tt.second, tt.secondNode, got, tt.want)
 		}
 	}
 }

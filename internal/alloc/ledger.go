@@ -84,7 +84,7 @@ func Check(l Ledger, a Attachment, ips []netip.Addr) error {
 		if slices.ContainsFunc(shared, func(e HoldRecord) bool { return e.Addr == ip }) {
 			second = a
 		}
-		if !ok || !a.Checks(owner, second) {
+		if !ok || !a.Checks("", owner, "", second, "") {
 			return NotReserved(a, ip)
 		}
 	}

@@ -15,8 +15,9 @@ func (op *Operation) Check(addrs []netip.Addr, targets []alloc.Target) error {
 }
 
 // check verifies that each address, placed in its target, is the
-// operation's attachment's by the engine's verdict (Attachment.Checks) on
-// the claim's owner and migration target, each counted only on this node.
+// operation's attachment's on this node by the engine's verdict
+// (Attachment.Checks) on the claim's owner and migration target, each
+// with the node the claim records it on.
 func (op *Operation) check(addrs []netip.Addr, placed []alloc.Target) error {
 	reads := make([]etcdkv.Op, len(addrs))
 	for i, a := range addrs {
@@ -29,14 +30,8 @@ func (op *Operation) check(addrs []netip.Addr, placed []alloc.Target) error {
 	for i, a := range addrs {
 		kv, ok := resp.First(i)
 		r, valid := decodeRecord(kv.Value)
-		var owner, second alloc.Attachment
-		if r.Node == op.node {
-			owner = r.attachment()
-		}
-		if r.SecondNode == op.node {
-			second = alloc.Attachment{ContainerID: r.Second, IfName: r.IfName, Network: r.Network}
-		}
-		if !ok || !valid || !op.att.Checks(owner, second) {
+		second := alloc.Attachment{ContainerID: r.Second, IfName: r.IfName, Network: r.Network}
+		if !ok || !valid || !op.att.Checks(op.node, r.attachment(), r.Node, second, r.SecondNode) {
 			return alloc.NotReserved(op.att, a)
 		}
 	}
@@ -54,7 +49,7 @@ func (op *Operation) held(scopes []alloc.Scope) (map[alloc.Scope][]netip.Addr, e
 	out := map[alloc.Scope][]netip.Addr{}
 	for i, s := range scopes {
 		for _, kv := range resp.KVs(i) {
-			if r, ok := decodeRecord(kv.Value); ok && op.att.Checks(r.attachment(), alloc.Attachment{}) {
+			if r, ok := decodeRecord(kv.Value); ok && op.att.Checks(op.node, r.attachment(), r.Node, alloc.Attachment{}, "") {
 				if ip, err := parseAddr(r.Address); err == nil {
 					out[s] = append(out[s], ip)
 				}

@@ -20,7 +20,8 @@ type Disk struct {
 	lock *Lock // nil once closed
 
 	// untrusted: the file system cannot keep the stamp, so the index is
-	// never written and buckets always come from a scan of D.
+	// never written and buckets always come from a scan of D; or a tenant
+	// record could not be removed, which the next Open's rescan must do.
 	untrusted bool
 	// complete: buckets hold every attachment of D (they were built from
 	// a scan), so a missing key means "holds nothing".
@@ -193,13 +194,11 @@ func (d *Disk) link(a alloc.Attachment, ip netip.Addr, final string) (bool, erro
 		return false, cnierr.IO("link", final, err)
 	}
 	d.dirty, d.dirMoved = true, true
-	// The scratch inode is now the reservation: drop its second name so
-	// that the next overwrite cannot reach it.
+	// The scratch inode is now the reservation: the index has it first,
+	// so that a DEL finds it whatever fails next; then its second name
+	// goes, so that the next overwrite cannot reach it.
 	d.tmpFor = nil
-	if err := os.Remove(d.scratch()); err != nil {
-		return true, cnierr.IO("remove", d.scratch(), err)
-	}
-	return true, d.track(a, ip, true)
+	return true, errors.Join(d.track(a, ip, true), removeIfAny(d.scratch()))
 }
 
 // track adds ip to a's index entry (add), or removes it.
@@ -238,11 +237,8 @@ func (d *Disk) Release(a alloc.Attachment, ip netip.Addr) (bool, error) {
 		}
 		return false, cnierr.IO("remove", path, err)
 	}
-	// The address's tenant record goes after it (tenants.go).
-	if err := d.untag(ip); err != nil {
-		return true, err
-	}
-	return true, d.track(a, ip, false)
+	// Its tenant record goes after it (tenants.go), its index entry anyway.
+	return true, errors.Join(d.untag(ip), d.track(a, ip, false))
 }
 
 // ByAttachment implements alloc.Ledger from the index (addrs).

@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/cniplugins/cniplugins/internal/addrspace"
 	"github.com/cniplugins/cniplugins/internal/alloc"
 	"github.com/cniplugins/cniplugins/internal/alloc/alloctest"
@@ -651,5 +653,84 @@ func TestDiskUnindexableAfterChange(t *testing.T) {
 	h, err := Examine(dir, time.Second)
 	if err != nil || h.Index != IndexValid || len(h.IndexProblems) != 0 {
 		t.Fatalf("index after the scan: %s %q %v", h.Index, h.IndexProblems, err)
+	}
+}
+
+// fsAppendFL is FS_APPEND_FL of <linux/fs.h>, which x/sys/unix lacks.
+const fsAppendFL = 0x20
+
+// setAppendOnly sets or clears dir's append-only flag (chattr +a):
+// entries can be made in it, none removed, even by root.
+func setAppendOnly(dir string, on bool) error {
+	f, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	flags, err := unix.IoctlGetUint32(int(f.Fd()), unix.FS_IOC_GETFLAGS)
+	if err != nil {
+		return err
+	}
+	flags &^= fsAppendFL
+	if on {
+		flags |= fsAppendFL
+	}
+	return unix.IoctlSetPointerInt(int(f.Fd()), unix.FS_IOC_SETFLAGS, int(flags))
+}
+
+// appendOnlyCapableDir is an empty directory on a file system that has
+// append-only directories: the test's temporary directory, or, where
+// that is a tmpfs, one beside the test's sources (on the checkout's disk).
+func appendOnlyCapableDir(t *testing.T) string {
+	t.Helper()
+	var errs []error
+	for _, parent := range []string{t.TempDir(), "."} {
+		dir, err := os.MkdirTemp(parent, "appendonly-")
+		if err == nil {
+			t.Cleanup(func() { _ = setAppendOnly(dir, false); _ = os.RemoveAll(dir) })
+			if err = setAppendOnly(dir, true); err == nil {
+				if err = setAppendOnly(dir, false); err == nil {
+					return dir
+				}
+			}
+		}
+		errs = append(errs, err)
+	}
+	t.Skipf("no append-only directories here (needs root on ext4, xfs, btrfs): %v", errors.Join(errs...))
+	return ""
+}
+
+// A reservation made whose scratch name cannot be removed is an ADD
+// that fails, but its reservation exists: the index must name it, so
+// that the DEL the runtime sends after a failed ADD, without prevResult,
+// finds and frees it.
+func TestReserveIndexedWhenScratchStays(t *testing.T) {
+	dir := appendOnlyCapableDir(t)
+	a, ip := Attachment{ContainerID: "c1", IfName: "eth0"}, netip.MustParseAddr("10.0.0.7")
+	d, err := Open(dir, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = setAppendOnly(d.idx, false) })
+	if err := setAppendOnly(d.idx, true); err != nil {
+		t.Fatal(err)
+	}
+	ok, err := d.Reserve(a, ip)
+	if err := setAppendOnly(d.idx, false); err != nil {
+		t.Fatal(err)
+	}
+	if !ok || err == nil {
+		t.Fatalf("reserve = %v %v, want made with the scratch name's error", ok, err)
+	}
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	d, err = Open(dir, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if got, err := d.ByAttachment(a); err != nil || !slices.Equal(got, []netip.Addr{ip}) {
+		t.Fatalf("the next operation's index for %v = %v %v, want %s", a, got, err, ip)
 	}
 }

@@ -144,11 +144,15 @@ func (d *Disk) makeToken(token string) error {
 }
 
 // untag forgets ip's tenant, once its reservation is gone (or never was).
+// A record it fails to remove would count: d's index is then never
+// written, so the next Open finds it stale and its rescan removes it.
 func (d *Disk) untag(ip netip.Addr) error {
-	if ok, err := d.subdir(d.tenantsDir()); err != nil || !ok {
-		return err
+	ok, err := d.subdir(d.tenantsDir())
+	if err == nil && ok {
+		err = removeIfAny(d.recordPath(ip))
 	}
-	return removeIfAny(d.recordPath(ip))
+	d.untrusted = d.untrusted || err != nil
+	return err
 }
 
 // tenantOf is the tenant a name TenantName wrote is for (never _addr or

@@ -290,3 +290,76 @@ func TestUnusedTokensChainError(t *testing.T) {
 		t.Fatalf("unusedTokens over an unreadable chain: %v, want code 5", err)
 	}
 }
+
+// stuckRecord makes a tenant record of token at rec that os.Remove
+// cannot remove (ENOTEMPTY, even for root): a directory holding the link
+// that counts, so the count is what a record left over would make it.
+func stuckRecord(t *testing.T, token, rec string) {
+	t.Helper()
+	if err := os.RemoveAll(rec); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(rec, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Link(token, filepath.Join(rec, "link")); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A tenant record that a release, or a failed reserve's undo, cannot
+// remove must not count past that operation: the index is left stale,
+// and the next operation's rebuild removes the record, so its count is
+// exact (docs/tenancy.md: no ADD counts an address its tenant does not
+// have).
+func TestTenantCountAfterFailedUntag(t *testing.T) {
+	ip := netip.MustParseAddr("10.0.0.7")
+	a := Attachment{ContainerID: "c1", IfName: "eth0"}
+	token := func(dir string) string { return newStateDir(dir).tokenPath(fmt.Sprintf("%x", "ns=a"), 0) }
+	t.Run("release", func(t *testing.T) {
+		dir := t.TempDir()
+		reserveFor(t, dir, "ns=a", a.ContainerID, ip)
+		stuckRecord(t, token(dir), newStateDir(dir).recordPath(ip))
+		d, err := Open(dir, time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ok, err := d.Release(a, ip); !ok || err == nil {
+			t.Fatalf("release = %v %v, want done with the record's error", ok, err)
+		}
+		if err := d.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if got := counts(t, dir, "ns=a"); got[0] != 0 {
+			t.Fatalf("count after the release = %d, want 0", got[0])
+		}
+	})
+	t.Run("reserve", func(t *testing.T) {
+		dir := t.TempDir()
+		d, err := Open(dir, time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d.ForTenant("ns=a")
+		d.linkToken = func(tok, rec string) error {
+			if err := os.Link(tok, rec); err != nil {
+				return err // no token yet: tag makes it
+			}
+			stuckRecord(t, tok, rec)
+			return nil
+		}
+		// The scratch file cannot be written: the link never happens.
+		if err := os.MkdirAll(filepath.Join(newStateDir(dir).scratch(), "x"), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if ok, err := d.Reserve(a, ip); ok || err == nil {
+			t.Fatalf("reserve = %v %v, want a failure", ok, err)
+		}
+		if err := d.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if got := counts(t, dir, "ns=a"); got[0] != 0 {
+			t.Fatalf("count after the failed reserve = %d, want 0", got[0])
+		}
+	})
+}
