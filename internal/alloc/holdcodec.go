@@ -18,14 +18,14 @@ func (h Hold) AppendJSON(b []byte) []byte {
 		}
 	}
 	b = appendField(b, "key", h.Key)
+	if h.HoldFor != "" {
+		b = appendField(b, "holdFor", h.HoldFor)
+	}
 	if h.LastOwner != "" {
 		b = appendField(b, "lastOwner", h.LastOwner)
 	}
 	if h.LastNode != "" {
 		b = appendField(b, "lastNode", h.LastNode)
-	}
-	if h.HoldFor != "" {
-		b = appendField(b, "holdFor", h.HoldFor)
 	}
 	if !h.Expires.IsZero() {
 		b = append(b, `,"expires":"`...)
@@ -39,13 +39,6 @@ func (h Hold) AppendJSON(b []byte) []byte {
 		b = appendField(b, "migration", h.Migration)
 	}
 	return append(b, '}')
-}
-
-// OwnerPrefix is how the record of a reservation by container cid on
-// node of address on ifname and network begins: a store compares a value
-// with it to know whose reservation it records without reading it.
-func OwnerPrefix(node, cid, ifname, network, address string) []byte {
-	return appendOwnerPart([]byte{'{'}, node, cid, ifname, network, address)
 }
 
 // appendOwnerPart writes a record's first fields, which name the owner

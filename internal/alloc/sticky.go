@@ -150,7 +150,7 @@ func StickyCollision(key, ifname string, other Hold) error {
 // one record every store keeps (a file on local state, a hold key and a
 // held claim in etcd), encoded by AppendJSON. Its first fields name the
 // owner and the address, so that a store can compare a value with an
-// owner's prefix (OwnerPrefix) without reading it.
+// owner's first fields without reading it.
 type Hold struct {
 	// Node and Owner are the attachment that has the address (Node only
 	// where holds are shared by nodes: a container ID is unique per node);
@@ -165,20 +165,22 @@ type Hold struct {
 	// shares the owner's address while both run, with the migration it
 	// was started for. Never more than two: a record has one Second. They
 	// follow the address, so that a record with a second owner never
-	// begins as one without (a store compares prefixes, OwnerPrefix).
+	// begins as one without (a store compares prefixes).
 	SecondNode      string `json:"secondNode,omitempty"`
 	Second          string `json:"second,omitempty"`
 	SecondMigration string `json:"secondMigration,omitempty"`
 	Key             string `json:"key"`
-	// LastOwner and LastNode are the last attachment that had it.
-	LastOwner string `json:"lastOwner,omitempty"`
-	LastNode  string `json:"lastNode,omitempty"`
 	// HoldFor is ipam.sticky.holdFor at the ADD that reserved the address
 	// (time.Duration's String, "0s" for until released; "" in records
 	// without it: DefaultHoldFor). The record carries its own policy so
 	// that every release (DEL, GC, an operator's gc or release, which has
-	// no network config) holds for as long.
+	// no network config) holds for as long. It follows the key, so that a
+	// store can compare an owner's key and holdFor as a prefix too (etcd's
+	// one-round-trip DEL plans with its own configuration's).
 	HoldFor string `json:"holdFor,omitempty"`
+	// LastOwner and LastNode are the last attachment that had it.
+	LastOwner string `json:"lastOwner,omitempty"`
+	LastNode  string `json:"lastNode,omitempty"`
 	// Expires ends a hold (Owner ""); zero means until released.
 	Expires time.Time `json:"expires,omitzero"`
 	// Time is when the record was written, where a store keeps it (etcd).

@@ -134,13 +134,15 @@ func (op *Operation) delFromPrev(addrs []netip.Addr, keyed *alloc.Keyed) (done, 
 		holdK := ""
 		if st != nil {
 			// The release requires the hold key still this owner's
-			// alone for this address, as written with the claim, so the
-			// plan's hold needs no condition of its own; a hold a
-			// migration's target shares is left to the read path, which
-			// hands the address over, as it releases a sticky record
-			// when this DEL derives no key (its prefix differs).
+			// alone for this address, written with this DEL's key and
+			// holdFor (its plan's), so the plan's hold needs no condition
+			// of its own; a hold a migration's target shares is left to
+			// the read path, which hands the address over, as are a hold
+			// of another holdFor (its ADD's holds) and a sticky record
+			// when this DEL derives no key (their prefixes differ).
 			holdK = op.keys.holdKey(t.Scope, st.id, strconv.Itoa(t.RangeID))
-			alone := append(alloc.OwnerPrefix(op.node, op.att.ContainerID, op.att.IfName, op.att.Network, a.String()), `,"key":`...)
+			owned := encodeHold(alloc.Hold{Node: op.node, Owner: op.att.ContainerID, IfName: op.att.IfName, Network: op.att.Network, Address: a.String(), Key: st.Key, HoldFor: st.HoldFor.String()})
+			alone := owned[:len(owned)-1] // up to its holdFor: what follows differs
 			release.If = append(release.If, etcdkv.ValueAbove(holdK, alone), etcdkv.ValueBelow(holdK, append(slices.Clip(alone), 0xff)))
 		}
 		release.Then = append(release.Then, op.applyDel(op.planDel(op.att, r), addrK, holdK, nil, op.keys.fullKey(t.Scope, t.RangeID))...)

@@ -42,8 +42,8 @@ func lastSegment(key string) string { return key[strings.LastIndexByte(key, '/')
 
 // A hold key's value, and the claim key's of a held address, is
 // alloc.Hold (Node and LastNode set: a container ID is only unique per
-// node); its first fields name the owner and the address
-// (alloc.OwnerPrefix), so that a DEL can compare them without reading.
+// node); its first fields name the owner, the address, the key and its
+// holdFor, so that a DEL can compare them without reading.
 
 func encodeHold(h alloc.Hold) []byte { return h.AppendJSON(make([]byte, 0, 256)) }
 

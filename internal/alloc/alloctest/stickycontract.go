@@ -162,6 +162,17 @@ func stickyContract() []Case {
 			}
 			free(t, s, ip)
 		}},
+		{"sticky: a hold lasts its ADD's holdFor, whatever the DEL's configuration says", func(t *testing.T, s Subject, _ Caps) {
+			c := sticky("a", 0)
+			c.HoldFor = time.Hour
+			ip := mustAdd(t, s, c, target(t, ""))
+			c.HoldFor, c.Now = 5*time.Minute, epoch.Add(time.Second)
+			mustDel(t, s, c, ip) // with prevResult
+			mustGC(t, s, epoch.Add(6*time.Minute))
+			notFree(t, s, ip)
+			mustGC(t, s, epoch.Add(61*time.Minute))
+			free(t, s, ip)
+		}},
 		{"sticky: holdFor 0 holds until an operator releases the key", func(t *testing.T, s Subject, _ Caps) {
 			c := sticky("a", 0)
 			c.HoldFor = 0
