@@ -161,7 +161,8 @@ func (op *Operation) delFromPrev(addrs []netip.Addr, keyed *alloc.Keyed) (done, 
 	op.bumpedOwn(resp.Revision)
 	for i := range scopes {
 		for _, kv := range resp.KVs(first + i) {
-			if r, ok := decodeRecord(kv.Value); !ok || (r.Network == op.att.Network && !r.Released) {
+			// Left to the read path: what the engine's plan releases.
+			if r, ok := decodeRecord(kv.Value); !ok || !r.Released && op.planDel(op.att, r).Step != alloc.DelSkip {
 				return false, true, nil
 			}
 		}

@@ -1,8 +1,11 @@
 package etcdstore_test
 
 import (
+	"strings"
 	"testing"
+	"time"
 
+	"github.com/cniplugins/cniplugins/internal/etcdkv"
 	"github.com/cniplugins/cniplugins/internal/etcdkv/etcdkvfake"
 )
 
@@ -35,5 +38,33 @@ func TestDelFromPrevOneRequest(t *testing.T) {
 	}
 	if n := del("c2", nil); n != 2 {
 		t.Errorf("DEL without prevResult: %d requests, want 2", n)
+	}
+}
+
+// The one-round-trip DEL is finished only when the engine's plan leaves
+// what the attachment's index keys still name: a record that names no
+// network is this network's (alloc.PlanDel), so the read path releases
+// it, as a DEL without prevResult does.
+func TestDelFromPrevLeavesNoRecordOfThisNetwork(t *testing.T) {
+	f := etcdkvfake.New(t)
+	run := fakeNode(t, f)
+	res, code := run("ADD", "c1", "", nil)
+	if code != 0 {
+		t.Fatalf("ADD c1: exit %d %s", code, res)
+	}
+	var rewrite []etcdkv.Op // both keys of the claim, naming no network
+	for k, v := range f.Values("/u/") {
+		if strings.HasPrefix(k, "/u/ip/") || strings.HasPrefix(k, "/u/node/n1/net/") {
+			rewrite = append(rewrite, etcdkv.Put(k, []byte(strings.Replace(v, `"network":"fake-net"`, `"network":""`, 1))))
+		}
+	}
+	if _, err := etcdkv.New(etcdkv.Config{Endpoints: []string{f.URL()}, Timeout: 10 * time.Second}).Txn(etcdkv.Txn{Then: rewrite}); len(rewrite) != 2 || err != nil {
+		t.Fatalf("rewriting %d keys: %v", len(rewrite), err)
+	}
+	if out, code := run("DEL", "c1", "", res); code != 0 {
+		t.Fatalf("DEL: exit %d %s", code, out)
+	}
+	if cs, idx := claims(f), f.Values("/u/node/n1/net/"); len(cs) != 0 || len(idx) != 0 {
+		t.Fatalf("DEL with prevResult left claims %v, index keys %v", cs, idx)
 	}
 }
