@@ -28,6 +28,7 @@ func (c *claimer) Reserve(a alloc.Attachment, ip netip.Addr) (bool, error) {
 }
 
 func (c *claimer) Found(*alloc.HoldFound) (*alloc.Hold, error) { return c.found, nil }
+func (c *claimer) KeyHold() error                              { return &alloc.HoldFound{} }
 func (c *claimer) TakeOver()                                   {}
 func (c *claimer) FreeFound() error                            { return nil }
 func (c *claimer) Share(alloc.Attachment, string) (bool, error) {
@@ -82,5 +83,18 @@ func TestAttachedFoundIsJudged(t *testing.T) {
 				t.Errorf("102 = %q (%s), want %q", e.Msg, e.Details, want102)
 			}
 		})
+	}
+}
+
+// A migration target never claims a new address, whatever the store's
+// claims would do: it reads its key's hold (KeyHold) before any claim,
+// and a key that holds none is 107, the engine's.
+func TestMigrationTargetClaimsNothing(t *testing.T) {
+	s := &claimer{claimOnly: claimOnly{held: map[netip.Addr]bool{}}} // every claim would succeed
+	tg := alloc.Target{Label: "pool a", Scope: alloc.Scope{Pool: "a"}, Set: alloctest.Small(t)}
+	_, _, err := alloc.AllocateClaimed(s, alloctest.CidA, "n1", tg, "vm", "m1", time.Now())
+	alloctest.AssertCode(t, err, cnierr.CodeNoMigrationSource)
+	if len(s.held) != 0 {
+		t.Errorf("the target claimed %v", s.held)
 	}
 }

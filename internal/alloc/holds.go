@@ -169,16 +169,19 @@ func shareAddr(hs HoldStore, e HoldRecord, r addrspace.Range, a Attachment, mig 
 // in the same transaction as the address (etcd: one round trip for a new
 // key), and so meets the key's hold only there: Reserve then returns a
 // *HoldFound, the search ends, and AllocateClaimed applies the rules
-// through these calls before searching again. A claim that takes the
-// found hold over (TakeOver) or shares it (Share) is no new address for
-// the tenant, whose address it is already (as in QuotaGate): the store
-// neither checks the quota for it nor records it.
+// through these calls before searching again (a migration target, which
+// never claims a new address, meets it through KeyHold). A claim that
+// takes the found hold over (TakeOver) or shares it (Share) is no new
+// address for the tenant, whose address it is already (as in QuotaGate):
+// the store neither checks the quota for it nor records it.
 type HoldClaimer interface {
 	Store
 	// Found reads what the engine needs of the hold f found: nil when it
 	// pins nothing (the store has dropped it). The store keeps it for
 	// TakeOver and FreeFound.
 	Found(f *HoldFound) (*Hold, error)
+	// KeyHold reads the key's hold: a *HoldFound, as a claim meets it.
+	KeyHold() error
 	// TakeOver makes the next Reserve take the found hold over, exactly
 	// as found.
 	TakeOver()
@@ -191,9 +194,9 @@ type HoldClaimer interface {
 	Share(a Attachment, mig string) (bool, error)
 }
 
-// HoldFound is Reserve's outcome when a keyed claim met its key's hold:
-// Ref is the store's own reference to what it found, nil when the hold
-// the claim was taking over changed or went.
+// HoldFound is what a keyed claim met (Reserve's error) or KeyHold read:
+// Ref is the store's own reference to the hold, nil when there is none
+// (the hold a claim was taking over changed or went).
 type HoldFound struct{ Ref any }
 
 func (*HoldFound) Error() string { return "the sticky key has a hold" }
@@ -207,9 +210,14 @@ const maxHoldChanges = 8
 // changing under the ADD is code 11.
 func AllocateClaimed(s HoldClaimer, a Attachment, node string, t Target, key, mig string, now time.Time) (netip.Prefix, netip.Addr, error) {
 	al := t.Allocator(s)
-	requested := t.Requested
+	requested, took := t.Requested, false
 	for try := 0; ; try++ {
-		p, gw, err := al.Allocate(a, t.RangeID, t.Set, requested, t.Label)
+		p, gw, err := netip.Prefix{}, netip.Addr{}, error(nil)
+		if mig != "" && !took { // a target claims no new address: it meets the key's hold
+			err = s.KeyHold()
+		} else {
+			p, gw, err = al.Allocate(a, t.RangeID, t.Set, requested, t.Label)
+		}
 		var f *HoldFound
 		if !errors.As(err, &f) {
 			return p, gw, err
@@ -217,7 +225,7 @@ func AllocateClaimed(s HoldClaimer, a Attachment, node string, t Target, key, mi
 		if try == maxHoldChanges {
 			return netip.Prefix{}, netip.Addr{}, cnierr.New(cnierr.CodeTryAgainLater, "the sticky key's hold kept changing", "%s", t.Label)
 		}
-		requested = t.Requested
+		requested, took = t.Requested, false
 		h, err := s.Found(f)
 		if err != nil {
 			return netip.Prefix{}, netip.Addr{}, err
@@ -241,7 +249,7 @@ func AllocateClaimed(s HoldClaimer, a Attachment, node string, t Target, key, mi
 		case action == takeItOver, action == ownAlready:
 			// ownAlready: the claim's own duplicate check answers (102).
 			s.TakeOver()
-			requested = addr
+			requested, took = addr, true
 		}
 	}
 }

@@ -71,15 +71,6 @@ func (op *Operation) claimStore(t alloc.Target, claim string, st *stickyAtt) *cl
 // for its operation's attachment (a is it), whose claims cancel undoes.
 func (s *claimStore) Reserve(a alloc.Attachment, ip netip.Addr) (bool, error) {
 	op := s.op
-	if s.take == nil && s.sticky != nil && s.sticky.Migration != "" {
-		// A migration target never claims a new address: it meets what
-		// its key holds, for the engine to judge (107 for none).
-		resp, err := op.cl.Read(etcdkv.Get(s.holdK))
-		if err != nil {
-			return false, err
-		}
-		return false, holdFound(resp, 0)
-	}
 	if s.taken[ip] && s.take == nil {
 		return false, nil
 	}

@@ -111,6 +111,15 @@ func (s *claimStore) Found(f *alloc.HoldFound) (*alloc.Hold, error) {
 	return &h, nil
 }
 
+// KeyHold implements alloc.HoldClaimer: one read of the hold key.
+func (s *claimStore) KeyHold() error {
+	resp, err := s.op.cl.Read(etcdkv.Get(s.holdK))
+	if err != nil {
+		return err
+	}
+	return holdFound(resp, 0)
+}
+
 // TakeOver implements alloc.HoldClaimer.
 func (s *claimStore) TakeOver() { s.take = s.found }
 
