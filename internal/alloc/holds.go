@@ -169,18 +169,18 @@ func shareAddr(hs HoldStore, e HoldRecord, r addrspace.Range, a Attachment, mig 
 // in the same transaction as the address (etcd: one round trip for a new
 // key), and so meets the key's hold only there: Reserve then returns a
 // *HoldFound, the search ends, and AllocateClaimed applies the rules
-// through these calls before searching again (a migration target, which
-// never claims a new address, meets it through KeyHold). A claim that
-// takes the found hold over (TakeOver) or shares it (Share) is no new
-// address for the tenant, whose address it is already (as in QuotaGate):
-// the store neither checks the quota for it nor records it.
+// through these calls before searching again. A claim that takes the
+// found hold over (TakeOver) or shares it (Share) is no new address for
+// the tenant, whose address it is already (as in QuotaGate): the store
+// neither checks the quota for it nor records it.
 type HoldClaimer interface {
 	Store
 	// Found reads what the engine needs of the hold f found: nil when it
 	// pins nothing (the store has dropped it). The store keeps it for
 	// TakeOver and FreeFound.
 	Found(f *HoldFound) (*Hold, error)
-	// KeyHold reads the key's hold: a *HoldFound, as a claim meets it.
+	// KeyHold reads the key's hold, a *HoldFound as a claim meets it: for
+	// a migration target, which never claims a new address (107).
 	KeyHold() error
 	// TakeOver makes the next Reserve take the found hold over, exactly
 	// as found.

@@ -174,9 +174,8 @@ type Hold struct {
 	// (time.Duration's String, "0s" for until released; "" in records
 	// without it: DefaultHoldFor). The record carries its own policy so
 	// that every release (DEL, GC, an operator's gc or release, which has
-	// no network config) holds for as long. It follows the key, so that a
-	// store can compare an owner's key and holdFor as a prefix too (etcd's
-	// one-round-trip DEL plans with its own configuration's).
+	// no network config) holds for as long. It follows the key: a store
+	// compares both as a prefix (etcd's DEL, planned with its own config's).
 	HoldFor string `json:"holdFor,omitempty"`
 	// LastOwner and LastNode are the last attachment that had it.
 	LastOwner string `json:"lastOwner,omitempty"`

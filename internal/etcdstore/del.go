@@ -3,7 +3,6 @@ package etcdstore
 import (
 	"errors"
 	"net/netip"
-	"slices"
 	"strconv"
 
 	"github.com/containernetworking/cni/pkg/types"
@@ -97,10 +96,10 @@ func (op *Operation) delRead(scopes []alloc.Scope, fence bool) error {
 // older than this DEL (Record.writtenBefore), so a late copy of the DEL
 // (after the attachment was ADDed again, likely to the same address)
 // deletes nothing; the same transaction reads what the attachment still
-// holds. done is false when it still holds something (an address missing
-// from prevResult, a failed ADD's marker, a record from this very
-// instant): the read path finishes. fenced: the transaction was sent,
-// which wrote the attachment's fence bucket.
+// holds. done is false when it still holds something the engine's plan
+// releases (an address missing from prevResult, a failed ADD's marker, a
+// record from this very instant): the read path finishes. fenced: the
+// transaction was sent, which wrote the attachment's fence bucket.
 func (op *Operation) delFromPrev(addrs []netip.Addr, keyed *alloc.Keyed) (done, fenced bool, err error) {
 	if len(addrs) == 0 || keyed == nil {
 		return false, false, nil
@@ -133,17 +132,16 @@ func (op *Operation) delFromPrev(addrs []netip.Addr, keyed *alloc.Keyed) (done, 
 		}
 		holdK := ""
 		if st != nil {
-			// The release requires the hold key still this owner's
-			// alone for this address, written with this DEL's key and
-			// holdFor (its plan's), so the plan's hold needs no condition
-			// of its own; a hold a migration's target shares is left to
-			// the read path, which hands the address over, as are a hold
-			// of another holdFor (its ADD's holds) and a sticky record
-			// when this DEL derives no key (their prefixes differ).
+			// The release requires the hold key still this owner's alone
+			// for this address, written with this DEL's key and holdFor
+			// (the plan's record), so the plan's hold needs no condition of
+			// its own: owned's fields, then "," (below its closing "}"). A
+			// shared hold, one of another holdFor, a sticky record this DEL
+			// derives no key for differ there: the read path releases them
+			// as stored (a shared address goes to the migration's target).
 			holdK = op.keys.holdKey(t.Scope, st.id, strconv.Itoa(t.RangeID))
-			owned := encodeHold(alloc.Hold{Node: op.node, Owner: op.att.ContainerID, IfName: op.att.IfName, Network: op.att.Network, Address: a.String(), Key: st.Key, HoldFor: st.HoldFor.String()})
-			alone := owned[:len(owned)-1] // up to its holdFor: what follows differs
-			release.If = append(release.If, etcdkv.ValueAbove(holdK, alone), etcdkv.ValueBelow(holdK, append(slices.Clip(alone), 0xff)))
+			owned := encodeHold(r.hold().Hold)
+			release.If = append(release.If, etcdkv.ValueAbove(holdK, owned[:len(owned)-1]), etcdkv.ValueBelow(holdK, owned))
 		}
 		release.Then = append(release.Then, op.applyDel(op.planDel(op.att, r), addrK, holdK, nil, op.keys.fullKey(t.Scope, t.RangeID))...)
 		outer.Then = append(outer.Then, etcdkv.Nested(release))
@@ -161,7 +159,6 @@ func (op *Operation) delFromPrev(addrs []netip.Addr, keyed *alloc.Keyed) (done, 
 	op.bumpedOwn(resp.Revision)
 	for i := range scopes {
 		for _, kv := range resp.KVs(first + i) {
-			// Left to the read path: what the engine's plan releases.
 			if r, ok := decodeRecord(kv.Value); !ok || !r.Released && op.planDel(op.att, r).Step != alloc.DelSkip {
 				return false, true, nil
 			}
