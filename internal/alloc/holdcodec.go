@@ -11,53 +11,25 @@ import (
 // encoding/json's first Marshal of a type builds its encoder by
 // reflection: about 0.4 ms, 3% of an exec'd ADD on the machine measured.
 func (h Hold) AppendJSON(b []byte) []byte {
-	b = appendOwnerPart(append(b, '{'), h.Node, h.Owner, h.IfName, h.Network, h.Address)
-	for _, f := range [...]struct{ name, v string }{{"secondNode", h.SecondNode}, {"second", h.Second}, {"secondMigration", h.SecondMigration}} {
-		if f.v != "" {
+	var expires string
+	if !h.Expires.IsZero() {
+		expires = h.Expires.Format(time.RFC3339Nano)
+	}
+	start := len(b)
+	// Hold's fields in its order; always: no omitempty.
+	for _, f := range [...]struct {
+		name, v string
+		always  bool
+	}{{"node", h.Node, false}, {"owner", h.Owner, false}, {"ifname", h.IfName, true}, {"network", h.Network, true}, {"address", h.Address, true},
+		{"secondNode", h.SecondNode, false}, {"second", h.Second, false}, {"secondMigration", h.SecondMigration, false}, {"key", h.Key, true},
+		{"holdFor", h.HoldFor, false}, {"lastOwner", h.LastOwner, false}, {"lastNode", h.LastNode, false}, {"expires", expires, false},
+		{"time", h.Time, false}, {"migration", h.Migration, false}} {
+		if f.always || f.v != "" {
 			b = appendField(b, f.name, f.v)
 		}
 	}
-	b = appendField(b, "key", h.Key)
-	if h.HoldFor != "" {
-		b = appendField(b, "holdFor", h.HoldFor)
-	}
-	if h.LastOwner != "" {
-		b = appendField(b, "lastOwner", h.LastOwner)
-	}
-	if h.LastNode != "" {
-		b = appendField(b, "lastNode", h.LastNode)
-	}
-	if !h.Expires.IsZero() {
-		b = append(b, `,"expires":"`...)
-		b = h.Expires.AppendFormat(b, time.RFC3339Nano)
-		b = append(b, '"')
-	}
-	if h.Time != "" {
-		b = appendField(b, "time", h.Time)
-	}
-	if h.Migration != "" {
-		b = appendField(b, "migration", h.Migration)
-	}
+	b[start] = '{' // the first field's comma (ifname is always written)
 	return append(b, '}')
-}
-
-// appendOwnerPart writes a record's first fields, which name the owner
-// and the address.
-func appendOwnerPart(b []byte, node, owner, ifname, network, address string) []byte {
-	start := len(b)
-	if node != "" {
-		b = appendField(b, "node", node)
-	}
-	if owner != "" {
-		b = appendField(b, "owner", owner)
-	}
-	b = appendField(b, "ifname", ifname)
-	b = appendField(b, "network", network)
-	b = appendField(b, "address", address)
-	if b[start] == ',' { // the first field: no comma before it
-		b = append(b[:start], b[start+1:]...)
-	}
-	return b
 }
 
 // appendField appends ,"name":"value".
