@@ -87,10 +87,11 @@ func gcClaims(kvs ...etcdkv.KV) []alloc.GCClaim {
 // GC's: the node is still this machine's, node.go); expired holds go
 // whichever node held them last, unguarded.
 type gcRun struct {
-	node, network, pool string // "" for every one
-	index, holds        []string
-	keep                func(alloc.Attachment) bool
-	guard               []etcdkv.Cmp
+	node          string // the GC's node: alloc.PlanClaims keeps every other node's claims
+	network, pool string // "" for every one
+	index, holds  []string
+	keep          func(alloc.Attachment) bool
+	guard         []etcdkv.Cmp
 }
 
 // collect is the one GC driver: it reads, the engine plans each scope

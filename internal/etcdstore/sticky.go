@@ -80,8 +80,8 @@ type takeOver struct {
 // Found implements alloc.HoldClaimer: the hold the claim met; nil (after
 // an exact delete) when the engine judges that it pins nothing
 // (alloc.VersionedHold). Only a hold with an owner, a held one whose
-// take-over failed, or one met by an ADD that requests an address (which
-// may be refused before any take-over) costs a read of its address's
+// take-over failed, or one met by an ADD that requests another address
+// (refused, 101, before any take-over) costs a read of its address's
 // claim: a take-over's transaction makes the same comparison as its guard
 // (Reserve), so a StatefulSet pod's return costs one round trip less.
 func (s *claimStore) Found(f *alloc.HoldFound) (*alloc.Hold, error) {
@@ -94,8 +94,8 @@ func (s *claimStore) Found(f *alloc.HoldFound) (*alloc.Hold, error) {
 	h, ok := decodeHold(kv.Value)
 	t := &takeOver{rev: kv.ModRevision, hold: h}
 	claimRev := t.rev // not read: the take-over's guard
-	if ok && (h.Owner != "" || (tried != nil && tried.rev == t.rev) || s.t.Requested.IsValid()) {
-		ip, _ := netip.ParseAddr(h.Address)
+	ip, _ := netip.ParseAddr(h.Address)
+	if ok && (h.Owner != "" || (tried != nil && tried.rev == t.rev) || (s.t.Requested.IsValid() && s.t.Requested != ip)) {
 		resp, err := op.cl.Read(etcdkv.Get(op.keys.addrKey(s.t.Scope, ip)))
 		if err != nil {
 			return nil, err

@@ -283,11 +283,6 @@ func TestStickyAdminRelease(t *testing.T) {
 	}
 }
 
-// A held key's take-over is sent without reading its address's claim
-// first: the transaction compares the claim's revision with the hold's.
-// When that fails (the claim rewritten without its hold), the ADD reads,
-// finds the hold pins nothing, drops it and allocates as usual, never
-// taking the address whose claim is no longer the hold's.
 // staleHold is the address pod's key holds after its DEL on host-a,
 // whose claim was then rewritten behind the plugins' back: a hold that
 // pins nothing any more (alloc.VersionedHold).
@@ -311,6 +306,11 @@ func (c stickyCase) staleHold(pod string) netip.Addr {
 	return a
 }
 
+// A held key's take-over is sent without reading its address's claim
+// first: the transaction compares the claim's revision with the hold's.
+// When that fails (the claim rewritten without its hold), the ADD reads,
+// finds the hold pins nothing, drops it and allocates as usual, never
+// taking the address whose claim is no longer the hold's.
 func TestStickyTakeOverChecksTheClaim(t *testing.T) {
 	c := stickyCase{t: t, holdFor: "30m"}
 	a1 := c.staleHold("web-0")
