@@ -39,10 +39,11 @@ func (al *Allocator) Excluding(ex addrspace.Exclusions) *Allocator {
 // rs in error details (e.g. "ranges[1]" or a pool name).
 //
 // With requested valid, exactly that address is reserved (host-local does
-// no duplicate check in that case, and neither do we). Otherwise the
-// attachment must not already hold an address of rs (102), and the first
-// free address after the cursor is taken (100 when none, which also
-// records the exhaustion for STATUS).
+// no duplicate check in that case, and neither does a Ledger's; a store
+// that is no Ledger reports one from its claim whatever was requested,
+// see Store). Otherwise the attachment must not already hold an address
+// of rs (102), and the first free address after the cursor is taken (100
+// when none, which also records the exhaustion for STATUS).
 func (al *Allocator) Allocate(a Attachment, rangeID int, rs addrspace.RangeSet, requested netip.Addr, label string) (netip.Prefix, netip.Addr, error) {
 	if !a.Recordable() {
 		return netip.Prefix{}, netip.Addr{}, cnierr.InvalidEnv("CNI_CONTAINERID", a.ContainerID, "cannot be recorded in a reservation")
@@ -164,7 +165,7 @@ func (al *Allocator) checkDuplicate(a Attachment, rs addrspace.RangeSet, label s
 	}
 	for _, ip := range held {
 		if rs.Contains(ip) {
-			return judgeAttached(&AttachedFound{ip}, a, label+"="+rs.String())
+			return attachedErr(ip, a, label+"="+rs.String())
 		}
 	}
 	return nil
@@ -177,14 +178,19 @@ type AttachedFound struct{ Addr netip.Addr }
 
 func (*AttachedFound) Error() string { return "the attachment already holds an address" }
 
-// judgeAttached is err with an *AttachedFound answered as the engine's
-// one 102, for a in the target where names.
+// judgeAttached is err with an *AttachedFound answered as 102, for a in
+// the target where names.
 func judgeAttached(err error, a Attachment, where string) error {
 	if f, ok := errors.AsType[*AttachedFound](err); ok {
-		return cnierr.New(cnierr.CodeDuplicateAttach, "attachment already holds an address",
-			"address=%s %s containerID=%s ifname=%s", f.Addr, where, a.ContainerID, a.IfName)
+		return attachedErr(f.Addr, a, where)
 	}
 	return err
+}
+
+// attachedErr is the 102 of a, which holds addr in the target where names.
+func attachedErr(addr netip.Addr, a Attachment, where string) error {
+	return cnierr.New(cnierr.CodeDuplicateAttach, "attachment already holds an address",
+		"address=%s %s containerID=%s ifname=%s", addr, where, a.ContainerID, a.IfName)
 }
 
 func (al *Allocator) reserveNext(a Attachment, rangeID int, rs addrspace.RangeSet, label string) (netip.Addr, addrspace.Range, error) {

@@ -37,7 +37,7 @@ func (c *claimer) Share(alloc.Attachment, string) (bool, error) {
 
 // A store that is no Ledger reports the attachment's address as it
 // found it in its claim (an *AttachedFound, also from a migration
-// target's Share); the engine answers it with its one 102, which names
+// target's Share); the engine answers it with its 102, which names
 // the address, the target, the container and the interface.
 func TestAttachedFoundIsJudged(t *testing.T) {
 	rs := alloctest.Small(t)
@@ -52,26 +52,19 @@ func TestAttachedFoundIsJudged(t *testing.T) {
 		s         *claimer
 		requested netip.Addr
 		key, mig  string
-		plain     bool  // Allocate over the plain Store, not AllocateClaimed
 		want      error // nil: the 102 of held
 	}{
 		{name: "a claim of the search", s: &claimer{reserve: found}},
 		{name: "a claim of a requested address", s: &claimer{reserve: found}, requested: netip.MustParseAddr("10.0.0.4")},
-		{name: "Allocate over a plain Store", s: &claimer{reserve: found}, plain: true},
 		{name: "wrapped by the store", s: &claimer{reserve: fmt.Errorf("claim: %w", found)}},
-		{name: "a migration target's share", s: &claimer{reserve: &alloc.HoldFound{}, found: owned, share: found}, key: "vm", mig: "m1"},
+		{name: "a migration target's share", s: &claimer{found: owned, share: found}, key: "vm", mig: "m1"},
 		{name: "any other error as it is", s: &claimer{reserve: boom}, want: boom},
-		{name: "any other error of Share as it is", s: &claimer{reserve: &alloc.HoldFound{}, found: owned, share: boom}, key: "vm", mig: "m1", want: boom},
+		{name: "any other error of Share as it is", s: &claimer{found: owned, share: boom}, key: "vm", mig: "m1", want: boom},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.s.held = map[netip.Addr]bool{}
 			tg := alloc.Target{Label: "pool a", Scope: alloc.Scope{Pool: "a"}, Set: rs, Requested: tc.requested}
-			var err error
-			if tc.plain {
-				_, _, err = alloc.New(tc.s).Allocate(alloctest.CidA, 0, rs, tc.requested, tg.Label)
-			} else {
-				_, _, err = alloc.AllocateClaimed(tc.s, alloctest.CidA, "n1", tg, tc.key, tc.mig, time.Now())
-			}
+			_, _, err := alloc.AllocateClaimed(tc.s, alloctest.CidA, "n1", tg, tc.key, tc.mig, time.Now())
 			if tc.want != nil {
 				if !errors.Is(err, tc.want) || cnierr.Code(err) == cnierr.CodeDuplicateAttach {
 					t.Fatalf("err = %v, want %v as it is", err, tc.want)

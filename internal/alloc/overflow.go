@@ -61,7 +61,7 @@ func AllocateOverflow(t Target, a Attachment, locate func(Target) (Presence, err
 			return netip.Prefix{}, netip.Addr{}, c, err
 		}
 		if at.Attached.IsValid() {
-			return netip.Prefix{}, netip.Addr{}, c, judgeAttached(&AttachedFound{at.Attached}, a, c.Label+" (overflow of pool "+t.Scope.Pool+")")
+			return netip.Prefix{}, netip.Addr{}, c, attachedErr(at.Attached, a, c.Label+" (overflow of pool "+t.Scope.Pool+")")
 		}
 		if at.KeyHeld && i > 0 {
 			// The key's pool first, then the chain as usual.

@@ -680,11 +680,12 @@ func setAppendOnly(dir string, on bool) error {
 
 // appendOnlyCapableDir is an empty directory on a file system that has
 // append-only directories: the test's temporary directory, or, where
-// that is a tmpfs, one beside the test's sources (on the checkout's disk).
+// that is a tmpfs, one in /var/tmp, else beside the test's sources (on
+// the checkout's disk).
 func appendOnlyCapableDir(t *testing.T) string {
 	t.Helper()
 	var errs []error
-	for _, parent := range []string{t.TempDir(), "."} {
+	for _, parent := range []string{t.TempDir(), "/var/tmp", "."} {
 		dir, err := os.MkdirTemp(parent, "appendonly-")
 		if err == nil {
 			t.Cleanup(func() { _ = setAppendOnly(dir, false); _ = os.RemoveAll(dir) })
